@@ -1,0 +1,94 @@
+"""hostgate: a self-hosted remote access gateway.
+
+Everything a plugin pack may use is exported here; packs never import other
+kernel modules.
+"""
+
+from __future__ import annotations
+
+from .adapters import (
+    FILE_OPERATIONS,
+    ConnectionTarget,
+    HostKeyCheck,
+    RemoteEntry,
+    RemoteFiles,
+    Stream,
+    Terminal,
+    TerminalSize,
+)
+from .descriptors import (
+    AuditEvent,
+    ChannelSpec,
+    ConnectionField,
+    LoginMethod,
+    NotificationMessage,
+    ProtocolSpec,
+    SettingSpec,
+)
+from .errors import (
+    ApiError,
+    Conflict,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    RateLimited,
+    RemoteAuthFailed,
+    RemoteError,
+    RemoteNotFound,
+    RemotePermissionDenied,
+    RemoteTimeout,
+    RemoteUnreachable,
+    Unprocessable,
+)
+from .guards import authenticated, current_caller, public, request_client, requires, ticket
+from .markers import hookimpl, hookspec
+from .services.identity import Caller, ClientInfo
+from .timefmt import iso, parse_iso, utcnow
+
+__all__ = [
+    "FILE_OPERATIONS",
+    "ApiError",
+    "AuditEvent",
+    "Caller",
+    "ChannelSpec",
+    "ClientInfo",
+    "Conflict",
+    "ConnectionField",
+    "ConnectionTarget",
+    "HostKeyCheck",
+    "InvalidInput",
+    "LoginMethod",
+    "NotAuthenticated",
+    "NotFound",
+    "NotificationMessage",
+    "PayloadTooLarge",
+    "PermissionDenied",
+    "ProtocolSpec",
+    "RateLimited",
+    "RemoteAuthFailed",
+    "RemoteEntry",
+    "RemoteError",
+    "RemoteFiles",
+    "RemoteNotFound",
+    "RemotePermissionDenied",
+    "RemoteTimeout",
+    "RemoteUnreachable",
+    "SettingSpec",
+    "Stream",
+    "Terminal",
+    "TerminalSize",
+    "Unprocessable",
+    "authenticated",
+    "current_caller",
+    "hookimpl",
+    "hookspec",
+    "iso",
+    "parse_iso",
+    "public",
+    "request_client",
+    "requires",
+    "ticket",
+    "utcnow",
+]

@@ -1,0 +1,146 @@
+"""The small typed interfaces protocol packs implement; the kernel does the rest."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class TerminalSize:
+    """Columns and rows of a terminal."""
+
+    cols: int = 80
+    rows: int = 24
+
+
+HostKeyCheck = Callable[[str, bytes], Awaitable[None]]
+"""``await check(algorithm, public_key_blob)``: records a first-seen key, raises on a change."""
+
+
+@dataclass(frozen=True)
+class ConnectionTarget:
+    """Everything an adapter needs to reach one stored connection, secrets decrypted.
+
+    ``address`` is the IP address the network policy approved: adapters connect
+    to it (never re-resolve ``host``) and use ``host`` only for TLS names.
+    """
+
+    connection_id: str
+    protocol: str
+    name: str
+    host: str
+    address: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+    private_key: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    skip_cert_validation: bool = False
+    check_host_key: HostKeyCheck | None = None
+
+
+@dataclass(frozen=True)
+class RemoteEntry:
+    """One remote file or directory. Adapters fill what their protocol knows."""
+
+    name: str
+    is_dir: bool
+    size: int = 0
+    mode: int | None = None
+    uid: int | None = None
+    gid: int | None = None
+    atime: datetime | None = None
+    mtime: datetime | None = None
+
+
+FILE_OPERATIONS = frozenset(
+    {"list", "download", "upload", "mkdir", "delete", "rename", "stat", "chmod", "copy"}
+)
+
+
+@runtime_checkable
+class RemoteFiles(Protocol):
+    """A file session on one connection. Raise ``hostgate`` Remote* errors on failure."""
+
+    operations: frozenset[str]
+
+    async def list(self, path: str) -> list[RemoteEntry]:
+        """Entries of a directory (without ``.`` and ``..``)."""
+        ...
+
+    async def stat(self, path: str) -> RemoteEntry:
+        """Attributes of one path."""
+        ...
+
+    def read(self, path: str, offset: int = 0, length: int | None = None) -> AsyncIterator[bytes]:
+        """Stream a file's bytes from ``offset`` (``length`` bytes, or to the end)."""
+        ...
+
+    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+        """Write a file from chunks, atomically (temporary name, then rename); return bytes."""
+        ...
+
+    async def mkdir(self, path: str) -> None:
+        """Create a directory."""
+        ...
+
+    async def remove(self, path: str) -> None:
+        """Delete a file, or a directory recursively."""
+        ...
+
+    async def rename(self, old_path: str, new_path: str) -> None:
+        """Rename or move."""
+        ...
+
+    async def chmod(self, path: str, mode: int) -> None:
+        """Change Unix permissions."""
+        ...
+
+    async def copy(self, src_path: str, dest_path: str) -> None:
+        """Copy a file or a directory tree on the server side."""
+        ...
+
+    async def close(self) -> None:
+        """Release the remote session."""
+        ...
+
+
+@runtime_checkable
+class Terminal(Protocol):
+    """An interactive terminal (SSH shell, telnet)."""
+
+    async def read(self) -> bytes:
+        """Next output bytes; ``b""`` once the remote side closed."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Send keystrokes."""
+        ...
+
+    async def resize(self, size: TerminalSize) -> None:
+        """Change the window size."""
+        ...
+
+    async def close(self) -> None:
+        """Close the remote session."""
+        ...
+
+
+@runtime_checkable
+class Stream(Protocol):
+    """A byte pipe for relays (VNC, RDP)."""
+
+    async def read(self) -> bytes:
+        """Next bytes from the server; ``b""`` at end."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Bytes from the browser to the server."""
+        ...
+
+    async def close(self) -> None:
+        """Close the relay."""
+        ...

@@ -1,0 +1,49 @@
+"""``/settings`` and ``/settings/public``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint, current_app, request
+from quart_schema import tag
+
+from ..errors import InvalidInput
+from ..guards import current_caller, public, requires
+
+blueprint = Blueprint("settings", __name__)
+
+
+@blueprint.get("/settings/public")
+@public
+@tag(["settings"])
+async def public_settings() -> dict[str, Any]:
+    """The public subset of settings, readable without authentication."""
+    return {"settings": current_app.extensions["hostgate"].settings.public()}
+
+
+@blueprint.get("/settings")
+@requires("settings.manage")
+@tag(["settings"])
+async def all_settings() -> dict[str, Any]:
+    """Every setting; secret values masked."""
+    return {"settings": current_app.extensions["hostgate"].settings.admin_view()}
+
+
+@blueprint.put("/settings")
+@requires("settings.manage")
+@tag(["settings"])
+async def update_settings() -> dict[str, Any]:
+    """Change one or more settings; the whole set is validated before anything is stored."""
+    body = await request.get_json(force=True)
+    if not isinstance(body, dict):
+        raise InvalidInput("send a JSON object of setting keys to values")
+    kernel = current_app.extensions["hostgate"]
+    before, after = await kernel.settings.update(body)
+    if after:
+        await kernel.audit.record(
+            "settings.updated",
+            actor=current_caller(),
+            target=", ".join(sorted(after)),
+            details={"before": before, "after": after},
+        )
+    return {"success": True}

@@ -1,0 +1,94 @@
+"""``create_app(config)``: the one place things are wired."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable
+
+from quart import Quart, Response, request
+from quart_schema import HttpSecurityScheme, Info, QuartSchema
+
+from . import errors
+from .api import blueprints
+from .api.health import health
+from .config import Config, load_config
+from .guards import public
+from .kernel import Kernel
+from .logs import request_id
+from .plugins import PluginHost
+from .services.version import current_version
+
+API_PREFIX = "/api/v1"
+log = logging.getLogger("hostgate.app")
+
+
+def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) -> Quart:
+    """Build the Quart app: plugins loaded, kernel built, routes mounted.
+
+    ``plugins`` registers extra plugin objects (tests use this); entry-point
+    packs load when ``config.load_entry_points`` is true.
+    """
+    config = config or load_config()
+    host = PluginHost()
+    host.load(
+        entry_points=config.load_entry_points,
+        disabled=config.disabled_plugins,
+        extra=plugins,
+    )
+    app = Quart("hostgate", static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
+    app.config["BODY_TIMEOUT"] = 600
+    QuartSchema(
+        app,
+        openapi_path=None,
+        redoc_ui_path=None,
+        scalar_ui_path=None,
+        swagger_ui_path=None,
+        info=Info(title="hostgate", version=current_version()),
+        security_schemes={"bearer": HttpSecurityScheme(scheme="bearer", bearer_format="JWT")},
+        security=[{"bearer": []}],
+    )
+    errors.install(app)
+    kernel = Kernel(config, host)
+    app.extensions["hostgate"] = kernel
+
+    for blueprint in blueprints():
+        app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+    for method in kernel.login_methods.values():
+        if method.blueprint is not None:
+            app.register_blueprint(method.blueprint, url_prefix=API_PREFIX)
+    for _, contributed in host.contributions("register_blueprints"):
+        for blueprint in contributed:
+            app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+    app.add_url_rule("/health", "root_health", public(health.__wrapped__))  # type: ignore[attr-defined]
+
+    @app.before_request
+    async def _tag_request() -> None:
+        request_id.set(request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex[:16])
+
+    @app.after_request
+    async def _headers(response: Response) -> Response:
+        response.headers["X-Request-Id"] = request_id.get()
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        if request.path.startswith(API_PREFIX):
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    @app.before_serving
+    async def _start() -> None:
+        await kernel.startup()
+
+    @app.after_serving
+    async def _stop() -> None:
+        await kernel.shutdown()
+
+    return app
+
+
+def kernel_of(app: Quart) -> Kernel:
+    """The Kernel behind an app."""
+    kernel: Kernel = app.extensions["hostgate"]
+    return kernel

@@ -1,0 +1,72 @@
+"""The kernel's own plugin: the spec's settings and the kernel's permission groups."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .descriptors import SettingSpec
+from .markers import hookimpl
+from .permissions import KERNEL_PERMISSIONS
+
+CURSOR_STYLES = ("block", "bar", "underline")
+
+KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec("app.name", str, "hostgate", public=True, max_length=200,
+                description="Instance name shown in the UI and in notifications"),
+    SettingSpec("app.logo", str, None, public=True, nullable=True, max_length=2_000_000,
+                description="Logo as a data URL, or null"),
+    SettingSpec("health_monitor.enabled", bool, True, public=True,
+                description="Whether the UI polls connection reachability"),
+    SettingSpec("ssh.font_family", str, '"Fira Code", monospace', public=True, max_length=200,
+                description="Default terminal font"),
+    SettingSpec("ssh.font_size", float, 14, public=True, minimum=6, maximum=72,
+                description="Default terminal font size"),
+    SettingSpec("ssh.cursor_style", str, "block", public=True, choices=CURSOR_STYLES,
+                description="Default cursor style"),
+    SettingSpec("ssh.cursor_blink", bool, True, public=True, description="Default cursor blink"),
+    SettingSpec("ssh.theme", str, "vscode-dark", public=True, max_length=64,
+                description="Default terminal theme"),
+    SettingSpec("ssh.scrollback", int, 5000, public=True, minimum=0, maximum=1_000_000,
+                description="Default scrollback lines"),
+    SettingSpec("auth.ldap_enabled", bool, False, public=True, description="LDAP login on/off"),
+    SettingSpec("auth.oidc_enabled", bool, False, public=True, description="OIDC login on/off"),
+    SettingSpec("auth.oidc_button_label", str, "Sign in with SSO", public=True, max_length=100,
+                description="Label of the SSO button"),
+    SettingSpec("security.idle_timeout_minutes", int, 0, public=True, minimum=0,
+                maximum=525_600, description="Idle minutes before a session ends (0 = never)"),
+    SettingSpec("system.insecure_key", bool, False, public=True, readonly=True,
+                description="True when the encryption key is a generated file (computed)"),
+    SettingSpec("security.max_login_attempts", int, 5, minimum=1, maximum=1000,
+                description="Failed logins before an account locks"),
+    SettingSpec("security.lockout_duration_minutes", int, 30, minimum=1, maximum=525_600,
+                description="How long a locked account stays locked"),
+    SettingSpec("security.session_lifetime_days", float, 30, minimum=0.01, maximum=3650,
+                description="Lifetime of a session token"),
+    SettingSpec("security.max_sessions_per_user", int, 10, minimum=1, maximum=10_000,
+                description="Concurrent live terminal/desktop sessions per user"),
+    SettingSpec("security.max_sessions_total", int, 500, minimum=1, maximum=100_000,
+                description="Concurrent live terminal/desktop sessions on the instance"),
+    SettingSpec("recordings.enabled", bool, True, description="Record terminal and RDP sessions"),
+    SettingSpec("recordings.max_size_mb", float, 0, minimum=0, maximum=1_000_000,
+                description="Cap per recording in MB (0 = no cap)"),
+    SettingSpec("auth.local_enabled", bool, True, description="Local password login on/off"),
+    SettingSpec("auth.ldap_url", str, "", max_length=1000, description="ldap:// or ldaps:// URL"),
+    SettingSpec("auth.ldap_bind_dn", str, "", max_length=1000, description="Service bind DN"),
+    SettingSpec("auth.ldap_search_base", str, "", max_length=1000, description="User search base"),
+    SettingSpec("auth.ldap_username_attr", str, "uid", max_length=100,
+                description="Attribute holding the login name"),
+    SettingSpec("auth.oidc_issuer", str, "", max_length=1000, description="OIDC issuer URL"),
+    SettingSpec("auth.oidc_client_id", str, "", max_length=1000, description="OIDC client id"),
+)
+
+
+@hookimpl
+def register_settings() -> Sequence[SettingSpec]:
+    """The spec's settings, owned by the kernel whether or not a pack uses them."""
+    return KERNEL_SETTINGS
+
+
+@hookimpl
+def register_permissions() -> Mapping[str, Sequence[str]]:
+    """The kernel's six permission groups."""
+    return KERNEL_PERMISSIONS

@@ -1,0 +1,1 @@
+"""CLI commands: each module exposes ``register(subparsers)`` and is found automatically."""

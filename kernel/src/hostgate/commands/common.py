@@ -1,0 +1,41 @@
+"""Helpers shared by CLI commands: config from arguments, running the kernel offline."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..config import Config, load_config
+
+T = TypeVar("T")
+
+
+def register(subparsers: Any) -> None:
+    """Nothing to add: the module holds helpers only."""
+
+
+def config_from(args: argparse.Namespace, **overrides: Any) -> Config:
+    """Config from ``--config`` / ``--data-dir`` and the environment."""
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    config_file = Path(args.config) if getattr(args, "config", None) else None
+    return load_config(config_file=config_file, **overrides)
+
+
+def with_kernel(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Start the kernel (migrations, settings) without serving, run ``work``, stop."""
+    from ..app import create_app, kernel_of
+
+    async def run() -> T:
+        app = create_app(config_from(args))
+        kernel = kernel_of(app)
+        await kernel.startup()
+        try:
+            return await work(kernel)
+        finally:
+            await kernel.shutdown()
+
+    return asyncio.run(run())

@@ -1,0 +1,80 @@
+"""``hostgate serve``: run the gateway on hypercorn."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from typing import Any
+
+from ..logs import configure_logging
+from .common import config_from
+
+log = logging.getLogger("hostgate.serve")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``serve``."""
+    parser = subparsers.add_parser("serve", help="run the gateway")
+    parser.add_argument("--host", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (default 7443)")
+    parser.add_argument("--tls-cert", help="TLS certificate (PEM)")
+    parser.add_argument("--tls-key", help="TLS private key (PEM)")
+    parser.add_argument(
+        "--tls-self-signed", action="store_true", help="serve HTTPS with a generated certificate"
+    )
+    parser.add_argument("--log-format", choices=["text", "json"], help="log line format")
+    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING...")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or SIGINT."""
+    from pathlib import Path
+
+    overrides: dict[str, Any] = {}
+    for name in ("host", "port", "log_format"):
+        if getattr(args, name, None):
+            overrides[name] = getattr(args, name)
+    if args.log_level:
+        overrides["log_level"] = args.log_level.upper()
+    if args.tls_cert:
+        overrides["tls_cert"] = Path(args.tls_cert)
+    if args.tls_key:
+        overrides["tls_key"] = Path(args.tls_key)
+    if args.tls_self_signed:
+        overrides["tls_self_signed"] = True
+    config = config_from(args, **overrides)
+    configure_logging(config.log_level, config.log_format)
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config as HyperConfig
+
+    from ..app import create_app
+    from ..security.tls import ensure_self_signed
+
+    app = create_app(config)
+    hyper = HyperConfig()
+    hyper.bind = [f"{config.host}:{config.port}"]
+    hyper.graceful_timeout = 10
+    hyper.accesslog = None
+    hyper.errorlog = logging.getLogger("hypercorn.error")
+    scheme = "http"
+    if config.tls_cert and config.tls_key:
+        hyper.certfile, hyper.keyfile = str(config.tls_cert), str(config.tls_key)
+        scheme = "https"
+    elif config.tls_self_signed:
+        cert, key = ensure_self_signed(config.data_dir / "certs")
+        hyper.certfile, hyper.keyfile = str(cert), str(key)
+        scheme = "https"
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        log.info("hostgate listening on %s://%s:%s", scheme, config.host, config.port)
+        await serve(app, hyper, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+    asyncio.run(main())
+    return 0

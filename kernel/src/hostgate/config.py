@@ -1,0 +1,152 @@
+"""Configuration: ``HOSTGATE_*`` environment variables over an optional TOML file."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PORT = 7443
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_VERSION_FEED = "https://pypi.org/pypi/hostgate/json"
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class ConfigError(ValueError):
+    """A configuration value is malformed; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the kernel needs to start, resolved once at start-up."""
+
+    data_dir: Path = Path("data")
+    database_url: str | None = None
+    encryption_key: str | None = None
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    disabled_plugins: tuple[str, ...] = ()
+    load_entry_points: bool = True
+    log_level: str = "INFO"
+    log_format: str = "text"
+    trusted_proxies: tuple[IPNetwork, ...] = ()
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_self_signed: bool = False
+    version_feed_url: str = DEFAULT_VERSION_FEED
+    version_timeout_seconds: float = 4.0
+    max_body_bytes: int = 16 * 1024 * 1024
+    plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL: the configured one, or SQLite in the data dir."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'hostgate.db').resolve()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        """True when the database is the embedded SQLite file."""
+        return self.resolved_database_url.startswith("sqlite")
+
+    def with_overrides(self, **changes: Any) -> Config:
+        """A copy with some fields replaced (tests and the CLI use this)."""
+        return replace(self, **changes)
+
+    def plugin(self, name: str) -> Mapping[str, Any]:
+        """Options for one pack from the TOML file's ``[plugins.<name>]`` table."""
+        return self.plugin_options.get(name, {})
+
+
+def _bool(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(f"{name} must be true or false, not {value!r}")
+
+
+def _int(name: str, value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a whole number, not {value!r}") from None
+
+
+def _networks(name: str, value: str | list[str]) -> tuple[IPNetwork, ...]:
+    items = value if isinstance(value, list) else [v for v in value.split(",")]
+    nets = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        try:
+            nets.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ConfigError(f"{name}: {item!r} is not an IP address or CIDR range") from None
+    return tuple(nets)
+
+
+def _names(value: str | list[str]) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else value.split(",")
+    return tuple(i.strip() for i in items if i.strip())
+
+
+def load_config(
+    env: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+    **overrides: Any,
+) -> Config:
+    """Build the Config from a TOML file, then ``HOSTGATE_*`` variables, then overrides."""
+    env = os.environ if env is None else env
+    raw: dict[str, Any] = {}
+    path = config_file or (Path(env["HOSTGATE_CONFIG"]) if env.get("HOSTGATE_CONFIG") else None)
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    values: dict[str, Any] = {}
+    table = {k.replace("-", "_"): v for k, v in raw.items() if k != "plugins"}
+    mapping: dict[str, tuple[str, Any]] = {
+        "data_dir": ("HOSTGATE_DATA_DIR", Path),
+        "database_url": ("HOSTGATE_DATABASE_URL", str),
+        "encryption_key": ("HOSTGATE_ENCRYPTION_KEY", str),
+        "host": ("HOSTGATE_HOST", str),
+        "port": ("HOSTGATE_PORT", lambda v: _int("HOSTGATE_PORT", v)),
+        "disabled_plugins": ("HOSTGATE_DISABLE_PLUGINS", _names),
+        "log_level": ("HOSTGATE_LOG_LEVEL", lambda v: str(v).upper()),
+        "log_format": ("HOSTGATE_LOG_FORMAT", str),
+        "trusted_proxies": (
+            "HOSTGATE_TRUSTED_PROXIES",
+            lambda v: _networks("HOSTGATE_TRUSTED_PROXIES", v),
+        ),
+        "tls_cert": ("HOSTGATE_TLS_CERT", Path),
+        "tls_key": ("HOSTGATE_TLS_KEY", Path),
+        "tls_self_signed": ("HOSTGATE_TLS_SELF_SIGNED", lambda v: _bool("TLS", str(v))),
+        "version_feed_url": ("HOSTGATE_VERSION_URL", str),
+        "max_body_bytes": ("HOSTGATE_MAX_BODY_BYTES", lambda v: _int("MAX_BODY", v)),
+    }
+    for attr, (var, convert) in mapping.items():
+        if attr in table:
+            values[attr] = convert(table[attr])
+        if env.get(var):
+            values[attr] = convert(env[var])
+    values["plugin_options"] = raw.get("plugins", {})
+    values.update(overrides)
+    config = Config(**values)
+    if not 0 < config.port < 65536:
+        raise ConfigError(f"HOSTGATE_PORT must be 1-65535, not {config.port}")
+    if config.log_format not in {"text", "json"}:
+        raise ConfigError("HOSTGATE_LOG_FORMAT must be text or json")
+    if (config.tls_cert is None) != (config.tls_key is None):
+        raise ConfigError("HOSTGATE_TLS_CERT and HOSTGATE_TLS_KEY must be given together")
+    return config

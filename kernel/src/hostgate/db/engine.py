@@ -1,0 +1,87 @@
+"""The database handle: an async engine, sessions, and migrations at start."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+log = logging.getLogger("hostgate.db")
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(url: str) -> AsyncEngine:
+    """An async engine with SQLite pragmas (WAL, foreign keys) where it applies."""
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def alembic_config(connection: Any = None) -> Any:
+    """An Alembic Config pointing at the kernel's migrations."""
+    from alembic.config import Config as AlembicConfig
+
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _upgrade(sync_connection: Any) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(sync_connection), "head")
+
+
+class Database:
+    """Sessions for services; one per process."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.sessions = async_sessionmaker(
+            self.engine, class_=AsyncSession, expire_on_commit=False
+        )
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    async def migrate(self) -> None:
+        """Apply every Alembic migration (idempotent)."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(_upgrade)
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session; commit explicitly, rolled back if the block raises."""
+        async with self.sessions() as session:
+            try:
+                yield session
+            except BaseException:
+                await session.rollback()
+                raise
+
+    async def close(self) -> None:
+        """Dispose of the engine's pool."""
+        await self.engine.dispose()

@@ -1,0 +1,161 @@
+"""What plugins describe and the kernel mounts: protocols, login methods, channels, settings."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .timefmt import iso
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from quart import Blueprint
+
+    from .adapters import ConnectionTarget, RemoteFiles, Stream, Terminal, TerminalSize
+    from .kernel import Kernel
+
+
+@dataclass(frozen=True)
+class ConnectionField:
+    """One protocol-specific connection field, stored in ``extraConfig``.
+
+    ``type`` is ``str``, ``int`` or ``bool``. Secret fields are encrypted at rest
+    and never returned by any GET.
+    """
+
+    name: str
+    type: type = str
+    secret: bool = False
+    required: bool = False
+    default: Any = None
+    description: str = ""
+
+
+FilesFactory = Callable[["Kernel", "ConnectionTarget"], Awaitable["RemoteFiles"]]
+TerminalFactory = Callable[
+    ["Kernel", "ConnectionTarget", "TerminalSize"], Awaitable["Terminal"]
+]
+StreamFactory = Callable[["Kernel", "ConnectionTarget"], Awaitable["Stream"]]
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """A connection protocol a pack provides.
+
+    ``open_files`` mounts ``/api/v1/<name>/<connectionId>/...``; ``open_terminal``
+    serves ``/ws/<name>``; ``open_stream`` serves the relay socket. ``accepts``
+    lists the connection protocols this adapter may be used with (``sftp``
+    file routes also serve ``ssh`` connections).
+    """
+
+    name: str
+    default_port: int
+    title: str = ""
+    fields: tuple[ConnectionField, ...] = ()
+    open_files: FilesFactory | None = None
+    open_terminal: TerminalFactory | None = None
+    open_stream: StreamFactory | None = None
+    accepts: tuple[str, ...] = ()
+    file_attributes: str = "basic"
+    stat_fields: tuple[str, ...] = ()
+
+    def accepted_protocols(self) -> tuple[str, ...]:
+        """The stored connection protocols this protocol's adapters serve."""
+        return self.accepts or (self.name,)
+
+
+@dataclass(frozen=True)
+class LoginMethod:
+    """A login method beyond local passwords.
+
+    ``blueprint`` is mounted under ``/api/v1``; ``providers(kernel)`` returns the
+    keys this method adds to ``GET /auth/providers`` (e.g. ``{"ldap": True}``).
+    """
+
+    name: str
+    blueprint: Blueprint | None = None
+    providers: Callable[[Kernel], Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class NotificationMessage:
+    """A rendered notification, the same for every channel."""
+
+    subject: str
+    text: str
+    event: Mapping[str, Any]
+    recipients: tuple[str, ...] = ()
+    rule_name: str = ""
+
+
+ChannelSend = Callable[["Kernel", Mapping[str, Any], NotificationMessage], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """A notification channel: its config model, which fields are secret, and ``send``.
+
+    ``send`` raises any exception to report a failed delivery; its message is logged.
+    """
+
+    type: str
+    config_model: builtins.type[BaseModel]
+    send: ChannelSend
+    secret_fields: tuple[str, ...] = ()
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One instance setting: key, type, default, visibility, validation.
+
+    ``type`` is ``bool``, ``int`` (whole numbers), ``float`` (any number) or ``str``.
+    Secret settings are encrypted at rest and masked in ``GET /settings``.
+    """
+
+    key: str
+    type: type
+    default: Any
+    public: bool = False
+    nullable: bool = False
+    secret: bool = False
+    description: str = ""
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int = 4096
+    readonly: bool = False
+    validate: Callable[[Any], None] | None = None
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One audit entry as handed to the ``event`` hook and rendered by the API."""
+
+    id: str
+    event_type: str
+    user_id: str | None
+    username: str | None
+    display_name: str | None
+    target: str
+    details: Mapping[str, Any]
+    ip_address: str
+    timestamp: datetime
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec's audit entry shape."""
+        return {
+            "id": self.id,
+            "userId": self.user_id or "",
+            "username": self.username or "",
+            "displayName": self.display_name or "",
+            "eventType": self.event_type,
+            "target": self.target,
+            "details": dict(self.details),
+            "ipAddress": self.ip_address,
+            "timestamp": iso(self.timestamp),
+        }

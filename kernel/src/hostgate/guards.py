@@ -1,0 +1,142 @@
+"""Route guards: every view declares one (``public``, ``authenticated``, ``requires``, ``ticket``).
+
+The guard runs before body validation, so a request without a token gets 401
+whatever its body. A meta-test walks ``app.url_map`` and fails on any view
+without a declared guard.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
+
+from quart import current_app, g, request
+
+from .errors import NotAuthenticated, PermissionDenied
+from .security.clientinfo import client_ip, parse_user_agent
+from .services.identity import Caller, ClientInfo
+
+GUARD_ATTR = "__hostgate_guard__"
+COOKIE_NAME = "hostgate_token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+View = TypeVar("View", bound=Callable[..., Awaitable[Any]])
+
+
+def _kernel() -> Any:
+    return current_app.extensions["hostgate"]
+
+
+def request_client() -> ClientInfo:
+    """Client IP (trusted proxies honoured) and parsed User-Agent of the current request."""
+    kernel = _kernel()
+    agent = request.headers.get("User-Agent", "")
+    browser, system = parse_user_agent(agent)
+    ip = client_ip(request.remote_addr, request.headers, kernel.config.trusted_proxies)
+    return ClientInfo(ip_address=ip, user_agent=agent[:512], browser=browser, os=system)
+
+
+def _token() -> tuple[str | None, bool]:
+    header = request.headers.get("Authorization", "")
+    if header[:7].lower() == "bearer ":
+        return header[7:].strip() or None, False
+    cookie = request.cookies.get(COOKIE_NAME)
+    return (cookie or None), cookie is not None
+
+
+def _check_csrf() -> None:
+    """Cookie-authenticated unsafe requests must come from our own origin."""
+    if request.method in SAFE_METHODS:
+        return
+    origin = request.headers.get("Origin") or request.headers.get("Referer")
+    if not origin:
+        return
+    if urlsplit(origin).netloc != request.host:
+        raise PermissionDenied("CSRF check failed", code="csrf_failed")
+
+
+async def authenticate_request() -> Caller:
+    """Resolve the caller of the current request or raise NotAuthenticated."""
+    cached = g.get("caller")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    token, from_cookie = _token()
+    if not token:
+        raise NotAuthenticated("Authentication required")
+    if from_cookie:
+        _check_csrf()
+    touch = request.args.get("heartbeat") not in {"1", "true"}
+    caller = await _kernel().identity.authenticate(token, request_client(), touch=touch)
+    g.caller = caller
+    return caller  # type: ignore[no-any-return]
+
+
+async def optional_caller() -> Caller | None:
+    """The caller when a valid token was presented, else None (for public routes)."""
+    try:
+        return await authenticate_request()
+    except (NotAuthenticated, PermissionDenied):
+        return None
+
+
+def current_caller() -> Caller:
+    """The caller resolved by this request's guard."""
+    caller = g.get("caller")
+    if caller is None:
+        raise NotAuthenticated("Authentication required")
+    return caller  # type: ignore[no-any-return]
+
+
+def _mark(view: View, kind: str, permissions: tuple[str, ...] = ()) -> View:
+    setattr(view, GUARD_ATTR, (kind, permissions))
+    return view
+
+
+def public(view: View) -> View:
+    """No authentication needed."""
+
+    @functools.wraps(view)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return await view(*args, **kwargs)
+
+    return _mark(cast(View, wrapper), "public")
+
+
+def authenticated(view: View) -> View:
+    """Any authenticated caller."""
+
+    @functools.wraps(view)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        await authenticate_request()
+        return await view(*args, **kwargs)
+
+    return _mark(cast(View, wrapper), "authenticated")
+
+
+def requires(*permissions: str) -> Callable[[View], View]:
+    """An authenticated caller whose role holds every named permission."""
+
+    def decorate(view: View) -> View:
+        @functools.wraps(view)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            caller = await authenticate_request()
+            missing = [p for p in permissions if not caller.can(p)]
+            if missing:
+                raise PermissionDenied(f"Insufficient permissions: requires {', '.join(missing)}")
+            return await view(*args, **kwargs)
+
+        return _mark(cast(View, wrapper), "permission", permissions)
+
+    return decorate
+
+
+def ticket(view: View) -> View:
+    """A WebSocket view authenticated by a single-use ticket (the view redeems it)."""
+    return _mark(view, "ticket")
+
+
+def guard_of(view: Callable[..., Any]) -> tuple[str, tuple[str, ...]] | None:
+    """The guard a view declared, or None."""
+    return getattr(view, GUARD_ATTR, None)

@@ -1,0 +1,160 @@
+"""THE plugin contract: every hook a hostgate pack may implement.
+
+Contribution hooks take no arguments and *return descriptors* (a list, or a
+mapping for permissions); the kernel owns every registry and refuses duplicates
+at start-up, naming both plugins. Lifecycle hooks receive the ``Kernel``.
+Any implementation may return an awaitable instead of a value.
+
+A pack implements hooks on a module or object and declares it under the
+``hostgate`` entry-point group::
+
+    [project.entry-points.hostgate]
+    echo = "hostgate_echo.plugin"
+"""
+
+# ruff: noqa: D417
+# mypy: disable-error-code="empty-body"
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .markers import hookspec
+
+if TYPE_CHECKING:
+    from quart import Blueprint
+
+    from .descriptors import AuditEvent, ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+    from .kernel import Kernel
+
+
+@hookspec
+def register_protocols() -> Sequence[ProtocolSpec]:
+    """Connection protocols this pack provides.
+
+    Runs once at start-up. The kernel validates connection payloads against each
+    descriptor, mounts file routes for ``open_files``, and serves terminal and
+    relay sockets for ``open_terminal`` / ``open_stream``.
+
+    Example::
+
+        @hookimpl
+        def register_protocols():
+            return [ProtocolSpec(name="echo", default_port=7, open_terminal=open_echo)]
+    """
+
+
+@hookspec
+def register_login_methods() -> Sequence[LoginMethod]:
+    """Login methods beyond local passwords.
+
+    Runs once at start-up. Each method's blueprint is mounted under ``/api/v1``;
+    its ``providers(kernel)`` adds keys to ``GET /auth/providers``. A successful
+    login calls ``kernel.identity.issue_session(...)``, so every method ends in the
+    same session token.
+
+    Example::
+
+        @hookimpl
+        def register_login_methods():
+            return [LoginMethod(name="ldap", blueprint=bp,
+                                providers=lambda k: {"ldap": k.settings.get("auth.ldap_enabled")})]
+    """
+
+
+@hookspec
+def register_channels() -> Sequence[ChannelSpec]:
+    """Notification channels.
+
+    Runs once at start-up. The kernel stores each channel's config (secret
+    fields encrypted, masked in responses), runs the rules and calls
+    ``await spec.send(kernel, config, message)`` from its delivery worker.
+
+    Example::
+
+        @hookimpl
+        def register_channels():
+            return [ChannelSpec(type="log", config_model=LogConfig, send=send_to_log)]
+    """
+
+
+@hookspec
+def register_settings() -> Sequence[SettingSpec]:
+    """Instance settings this pack adds (the spec's keys are the kernel's own).
+
+    Runs once at start-up; keys must be unique across all packs.
+
+    Example::
+
+        @hookimpl
+        def register_settings():
+            return [SettingSpec(key="auth.ldap_user_filter", type=str, default="")]
+    """
+
+
+@hookspec
+def register_permissions() -> Mapping[str, Sequence[str]]:
+    """Extra permission names, by group (one of the kernel's six groups or a new one).
+
+    Runs once at start-up; the names appear in ``GET /roles/permissions`` and are
+    granted to the built-in ``admin`` role.
+
+    Example::
+
+        @hookimpl
+        def register_permissions():
+            return {"connections": ["connections.use_echo"]}
+    """
+
+
+@hookspec
+def register_blueprints() -> Sequence[Blueprint]:
+    """Extra Quart blueprints, mounted under ``/api/v1`` (the escape hatch).
+
+    Every view must declare its guard with ``hostgate.guards``.
+
+    Example::
+
+        @hookimpl
+        def register_blueprints():
+            return [bp]
+    """
+
+
+@hookspec
+def startup(kernel: Kernel) -> Any:
+    """Called once the database is migrated and settings are loaded, before serving.
+
+    Example::
+
+        @hookimpl
+        async def startup(kernel):
+            kernel.state["echo.started"] = True
+    """
+
+
+@hookspec
+def shutdown(kernel: Kernel) -> Any:
+    """Called when the server stops, after open sockets are closed.
+
+    Example::
+
+        @hookimpl
+        async def shutdown(kernel):
+            await my_pool.close()
+    """
+
+
+@hookspec
+def event(event: AuditEvent, kernel: Kernel) -> Any:
+    """Called for every audit event after it is stored (may be async).
+
+    Each implementation is called on its own; an exception is logged with the
+    plugin's name and never reaches the request that caused the event.
+
+    Example::
+
+        @hookimpl
+        def event(event, kernel):
+            print(event.event_type, event.target)
+    """

@@ -1,0 +1,175 @@
+"""The Kernel: every shared service, handed to plugins through their hooks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from sqlmodel import select
+
+from . import permissions as perms
+from .config import Config
+from .db.engine import Database
+from .db.models.identity import Role
+from .db.models.settings import SystemValue
+from .descriptors import ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+from .plugins import PluginHost
+from .security.ratelimit import RateLimiter
+from .security.secretbox import KeyError_, SecretBox, load_or_create_key
+from .security.tickets import TicketStore
+from .services.audit import AuditLog
+from .services.connections import Connections
+from .services.identity import Identity
+from .services.settings import Settings
+from .services.version import VersionChecker
+from .timefmt import utcnow
+
+log = logging.getLogger("hostgate.kernel")
+
+KEY_CHECK_NAME = "key_check"
+KEY_CHECK_TEXT = "hostgate-key-check"
+KNOWN_PERMISSIONS_NAME = "known_permissions"
+
+
+class StartupError(RuntimeError):
+    """The instance cannot start; the message tells the admin what to fix."""
+
+
+class Kernel:
+    """Shared services. Plugins receive this object; they never import kernel internals."""
+
+    def __init__(self, config: Config, plugins: PluginHost) -> None:
+        self.config = config
+        self.plugins = plugins
+        self.state: dict[str, Any] = {}
+        loaded = load_or_create_key(config.encryption_key, config.data_dir)
+        self.secrets = SecretBox(loaded.key, insecure=loaded.from_file)
+        self.db = Database(config.resolved_database_url)
+        self.protocols: dict[str, ProtocolSpec] = {
+            name: item for name, (_, item) in plugins.collect(
+                "register_protocols", key=lambda p: p.name
+            ).items()
+        }
+        self.login_methods: dict[str, LoginMethod] = {
+            name: item for name, (_, item) in plugins.collect(
+                "register_login_methods", key=lambda m: m.name
+            ).items()
+        }
+        self.channels: dict[str, ChannelSpec] = {
+            name: item for name, (_, item) in plugins.collect(
+                "register_channels", key=lambda c: c.type
+            ).items()
+        }
+        setting_specs: dict[str, SettingSpec] = {
+            key: item for key, (_, item) in plugins.collect(
+                "register_settings", key=lambda s: s.key
+            ).items()
+        }
+        self.permission_groups = perms.merge_groups(
+            result for _, result in plugins.contributions("register_permissions")
+        )
+        self.settings = Settings(self, setting_specs)
+        self.audit = AuditLog(self)
+        self.identity = Identity(self)
+        self.tickets = TicketStore()
+        self.limits = RateLimiter()
+        self.version = VersionChecker(self)
+        self.connections = Connections(self)
+        self._start_hooks: list[Callable[[], Awaitable[None]]] = []
+        self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
+
+    def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run ``hook`` at start-up, after the database and settings are ready."""
+        self._start_hooks.append(hook)
+
+    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run ``hook`` at shut-down, before the database closes (reverse order)."""
+        self._stop_hooks.append(hook)
+
+    async def startup(self) -> None:
+        """Migrate, check the key, load settings and roles, start services and plugins."""
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        await self.db.migrate()
+        await self._check_key()
+        await self.settings.load()
+        await self.identity.start()
+        await self.sync_builtin_roles()
+        for hook in self._start_hooks:
+            await hook()
+        await self.plugins.call_all("startup", kernel=self)
+
+    async def shutdown(self) -> None:
+        """Stop plugins and services, then close the database."""
+        await self.plugins.call_each("shutdown", kernel=self)
+        for hook in reversed(self._stop_hooks):
+            try:
+                await hook()
+            except Exception:
+                log.exception("shutdown hook failed")
+        await self.db.close()
+
+    async def _check_key(self) -> None:
+        async with self.db.session() as session:
+            row = await session.get(SystemValue, KEY_CHECK_NAME)
+            if row is None:
+                sealed = self.secrets.seal(KEY_CHECK_TEXT)
+                session.add(SystemValue(name=KEY_CHECK_NAME, value=sealed))
+                await session.commit()
+                return
+        try:
+            ok = self.secrets.open(row.value) == KEY_CHECK_TEXT
+        except KeyError_ as exc:
+            raise StartupError(
+                "The encryption key cannot decrypt this instance's secrets "
+                f"({exc}). Start with the key the data was written with "
+                "(HOSTGATE_ENCRYPTION_KEY or the data dir's encryption.key)."
+            ) from None
+        if not ok:
+            raise StartupError("The encryption key check failed: the key does not match the data.")
+
+    @property
+    def permission_names(self) -> list[str]:
+        """Every known permission name."""
+        return perms.all_names(self.permission_groups)
+
+    async def sync_builtin_roles(self) -> None:
+        """Create missing built-in roles; grant permissions new since the last start."""
+        defaults = perms.builtin_defaults(self.permission_groups)
+        current = set(self.permission_names)
+        async with self.db.session() as session:
+            known_row = await session.get(SystemValue, KNOWN_PERMISSIONS_NAME)
+            known = set(known_row.value.split(",")) if known_row and known_row.value else set()
+            roles = {r.name: r for r in (await session.exec(select(Role))).all()}
+            for name, (description, granted) in defaults.items():
+                role = roles.get(name)
+                if role is None:
+                    session.add(
+                        Role(name=name, description=description, is_builtin=True,
+                             permissions=list(granted))
+                    )
+                    continue
+                new = [p for p in granted if p not in known and p not in role.permissions]
+                if new and known:
+                    role.permissions = [*role.permissions, *new]
+                    role.updated_at = utcnow()
+                    session.add(role)
+            value = ",".join(sorted(current))
+            if known_row is None:
+                session.add(SystemValue(name=KNOWN_PERMISSIONS_NAME, value=value))
+            else:
+                known_row.value = value
+                session.add(known_row)
+            await session.commit()
+
+    def protocol(self, name: str) -> ProtocolSpec | None:
+        """A loaded protocol by name."""
+        return self.protocols.get(name)
+
+    def describe(self) -> Mapping[str, Any]:
+        """A summary for logs and ``hostgate plugins``."""
+        return {
+            "protocols": sorted(self.protocols),
+            "login_methods": sorted(self.login_methods),
+            "channels": sorted(self.channels),
+        }

@@ -1,0 +1,54 @@
+"""Logging: text or JSON lines, each with the request id of the request that wrote it."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+
+from .timefmt import iso, utcnow
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+class _RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render a record as JSON."""
+        payload = {
+            "time": iso(utcnow()),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", "-"),
+        }
+        if record.exc_info:
+            payload["exception"] = self.formatException(record.exc_info)
+        return json.dumps(payload)
+
+
+def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Install the root handler once."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_hostgate", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler._hostgate = True  # type: ignore[attr-defined]
+    handler.addFilter(_RequestIdFilter())
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+        )
+    root.addHandler(handler)
+    root.setLevel(level)

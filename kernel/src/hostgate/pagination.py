@@ -1,0 +1,47 @@
+"""The one pagination helper: ``page`` >= 1 (default 1), ``limit`` 1-200 (default 25)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import InvalidInput
+
+DEFAULT_LIMIT = 25
+MAX_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Page:
+    """A resolved page request."""
+
+    page: int
+    limit: int
+
+    @property
+    def offset(self) -> int:
+        """Rows to skip."""
+        return (self.page - 1) * self.limit
+
+    def echo(self) -> dict[str, int]:
+        """The ``page`` and ``limit`` a response repeats back."""
+        return {"page": self.page, "limit": self.limit}
+
+
+def _positive(name: str, raw: str | None, default: int) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a positive whole number") from None
+    if value < 1:
+        raise InvalidInput(f"{name} must be a positive whole number")
+    return value
+
+
+def page_from(args: Mapping[str, str], default_limit: int = DEFAULT_LIMIT) -> Page:
+    """Read ``page`` and ``limit`` from query arguments; larger limits are clamped."""
+    page = _positive("page", args.get("page"), 1)
+    limit = min(_positive("limit", args.get("limit"), default_limit), MAX_LIMIT)
+    return Page(page=page, limit=limit)

@@ -1,0 +1,1 @@
+"""Secret box, password hashing, tokens, rate limits and tickets."""

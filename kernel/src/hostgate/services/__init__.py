@@ -1,0 +1,1 @@
+"""Kernel services: the logic api modules call. No HTTP here."""

@@ -1,0 +1,138 @@
+"""The audit log: record events (hash-chained), then hand them to ``event`` subscribers."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import select
+
+from ..db.models.audit import AuditEntry
+from ..descriptors import AuditEvent
+from ..timefmt import iso, utcnow
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+log = logging.getLogger("hostgate.audit")
+
+REDACTED = "[redacted]"
+_SECRET_WORDS = ("password", "secret", "token", "privatekey", "private_key", "passphrase", "otp")
+
+
+def _is_secret_key(name: str) -> bool:
+    lowered = name.lower().replace("-", "_")
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
+def scrub(value: Any) -> Any:
+    """Replace values under secret-looking keys, recursively: audit entries never hold secrets."""
+    if isinstance(value, Mapping):
+        return {
+            str(k): (REDACTED if _is_secret_key(str(k)) and v not in (None, "") else scrub(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [scrub(v) for v in value]
+    return value
+
+
+def chain_hash(prev_hash: str, entry: AuditEntry) -> str:
+    """The hash of an entry, chained to the previous entry's hash."""
+    body = json.dumps(
+        [
+            prev_hash,
+            entry.id,
+            entry.user_id,
+            entry.username,
+            entry.event_type,
+            entry.target,
+            entry.details,
+            entry.ip_address,
+            iso(entry.timestamp),
+        ],
+        separators=(",", ":"),
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def to_event(entry: AuditEntry) -> AuditEvent:
+    """The public form of a stored entry."""
+    return AuditEvent(
+        id=entry.id,
+        event_type=entry.event_type,
+        user_id=entry.user_id,
+        username=entry.username,
+        display_name=entry.display_name,
+        target=entry.target,
+        details=entry.details or {},
+        ip_address=entry.ip_address,
+        timestamp=entry.timestamp,
+    )
+
+
+class AuditLog:
+    """Writes audit entries and fans them out to the ``event`` hook."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._lock = asyncio.Lock()
+        self._last_hash: str | None = None
+
+    async def record(
+        self,
+        event_type: str,
+        *,
+        actor: Caller | None = None,
+        target: str = "",
+        details: Mapping[str, Any] | None = None,
+        ip_address: str | None = None,
+        user_id: str | None = None,
+        username: str | None = None,
+        display_name: str | None = None,
+    ) -> AuditEvent:
+        """Store one event and notify subscribers; returns the event.
+
+        The actor (the caller) fills user and IP unless given explicitly, e.g. for a
+        failed login where there is no caller yet.
+        """
+        entry = AuditEntry(
+            user_id=user_id if user_id is not None else (actor.user_id if actor else None),
+            username=username if username is not None else (actor.username if actor else ""),
+            display_name=(
+                display_name
+                if display_name is not None
+                else (actor.display_name if actor else "")
+            ),
+            event_type=event_type,
+            target=str(target or ""),
+            details=scrub(dict(details or {})),
+            ip_address=(
+                ip_address if ip_address is not None else (actor.ip_address if actor else "")
+            ),
+            timestamp=utcnow(),
+        )
+        async with self._lock, self.kernel.db.session() as session:
+            if self._last_hash is None:
+                newest = AuditEntry.seq.desc()  # type: ignore[union-attr]
+                query = select(AuditEntry.hash).order_by(newest).limit(1)
+                self._last_hash = (await session.exec(query)).first() or ""
+            entry.prev_hash = self._last_hash
+            entry.hash = chain_hash(entry.prev_hash, entry)
+            session.add(entry)
+            await session.commit()
+            self._last_hash = entry.hash
+        event = to_event(entry)
+        await self.kernel.plugins.call_each("event", event=event, kernel=self.kernel)
+        return event
+
+    def forget_chain_head(self) -> None:
+        """Re-read the chain head on the next write (after a restore)."""
+        self._last_hash = None

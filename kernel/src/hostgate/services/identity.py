@@ -1,0 +1,289 @@
+"""Identity core: who the caller is. Session tokens, login-session rows, live permissions.
+
+Login routes (local, MFA, LDAP, OIDC, passkey) all end in ``issue_session``;
+every authenticated request goes through ``authenticate``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import jwt
+from sqlmodel import select
+
+from ..db.models.identity import LoginSession, Role, User
+from ..db.models.settings import SystemValue
+from ..errors import NotAuthenticated
+from ..timefmt import as_utc, utcnow
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+
+SIGNING_KEY_NAME = "token_signing_key"
+TOUCH_INTERVAL = timedelta(seconds=60)
+MFA_TOKEN_SECONDS = 300
+ALGORITHM = "HS256"
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    """Where a request came from."""
+
+    ip_address: str = ""
+    user_agent: str = ""
+    browser: str = "Unknown"
+    os: str = "Unknown"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated caller of one request; permissions are read live each time."""
+
+    user_id: str
+    username: str
+    display_name: str
+    role_id: str
+    role_name: str
+    permissions: frozenset[str]
+    login_session_id: str | None
+    ip_address: str = ""
+    user_agent: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def can(self, permission: str) -> bool:
+        """True when the caller's role holds the permission."""
+        return permission in self.permissions
+
+
+@dataclass(frozen=True)
+class IssuedSession:
+    """A fresh session token and its row."""
+
+    token: str
+    session: LoginSession
+
+
+class Identity:
+    """Issues and checks session tokens; resolves callers."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._signing_key: str | None = None
+
+    async def start(self) -> None:
+        """Load (or create) the token-signing key, sealed in the database."""
+        async with self.kernel.db.session() as session:
+            row = await session.get(SystemValue, SIGNING_KEY_NAME)
+            if row is None:
+                key = secrets.token_hex(32)
+                session.add(
+                    SystemValue(name=SIGNING_KEY_NAME, value=self.kernel.secrets.seal(key))
+                )
+                await session.commit()
+                self._signing_key = key
+            else:
+                self._signing_key = self.kernel.secrets.open(row.value)
+
+    async def rotate_signing_key(self) -> int:
+        """A new signing key; every existing session is revoked. Returns sessions revoked."""
+        key = secrets.token_hex(32)
+        now = utcnow()
+        revoked = 0
+        async with self.kernel.db.session() as session:
+            row = await session.get(SystemValue, SIGNING_KEY_NAME)
+            sealed = self.kernel.secrets.seal(key)
+            if row is None:
+                session.add(SystemValue(name=SIGNING_KEY_NAME, value=sealed))
+            else:
+                row.value = sealed
+                session.add(row)
+            live = select(LoginSession).where(LoginSession.revoked_at.is_(None))  # type: ignore[union-attr]
+            for login in (await session.exec(live)).all():
+                login.revoked_at = now
+                login.revoke_reason = "key_rotated"
+                session.add(login)
+                revoked += 1
+            await session.commit()
+        self._signing_key = key
+        return revoked
+
+    @property
+    def signing_key(self) -> str:
+        """The HMAC key for tokens."""
+        if self._signing_key is None:
+            raise RuntimeError("identity not started")
+        return self._signing_key
+
+    def session_lifetime(self) -> timedelta:
+        """From ``security.session_lifetime_days``."""
+        return timedelta(days=float(self.kernel.settings.get("security.session_lifetime_days")))
+
+    async def issue_session(
+        self, user: User, client: ClientInfo, *, method: str = "local"
+    ) -> IssuedSession:
+        """Create a login-session row and the JWT bound to it."""
+        now = utcnow()
+        expires = now + self.session_lifetime()
+        row = LoginSession(
+            user_id=user.id,
+            method=method,
+            browser=client.browser,
+            os=client.os,
+            ip_address=client.ip_address,
+            created_at=now,
+            last_used_at=now,
+            expires_at=expires,
+        )
+        async with self.kernel.db.session() as session:
+            session.add(row)
+            db_user = await session.get(User, user.id)
+            if db_user is not None:
+                db_user.last_login_at = now
+                session.add(db_user)
+            await session.commit()
+        claims = {
+            "sub": user.id,
+            "sid": row.id,
+            "typ": "session",
+            "iat": int(now.timestamp()),
+            "exp": int(expires.timestamp()),
+            "jti": uuid.uuid4().hex,
+        }
+        token = jwt.encode(claims, self.signing_key, algorithm=ALGORITHM)
+        return IssuedSession(token=token, session=row)
+
+    def issue_mfa_token(self, user_id: str) -> str:
+        """A 5-minute token good only at ``/auth/login/mfa``."""
+        now = utcnow()
+        claims = {
+            "sub": user_id,
+            "typ": "mfa",
+            "iat": int(now.timestamp()),
+            "exp": int(now.timestamp()) + MFA_TOKEN_SECONDS,
+            "jti": uuid.uuid4().hex,
+        }
+        return jwt.encode(claims, self.signing_key, algorithm=ALGORITHM)
+
+    def decode(self, token: str, expected_type: str) -> dict[str, Any]:
+        """Verify signature, expiry and token type; raise NotAuthenticated otherwise."""
+        try:
+            claims = jwt.decode(
+                token,
+                self.signing_key,
+                algorithms=[ALGORITHM],
+                options={"require": ["exp", "sub", "typ"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise NotAuthenticated("Token expired", code="token_expired") from None
+        except jwt.PyJWTError:
+            raise NotAuthenticated("Invalid token", code="invalid_token") from None
+        if claims.get("typ") != expected_type:
+            raise NotAuthenticated("Invalid token", code="invalid_token")
+        return claims
+
+    async def role_permissions(self, role_id: str) -> tuple[str, frozenset[str]]:
+        """``(role name, permissions)`` of a role, read live."""
+        async with self.kernel.db.session() as session:
+            role = await session.get(Role, role_id)
+        if role is None:
+            return "", frozenset()
+        return role.name, frozenset(role.permissions)
+
+    async def authenticate(
+        self, token: str, client: ClientInfo, *, touch: bool = True
+    ) -> Caller:
+        """Resolve a session token to a Caller, enforcing revocation, lifetime and idle timeout."""
+        claims = self.decode(token, "session")
+        now = utcnow()
+        async with self.kernel.db.session() as session:
+            login = await session.get(LoginSession, claims.get("sid"))
+            if login is None or login.user_id != claims["sub"]:
+                raise NotAuthenticated("Session has been revoked", code="session_revoked")
+            if login.revoked_at is not None:
+                raise NotAuthenticated("Session has been revoked", code="session_revoked")
+            if as_utc(login.expires_at) <= now:
+                raise NotAuthenticated("Session expired", code="session_expired")
+            idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
+            if idle > 0 and now - as_utc(login.last_used_at) > timedelta(minutes=idle):
+                login.revoked_at = now
+                login.revoke_reason = "idle_timeout"
+                session.add(login)
+                await session.commit()
+                raise NotAuthenticated(
+                    "Session expired due to inactivity", code="session_idle_timeout"
+                )
+            user = await session.get(User, login.user_id)
+            if user is None:
+                raise NotAuthenticated("Session has been revoked", code="session_revoked")
+            role = await session.get(Role, user.role_id)
+            if touch and now - as_utc(login.last_used_at) >= TOUCH_INTERVAL:
+                login.last_used_at = now
+                session.add(login)
+                await session.commit()
+        return Caller(
+            user_id=user.id,
+            username=user.username,
+            display_name=user.display_name,
+            role_id=user.role_id,
+            role_name=role.name if role else "",
+            permissions=frozenset(role.permissions) if role else frozenset(),
+            login_session_id=login.id,
+            ip_address=client.ip_address,
+            user_agent=client.user_agent,
+        )
+
+    async def check_login_session(self, login_session_id: str) -> bool:
+        """True while a login session is live (for open sockets and tickets)."""
+        async with self.kernel.db.session() as session:
+            login = await session.get(LoginSession, login_session_id)
+        return (
+            login is not None
+            and login.revoked_at is None
+            and as_utc(login.expires_at) > utcnow()
+        )
+
+    async def caller_for_user(
+        self, user_id: str, login_session_id: str | None, client: ClientInfo
+    ) -> Caller | None:
+        """A Caller for a user id (WebSocket handlers after a ticket); None if gone."""
+        async with self.kernel.db.session() as session:
+            user = await session.get(User, user_id)
+            if user is None:
+                return None
+            role = await session.get(Role, user.role_id)
+        return Caller(
+            user_id=user.id,
+            username=user.username,
+            display_name=user.display_name,
+            role_id=user.role_id,
+            role_name=role.name if role else "",
+            permissions=frozenset(role.permissions) if role else frozenset(),
+            login_session_id=login_session_id,
+            ip_address=client.ip_address,
+            user_agent=client.user_agent,
+        )
+
+    async def revoke_sessions(
+        self, user_id: str, *, reason: str, keep: str | None = None
+    ) -> int:
+        """Revoke every live login session of a user except ``keep``; return how many."""
+        now = utcnow()
+        count = 0
+        async with self.kernel.db.session() as session:
+            query = select(LoginSession).where(
+                LoginSession.user_id == user_id,
+                LoginSession.revoked_at.is_(None),  # type: ignore[union-attr]
+            )
+            for login in (await session.exec(query)).all():
+                if login.id == keep:
+                    continue
+                login.revoked_at = now
+                login.revoke_reason = reason
+                session.add(login)
+                count += 1
+            await session.commit()
+        return count

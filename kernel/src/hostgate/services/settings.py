@@ -1,0 +1,165 @@
+"""The settings registry: every key typed, defaulted, validated; values cached."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import select
+
+from ..db.models.settings import SettingValue
+from ..descriptors import SettingSpec
+from ..errors import InvalidInput
+from ..timefmt import utcnow
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+
+SECRET_MASK = "\u2022" * 8
+
+
+def coerce(spec: SettingSpec, value: Any) -> Any:
+    """Check one value against its spec; return the value to store or raise InvalidInput."""
+    key = spec.key
+    if spec.readonly:
+        raise InvalidInput(f"{key} is read-only")
+    if value is None:
+        if spec.nullable:
+            return None
+        raise InvalidInput(f"{key} may not be null")
+    if spec.type is bool:
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{key} must be true or false")
+    elif spec.type is int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidInput(f"{key} must be a whole number")
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise InvalidInput(f"{key} must be a whole number")
+            value = int(value)
+    elif spec.type is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidInput(f"{key} must be a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"{key} must be a finite number")
+    elif spec.type is str:
+        if not isinstance(value, str):
+            raise InvalidInput(f"{key} must be a string")
+        if len(value) > spec.max_length:
+            raise InvalidInput(f"{key} must be at most {spec.max_length} characters")
+    if spec.minimum is not None and value < spec.minimum:
+        raise InvalidInput(f"{key} must be at least {spec.minimum:g}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise InvalidInput(f"{key} must be at most {spec.maximum:g}")
+    if spec.choices is not None and value not in spec.choices:
+        allowed = ", ".join(str(c) for c in spec.choices)
+        raise InvalidInput(f"{key} must be one of: {allowed}")
+    if spec.validate is not None:
+        try:
+            spec.validate(value)
+        except ValueError as exc:
+            raise InvalidInput(f"{key}: {exc}") from None
+    return value
+
+
+class Settings:
+    """Typed access to instance settings. Reads come from memory; writes go to the DB."""
+
+    def __init__(self, kernel: Kernel, specs: Mapping[str, SettingSpec]) -> None:
+        self.kernel = kernel
+        self.specs = dict(specs)
+        self._values: dict[str, Any] = {}
+
+    async def load(self) -> None:
+        """Read stored values (call at start-up and after a restore)."""
+        async with self.kernel.db.session() as session:
+            rows = (await session.exec(select(SettingValue))).all()
+        values: dict[str, Any] = {}
+        for row in rows:
+            spec = self.specs.get(row.key)
+            if spec is None:
+                continue
+            values[row.key] = row.value
+        self._values = values
+
+    def _computed(self, key: str) -> Any:
+        if key == "system.insecure_key":
+            return self.kernel.secrets.insecure
+        return None
+
+    def get(self, key: str) -> Any:
+        """The current value of a setting (secrets decrypted)."""
+        spec = self.specs[key]
+        if spec.readonly:
+            return self._computed(key)
+        if key not in self._values:
+            return spec.default
+        value = self._values[key]
+        if spec.secret and isinstance(value, str) and value:
+            return self.kernel.secrets.open(value)
+        return value
+
+    def public(self) -> dict[str, Any]:
+        """Exactly the public keys, for ``GET /settings/public``."""
+        return {key: self.get(key) for key, spec in sorted(self.specs.items()) if spec.public}
+
+    def admin_view(self) -> dict[str, Any]:
+        """Every key; secrets masked when set."""
+        out: dict[str, Any] = {}
+        for key, spec in sorted(self.specs.items()):
+            if spec.secret:
+                out[key] = SECRET_MASK if self.get(key) else ""
+            else:
+                out[key] = self.get(key)
+        return out
+
+    def validate(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Check a whole change set before any of it is stored; unknown keys are refused."""
+        if not isinstance(changes, Mapping) or not changes:
+            raise InvalidInput("send an object of one or more setting keys")
+        unknown = sorted(k for k in changes if k not in self.specs)
+        if unknown:
+            raise InvalidInput(f"unknown setting key(s): {', '.join(unknown)}")
+        clean: dict[str, Any] = {}
+        for key, value in changes.items():
+            spec = self.specs[key]
+            if spec.secret and value == SECRET_MASK:
+                continue
+            clean[key] = coerce(spec, value)
+        return clean
+
+    async def update(self, changes: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validate and store; return ``(before, after)`` with secrets masked."""
+        clean = self.validate(changes)
+        before: dict[str, Any] = {}
+        after: dict[str, Any] = {}
+        async with self.kernel.db.session() as session:
+            for key, value in clean.items():
+                spec = self.specs[key]
+                before[key] = self._display(spec, self.get(key))
+                stored = value
+                if spec.secret and isinstance(value, str) and value:
+                    stored = self.kernel.secrets.seal(value)
+                row = await session.get(SettingValue, key)
+                if row is None:
+                    session.add(SettingValue(key=key, value=stored))
+                else:
+                    row.value = stored
+                    row.updated_at = utcnow()
+                    session.add(row)
+                after[key] = self._display(spec, value)
+            await session.commit()
+        for key, value in clean.items():
+            spec = self.specs[key]
+            if spec.secret and isinstance(value, str) and value:
+                self._values[key] = self.kernel.secrets.seal(value)
+            else:
+                self._values[key] = value
+        return before, after
+
+    @staticmethod
+    def _display(spec: SettingSpec, value: Any) -> Any:
+        if spec.secret:
+            return SECRET_MASK if value else ""
+        return value

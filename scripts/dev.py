@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""One command each: ``python3 scripts/dev.py serve`` and ``python3 scripts/dev.py test``.
+
+Sets up everything that is missing, then runs. Needs only Python 3.11+ and the
+package registries; as root it installs the Debian servers the tests talk to.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+BIN = VENV / "bin"
+
+# Real peers the test suite starts on 127.0.0.1 (binaries only; services stay stopped).
+TEST_DEBIAN_PACKAGES = [
+    "openssh-server",
+    "openssh-client",
+    "samba",
+    "smbclient",
+    "vsftpd",
+    "slapd",
+    "ldap-utils",
+    "postgresql",
+    "tigervnc-standalone-server",
+    "inetutils-telnetd",
+    "asciinema",
+    "xrdp",
+]
+# Commands whose presence shows each package is installed.
+PROBES = {
+    "openssh-server": "/usr/sbin/sshd",
+    "openssh-client": "/usr/bin/ssh-keygen",
+    "samba": "/usr/sbin/smbd",
+    "smbclient": "/usr/bin/smbclient",
+    "vsftpd": "/usr/sbin/vsftpd",
+    "slapd": "/usr/sbin/slapd",
+    "ldap-utils": "/usr/bin/ldapadd",
+    "postgresql": "/usr/lib/postgresql",
+    "tigervnc-standalone-server": "/usr/bin/Xtigervnc",
+    "inetutils-telnetd": "/usr/sbin/telnetd",
+    "asciinema": "/usr/bin/asciinema",
+    "xrdp": "/usr/sbin/xrdp",
+}
+
+
+def say(message: str) -> None:
+    print(f"==> {message}", flush=True)
+
+
+def run(*cmd: str, env: dict[str, str] | None = None, check: bool = True) -> int:
+    return subprocess.run(cmd, cwd=ROOT, env=env, check=check).returncode
+
+
+def ensure_debian_packages() -> None:
+    missing = [pkg for pkg in TEST_DEBIAN_PACKAGES if not Path(PROBES[pkg]).exists()]
+    if not missing:
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        say(f"cannot install {', '.join(missing)} (need root and apt-get); tests needing them fail")
+        return
+    say(f"installing Debian packages: {' '.join(missing)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    run("apt-get", "update", "-q", env=env)
+    run("apt-get", "install", "-y", "-q", "--no-install-recommends", *missing, env=env)
+    # Debian starts some daemons on install; the tests start their own.
+    for service in ("ssh", "smbd", "nmbd", "vsftpd", "slapd", "postgresql", "xrdp", "xrdp-sesman"):
+        subprocess.run(["service", service, "stop"], capture_output=True)
+
+
+def ensure_venv(dev: bool) -> None:
+    if not (BIN / "python").exists():
+        say("creating .venv")
+        run(sys.executable, "-m", "venv", str(VENV))
+    if not (BIN / "uv").exists():
+        say("installing uv into .venv")
+        run(str(BIN / "python"), "-m", "pip", "install", "-q", "uv")
+    say("syncing Python packages")
+    args = [str(BIN / "uv"), "sync", "--all-packages", "--frozen", "--python", str(BIN / "python")]
+    if not dev:
+        args.append("--no-dev")
+    env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(VENV)}
+    run(*args, env=env)
+
+
+def serve(extra: list[str]) -> int:
+    ensure_venv(dev=False)
+    say("starting hostgate on http://127.0.0.1:7443 (Ctrl+C stops)")
+    return subprocess.call([str(BIN / "hostgate"), "serve", *extra], cwd=ROOT)
+
+
+def test(extra: list[str]) -> int:
+    ensure_debian_packages()
+    ensure_venv(dev=True)
+    say("running the test suite")
+    return subprocess.call([str(BIN / "python"), "-m", "pytest", *extra], cwd=ROOT)
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in {"serve", "test", "setup"}:
+        print("usage: python3 scripts/dev.py serve|test|setup [args...]", file=sys.stderr)
+        return 2
+    command, extra = sys.argv[1], sys.argv[2:]
+    if command == "serve":
+        return serve(extra)
+    if command == "setup":
+        ensure_debian_packages()
+        ensure_venv(dev=True)
+        return 0
+    return test(extra)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Test support shared by kernel and pack tests: app fixtures and real-peer launchers."""

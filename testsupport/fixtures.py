@@ -1,0 +1,214 @@
+"""App, kernel, client and user fixtures. Tests never auto-load entry points."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostgate.app import create_app, kernel_of
+from hostgate.config import Config
+from hostgate.db.engine import Database
+from hostgate.db.models.identity import Role, User
+from hostgate.kernel import Kernel
+from hostgate.security.passwords import hash_password_sync
+from hostgate.services.identity import ClientInfo
+from quart import Quart
+from sqlmodel import select
+
+TEST_KEY = "0f" * 32
+PASSWORD = "correct horse battery"
+_PASSWORD_HASH = hash_password_sync(PASSWORD)
+
+
+@pytest.fixture(scope="session")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied into each test's data dir (migrating once is faster)."""
+    path = tmp_path_factory.mktemp("template") / "hostgate.db"
+
+    async def build() -> None:
+        db = Database(f"sqlite+aiosqlite:///{path}")
+        await db.migrate()
+        await db.close()
+
+    asyncio.run(build())
+    return path
+
+
+@pytest.fixture
+def config(tmp_path: Path, template_db: Path) -> Config:
+    """A config in a temporary data dir with a fixed key and no entry-point loading."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(template_db, data / "hostgate.db")
+    return Config(
+        data_dir=data,
+        encryption_key=TEST_KEY,
+        load_entry_points=False,
+        version_feed_url="http://127.0.0.1:9/unreachable",
+        version_timeout_seconds=1.0,
+    )
+
+
+@pytest.fixture
+def plugins() -> list[object]:
+    """Extra plugins for the app; override in a pack's conftest to register the pack."""
+    return []
+
+
+@pytest.fixture
+async def app(config: Config, plugins: list[object]) -> AsyncIterator[Quart]:
+    """A started app (start-up and shut-down hooks run)."""
+    application = create_app(config, plugins=plugins)
+    async with application.test_app() as test_app:
+        yield test_app.app  # type: ignore[misc]
+
+
+@pytest.fixture
+def kernel(app: Quart) -> Kernel:
+    """The app's kernel."""
+    return kernel_of(app)
+
+
+@pytest.fixture
+def client(app: Quart) -> Any:
+    """A test client."""
+    return app.test_client()
+
+
+@dataclass
+class TestUser:
+    """A user created for a test, with a live session token."""
+
+    id: str
+    username: str
+    password: str
+    token: str
+    role_id: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Authorization headers."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+MakeUser = Callable[..., Any]
+
+
+@pytest.fixture
+def make_user(kernel: Kernel) -> MakeUser:
+    """``await make_user("bob", role="user" | permissions=[...])`` -> TestUser with a token."""
+    counter = iter(range(10_000))
+
+    async def make(
+        username: str | None = None,
+        *,
+        role: str | None = "user",
+        permissions: Iterable[str] | None = None,
+        password: str = PASSWORD,
+        email: str = "",
+    ) -> TestUser:
+        name = username or f"user{next(counter)}"
+        async with kernel.db.session() as session:
+            if permissions is not None:
+                role_row = Role(name=f"role-{name}", permissions=list(permissions))
+                session.add(role_row)
+                await session.flush()
+            else:
+                role_row = (await session.exec(select(Role).where(Role.name == role))).one()
+            user = User(
+                username=name,
+                username_key=name.lower(),
+                display_name=name.title(),
+                email=email,
+                password_hash=(
+                    _PASSWORD_HASH if password == PASSWORD else hash_password_sync(password)
+                ),
+                role_id=role_row.id,
+            )
+            session.add(user)
+            await session.commit()
+        issued = await kernel.identity.issue_session(user, ClientInfo(ip_address="127.0.0.1"))
+        return TestUser(user.id, name, password, issued.token, role_row.id)
+
+    return make
+
+
+@pytest.fixture
+async def admin(make_user: MakeUser) -> TestUser:
+    """An admin with every permission."""
+    return await make_user("admin", role="admin")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., tuple[int, str, str]]:
+    """Run ``python -m hostgate ARGS`` in a subprocess: ``(code, stdout, stderr)``."""
+    import subprocess
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:
+        import os
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "hostgate", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            timeout=timeout,
+        )
+        return proc.returncode, proc.stdout, proc.stderr
+
+    return run
+
+
+@pytest.fixture
+def event_loop_policy() -> Iterator[asyncio.AbstractEventLoopPolicy]:
+    """Default policy (kept explicit for pytest-asyncio)."""
+    yield asyncio.DefaultEventLoopPolicy()
+
+
+@pytest.fixture
+def make_connection(kernel: Kernel) -> Callable[..., Any]:
+    """``await make_connection(owner, protocol, host, port, username=..., password=...)``."""
+    import json as _json
+
+    from hostgate.db.models.connections import Connection
+
+    async def make(
+        owner: TestUser,
+        protocol: str,
+        host: str = "127.0.0.1",
+        port: int = 22,
+        *,
+        name: str | None = None,
+        username: str = "",
+        password: str | None = None,
+        private_key: str | None = None,
+        extra: dict[str, Any] | None = None,
+        secret_extra: dict[str, Any] | None = None,
+        shared: bool = False,
+    ) -> Connection:
+        box = kernel.secrets
+        row = Connection(
+            owner_id=owner.id,
+            name=name or f"{protocol} {host}:{port}",
+            protocol=protocol,
+            host=host,
+            port=port,
+            username=username,
+            password=box.seal_optional(password),
+            private_key=box.seal_optional(private_key),
+            extra_config=dict(extra or {}),
+            extra_secrets=box.seal(_json.dumps(secret_extra)) if secret_extra else None,
+            shared=shared,
+        )
+        async with kernel.db.session() as session:
+            session.add(row)
+            await session.commit()
+        return row
+
+    return make
