@@ -42,7 +42,15 @@ from .errors import (
     RemoteUnreachable,
     Unprocessable,
 )
-from .guards import authenticated, current_caller, public, request_client, requires, ticket
+from .guards import (
+    authenticated,
+    current_caller,
+    current_kernel,
+    public,
+    request_client,
+    requires,
+    ticket,
+)
 from .markers import hookimpl, hookspec
 from .services.identity import Caller, ClientInfo
 from .timefmt import iso, parse_iso, utcnow
@@ -82,6 +90,7 @@ __all__ = [
     "Unprocessable",
     "authenticated",
     "current_caller",
+    "current_kernel",
     "hookimpl",
     "hookspec",
     "iso",

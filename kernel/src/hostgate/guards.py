@@ -25,8 +25,12 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 View = TypeVar("View", bound=Callable[..., Awaitable[Any]])
 
 
-def _kernel() -> Any:
+def current_kernel() -> Any:
+    """The Kernel of the app serving the current request."""
     return current_app.extensions["hostgate"]
+
+
+_kernel = current_kernel
 
 
 def request_client() -> ClientInfo:

@@ -1,0 +1,1 @@
+"""hostgate-ssh: the ``ssh`` terminal and ``sftp`` files over asyncssh."""

@@ -1,0 +1,71 @@
+"""The pack's hooks: the ``ssh`` and ``sftp`` protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hostgate import (
+    ConnectionField,
+    ConnectionTarget,
+    ProtocolSpec,
+    RemoteFiles,
+    Terminal,
+    TerminalSize,
+    hookimpl,
+)
+
+SSH_FIELDS = (
+    ConnectionField("passphrase", str, secret=True, description="Passphrase of the private key"),
+)
+
+
+async def _open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
+    from .sftp import open_files
+
+    return await open_files(kernel, target)
+
+
+async def _open_terminal(kernel: Any, target: ConnectionTarget, size: TerminalSize) -> Terminal:
+    from .terminal import open_terminal
+
+    return await open_terminal(kernel, target, size)
+
+
+@hookimpl
+def register_protocols() -> Sequence[ProtocolSpec]:
+    """``ssh`` (terminal) and ``sftp`` (files; also serves ``ssh`` connections)."""
+    return [
+        ProtocolSpec(
+            name="ssh",
+            default_port=22,
+            title="SSH",
+            fields=SSH_FIELDS,
+            open_terminal=_open_terminal,
+        ),
+        ProtocolSpec(
+            name="sftp",
+            default_port=22,
+            title="SFTP",
+            fields=SSH_FIELDS,
+            open_files=_open_files,
+            accepts=("sftp", "ssh"),
+            file_attributes="full",
+            stat_fields=(
+                "size",
+                "mode",
+                "permissions",
+                "uid",
+                "gid",
+                "atime",
+                "mtime",
+                "isDirectory",
+            ),
+        ),
+    ]
+
+
+@hookimpl
+def register_permissions() -> Mapping[str, Sequence[str]]:
+    """Using ssh and sftp connections."""
+    return {"connections": ["connections.use_ssh", "connections.use_sftp"]}
