@@ -8,7 +8,6 @@ so credentials are never sent to a server the kernel has not approved.
 from __future__ import annotations
 
 import asyncssh
-
 from hostgate import (
     ConnectionTarget,
     RemoteAuthFailed,
