@@ -21,6 +21,7 @@ from .security.tickets import TicketStore
 from .services.audit import AuditLog
 from .services.connections import Connections
 from .services.identity import Identity
+from .services.live import LiveSessions
 from .services.settings import Settings
 from .services.version import VersionChecker
 from .timefmt import utcnow
@@ -76,6 +77,7 @@ class Kernel:
         self.limits = RateLimiter()
         self.version = VersionChecker(self)
         self.connections = Connections(self)
+        self.live = LiveSessions()
         self._start_hooks: list[Callable[[], Awaitable[None]]] = []
         self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
 
@@ -101,6 +103,7 @@ class Kernel:
 
     async def shutdown(self) -> None:
         """Stop plugins and services, then close the database."""
+        await self.live.close_all("server shutting down")
         await self.plugins.call_each("shutdown", kernel=self)
         for hook in reversed(self._stop_hooks):
             try:

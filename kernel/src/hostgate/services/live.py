@@ -1,0 +1,86 @@
+"""Live sessions: every open terminal/desktop socket and cached remote file session.
+
+Whoever opens something long-lived registers it with a ``close`` callback; identity
+and connection changes (revoked login session, deleted/locked user, lost permission,
+unshared connection) call ``close_where`` so it ends at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..timefmt import utcnow
+
+log = logging.getLogger("hostgate.live")
+
+Closer = Callable[[str], Awaitable[None]]
+"""``await close(reason)``: end the session, telling the client why."""
+
+
+@dataclass
+class LiveSession:
+    """One open session."""
+
+    id: str
+    kind: str  # "terminal", "stream", "files"
+    protocol: str
+    user_id: str
+    login_session_id: str | None
+    connection_id: str
+    close: Closer
+    started_at: Any = field(default_factory=utcnow)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class LiveSessions:
+    """The registry (in memory: one instance; the seam for a shared one later)."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, LiveSession] = {}
+
+    def add(self, session: LiveSession) -> None:
+        """Register an open session."""
+        self._sessions[session.id] = session
+
+    def remove(self, session_id: str) -> None:
+        """Forget a session (call when it ends, however it ends)."""
+        self._sessions.pop(session_id, None)
+
+    def get(self, session_id: str) -> LiveSession | None:
+        """One session by id."""
+        return self._sessions.get(session_id)
+
+    def all(self) -> list[LiveSession]:
+        """Every open session."""
+        return list(self._sessions.values())
+
+    def count(self, *, user_id: str | None = None, kinds: tuple[str, ...] = ()) -> int:
+        """How many are open (for one user, of some kinds)."""
+        return sum(
+            1
+            for s in self._sessions.values()
+            if (user_id is None or s.user_id == user_id) and (not kinds or s.kind in kinds)
+        )
+
+    async def close_where(self, reason: str, **match: Any) -> int:
+        """Close every session whose attributes equal ``match``; return how many."""
+        chosen = [
+            s
+            for s in list(self._sessions.values())
+            if all(getattr(s, key) == value for key, value in match.items())
+        ]
+        for session in chosen:
+            self._sessions.pop(session.id, None)
+            try:
+                await asyncio.wait_for(session.close(reason), 10)
+            except Exception:
+                log.exception("closing live session %s failed", session.id)
+        return len(chosen)
+
+    async def close_all(self, reason: str) -> int:
+        """Close everything (shutdown)."""
+        return await self.close_where(reason)
