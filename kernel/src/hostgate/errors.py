@@ -207,6 +207,10 @@ def install(app: Quart) -> None:
             response.headers["Allow"] = ", ".join(error.valid_methods)
         return response
 
+    @app.errorhandler(UnicodeDecodeError)
+    async def _not_utf8(error: UnicodeDecodeError) -> Response:
+        return error_response(InvalidInput("Request body is not valid UTF-8"))
+
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:
         log.exception("unhandled error", exc_info=error)

@@ -27,12 +27,16 @@ def version_tuple(text: str) -> tuple[int, ...]:
     """``v1.2.3`` -> ``(1, 2, 3)``; non-numeric parts stop the tuple."""
     parts = []
     for piece in text.strip().lstrip("vV").split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits or digits != piece:
-            if digits and piece.startswith(digits):
-                parts.append(int(digits))
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
             break
         parts.append(int(digits))
+        if digits != piece:
+            break
     return tuple(parts)
 
 

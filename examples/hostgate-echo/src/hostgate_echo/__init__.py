@@ -1,0 +1,1 @@
+"""hostgate-echo: an example pack."""

@@ -1,0 +1,106 @@
+"""The settings registry over HTTP."""
+
+from hostgate.builtin import KERNEL_SETTINGS
+from hostgate.services.settings import SECRET_MASK
+
+SPEC_PUBLIC = {
+    "app.name", "app.logo", "health_monitor.enabled", "ssh.font_family", "ssh.font_size",
+    "ssh.cursor_style", "ssh.cursor_blink", "ssh.theme", "ssh.scrollback", "auth.ldap_enabled",
+    "auth.oidc_enabled", "auth.oidc_button_label", "security.idle_timeout_minutes",
+    "system.insecure_key",
+}
+SPEC_PRIVATE = {
+    "security.max_login_attempts", "security.lockout_duration_minutes",
+    "security.session_lifetime_days", "recordings.enabled", "recordings.max_size_mb",
+    "auth.ldap_url", "auth.ldap_bind_dn", "auth.ldap_search_base", "auth.ldap_username_attr",
+    "auth.oidc_issuer", "auth.oidc_client_id",
+}
+
+
+async def test_public_settings_are_exactly_the_spec_keys(client):
+    response = await client.get("/api/v1/settings/public")
+    assert response.status_code == 200
+    settings = (await response.get_json())["settings"]
+    assert set(settings) == SPEC_PUBLIC
+    assert settings["system.insecure_key"] is False  # the test key comes from config
+    assert settings["ssh.font_size"] == 14 and isinstance(settings["ssh.cursor_blink"], bool)
+
+
+async def test_every_spec_key_is_registered(kernel):
+    assert SPEC_PUBLIC | SPEC_PRIVATE <= set(kernel.settings.specs)
+    assert {s.key for s in KERNEL_SETTINGS} <= set(kernel.settings.specs)
+
+
+async def test_admin_sees_all_and_updates_with_audit(client, admin, kernel):
+    response = await client.get("/api/v1/settings", headers=admin.headers)
+    settings = (await response.get_json())["settings"]
+    assert SPEC_PUBLIC | SPEC_PRIVATE <= set(settings)
+    response = await client.put(
+        "/api/v1/settings",
+        json={"app.name": "Gate", "security.max_login_attempts": 7, "ssh.font_size": 13.5},
+        headers=admin.headers,
+    )
+    assert response.status_code == 200
+    assert await response.get_json() == {"success": True}
+    public = (await (await client.get("/api/v1/settings/public")).get_json())["settings"]
+    assert public["app.name"] == "Gate" and public["ssh.font_size"] == 13.5
+    assert kernel.settings.get("security.max_login_attempts") == 7
+    from sqlmodel import select
+
+    from hostgate.db.models.audit import AuditEntry
+
+    async with kernel.db.session() as session:
+        entries = (await session.exec(select(AuditEntry).where(AuditEntry.event_type == "settings.updated"))).all()
+    assert len(entries) == 1
+    assert entries[0].details["after"]["app.name"] == "Gate"
+    assert entries[0].user_id == admin.id
+
+
+async def test_bad_values_change_nothing(client, admin, kernel):
+    cases = [
+        {"app.name": 5},
+        {"security.max_login_attempts": "7"},
+        {"security.max_login_attempts": 2.5},
+        {"ssh.cursor_blink": "true"},
+        {"ssh.cursor_style": "triangle"},
+        {"security.idle_timeout_minutes": -1},
+        {"no.such.key": 1},
+        {"system.insecure_key": True},
+        {"app.logo": None, "recordings.enabled": "yes"},
+        {"ssh.font_size": float("nan")} if False else {"ssh.font_size": 1000},
+    ]
+    for body in cases:
+        response = await client.put("/api/v1/settings", json=body, headers=admin.headers)
+        assert response.status_code == 400, body
+        assert (await response.get_json())["code"] == "invalid_input"
+    assert kernel.settings.get("app.logo") is None
+    assert kernel.settings.get("recordings.enabled") is True
+    assert kernel.settings.get("app.name") == "hostgate"
+
+
+async def test_nullable_setting_accepts_null(client, admin, kernel):
+    response = await client.put("/api/v1/settings", json={"app.logo": "data:image/png;base64,AA=="}, headers=admin.headers)
+    assert response.status_code == 200
+    response = await client.put("/api/v1/settings", json={"app.logo": None}, headers=admin.headers)
+    assert response.status_code == 200
+    assert kernel.settings.get("app.logo") is None
+
+
+async def test_secret_settings_are_sealed_and_masked(app, client, admin, kernel):
+    from hostgate import SettingSpec, hookimpl
+
+    kernel.settings.specs["test.secret"] = SettingSpec("test.secret", str, "", secret=True)
+    response = await client.put("/api/v1/settings", json={"test.secret": "hunter22"}, headers=admin.headers)
+    assert response.status_code == 200
+    listed = (await (await client.get("/api/v1/settings", headers=admin.headers)).get_json())["settings"]
+    assert listed["test.secret"] == SECRET_MASK
+    assert kernel.settings.get("test.secret") == "hunter22"
+    # Sending the mask back keeps the stored value.
+    await client.put("/api/v1/settings", json={"test.secret": SECRET_MASK}, headers=admin.headers)
+    assert kernel.settings.get("test.secret") == "hunter22"
+    from hostgate.db.models.settings import SettingValue
+
+    async with kernel.db.session() as session:
+        row = await session.get(SettingValue, "test.secret")
+    assert row.value.startswith("hg1:") and "hunter22" not in row.value
+    del hookimpl

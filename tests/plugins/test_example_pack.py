@@ -1,0 +1,75 @@
+"""The example third-party pack, installed from its own directory, is found, listed and used."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostgate.app import create_app, kernel_of
+from hostgate.adapters import TerminalSize
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "hostgate-echo"
+
+
+@pytest.fixture(scope="module")
+def echo_installed():
+    uv = Path(sys.executable).parent / "uv"
+    command = [str(uv), "pip", "install", "-q", "--no-deps", "--python", sys.executable, str(EXAMPLE)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    yield
+    subprocess.run([str(uv), "pip", "uninstall", "-q", "--python", sys.executable, "hostgate-echo"])
+
+
+@pytest.fixture
+def broken_pack(tmp_path):
+    """A pack whose dependency is missing: an entry point to a module that cannot import."""
+    (tmp_path / "hostgate_broken.py").write_text("import dependency_that_is_not_installed\n")
+    dist = tmp_path / "hostgate_broken-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hostgate-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[hostgate]\nbroken = hostgate_broken\n")
+    return tmp_path
+
+
+def test_plugins_command_lists_example_and_failed_pack(echo_installed, broken_pack, run_cli):
+    env = {"PYTHONPATH": f"{broken_pack}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    code, out, err = run_cli("plugins", "--json", env=env)
+    assert code == 0, err
+    packs = {p["name"]: p for p in json.loads(out)["plugins"]}
+    assert packs["echo"]["state"] == "loaded"
+    assert packs["echo"]["distribution"] == "hostgate-echo"
+    assert "protocols:echo" in packs["echo"]["provides"]
+    assert packs["broken"]["state"] == "failed"
+    assert "dependency_that_is_not_installed" in packs["broken"]["reason"]
+    code, out, _ = run_cli("plugins", env=env)
+    assert code == 0 and "echo" in out and "failed" in out
+
+
+def test_plugins_command_honours_disable_list(echo_installed, run_cli):
+    code, out, _ = run_cli("plugins", "--json", env={"HOSTGATE_DISABLE_PLUGINS": "echo"})
+    packs = {p["name"]: p for p in json.loads(out)["plugins"]}
+    assert code == 0 and packs["echo"]["state"] == "disabled"
+
+
+async def test_example_pack_is_used_by_the_app(echo_installed, config):
+    app = create_app(config.with_overrides(load_entry_points=True))
+    async with app.test_app():
+        kernel = kernel_of(app)
+        assert "echo" in kernel.protocols
+        assert "connections.use_echo" in kernel.permission_groups["connections"]
+        client = app.test_client()
+        body = await (await client.get("/api/v1/echo/ping")).get_json()
+        assert body == {"pong": True, "shout": False}
+        await kernel.settings.update({"echo.shout": True})
+        spec = kernel.protocols["echo"]
+        terminal = await spec.open_terminal(kernel, None, TerminalSize(80, 24))
+        assert await terminal.read() == b"echo ready\r\n"
+        await terminal.write(b"hello")
+        assert await terminal.read() == b"HELLO"
+        await terminal.resize(TerminalSize(100, 30))
+        assert await terminal.read() == b"[100x30]"

@@ -1,0 +1,73 @@
+"""Storage on both engines: migrations, schema == models, types, the app itself."""
+
+from datetime import UTC, datetime
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlmodel import select
+
+from hostgate.app import create_app, kernel_of
+from hostgate.db.engine import Database
+from hostgate.db.models import metadata
+from hostgate.db.models.audit import AuditEntry
+from hostgate.db.models.settings import SettingValue
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+def _differences(sync_connection):
+    context = MigrationContext.configure(sync_connection, opts={"compare_type": False})
+    return compare_metadata(context, metadata)
+
+
+async def test_migrated_schema_equals_models(database_url):
+    db = Database(database_url)
+    try:
+        await db.migrate()
+        await db.migrate()  # idempotent
+        async with db.engine.connect() as conn:
+            diff = await conn.run_sync(_differences)
+        assert diff == []
+    finally:
+        await db.close()
+
+
+async def test_types_round_trip(database_url):
+    db = Database(database_url)
+    try:
+        await db.migrate()
+        moment = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+        async with db.session() as session:
+            session.add(SettingValue(key="k", value={"nested": [1, "two", None]}, updated_at=moment))
+            session.add(SettingValue(key="n", value=None))
+            await session.commit()
+        async with db.session() as session:
+            row = await session.get(SettingValue, "k")
+            empty = await session.get(SettingValue, "n")
+        assert row.value == {"nested": [1, "two", None]}
+        assert row.updated_at == moment and row.updated_at.tzinfo is not None
+        assert empty.value is None
+    finally:
+        await db.close()
+
+
+async def test_app_runs_on_the_engine(config, database_url):
+    app = create_app(config.with_overrides(database_url=database_url))
+    async with app.test_app():
+        kernel = kernel_of(app)
+        await kernel.settings.update({"app.name": "engine test"})
+        for n in range(3):
+            await kernel.audit.record("test.event", target=str(n), details={"n": n})
+        async with kernel.db.session() as session:
+            entries = (await session.exec(select(AuditEntry).order_by(AuditEntry.seq))).all()
+        assert [e.target for e in entries] == ["0", "1", "2"]
+        assert entries[1].prev_hash == entries[0].hash and entries[2].prev_hash == entries[1].hash
+        client = app.test_client()
+        public = await (await client.get("/api/v1/settings/public")).get_json()
+        assert public["settings"]["app.name"] == "engine test"
