@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from .descriptors import SettingSpec
 from .markers import hookimpl
 from .permissions import KERNEL_PERMISSIONS
+from .services.netpolicy import validate_rules
 
 CURSOR_STYLES = ("block", "bar", "underline")
 
@@ -57,6 +58,11 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
                 description="Attribute holding the login name"),
     SettingSpec("auth.oidc_issuer", str, "", max_length=1000, description="OIDC issuer URL"),
     SettingSpec("auth.oidc_client_id", str, "", max_length=1000, description="OIDC client id"),
+    SettingSpec("network.allow", str, "", max_length=20_000, validate=validate_rules,
+                description="Targets the gateway may connect to: CIDR ranges, host patterns "
+                "(*.example.com) or loopback/private/link-local; empty allows every target"),
+    SettingSpec("network.deny", str, "", max_length=20_000, validate=validate_rules,
+                description="Targets the gateway must never connect to (wins over network.allow)"),
 )
 
 

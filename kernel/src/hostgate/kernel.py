@@ -22,6 +22,8 @@ from .services.audit import AuditLog
 from .services.connections import Connections
 from .services.identity import Identity
 from .services.live import LiveSessions
+from .services.logins import Logins
+from .services.netpolicy import NetworkPolicy
 from .services.settings import Settings
 from .services.version import VersionChecker
 from .timefmt import utcnow
@@ -73,9 +75,11 @@ class Kernel:
         self.settings = Settings(self, setting_specs)
         self.audit = AuditLog(self)
         self.identity = Identity(self)
+        self.logins = Logins(self)
         self.tickets = TicketStore()
         self.limits = RateLimiter()
         self.version = VersionChecker(self)
+        self.netpolicy = NetworkPolicy(self)
         self.connections = Connections(self)
         self.live = LiveSessions()
         self._start_hooks: list[Callable[[], Awaitable[None]]] = []
