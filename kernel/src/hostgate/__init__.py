@@ -52,7 +52,15 @@ from .guards import (
     ticket,
 )
 from .markers import hookimpl, hookspec
-from .services.identity import Caller, ClientInfo
+from .services.identity import Caller, ClientInfo, IssuedSession
+from .services.logins import LoginOutcome, Logins
+from .sessioncookie import (
+    SESSION_COOKIE,
+    TRUSTED_DEVICE_COOKIE,
+    clear_session_cookie,
+    set_session_cookie,
+    set_trusted_device_cookie,
+)
 from .timefmt import iso, parse_iso, utcnow
 
 __all__ = [
@@ -71,6 +79,9 @@ __all__ = [
     "NotAuthenticated",
     "NotFound",
     "NotificationMessage",
+    "IssuedSession",
+    "LoginOutcome",
+    "Logins",
     "PayloadTooLarge",
     "PermissionDenied",
     "ProtocolSpec",
@@ -83,12 +94,15 @@ __all__ = [
     "RemotePermissionDenied",
     "RemoteTimeout",
     "RemoteUnreachable",
+    "SESSION_COOKIE",
     "SettingSpec",
     "Stream",
     "Terminal",
+    "TRUSTED_DEVICE_COOKIE",
     "TerminalSize",
     "Unprocessable",
     "authenticated",
+    "clear_session_cookie",
     "current_caller",
     "current_kernel",
     "hookimpl",
@@ -98,6 +112,8 @@ __all__ = [
     "public",
     "request_client",
     "requires",
+    "set_session_cookie",
+    "set_trusted_device_cookie",
     "ticket",
     "utcnow",
 ]

@@ -66,6 +66,11 @@ class IssuedSession:
     token: str
     session: LoginSession
 
+    @property
+    def max_age(self) -> int:
+        """Seconds until the session expires (the cookie's ``Max-Age``)."""
+        return max(0, int((as_utc(self.session.expires_at) - utcnow()).total_seconds()))
+
 
 class Identity:
     """Issues and checks session tokens; resolves callers."""

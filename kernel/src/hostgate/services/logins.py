@@ -1,0 +1,539 @@
+"""The one login flow every method shares: ``kernel.logins``.
+
+Local passwords, TOTP, LDAP, OIDC and passkeys all go through the same steps, so
+limits, lockout, audit and session issuing behave identically:
+
+1. ``limit_ip(client)``: the per-IP login limit (30 per 15 minutes, 429).
+2. ``await check_not_locked(user, client)``: a locked account gets 429 until
+   ``lockedUntil``, whatever the password.
+3. the method checks the credential; on failure ``await record_failure(...)``
+   and ``raise logins.invalid_credentials()``.
+4. ``await complete_login(user, client, method=...)`` resets the failure count,
+   issues the session and audits ``auth.login``; it returns ``(issued, body)``.
+   Answer with ``body`` and call ``set_session_cookie(response, issued.token,
+   issued.max_age)``.
+
+External identities (LDAP, OIDC) become local user rows through
+``await provision_external(...)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, delete, select
+
+from ..db.models.identity import Role, TrustedDevice, User
+from ..errors import NotAuthenticated, PermissionDenied, RateLimited
+from ..permissions import USER_ROLE
+from ..security.passwords import verify_password
+from ..security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
+from ..timefmt import as_utc, iso, utcnow
+from . import mfa
+from .identity import ClientInfo, IssuedSession
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+
+log = logging.getLogger("hostgate.logins")
+
+LOGIN_IP_BUCKET = "login_ip"
+MFA_LOGIN_BUCKET = "mfa_login"
+INVALID_CREDENTIALS = "Invalid username or password"
+INVALID_MFA_TOKEN = "Invalid or expired MFA token"
+MFA_LIMIT_MESSAGE = "Too many MFA attempts. Please try again later."
+TRUSTED_DEVICE_LIFETIME = timedelta(days=30)
+MAX_PHANTOMS = 10_000
+USERNAME_MAX = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass
+class _Phantom:
+    """Failure bookkeeping for a username that has no account (kept in memory)."""
+
+    count: int = 0
+    locked_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LoginOutcome:
+    """What the password step produced: a session, or an MFA challenge (``issued`` None)."""
+
+    issued: IssuedSession | None
+    body: dict[str, Any]
+
+
+def clean_username(text: str) -> str:
+    """A username as stored: control characters removed, trimmed, capped."""
+    return _CONTROL.sub("", text).strip()[:USERNAME_MAX]
+
+
+def device_hash(value: str) -> str:
+    """How a trusted-device cookie is stored (SHA-256 hex)."""
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class Logins:
+    """Login steps shared by every login method."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._phantoms: OrderedDict[str, _Phantom] = OrderedDict()
+        self._used_mfa_tokens: dict[str, float] = {}
+
+    # -- limits and lockout -------------------------------------------------
+
+    def limit_ip(self, client: ClientInfo) -> None:
+        """Count one login attempt for the client IP; 429 + Retry-After past 30 / 15 min."""
+        self.kernel.limits.hit(
+            LOGIN_IP_BUCKET,
+            client.ip_address or "-",
+            LOGIN_PER_IP,
+            "Too many login attempts. Please try again later.",
+        )
+
+    @staticmethod
+    def invalid_credentials() -> NotAuthenticated:
+        """The one error for a wrong password or an unknown username (raise it)."""
+        return NotAuthenticated(INVALID_CREDENTIALS, code="invalid_credentials")
+
+    def _lockout_settings(self) -> tuple[int, timedelta]:
+        attempts = int(self.kernel.settings.get("security.max_login_attempts"))
+        minutes = float(self.kernel.settings.get("security.lockout_duration_minutes"))
+        return attempts, timedelta(minutes=minutes)
+
+    def _phantom(self, username: str) -> _Phantom:
+        key = username.lower()
+        phantom = self._phantoms.pop(key, None) or _Phantom()
+        self._phantoms[key] = phantom
+        while len(self._phantoms) > MAX_PHANTOMS:
+            self._phantoms.popitem(last=False)
+        return phantom
+
+    async def check_not_locked(
+        self, user: User | None, client: ClientInfo, *, username: str | None = None
+    ) -> None:
+        """Raise 429 (Retry-After until ``lockedUntil``) when the account is locked.
+
+        For an unknown username pass ``user=None`` and ``username``: unknown names
+        lock exactly like real accounts, so lockout reveals nothing.
+        """
+        now = utcnow()
+        if user is not None:
+            locked_until = as_utc(user.locked_until) if user.locked_until else None
+            name = user.username
+        else:
+            if not username:
+                return
+            phantom = self._phantoms.get(username.lower())
+            locked_until = phantom.locked_until if phantom else None
+            name = clean_username(username)
+        if locked_until is None or locked_until <= now:
+            return
+        await self.kernel.audit.record(
+            "auth.locked_account_attempt",
+            user_id=user.id if user else None,
+            username=name,
+            display_name=user.display_name if user else "",
+            target=name,
+            details={"lockedUntil": iso(locked_until)},
+            ip_address=client.ip_address,
+        )
+        raise RateLimited(
+            f"Account locked until {iso(locked_until)}",
+            retry_after=math.ceil((locked_until - now).total_seconds()),
+            code="account_locked",
+        )
+
+    async def record_failure(
+        self,
+        user: User | None,
+        username: str,
+        client: ClientInfo,
+        *,
+        reason: str,
+        provider: str = "local",
+    ) -> bool:
+        """Count a failed login; lock at ``security.max_login_attempts``. True when it locked.
+
+        Audits ``auth.login_failed`` (and ``auth.account_locked`` when the account
+        locks). Unknown usernames (``user=None``) are counted in memory the same way.
+        """
+        attempts, duration = self._lockout_settings()
+        now = utcnow()
+        locked_until: datetime | None = None
+        if user is not None:
+            count, locked_until = await self._count_failure(user.id, now, attempts, duration)
+            name, display = user.username, user.display_name
+        else:
+            phantom = self._phantom(username)
+            if phantom.locked_until is not None and phantom.locked_until <= now:
+                phantom.count, phantom.locked_until = 0, None
+            phantom.count += 1
+            count = phantom.count
+            if count >= attempts and phantom.locked_until is None:
+                phantom.locked_until = locked_until = now + duration
+            name, display = clean_username(username), ""
+        common: dict[str, Any] = {
+            "user_id": user.id if user else None,
+            "username": name,
+            "display_name": display,
+            "target": name,
+            "ip_address": client.ip_address,
+        }
+        await self.kernel.audit.record(
+            "auth.login_failed",
+            details={"reason": reason, "provider": provider, "failedCount": count},
+            **common,
+        )
+        if locked_until is None:
+            return False
+        await self.kernel.audit.record(
+            "auth.account_locked",
+            details={
+                "reason": "too_many_failed_logins",
+                "failedCount": count,
+                "lockedUntil": iso(locked_until),
+                "userExists": user is not None,
+            },
+            **common,
+        )
+        return True
+
+    async def _count_failure(
+        self, user_id: str, now: datetime, attempts: int, duration: timedelta
+    ) -> tuple[int, datetime | None]:
+        """Increment atomically; return ``(count, locked_until if this failure locked)``."""
+        async with self.kernel.db.session() as session:
+            expired = (
+                update(User)
+                .where(col(User.id) == user_id, col(User.locked_until) <= now)
+                .values(failed_login_count=0, locked_until=None)
+            )
+            await session.exec(expired)
+            increment = (
+                update(User)
+                .where(col(User.id) == user_id)
+                .values(failed_login_count=User.failed_login_count + 1)
+            )
+            await session.exec(increment)
+            row = (
+                await session.exec(
+                    select(User.failed_login_count, User.locked_until).where(User.id == user_id)
+                )
+            ).first()
+            count = int(row[0]) if row else 0
+            locked_until = None
+            if row is not None and count >= attempts and row[1] is None:
+                locked_until = now + duration
+                await session.exec(
+                    update(User).where(col(User.id) == user_id).values(locked_until=locked_until)
+                )
+            await session.commit()
+        return count, locked_until
+
+    async def reset_failures(self, user_id: str) -> None:
+        """Forget failed logins and any lock (successful login, admin unlock)."""
+        async with self.kernel.db.session() as session:
+            await session.exec(
+                update(User)
+                .where(col(User.id) == user_id)
+                .values(failed_login_count=0, locked_until=None)
+            )
+            await session.commit()
+
+    # -- success --------------------------------------------------------------
+
+    async def complete_login(
+        self,
+        user: User,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+    ) -> tuple[IssuedSession, dict[str, Any]]:
+        """Reset failures, issue the session, audit ``auth.login``; return ``(issued, body)``.
+
+        ``body`` is ``{"token", "user": {"id", "username", "role"}}``.
+        """
+        await self.reset_failures(user.id)
+        self._phantoms.pop(user.username.lower(), None)
+        issued = await self.kernel.identity.issue_session(user, client, method=method)
+        role_name, _ = await self.kernel.identity.role_permissions(user.role_id)
+        await self.kernel.audit.record(
+            "auth.login",
+            user_id=user.id,
+            username=user.username,
+            display_name=user.display_name,
+            target=user.username,
+            details={"method": method, **(details or {})},
+            ip_address=client.ip_address,
+        )
+        body = {
+            "token": issued.token,
+            "user": {"id": user.id, "username": user.username, "role": role_name},
+        }
+        return issued, body
+
+    # -- users ----------------------------------------------------------------
+
+    async def find_user(self, username: str, *, provider: str | None = "local") -> User | None:
+        """A user by username (case-insensitive); ``provider`` None matches any."""
+        key = clean_username(username).lower()
+        if not key:
+            return None
+        query = select(User).where(User.username_key == key)
+        if provider is not None:
+            query = query.where(User.auth_provider == provider)
+        async with self.kernel.db.session() as session:
+            return (await session.exec(query)).first()
+
+    async def provision_external(
+        self,
+        provider: str,
+        provider_id: str,
+        username: str,
+        display_name: str,
+        email: str,
+        role_name: str | None = None,
+    ) -> User:
+        """The local user for an external identity, created on first login.
+
+        Matched on ``(provider, provider_id)``. An existing user gets display name
+        and email refreshed (the role is never re-synced). A new user gets a unique
+        username (``_<provider>`` and a number appended on a clash), the role
+        ``role_name`` (default ``user``) and no password.
+        """
+        display_name = clean_username(display_name)
+        email = clean_username(email)[:320]
+        for _ in range(3):
+            existing = await self._by_provider(provider, provider_id)
+            if existing is not None:
+                return await self._refresh_external(existing, display_name, email)
+            try:
+                return await self._create_external(
+                    provider, provider_id, username, display_name, email, role_name
+                )
+            except IntegrityError:
+                continue
+        existing = await self._by_provider(provider, provider_id)
+        if existing is None:
+            raise PermissionDenied("Could not create a local account for this login")
+        return existing
+
+    async def _by_provider(self, provider: str, provider_id: str) -> User | None:
+        query = select(User).where(User.auth_provider == provider, User.provider_id == provider_id)
+        async with self.kernel.db.session() as session:
+            return (await session.exec(query)).first()
+
+    async def _refresh_external(self, user: User, display_name: str, email: str) -> User:
+        changed = False
+        if display_name and display_name != user.display_name:
+            user.display_name, changed = display_name, True
+        if email != user.email:
+            user.email, changed = email, True
+        if changed:
+            user.updated_at = utcnow()
+            async with self.kernel.db.session() as session:
+                session.add(user)
+                await session.commit()
+        return user
+
+    async def _create_external(
+        self,
+        provider: str,
+        provider_id: str,
+        username: str,
+        display_name: str,
+        email: str,
+        role_name: str | None,
+    ) -> User:
+        base = clean_username(username) or f"{provider}_{provider_id}"[:USERNAME_MAX]
+        async with self.kernel.db.session() as session:
+            role = (
+                await session.exec(select(Role).where(Role.name == (role_name or USER_ROLE)))
+            ).first()
+            if role is None:
+                role = (await session.exec(select(Role).where(Role.name == USER_ROLE))).one()
+            taken = set(
+                (
+                    await session.exec(
+                        select(User.username_key).where(
+                            col(User.username_key).startswith(base.lower())
+                        )
+                    )
+                ).all()
+            )
+            chosen = base
+            suffix = f"_{provider}"
+            number = 1
+            while chosen.lower() in taken:
+                tail = suffix if number == 1 else f"{suffix}{number}"
+                chosen = base[: USERNAME_MAX - len(tail)] + tail
+                number += 1
+            user = User(
+                username=chosen,
+                username_key=chosen.lower(),
+                display_name=display_name or chosen,
+                email=email,
+                role_id=role.id,
+                auth_provider=provider,
+                provider_id=provider_id,
+            )
+            session.add(user)
+            await session.commit()
+        await self.kernel.audit.record(
+            "user.created",
+            user_id=user.id,
+            username=user.username,
+            display_name=user.display_name,
+            target=user.username,
+            details={
+                "provider": provider,
+                "after": {
+                    "username": user.username,
+                    "displayName": user.display_name,
+                    "email": user.email,
+                    "role": role.name,
+                },
+            },
+        )
+        return user
+
+    # -- local password and TOTP ---------------------------------------------
+
+    async def login_local(
+        self, username: str, password: str, client: ClientInfo, device: str | None
+    ) -> LoginOutcome:
+        """The local password step; a session, or an MFA challenge when TOTP is on."""
+        self.limit_ip(client)
+        if not self.kernel.settings.get("auth.local_enabled"):
+            raise PermissionDenied("Local authentication is disabled", code="local_login_disabled")
+        user = await self.find_user(username)
+        await self.check_not_locked(user, client, username=username)
+        ok = await verify_password(user.password_hash if user else None, password)
+        if user is None or not ok:
+            reason = "invalid_password" if user else "unknown_user"
+            await self.record_failure(user, username, client, reason=reason)
+            raise self.invalid_credentials()
+        if user.mfa_enabled and user.mfa_secret:
+            if device and await self.device_trusted(user.id, device):
+                issued, body = await self.complete_login(
+                    user, client, method="local", details={"mfa": True, "trustedDevice": True}
+                )
+                return LoginOutcome(issued, body)
+            await self.reset_failures(user.id)
+            return LoginOutcome(None, self.mfa_challenge(user))
+        issued, body = await self.complete_login(user, client, method="local")
+        return LoginOutcome(issued, body)
+
+    def mfa_challenge(self, user: User) -> dict[str, Any]:
+        """The ``{mfaRequired, mfaToken, mfaMethod}`` answer after a correct first factor."""
+        return {
+            "mfaRequired": True,
+            "mfaToken": self.kernel.identity.issue_mfa_token(user.id),
+            "mfaMethod": "totp",
+        }
+
+    def _mfa_claims(self, mfa_token: str) -> dict[str, Any]:
+        try:
+            claims = self.kernel.identity.decode(mfa_token, "mfa")
+        except NotAuthenticated:
+            raise NotAuthenticated(INVALID_MFA_TOKEN, code="invalid_mfa_token") from None
+        if claims.get("jti") in self._used_mfa_tokens:
+            raise NotAuthenticated(INVALID_MFA_TOKEN, code="invalid_mfa_token")
+        return claims
+
+    async def mfa_user(self, mfa_token: str) -> User:
+        """The user an unused, unexpired ``mfaToken`` names (401 otherwise)."""
+        claims = self._mfa_claims(mfa_token)
+        async with self.kernel.db.session() as session:
+            user = await session.get(User, claims["sub"])
+        if user is None:
+            raise NotAuthenticated(INVALID_MFA_TOKEN, code="invalid_mfa_token")
+        return user
+
+    def consume_mfa_token(self, mfa_token: str) -> None:
+        """Mark an ``mfaToken`` used (call on success); a second use gets 401."""
+        claims = self._mfa_claims(mfa_token)
+        now = time.time()
+        for jti in [j for j, exp in self._used_mfa_tokens.items() if exp < now]:
+            self._used_mfa_tokens.pop(jti, None)
+        self._used_mfa_tokens[str(claims.get("jti"))] = float(claims["exp"])
+
+    async def login_mfa(
+        self, mfa_token: str, code: str, client: ClientInfo
+    ) -> tuple[IssuedSession, dict[str, Any], User]:
+        """The TOTP step: 5 attempts per 5 minutes per user; the token is single use."""
+        claims = self._mfa_claims(mfa_token)
+        user_id = str(claims["sub"])
+        self.kernel.limits.hit(MFA_LOGIN_BUCKET, user_id, MFA_PER_USER, MFA_LIMIT_MESSAGE)
+        user = await self.mfa_user(mfa_token)
+        await self.check_not_locked(user, client)
+        secret = self.kernel.secrets.open_optional(user.mfa_secret) if user.mfa_enabled else None
+        if not secret or not await mfa.accept_code(self.kernel, user.id, secret, code):
+            await self.kernel.audit.record(
+                "auth.login_failed",
+                user_id=user.id,
+                username=user.username,
+                display_name=user.display_name,
+                target=user.username,
+                details={"reason": "invalid_mfa_code", "provider": "local"},
+                ip_address=client.ip_address,
+            )
+            raise NotAuthenticated("Invalid verification code", code="invalid_code")
+        self.consume_mfa_token(mfa_token)
+        self.kernel.limits.reset(MFA_LOGIN_BUCKET, user_id)
+        return (
+            *await self.complete_login(user, client, method="local", details={"mfa": True}),
+            user,
+        )
+
+    # -- trusted devices -------------------------------------------------------
+
+    async def trust_device(self, user_id: str, client: ClientInfo) -> tuple[str, timedelta]:
+        """A new trusted-device cookie value for a user, valid 30 days."""
+        value = secrets.token_urlsafe(48)
+        now = utcnow()
+        async with self.kernel.db.session() as session:
+            await session.exec(delete(TrustedDevice).where(col(TrustedDevice.expires_at) <= now))
+            session.add(
+                TrustedDevice(
+                    user_id=user_id,
+                    token_hash=device_hash(value),
+                    browser=client.browser,
+                    os=client.os,
+                    ip_address=client.ip_address,
+                    created_at=now,
+                    expires_at=now + TRUSTED_DEVICE_LIFETIME,
+                )
+            )
+            await session.commit()
+        return value, TRUSTED_DEVICE_LIFETIME
+
+    async def device_trusted(self, user_id: str, value: str) -> bool:
+        """True when the cookie names an unexpired trusted device of this user."""
+        query = select(TrustedDevice).where(
+            TrustedDevice.token_hash == device_hash(value), TrustedDevice.user_id == user_id
+        )
+        async with self.kernel.db.session() as session:
+            row = (await session.exec(query)).first()
+        return row is not None and as_utc(row.expires_at) > utcnow()
+
+    async def forget_devices(self, user_id: str) -> None:
+        """Drop every trusted device of a user (MFA disabled, password reset)."""
+        async with self.kernel.db.session() as session:
+            await session.exec(delete(TrustedDevice).where(col(TrustedDevice.user_id) == user_id))
+            await session.commit()
