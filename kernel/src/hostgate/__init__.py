@@ -16,6 +16,7 @@ from .adapters import (
     Terminal,
     TerminalSize,
 )
+from .db.models.identity import AuthCredential, User
 from .descriptors import (
     AuditEvent,
     ChannelSpec,
@@ -54,10 +55,12 @@ from .guards import (
 from .markers import hookimpl, hookspec
 from .services.identity import Caller, ClientInfo, IssuedSession
 from .services.logins import LoginOutcome, Logins
+from .services.settings import SECRET_MASK
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,
+    request_is_secure,
     set_session_cookie,
     set_trusted_device_cookie,
 )
@@ -67,6 +70,7 @@ __all__ = [
     "FILE_OPERATIONS",
     "ApiError",
     "AuditEvent",
+    "AuthCredential",
     "Caller",
     "ChannelSpec",
     "ClientInfo",
@@ -94,6 +98,7 @@ __all__ = [
     "RemotePermissionDenied",
     "RemoteTimeout",
     "RemoteUnreachable",
+    "SECRET_MASK",
     "SESSION_COOKIE",
     "SettingSpec",
     "Stream",
@@ -101,6 +106,7 @@ __all__ = [
     "TRUSTED_DEVICE_COOKIE",
     "TerminalSize",
     "Unprocessable",
+    "User",
     "authenticated",
     "clear_session_cookie",
     "current_caller",
@@ -111,6 +117,7 @@ __all__ = [
     "parse_iso",
     "public",
     "request_client",
+    "request_is_secure",
     "requires",
     "set_session_cookie",
     "set_trusted_device_cookie",
