@@ -30,7 +30,13 @@ def _app() -> Any:
 
 
 def _cell(value: Any) -> str:
-    text = "`null`" if value is None else f"`{value!r}`" if not isinstance(value, str) else f'`"{value}"`'
+    text = (
+        "`null`"
+        if value is None
+        else f"`{value!r}`"
+        if not isinstance(value, str)
+        else f'`"{value}"`'
+    )
     return text.replace("|", "\\|")
 
 
@@ -66,11 +72,19 @@ def cli_md() -> str:
     from hostgate.cli import build_parser
 
     parser = build_parser()
-    lines = ["# Command line reference\n", HEADER, "```text", parser.format_help().rstrip(), "```\n"]
+    lines = [
+        "# Command line reference\n",
+        HEADER,
+        "```text",
+        parser.format_help().rstrip(),
+        "```\n",
+    ]
     for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
         for name, sub in sorted(action.choices.items()):
             lines += [f"## `hostgate {name}`\n", "```text", sub.format_help().rstrip(), "```\n"]
-            for inner in getattr(sub, "_subparsers", None)._group_actions if sub._subparsers else []:
+            for inner in (
+                getattr(sub, "_subparsers", None)._group_actions if sub._subparsers else []
+            ):
                 for inner_name, inner_parser in sorted(inner.choices.items()):
                     lines += [
                         f"### `hostgate {name} {inner_name}`\n",
@@ -118,7 +132,9 @@ def api_md(app: Any) -> str:
             access = next(
                 (v for (m, p), v in guards.items() if m == method and _same(p, rule_path)), ""
             )
-            summary = (operation.get("summary") or operation.get("description") or "").split("\n")[0]
+            summary = (operation.get("summary") or operation.get("description") or "").split("\n")[
+                0
+            ]
             lines.append(f"| {method.upper()} | `{path}` | {access} | {summary} |")
     return "\n".join(lines) + "\n"
 

@@ -24,7 +24,9 @@ async def test_wrong_method_is_json_405(client):
 
 
 async def test_no_token_is_401_whatever_the_body(client):
-    response = await client.put("/api/v1/settings", data=b"{not json", headers={"Content-Type": "application/json"})
+    response = await client.put(
+        "/api/v1/settings", data=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 401
     assert_error_shape(await response.get_json(), "not_authenticated")
 

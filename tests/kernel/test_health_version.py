@@ -22,8 +22,6 @@ async def test_version_offline_reports_fetch_error(client):
     assert "could not reach" in body["fetchError"]
 
 
-
-
 def test_version_tuple_ordering():
     from hostgate.services.version import version_tuple
 

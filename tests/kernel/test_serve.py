@@ -16,8 +16,17 @@ def start(tmp_path, *extra, env=None):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
     environment.update(env or {})
     process = subprocess.Popen(
-        [sys.executable, "-m", "hostgate", "--data-dir", str(tmp_path / "data"), "serve",
-         "--port", str(port), *extra],
+        [
+            sys.executable,
+            "-m",
+            "hostgate",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "serve",
+            "--port",
+            str(port),
+            *extra,
+        ],
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -59,9 +68,7 @@ def test_serve_on_embedded_defaults(tmp_path):
 
 
 def test_serve_with_self_signed_tls(tmp_path):
-    process, port = start(
-        tmp_path, "--tls-self-signed", env={"HOSTGATE_ENCRYPTION_KEY": "ab" * 32}
-    )
+    process, port = start(tmp_path, "--tls-self-signed", env={"HOSTGATE_ENCRYPTION_KEY": "ab" * 32})
     try:
         response = httpx.get(f"https://127.0.0.1:{port}/api/v1/health", verify=False)
         assert response.status_code == 200

@@ -15,7 +15,9 @@ class _Feed(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802
         type(self).hits += 1
-        payload = json.dumps({"info": {"version": type(self).version, "release_url": "https://example.invalid/r"}}).encode()
+        payload = json.dumps(
+            {"info": {"version": type(self).version, "release_url": "https://example.invalid/r"}}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -53,9 +55,8 @@ async def test_version_from_feed_is_cached_and_force_bypasses(client, admin, ker
     body = await (await client.get("/api/v1/version?force=true", headers=admin.headers)).get_json()
     assert _Feed.hits == 2 and body["updateAvailable"] is False and body["releaseUrl"] is None
     _Feed.version = "99.0.0"
-    from sqlmodel import select
-
     from hostgate.db.models.audit import AuditEntry
+    from sqlmodel import select
 
     async with kernel.db.session() as session:
         types = (await session.exec(select(AuditEntry.event_type))).all()

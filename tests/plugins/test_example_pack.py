@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from hostgate.app import create_app, kernel_of
 from hostgate.adapters import TerminalSize
+from hostgate.app import create_app, kernel_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "hostgate-echo"
@@ -18,7 +17,16 @@ EXAMPLE = ROOT / "examples" / "hostgate-echo"
 @pytest.fixture(scope="module")
 def echo_installed():
     uv = Path(sys.executable).parent / "uv"
-    command = [str(uv), "pip", "install", "-q", "--no-deps", "--python", sys.executable, str(EXAMPLE)]
+    command = [
+        str(uv),
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--python",
+        sys.executable,
+        str(EXAMPLE),
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     yield

@@ -4,7 +4,6 @@ import sys
 import types
 
 import pytest
-
 from hostgate import ProtocolSpec, SettingSpec, hookimpl
 from hostgate.app import create_app, kernel_of
 from hostgate.plugins import PluginConflict, PluginHost
@@ -63,14 +62,15 @@ async def test_lifecycle_and_event_hooks(config):
 
 
 async def test_plugin_permissions_reach_builtin_roles(config):
-    pack = make_plugin("permpack", register_permissions=lambda: {"connections": ["connections.use_zap"]})
+    pack = make_plugin(
+        "permpack", register_permissions=lambda: {"connections": ["connections.use_zap"]}
+    )
     app = create_app(config, plugins=[pack])
     async with app.test_app():
         kernel = kernel_of(app)
         assert "connections.use_zap" in kernel.permission_groups["connections"]
-        from sqlmodel import select
-
         from hostgate.db.models.identity import Role
+        from sqlmodel import select
 
         async with kernel.db.session() as session:
             roles = {r.name: r for r in (await session.exec(select(Role))).all()}

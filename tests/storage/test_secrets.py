@@ -1,7 +1,6 @@
 """The secret box, the key check at start-up, and key rotation."""
 
 import pytest
-
 from hostgate.app import create_app, kernel_of
 from hostgate.security.secretbox import KeyError_, SecretBox, generate_key, parse_key
 

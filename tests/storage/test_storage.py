@@ -5,13 +5,12 @@ from datetime import UTC, datetime
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlmodel import select
-
 from hostgate.app import create_app, kernel_of
 from hostgate.db.engine import Database
 from hostgate.db.models import metadata
 from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.settings import SettingValue
+from sqlmodel import select
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -44,7 +43,9 @@ async def test_types_round_trip(database_url):
         await db.migrate()
         moment = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
         async with db.session() as session:
-            session.add(SettingValue(key="k", value={"nested": [1, "two", None]}, updated_at=moment))
+            session.add(
+                SettingValue(key="k", value={"nested": [1, "two", None]}, updated_at=moment)
+            )
             session.add(SettingValue(key="n", value=None))
             await session.commit()
         async with db.session() as session:
