@@ -1,0 +1,1 @@
+"""hostgate-ldap: see plugin.py for the hooks."""

@@ -1,0 +1,190 @@
+"""``POST /auth/login/ldap`` and ``POST /auth/ldap/test``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import Any
+
+from hostgate import (
+    SECRET_MASK,
+    ClientInfo,
+    InvalidInput,
+    RemoteUnreachable,
+    User,
+    current_caller,
+    current_kernel,
+    public,
+    request_client,
+    requires,
+    set_session_cookie,
+)
+from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint, Response, jsonify
+from quart_schema import tag, validate_request
+from sqlmodel import select
+
+from .directory import (
+    AmbiguousUser,
+    DirectoryError,
+    DirectorySettings,
+    DirectoryUser,
+    check_password,
+    find_user,
+    redact,
+    role_for_groups,
+    test_connection,
+)
+from .settings import parse_role_map
+
+log = logging.getLogger("hostgate.ldap")
+blueprint = Blueprint("ldap", __name__)
+PROVIDER = "ldap"
+DISABLED = "LDAP login is disabled"
+
+
+class LdapLogin(BaseModel):
+    """Directory credentials."""
+
+    model_config = ConfigDict(extra="forbid")
+    username: str = Field(min_length=1, max_length=256)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+class LdapTest(BaseModel):
+    """Connection settings to try (the other LDAP settings are taken as stored)."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(max_length=1000)
+    bindDn: str = Field(default="", max_length=1000)  # noqa: N815 - wire name
+    bindPassword: str | None = Field(default=None, max_length=1024)  # noqa: N815 - wire name
+    searchBase: str = Field(max_length=1000)  # noqa: N815 - wire name
+
+
+async def _linked_user(kernel: Any, dn: str) -> User | None:
+    query = select(User).where(User.auth_provider == PROVIDER, User.provider_id == dn)
+    async with kernel.db.session() as session:
+        return (await session.exec(query)).first()
+
+
+async def _directory_down(
+    kernel: Any, client: ClientInfo, username: str, error: DirectoryError
+) -> RemoteUnreachable:
+    """Audit an outage (it does not count against the account) and build the 502."""
+    log.warning("LDAP login for %r failed: %s", username, error)
+    await kernel.audit.record(
+        "auth.login_failed",
+        username=username[:200],
+        target=username[:200],
+        details={"reason": error.reason, "provider": PROVIDER, "error": str(error)[:500]},
+        ip_address=client.ip_address,
+    )
+    return RemoteUnreachable(
+        "The LDAP directory is not available; try again later", code=error.reason
+    )
+
+
+async def _authenticate(
+    kernel: Any, settings: DirectorySettings, username: str, password: str, client: ClientInfo
+) -> DirectoryUser:
+    """Search, lockout check, user bind; every failure is counted and answered the same."""
+    logins = kernel.logins
+    try:
+        entry = await asyncio.to_thread(find_user, settings, username)
+    except AmbiguousUser:
+        await logins.check_not_locked(None, client, username=username)
+        await logins.record_failure(
+            None, username, client, reason="ldap_ambiguous_user", provider=PROVIDER
+        )
+        raise logins.invalid_credentials() from None
+    except DirectoryError as exc:
+        raise await _directory_down(kernel, client, username, exc) from None
+    if entry is None:
+        await logins.check_not_locked(None, client, username=username)
+        await logins.record_failure(
+            None, username, client, reason="user_not_found", provider=PROVIDER
+        )
+        raise logins.invalid_credentials()
+    linked = await _linked_user(kernel, entry.dn)
+    await logins.check_not_locked(linked, client, username=username)
+    try:
+        accepted = await asyncio.to_thread(check_password, settings, entry.dn, password)
+    except DirectoryError as exc:
+        raise await _directory_down(kernel, client, username, exc) from None
+    if not accepted:
+        await logins.record_failure(
+            linked, username, client, reason="invalid_password", provider=PROVIDER
+        )
+        raise logins.invalid_credentials()
+    return entry
+
+
+@blueprint.post("/auth/login/ldap")
+@public
+@validate_request(LdapLogin)
+@tag(["auth"])
+async def ldap_login(data: LdapLogin) -> Response:
+    """Log in with directory credentials; the account is created on first login."""
+    kernel = current_kernel()
+    if not kernel.settings.get("auth.ldap_enabled"):
+        raise InvalidInput(DISABLED, code="ldap_disabled")
+    client = request_client()
+    kernel.logins.limit_ip(client)
+    username = data.username.strip()
+    if not username:
+        raise InvalidInput("username: must not be blank")
+    settings = DirectorySettings.from_settings(kernel.settings.get)
+    entry = await _authenticate(kernel, settings, username, data.password, client)
+    role = role_for_groups(
+        entry.groups, parse_role_map(str(kernel.settings.get("auth.ldap_group_role_map") or ""))
+    )
+    user = await kernel.logins.provision_external(
+        PROVIDER, entry.dn, entry.username, entry.display_name, entry.email, role
+    )
+    issued, body = await kernel.logins.complete_login(
+        user, client, method=PROVIDER, details={"provider": PROVIDER}
+    )
+    response = jsonify({"token": body["token"], "user": {"id": user.id, "username": user.username}})
+    set_session_cookie(response, issued.token, issued.max_age)
+    return response
+
+
+@blueprint.post("/auth/ldap/test")
+@requires("settings.manage")
+@validate_request(LdapTest)
+@tag(["auth"])
+async def ldap_test(data: LdapTest) -> dict[str, Any]:
+    """Try a service bind and read the search base; ``{success}`` or ``{success, error}``."""
+    kernel = current_kernel()
+    if not kernel.settings.get("auth.ldap_enabled"):
+        return {"success": False, "error": DISABLED}
+    stored = DirectorySettings.from_settings(kernel.settings.get)
+    password = data.bindPassword
+    if password is None or password == SECRET_MASK:
+        # Reuse the stored password only against the stored server and DN, so it can
+        # never be sent to a server the caller picked.
+        same_target = data.url.strip() == stored.url and data.bindDn.strip() == stored.bind_dn
+        password = stored.bind_password if same_target else ""
+    settings = replace(
+        stored,
+        url=data.url.strip(),
+        bind_dn=data.bindDn.strip(),
+        bind_password=password,
+        search_base=data.searchBase.strip(),
+    )
+    try:
+        await asyncio.to_thread(test_connection, settings)
+        result: dict[str, Any] = {"success": True}
+    except DirectoryError as exc:
+        result = {
+            "success": False,
+            "error": redact(str(exc), password, stored.bind_password),
+        }
+    await kernel.audit.record(
+        "auth.ldap_tested",
+        actor=current_caller(),
+        target=settings.url[:200],
+        details={"success": result["success"], "error": result.get("error", "")},
+    )
+    return result
