@@ -1,0 +1,1 @@
+"""hostgate-oidc: see plugin.py for the hooks."""

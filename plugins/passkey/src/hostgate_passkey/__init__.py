@@ -1,0 +1,1 @@
+"""hostgate-passkey: see plugin.py for the hooks."""
