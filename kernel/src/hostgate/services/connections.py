@@ -1,73 +1,567 @@
-"""Stored connections: access rules and the resolved target adapters connect to.
+"""Stored connections: access rules, CRUD, sharing, and the resolved target adapters use.
 
-(The connections issue grows this module: CRUD, groups, sharing, host-key trust,
-network policy. What is here is the contract the file and terminal code use.)
+Access (who sees a connection): its owner, everyone when ``shared`` is set, and
+the users or roles it is shared with. Rights beyond seeing come from the
+caller's role: editing and deleting need ``connections.edit_own`` /
+``connections.delete_own`` on one's own connections and ``*_any`` on others';
+sharing needs ``connections.share`` and ownership or ``edit_any``; using needs
+``connections.use_<protocol>``. Secrets are sealed with the secret box and are
+write-only.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
 import json
-import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import or_, select
+from sqlmodel import col, or_, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..adapters import ConnectionTarget
 from ..db.models.connections import Connection, ConnectionShare
+from ..db.models.identity import Role, User
 from ..descriptors import ProtocolSpec
-from ..errors import NotFound, PermissionDenied, RemoteUnreachable
+from ..errors import InvalidInput, NotFound, PermissionDenied
 from ..permissions import use_permission
+from ..timefmt import utcnow
+from .connection_groups import ConnectionGroups, owned_group
+from .connection_input import ParsedInput, missing_required, parse_input
+from .connection_transfer import ConnectionTransfer
+from .hostkeys import HostKeys
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
     from .identity import Caller
 
+EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
+DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
+SHARE = "connections.share"
+SHARE_TYPES = ("user", "role")
+MAX_SHARES = 500
+AUDITED_COLUMNS = (
+    "name", "protocol", "host", "port", "username", "group_id", "tags", "shared",
+    "skip_cert_validation",
+)  # fmt: skip
+COLUMN_NAMES = {
+    "group_id": "groupId",
+    "skip_cert_validation": "skipCertValidation",
+    "sort_order": "sortOrder",
+}
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one caller may do with one connection."""
+
+    owner: bool
+    visible: bool
+    edit: bool
+    delete: bool
+    share: bool
+    use: bool
+
+    @property
+    def read(self) -> bool:
+        """May read its (secret-free) details."""
+        return self.visible or self.edit or self.delete
+
+
+@dataclass(frozen=True)
+class ShareView:
+    """One share as the API shows it."""
+
+    share_type: str
+    target_id: str
+    target_name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What ``GET /connections`` shows one caller."""
+
+    groups: list[Any]
+    own: list[Connection]
+    shared: list[Connection]
+    others: list[Connection] | None
+
+
+def access_of(caller: Caller, connection: Connection, visible: bool) -> Access:
+    """The caller's rights on a connection (``visible`` from ``is_visible``)."""
+    owner = connection.owner_id == caller.user_id
+    edit = caller.can(EDIT_ANY) or (owner and caller.can(EDIT_OWN))
+    return Access(
+        owner=owner,
+        visible=visible,
+        edit=edit,
+        delete=caller.can(DELETE_ANY) or (owner and caller.can(DELETE_OWN)),
+        share=caller.can(SHARE) and (owner or caller.can(EDIT_ANY)),
+        use=visible and caller.can(use_permission(connection.protocol)),
+    )
+
+
+def _sort_key(connection: Connection) -> tuple[int, str, str]:
+    return (connection.sort_order, connection.name.casefold(), connection.id)
+
+
+def _share_filter(user_id: str, role_id: str) -> Any:
+    return or_(
+        (col(ConnectionShare.share_type) == "user") & (col(ConnectionShare.target_id) == user_id),
+        (col(ConnectionShare.share_type) == "role") & (col(ConnectionShare.target_id) == role_id),
+    )
+
 
 class Connections:
-    """Access checks and target resolution for stored connections."""
+    """Stored connections and the targets adapters connect to."""
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self.groups = ConnectionGroups(kernel)
+        self.host_keys = HostKeys(kernel)
+        self.transfer = ConnectionTransfer(kernel)
+
+    # ----- access -------------------------------------------------------------------
+
+    async def is_visible(
+        self, session: AsyncSession, user_id: str, role_id: str, connection: Connection
+    ) -> bool:
+        """Owner, shared with everyone, or shared with the user or their role."""
+        if connection.owner_id == user_id or connection.shared:
+            return True
+        query = select(ConnectionShare.id).where(
+            ConnectionShare.connection_id == connection.id, _share_filter(user_id, role_id)
+        )
+        return (await session.exec(query)).first() is not None
 
     async def visible(self, caller: Caller, connection_id: str) -> Connection:
         """A connection the caller owns or that is shared with them; else NotFound."""
         async with self.kernel.db.session() as session:
             connection = await session.get(Connection, connection_id)
-            if connection is None:
-                raise NotFound("Connection not found")
-            if connection.owner_id == caller.user_id or connection.shared:
-                return connection
-            share = await session.exec(
-                select(ConnectionShare).where(
-                    ConnectionShare.connection_id == connection_id,
-                    or_(
-                        (ConnectionShare.share_type == "user")
-                        & (ConnectionShare.target_id == caller.user_id),
-                        (ConnectionShare.share_type == "role")
-                        & (ConnectionShare.target_id == caller.role_id),
-                    ),
-                )
-            )
-            if share.first() is None:
+            if connection is None or not await self.is_visible(
+                session, caller.user_id, caller.role_id, connection
+            ):
                 raise NotFound("Connection not found")
             return connection
 
-    async def resolve_address(self, host: str, port: int) -> str:
-        """Resolve a host to the one IP address the adapter must connect to."""
-        try:
-            return str(ipaddress.ip_address(host))
-        except ValueError:
-            pass
-        loop = asyncio.get_running_loop()
-        try:
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except socket.gaierror as exc:
-            raise RemoteUnreachable(f"cannot resolve {host}: {exc.strerror}") from None
-        if not infos:
-            raise RemoteUnreachable(f"cannot resolve {host}")
-        return str(infos[0][4][0])
+    async def load(self, caller: Caller, connection_id: str) -> tuple[Connection, Access]:
+        """A connection the caller may at least read, with their rights; else NotFound."""
+        async with self.kernel.db.session() as session:
+            connection = await session.get(Connection, connection_id)
+            if connection is None:
+                raise NotFound("Connection not found")
+            visible = await self.is_visible(session, caller.user_id, caller.role_id, connection)
+        access = access_of(caller, connection, visible)
+        if not access.read:
+            raise NotFound("Connection not found")
+        return connection, access
+
+    # ----- reading ------------------------------------------------------------------
+
+    async def listing(self, caller: Caller, *, include_others: bool = False) -> Listing:
+        """The caller's groups and connections, and those shared with them."""
+        if include_others and not (caller.can(EDIT_ANY) or caller.can(DELETE_ANY)):
+            raise PermissionDenied(f"Insufficient permissions: requires {EDIT_ANY} or {DELETE_ANY}")
+        async with self.kernel.db.session() as session:
+            shared_ids = select(ConnectionShare.connection_id).where(
+                _share_filter(caller.user_id, caller.role_id)
+            )
+            own = (
+                await session.exec(select(Connection).where(Connection.owner_id == caller.user_id))
+            ).all()
+            shared = (
+                await session.exec(
+                    select(Connection).where(
+                        Connection.owner_id != caller.user_id,
+                        or_(
+                            col(Connection.shared).is_(True),
+                            col(Connection.id).in_(shared_ids),
+                        ),
+                    )
+                )
+            ).all()
+            others: list[Connection] | None = None
+            if include_others:
+                seen = {c.id for c in shared}
+                rows = await session.exec(
+                    select(Connection).where(Connection.owner_id != caller.user_id)
+                )
+                others = sorted((c for c in rows.all() if c.id not in seen), key=_sort_key)
+        groups = await self.groups.of_owner(caller.user_id)
+        return Listing(
+            groups=groups,
+            own=sorted(own, key=_sort_key),
+            shared=sorted(shared, key=_sort_key),
+            others=others,
+        )
+
+    def secret_flags(self, connection: Connection) -> dict[str, bool]:
+        """``hasPassword``, ``hasPrivateKey`` and ``has<Field>`` for each secret pack field."""
+        flags = {
+            "hasPassword": connection.password is not None,
+            "hasPrivateKey": connection.private_key is not None,
+        }
+        spec = self.kernel.protocols.get(connection.protocol)
+        stored = self._open_secrets(connection)
+        for spec_field in spec.fields if spec else ():
+            if spec_field.secret:
+                flag = "has" + spec_field.name[:1].upper() + spec_field.name[1:]
+                flags[flag] = stored.get(spec_field.name) not in (None, "")
+        return flags
+
+    def public_extra(self, connection: Connection) -> dict[str, Any]:
+        """Non-secret extra fields, with the pack's defaults for unset ones."""
+        spec = self.kernel.protocols.get(connection.protocol)
+        extra: dict[str, Any] = {}
+        for spec_field in spec.fields if spec else ():
+            if not spec_field.secret and spec_field.default is not None:
+                extra[spec_field.name] = spec_field.default
+        extra.update(connection.extra_config or {})
+        return extra
+
+    def _open_secrets(self, connection: Connection) -> dict[str, Any]:
+        if not connection.extra_secrets:
+            return {}
+        opened = json.loads(self.kernel.secrets.open(connection.extra_secrets))
+        return opened if isinstance(opened, dict) else {}
+
+    # ----- writing ------------------------------------------------------------------
+
+    async def _check_group(self, session: AsyncSession, owner_id: str, parsed: ParsedInput) -> None:
+        group_id = parsed.columns.get("group_id")
+        if group_id is not None:
+            await owned_group(session, owner_id, group_id)
+
+    def apply_input(self, connection: Connection, parsed: ParsedInput) -> None:
+        """Write checked changes onto a row (secrets sealed)."""
+        box = self.kernel.secrets
+        for column, value in parsed.columns.items():
+            setattr(connection, column, value)
+        for column, value in parsed.credentials.items():
+            setattr(connection, column, box.seal_optional(value))
+        # fields the protocol does not declare are dropped (e.g. after a protocol change),
+        # unless the protocol's pack is not loaded: then nothing is known to be stale
+        declared = parsed.declared if parsed.spec is not None else None
+        extra = {
+            k: v
+            for k, v in (connection.extra_config or {}).items()
+            if declared is None or k in declared
+        }
+        for name, value in parsed.extra.items():
+            if value is None:
+                extra.pop(name, None)
+            else:
+                extra[name] = value
+        connection.extra_config = extra
+        secrets = {
+            k: v
+            for k, v in self._open_secrets(connection).items()
+            if declared is None or k in declared
+        }
+        for name, secret in parsed.secrets.items():
+            if secret is None:
+                secrets.pop(name, None)
+            else:
+                secrets[name] = secret
+        connection.extra_secrets = box.seal(json.dumps(secrets)) if secrets else None
+        missing = missing_required(parsed.spec, extra, secrets)
+        if missing:
+            raise InvalidInput(
+                f"protocol {parsed.protocol} requires: {', '.join(missing)} "
+                "(in extraConfig or at the top level)"
+            )
+
+    async def create(self, caller: Caller, payload: Mapping[str, Any]) -> Connection:
+        """A new connection owned by the caller."""
+        parsed = parse_input(payload, self.kernel.protocols)
+        if parsed.columns.get("shared") and not caller.can(SHARE):
+            raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
+        connection = Connection(owner_id=caller.user_id, name="", protocol="", host="", port=0)
+        self.apply_input(connection, parsed)
+        async with self.kernel.db.session() as session:
+            await self._check_group(session, caller.user_id, parsed)
+            session.add(connection)
+            await session.commit()
+        await self.kernel.audit.record(
+            "connection.created",
+            actor=caller,
+            target=f"{connection.protocol}://{connection.host}:{connection.port}",
+            details={
+                "connectionId": connection.id,
+                "name": connection.name,
+                "after": self._audited(connection),
+            },
+        )
+        return connection
+
+    @staticmethod
+    def _audited(connection: Connection) -> dict[str, Any]:
+        return {
+            COLUMN_NAMES.get(column, column): getattr(connection, column)
+            for column in AUDITED_COLUMNS
+        }
+
+    async def update(
+        self, caller: Caller, connection_id: str, payload: Mapping[str, Any]
+    ) -> Connection:
+        """Change a connection; omitted fields (and secrets) stay as they are."""
+        connection, access = await self.load(caller, connection_id)
+        if not access.edit:
+            needed = EDIT_OWN if access.owner else EDIT_ANY
+            raise PermissionDenied(f"Insufficient permissions: editing requires {needed}")
+        old_protocol = connection.protocol
+        parsed = parse_input(payload, self.kernel.protocols, current_protocol=old_protocol)
+        sharing_changes = parsed.columns.get("shared", connection.shared) != connection.shared
+        if sharing_changes and not access.share:
+            raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
+        if (
+            "protocol" in parsed.columns
+            and parsed.protocol != old_protocol
+            and "port" not in payload
+        ):
+            old_spec = self.kernel.protocols.get(old_protocol)
+            if parsed.spec is not None and (
+                old_spec is None or connection.port == old_spec.default_port
+            ):
+                parsed.columns["port"] = parsed.spec.default_port
+        before = self._audited(connection)
+        before_target = (connection.protocol, connection.host, connection.port)
+        self.apply_input(connection, parsed)
+        connection.updated_at = utcnow()
+        async with self.kernel.db.session() as session:
+            await self._check_group(session, connection.owner_id, parsed)
+            session.add(connection)
+            await session.commit()
+        after = self._audited(connection)
+        details: dict[str, Any] = {
+            "connectionId": connection.id,
+            "name": connection.name,
+            "changes": {
+                k: {"from": before[k], "to": after[k]} for k in after if before[k] != after[k]
+            },
+        }
+        changed_credentials = sorted(
+            [{"password": "password", "private_key": "privateKey"}[k] for k in parsed.credentials]
+            + list(parsed.secrets)
+        )
+        if changed_credentials:
+            details["credentialsChanged"] = changed_credentials
+        if before_target != (connection.protocol, connection.host, connection.port):
+            forgotten = await self.host_keys.clear(connection.id)
+            if forgotten:
+                details["hostKeysForgotten"] = forgotten
+        await self.kernel.audit.record(
+            "connection.updated",
+            actor=caller,
+            target=f"{connection.protocol}://{connection.host}:{connection.port}",
+            details=details,
+        )
+        if "shared" in parsed.columns and before["shared"] != connection.shared:
+            await self._audit_sharing(caller, connection, shared=connection.shared)
+            await self._close_lost_access(connection)
+        return connection
+
+    async def delete(self, caller: Caller, connection_id: str) -> Connection:
+        """Delete a connection (its shares and host keys go with it)."""
+        connection, access = await self.load(caller, connection_id)
+        if not access.delete:
+            raise PermissionDenied(
+                "Insufficient permissions: deleting requires "
+                f"{DELETE_OWN if access.owner else DELETE_ANY}"
+            )
+        async with self.kernel.db.session() as session:
+            row = await session.get(Connection, connection.id)
+            if row is not None:
+                await session.delete(row)
+                await session.commit()
+        await self.kernel.live.close_where(
+            "the connection was deleted", connection_id=connection.id
+        )
+        await self.kernel.audit.record(
+            "connection.deleted",
+            actor=caller,
+            target=f"{connection.protocol}://{connection.host}:{connection.port}",
+            details={"connectionId": connection.id, "name": connection.name},
+        )
+        return connection
+
+    async def reorder(self, caller: Caller, items: Sequence[tuple[str, int]]) -> int:
+        """Set ``sortOrder`` of several connections; all must be editable, else none change."""
+        rows: list[Connection] = []
+        for connection_id, _ in items:
+            connection, access = await self.load(caller, connection_id)
+            if not access.edit:
+                raise PermissionDenied(f"Insufficient permissions to reorder {connection.name!r}")
+            rows.append(connection)
+        async with self.kernel.db.session() as session:
+            for connection, (_, order) in zip(rows, items, strict=True):
+                connection.sort_order = order
+                session.add(connection)
+            await session.commit()
+        return len(rows)
+
+    # ----- sharing ------------------------------------------------------------------
+
+    async def shares(self, caller: Caller, connection_id: str) -> list[ShareView]:
+        """Who a connection is shared with (owner or ``edit_any`` only)."""
+        connection, access = await self.load(caller, connection_id)
+        if not (access.owner or caller.can(EDIT_ANY)):
+            raise PermissionDenied("Only the owner (or connections.edit_any) may see the shares")
+        return await self.share_views(connection.id)
+
+    async def share_views(self, connection_id: str) -> list[ShareView]:
+        """The shares of a connection (no access check)."""
+        async with self.kernel.db.session() as session:
+            rows = (
+                await session.exec(
+                    select(ConnectionShare).where(ConnectionShare.connection_id == connection_id)
+                )
+            ).all()
+            views = []
+            for row in rows:
+                target = await session.get(
+                    User if row.share_type == "user" else Role, row.target_id
+                )
+                name = ""
+                if isinstance(target, User):
+                    name = target.username
+                elif isinstance(target, Role):
+                    name = target.name
+                views.append(ShareView(row.share_type, row.target_id, name, row.created_at))
+        return sorted(views, key=lambda v: (v.share_type, v.target_name.casefold(), v.target_id))
+
+    async def _resolve_target(self, session: AsyncSession, share_type: str, target: str) -> str:
+        if share_type == "user":
+            user = await session.get(User, target)
+            if user is None:
+                user = (
+                    await session.exec(select(User).where(User.username_key == target.lower()))
+                ).first()
+            if user is None:
+                raise InvalidInput(f"no user {target!r} to share with")
+            return user.id
+        role = await session.get(Role, target)
+        if role is None:
+            role = (await session.exec(select(Role).where(Role.name == target))).first()
+        if role is None:
+            raise InvalidInput(f"no role {target!r} to share with")
+        return role.id
+
+    async def set_shares(
+        self, caller: Caller, connection_id: str, items: Sequence[tuple[str, str]]
+    ) -> list[ShareView]:
+        """Replace the shares (``[(shareType, targetId or name)]``); all valid or nothing."""
+        connection, access = await self.load(caller, connection_id)
+        if not caller.can(SHARE):
+            raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
+        if not access.share:
+            raise PermissionDenied(
+                "Only the owner (or connections.edit_any) may share a connection"
+            )
+        if len(items) > MAX_SHARES:
+            raise InvalidInput(f"at most {MAX_SHARES} shares per connection")
+        async with self.kernel.db.session() as session:
+            wanted: list[tuple[str, str]] = []
+            for share_type, target in items:
+                if share_type not in SHARE_TYPES:
+                    raise InvalidInput('shareType must be "user" or "role"')
+                target_id = await self._resolve_target(session, share_type, target)
+                if share_type == "user" and target_id == connection.owner_id:
+                    raise InvalidInput("a connection cannot be shared with its owner")
+                if (share_type, target_id) not in wanted:
+                    wanted.append((share_type, target_id))
+            existing = (
+                await session.exec(
+                    select(ConnectionShare).where(ConnectionShare.connection_id == connection.id)
+                )
+            ).all()
+            have = {(row.share_type, row.target_id): row for row in existing}
+            removed = [key for key in have if key not in wanted]
+            added = [key for key in wanted if key not in have]
+            for key in removed:
+                await session.delete(have[key])
+            for share_type, target_id in added:
+                session.add(
+                    ConnectionShare(
+                        connection_id=connection.id, share_type=share_type, target_id=target_id
+                    )
+                )
+            await session.commit()
+        if added or removed:
+            await self._audit_sharing(
+                caller,
+                connection,
+                added=[{"shareType": t, "targetId": i} for t, i in added],
+                removed=[{"shareType": t, "targetId": i} for t, i in removed],
+            )
+        if removed:
+            await self._close_lost_access(connection)
+        return await self.share_views(connection.id)
+
+    async def _audit_sharing(self, caller: Caller, connection: Connection, **details: Any) -> None:
+        await self.kernel.audit.record(
+            "connection.shared",
+            actor=caller,
+            target=f"{connection.protocol}://{connection.host}:{connection.port}",
+            details={"connectionId": connection.id, "name": connection.name, **details},
+        )
+
+    async def _close_lost_access(self, connection: Connection) -> None:
+        """End live sessions of users who can no longer see the connection."""
+        for live in self.kernel.live.all():
+            if live.connection_id != connection.id:
+                continue
+            async with self.kernel.db.session() as session:
+                user = await session.get(User, live.user_id)
+                still = user is not None and await self.is_visible(
+                    session, user.id, user.role_id, connection
+                )
+            if not still:
+                await self.kernel.live.close_where(
+                    "the connection is no longer shared with you", id=live.id
+                )
+
+    # ----- using --------------------------------------------------------------------
+
+    async def session_credentials(self, caller: Caller, connection_id: str) -> dict[str, Any]:
+        """Host, port, username and (to the owner only) the password; never a private key.
+
+        For browser clients (RDP) that log in themselves. Audited on every call.
+        """
+        connection = await self.visible(caller, connection_id)
+        permission = use_permission(connection.protocol)
+        if not caller.can(permission):
+            raise PermissionDenied(f"Insufficient permissions: requires {permission}")
+        owner = connection.owner_id == caller.user_id
+        password = self.kernel.secrets.open_optional(connection.password) if owner else None
+        await self.kernel.audit.record(
+            "connection.credentials_requested",
+            actor=caller,
+            target=f"{connection.protocol}://{connection.host}:{connection.port}",
+            details={
+                "connectionId": connection.id,
+                "name": connection.name,
+                "credentialsReturned": password is not None,
+            },
+        )
+        return {
+            "connectionId": connection.id,
+            "name": connection.name,
+            "protocol": connection.protocol,
+            "host": connection.host,
+            "port": connection.port,
+            "username": connection.username,
+            "password": password,
+            "passwordWithheld": connection.password is not None and not owner,
+            "extraConfig": self.public_extra(connection),
+            "skipCertValidation": connection.skip_cert_validation,
+        }
+
+    async def resolve_address(self, host: str, port: int, *, actor: Caller | None = None) -> str:
+        """The one IP address the adapter must connect to, approved by the network policy."""
+        return await self.kernel.netpolicy.resolve_allowed(host, port, actor=actor)
 
     async def target_for(
         self, caller: Caller, connection_id: str, spec: ProtocolSpec
@@ -80,15 +574,19 @@ class Connections:
             raise PermissionDenied(
                 f"Insufficient permissions: requires {use_permission(connection.protocol)}"
             )
-        return await self.target_of(connection)
+        return await self.target_of(connection, actor=caller)
 
-    async def target_of(self, connection: Connection) -> ConnectionTarget:
-        """The decrypted, resolved target of a connection (no access check)."""
+    async def target_of(
+        self, connection: Connection, *, actor: Caller | None = None
+    ) -> ConnectionTarget:
+        """The decrypted target of a connection, address approved by the network policy.
+
+        No access check: callers check access first (``target_for``).
+        """
         box = self.kernel.secrets
-        extra: dict[str, Any] = dict(connection.extra_config or {})
-        if connection.extra_secrets:
-            extra.update(json.loads(box.open(connection.extra_secrets)))
-        address = await self.resolve_address(connection.host, connection.port)
+        extra = self.public_extra(connection)
+        extra.update(self._open_secrets(connection))
+        address = await self.resolve_address(connection.host, connection.port, actor=actor)
         return ConnectionTarget(
             connection_id=connection.id,
             protocol=connection.protocol,
@@ -101,5 +599,5 @@ class Connections:
             private_key=box.open_optional(connection.private_key),
             extra=extra,
             skip_cert_validation=connection.skip_cert_validation,
-            check_host_key=None,
+            check_host_key=self.host_keys.checker(connection, actor),
         )

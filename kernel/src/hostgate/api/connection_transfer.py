@@ -1,0 +1,78 @@
+"""``GET /connections/export`` and ``POST /connections/import`` (connections.import_export).
+
+Over HTTP the export never holds secrets and the import ignores a ``secrets``
+block: credentials move only through ``hostgate connection export --with-secrets``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from quart import Blueprint, Response, request
+from quart_schema import tag
+
+from ..errors import InvalidInput
+from ..guards import current_caller, current_kernel, requires
+from ..timefmt import utcnow
+
+blueprint = Blueprint("connection_transfer", __name__)
+
+
+@blueprint.get("/connections/export")
+@requires("connections.import_export")
+@tag(["connections"])
+async def export_connections() -> Response:
+    """The caller's groups and connections as a JSON download (no secrets)."""
+    kernel = current_kernel()
+    caller = current_caller()
+    document = await kernel.connections.transfer.export(owner_id=caller.user_id)
+    await kernel.audit.record(
+        "connections.exported",
+        actor=caller,
+        details={
+            "groups": len(document["groups"]),
+            "connections": len(document["connections"]),
+            "withCredentials": False,
+        },
+    )
+    stamp = utcnow().strftime("%Y%m%d-%H%M%S")
+    return Response(
+        json.dumps(document, indent=2),
+        content_type="application/json",
+        headers={
+            "Content-Disposition": f'attachment; filename="hostgate-connections-{stamp}.json"'
+        },
+    )
+
+
+@blueprint.post("/connections/import")
+@requires("connections.import_export")
+@tag(["connections"])
+async def import_connections() -> dict[str, Any]:
+    """Import an export document into the caller's account (new ids; all or nothing).
+
+    ``?skipInvalid=true`` imports the valid items and lists the others in ``skipped``.
+    """
+    document = await request.get_json()
+    if not isinstance(document, dict):
+        raise InvalidInput("send the export document (a JSON object)")
+    skip = request.args.get("skipInvalid", "false").lower()
+    if skip not in ("true", "false", "1", "0"):
+        raise InvalidInput("skipInvalid must be true or false")
+    caller = current_caller()
+    result = await current_kernel().connections.transfer.import_(
+        document,
+        owner_id=caller.user_id,
+        caller=caller,
+        skip_invalid=skip in ("true", "1"),
+        ignore_secrets=True,
+    )
+    return {
+        "groupsCreated": len(result.group_ids),
+        "connectionsCreated": len(result.connection_ids),
+        "newGroupIds": result.group_ids,
+        "newConnectionIds": result.connection_ids,
+        "skipped": result.skipped,
+        "secretsIgnored": document.get("secrets") is not None,
+    }

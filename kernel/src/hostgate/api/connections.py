@@ -1,0 +1,337 @@
+"""``/connections``: list, create, read, update, delete, share, credentials, host keys.
+
+Groups and re-ordering live in ``connection_groups.py``; export and import in
+``connection_transfer.py``. Shapes follow SPEC §2/§4.4 and WIRE-FACTS §4; secrets
+are write-only (``hasPassword``/``hasPrivateKey``/``has<Field>`` report them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from quart import Blueprint, request
+from quart_schema import tag, validate_request
+
+from ..db.models.connections import Connection, ConnectionGroup
+from ..errors import InvalidInput, PermissionDenied
+from ..guards import authenticated, current_caller, current_kernel, requires
+from ..services.connections import EDIT_ANY, Access, ShareView
+from ..services.hostkeys import HostKeyInfo
+from ..timefmt import iso
+
+blueprint = Blueprint("connections", __name__)
+
+
+class ConnectionBody(BaseModel):
+    """Create/update body: SPEC §4.4's fields plus ``extraConfig``.
+
+    Pack-declared fields are accepted at the top level too; the service checks them
+    against the protocol's pack and refuses everything else.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    name: str | None = None
+    protocol: str | None = None
+    host: str | None = None
+    port: int | None = None
+    username: str | None = None
+    password: str | None = None
+    privateKey: str | None = None  # noqa: N815 - the spec's field name
+    groupId: str | None = None  # noqa: N815
+    tags: list[str] | None = None
+    shared: bool | None = None
+    skipCertValidation: bool | None = None  # noqa: N815
+    sortOrder: int | None = None  # noqa: N815
+    extraConfig: dict[str, Any] | None = None  # noqa: N815
+
+
+class ShareItem(BaseModel):
+    """One share: a user (id or username) or a role (id or name)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    shareType: Literal["user", "role"]  # noqa: N815
+    targetId: str = Field(min_length=1, max_length=200)  # noqa: N815
+
+
+class SharesBody(BaseModel):
+    """``PUT /connections/:id/shares``: the complete new list."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    shares: list[ShareItem] = Field(max_length=500)
+
+
+class AcceptBody(BaseModel):
+    """``POST /connections/:id/host-key/accept``: optionally the fingerprint the user saw."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    fingerprint: str | None = Field(default=None, max_length=128)
+
+
+# ----- shapes -------------------------------------------------------------------------
+
+
+def list_item(connection: Connection, *, is_shared: bool) -> dict[str, Any]:
+    """A connection as listed (WIRE-FACTS §4); shared items carry ``groupId: null``."""
+    return {
+        "id": connection.id,
+        "name": connection.name,
+        "protocol": connection.protocol,
+        "host": connection.host,
+        "port": connection.port,
+        "username": connection.username,
+        "tags": list(connection.tags or []),
+        "groupId": None if is_shared else connection.group_id,
+        "isShared": is_shared,
+        "shared": connection.shared,
+        "sortOrder": connection.sort_order,
+    }
+
+
+def _creates_cycle(group_id: str, parent_id: str | None, parents: dict[str, str | None]) -> bool:
+    seen = {group_id}
+    while parent_id is not None:
+        if parent_id in seen:
+            return True
+        seen.add(parent_id)
+        parent_id = parents.get(parent_id)
+    return False
+
+
+def group_tree(
+    groups: list[ConnectionGroup], own: list[Connection]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(groups tree, ungrouped)``: nested by ``parentId``, sorted by sortOrder then name."""
+    ordered = sorted(groups, key=lambda g: (g.sort_order, g.name.casefold(), g.id))
+    nodes: dict[str, dict[str, Any]] = {
+        g.id: {"id": g.id, "name": g.name, "parentId": g.parent_id, "sortOrder": g.sort_order,
+               "children": [], "connections": []}
+        for g in ordered
+    }  # fmt: skip
+    parents = {g.id: g.parent_id for g in ordered}
+    roots: list[dict[str, Any]] = []
+    for group in ordered:
+        parent = nodes.get(group.parent_id or "")
+        if parent is not None and not _creates_cycle(group.id, group.parent_id, parents):
+            parent["children"].append(nodes[group.id])
+        else:
+            nodes[group.id]["parentId"] = None
+            roots.append(nodes[group.id])
+    ungrouped: list[dict[str, Any]] = []
+    for connection in own:
+        node = nodes.get(connection.group_id or "")
+        target = node["connections"] if node is not None else ungrouped
+        target.append(list_item(connection, is_shared=False))
+    return roots, ungrouped
+
+
+def share_json(view: ShareView) -> dict[str, Any]:
+    """One share."""
+    return {
+        "shareType": view.share_type,
+        "targetId": view.target_id,
+        "targetName": view.target_name,
+        "createdAt": iso(view.created_at),
+    }
+
+
+async def detail(connection: Connection, access: Access) -> dict[str, Any]:
+    """One connection in full, secrets reported only as ``has*`` flags."""
+    kernel = current_kernel()
+    caller = current_caller()
+    shares: list[ShareView] = []
+    if access.owner or caller.can(EDIT_ANY):
+        shares = await kernel.connections.share_views(connection.id)
+    return {
+        "id": connection.id,
+        "name": connection.name,
+        "protocol": connection.protocol,
+        "host": connection.host,
+        "port": connection.port,
+        "username": connection.username,
+        "groupId": connection.group_id,
+        "tags": list(connection.tags or []),
+        "shared": connection.shared,
+        "isShared": not access.owner,
+        "ownerId": connection.owner_id,
+        "skipCertValidation": connection.skip_cert_validation,
+        "recordingEnabled": connection.recording_enabled,
+        "sortOrder": connection.sort_order,
+        "extraConfig": kernel.connections.public_extra(connection),
+        **kernel.connections.secret_flags(connection),
+        "shares": [share_json(s) for s in shares],
+        "canEdit": access.edit,
+        "canDelete": access.delete,
+        "canShare": access.share,
+        "canUse": access.use,
+        "createdAt": iso(connection.created_at),
+        "updatedAt": iso(connection.updated_at),
+    }
+
+
+def _payload(data: ConnectionBody) -> dict[str, Any]:
+    return data.model_dump(exclude_unset=True)
+
+
+# ----- routes -------------------------------------------------------------------------
+
+
+@blueprint.get("/connections")
+@authenticated
+@tag(["connections"])
+async def list_connections() -> dict[str, Any]:
+    """The caller's group tree, ungrouped connections and connections shared with them.
+
+    ``?scope=all`` (needs ``connections.edit_any`` or ``delete_any``) adds
+    ``otherConnections``: everyone else's connections not shared with the caller.
+    """
+    scope = request.args.get("scope", "")
+    if scope not in ("", "own", "all"):
+        raise InvalidInput("scope must be own or all")
+    listing = await current_kernel().connections.listing(
+        current_caller(), include_others=scope == "all"
+    )
+    groups, ungrouped = group_tree(listing.groups, listing.own)
+    body: dict[str, Any] = {
+        "groups": groups,
+        "ungrouped": ungrouped,
+        "sharedConnections": [list_item(c, is_shared=True) for c in listing.shared],
+    }
+    if listing.others is not None:
+        body["otherConnections"] = [list_item(c, is_shared=True) for c in listing.others]
+    return body
+
+
+@blueprint.post("/connections")
+@requires("connections.create")
+@validate_request(ConnectionBody)
+@tag(["connections"])
+async def create_connection(data: ConnectionBody) -> tuple[dict[str, Any], int]:
+    """Create a connection owned by the caller (201 with the connection)."""
+    kernel = current_kernel()
+    caller = current_caller()
+    connection = await kernel.connections.create(caller, _payload(data))
+    _, access = await kernel.connections.load(caller, connection.id)
+    return await detail(connection, access), 201
+
+
+@blueprint.get("/connections/<connection_id>")
+@authenticated
+@tag(["connections"])
+async def get_connection(connection_id: str) -> dict[str, Any]:
+    """One connection (owner, shared with the caller, or edit_any/delete_any)."""
+    connection, access = await current_kernel().connections.load(current_caller(), connection_id)
+    return await detail(connection, access)
+
+
+@blueprint.put("/connections/<connection_id>")
+@authenticated
+@validate_request(ConnectionBody)
+@tag(["connections"])
+async def update_connection(connection_id: str, data: ConnectionBody) -> dict[str, Any]:
+    """Change a connection. Omitted fields stay; ``""``/null clears a secret."""
+    kernel = current_kernel()
+    caller = current_caller()
+    await kernel.connections.update(caller, connection_id, _payload(data))
+    connection, access = await kernel.connections.load(caller, connection_id)
+    return {"success": True, "connection": await detail(connection, access)}
+
+
+@blueprint.delete("/connections/<connection_id>")
+@authenticated
+@tag(["connections"])
+async def delete_connection(connection_id: str) -> dict[str, Any]:
+    """Delete a connection."""
+    await current_kernel().connections.delete(current_caller(), connection_id)
+    return {"success": True}
+
+
+@blueprint.get("/connections/<connection_id>/shares")
+@authenticated
+@tag(["connections"])
+async def get_shares(connection_id: str) -> dict[str, Any]:
+    """Who the connection is shared with (owner or edit_any)."""
+    views = await current_kernel().connections.shares(current_caller(), connection_id)
+    return {"shares": [share_json(v) for v in views]}
+
+
+@blueprint.put("/connections/<connection_id>/shares")
+@authenticated
+@validate_request(SharesBody)
+@tag(["connections"])
+async def put_shares(connection_id: str, data: SharesBody) -> dict[str, Any]:
+    """Replace the share list (connections.share and ownership or edit_any)."""
+    views = await current_kernel().connections.set_shares(
+        current_caller(), connection_id, [(s.shareType, s.targetId) for s in data.shares]
+    )
+    return {"success": True, "shares": [share_json(v) for v in views]}
+
+
+@blueprint.get("/connections/<connection_id>/session")
+@authenticated
+@tag(["connections"])
+async def session_credentials(connection_id: str) -> dict[str, Any]:
+    """Credentials for browser clients that log in themselves (RDP); audited.
+
+    Only for users who may use the connection; the password only for its owner;
+    never a private key.
+    """
+    return await current_kernel().connections.session_credentials(current_caller(), connection_id)
+
+
+def _host_key_json(info: HostKeyInfo | None) -> dict[str, Any] | None:
+    return None if info is None else info.to_json()
+
+
+@blueprint.get("/connections/<connection_id>/host-key")
+@authenticated
+@tag(["connections"])
+async def get_host_key(connection_id: str) -> dict[str, Any]:
+    """The trusted host key and a changed one waiting for acceptance, if any."""
+    kernel = current_kernel()
+    connection, _ = await kernel.connections.load(current_caller(), connection_id)
+    keys = await kernel.connections.host_keys.view(connection.id)
+    return {"trusted": _host_key_json(keys["trusted"]), "pending": _host_key_json(keys["pending"])}
+
+
+async def _editable(connection_id: str) -> Connection:
+    kernel = current_kernel()
+    connection, access = await kernel.connections.load(current_caller(), connection_id)
+    if not access.edit:
+        raise PermissionDenied(
+            "Insufficient permissions: changing host-key trust requires edit rights"
+        )
+    return connection
+
+
+@blueprint.post("/connections/<connection_id>/host-key/accept")
+@authenticated
+@tag(["connections"])
+async def accept_host_key(connection_id: str) -> dict[str, Any]:
+    """Trust the pending (changed) host key; body ``{fingerprint}`` optional but advised."""
+    connection = await _editable(connection_id)
+    raw = await request.get_json(silent=True)
+    try:
+        body = AcceptBody.model_validate(raw if raw is not None else {})
+    except ValidationError:
+        raise InvalidInput('send {} or {"fingerprint": "SHA256:..."}') from None
+    info = await current_kernel().connections.host_keys.accept(
+        connection, expected=body.fingerprint, actor=current_caller()
+    )
+    return {"success": True, "trusted": info.to_json()}
+
+
+@blueprint.delete("/connections/<connection_id>/host-key")
+@authenticated
+@tag(["connections"])
+async def forget_host_key(connection_id: str) -> dict[str, Any]:
+    """Forget the remembered keys; the next connection trusts the key it sees."""
+    connection = await _editable(connection_id)
+    removed = await current_kernel().connections.host_keys.forget(
+        connection, actor=current_caller()
+    )
+    return {"success": True, "forgotten": removed}

@@ -1,0 +1,272 @@
+"""Checking a connection create/update payload against the spec and the protocol's pack.
+
+Pure functions, no database: the service applies what ``parse_input`` returns.
+Protocol names, default ports and extra fields come only from the loaded packs'
+``ProtocolSpec`` descriptors; the kernel knows no protocol by name.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..descriptors import ConnectionField, ProtocolSpec
+from ..errors import InvalidInput
+
+BASE_FIELDS = frozenset(
+    {
+        "name",
+        "protocol",
+        "host",
+        "port",
+        "username",
+        "password",
+        "privateKey",
+        "groupId",
+        "tags",
+        "shared",
+        "skipCertValidation",
+        "sortOrder",
+        "extraConfig",
+    }
+)
+NAME_MAX = 200
+HOST_MAX = 253
+USERNAME_MAX = 255
+PASSWORD_MAX = 4096
+PRIVATE_KEY_MAX = 65536
+EXTRA_TEXT_MAX = 4096
+TAG_MAX = 64
+TAGS_MAX = 50
+SORT_LIMIT = 1_000_000_000
+
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
+
+
+@dataclass
+class ParsedInput:
+    """What a payload asks to change. Presence of a key means "change"; None means clear."""
+
+    protocol: str
+    spec: ProtocolSpec | None
+    columns: dict[str, Any] = field(default_factory=dict)
+    credentials: dict[str, str | None] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    secrets: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def declared(self) -> dict[str, ConnectionField]:
+        """The extra fields the protocol's pack declares."""
+        return {f.name: f for f in (self.spec.fields if self.spec else ())}
+
+
+def validate_host(value: Any) -> str:
+    """A host name or IP address (IPv6 with or without brackets); no scheme, port or path."""
+    if not isinstance(value, str):
+        raise InvalidInput("host must be a string")
+    text = value.strip()
+    if not text:
+        raise InvalidInput("host is required")
+    if len(text) > HOST_MAX:
+        raise InvalidInput(f"host must be at most {HOST_MAX} characters")
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        return str(ipaddress.ip_address(inner))
+    except ValueError:
+        pass
+    problem = "host must be a host name or IP address, without scheme, port, path or spaces"
+    if inner is not text or any(c in text for c in "/\\:@?#[]% \t\r\n"):
+        raise InvalidInput(problem)
+    try:
+        ascii_name = text.encode("idna").decode("ascii") if not text.isascii() else text
+    except UnicodeError:
+        raise InvalidInput(problem) from None
+    labels = ascii_name.rstrip(".").split(".")
+    if not all(_LABEL.match(label) for label in labels):
+        raise InvalidInput(problem)
+    return text
+
+
+def normalize_tags(value: Any) -> list[str]:
+    """Trimmed, lower-cased, de-duplicated tags; empties dropped."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise InvalidInput("tags must be an array of strings")
+    tags: list[str] = []
+    for raw in value:
+        tag = raw.strip().lower()
+        if not tag or tag in tags:
+            continue
+        if len(tag) > TAG_MAX:
+            raise InvalidInput(f"each tag must be at most {TAG_MAX} characters")
+        tags.append(tag)
+    if len(tags) > TAGS_MAX:
+        raise InvalidInput(f"at most {TAGS_MAX} tags")
+    return tags
+
+
+def check_name(value: Any, what: str = "name") -> str:
+    """A display name: 1 to 200 characters, not only spaces, stored verbatim."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{what} is required (1 to {NAME_MAX} characters)")
+    if len(value) > NAME_MAX:
+        raise InvalidInput(f"{what} must be at most {NAME_MAX} characters")
+    return value
+
+
+def check_sort_order(value: Any, what: str = "sortOrder") -> int:
+    """A whole number within a sane range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{what} must be a whole number")
+    if abs(value) > SORT_LIMIT:
+        raise InvalidInput(f"{what} must be between -{SORT_LIMIT} and {SORT_LIMIT}")
+    return value
+
+
+def _text(name: str, value: Any, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    if len(value) > limit:
+        raise InvalidInput(f"{name} must be at most {limit} characters")
+    return value or None
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be true or false")
+    return value
+
+
+def _port(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise InvalidInput("port must be a whole number from 1 to 65535")
+    return value
+
+
+def _extra_value(spec_field: ConnectionField, value: Any) -> Any:
+    """A checked extra-field value; None (or "") means "clear"."""
+    name = spec_field.name
+    if value is None or value == "":
+        return None
+    if spec_field.type is bool:
+        return _flag(name, value)
+    if spec_field.type is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInput(f"{name} must be a whole number")
+        return value
+    return _text(name, value, EXTRA_TEXT_MAX)
+
+
+def _protocol_of(
+    payload: Mapping[str, Any], protocols: Mapping[str, ProtocolSpec], current: str | None
+) -> str:
+    if "protocol" not in payload:
+        if current is None:
+            raise InvalidInput("protocol is required")
+        return current
+    value = payload["protocol"]
+    if isinstance(value, str) and value in protocols:
+        return value
+    if not protocols:
+        raise InvalidInput("no protocol packs are installed, so no connection can be stored")
+    known = ", ".join(sorted(protocols))
+    raise InvalidInput(f"protocol must be one of: {known}")
+
+
+def parse_input(
+    payload: Mapping[str, Any],
+    protocols: Mapping[str, ProtocolSpec],
+    *,
+    current_protocol: str | None = None,
+) -> ParsedInput:
+    """Check a create (``current_protocol`` None) or update payload; raise InvalidInput."""
+    creating = current_protocol is None
+    protocol = _protocol_of(payload, protocols, current_protocol)
+    parsed = ParsedInput(protocol=protocol, spec=protocols.get(protocol))
+    declared = parsed.declared
+
+    unknown = sorted(k for k in payload if k not in BASE_FIELDS and k not in declared)
+    if unknown:
+        raise InvalidInput(f"unknown field(s) for protocol {protocol}: {', '.join(unknown)}")
+    extra_in = payload.get("extraConfig")
+    if extra_in is None:
+        extra_in = {}
+    if not isinstance(extra_in, Mapping):
+        raise InvalidInput("extraConfig must be an object")
+    unknown = sorted(k for k in extra_in if k not in declared)
+    if unknown:
+        raise InvalidInput(
+            f"unknown extraConfig field(s) for protocol {protocol}: {', '.join(unknown)}"
+        )
+    given: dict[str, Any] = dict(extra_in)
+    for name in declared:
+        if name in payload:
+            if name in given and given[name] != payload[name]:
+                raise InvalidInput(
+                    f"{name} is given twice (top level and extraConfig) with different values"
+                )
+            given[name] = payload[name]
+    for name, value in given.items():
+        spec_field = declared[name]
+        checked = _extra_value(spec_field, value)
+        if spec_field.secret:
+            parsed.secrets[name] = checked
+        else:
+            parsed.extra[name] = checked
+
+    columns = parsed.columns
+    if "protocol" in payload or creating:
+        columns["protocol"] = protocol
+    if "name" in payload or creating:
+        columns["name"] = check_name(payload.get("name"))
+    if "host" in payload or creating:
+        columns["host"] = validate_host(payload.get("host"))
+    if payload.get("port") is not None:
+        columns["port"] = _port(payload["port"])
+    elif "port" in payload or creating:
+        if parsed.spec is None:
+            raise InvalidInput("port is required")
+        columns["port"] = parsed.spec.default_port
+    if "username" in payload:
+        columns["username"] = _text("username", payload["username"], USERNAME_MAX) or ""
+    if "tags" in payload:
+        columns["tags"] = normalize_tags(payload["tags"])
+    for key, column in (("shared", "shared"), ("skipCertValidation", "skip_cert_validation")):
+        if key in payload:
+            columns[column] = _flag(key, payload[key])
+    if "sortOrder" in payload:
+        columns["sort_order"] = check_sort_order(payload["sortOrder"])
+    if "groupId" in payload:
+        group = payload["groupId"]
+        if group is not None and (not isinstance(group, str) or len(group) > 64):
+            raise InvalidInput("groupId must be a group id or null")
+        columns["group_id"] = group or None
+    if "password" in payload:
+        parsed.credentials["password"] = _text("password", payload["password"], PASSWORD_MAX)
+    if "privateKey" in payload:
+        parsed.credentials["private_key"] = _text(
+            "privateKey", payload["privateKey"], PRIVATE_KEY_MAX
+        )
+    return parsed
+
+
+def missing_required(
+    spec: ProtocolSpec | None, extra: Mapping[str, Any], secrets: Mapping[str, Any]
+) -> list[str]:
+    """Required extra fields that have neither a value nor a default."""
+    if spec is None:
+        return []
+    missing = []
+    for spec_field in spec.fields:
+        if not spec_field.required or spec_field.default is not None:
+            continue
+        store = secrets if spec_field.secret else extra
+        if store.get(spec_field.name) in (None, ""):
+            missing.append(spec_field.name)
+    return missing

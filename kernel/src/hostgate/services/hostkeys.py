@@ -1,0 +1,244 @@
+"""SSH host-key trust per connection.
+
+The first key a server presents is remembered as ``trusted``. The same key later
+passes; a different key is stored as ``pending`` and the connection is refused
+(409, code ``host_key_changed``) with both fingerprints in the message, until a
+user who may edit the connection accepts the pending key (or forgets the trusted
+one). Fingerprints are OpenSSH's: ``SHA256:`` and unpadded base64 of the SHA-256
+of the public-key blob.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from ..adapters import HostKeyCheck
+from ..db.models.connections import Connection, HostKey
+from ..errors import Conflict, NotFound
+from ..timefmt import iso, utcnow
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+TRUSTED = "trusted"
+PENDING = "pending"
+
+
+def fingerprint(blob: bytes) -> str:
+    """The OpenSSH SHA-256 fingerprint of a public-key blob."""
+    digest = base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+    return f"SHA256:{digest}"
+
+
+@dataclass(frozen=True)
+class HostKeyInfo:
+    """A remembered host key as the API shows it."""
+
+    state: str
+    algorithm: str
+    fingerprint: str
+    public_key: str
+    seen_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """``{algorithm, fingerprint, publicKey, seenAt}``."""
+        return {
+            "algorithm": self.algorithm,
+            "fingerprint": self.fingerprint,
+            "publicKey": f"{self.algorithm} {self.public_key}",
+            "seenAt": iso(self.seen_at),
+        }
+
+
+def _info(row: HostKey) -> HostKeyInfo:
+    return HostKeyInfo(row.state, row.algorithm, row.fingerprint, row.public_key, row.seen_at)
+
+
+def _label(connection: Connection) -> str:
+    return f"{connection.name} ({connection.host}:{connection.port})"
+
+
+class HostKeys:
+    """Remembered host keys: check on connect, view, accept, forget."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+
+    def checker(self, connection: Connection, actor: Caller | None = None) -> HostKeyCheck:
+        """The ``check_host_key`` callable handed to adapters in a ConnectionTarget."""
+
+        async def check(algorithm: str, public_key: bytes) -> None:
+            await self.check(connection, algorithm, public_key, actor=actor)
+
+        return check
+
+    async def _rows(self, connection_id: str) -> dict[str, HostKey]:
+        async with self.kernel.db.session() as session:
+            query = select(HostKey).where(HostKey.connection_id == connection_id)
+            return {row.state: row for row in (await session.exec(query)).all()}
+
+    async def check(
+        self,
+        connection: Connection,
+        algorithm: str,
+        public_key: bytes,
+        *,
+        actor: Caller | None = None,
+    ) -> None:
+        """Trust a first key; pass the trusted key; refuse (and remember) a changed one."""
+        presented = fingerprint(public_key)
+        encoded = base64.b64encode(public_key).decode()
+        for _attempt in range(3):
+            rows = await self._rows(connection.id)
+            trusted = rows.get(TRUSTED)
+            try:
+                if trusted is None:
+                    await self._store(connection.id, TRUSTED, algorithm, presented, encoded)
+                    await self.kernel.audit.record(
+                        "connection.host_key_trusted",
+                        actor=actor,
+                        target=connection.id,
+                        details={
+                            "connectionId": connection.id,
+                            "name": connection.name,
+                            "algorithm": algorithm,
+                            "fingerprint": presented,
+                        },
+                    )
+                    return
+                if trusted.public_key == encoded:
+                    return
+                pending = rows.get(PENDING)
+                if pending is None or pending.public_key != encoded:
+                    await self._store(connection.id, PENDING, algorithm, presented, encoded)
+                    await self.kernel.audit.record(
+                        "connection.host_key_changed",
+                        actor=actor,
+                        target=connection.id,
+                        details={
+                            "connectionId": connection.id,
+                            "name": connection.name,
+                            "trustedFingerprint": trusted.fingerprint,
+                            "presentedFingerprint": presented,
+                        },
+                    )
+            except IntegrityError:
+                continue  # a concurrent connect stored a key first: look again
+            raise Conflict(
+                f"The SSH host key of {_label(connection)} has changed: trusted "
+                f"{trusted.fingerprint} ({trusted.algorithm}), presented {presented} "
+                f"({algorithm}). Refusing to connect until someone who may edit the "
+                "connection accepts the new key.",
+                code="host_key_changed",
+                extra={
+                    "trustedFingerprint": trusted.fingerprint,
+                    "presentedFingerprint": presented,
+                },
+            )
+        raise Conflict(
+            "The host key changed while it was being checked; try again", code="host_key_changed"
+        )
+
+    async def _store(
+        self, connection_id: str, state: str, algorithm: str, fp: str, encoded: str
+    ) -> None:
+        async with self.kernel.db.session() as session:
+            query = select(HostKey).where(
+                HostKey.connection_id == connection_id, HostKey.state == state
+            )
+            row = (await session.exec(query)).first()
+            if row is None:
+                row = HostKey(
+                    connection_id=connection_id,
+                    state=state,
+                    algorithm=algorithm,
+                    fingerprint=fp,
+                    public_key=encoded,
+                )
+            else:
+                row.algorithm, row.fingerprint, row.public_key = algorithm, fp, encoded
+                row.seen_at = utcnow()
+            session.add(row)
+            await session.commit()
+
+    async def view(self, connection_id: str) -> dict[str, HostKeyInfo | None]:
+        """``{"trusted": ..., "pending": ...}``."""
+        rows = await self._rows(connection_id)
+        return {
+            TRUSTED: _info(rows[TRUSTED]) if TRUSTED in rows else None,
+            PENDING: _info(rows[PENDING]) if PENDING in rows else None,
+        }
+
+    async def accept(
+        self, connection: Connection, *, expected: str | None, actor: Caller
+    ) -> HostKeyInfo:
+        """Promote the pending key to trusted; ``expected`` must match its fingerprint."""
+        async with self.kernel.db.session() as session:
+            query = select(HostKey).where(HostKey.connection_id == connection.id)
+            rows = {row.state: row for row in (await session.exec(query)).all()}
+            pending = rows.get(PENDING)
+            if pending is None:
+                raise NotFound(
+                    "There is no changed host key waiting to be accepted",
+                    code="no_pending_host_key",
+                )
+            if expected is not None and expected != pending.fingerprint:
+                raise Conflict(
+                    f"The pending host key is {pending.fingerprint}, not {expected}; "
+                    "check it again before accepting",
+                    code="host_key_mismatch",
+                )
+            previous = rows.get(TRUSTED)
+            if previous is not None:
+                await session.delete(previous)
+                await session.flush()
+            pending.state = TRUSTED
+            pending.seen_at = utcnow()
+            session.add(pending)
+            await session.commit()
+        await self.kernel.audit.record(
+            "connection.host_key_accepted",
+            actor=actor,
+            target=connection.id,
+            details={
+                "connectionId": connection.id,
+                "name": connection.name,
+                "previousFingerprint": previous.fingerprint if previous else None,
+                "fingerprint": pending.fingerprint,
+            },
+        )
+        return _info(pending)
+
+    async def forget(self, connection: Connection, *, actor: Caller | None) -> int:
+        """Forget every remembered key (the next connect trusts on first use again)."""
+        removed = await self.clear(connection.id)
+        if removed:
+            await self.kernel.audit.record(
+                "connection.host_key_forgotten",
+                actor=actor,
+                target=connection.id,
+                details={
+                    "connectionId": connection.id,
+                    "name": connection.name,
+                    "fingerprints": removed,
+                },
+            )
+        return len(removed)
+
+    async def clear(self, connection_id: str) -> list[str]:
+        """Delete the remembered keys without auditing; the fingerprints removed."""
+        async with self.kernel.db.session() as session:
+            query = select(HostKey).where(HostKey.connection_id == connection_id)
+            rows = (await session.exec(query)).all()
+            for row in rows:
+                await session.delete(row)
+            await session.commit()
+        return [row.fingerprint for row in rows]
