@@ -1,0 +1,1 @@
+"""hostgate-ftp: ``ftp`` file management (FTP and explicit FTPS) over aioftp."""

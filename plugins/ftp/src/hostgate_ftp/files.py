@@ -1,0 +1,414 @@
+"""The ``ftp`` RemoteFiles adapter over aioftp (FTP, or explicit FTPS with ``ftps``).
+
+Paths are absolute from the FTP root; ``..`` never climbs above it and line
+breaks are refused (they would smuggle commands). Listings change into the
+directory and list it without an argument, so names with spaces or glob
+characters are never parsed by the server as ``ls`` patterns. Uploads go to a
+temporary name in the destination directory and are renamed when complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import aioftp
+from hostgate import (
+    ApiError,
+    Conflict,
+    ConnectionTarget,
+    InvalidInput,
+    RemoteEntry,
+    RemoteNotFound,
+    RemotePermissionDenied,
+)
+
+from .client import FtpClient
+from .errors import is_code, mapped, refusal
+from .pool import Pool
+
+OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename", "stat"})
+READ_CHUNK = 1024 * 1024
+WRITE_CHUNK = 256 * 1024
+_SEPARATORS = re.compile(r"/+")
+
+
+def ftp_path(path: str) -> str:
+    """An absolute, normalised server path; ``..`` stops at the root."""
+    if any(character in path for character in "\r\n\x00"):
+        raise InvalidInput("Paths must not contain line breaks or NUL characters")
+    parts: list[str] = []
+    for part in _SEPARATORS.split(path.replace("\\", "/")):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "/" + "/".join(parts)
+
+
+def _split(path: str) -> tuple[str, str]:
+    parent, _, name = path.rpartition("/")
+    return parent or "/", name
+
+
+def _timestamp(value: str | None) -> datetime | None:
+    """``YYYYMMDDHHMMSS[.fff]`` (MLSD, MDTM) as an aware UTC datetime."""
+    if not value:
+        return None
+    digits, _, fraction = value.strip().partition(".")
+    try:
+        moment = datetime.strptime(digits[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    if fraction.isdigit():
+        moment = moment.replace(microsecond=int(fraction[:6].ljust(6, "0")))
+    return moment
+
+
+def _facts(line: str) -> tuple[dict[str, str], str]:
+    """An MLSD/MLST line ``type=file;size=3;modify=...; name`` as (facts, name)."""
+    facts, _, name = line.rstrip("\r\n").partition(" ")
+    info: dict[str, str] = {}
+    for fact in facts.rstrip(";").split(";"):
+        key, _, value = fact.partition("=")
+        info[key.lower()] = value
+    return info, name
+
+
+def _entry(name: str, info: dict[str, Any]) -> RemoteEntry | None:
+    kind = str(info.get("type", "")).lower()
+    if kind in ("cdir", "pdir") or name in ("", ".", "..") or "/" in name:
+        return None
+    is_dir = kind == "dir"
+    size = str(info.get("size", "0") or "0")
+    return RemoteEntry(
+        name=name,
+        is_dir=is_dir,
+        size=0 if is_dir or not size.isdigit() else int(size),
+        mtime=_timestamp(info.get("modify")),
+    )
+
+
+async def open_files(kernel: Any, target: ConnectionTarget) -> FtpFiles:
+    """Log in to the target now (errors surface here) and return the adapter."""
+    pool = Pool(target)
+    await pool.start()
+    return FtpFiles(pool)
+
+
+class FtpFiles:
+    """A file session on one FTP server."""
+
+    operations = OPERATIONS
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+
+    # -- listings -----------------------------------------------------------
+
+    async def _lines(self, client: FtpClient) -> tuple[list[bytes], bool]:
+        """Raw lines of the current directory's listing and whether they are MLSD."""
+        commands = ["MLSD"] if "MLST" in client.features else []
+        commands += ["LIST -a", "LIST"]
+        for index, command in enumerate(commands):
+            try:
+                stream = await client.get_stream(command, "1xx")
+            except aioftp.StatusCodeError as exc:
+                if index + 1 < len(commands) and is_code(exc, "50"):
+                    continue
+                raise
+            data = bytearray()
+            try:
+                while chunk := await stream.read(READ_CHUNK):
+                    data += chunk
+            finally:
+                stream.close()
+            await client.command(None, "2xx", "1xx")
+            return bytes(data).splitlines(), command == "MLSD"
+        raise InvalidInput("The FTP server offers no directory listing")
+
+    def _parse(self, client: FtpClient, lines: list[bytes], mlsd: bool) -> list[RemoteEntry]:
+        entries: list[RemoteEntry] = []
+        for line in lines:
+            if not line.strip() or line.lower().startswith(b"total "):
+                continue
+            try:
+                if mlsd:
+                    info, name = _facts(line.decode(client.encoding))
+                else:
+                    path, info = client.parse_list_line(line)  # type: ignore[assignment]
+                    name = str(path)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            entry = _entry(name, info)
+            if entry is not None:
+                entries.append(entry)
+        return entries
+
+    async def _listing(self, client: FtpClient, path: str) -> list[RemoteEntry]:
+        """Entries of ``path``; RemoteNotFound / InvalidInput when it is not a directory."""
+        try:
+            await client.command("CWD " + path, "2xx")
+        except aioftp.StatusCodeError as exc:
+            if not is_code(exc, "5"):
+                raise
+            found = await self._probe(client, path)
+            if found is None:
+                raise RemoteNotFound(f"No such file or directory: {path}") from None
+            if not found.is_dir:
+                raise InvalidInput(f"Not a directory: {path}") from None
+            raise RemotePermissionDenied(f"Permission denied by the FTP server: {path}") from None
+        lines, mlsd = await self._lines(client)
+        return self._parse(client, lines, mlsd)
+
+    async def _probe(self, client: FtpClient, path: str) -> RemoteEntry | None:
+        """What is at ``path``, or None when nothing is (or it cannot be seen)."""
+        if path == "/":
+            return RemoteEntry(name="/", is_dir=True)
+        if "MLST" in client.features:
+            try:
+                _, info = await client.command("MLST " + path, "2xx")
+            except aioftp.StatusCodeError:
+                return None
+            for line in info[1:]:
+                facts, _ = _facts(line.strip())
+                if "type" in facts:
+                    return _entry(_split(path)[1], facts)
+            return None
+        parent, name = _split(path)
+        try:
+            await client.command("CWD " + parent, "2xx")
+            lines, mlsd = await self._lines(client)
+        except aioftp.StatusCodeError:
+            return None
+        for entry in self._parse(client, lines, mlsd):
+            if entry.name == name:
+                if not entry.is_dir and "MDTM" in client.features:
+                    try:
+                        _, info = await client.command("MDTM " + path, "213")
+                        precise = _timestamp(info[0])
+                        if precise is not None:
+                            return RemoteEntry(name, False, entry.size, mtime=precise)
+                    except aioftp.StatusCodeError:
+                        pass
+                return entry
+        return None
+
+    async def list(self, path: str) -> list[RemoteEntry]:
+        """Entries of a directory (without ``.`` and ``..``)."""
+        target = ftp_path(path)
+        async with self.pool.client() as client, mapped(target):
+            return await self._listing(client, target)
+
+    async def stat(self, path: str) -> RemoteEntry:
+        """Size, modification time and type of one path."""
+        target = ftp_path(path)
+        async with self.pool.client() as client, mapped(target):
+            found = await self._probe(client, target)
+        if found is None:
+            raise RemoteNotFound(f"No such file or directory: {target}")
+        return found
+
+    # -- transfers ----------------------------------------------------------
+
+    async def read(
+        self, path: str, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes]:
+        """Stream a file's bytes from ``offset`` (``length`` bytes, or to the end)."""
+        target = ftp_path(path)
+        if offset < 0 or (length is not None and length < 0):
+            raise InvalidInput("Invalid byte range")
+        async with self.pool.client() as client:
+            async with mapped(target):
+                try:
+                    stream = await client.get_stream("RETR " + target, "1xx", offset=offset)
+                except aioftp.StatusCodeError as exc:
+                    raise await self._explain(client, exc, target, reading=True) from None
+            client.broken = True  # until the transfer is confirmed complete
+            remaining = length
+            try:
+                while remaining is None or remaining > 0:
+                    want = READ_CHUNK if remaining is None else min(READ_CHUNK, remaining)
+                    async with mapped(target):
+                        data = await stream.read(want)
+                    if not data:
+                        break
+                    if remaining is not None:
+                        remaining -= len(data)
+                    yield data
+            finally:
+                stream.close()
+            if remaining == 0:
+                # A range that stopped before the end of the file: the transfer is
+                # aborted and this control connection is dropped, not resynchronised.
+                return
+            async with mapped(target):
+                await client.command(None, "2xx", "1xx")
+            client.broken = False
+
+    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+        """Write a file from chunks under a temporary name, then rename; return bytes."""
+        target = ftp_path(path)
+        parent, name = _split(target)
+        if not name:
+            raise InvalidInput("An upload needs a file name")
+        temporary = f"{parent.rstrip('/')}/.{name}.{uuid.uuid4().hex[:12]}.part"
+        written = 0
+        try:
+            async with self.pool.client() as client:
+                async with mapped(target):
+                    try:
+                        stream = await client.get_stream("STOR " + temporary, "1xx")
+                    except aioftp.StatusCodeError as exc:
+                        raise await self._explain(client, exc, target, writing=True) from None
+                client.broken = True  # until the server confirmed the whole file
+                buffer = bytearray()
+                try:
+                    async for chunk in chunks:
+                        buffer += chunk
+                        if len(buffer) >= WRITE_CHUNK:
+                            async with mapped(target):
+                                await stream.write(bytes(buffer))
+                            written += len(buffer)
+                            buffer.clear()
+                    async with mapped(target):
+                        if buffer:
+                            await stream.write(bytes(buffer))
+                            written += len(buffer)
+                finally:
+                    stream.close()
+                async with mapped(target):
+                    await client.command(None, "2xx", "1xx")
+                    client.broken = False
+                    try:
+                        await client.command("RNFR " + temporary, "350")
+                        await client.command("RNTO " + target, "2xx")
+                    except aioftp.StatusCodeError as exc:
+                        raise await self._explain(client, exc, target, writing=True) from None
+        except BaseException:
+            await asyncio.shield(self._discard(temporary))
+            raise
+        return written
+
+    async def _discard(self, path: str) -> None:
+        """Best-effort delete of an unfinished upload, on a fresh pooled connection."""
+        try:
+            async with self.pool.client() as client:
+                await client.command("DELE " + path, "2xx")
+        except Exception:  # noqa: BLE001 - nothing more can be done; it is a hidden .part file
+            return
+
+    # -- changes ------------------------------------------------------------
+
+    async def mkdir(self, path: str) -> None:
+        """Create one directory (its parent must exist)."""
+        target = ftp_path(path)
+        if target == "/":
+            raise Conflict("Already exists: /")
+        async with self.pool.client() as client, mapped(target):
+            try:
+                await client.command("MKD " + target, "257")
+            except aioftp.StatusCodeError as exc:
+                if await self._probe(client, target) is not None:
+                    raise Conflict(f"Already exists: {target}") from None
+                raise await self._explain(client, exc, target, writing=True) from None
+
+    async def remove(self, path: str) -> None:
+        """Delete a file, or a directory with everything in it."""
+        target = ftp_path(path)
+        if target == "/":
+            raise InvalidInput("The root directory cannot be deleted")
+        async with self.pool.client() as client, mapped(target):
+            found = await self._probe(client, target)
+            if found is None:
+                raise RemoteNotFound(f"No such file or directory: {target}")
+            await self._remove(client, target, found.is_dir)
+
+    async def _remove(self, client: FtpClient, path: str, is_dir: bool) -> None:
+        try:
+            if is_dir:
+                for entry in await self._listing(client, path):
+                    await self._remove(client, f"{path.rstrip('/')}/{entry.name}", entry.is_dir)
+                await client.command("CWD /", "2xx")
+                await client.command("RMD " + path, "2xx")
+            else:
+                await client.command("DELE " + path, "2xx")
+        except aioftp.StatusCodeError as exc:
+            error = refusal(exc, path)
+            if type(error) is RemotePermissionDenied or not is_code(exc, "55"):
+                raise error from None
+            raise RemotePermissionDenied(
+                f"The FTP server refused to delete {path}: {' '.join(exc.info).strip()}"
+            ) from None
+
+    async def rename(self, old_path: str, new_path: str) -> None:
+        """Rename or move; an existing target is refused."""
+        old, new = ftp_path(old_path), ftp_path(new_path)
+        if old == "/" or new == "/":
+            raise InvalidInput("The root directory cannot be renamed or replaced")
+        async with self.pool.client() as client, mapped(old):
+            if await self._probe(client, old) is None:
+                raise RemoteNotFound(f"No such file or directory: {old}")
+            if await self._probe(client, new) is not None:
+                raise Conflict(f"Already exists: {new}")
+            try:
+                await client.command("RNFR " + old, "350")
+                await client.command("RNTO " + new, "2xx")
+            except aioftp.StatusCodeError as exc:
+                raise await self._explain(client, exc, new, writing=True) from None
+
+    async def chmod(self, path: str, mode: int) -> None:
+        """Not offered for FTP: refused."""
+        raise InvalidInput("chmod is not available on FTP connections")
+
+    async def copy(self, src_path: str, dest_path: str) -> None:
+        """FTP has no server-side copy: refused."""
+        raise InvalidInput("copy is not available on FTP connections")
+
+    async def close(self) -> None:
+        """QUIT and close every control connection."""
+        await self.pool.close()
+
+    # -- diagnosis ----------------------------------------------------------
+
+    async def _explain(
+        self,
+        client: FtpClient,
+        error: aioftp.StatusCodeError,
+        path: str,
+        *,
+        reading: bool = False,
+        writing: bool = False,
+    ) -> ApiError:
+        """Tell "not there" from "not allowed" after a 55x refusal, by looking."""
+        generic = refusal(error, path)
+        if not is_code(error, "55"):
+            return generic
+        try:
+            if reading:
+                found = await self._probe(client, path)
+                if found is None:
+                    return RemoteNotFound(f"No such file or directory: {path}")
+                if found.is_dir:
+                    return InvalidInput(f"Is a directory: {path}")
+            if writing:
+                parent = _split(path)[0]
+                found = await self._probe(client, parent)
+                if found is None:
+                    return RemoteNotFound(f"No such directory: {parent}")
+                if not found.is_dir:
+                    return InvalidInput(f"Not a directory: {parent}")
+        except (aioftp.StatusCodeError, OSError, TimeoutError):
+            return generic
+        if isinstance(generic, RemoteNotFound | RemotePermissionDenied):
+            return generic
+        return RemotePermissionDenied(
+            f"The FTP server refused {path}: {' '.join(error.info).strip()}"
+        )

@@ -1,0 +1,1 @@
+"""hostgate-smb: ``smb`` file management over smbprotocol."""

@@ -1,0 +1,272 @@
+"""The ``smb`` RemoteFiles adapter: smbprotocol in the adapter's own threads.
+
+smbprotocol blocks, so every call runs in a small thread pool owned by the
+adapter (never the event loop's shared default pool). Transfers are streamed
+in 1 MiB requests with several in flight at once; uploads go to a temporary
+name in the destination directory and are renamed over the final name only
+once every byte was acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from hostgate import (
+    ConnectionTarget,
+    InvalidInput,
+    RemoteEntry,
+)
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    FilePipePrinterAccessMask,
+    Open,
+    SMB2ReadRequest,
+    SMB2WriteRequest,
+)
+
+from .errors import mapped
+from .share import PIPELINE_DEPTH, SmbShare, parent_and_name, quietly, share_path
+
+T = TypeVar("T")
+THREADS = 4
+OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename"})
+
+
+async def open_files(kernel: Any, target: ConnectionTarget) -> SmbFiles:
+    """Connect and authenticate to the target's share; Remote* errors say what failed."""
+    share = str(target.extra.get("share") or "").strip().strip("\\/")
+    if not share or "\\" in share or "/" in share:
+        raise InvalidInput("The SMB connection needs a share name (extraConfig.share)")
+    files = SmbFiles(SmbShare(target, share))
+    try:
+        await files.call(files.share.connect)
+    except BaseException:
+        await files.close()
+        raise
+    return files
+
+
+class SmbFiles:
+    """A file session on one SMB share."""
+
+    operations = OPERATIONS
+
+    def __init__(self, share: SmbShare) -> None:
+        self.share = share
+        self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="hostgate-smb")
+        self._closed = False
+
+    async def call(self, function: Callable[..., T], *args: Any) -> T:
+        """Run a blocking smbprotocol call in the adapter's threads."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, function, *args)
+
+    async def _cleanup(self, function: Callable[..., Any], *args: Any) -> None:
+        """Run cleanup to completion even when the awaiting task is being cancelled."""
+        await asyncio.shield(self.call(quietly, function, *args))
+
+    async def list(self, path: str) -> list[RemoteEntry]:
+        """Entries of a directory (without ``.`` and ``..``)."""
+        return await self.call(self.share.list, path)
+
+    async def stat(self, path: str) -> RemoteEntry:
+        """Size, type and modification time of one path."""
+        return await self.call(self.share.stat, path)
+
+    async def mkdir(self, path: str) -> None:
+        """Create a directory."""
+        await self.call(self.share.mkdir, path)
+
+    async def remove(self, path: str) -> None:
+        """Delete a file, or a directory recursively."""
+        await self.call(self.share.remove, path)
+
+    async def rename(self, old_path: str, new_path: str) -> None:
+        """Rename or move within the share."""
+        await self.call(self.share.rename, old_path, new_path)
+
+    async def chmod(self, path: str, mode: int) -> None:
+        """SMB has no Unix permissions: refused."""
+        raise InvalidInput("chmod is not available on SMB connections")
+
+    async def copy(self, src_path: str, dest_path: str) -> None:
+        """SMB server-side copy is not offered by this adapter: refused."""
+        raise InvalidInput("copy is not available on SMB connections")
+
+    async def read(
+        self, path: str, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes]:
+        """Stream a file's bytes from ``offset`` (``length`` bytes, or to the end)."""
+        smb = share_path(path)
+        if offset < 0 or (length is not None and length < 0):
+            raise InvalidInput("Invalid byte range")
+        handle = await self.call(self._open_for_read, smb, path)
+        reader = _PipelinedReader(self.share, handle, path, offset, length)
+        try:
+            while True:
+                chunk = await self.call(reader.next_chunk)
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            await self._cleanup(reader.close)
+
+    def _open_for_read(self, smb: str, path: str) -> Open:
+        with mapped(path):
+            return self.share.open(
+                smb,
+                FilePipePrinterAccessMask.FILE_READ_DATA
+                | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+                options=CreateOptions.FILE_NON_DIRECTORY_FILE,
+            )
+
+    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+        """Write a file from chunks under a temporary name, then rename; return bytes."""
+        final = share_path(path)
+        parent, name = parent_and_name(final)
+        if not name:
+            raise InvalidInput("An upload needs a file name")
+        temporary = f"{parent}\\" if parent else ""
+        temporary += f".{name}.{uuid.uuid4().hex[:12]}.part"
+        handle = await self.call(self._create_temporary, temporary, path)
+        writer = _PipelinedWriter(self.share, handle, path)
+        done = False
+        buffer = bytearray()
+        try:
+            async for chunk in chunks:
+                buffer += chunk
+                if len(buffer) >= writer.chunk:
+                    pieces = len(buffer) // writer.chunk * writer.chunk
+                    await self.call(writer.send, bytes(buffer[:pieces]))
+                    del buffer[:pieces]
+            await self.call(writer.finish, bytes(buffer), final)
+            done = True
+            return writer.written
+        finally:
+            if not done:
+                await self._cleanup(writer.discard)
+
+    def _create_temporary(self, smb: str, path: str) -> Open:
+        with mapped(path):
+            return self.share.open(
+                smb,
+                FilePipePrinterAccessMask.FILE_WRITE_DATA
+                | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
+                | FilePipePrinterAccessMask.DELETE,
+                disposition=CreateDisposition.FILE_CREATE,
+                options=CreateOptions.FILE_NON_DIRECTORY_FILE,
+            )
+
+    async def close(self) -> None:
+        """Log off and stop the adapter's threads."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._cleanup(self.share.close)
+        finally:
+            self._pool.shutdown(wait=False)
+
+
+class _PipelinedReader:
+    """Keeps up to PIPELINE_DEPTH read requests in flight; hands out bytes in order."""
+
+    def __init__(
+        self, share: SmbShare, handle: Open, path: str, offset: int, length: int | None
+    ) -> None:
+        self.share = share
+        self.handle = handle
+        self.path = path
+        self.next_offset = offset
+        size = int(handle.end_of_file or 0)
+        self.end = size if length is None else min(size, offset + length)
+        self.chunk = share.chunk_size(handle, "read")
+        self.inflight: deque[Any] = deque()
+
+    def _top_up(self) -> None:
+        while len(self.inflight) < PIPELINE_DEPTH and self.next_offset < self.end:
+            size = min(self.chunk, self.end - self.next_offset)
+            message: SMB2ReadRequest = self.handle.read(self.next_offset, size, send=False)[0]
+            request = self.share.send_bulk(self.handle, message, len(self.inflight))
+            self.inflight.append((request, size))
+            self.next_offset += size
+
+    def next_chunk(self) -> bytes:
+        """The next chunk of the file, ``b""`` at the end of the range."""
+        with mapped(self.path):
+            self._top_up()
+            if not self.inflight:
+                return b""
+            request, size = self.inflight.popleft()
+            data: bytes = self.share.receive_bulk(self.handle, request, "read")
+            if len(data) < size:
+                # The file shrank while being read: stop after what was there.
+                self.end = 0
+                self._drain()
+            return data
+
+    def _drain(self) -> None:
+        while self.inflight:
+            request, _ = self.inflight.popleft()
+            quietly(self.share.receive_bulk, self.handle, request, "read")
+
+    def close(self) -> None:
+        """Collect outstanding responses and close the handle."""
+        self._drain()
+        self.handle.close()
+
+
+class _PipelinedWriter:
+    """Sends 1 MiB writes, several in flight at once."""
+
+    def __init__(self, share: SmbShare, handle: Open, path: str) -> None:
+        self.share = share
+        self.handle = handle
+        self.path = path
+        self.chunk = share.chunk_size(handle, "write")
+        self.offset = 0
+        self.written = 0
+        self.inflight: deque[Any] = deque()
+
+    def _send(self, data: bytes) -> None:
+        while len(self.inflight) >= PIPELINE_DEPTH:
+            self._collect_one()
+        message: SMB2WriteRequest = self.handle.write(data, self.offset, send=False)[0]
+        self.inflight.append(self.share.send_bulk(self.handle, message, len(self.inflight)))
+        self.offset += len(data)
+
+    def _collect_one(self) -> None:
+        request = self.inflight.popleft()
+        self.written += int(self.share.receive_bulk(self.handle, request, "write"))
+
+    def send(self, data: bytes) -> None:
+        """Send whole chunks of ``data`` (a multiple of the chunk size, or the tail)."""
+        with mapped(self.path):
+            view = memoryview(data)
+            for start in range(0, len(view), self.chunk):
+                self._send(view[start : start + self.chunk].tobytes())
+
+    def finish(self, tail: bytes, final: str) -> None:
+        """Send the tail, wait for every acknowledgement, rename over the final name."""
+        self.send(tail)
+        with mapped(self.path, target=self.path):
+            while self.inflight:
+                self._collect_one()
+            self.share.rename_handle(self.handle, final, replace=True)
+            self.handle.close()
+
+    def discard(self) -> None:
+        """Collect what is in flight, then delete the temporary file."""
+        while self.inflight:
+            request = self.inflight.popleft()
+            quietly(self.share.receive_bulk, self.handle, request, "write")
+        try:
+            self.share.mark_deleted(self.handle)
+        finally:
+            self.handle.close()

@@ -1,0 +1,45 @@
+"""The pack's hooks: the ``smb`` file protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hostgate import ConnectionField, ConnectionTarget, ProtocolSpec, RemoteFiles, hookimpl
+
+SMB_FIELDS = (
+    ConnectionField(
+        "share",
+        str,
+        required=True,
+        description="Name of the share to open, e.g. 'public' for \\\\host\\public",
+    ),
+    ConnectionField("domain", str, description="Windows domain or workgroup of the user"),
+)
+
+
+async def _open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
+    from .files import open_files
+
+    return await open_files(kernel, target)
+
+
+@hookimpl
+def register_protocols() -> Sequence[ProtocolSpec]:
+    """``smb``: list, download, upload, mkdir, delete and rename on one share."""
+    return [
+        ProtocolSpec(
+            name="smb",
+            default_port=445,
+            title="SMB",
+            fields=SMB_FIELDS,
+            open_files=_open_files,
+            file_attributes="basic",
+        )
+    ]
+
+
+@hookimpl
+def register_permissions() -> Mapping[str, Sequence[str]]:
+    """Using smb connections."""
+    return {"connections": ["connections.use_smb"]}

@@ -1,0 +1,386 @@
+"""A blocking SMB2/3 client for one share, on smbprotocol's low-level API.
+
+Everything here blocks; ``files.py`` runs it in the adapter's own threads.
+The low-level API is used on purpose: no global connection pool, no DFS
+referrals that could send the gateway to another server than the approved
+address, and pipelined reads and writes for throughput.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from hostgate import (
+    ConnectionTarget,
+    InvalidInput,
+    RemoteEntry,
+    RemoteError,
+)
+from smbprotocol.connection import Connection
+from smbprotocol.exceptions import NoMoreFiles, NoSuchFile
+from smbprotocol.file_info import (
+    FileAttributes,
+    FileDispositionInformation,
+    FileInformationClass,
+    FileRenameInformation,
+)
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    FilePipePrinterAccessMask,
+    ImpersonationLevel,
+    Open,
+    ShareAccess,
+    SMB2SetInfoRequest,
+    SMB2SetInfoResponse,
+)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+from .errors import mapped
+
+CONNECT_TIMEOUT = 15
+OPERATION_TIMEOUT = 120
+CHUNK = 1024 * 1024
+PIPELINE_DEPTH = 8
+CREDIT_RESERVE = 8
+GUEST_USER = "Guest"
+SHARE_ALL = (
+    ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
+)
+_SEPARATORS = re.compile(r"[\\/]+")
+
+
+def share_path(path: str) -> str:
+    """A path inside the share as SMB wants it: backslashes, no leading slash.
+
+    ``.`` parts vanish and ``..`` never climbs above the share root.
+    """
+    if "\x00" in path:
+        raise InvalidInput("Path must not contain NUL characters")
+    parts: list[str] = []
+    for part in _SEPARATORS.split(path):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "\\".join(parts)
+
+
+def parent_and_name(path: str) -> tuple[str, str]:
+    """Split a share path at its last backslash: (parent, name)."""
+    parent, _, name = path.rpartition("\\")
+    return parent, name
+
+
+def _entry(name: str, attributes: int, size: int, mtime: datetime | None) -> RemoteEntry:
+    is_dir = bool(attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY)
+    return RemoteEntry(name=name, is_dir=is_dir, size=0 if is_dir else int(size), mtime=mtime)
+
+
+class SmbShare:
+    """One authenticated session and tree connect; reconnects when the link dropped."""
+
+    def __init__(self, target: ConnectionTarget, share: str) -> None:
+        self.target = target
+        self.share = share
+        self._lock = threading.Lock()
+        self._credits = threading.Condition()
+        self._connection: Connection | None = None
+        self._tree: TreeConnect | None = None
+
+    # -- connection ---------------------------------------------------------
+
+    def _credentials(self) -> tuple[str, str, bool]:
+        """(user, password, require signing); guest when the connection has neither."""
+        username = self.target.username or ""
+        password = self.target.password or ""
+        if not username and not password:
+            return GUEST_USER, "", False
+        domain = str(self.target.extra.get("domain") or "").strip()
+        if domain and "\\" not in username and "@" not in username:
+            username = f"{domain}\\{username}"
+        return username, password, True
+
+    def connect(self) -> None:
+        """Open the TCP connection, authenticate and connect to the share."""
+        with self._lock:
+            self._connect_locked()
+
+    def _connect_locked(self) -> None:
+        self._disconnect_locked()
+        username, password, signing = self._credentials()
+        what = f"SMB server {self.target.host}:{self.target.port}"
+        connection = Connection(
+            uuid.uuid4(), self.target.address, self.target.port, require_signing=signing
+        )
+        with mapped(what, connecting=True):
+            connection.connect(timeout=CONNECT_TIMEOUT)
+        try:
+            with mapped(what, connecting=True):
+                session = Session(connection, username, password, require_encryption=False)
+                session.connect()
+            with mapped(f"share '{self.share}'", connecting=True):
+                tree = TreeConnect(session, rf"\\{self.target.host}\{self.share}")
+                # A guest session has no signing key to verify SMB 3.0 negotiation with.
+                tree.connect(require_secure_negotiate=signing)
+        except BaseException:
+            quietly(connection.disconnect, False)
+            raise
+        self._connection = connection
+        self._tree = tree
+
+    def ensure(self) -> TreeConnect:
+        """The live tree connect, reconnecting first when the transport died."""
+        with self._lock:
+            connection = self._connection
+            alive = (
+                connection is not None
+                and connection.transport is not None
+                and connection.transport.connected
+                and getattr(connection, "_t_exc", None) is None
+            )
+            if not alive or self._tree is None:
+                self._connect_locked()
+            assert self._tree is not None
+            return self._tree
+
+    def close(self) -> None:
+        """Log off and close the TCP connection."""
+        with self._lock:
+            self._disconnect_locked()
+
+    def _disconnect_locked(self) -> None:
+        connection, self._connection, self._tree = self._connection, None, None
+        if connection is not None and connection.transport is not None:
+            quietly(connection.disconnect, True, 5)
+
+    # -- handles ------------------------------------------------------------
+
+    def open(
+        self,
+        path: str,
+        access: int,
+        *,
+        disposition: int = CreateDisposition.FILE_OPEN,
+        options: int = 0,
+        attributes: int = 0,
+    ) -> Open:
+        """A handle on ``path`` (share-relative, backslashes)."""
+        handle = Open(self.ensure(), path)
+        handle.create(
+            ImpersonationLevel.Impersonation,
+            access,
+            attributes,
+            SHARE_ALL,
+            disposition,
+            options,
+        )
+        return handle
+
+    @contextmanager
+    def opened(self, path: str, access: int, **kwargs: Any) -> Iterator[Open]:
+        """``open`` as a context manager that always closes the handle."""
+        handle = self.open(path, access, **kwargs)
+        try:
+            yield handle
+        finally:
+            quietly(handle.close)
+
+    def set_info(self, handle: Open, info: Any) -> None:
+        """Send one SET_INFO (rename, delete disposition) on an open handle."""
+        request = SMB2SetInfoRequest()
+        request["info_type"] = info.INFO_TYPE
+        request["file_info_class"] = info.INFO_CLASS
+        request["file_id"] = handle.file_id
+        request["buffer"] = info
+        tree = handle.tree_connect
+        sent = handle.connection.send(
+            request, sid=tree.session.session_id, tid=tree.tree_connect_id
+        )
+        response = handle.connection.receive(sent, timeout=OPERATION_TIMEOUT)
+        SMB2SetInfoResponse().unpack(response["data"].get_value())
+
+    def mark_deleted(self, handle: Open) -> None:
+        """Delete the file behind the handle once it is closed."""
+        disposition = FileDispositionInformation()
+        disposition["delete_pending"] = True
+        self.set_info(handle, disposition)
+
+    def rename_handle(self, handle: Open, new_path: str, *, replace: bool) -> None:
+        """Rename or move the open file or directory to ``new_path`` in the same share."""
+        info = FileRenameInformation()
+        info["replace_if_exists"] = replace
+        info["file_name"] = new_path.encode("utf-16-le")
+        self.set_info(handle, info)
+
+    # -- bulk transfers: pipelined, credit-aware -----------------------------
+
+    def send_bulk(self, handle: Open, message: Any, inflight: int) -> Any:
+        """Send a READ or WRITE once the credit window allows, growing the window."""
+        connection = handle.connection
+        charge = connection._calculate_credit_charge(message)
+        tree = handle.tree_connect
+        with self._credits:
+            while True:
+                window = connection.sequence_window
+                available = window["high"] - window["low"]
+                needed = charge + (CREDIT_RESERVE if inflight else 0)
+                if available >= needed:
+                    break
+                if not self._credits.wait(timeout=OPERATION_TIMEOUT):
+                    raise RemoteError("the SMB server granted no credits in time")
+            grow = available < (PIPELINE_DEPTH + 1) * charge + CREDIT_RESERVE
+            return connection.send(
+                message,
+                sid=tree.session.session_id,
+                tid=tree.tree_connect_id,
+                credit_request=charge * 2 if grow else charge,
+            )
+
+    def receive_bulk(self, handle: Open, request: Any, kind: str) -> Any:
+        """Wait for a pipelined response; returns the read bytes or the write count."""
+        try:
+            if kind == "read":
+                return handle._read_response(request)
+            return handle._write_response(request)
+        finally:
+            with self._credits:
+                self._credits.notify_all()
+
+    def chunk_size(self, handle: Open, kind: str) -> int:
+        """The transfer size: 1 MiB, or less if the server negotiated less."""
+        connection = handle.connection
+        limit = connection.max_read_size if kind == "read" else connection.max_write_size
+        return int(min(CHUNK, limit or CHUNK))
+
+    # -- operations ---------------------------------------------------------
+
+    def list(self, path: str) -> list[RemoteEntry]:
+        """Entries of a directory, without ``.`` and ``..``."""
+        smb = share_path(path)
+        entries: list[RemoteEntry] = []
+        with (
+            mapped(path or "/"),
+            self.opened(
+                smb,
+                FilePipePrinterAccessMask.FILE_READ_DATA
+                | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+                options=CreateOptions.FILE_DIRECTORY_FILE,
+            ) as handle,
+        ):
+            flags = 0x01  # SMB2_RESTART_SCANS on the first query only
+            while True:
+                try:
+                    batch = handle.query_directory(
+                        "*", FileInformationClass.FILE_DIRECTORY_INFORMATION, flags=flags
+                    )
+                except (NoMoreFiles, NoSuchFile):
+                    break
+                flags = 0
+                for info in batch:
+                    name = info["file_name"].get_value().decode("utf-16-le")
+                    if name in (".", ".."):
+                        continue
+                    entries.append(
+                        _entry(
+                            name,
+                            info["file_attributes"].get_value(),
+                            info["end_of_file"].get_value(),
+                            _timestamp(info["last_write_time"].get_value()),
+                        )
+                    )
+        return entries
+
+    def stat(self, path: str) -> RemoteEntry:
+        """Size, type and modification time of one path."""
+        smb = share_path(path)
+        with (
+            mapped(path or "/"),
+            self.opened(
+                smb,
+                FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+            ) as handle,
+        ):
+            name = parent_and_name(smb)[1]
+            return _entry(
+                name,
+                int(handle.file_attributes or 0),
+                int(handle.end_of_file or 0),
+                _timestamp(handle.last_write_time),
+            )
+
+    def mkdir(self, path: str) -> None:
+        """Create one directory (its parent must exist)."""
+        smb = share_path(path)
+        if not smb:
+            raise InvalidInput("The share root already exists")
+        with (
+            mapped(path),
+            self.opened(
+                smb,
+                FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+                disposition=CreateDisposition.FILE_CREATE,
+                options=CreateOptions.FILE_DIRECTORY_FILE,
+                attributes=FileAttributes.FILE_ATTRIBUTE_DIRECTORY,
+            ),
+        ):
+            pass
+
+    def remove(self, path: str) -> None:
+        """Delete a file, or a directory with everything in it."""
+        smb = share_path(path)
+        if not smb:
+            raise InvalidInput("The share root cannot be deleted")
+        with mapped(path):
+            self._remove(smb)
+
+    def _remove(self, smb: str) -> None:
+        with self.opened(
+            smb,
+            FilePipePrinterAccessMask.DELETE | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+            options=CreateOptions.FILE_OPEN_REPARSE_POINT,
+        ) as handle:
+            attributes = int(handle.file_attributes or 0)
+            is_dir = bool(attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY)
+            is_link = bool(attributes & FileAttributes.FILE_ATTRIBUTE_REPARSE_POINT)
+            if is_dir and not is_link:
+                for entry in self.list(smb):
+                    self._remove(f"{smb}\\{entry.name}")
+            self.mark_deleted(handle)
+
+    def rename(self, old_path: str, new_path: str) -> None:
+        """Rename or move inside the share; an existing target is refused."""
+        old, new = share_path(old_path), share_path(new_path)
+        if not old or not new:
+            raise InvalidInput("The share root cannot be renamed or replaced")
+        with (
+            mapped(old_path, target=new_path),
+            self.opened(
+                old,
+                FilePipePrinterAccessMask.DELETE | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+                options=CreateOptions.FILE_OPEN_REPARSE_POINT,
+            ) as handle,
+        ):
+            self.rename_handle(handle, new, replace=False)
+
+
+def _timestamp(value: Any) -> datetime | None:
+    return value if isinstance(value, datetime) and value != datetime.max else None
+
+
+def quietly(function: Any, *args: Any) -> None:
+    """Best-effort cleanup: a failure to close must not hide the real error."""
+    try:
+        function(*args)
+    except Exception:  # noqa: BLE001 - cleanup of an already failing or closing session
+        return
