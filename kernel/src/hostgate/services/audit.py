@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import logging
+import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from ..db.models.audit import AuditEntry
+from ..db.models.settings import SystemValue
 from ..descriptors import AuditEvent
 from ..timefmt import iso, utcnow
 
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostgate.audit")
 
 REDACTED = "[redacted]"
+CHAIN_KEY_NAME = "audit_chain_key"
 _SECRET_WORDS = ("password", "secret", "token", "privatekey", "private_key", "passphrase", "otp")
 
 
@@ -42,8 +47,13 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def chain_hash(prev_hash: str, entry: AuditEntry) -> str:
-    """The hash of an entry, chained to the previous entry's hash."""
+def chain_hash(prev_hash: str, entry: AuditEntry, key: bytes = b"") -> str:
+    """The hash of an entry, chained to the previous entry's hash.
+
+    With ``key`` (the instance's sealed audit chain key) it is an HMAC-SHA256, so
+    someone who can write the database but not read the encryption key cannot
+    forge a consistent chain.
+    """
     body = json.dumps(
         [
             prev_hash,
@@ -60,6 +70,8 @@ def chain_hash(prev_hash: str, entry: AuditEntry) -> str:
         sort_keys=True,
         default=str,
     )
+    if key:
+        return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -85,6 +97,29 @@ class AuditLog:
         self.kernel = kernel
         self._lock = asyncio.Lock()
         self._last_hash: str | None = None
+        self._key: bytes | None = None
+
+    async def chain_key(self) -> bytes:
+        """The HMAC key of the hash chain (created sealed in the database on first use)."""
+        if self._key is not None:
+            return self._key
+        async with self.kernel.db.session() as session:
+            row = await session.get(SystemValue, CHAIN_KEY_NAME)
+            if row is None:
+                key = secrets.token_hex(32)
+                session.add(SystemValue(name=CHAIN_KEY_NAME, value=self.kernel.secrets.seal(key)))
+                try:
+                    await session.commit()
+                except IntegrityError:
+                    await session.rollback()
+                    row = await session.get(SystemValue, CHAIN_KEY_NAME)
+                    if row is None:
+                        raise
+                    key = self.kernel.secrets.open(row.value)
+            else:
+                key = self.kernel.secrets.open(row.value)
+        self._key = bytes.fromhex(key)
+        return self._key
 
     async def record(
         self,
@@ -107,9 +142,7 @@ class AuditLog:
             user_id=user_id if user_id is not None else (actor.user_id if actor else None),
             username=username if username is not None else (actor.username if actor else ""),
             display_name=(
-                display_name
-                if display_name is not None
-                else (actor.display_name if actor else "")
+                display_name if display_name is not None else (actor.display_name if actor else "")
             ),
             event_type=event_type,
             target=str(target or ""),
@@ -119,13 +152,14 @@ class AuditLog:
             ),
             timestamp=utcnow(),
         )
+        key = await self.chain_key()
         async with self._lock, self.kernel.db.session() as session:
             if self._last_hash is None:
                 newest = AuditEntry.seq.desc()  # type: ignore[union-attr]
                 query = select(AuditEntry.hash).order_by(newest).limit(1)
                 self._last_hash = (await session.exec(query)).first() or ""
             entry.prev_hash = self._last_hash
-            entry.hash = chain_hash(entry.prev_hash, entry)
+            entry.hash = chain_hash(entry.prev_hash, entry, key)
             session.add(entry)
             await session.commit()
             self._last_hash = entry.hash
@@ -134,5 +168,6 @@ class AuditLog:
         return event
 
     def forget_chain_head(self) -> None:
-        """Re-read the chain head on the next write (after a restore)."""
+        """Re-read the chain head and key on the next write (after a restore)."""
         self._last_hash = None
+        self._key = None

@@ -85,9 +85,7 @@ class Identity:
             row = await session.get(SystemValue, SIGNING_KEY_NAME)
             if row is None:
                 key = secrets.token_hex(32)
-                session.add(
-                    SystemValue(name=SIGNING_KEY_NAME, value=self.kernel.secrets.seal(key))
-                )
+                session.add(SystemValue(name=SIGNING_KEY_NAME, value=self.kernel.secrets.seal(key)))
                 await session.commit()
                 self._signing_key = key
             else:
@@ -198,9 +196,7 @@ class Identity:
             return "", frozenset()
         return role.name, frozenset(role.permissions)
 
-    async def authenticate(
-        self, token: str, client: ClientInfo, *, touch: bool = True
-    ) -> Caller:
+    async def authenticate(self, token: str, client: ClientInfo, *, touch: bool = True) -> Caller:
         """Resolve a session token to a Caller, enforcing revocation, lifetime and idle timeout."""
         claims = self.decode(token, "session")
         now = utcnow()
@@ -246,9 +242,7 @@ class Identity:
         async with self.kernel.db.session() as session:
             login = await session.get(LoginSession, login_session_id)
         return (
-            login is not None
-            and login.revoked_at is None
-            and as_utc(login.expires_at) > utcnow()
+            login is not None and login.revoked_at is None and as_utc(login.expires_at) > utcnow()
         )
 
     async def caller_for_user(
@@ -272,12 +266,13 @@ class Identity:
             user_agent=client.user_agent,
         )
 
-    async def revoke_sessions(
-        self, user_id: str, *, reason: str, keep: str | None = None
-    ) -> int:
-        """Revoke every live login session of a user except ``keep``; return how many."""
+    async def revoke_sessions(self, user_id: str, *, reason: str, keep: str | None = None) -> int:
+        """Revoke every live login session of a user except ``keep``; return how many.
+
+        Open sockets of the revoked sessions are closed as well.
+        """
         now = utcnow()
-        count = 0
+        revoked: list[str] = []
         async with self.kernel.db.session() as session:
             query = select(LoginSession).where(
                 LoginSession.user_id == user_id,
@@ -289,6 +284,22 @@ class Identity:
                 login.revoked_at = now
                 login.revoke_reason = reason
                 session.add(login)
-                count += 1
+                revoked.append(login.id)
             await session.commit()
-        return count
+        for login_id in revoked:
+            await self.kernel.live.close_where(reason, login_session_id=login_id)
+        return len(revoked)
+
+    async def revoke_session(self, login_session_id: str, *, user_id: str, reason: str) -> bool:
+        """Revoke one login session of a user and close its sockets; False if not theirs."""
+        async with self.kernel.db.session() as session:
+            login = await session.get(LoginSession, login_session_id)
+            if login is None or login.user_id != user_id:
+                return False
+            if login.revoked_at is None:
+                login.revoked_at = utcnow()
+                login.revoke_reason = reason
+                session.add(login)
+                await session.commit()
+        await self.kernel.live.close_where(reason, login_session_id=login_session_id)
+        return True

@@ -30,7 +30,7 @@ class User(SQLModel, table=True):
     """A person who can log in."""
 
     __tablename__ = "users"
-    __table_args__ = (Index("ix_users_provider", "auth_provider", "provider_id"),)
+    __table_args__ = (Index("ix_users_provider", "auth_provider", "provider_id", unique=True),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=64)
     username: str = Field(max_length=200, sa_column_kwargs={"unique": True})

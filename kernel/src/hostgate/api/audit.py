@@ -1,0 +1,70 @@
+"""``/audit``: the audit log; callers without ``audit.view_any`` see their own entries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint, request
+from quart_schema import tag
+
+from ..errors import InvalidInput
+from ..guards import authenticated, current_caller, current_kernel, requires
+from ..pagination import page_from
+from ..services import audit_query
+from ..timefmt import parse_iso
+
+blueprint = Blueprint("audit", __name__)
+
+VIEW_ANY = "audit.view_any"
+
+
+def _time(name: str) -> Any:
+    raw = request.args.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_iso(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be an ISO 8601 timestamp") from None
+
+
+@blueprint.get("/audit")
+@authenticated
+@tag(["audit"])
+async def list_entries() -> dict[str, Any]:
+    """Filtered, paginated entries, newest first."""
+    caller = current_caller()
+    page = page_from(request.args)
+    search = request.args.get("search", "").strip()
+    if len(search) > audit_query.SEARCH_MAX:
+        raise InvalidInput(f"search must be at most {audit_query.SEARCH_MAX} characters")
+    types = tuple(t.strip() for t in request.args.get("eventType", "").split(",") if t.strip())
+    flt = audit_query.AuditFilter(
+        search=search,
+        event_types=types,
+        user_id=request.args.get("userId", "").strip() or None,
+        start=_time("from"),
+        end=_time("to"),
+        only_user=None if caller.can(VIEW_ANY) else caller.user_id,
+    )
+    entries, total = await audit_query.search(current_kernel(), flt, page)
+    pages = (total + page.limit - 1) // page.limit
+    return {"entries": entries, "pagination": {**page.echo(), "total": total, "totalPages": pages}}
+
+
+@blueprint.get("/audit/event-types")
+@authenticated
+@tag(["audit"])
+async def event_types() -> dict[str, Any]:
+    """Distinct event types (of the caller's own entries without ``audit.view_any``)."""
+    caller = current_caller()
+    only = None if caller.can(VIEW_ANY) else caller.user_id
+    return {"eventTypes": await audit_query.event_types(current_kernel(), only)}
+
+
+@blueprint.get("/audit/users")
+@requires(VIEW_ANY)
+@tag(["audit"])
+async def audit_users() -> dict[str, Any]:
+    """Users that have entries."""
+    return {"users": await audit_query.users_with_entries(current_kernel())}

@@ -1,0 +1,195 @@
+"""``/profile``: the caller's own account, SSH preferences, MFA and login sessions."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint
+from quart_schema import tag, validate_request
+
+from ..guards import authenticated, current_caller, current_kernel
+from ..security.passwords import MAX_PASSWORD_LENGTH
+from ..services import profile
+
+blueprint = Blueprint("profile", __name__)
+
+CursorStyle = Literal["block", "bar", "underline"]
+
+
+class ProfileBody(BaseModel):
+    """Any subset of displayName, email, avatarText; ``""`` clears email and avatarText."""
+
+    model_config = ConfigDict(extra="forbid")
+    displayName: str | None = Field(default=None, max_length=200)
+    email: str | None = Field(default=None, max_length=320)
+    avatarText: str | None = Field(default=None, max_length=16)
+
+
+class PasswordBody(BaseModel):
+    """The current password and a new one (at least 8 characters)."""
+
+    model_config = ConfigDict(extra="forbid")
+    currentPassword: str = Field(max_length=MAX_PASSWORD_LENGTH)
+    newPassword: str = Field(max_length=MAX_PASSWORD_LENGTH)
+
+
+class SshPrefsBody(BaseModel):
+    """Any subset of the terminal preferences; numbers must be numbers."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    fontFamily: str | None = Field(default=None, min_length=1, max_length=200)
+    fontSize: int | float | None = Field(default=None, ge=6, le=72)
+    cursorStyle: CursorStyle | None = None
+    cursorBlink: bool | None = None
+    theme: str | None = Field(default=None, min_length=1, max_length=64)
+    scrollback: int | None = Field(default=None, ge=0, le=1_000_000)
+
+
+class CodeBody(BaseModel):
+    """A TOTP code."""
+
+    token: str = Field(min_length=1, max_length=32)
+
+
+class PasswordOnlyBody(BaseModel):
+    """The current password."""
+
+    password: str = Field(max_length=MAX_PASSWORD_LENGTH)
+
+
+class WarningBody(BaseModel):
+    """The name of a dismissed warning."""
+
+    warning: str = Field(min_length=1, max_length=100)
+
+
+@blueprint.get("/profile")
+@authenticated
+@tag(["profile"])
+async def get_profile() -> dict[str, Any]:
+    """The caller's profile."""
+    return await profile.profile(current_kernel(), current_caller())
+
+
+@blueprint.put("/profile")
+@authenticated
+@validate_request(ProfileBody)
+@tag(["profile"])
+async def update_profile(data: ProfileBody) -> dict[str, Any]:
+    """Change display name, e-mail, avatar text."""
+    changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
+    await profile.update_profile(current_kernel(), current_caller(), changes)
+    return {"success": True}
+
+
+@blueprint.put("/profile/password")
+@authenticated
+@validate_request(PasswordBody)
+@tag(["profile"])
+async def change_password(data: PasswordBody) -> dict[str, Any]:
+    """Change the password; other sessions end."""
+    await profile.change_password(
+        current_kernel(), current_caller(), data.currentPassword, data.newPassword
+    )
+    return {"success": True}
+
+
+@blueprint.get("/profile/ssh-prefs")
+@authenticated
+@tag(["profile"])
+async def get_ssh_prefs() -> dict[str, Any]:
+    """Terminal preferences: the instance defaults overlaid with the caller's."""
+    return await profile.ssh_prefs(current_kernel(), current_caller())
+
+
+@blueprint.put("/profile/ssh-prefs")
+@authenticated
+@validate_request(SshPrefsBody)
+@tag(["profile"])
+async def put_ssh_prefs(data: SshPrefsBody) -> dict[str, Any]:
+    """Store some preferences (the rest keep their values)."""
+    changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
+    await profile.update_ssh_prefs(current_kernel(), current_caller(), changes)
+    return {"ok": True}
+
+
+@blueprint.delete("/profile/ssh-prefs")
+@authenticated
+@tag(["profile"])
+async def delete_ssh_prefs() -> dict[str, Any]:
+    """Back to the instance defaults."""
+    await profile.update_ssh_prefs(current_kernel(), current_caller(), None)
+    return {"ok": True}
+
+
+@blueprint.get("/profile/mfa/status")
+@authenticated
+@tag(["profile"])
+async def mfa_status() -> dict[str, Any]:
+    """Whether TOTP is on."""
+    return await profile.mfa_status(current_kernel(), current_caller())
+
+
+@blueprint.post("/profile/mfa/setup")
+@authenticated
+@tag(["profile"])
+async def mfa_setup() -> dict[str, Any]:
+    """A new TOTP secret and its QR code (enabled once verified)."""
+    return await profile.mfa_setup(current_kernel(), current_caller())
+
+
+@blueprint.post("/profile/mfa/verify")
+@authenticated
+@validate_request(CodeBody)
+@tag(["profile"])
+async def mfa_verify(data: CodeBody) -> dict[str, Any]:
+    """Enable TOTP with a code from the authenticator app."""
+    await profile.mfa_verify(current_kernel(), current_caller(), data.token)
+    return {"ok": True}
+
+
+@blueprint.post("/profile/mfa/disable")
+@authenticated
+@validate_request(PasswordOnlyBody)
+@tag(["profile"])
+async def mfa_disable(data: PasswordOnlyBody) -> dict[str, Any]:
+    """Turn TOTP off (needs the current password)."""
+    await profile.mfa_disable(current_kernel(), current_caller(), data.password)
+    return {"ok": True}
+
+
+@blueprint.post("/profile/dismiss-warning")
+@authenticated
+@validate_request(WarningBody)
+@tag(["profile"])
+async def dismiss_warning(data: WarningBody) -> dict[str, Any]:
+    """Remember that a warning was dismissed."""
+    await profile.dismiss_warning(current_kernel(), current_caller(), data.warning)
+    return {"ok": True}
+
+
+@blueprint.get("/profile/login-sessions")
+@authenticated
+@tag(["profile"])
+async def list_login_sessions() -> dict[str, Any]:
+    """The caller's live login sessions."""
+    return {"sessions": await profile.login_sessions(current_kernel(), current_caller())}
+
+
+@blueprint.delete("/profile/login-sessions/<session_id>")
+@authenticated
+@tag(["profile"])
+async def revoke_login_session(session_id: str) -> dict[str, Any]:
+    """End one of the caller's sessions (the current one too)."""
+    await profile.revoke_login_session(current_kernel(), current_caller(), session_id)
+    return {"ok": True}
+
+
+@blueprint.delete("/profile/login-sessions")
+@authenticated
+@tag(["profile"])
+async def revoke_other_sessions() -> dict[str, Any]:
+    """End every session but the current one."""
+    await profile.revoke_other_sessions(current_kernel(), current_caller())
+    return {"ok": True}

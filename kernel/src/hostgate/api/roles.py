@@ -1,0 +1,93 @@
+"""``/roles``: built-in and custom roles (``roles.manage``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint
+from quart_schema import tag, validate_request
+
+from ..guards import current_caller, current_kernel, requires
+from ..services import roles
+
+blueprint = Blueprint("roles", __name__)
+
+MANAGE = "roles.manage"
+
+
+class CreateRoleBody(BaseModel):
+    """A custom role."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=1000)
+    permissions: list[str] = Field(default_factory=list, max_length=1000)
+
+
+class UpdateRoleBody(BaseModel):
+    """Any subset of name, description, permissions."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=1000)
+    permissions: list[str] | None = Field(default=None, max_length=1000)
+
+
+@blueprint.get("/roles")
+@requires(MANAGE)
+@tag(["roles"])
+async def list_roles() -> dict[str, Any]:
+    """Built-in roles first, then custom roles by name."""
+    return {"roles": await roles.list_roles(current_kernel())}
+
+
+@blueprint.get("/roles/permissions")
+@requires(MANAGE)
+@tag(["roles"])
+async def permission_groups() -> dict[str, Any]:
+    """Every permission name, by group (packs add theirs)."""
+    return {"permissionGroups": current_kernel().permission_groups}
+
+
+@blueprint.post("/roles")
+@requires(MANAGE)
+@validate_request(CreateRoleBody)
+@tag(["roles"])
+async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
+    """Create a custom role (201)."""
+    role = await roles.create_role(
+        current_kernel(),
+        name=data.name,
+        description=data.description,
+        permissions=data.permissions,
+        actor=current_caller(),
+    )
+    return role, 201
+
+
+@blueprint.put("/roles/<role_id>")
+@requires(MANAGE)
+@validate_request(UpdateRoleBody)
+@tag(["roles"])
+async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
+    """Change a role; built-in roles keep their name and description."""
+    changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
+    return await roles.update_role(current_kernel(), role_id, changes, actor=current_caller())
+
+
+@blueprint.post("/roles/<role_id>/reset")
+@requires(MANAGE)
+@tag(["roles"])
+async def reset_role(role_id: str) -> dict[str, Any]:
+    """Restore a built-in role's default permissions."""
+    return await roles.reset_role(current_kernel(), role_id, actor=current_caller())
+
+
+@blueprint.delete("/roles/<role_id>")
+@requires(MANAGE)
+@tag(["roles"])
+async def delete_role(role_id: str) -> dict[str, Any]:
+    """Delete a custom role no user holds."""
+    await roles.delete_role(current_kernel(), role_id, actor=current_caller())
+    return {"success": True}

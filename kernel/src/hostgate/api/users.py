@@ -1,0 +1,118 @@
+"""``/users``: user administration (``users.manage``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint
+from quart_schema import tag, validate_request
+
+from ..guards import current_caller, current_kernel, requires
+from ..permissions import USER_ROLE
+from ..security.passwords import MAX_PASSWORD_LENGTH
+from ..services import accounts
+
+blueprint = Blueprint("users", __name__)
+
+MANAGE = "users.manage"
+
+
+class CreateUserBody(BaseModel):
+    """A new local user; ``role`` is a role name or id (default ``user``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    username: str = Field(min_length=1, max_length=200)
+    password: str = Field(max_length=MAX_PASSWORD_LENGTH)
+    displayName: str = Field(default="", max_length=200)
+    email: str | None = Field(default="", max_length=320)
+    role: str = Field(default=USER_ROLE, min_length=1, max_length=200)
+
+
+class UpdateUserBody(BaseModel):
+    """Any subset of displayName, email, role."""
+
+    model_config = ConfigDict(extra="forbid")
+    displayName: str | None = Field(default=None, max_length=200)
+    email: str | None = Field(default=None, max_length=320)
+    role: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class ResetPasswordBody(BaseModel):
+    """The new password (at least 8 characters)."""
+
+    model_config = ConfigDict(extra="forbid")
+    newPassword: str = Field(max_length=MAX_PASSWORD_LENGTH)
+
+
+@blueprint.get("/users")
+@requires(MANAGE)
+@tag(["users"])
+async def list_users() -> dict[str, Any]:
+    """Every user, oldest first."""
+    return {"users": await accounts.list_users(current_kernel())}
+
+
+@blueprint.post("/users")
+@requires(MANAGE)
+@validate_request(CreateUserBody)
+@tag(["users"])
+async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
+    """Create a local user (201)."""
+    record = await accounts.create_user(
+        current_kernel(),
+        username=data.username,
+        password=data.password,
+        display_name=data.displayName,
+        email=data.email or "",
+        role=data.role,
+        actor=current_caller(),
+    )
+    return record, 201
+
+
+@blueprint.put("/users/<user_id>")
+@requires(MANAGE)
+@validate_request(UpdateUserBody)
+@tag(["users"])
+async def update_user(user_id: str, data: UpdateUserBody) -> dict[str, Any]:
+    """Change display name, e-mail and/or role."""
+    changes = {k: v for k, v in data.model_dump(exclude_unset=True).items()}
+    if changes.get("email") is None and "email" in changes:
+        changes["email"] = ""
+    if "displayName" in changes and changes["displayName"] is None:
+        changes.pop("displayName")
+    if "role" in changes and changes["role"] is None:
+        changes.pop("role")
+    await accounts.update_user(current_kernel(), user_id, changes, actor=current_caller())
+    return {"success": True}
+
+
+@blueprint.delete("/users/<user_id>")
+@requires(MANAGE)
+@tag(["users"])
+async def delete_user(user_id: str) -> dict[str, Any]:
+    """Delete a user (not yourself, not the last manager)."""
+    await accounts.delete_user(current_kernel(), user_id, actor=current_caller())
+    return {"success": True}
+
+
+@blueprint.post("/users/<user_id>/reset-password")
+@requires(MANAGE)
+@validate_request(ResetPasswordBody)
+@tag(["users"])
+async def reset_password(user_id: str, data: ResetPasswordBody) -> dict[str, Any]:
+    """Set a new password; every session of that user ends."""
+    await accounts.reset_password(
+        current_kernel(), user_id, data.newPassword, actor=current_caller()
+    )
+    return {"success": True}
+
+
+@blueprint.post("/users/<user_id>/unlock")
+@requires(MANAGE)
+@tag(["users"])
+async def unlock_user(user_id: str) -> dict[str, Any]:
+    """Lift a lockout and reset the failure count."""
+    await accounts.unlock_user(current_kernel(), user_id, actor=current_caller())
+    return {"success": True}

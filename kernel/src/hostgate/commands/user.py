@@ -1,0 +1,168 @@
+"""``hostgate user create|reset-password|unlock|list``: account recovery without the web UI."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import ApiError
+from .common import with_kernel
+
+PASSWORD_ENV = "HOSTGATE_PASSWORD"
+
+
+def register(subparsers: Any) -> None:
+    """Add ``user``."""
+    parser = subparsers.add_parser("user", help="manage users (recovery)")
+    sub = parser.add_subparsers(dest="user_command", metavar="ACTION", required=True)
+
+    create = sub.add_parser("create", help="create a local user")
+    create.add_argument("username")
+    create.add_argument("--role", default="user", help="role name or id (default: user)")
+    create.add_argument("--display-name", default="", help="display name (default: username)")
+    create.add_argument("--email", default="", help="e-mail address")
+    add_password_options(create)
+    create.set_defaults(handler=run_create)
+
+    reset = sub.add_parser("reset-password", help="set a new password; ends the user's sessions")
+    reset.add_argument("username")
+    add_password_options(reset)
+    reset.set_defaults(handler=run_reset)
+
+    unlock = sub.add_parser("unlock", help="lift a lockout")
+    unlock.add_argument("username")
+    unlock.set_defaults(handler=run_unlock)
+
+    listing = sub.add_parser("list", help="list users")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=run_list)
+
+
+def add_password_options(parser: argparse.ArgumentParser) -> None:
+    """``--password`` / ``--password-stdin`` (else $HOSTGATE_PASSWORD, else a prompt)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--password", help=f"the password (prefer ${PASSWORD_ENV} or a prompt)")
+    group.add_argument(
+        "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+
+
+def read_password(args: argparse.Namespace, env_name: str = PASSWORD_ENV) -> str:
+    """The password from the options, the environment, or an interactive prompt."""
+    if getattr(args, "password", None):
+        return str(args.password)
+    if getattr(args, "password_stdin", False):
+        return sys.stdin.readline().rstrip("\r\n")
+    if os.environ.get(env_name):
+        return os.environ[env_name]
+    if sys.stdin.isatty():
+        first = getpass.getpass("Password: ")
+        if first != getpass.getpass("Repeat password: "):
+            raise ApiError("the passwords do not match")
+        return first
+    raise ApiError(f"no password given: use --password-stdin, ${env_name} or run interactively")
+
+
+def fail(error: ApiError) -> int:
+    """Print an error the way the API would phrase it; exit code 1."""
+    print(f"hostgate: {error.message}", file=sys.stderr)
+    return 1
+
+
+async def _user_id(kernel: Any, username: str) -> str:
+    from ..errors import NotFound
+    from ..services.accounts import user_by_name
+
+    user = await user_by_name(kernel, username)
+    if user is None:
+        raise NotFound(f"no user named {username!r}")
+    return user.id
+
+
+def run_create(args: argparse.Namespace) -> int:
+    """Create a user."""
+    from ..services import accounts
+
+    try:
+        password = read_password(args)
+
+        async def work(kernel: Any) -> dict[str, Any]:
+            return await accounts.create_user(
+                kernel,
+                username=args.username,
+                password=password,
+                display_name=args.display_name,
+                email=args.email,
+                role=args.role,
+                actor=None,
+            )
+
+        record = with_kernel(args, work)
+    except ApiError as error:
+        return fail(error)
+    print(f"created user {record['username']} (role {record['role']}, id {record['id']})")
+    return 0
+
+
+def run_reset(args: argparse.Namespace) -> int:
+    """Reset a password."""
+    from ..services import accounts
+
+    try:
+        password = read_password(args)
+
+        async def work(kernel: Any) -> None:
+            user_id = await _user_id(kernel, args.username)
+            await accounts.reset_password(kernel, user_id, password, actor=None)
+
+        with_kernel(args, work)
+    except ApiError as error:
+        return fail(error)
+    print(f"password of {args.username} reset; their sessions have ended")
+    return 0
+
+
+def run_unlock(args: argparse.Namespace) -> int:
+    """Unlock a user."""
+    from ..services import accounts
+
+    async def work(kernel: Any) -> None:
+        user_id = await _user_id(kernel, args.username)
+        await accounts.unlock_user(kernel, user_id, actor=None)
+
+    try:
+        with_kernel(args, work)
+    except ApiError as error:
+        return fail(error)
+    print(f"{args.username} unlocked")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    """List users."""
+    from ..services import accounts
+
+    async def work(kernel: Any) -> list[dict[str, Any]]:
+        return await accounts.list_users(kernel)
+
+    users = with_kernel(args, work)
+    if args.json:
+        print(json.dumps({"users": users}, indent=2))
+        return 0
+    if not users:
+        print("no users yet: run `hostgate setup` or open the web UI")
+        return 0
+    print(
+        f"{'USERNAME':<24} {'ROLE':<16} {'PROVIDER':<10} {'MFA':<4} {'LOCKED UNTIL':<25} LAST LOGIN"
+    )
+    for user in users:
+        print(
+            f"{user['username']:<24} {user['role']:<16} {user['authProvider']:<10} "
+            f"{'yes' if user['mfaEnabled'] else 'no':<4} {user['lockedUntil'] or '-':<25} "
+            f"{user['lastLoginAt'] or '-'}"
+        )
+    return 0

@@ -1,0 +1,421 @@
+"""User administration: first-admin setup, create, update, delete, reset, unlock.
+
+The API (``/users``, ``/auth/setup``) and the recovery CLI (``hostgate user``,
+``hostgate setup``) both call these functions, so the rules hold everywhere:
+a caller cannot delete themselves, and the instance never loses its last user
+able to manage users or roles.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, delete, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from ..db.models.identity import Role, User
+from ..db.models.settings import SystemValue
+from ..errors import Conflict, InvalidInput, NotFound
+from ..permissions import ADMIN_ROLE, USER_ROLE
+from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
+from ..timefmt import as_utc, iso, utcnow
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller, ClientInfo
+
+SETUP_GUARD = "setup_complete"
+MANAGE_PERMISSIONS = ("users.manage", "roles.manage")
+NAME_MAX = 200
+EMAIL_MAX = 320
+_USERNAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+
+
+# -- validation ---------------------------------------------------------------
+
+
+def check_username(username: str) -> str:
+    """A valid local username (1-200 characters, no spaces or control characters)."""
+    if not isinstance(username, str) or not _USERNAME.match(username):
+        raise InvalidInput("username must be 1-200 characters without spaces")
+    return username
+
+
+def check_password(password: str, field: str = "password") -> str:
+    """A new password: at least 8 characters."""
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
+        raise InvalidInput(f"{field} must be at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise InvalidInput(f"{field} must be at most {MAX_PASSWORD_LENGTH} characters")
+    return password
+
+
+def check_email(email: str) -> str:
+    """An e-mail address or ``""``."""
+    email = email.strip()
+    if email and (len(email) > EMAIL_MAX or not _EMAIL.match(email)):
+        raise InvalidInput("email must be an e-mail address (or empty)")
+    return email
+
+
+def check_display_name(name: str) -> str:
+    """A display name: 1-200 characters, stored verbatim."""
+    if not name.strip():
+        raise InvalidInput("displayName must not be empty")
+    if len(name) > NAME_MAX:
+        raise InvalidInput(f"displayName must be at most {NAME_MAX} characters")
+    return name
+
+
+# -- shapes -------------------------------------------------------------------
+
+
+def initials(display_name: str, username: str) -> str:
+    """Up to two initials of the display name (the username's first letters otherwise)."""
+    words = [w for w in re.split(r"[\s._-]+", display_name) if w]
+    if len(words) >= 2:
+        return (words[0][0] + words[1][0]).upper()
+    source = words[0] if words else username
+    return source[:2].upper()
+
+
+def locked_until(user: User) -> str | None:
+    """``lockedUntil``: the lock's end while it lasts, else null."""
+    if user.locked_until is None or as_utc(user.locked_until) <= utcnow():
+        return None
+    return iso(user.locked_until)
+
+
+def user_record(user: User, role_name: str, *, full: bool = True) -> dict[str, Any]:
+    """The administration view of a user (``full`` adds createdAt and MFA fields)."""
+    record: dict[str, Any] = {
+        "id": user.id,
+        "username": user.username,
+        "displayName": user.display_name,
+        "email": user.email or "",
+        "role": role_name,
+        "failedLoginCount": user.failed_login_count,
+        "lockedUntil": locked_until(user),
+        "lastLoginAt": iso(user.last_login_at),
+        "authProvider": user.auth_provider,
+    }
+    if full:
+        record["createdAt"] = iso(user.created_at)
+        record["mfaEnabled"] = bool(user.mfa_enabled)
+        record["mfaMethod"] = "totp" if user.mfa_enabled else None
+    return record
+
+
+# -- lookups ------------------------------------------------------------------
+
+
+async def resolve_role(session: AsyncSession, ref: str) -> Role | None:
+    """A role by id or by name (names case-insensitively)."""
+    role = await session.get(Role, ref)
+    if role is not None:
+        return role
+    query = select(Role).where(func.lower(Role.name) == ref.strip().lower())
+    return (await session.exec(query)).first()
+
+
+async def _role_or_400(session: AsyncSession, ref: str) -> Role:
+    role = await resolve_role(session, ref)
+    if role is None:
+        raise InvalidInput(f"Unknown role: {ref}", code="unknown_role")
+    return role
+
+
+async def _user_or_404(session: AsyncSession, user_id: str) -> User:
+    user = await session.get(User, user_id)
+    if user is None:
+        raise NotFound("User not found")
+    return user
+
+
+async def user_by_name(kernel: Kernel, username: str) -> User | None:
+    """A user by username, case-insensitively (any login provider)."""
+    query = select(User).where(User.username_key == username.strip().lower())
+    async with kernel.db.session() as session:
+        return (await session.exec(query)).first()
+
+
+async def role_names(session: AsyncSession) -> dict[str, str]:
+    """``{role id: role name}``."""
+    return {r.id: r.name for r in (await session.exec(select(Role))).all()}
+
+
+async def users_exist(kernel: Kernel) -> bool:
+    """True once any user exists (``needsSetup`` is the opposite)."""
+    async with kernel.db.session() as session:
+        return (await session.exec(select(User.id).limit(1))).first() is not None
+
+
+# -- the last manager -----------------------------------------------------------
+
+
+async def lock_roles(session: AsyncSession) -> None:
+    """Serialise changes that could remove the last manager (row locks on PostgreSQL)."""
+    await session.exec(select(Role.id).with_for_update())
+
+
+async def manager_holders(session: AsyncSession) -> dict[str, int]:
+    """``{permission: number of users whose role holds it}`` for users/roles.manage."""
+    counts = (await session.exec(select(User.role_id, func.count()).group_by(User.role_id))).all()
+    roles = {r.id: r for r in (await session.exec(select(Role))).all()}
+    holders = dict.fromkeys(MANAGE_PERMISSIONS, 0)
+    for role_id, count in counts:
+        role = roles.get(role_id)
+        for permission in MANAGE_PERMISSIONS:
+            if role is not None and permission in role.permissions:
+                holders[permission] += int(count)
+    return holders
+
+
+async def ensure_managers_remain(session: AsyncSession, before: Mapping[str, int]) -> None:
+    """After a flushed change: 409 when it removed the last holder of a manage permission."""
+    after = await manager_holders(session)
+    for permission in MANAGE_PERMISSIONS:
+        if before.get(permission, 0) > 0 and after[permission] == 0:
+            raise Conflict(
+                f"This would leave no user with {permission}; the instance would lock "
+                "itself out. Give another user that permission first.",
+                code="last_manager",
+            )
+
+
+# -- audit helper -------------------------------------------------------------
+
+
+async def audit(
+    kernel: Kernel,
+    event_type: str,
+    actor: Caller | None,
+    *,
+    target: str = "",
+    details: Mapping[str, Any] | None = None,
+) -> None:
+    """Record an event by an API caller, or by the CLI when ``actor`` is None."""
+    if actor is None:
+        await kernel.audit.record(
+            event_type, target=target, details={**(details or {}), "via": "cli"}, username="cli"
+        )
+    else:
+        await kernel.audit.record(event_type, actor=actor, target=target, details=details)
+
+
+# -- operations ------------------------------------------------------------------
+
+
+async def list_users(kernel: Kernel) -> list[dict[str, Any]]:
+    """Every user, oldest first."""
+    async with kernel.db.session() as session:
+        names = await role_names(session)
+        users = (
+            await session.exec(select(User).order_by(col(User.created_at), col(User.id)))
+        ).all()
+    return [user_record(u, names.get(u.role_id, "")) for u in users]
+
+
+async def create_user(
+    kernel: Kernel,
+    *,
+    username: str,
+    password: str,
+    display_name: str = "",
+    email: str = "",
+    role: str = USER_ROLE,
+    actor: Caller | None,
+) -> dict[str, Any]:
+    """Create a local user; returns the record without createdAt and MFA fields."""
+    check_username(username)
+    check_password(password)
+    email = check_email(email)
+    display_name = check_display_name(display_name) if display_name else username
+    password_hash = await hash_password(password)
+    async with kernel.db.session() as session:
+        role_row = await _role_or_400(session, role)
+        taken = await session.exec(select(User.id).where(User.username_key == username.lower()))
+        if taken.first() is not None:
+            raise Conflict("Username already exists", code="username_taken")
+        user = User(
+            username=username,
+            username_key=username.lower(),
+            display_name=display_name,
+            email=email,
+            password_hash=password_hash,
+            role_id=role_row.id,
+        )
+        session.add(user)
+        try:
+            await session.commit()
+        except IntegrityError:
+            raise Conflict("Username already exists", code="username_taken") from None
+    record = user_record(user, role_row.name, full=False)
+    after = {k: record[k] for k in ("username", "displayName", "email", "role")}
+    await audit(kernel, "user.created", actor, target=username, details={"after": after})
+    return record
+
+
+async def setup_first_admin(
+    kernel: Kernel,
+    *,
+    username: str,
+    password: str,
+    display_name: str = "",
+    client: ClientInfo | None = None,
+) -> User:
+    """Create the first admin while no user exists; 409 otherwise, even when two race.
+
+    A guard row in ``system_values`` is inserted in the same transaction as the
+    user, so of two concurrent setups exactly one commits.
+    """
+    check_username(username)
+    check_password(password)
+    display_name = check_display_name(display_name) if display_name else username
+    password_hash = await hash_password(password)
+    done = Conflict("Setup already completed", code="setup_completed")
+    async with kernel.db.session() as session:
+        if (await session.exec(select(User.id).limit(1))).first() is not None:
+            raise done
+        stale = await session.get(SystemValue, SETUP_GUARD)
+        if stale is not None:
+            # No user is left (removed outside the API): setup may run again, but
+            # only one of several racing callers may remove the old guard.
+            result = await session.exec(
+                delete(SystemValue).where(
+                    col(SystemValue.name) == SETUP_GUARD, col(SystemValue.value) == stale.value
+                )
+            )
+            if result.rowcount != 1:
+                raise done
+        role = (await session.exec(select(Role).where(Role.name == ADMIN_ROLE))).one()
+        session.add(SystemValue(name=SETUP_GUARD, value=uuid.uuid4().hex))
+        user = User(
+            username=username,
+            username_key=username.lower(),
+            display_name=display_name,
+            password_hash=password_hash,
+            role_id=role.id,
+        )
+        session.add(user)
+        try:
+            await session.flush()
+            # Inside the write transaction now: a setup that committed meanwhile is seen.
+            if (await session.exec(select(func.count()).select_from(User))).one() != 1:
+                raise done
+            await session.commit()
+        except IntegrityError:
+            raise done from None
+    await kernel.audit.record(
+        "user.setup",
+        user_id=user.id,
+        username=user.username,
+        display_name=user.display_name,
+        target=user.username,
+        details={"role": ADMIN_ROLE} if client else {"role": ADMIN_ROLE, "via": "cli"},
+        ip_address=client.ip_address if client else "",
+    )
+    return user
+
+
+async def update_user(
+    kernel: Kernel, user_id: str, changes: Mapping[str, Any], *, actor: Caller | None
+) -> None:
+    """Change displayName, email and/or role (by name or id)."""
+    async with kernel.db.session() as session:
+        await lock_roles(session)
+        before_holders = await manager_holders(session)
+        user = await _user_or_404(session, user_id)
+        names = await role_names(session)
+        before: dict[str, Any] = {}
+        after: dict[str, Any] = {}
+        if "displayName" in changes and changes["displayName"] != user.display_name:
+            value = check_display_name(changes["displayName"])
+            before["displayName"], after["displayName"] = user.display_name, value
+            user.display_name = value
+        if "email" in changes:
+            value = check_email(changes["email"])
+            if value != user.email:
+                before["email"], after["email"] = user.email, value
+                user.email = value
+        if "role" in changes:
+            role = await _role_or_400(session, changes["role"])
+            if role.id != user.role_id:
+                before["role"], after["role"] = names.get(user.role_id, ""), role.name
+                user.role_id = role.id
+        if not after:
+            return
+        user.updated_at = utcnow()
+        session.add(user)
+        await session.flush()
+        if "role" in after:
+            await ensure_managers_remain(session, before_holders)
+        await session.commit()
+    await audit(
+        kernel,
+        "user.updated",
+        actor,
+        target=user.username,
+        details={"before": before, "after": after},
+    )
+
+
+async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
+    """Delete a user (their login sessions and connections go with them)."""
+    if actor is not None and actor.user_id == user_id:
+        raise InvalidInput("Cannot delete your own account", code="cannot_delete_self")
+    async with kernel.db.session() as session:
+        await lock_roles(session)
+        before_holders = await manager_holders(session)
+        user = await _user_or_404(session, user_id)
+        names = await role_names(session)
+        snapshot = {
+            "username": user.username,
+            "displayName": user.display_name,
+            "email": user.email,
+            "role": names.get(user.role_id, ""),
+        }
+        await session.delete(user)
+        await session.flush()
+        await ensure_managers_remain(session, before_holders)
+        await session.commit()
+    await kernel.live.close_where("user deleted", user_id=user_id)
+    await audit(
+        kernel, "user.deleted", actor, target=snapshot["username"], details={"before": snapshot}
+    )
+
+
+async def reset_password(
+    kernel: Kernel, user_id: str, new_password: str, *, actor: Caller | None
+) -> None:
+    """Set a new password; every session of the user ends and the lock is lifted."""
+    check_password(new_password, "newPassword")
+    password_hash = await hash_password(new_password)
+    async with kernel.db.session() as session:
+        user = await _user_or_404(session, user_id)
+        user.password_hash = password_hash
+        user.failed_login_count = 0
+        user.locked_until = None
+        user.updated_at = utcnow()
+        session.add(user)
+        await session.commit()
+    await kernel.identity.revoke_sessions(user_id, reason="password_reset")
+    await kernel.logins.forget_devices(user_id)
+    await kernel.live.close_where("password reset", user_id=user_id)
+    await audit(
+        kernel, "user.password_reset", actor, target=user.username, details={"userId": user_id}
+    )
+
+
+async def unlock_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
+    """Clear the failure count and any lock (succeeds when not locked too)."""
+    async with kernel.db.session() as session:
+        user = await _user_or_404(session, user_id)
+    await kernel.logins.reset_failures(user_id)
+    await audit(kernel, "user.unlocked", actor, target=user.username, details={"userId": user_id})

@@ -1,0 +1,133 @@
+"""Reading the audit log: filtered pages, event types, users with entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Text, func, or_, type_coerce
+from sqlmodel import col, select
+
+from ..db.models.audit import AuditEntry
+from ..db.models.identity import User
+from ..pagination import Page
+from .audit import to_event
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.elements import ColumnElement
+
+    from ..kernel import Kernel
+
+SEARCH_MAX = 200
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """What ``GET /audit`` asks for; ``user_id`` narrows to one user's entries."""
+
+    search: str = ""
+    event_types: tuple[str, ...] = ()
+    user_id: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    only_user: str | None = field(default=None)
+    """Set for callers without ``audit.view_any``: their own entries only."""
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def conditions(flt: AuditFilter) -> list[ColumnElement[bool]]:
+    """The WHERE clauses of a filter."""
+    where: list[ColumnElement[bool]] = []
+    if flt.only_user is not None:
+        where.append(col(AuditEntry.user_id) == flt.only_user)
+    if flt.user_id:
+        where.append(col(AuditEntry.user_id) == flt.user_id)
+    if flt.event_types:
+        where.append(col(AuditEntry.event_type).in_(flt.event_types))
+    if flt.start is not None:
+        where.append(col(AuditEntry.timestamp) >= flt.start)
+    if flt.end is not None:
+        where.append(col(AuditEntry.timestamp) <= flt.end)
+    if flt.search:
+        pattern = _like_pattern(flt.search)
+        columns = (
+            col(AuditEntry.event_type),
+            col(AuditEntry.target),
+            type_coerce(col(AuditEntry.details), Text),
+            col(AuditEntry.username),
+        )
+        where.append(or_(*(func.lower(c).like(pattern, escape="\\") for c in columns)))
+    return where
+
+
+async def search(kernel: Kernel, flt: AuditFilter, page: Page) -> tuple[list[dict[str, Any]], int]:
+    """One page of matching entries, newest first, and the number of matches."""
+    where = conditions(flt)
+    query = (
+        select(AuditEntry)
+        .where(*where)
+        .order_by(col(AuditEntry.timestamp).desc(), col(AuditEntry.seq).desc())
+        .offset(page.offset)
+        .limit(page.limit)
+    )
+    count_query = select(func.count()).select_from(AuditEntry).where(*where)
+    async with kernel.db.session() as session:
+        rows = (await session.exec(query)).all()
+        total = int((await session.exec(count_query)).one())
+    return [to_event(row).to_json() for row in rows], total
+
+
+async def event_types(kernel: Kernel, only_user: str | None = None) -> list[str]:
+    """Distinct event types in the log (of one user's entries when narrowed)."""
+    query = select(AuditEntry.event_type).distinct()
+    if only_user is not None:
+        query = query.where(col(AuditEntry.user_id) == only_user)
+    async with kernel.db.session() as session:
+        return sorted((await session.exec(query)).all())
+
+
+async def users_with_entries(kernel: Kernel) -> list[dict[str, str]]:
+    """``{id, username, displayName}`` of every user id that has entries.
+
+    Current names come from the user table; deleted users keep the names their
+    newest entry recorded.
+    """
+    async with kernel.db.session() as session:
+        ids = [
+            i
+            for i in (
+                await session.exec(
+                    select(AuditEntry.user_id)
+                    .where(col(AuditEntry.user_id).is_not(None))
+                    .distinct()
+                )
+            ).all()
+            if i
+        ]
+        users = {
+            u.id: u for u in (await session.exec(select(User).where(col(User.id).in_(ids)))).all()
+        }
+        out = []
+        for user_id in ids:
+            user = users.get(user_id)
+            if user is not None:
+                out.append(
+                    {"id": user.id, "username": user.username, "displayName": user.display_name}
+                )
+                continue
+            newest = (
+                await session.exec(
+                    select(AuditEntry.username, AuditEntry.display_name)
+                    .where(col(AuditEntry.user_id) == user_id)
+                    .order_by(col(AuditEntry.seq).desc())
+                    .limit(1)
+                )
+            ).first()
+            username, display = newest if newest else ("", "")
+            out.append({"id": user_id, "username": username, "displayName": display})
+    return sorted(out, key=lambda u: u["username"].lower())

@@ -1,0 +1,334 @@
+"""The caller's own account: profile, password, SSH preferences, MFA, login sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import col, select
+
+from ..db.models.identity import LoginSession, User
+from ..errors import Conflict, InvalidInput, NotAuthenticated
+from ..security.passwords import hash_password, verify_password
+from ..security.ratelimit import MFA_PER_USER, PASSWORD_CHECK_PER_USER
+from ..timefmt import as_utc, iso, utcnow
+from . import mfa
+from .accounts import check_display_name, check_email, check_password, initials
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+PASSWORD_BUCKET = "password_check"
+MFA_VERIFY_BUCKET = "mfa_verify"
+AVATAR_MAX = 16
+WARNING_MAX = 100
+MAX_WARNINGS = 200
+
+SSH_PREF_SETTINGS = {
+    "fontFamily": "ssh.font_family",
+    "fontSize": "ssh.font_size",
+    "cursorStyle": "ssh.cursor_style",
+    "cursorBlink": "ssh.cursor_blink",
+    "theme": "ssh.theme",
+    "scrollback": "ssh.scrollback",
+}
+
+
+async def _user(kernel: Kernel, caller: Caller) -> User:
+    async with kernel.db.session() as session:
+        user = await session.get(User, caller.user_id)
+    if user is None:
+        raise NotAuthenticated("Session has been revoked", code="session_revoked")
+    return user
+
+
+def me_json(user: User, caller: Caller) -> dict[str, Any]:
+    """``GET /auth/me``'s user."""
+    return {
+        "id": user.id,
+        "username": user.username,
+        "displayName": user.display_name,
+        "role": caller.role_name,
+        "permissions": sorted(caller.permissions),
+        "dismissedWarnings": list(user.dismissed_warnings or []),
+    }
+
+
+async def me(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+    """The caller as ``/auth/me`` shows them."""
+    return me_json(await _user(kernel, caller), caller)
+
+
+async def profile(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+    """``GET /profile``: strings are never null."""
+    user = await _user(kernel, caller)
+    return {
+        **me_json(user, caller),
+        "email": user.email or "",
+        "avatarText": user.avatar_text or initials(user.display_name, user.username),
+        "authProvider": user.auth_provider,
+        "mfaEnabled": bool(user.mfa_enabled),
+    }
+
+
+async def update_profile(kernel: Kernel, caller: Caller, changes: Mapping[str, Any]) -> None:
+    """Change displayName, email, avatarText (``""`` clears email and avatarText)."""
+    async with kernel.db.session() as session:
+        user = await session.get(User, caller.user_id)
+        if user is None:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        before: dict[str, Any] = {}
+        after: dict[str, Any] = {}
+        if "displayName" in changes:
+            value = check_display_name(changes["displayName"])
+            if value != user.display_name:
+                before["displayName"], after["displayName"] = user.display_name, value
+                user.display_name = value
+        if "email" in changes:
+            value = check_email(changes["email"])
+            if value != user.email:
+                before["email"], after["email"] = user.email, value
+                user.email = value
+        if "avatarText" in changes:
+            value = changes["avatarText"].strip()
+            if len(value) > AVATAR_MAX:
+                raise InvalidInput(f"avatarText must be at most {AVATAR_MAX} characters")
+            if value != user.avatar_text:
+                before["avatarText"], after["avatarText"] = user.avatar_text, value
+                user.avatar_text = value
+        if not after:
+            return
+        user.updated_at = utcnow()
+        session.add(user)
+        await session.commit()
+    await kernel.audit.record(
+        "profile.updated",
+        actor=caller,
+        target=caller.username,
+        details={"before": before, "after": after},
+    )
+
+
+async def check_own_password(kernel: Kernel, user: User, password: str, message: str) -> None:
+    """Verify the caller's password, limited to 10 checks per 15 minutes (400 if wrong)."""
+    kernel.limits.hit(
+        PASSWORD_BUCKET,
+        user.id,
+        PASSWORD_CHECK_PER_USER,
+        "Too many password attempts. Please try again later.",
+    )
+    if not await verify_password(user.password_hash, password):
+        raise InvalidInput(message, code="wrong_password")
+    kernel.limits.reset(PASSWORD_BUCKET, user.id)
+
+
+async def change_password(kernel: Kernel, caller: Caller, current: str, new: str) -> None:
+    """Change the caller's password; every other login session ends."""
+    check_password(new, "newPassword")
+    user = await _user(kernel, caller)
+    await check_own_password(kernel, user, current, "Current password is incorrect")
+    password_hash = await hash_password(new)
+    async with kernel.db.session() as session:
+        row = await session.get(User, user.id)
+        if row is None:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        row.password_hash = password_hash
+        row.updated_at = utcnow()
+        session.add(row)
+        await session.commit()
+    await kernel.identity.revoke_sessions(
+        user.id, reason="password_changed", keep=caller.login_session_id
+    )
+    await kernel.audit.record("auth.password_changed", actor=caller, target=caller.username)
+
+
+# -- SSH preferences -----------------------------------------------------------
+
+
+def ssh_defaults(kernel: Kernel) -> dict[str, Any]:
+    """The instance's terminal defaults from the ``ssh.*`` settings."""
+    return {name: kernel.settings.get(key) for name, key in SSH_PREF_SETTINGS.items()}
+
+
+async def ssh_prefs(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+    """Global defaults overlaid with the caller's own choices."""
+    user = await _user(kernel, caller)
+    stored = {k: v for k, v in (user.ssh_prefs or {}).items() if k in SSH_PREF_SETTINGS}
+    return {**ssh_defaults(kernel), **stored}
+
+
+async def update_ssh_prefs(
+    kernel: Kernel, caller: Caller, changes: Mapping[str, Any] | None
+) -> None:
+    """Merge validated preferences into the caller's (``None`` clears them all)."""
+    async with kernel.db.session() as session:
+        user = await session.get(User, caller.user_id)
+        if user is None:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        user.ssh_prefs = {} if changes is None else {**(user.ssh_prefs or {}), **changes}
+        session.add(user)
+        await session.commit()
+
+
+# -- warnings ----------------------------------------------------------------------
+
+
+async def dismiss_warning(kernel: Kernel, caller: Caller, warning: str) -> None:
+    """Remember a dismissed warning (once)."""
+    warning = warning.strip()
+    if not warning or len(warning) > WARNING_MAX:
+        raise InvalidInput(f"warning must be 1-{WARNING_MAX} characters")
+    async with kernel.db.session() as session:
+        user = await session.get(User, caller.user_id)
+        if user is None:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        current = list(user.dismissed_warnings or [])
+        if warning in current:
+            return
+        if len(current) >= MAX_WARNINGS:
+            raise InvalidInput("too many dismissed warnings")
+        user.dismissed_warnings = [*current, warning]
+        session.add(user)
+        await session.commit()
+
+
+# -- MFA -------------------------------------------------------------------------
+
+
+async def mfa_status(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+    """``{enabled}``."""
+    user = await _user(kernel, caller)
+    return {"enabled": bool(user.mfa_enabled and user.mfa_secret)}
+
+
+async def mfa_setup(kernel: Kernel, caller: Caller) -> dict[str, str]:
+    """A new pending secret and its QR code; MFA is enabled only by ``mfa_verify``."""
+    secret = mfa.new_secret()
+    async with kernel.db.session() as session:
+        user = await session.get(User, caller.user_id)
+        if user is None:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        if user.mfa_enabled:
+            raise Conflict("MFA is already enabled; disable it first", code="mfa_enabled")
+        user.mfa_pending_secret = kernel.secrets.seal(secret)
+        user.mfa_last_step = None
+        session.add(user)
+        await session.commit()
+    issuer = str(kernel.settings.get("app.name") or "hostgate")
+    uri = mfa.provisioning_uri(secret, user.username, issuer)
+    return {"secret": secret, "qrDataUrl": mfa.qr_data_url(uri)}
+
+
+async def mfa_verify(kernel: Kernel, caller: Caller, code: str) -> None:
+    """Enable MFA with a valid code for the pending secret (5 tries per 5 minutes)."""
+    kernel.limits.hit(
+        MFA_VERIFY_BUCKET,
+        caller.user_id,
+        MFA_PER_USER,
+        "Too many attempts. Please wait before trying again.",
+    )
+    user = await _user(kernel, caller)
+    if user.mfa_enabled:
+        raise Conflict("MFA is already enabled", code="mfa_enabled")
+    if not user.mfa_pending_secret:
+        raise InvalidInput("Start MFA setup first", code="mfa_not_started")
+    secret = kernel.secrets.open(user.mfa_pending_secret)
+    if not await mfa.accept_code(kernel, user.id, secret, code):
+        raise InvalidInput("Invalid verification code", code="invalid_code")
+    async with kernel.db.session() as session:
+        row = await session.get(User, user.id)
+        if row is None:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        row.mfa_secret = row.mfa_pending_secret
+        row.mfa_pending_secret = None
+        row.mfa_enabled = True
+        row.updated_at = utcnow()
+        session.add(row)
+        await session.commit()
+    kernel.limits.reset(MFA_VERIFY_BUCKET, caller.user_id)
+    await kernel.audit.record("auth.mfa_enabled", actor=caller, target=caller.username)
+
+
+async def mfa_disable(kernel: Kernel, caller: Caller, password: str) -> None:
+    """Turn MFA off (needs the current password); trusted devices are forgotten."""
+    user = await _user(kernel, caller)
+    await check_own_password(kernel, user, password, "Incorrect password")
+    async with kernel.db.session() as session:
+        row = await session.get(User, user.id)
+        if row is None:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        was_enabled = row.mfa_enabled
+        row.mfa_enabled = False
+        row.mfa_secret = None
+        row.mfa_pending_secret = None
+        row.mfa_last_step = None
+        row.updated_at = utcnow()
+        session.add(row)
+        await session.commit()
+    await kernel.logins.forget_devices(user.id)
+    if was_enabled:
+        await kernel.audit.record("auth.mfa_disabled", actor=caller, target=caller.username)
+
+
+# -- login sessions ------------------------------------------------------------------
+
+
+async def login_sessions(kernel: Kernel, caller: Caller) -> list[dict[str, Any]]:
+    """The caller's live login sessions, most recently used first."""
+    now = utcnow()
+    idle = int(kernel.settings.get("security.idle_timeout_minutes") or 0)
+    query = (
+        select(LoginSession)
+        .where(
+            col(LoginSession.user_id) == caller.user_id,
+            col(LoginSession.revoked_at).is_(None),
+            col(LoginSession.expires_at) > now,
+        )
+        .order_by(col(LoginSession.last_used_at).desc())
+    )
+    async with kernel.db.session() as session:
+        rows = (await session.exec(query)).all()
+    out = []
+    for row in rows:
+        if idle > 0 and now - as_utc(row.last_used_at) > timedelta(minutes=idle):
+            continue
+        out.append(
+            {
+                "id": row.id,
+                "browser": row.browser or "Unknown",
+                "os": row.os or "Unknown",
+                "ipAddress": row.ip_address or "Unknown",
+                "createdAt": iso(row.created_at),
+                "lastUsedAt": iso(row.last_used_at),
+                "isCurrent": row.id == caller.login_session_id,
+                "method": row.method,
+            }
+        )
+    return out
+
+
+async def revoke_login_session(kernel: Kernel, caller: Caller, login_session_id: str) -> None:
+    """End one of the caller's sessions (unknown ids are ignored)."""
+    if await kernel.identity.revoke_session(
+        login_session_id, user_id=caller.user_id, reason="revoked"
+    ):
+        await kernel.audit.record(
+            "auth.session_revoked",
+            actor=caller,
+            target=caller.username,
+            details={"loginSessionId": login_session_id},
+        )
+
+
+async def revoke_other_sessions(kernel: Kernel, caller: Caller) -> int:
+    """End every session of the caller but the current one."""
+    count = await kernel.identity.revoke_sessions(
+        caller.user_id, reason="revoked", keep=caller.login_session_id
+    )
+    if count:
+        await kernel.audit.record(
+            "auth.session_revoked", actor=caller, target=caller.username, details={"count": count}
+        )
+    return count

@@ -1,0 +1,218 @@
+"""Roles: built-in (``admin``, ``user``) and custom; permission names checked against the kernel.
+
+Built-in roles keep their name and description; their permissions can change and
+``reset`` restores the defaults. A role with users cannot be deleted, and no change
+may leave the instance without a user able to manage users or roles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from .. import permissions as perms
+from ..db.models.identity import Role, User
+from ..errors import Conflict, InvalidInput, NotFound
+from ..timefmt import iso, utcnow
+from .accounts import NAME_MAX, audit, ensure_managers_remain, lock_roles, manager_holders
+from .accounts import resolve_role as _resolve
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+DESCRIPTION_MAX = 1000
+
+
+def role_json(role: Role) -> dict[str, Any]:
+    """The spec's role object."""
+    return {
+        "id": role.id,
+        "name": role.name,
+        "description": role.description,
+        "isBuiltin": role.is_builtin,
+        "permissions": list(role.permissions),
+        "createdAt": iso(role.created_at),
+        "updatedAt": iso(role.updated_at),
+    }
+
+
+def check_permissions(kernel: Kernel, names: Iterable[str]) -> list[str]:
+    """Known permission names in the kernel's order; 400 naming any unknown ones."""
+    wanted = list(names)
+    known = kernel.permission_names
+    unknown = sorted({n for n in wanted if n not in known})
+    if unknown:
+        raise InvalidInput(
+            f"Unknown permission(s): {', '.join(unknown)}", code="unknown_permission"
+        )
+    chosen = set(wanted)
+    return [n for n in known if n in chosen]
+
+
+def _check_name(name: str) -> str:
+    cleaned = name.strip()
+    if not cleaned:
+        raise InvalidInput("name must not be empty")
+    if len(name) > NAME_MAX:
+        raise InvalidInput(f"name must be at most {NAME_MAX} characters")
+    return name
+
+
+def _check_description(description: str) -> str:
+    if len(description) > DESCRIPTION_MAX:
+        raise InvalidInput(f"description must be at most {DESCRIPTION_MAX} characters")
+    return description
+
+
+async def _name_taken(session: AsyncSession, name: str, except_id: str | None = None) -> bool:
+    query = select(Role.id).where(func.lower(Role.name) == name.strip().lower())
+    if except_id is not None:
+        query = query.where(col(Role.id) != except_id)
+    return (await session.exec(query)).first() is not None
+
+
+async def _role_or_404(session: AsyncSession, ref: str) -> Role:
+    role = await _resolve(session, ref)
+    if role is None:
+        raise NotFound("Role not found")
+    return role
+
+
+def _changes(before: list[str], after: list[str]) -> dict[str, Any]:
+    added = [p for p in after if p not in before]
+    removed = [p for p in before if p not in after]
+    out: dict[str, Any] = {}
+    if added:
+        out["permissionsAdded"] = added
+    if removed:
+        out["permissionsRemoved"] = removed
+    return out
+
+
+async def list_roles(kernel: Kernel) -> list[dict[str, Any]]:
+    """Built-in roles first, then by name."""
+    async with kernel.db.session() as session:
+        roles = (await session.exec(select(Role))).all()
+    ordered = sorted(roles, key=lambda r: (not r.is_builtin, r.name.lower()))
+    return [role_json(r) for r in ordered]
+
+
+async def create_role(
+    kernel: Kernel,
+    *,
+    name: str,
+    description: str,
+    permissions: Iterable[str],
+    actor: Caller | None,
+) -> dict[str, Any]:
+    """A new custom role."""
+    name = _check_name(name)
+    description = _check_description(description)
+    granted = check_permissions(kernel, permissions)
+    async with kernel.db.session() as session:
+        if await _name_taken(session, name):
+            raise Conflict(f"A role named {name!r} already exists", code="role_exists")
+        role = Role(name=name, description=description, permissions=granted)
+        session.add(role)
+        try:
+            await session.commit()
+        except IntegrityError:
+            raise Conflict(f"A role named {name!r} already exists", code="role_exists") from None
+    await audit(
+        kernel,
+        "role.created",
+        actor,
+        target=role.name,
+        details={"roleId": role.id, "permissions": granted},
+    )
+    return role_json(role)
+
+
+async def update_role(
+    kernel: Kernel, ref: str, changes: Mapping[str, Any], *, actor: Caller | None
+) -> dict[str, Any]:
+    """Change name, description and/or permissions (built-ins: permissions only)."""
+    async with kernel.db.session() as session:
+        await lock_roles(session)
+        before_holders = await manager_holders(session)
+        role = await _role_or_404(session, ref)
+        details: dict[str, Any] = {"roleId": role.id}
+        if "name" in changes and changes["name"] != role.name:
+            if role.is_builtin:
+                raise InvalidInput(
+                    "Built-in roles keep their name and description", code="builtin_role"
+                )
+            name = _check_name(changes["name"])
+            if await _name_taken(session, name, except_id=role.id):
+                raise Conflict(f"A role named {name!r} already exists", code="role_exists")
+            details["nameChanged"] = {"from": role.name, "to": name}
+            role.name = name
+        if "description" in changes and changes["description"] != role.description:
+            if role.is_builtin:
+                raise InvalidInput(
+                    "Built-in roles keep their name and description", code="builtin_role"
+                )
+            role.description = _check_description(changes["description"])
+            details["descriptionChanged"] = True
+        if "permissions" in changes:
+            granted = check_permissions(kernel, changes["permissions"])
+            details.update(_changes(list(role.permissions), granted))
+            role.permissions = granted
+        if len(details) > 1:
+            role.updated_at = utcnow()
+            session.add(role)
+            await session.flush()
+            await ensure_managers_remain(session, before_holders)
+            await session.commit()
+    if len(details) > 1:
+        await audit(kernel, "role.updated", actor, target=role.name, details=details)
+    return role_json(role)
+
+
+async def reset_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> dict[str, Any]:
+    """Restore a built-in role's default permissions."""
+    defaults = perms.builtin_defaults(kernel.permission_groups)
+    async with kernel.db.session() as session:
+        await lock_roles(session)
+        before_holders = await manager_holders(session)
+        role = await _role_or_404(session, ref)
+        if not role.is_builtin or role.name not in defaults:
+            raise InvalidInput("Only built-in roles can be reset", code="not_builtin")
+        description, granted = defaults[role.name]
+        details: dict[str, Any] = {"roleId": role.id, **_changes(list(role.permissions), granted)}
+        role.permissions = list(granted)
+        role.description = description
+        role.updated_at = utcnow()
+        session.add(role)
+        await session.flush()
+        await ensure_managers_remain(session, before_holders)
+        await session.commit()
+    await audit(kernel, "role.reset", actor, target=role.name, details=details)
+    return role_json(role)
+
+
+async def delete_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> None:
+    """Delete a custom role that no user holds."""
+    async with kernel.db.session() as session:
+        role = await _role_or_404(session, ref)
+        if role.is_builtin:
+            raise InvalidInput("Cannot delete built-in role", code="builtin_role")
+        count = (await session.exec(select(func.count()).where(col(User.role_id) == role.id))).one()
+        if count:
+            raise Conflict(
+                f"Cannot delete role: {count} user(s) still assigned to it", code="role_in_use"
+            )
+        await session.delete(role)
+        try:
+            await session.commit()
+        except IntegrityError:
+            raise Conflict(
+                "Cannot delete role: users are assigned to it", code="role_in_use"
+            ) from None
+    await audit(kernel, "role.deleted", actor, target=role.name, details={"roleId": role.id})
