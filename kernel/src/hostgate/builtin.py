@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from .descriptors import SettingSpec
 from .markers import hookimpl
 from .permissions import KERNEL_PERMISSIONS
+from .services.notifications.plugin import event  # noqa: F401 - the notifications hook
 from .services.netpolicy import validate_rules
 
 CURSOR_STYLES = ("block", "bar", "underline")
@@ -63,6 +64,8 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
                 "(*.example.com) or loopback/private/link-local; empty allows every target"),
     SettingSpec("network.deny", str, "", max_length=20_000, validate=validate_rules,
                 description="Targets the gateway must never connect to (wins over network.allow)"),
+    SettingSpec("notifications.log_retention_days", int, 90, minimum=1, maximum=36_500,
+                description="Days the notification delivery log keeps entries"),
 )
 
 

@@ -24,6 +24,7 @@ from .services.identity import Identity
 from .services.live import LiveSessions
 from .services.logins import Logins
 from .services.netpolicy import NetworkPolicy
+from .services.notifications import Notifications
 from .services.settings import Settings
 from .services.version import VersionChecker
 from .timefmt import utcnow
@@ -84,6 +85,7 @@ class Kernel:
         self.live = LiveSessions()
         self._start_hooks: list[Callable[[], Awaitable[None]]] = []
         self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
+        self.notifications = Notifications(self)
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` at start-up, after the database and settings are ready."""

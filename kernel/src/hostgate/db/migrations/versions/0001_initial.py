@@ -2,14 +2,16 @@
 
 Revision ID: 0001_initial
 Revises: 
-Create Date: 2026-11-21 20:45:34.922778
+Create Date: 2026-11-21 21:00:03.532318
 """
 from __future__ import annotations
 
-import hostgate.db.types
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
+
+import hostgate.db.types
+
 
 revision = '0001_initial'
 down_revision = None
@@ -40,6 +42,50 @@ def upgrade() -> None:
         batch_op.create_index('ix_audit_type_ts', ['event_type', 'timestamp'], unique=False)
         batch_op.create_index('ix_audit_user_ts', ['user_id', 'timestamp'], unique=False)
 
+    op.create_table('notification_channels',
+    sa.Column('type', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('enabled', sa.Boolean(), nullable=False),
+    sa.Column('config', hostgate.db.types.JSONText(), nullable=False),
+    sa.Column('secrets', hostgate.db.types.Sealed(), nullable=True),
+    sa.Column('updated_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.PrimaryKeyConstraint('type')
+    )
+    op.create_table('notification_log',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('rule_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('rule_name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('channel', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('error', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('payload', hostgate.db.types.JSONText(), nullable=False),
+    sa.Column('attempt', sa.Integer(), nullable=False),
+    sa.Column('retry_of', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+    sa.Column('automatic_retries', sa.Boolean(), nullable=False),
+    sa.Column('next_attempt_at', hostgate.db.types.UTCDateTime(), nullable=True),
+    sa.Column('created_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('sent_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('notification_log', schema=None) as batch_op:
+        batch_op.create_index('ix_notification_log_next', ['next_attempt_at'], unique=False)
+        batch_op.create_index('ix_notification_log_rule', ['rule_id', 'sent_at'], unique=False)
+        batch_op.create_index('ix_notification_log_sent_at', ['sent_at'], unique=False)
+        batch_op.create_index('ix_notification_log_status', ['status', 'sent_at'], unique=False)
+
+    op.create_table('notification_rules',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('enabled', sa.Boolean(), nullable=False),
+    sa.Column('events', hostgate.db.types.JSONText(), nullable=False),
+    sa.Column('condition_logic', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
+    sa.Column('conditions', hostgate.db.types.JSONText(), nullable=False),
+    sa.Column('cadence', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('actions', hostgate.db.types.JSONText(), nullable=False),
+    sa.Column('created_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('last_triggered_at', hostgate.db.types.UTCDateTime(), nullable=True),
+    sa.PrimaryKeyConstraint('id')
+    )
     op.create_table('roles',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
@@ -63,6 +109,20 @@ def upgrade() -> None:
     sa.Column('created_at', hostgate.db.types.UTCDateTime(), nullable=False),
     sa.PrimaryKeyConstraint('name')
     )
+    op.create_table('notification_digest_items',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('rule_id', sa.String(length=64), nullable=False),
+    sa.Column('cadence', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('period_start', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('period_end', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('event', hostgate.db.types.JSONText(), nullable=False),
+    sa.Column('created_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.ForeignKeyConstraint(['rule_id'], ['notification_rules.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('notification_digest_items', schema=None) as batch_op:
+        batch_op.create_index('ix_notification_digest_period', ['period_end', 'rule_id'], unique=False)
+
     op.create_table('users',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('username', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
@@ -91,7 +151,7 @@ def upgrade() -> None:
     sa.UniqueConstraint('username_key')
     )
     with op.batch_alter_table('users', schema=None) as batch_op:
-        batch_op.create_index('ix_users_provider', ['auth_provider', 'provider_id'], unique=False)
+        batch_op.create_index('ix_users_provider', ['auth_provider', 'provider_id'], unique=True)
         batch_op.create_index(batch_op.f('ix_users_role_id'), ['role_id'], unique=False)
 
     op.create_table('auth_credentials',
@@ -254,9 +314,22 @@ def downgrade() -> None:
         batch_op.drop_index('ix_users_provider')
 
     op.drop_table('users')
+    with op.batch_alter_table('notification_digest_items', schema=None) as batch_op:
+        batch_op.drop_index('ix_notification_digest_period')
+
+    op.drop_table('notification_digest_items')
     op.drop_table('system_values')
     op.drop_table('settings')
     op.drop_table('roles')
+    op.drop_table('notification_rules')
+    with op.batch_alter_table('notification_log', schema=None) as batch_op:
+        batch_op.drop_index('ix_notification_log_status')
+        batch_op.drop_index('ix_notification_log_sent_at')
+        batch_op.drop_index('ix_notification_log_rule')
+        batch_op.drop_index('ix_notification_log_next')
+
+    op.drop_table('notification_log')
+    op.drop_table('notification_channels')
     with op.batch_alter_table('audit_log', schema=None) as batch_op:
         batch_op.drop_index('ix_audit_user_ts')
         batch_op.drop_index('ix_audit_type_ts')

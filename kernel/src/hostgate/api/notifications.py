@@ -1,0 +1,323 @@
+"""``/notifications``: channels, rules, recipients, the delivery log and its retention."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from quart import Blueprint, request
+from quart_schema import tag, validate_request
+
+from ..errors import InvalidInput, NotFound
+from ..guards import current_caller, current_kernel, requires
+from ..pagination import page_from
+from ..services.notifications.logbook import entry_json
+from ..services.notifications.rules import RuleIn, RulePatch
+from ..services.notifications.service import rule_json
+from ..timefmt import parse_iso
+
+blueprint = Blueprint("notifications", __name__)
+
+PERMISSION = "settings.notifications"
+
+
+class ChannelBody(BaseModel):
+    """``PUT /notifications/channels/:type``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: StrictBool | None = None
+    config: dict[str, Any] | None = None
+
+
+class RetentionBody(BaseModel):
+    """``PUT /notifications/settings``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retention_days: StrictInt = Field(alias="retentionDays", ge=1, le=36_500)
+
+
+def _known_channel(channel_type: str) -> None:
+    if channel_type not in current_kernel().notifications.channels.types():
+        raise NotFound(f"Unknown notification channel {channel_type!r}")
+
+
+async def _optional_json() -> dict[str, Any]:
+    raw = await request.get_data()
+    if not raw or not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise InvalidInput("Malformed JSON body") from None
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise InvalidInput("send a JSON object of config overrides")
+    return body
+
+
+# -- channels ----------------------------------------------------------------------
+
+
+@blueprint.get("/notifications/channels")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def list_channels() -> dict[str, Any]:
+    """Every channel with its config; secret values masked."""
+    return {"channels": await current_kernel().notifications.channels.listing()}
+
+
+@blueprint.put("/notifications/channels/<channel_type>")
+@requires(PERMISSION)
+@validate_request(ChannelBody)
+@tag(["notifications"])
+async def update_channel(channel_type: str, data: ChannelBody) -> dict[str, Any]:
+    """Enable or disable a channel and merge its config; the mask keeps a stored secret."""
+    _known_channel(channel_type)
+    kernel = current_kernel()
+    changed = await kernel.notifications.channels.update(channel_type, data.enabled, data.config)
+    state = await kernel.notifications.channels.state(channel_type)
+    await kernel.audit.record(
+        "notifications.channel_updated",
+        actor=current_caller(),
+        target=channel_type,
+        details={"enabled": state.enabled, "changedFields": changed},
+    )
+    return {"ok": True}
+
+
+@blueprint.post("/notifications/channels/<channel_type>/test")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def test_channel(channel_type: str) -> dict[str, Any]:
+    """Send a real test message (stored config plus optional overrides); report the error."""
+    _known_channel(channel_type)
+    body = await _optional_json()
+    recipients = body.pop("recipients", None)
+    if recipients is not None and (
+        not isinstance(recipients, list) or not all(isinstance(r, str) for r in recipients)
+    ):
+        raise InvalidInput("recipients must be an array of strings")
+    overrides = body.pop("config") if set(body) == {"config"} else body
+    if not isinstance(overrides, dict):
+        raise InvalidInput("config must be an object")
+    kernel = current_kernel()
+    caller = current_caller()
+    try:
+        result = await kernel.notifications.test_channel(
+            channel_type, overrides, recipients, caller
+        )
+    except Exception:
+        await kernel.audit.record(
+            "notifications.channel_tested",
+            actor=caller,
+            target=channel_type,
+            details={"ok": False},
+        )
+        raise
+    await kernel.audit.record(
+        "notifications.channel_tested", actor=caller, target=channel_type, details={"ok": True}
+    )
+    return {"ok": True, "entryId": result["id"]}
+
+
+# -- rules -------------------------------------------------------------------------
+
+
+@blueprint.get("/notifications/rules")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def list_rules() -> dict[str, Any]:
+    """Every rule."""
+    return {"rules": await current_kernel().notifications.list_rules()}
+
+
+@blueprint.post("/notifications/rules")
+@requires(PERMISSION)
+@validate_request(RuleIn)
+@tag(["notifications"])
+async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
+    """Create a rule (201)."""
+    kernel = current_kernel()
+    rule = await kernel.notifications.create_rule(data)
+    await kernel.audit.record(
+        "notifications.rule_created",
+        actor=current_caller(),
+        target=rule.name,
+        details={"ruleId": rule.id, "events": list(rule.events), "cadence": rule.cadence},
+    )
+    return {"rule": rule_json(rule)}, 201
+
+
+@blueprint.put("/notifications/rules/<rule_id>")
+@requires(PERMISSION)
+@validate_request(RulePatch)
+@tag(["notifications"])
+async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
+    """Change any subset of a rule's fields."""
+    kernel = current_kernel()
+    rule, changed = await kernel.notifications.update_rule(rule_id, data)
+    await kernel.audit.record(
+        "notifications.rule_updated",
+        actor=current_caller(),
+        target=rule.name,
+        details={"ruleId": rule.id, "changedFields": changed},
+    )
+    return {"rule": rule_json(rule)}
+
+
+@blueprint.patch("/notifications/rules/<rule_id>/toggle")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def toggle_rule(rule_id: str) -> dict[str, Any]:
+    """Flip a rule between enabled and disabled."""
+    kernel = current_kernel()
+    rule = await kernel.notifications.toggle_rule(rule_id)
+    await kernel.audit.record(
+        "notifications.rule_enabled" if rule.enabled else "notifications.rule_disabled",
+        actor=current_caller(),
+        target=rule.name,
+        details={"ruleId": rule.id},
+    )
+    return {"ok": True, "enabled": rule.enabled}
+
+
+@blueprint.delete("/notifications/rules/<rule_id>")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def delete_rule(rule_id: str) -> dict[str, Any]:
+    """Delete a rule (its delivery log stays)."""
+    kernel = current_kernel()
+    rule = await kernel.notifications.delete_rule(rule_id)
+    await kernel.audit.record(
+        "notifications.rule_deleted",
+        actor=current_caller(),
+        target=rule.name,
+        details={"ruleId": rule.id},
+    )
+    return {"ok": True}
+
+
+@blueprint.get("/notifications/recipients")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def recipients() -> dict[str, Any]:
+    """Users (with e-mail) and roles an smtp action may name."""
+    return await current_kernel().notifications.recipients()  # type: ignore[no-any-return]
+
+
+# -- the delivery log --------------------------------------------------------------
+
+
+@blueprint.get("/notifications/log")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def list_log() -> dict[str, Any]:
+    """Delivery attempts, newest first; filters ``status`` and ``rule_id``; paged."""
+    page = page_from(request.args)
+    entries, total = await current_kernel().notifications.log.page(
+        page, status=request.args.get("status"), rule_id=request.args.get("rule_id") or None
+    )
+    return {"entries": entries, "total": total, **page.echo()}
+
+
+@blueprint.post("/notifications/log/<entry_id>/retry")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def retry_delivery(entry_id: str) -> dict[str, Any]:
+    """Re-send a failed delivery now with the channel's current config (a new entry)."""
+    kernel = current_kernel()
+    caller = current_caller()
+    try:
+        entry = await kernel.notifications.retry(entry_id)
+    except Exception as exc:
+        if getattr(exc, "status", 0) >= 500:
+            await kernel.audit.record(
+                "notifications.delivery_retried",
+                actor=caller,
+                target=entry_id,
+                details={"entryId": entry_id, "ok": False},
+            )
+        raise
+    await kernel.audit.record(
+        "notifications.delivery_retried",
+        actor=caller,
+        target=entry_id,
+        details={"entryId": entry_id, "newEntryId": entry.id, "ok": True},
+    )
+    return {"ok": True, "entry": entry_json(entry)}
+
+
+@blueprint.delete("/notifications/log/<entry_id>")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def delete_log_entry(entry_id: str) -> dict[str, Any]:
+    """Delete one log entry."""
+    kernel = current_kernel()
+    entry = await kernel.notifications.log.delete_one(entry_id)
+    await kernel.audit.record(
+        "notifications.log_entry_deleted",
+        actor=current_caller(),
+        target=f"{entry.rule_name} ({entry.channel})",
+        details={"entryId": entry.id},
+    )
+    return {"ok": True}
+
+
+@blueprint.delete("/notifications/log")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def clear_log() -> dict[str, Any]:
+    """Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none)."""
+    kernel = current_kernel()
+    status = request.args.get("status") or None
+    rule_id = request.args.get("rule_id") or None
+    before_text = request.args.get("before") or None
+    before = None
+    if before_text is not None:
+        try:
+            before = parse_iso(before_text)
+        except ValueError:
+            raise InvalidInput("before must be an ISO 8601 timestamp") from None
+    deleted = await kernel.notifications.log.delete_matching(
+        status=status, rule_id=rule_id, before=before
+    )
+    filters = {k: v for k, v in (("status", status), ("rule_id", rule_id)) if v}
+    if before_text is not None:
+        filters["before"] = before_text
+    await kernel.audit.record(
+        "notifications.log_cleared",
+        actor=current_caller(),
+        details={"deleted": deleted, "filters": filters},
+    )
+    return {"ok": True, "deleted": deleted}
+
+
+# -- retention ---------------------------------------------------------------------
+
+
+@blueprint.get("/notifications/settings")
+@requires(PERMISSION)
+@tag(["notifications"])
+async def get_settings() -> dict[str, Any]:
+    """The delivery log's retention."""
+    return {"retentionDays": current_kernel().notifications.retention_days()}
+
+
+@blueprint.put("/notifications/settings")
+@requires(PERMISSION)
+@validate_request(RetentionBody)
+@tag(["notifications"])
+async def put_settings(data: RetentionBody) -> dict[str, Any]:
+    """Change the retention (whole days, at least 1); applied at once."""
+    kernel = current_kernel()
+    before, after = await kernel.notifications.set_retention(data.retention_days)
+    await kernel.audit.record(
+        "notifications.retention_changed",
+        actor=current_caller(),
+        details={"from": before, "to": after},
+    )
+    return {"ok": True, "retentionDays": after}

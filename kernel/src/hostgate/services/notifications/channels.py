@@ -1,0 +1,241 @@
+"""Channel configuration: validated by the pack's model, secrets sealed apart and masked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ...db.models.notifications import NotificationChannel
+from ...descriptors import ChannelSpec
+from ...errors import InvalidInput, NotFound
+from ...timefmt import utcnow
+from ..settings import SECRET_MASK
+from .rules import SPEC_CHANNELS
+
+if TYPE_CHECKING:
+    from ...kernel import Kernel
+
+SECRET_HEADER_WORDS = ("auth", "token", "secret", "key", "password", "cookie", "session")
+
+
+def is_secret_name(name: str) -> bool:
+    """Header (or map key) names whose values are secrets: Authorization, Cookie, *token*..."""
+    lowered = name.lower()
+    return any(word in lowered for word in SECRET_HEADER_WORDS)
+
+
+def _string_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
+
+
+def split_secrets(
+    spec: ChannelSpec, config: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(plain, secret)``: declared secret fields, and secret-looking keys of string maps."""
+    plain: dict[str, Any] = {}
+    secret: dict[str, Any] = {}
+    for name, value in config.items():
+        if name in spec.secret_fields:
+            secret[name] = value
+        elif _string_map(value):
+            plain[name] = {k: v for k, v in value.items() if not is_secret_name(k)}
+            hidden = {k: v for k, v in value.items() if is_secret_name(k)}
+            if hidden:
+                secret[name] = hidden
+        else:
+            plain[name] = value
+    return plain, secret
+
+
+def secret_values(spec: ChannelSpec, config: Mapping[str, Any]) -> list[str]:
+    """Every secret string in a configuration (to scrub from error messages)."""
+    _, secret = split_secrets(spec, config)
+    found: list[str] = []
+    for value in secret.values():
+        items = value.values() if isinstance(value, Mapping) else [value]
+        found.extend(str(v) for v in items if isinstance(v, str) and len(v) >= 4)
+    return sorted(set(found), key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every secret value replaced by ``[redacted]``."""
+    for value in secrets:
+        text = text.replace(value, "[redacted]")
+    return text
+
+
+def join_secrets(plain: Mapping[str, Any], secret: Mapping[str, Any]) -> dict[str, Any]:
+    """The full configuration from its plain and secret halves."""
+    full = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in plain.items()}
+    for name, value in secret.items():
+        if isinstance(value, Mapping) and isinstance(full.get(name), dict):
+            full[name].update(value)
+        else:
+            full[name] = value
+    return full
+
+
+def mask(spec: ChannelSpec, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration as GET shows it: every secret value replaced by the mask."""
+    shown: dict[str, Any] = {}
+    for name, value in config.items():
+        if name in spec.secret_fields:
+            shown[name] = SECRET_MASK if value else value
+        elif _string_map(value):
+            shown[name] = {
+                k: (SECRET_MASK if is_secret_name(k) and v else v) for k, v in value.items()
+            }
+        else:
+            shown[name] = value
+    return shown
+
+
+def _stored_header(stored: Mapping[str, Any], name: str) -> str | None:
+    if name in stored:
+        return str(stored[name])
+    for key, value in stored.items():
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
+def unmask(
+    spec: ChannelSpec, incoming: Mapping[str, Any], stored: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Replace values equal to the mask by the stored secret (sending the mask back keeps it)."""
+    out: dict[str, Any] = {}
+    for name, value in incoming.items():
+        if value == SECRET_MASK and name in spec.secret_fields:
+            if not stored.get(name):
+                raise InvalidInput(f"{name}: send the value itself, not the mask")
+            out[name] = stored[name]
+        elif isinstance(value, Mapping):
+            previous = stored.get(name)
+            previous = previous if isinstance(previous, Mapping) else {}
+            inner: dict[str, Any] = {}
+            for key, item in value.items():
+                if item == SECRET_MASK:
+                    kept = _stored_header(previous, str(key))
+                    if kept is None:
+                        raise InvalidInput(f"{name}.{key}: send the value itself, not the mask")
+                    inner[str(key)] = kept
+                else:
+                    inner[str(key)] = item
+            out[name] = inner
+        else:
+            out[name] = value
+    return out
+
+
+def validate(spec: ChannelSpec, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a whole configuration against the pack's model; return its normalised form."""
+    try:
+        model = spec.config_model.model_validate(dict(config))
+    except ValidationError as exc:
+        parts = []
+        for item in exc.errors(include_url=False, include_context=False, include_input=False):
+            where = ".".join(str(p) for p in item.get("loc", ())) or "config"
+            parts.append(f"{where}: {item.get('msg')}")
+        raise InvalidInput(f"{spec.type} config: " + "; ".join(parts[:5])) from None
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json")
+    return dumped
+
+
+@dataclass(frozen=True)
+class ChannelState:
+    """A channel's stored state, secrets decrypted (never returned as is)."""
+
+    type: str
+    enabled: bool
+    config: dict[str, Any]
+    installed: bool
+
+
+class ChannelStore:
+    """Reads and writes channel rows; the only place channel secrets are sealed or opened."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+
+    def types(self) -> list[str]:
+        """The spec's four channel types, then any other installed channel."""
+        extra = sorted(t for t in self.kernel.channels if t not in SPEC_CHANNELS)
+        return [*SPEC_CHANNELS, *extra]
+
+    def spec(self, channel_type: str) -> ChannelSpec:
+        """The installed pack's descriptor, or a clear 400/404."""
+        spec: ChannelSpec | None = self.kernel.channels.get(channel_type)
+        if spec is not None:
+            return spec
+        if channel_type in SPEC_CHANNELS:
+            raise InvalidInput(
+                f"The {channel_type} channel is not installed on this instance "
+                f"(its pack, hostgate-{'smtp' if channel_type == 'smtp' else 'chat'}, is missing)"
+            )
+        raise NotFound(f"Unknown notification channel {channel_type!r}")
+
+    def _full(self, row: NotificationChannel) -> dict[str, Any]:
+        secret: dict[str, Any] = {}
+        if row.secrets:
+            secret = json.loads(self.kernel.secrets.open(row.secrets))
+        return join_secrets(row.config or {}, secret)
+
+    async def state(self, channel_type: str) -> ChannelState:
+        """The stored state of one channel (an unconfigured channel has ``{}``)."""
+        async with self.kernel.db.session() as session:
+            row = await session.get(NotificationChannel, channel_type)
+        installed = channel_type in self.kernel.channels
+        if row is None:
+            return ChannelState(channel_type, False, {}, installed)
+        return ChannelState(channel_type, row.enabled, self._full(row), installed)
+
+    async def listing(self) -> list[dict[str, Any]]:
+        """``[{id, enabled, config}]`` with secrets masked, for every channel type."""
+        out = []
+        for channel_type in self.types():
+            state = await self.state(channel_type)
+            spec = self.kernel.channels.get(channel_type)
+            shown = mask(spec, state.config) if spec is not None else {}
+            if spec is None and state.config:
+                shown = {k: SECRET_MASK for k in state.config}
+            out.append({"id": channel_type, "enabled": state.enabled, "config": shown})
+        return out
+
+    async def effective(
+        self, channel_type: str, overrides: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The stored config with ``overrides`` applied (masks resolved), validated."""
+        spec = self.spec(channel_type)
+        state = await self.state(channel_type)
+        merged = {**state.config, **unmask(spec, overrides or {}, state.config)}
+        return validate(spec, merged)
+
+    async def update(
+        self, channel_type: str, enabled: bool | None, config: Mapping[str, Any] | None
+    ) -> list[str]:
+        """Merge ``config`` into the stored one, validate it, store it; return changed fields."""
+        spec = self.spec(channel_type)
+        state = await self.state(channel_type)
+        incoming = unmask(spec, config or {}, state.config)
+        merged = {**state.config, **incoming}
+        new_enabled = state.enabled if enabled is None else enabled
+        if merged or new_enabled:
+            merged = validate(spec, merged)
+        changed = sorted(k for k in merged if merged.get(k) != state.config.get(k))
+        plain, secret = split_secrets(spec, merged)
+        sealed = self.kernel.secrets.seal(json.dumps(secret)) if secret else None
+        async with self.kernel.db.session() as session:
+            row = await session.get(NotificationChannel, channel_type)
+            if row is None:
+                row = NotificationChannel(type=channel_type)
+            row.enabled = new_enabled
+            row.config = plain
+            row.secrets = sealed
+            row.updated_at = utcnow()
+            session.add(row)
+            await session.commit()
+        return changed

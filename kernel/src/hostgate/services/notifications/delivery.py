@@ -1,0 +1,300 @@
+"""The delivery queue: a worker sends pending log entries; failures retry as new entries.
+
+Every attempt is its own log entry, ``pending`` while in flight and ``sent`` or
+``failed`` (with the error text) the moment it ends. A failed attempt whose
+error may pass (a remote or network failure) schedules an automatic retry by
+setting ``next_attempt_at``; when it is due the scheduler writes a new pending
+entry and queues it. Pending entries and scheduled retries live in the
+database, so they survive a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import col, or_, select
+
+from ...db.models.identity import Role, User
+from ...db.models.notifications import NotificationLogEntry
+from ...descriptors import NotificationMessage
+from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout
+from ...timefmt import utcnow
+from .channels import redact, secret_values, validate
+
+if TYPE_CHECKING:
+    from ...kernel import Kernel
+    from .service import Notifications
+
+log = logging.getLogger("hostgate.notifications")
+
+#: Set while a delivery runs: events it causes (e.g. a network-policy refusal)
+#: never trigger notifications themselves, so a rule cannot feed itself.
+delivering: ContextVar[bool] = ContextVar("hostgate_notification_delivering", default=False)
+
+
+def _failure(exc: BaseException) -> ApiError:
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return RemoteTimeout("the channel did not finish in time")
+    text = str(exc).strip()
+    return RemoteError(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+class DeliveryQueue:
+    """Queue, worker and retry scheduler for notification deliveries."""
+
+    def __init__(self, kernel: Kernel, service: Notifications) -> None:
+        self.kernel = kernel
+        self.service = service
+        self.retry_delays: tuple[float, ...] = (30.0, 300.0, 1800.0)
+        self.concurrency = 4
+        self.send_timeout = 60.0
+        self.scheduler_tick = 30.0
+        self.stop_grace = 2.0
+        self._queue: asyncio.Queue[str] | None = None
+        self._wake: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._inflight: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Re-queue entries left pending by the last run; start the worker and scheduler."""
+        self._queue = asyncio.Queue()
+        self._wake = asyncio.Event()
+        async with self.kernel.db.session() as session:
+            query = (
+                select(NotificationLogEntry.id)
+                .where(NotificationLogEntry.status == "pending")
+                .order_by(col(NotificationLogEntry.created_at))
+            )
+            pending = (await session.exec(query)).all()
+        for entry_id in pending:
+            self._queue.put_nowait(entry_id)
+        if pending:
+            log.info("re-queued %d pending notification deliveries", len(pending))
+        self._tasks = [
+            asyncio.create_task(self._dispatch(), name="notifications-dispatch"),
+            asyncio.create_task(self._schedule(), name="notifications-retries"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop taking work; in-flight sends get a short grace, then stay pending."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._inflight:
+            done, still = await asyncio.wait(set(self._inflight), timeout=self.stop_grace)
+            for task in still:
+                task.cancel()
+            for task in still:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    def enqueue(self, entry_ids: Sequence[str]) -> None:
+        """Queue pending entries (already stored) for the worker."""
+        if self._queue is None:
+            return
+        for entry_id in entry_ids:
+            self._queue.put_nowait(entry_id)
+
+    def idle(self) -> bool:
+        """True when nothing is queued or in flight."""
+        queued = self._queue is not None and not self._queue.empty()
+        return not queued and not self._inflight
+
+    def wake(self) -> None:
+        """Make the retry scheduler look again now."""
+        if self._wake is not None:
+            self._wake.set()
+
+    # -- the worker ----------------------------------------------------------------
+
+    async def _dispatch(self) -> None:
+        assert self._queue is not None
+        slots = asyncio.Semaphore(self.concurrency)
+        while True:
+            entry_id = await self._queue.get()
+            await slots.acquire()
+            task = asyncio.create_task(self._run(entry_id, slots))
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+
+    async def _run(self, entry_id: str, slots: asyncio.Semaphore) -> None:
+        try:
+            await self.attempt(entry_id)
+        except Exception:
+            log.exception("notification delivery %s crashed", entry_id)
+        finally:
+            slots.release()
+
+    async def attempt(
+        self, entry_id: str, *, config: Mapping[str, Any] | None = None
+    ) -> tuple[NotificationLogEntry | None, ApiError | None]:
+        """Send one pending entry now; store ``sent`` or ``failed``; return it and the error.
+
+        ``config`` replaces the stored channel configuration (channel tests).
+        """
+        token = delivering.set(True)
+        try:
+            async with self.kernel.db.session() as session:
+                entry = await session.get(NotificationLogEntry, entry_id)
+            if entry is None or entry.status != "pending":
+                return entry, None
+            error = await self._send(entry, config)
+            now = utcnow()
+            async with self.kernel.db.session() as session:
+                current = await session.get(NotificationLogEntry, entry_id)
+                if current is None:
+                    return None, error
+                current.sent_at = now
+                if error is None:
+                    current.status, current.error = "sent", None
+                else:
+                    current.status, current.error = "failed", error.message[:4000]
+                    retriable = error.status >= 500 and current.automatic_retries
+                    if retriable and current.attempt <= len(self.retry_delays):
+                        delay = self.retry_delays[current.attempt - 1]
+                        current.next_attempt_at = now + timedelta(seconds=delay)
+                session.add(current)
+                await session.commit()
+            if current.next_attempt_at is not None:
+                self.wake()
+            return current, error
+        finally:
+            delivering.reset(token)
+
+    async def _send(
+        self, entry: NotificationLogEntry, override: Mapping[str, Any] | None
+    ) -> ApiError | None:
+        spec = self.kernel.channels.get(entry.channel)
+        if spec is None:
+            return InvalidInput(f'Channel "{entry.channel}" is not installed')
+        if override is not None:
+            config = dict(override)
+        else:
+            state = await self.service.channels.state(entry.channel)
+            if not state.enabled:
+                return InvalidInput(f'Channel "{entry.channel}" is disabled')
+            if not state.config:
+                return InvalidInput(f'Channel "{entry.channel}" is not configured')
+            try:
+                config = validate(spec, state.config)
+            except ApiError as exc:
+                return exc
+        payload = entry.payload or {}
+        raw = [str(r) for r in payload.get("recipients") or []]
+        recipients = await self.resolve_recipients(entry.channel, raw)
+        if entry.channel == "smtp" and not recipients:
+            return InvalidInput(
+                "No e-mail recipients: the rule's smtp action names no address, or its "
+                "users and roles have no e-mail address"
+            )
+        message = NotificationMessage(
+            subject=str(payload.get("subject", "")),
+            text=str(payload.get("text", "")),
+            event=dict(payload.get("event") or {}),
+            recipients=tuple(recipients),
+            rule_name=entry.rule_name,
+        )
+        try:
+            await asyncio.wait_for(spec.send(self.kernel, config, message), self.send_timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failure = _failure(exc)
+            failure.message = redact(failure.message, secret_values(spec, config))
+            log.info("notification %s via %s failed: %s", entry.id, entry.channel, failure.message)
+            return failure
+        return None
+
+    async def resolve_recipients(self, channel: str, recipients: Sequence[str]) -> list[str]:
+        """smtp: addresses as given, user ids and role ids to their users' e-mails."""
+        if channel != "smtp":
+            return list(recipients)
+        out: list[str] = []
+        names = [r for r in recipients if "@" not in r]
+        by_user: dict[str, str] = {}
+        by_role: dict[str, list[str]] = {}
+        if names:
+            async with self.kernel.db.session() as session:
+                users = (await session.exec(select(User).where(col(User.id).in_(names)))).all()
+                by_user = {u.id: u.email for u in users}
+                roles = (
+                    await session.exec(
+                        select(Role).where(or_(col(Role.id).in_(names), col(Role.name).in_(names)))
+                    )
+                ).all()
+                for role in roles:
+                    members = (
+                        await session.exec(select(User).where(User.role_id == role.id))
+                    ).all()
+                    emails = [u.email for u in members if u.email]
+                    by_role[role.id] = emails
+                    by_role[role.name] = emails
+        for item in recipients:
+            found = [item] if "@" in item else ([by_user[item]] if item in by_user else [])
+            found += by_role.get(item, []) if "@" not in item else []
+            for address in found:
+                if address and address.lower() not in (o.lower() for o in out):
+                    out.append(address)
+        return out
+
+    # -- automatic retries ---------------------------------------------------------
+
+    async def _schedule(self) -> None:
+        assert self._wake is not None
+        while True:
+            self._wake.clear()
+            try:
+                next_due = await self.run_due_retries()
+            except Exception:
+                log.exception("notification retry scheduler failed")
+                next_due = None
+            wait = self.scheduler_tick
+            if next_due is not None:
+                wait = min(wait, max(0.0, (next_due - utcnow()).total_seconds()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+
+    async def run_due_retries(self, now: datetime | None = None) -> datetime | None:
+        """Turn every due scheduled retry into a new pending entry; return the next due time."""
+        now = now or utcnow()
+        created: list[str] = []
+        async with self.kernel.db.session() as session:
+            query = select(NotificationLogEntry).where(
+                col(NotificationLogEntry.next_attempt_at).is_not(None)
+            )
+            scheduled = (await session.exec(query)).all()
+            upcoming: list[datetime] = []
+            for entry in scheduled:
+                assert entry.next_attempt_at is not None
+                if entry.next_attempt_at > now:
+                    upcoming.append(entry.next_attempt_at)
+                    continue
+                retry = NotificationLogEntry(
+                    rule_id=entry.rule_id,
+                    rule_name=entry.rule_name,
+                    channel=entry.channel,
+                    payload=entry.payload,
+                    attempt=entry.attempt + 1,
+                    retry_of=entry.id,
+                    automatic_retries=True,
+                )
+                entry.next_attempt_at = None
+                session.add(entry)
+                session.add(retry)
+                created.append(retry.id)
+            await session.commit()
+        self.enqueue(created)
+        return min(upcoming) if upcoming else None

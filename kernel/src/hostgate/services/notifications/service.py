@@ -1,0 +1,510 @@
+"""``kernel.notifications``: rules, matching, intake, digests, retention, channel tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import col, select
+
+from ...db.models.identity import Role, User
+from ...db.models.notifications import (
+    NotificationDigestItem,
+    NotificationLogEntry,
+    NotificationRule,
+)
+from ...descriptors import AuditEvent
+from ...errors import Conflict, InvalidInput, NotFound
+from ...timefmt import iso, utcnow
+from .channels import ChannelStore
+from .delivery import DeliveryQueue, delivering
+from .logbook import Logbook
+from .outbound import Outbound
+from .render import channel_test_event, render_digest, render_event
+from .rules import (
+    EMAIL_PATTERN,
+    Directory,
+    RuleIn,
+    RulePatch,
+    check_actions,
+    check_conditions,
+    check_events,
+    rule_matches,
+)
+
+if TYPE_CHECKING:
+    from ...kernel import Kernel
+    from ..identity import Caller
+
+log = logging.getLogger("hostgate.notifications")
+
+RETENTION_KEY = "notifications.log_retention_days"
+TEST_RULE_ID = "test"
+TEST_RULE_NAME = "Test Notification"
+PERIODS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
+
+
+def rule_json(rule: NotificationRule) -> dict[str, Any]:
+    """The spec's rule shape."""
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "enabled": rule.enabled,
+        "events": list(rule.events),
+        "conditionLogic": rule.condition_logic,
+        "conditions": list(rule.conditions),
+        "cadence": rule.cadence,
+        "actions": list(rule.actions),
+        "createdAt": iso(rule.created_at),
+        "lastTriggeredAt": iso(rule.last_triggered_at),
+    }
+
+
+def period_of(cadence: str, moment: datetime) -> tuple[datetime, datetime]:
+    """The UTC hour or day a moment falls in."""
+    if cadence == "daily":
+        start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    else:
+        start = moment.replace(minute=0, second=0, microsecond=0)
+    return start, start + PERIODS[cadence]
+
+
+def _entries_for(
+    rule: NotificationRule, payload_base: Mapping[str, Any]
+) -> list[NotificationLogEntry]:
+    """One pending entry per action (telegram: one per chat id)."""
+    entries: list[NotificationLogEntry] = []
+    for action in rule.actions:
+        channel = str(action.get("channel", ""))
+        recipients = [str(r) for r in action.get("recipients") or []]
+        groups = [[r] for r in recipients] if channel == "telegram" and recipients else [recipients]
+        for group in groups:
+            entries.append(
+                NotificationLogEntry(
+                    rule_id=rule.id,
+                    rule_name=rule.name,
+                    channel=channel,
+                    payload={**payload_base, "recipients": group},
+                )
+            )
+    return entries
+
+
+class Notifications:
+    """Rules and their matching, the delivery log, digests and retention."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.channels = ChannelStore(kernel)
+        self.log = Logbook(kernel)
+        self.outbound = Outbound(kernel)
+        self.delivery = DeliveryQueue(kernel, self)
+        options = kernel.config.plugin("notifications")
+        self.housekeeping_seconds = float(options.get("housekeeping_seconds", 60.0))
+        self.first_housekeeping_delay = float(options.get("first_housekeeping_delay", 5.0))
+        self.purge_interval = float(options.get("purge_interval_seconds", 6 * 3600.0))
+        if "retry_delays" in options:
+            self.delivery.retry_delays = tuple(float(d) for d in options["retry_delays"])
+        self._rules: dict[str, NotificationRule] = {}
+        self._intake: asyncio.Queue[tuple[AuditEvent, list[str]]] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._last_purge = 0.0
+        self._busy = False
+        kernel.on_start(self.start)
+        kernel.on_stop(self.stop)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the rules, resume pending deliveries, start the workers."""
+        await self.reload_rules()
+        self._intake = asyncio.Queue()
+        await self.delivery.start()
+        self._last_purge = time.monotonic() - self.purge_interval
+        self._tasks = [
+            asyncio.create_task(self._intake_worker(), name="notifications-intake"),
+            asyncio.create_task(self._housekeeping(), name="notifications-housekeeping"),
+        ]
+
+    async def stop(self) -> None:
+        """Store what is still in the intake as pending deliveries, then stop."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._intake is not None:
+            while not self._intake.empty():
+                event, rule_ids = self._intake.get_nowait()
+                try:
+                    await self._accept(event, rule_ids)
+                except Exception:
+                    log.exception("could not store a notification at shut-down")
+        await self.delivery.stop()
+
+    def idle(self) -> bool:
+        """True when no event waits in the intake and no delivery is queued or in flight."""
+        intake_empty = self._intake is None or self._intake.empty()
+        return intake_empty and not self._busy and self.delivery.idle()
+
+    async def reload_rules(self) -> None:
+        """Re-read every rule into the in-memory matcher (after a restore, at start)."""
+        async with self.kernel.db.session() as session:
+            rows = (await session.exec(select(NotificationRule))).all()
+        self._rules = {row.id: row for row in rows}
+
+    # -- events --------------------------------------------------------------------
+
+    def on_event(self, event: AuditEvent) -> None:
+        """Match an audit event against the enabled rules; queue matches (never blocks)."""
+        if delivering.get():
+            return
+        matched = [
+            rule.id
+            for rule in self._rules.values()
+            if rule.enabled
+            and rule_matches(rule.events, rule.condition_logic, rule.conditions, event)
+        ]
+        if matched and self._intake is not None:
+            self._intake.put_nowait((event, matched))
+
+    async def _intake_worker(self) -> None:
+        assert self._intake is not None
+        while True:
+            event, rule_ids = await self._intake.get()
+            self._busy = True
+            try:
+                created = await self._accept(event, rule_ids)
+            except Exception:
+                log.exception("could not queue notifications for %s", event.event_type)
+                continue
+            finally:
+                self._busy = False
+            self.delivery.enqueue(created)
+
+    async def _accept(self, event: AuditEvent, rule_ids: Sequence[str]) -> list[str]:
+        """Store pending entries (instant rules) or digest items; stamp lastTriggeredAt."""
+        app_name = str(self.kernel.settings.get("app.name"))
+        event_json = event.to_json()
+        created: list[str] = []
+        now = utcnow()
+        async with self.kernel.db.session() as session:
+            for rule_id in rule_ids:
+                rule = await session.get(NotificationRule, rule_id)
+                if rule is None:
+                    continue
+                rule.last_triggered_at = now
+                session.add(rule)
+                if rule.cadence in PERIODS:
+                    start, end = period_of(rule.cadence, event.timestamp)
+                    session.add(
+                        NotificationDigestItem(
+                            rule_id=rule.id,
+                            cadence=rule.cadence,
+                            period_start=start,
+                            period_end=end,
+                            event=event_json,
+                        )
+                    )
+                    continue
+                subject, text = render_event(app_name, rule.name, event_json)
+                base = {"subject": subject, "text": text, "event": event_json}
+                for entry in _entries_for(rule, base):
+                    session.add(entry)
+                    created.append(entry.id)
+            await session.commit()
+        for rule_id in rule_ids:
+            cached = self._rules.get(rule_id)
+            if cached is not None:
+                cached.last_triggered_at = now
+        return created
+
+    # -- digests and retention -----------------------------------------------------
+
+    async def flush_digests(self, now: datetime | None = None) -> int:
+        """Send one message per rule for every digest period that has ended; return the count."""
+        now = now or utcnow()
+        app_name = str(self.kernel.settings.get("app.name"))
+        created: list[str] = []
+        messages = 0
+        async with self.kernel.db.session() as session:
+            query = (
+                select(NotificationDigestItem)
+                .where(col(NotificationDigestItem.period_end) <= now)
+                .order_by(
+                    col(NotificationDigestItem.rule_id),
+                    col(NotificationDigestItem.period_start),
+                    col(NotificationDigestItem.created_at),
+                )
+            )
+            items = (await session.exec(query)).all()
+            groups: dict[tuple[str, datetime], list[NotificationDigestItem]] = {}
+            for item in items:
+                groups.setdefault((item.rule_id, item.period_start), []).append(item)
+            for (rule_id, start), group in groups.items():
+                rule = await session.get(NotificationRule, rule_id)
+                for item in group:
+                    await session.delete(item)
+                if rule is None:
+                    continue
+                events = [item.event for item in group]
+                end = group[0].period_end
+                subject, text = render_digest(
+                    app_name, rule.name, group[0].cadence, start, end, events
+                )
+                digest = {
+                    "digest": True,
+                    "cadence": group[0].cadence,
+                    "periodStart": iso(start),
+                    "periodEnd": iso(end),
+                    "count": len(events),
+                    "events": events,
+                }
+                base = {"subject": subject, "text": text, "event": digest}
+                for entry in _entries_for(rule, base):
+                    session.add(entry)
+                    created.append(entry.id)
+                messages += 1
+            await session.commit()
+        self.delivery.enqueue(created)
+        return messages
+
+    def retention_days(self) -> int:
+        """The delivery log's retention in days."""
+        return int(self.kernel.settings.get(RETENTION_KEY))
+
+    async def purge(self, now: datetime | None = None) -> int:
+        """Delete log entries older than the retention; audited when anything went."""
+        days = self.retention_days()
+        deleted = await self.log.purge_older_than(days, now)
+        self._last_purge = time.monotonic()
+        if deleted:
+            await self.kernel.audit.record(
+                "notifications.log_purged",
+                username="system",
+                details={"deleted": deleted, "retentionDays": days},
+            )
+        return deleted
+
+    async def _housekeeping(self) -> None:
+        await asyncio.sleep(self.first_housekeeping_delay)
+        while True:
+            try:
+                await self.flush_digests()
+                if time.monotonic() - self._last_purge >= self.purge_interval:
+                    await self.purge()
+            except Exception:
+                log.exception("notification housekeeping failed")
+            await asyncio.sleep(self.housekeeping_seconds)
+
+    async def set_retention(self, days: int) -> tuple[int, int]:
+        """Change the retention, apply it at once; return ``(before, after)``."""
+        before = self.retention_days()
+        await self.kernel.settings.update({RETENTION_KEY: days})
+        await self.purge()
+        return before, days
+
+    # -- rules ---------------------------------------------------------------------
+
+    async def _directory(self) -> Directory:
+        async with self.kernel.db.session() as session:
+            users = (await session.exec(select(User.id))).all()
+            roles = (await session.exec(select(Role.id, Role.name))).all()
+        return Directory(
+            user_ids=frozenset(users),
+            role_ids=frozenset(r[0] for r in roles),
+            role_names=frozenset(r[1] for r in roles),
+        )
+
+    async def _check_actions(self, body: RuleIn | RulePatch) -> list[dict[str, Any]] | None:
+        if body.actions is None:
+            return None
+        needs_directory = any(
+            not EMAIL_PATTERN.match(r.strip()) for a in body.actions for r in a.recipients
+        )
+        directory = (
+            await self._directory()
+            if needs_directory
+            else Directory(frozenset(), frozenset(), frozenset())
+        )
+        return check_actions(body.actions, self.channels.types(), directory)
+
+    async def list_rules(self) -> list[dict[str, Any]]:
+        """Every rule, oldest first."""
+        async with self.kernel.db.session() as session:
+            query = select(NotificationRule).order_by(col(NotificationRule.created_at))
+            rows = (await session.exec(query)).all()
+        return [rule_json(row) for row in rows]
+
+    async def create_rule(self, body: RuleIn) -> NotificationRule:
+        """Validate and store a new rule."""
+        rule = NotificationRule(
+            name=body.name,
+            enabled=body.enabled,
+            events=check_events(body.events),
+            condition_logic=body.condition_logic,
+            conditions=check_conditions(body.conditions),
+            cadence=body.cadence,
+            actions=await self._check_actions(body) or [],
+        )
+        async with self.kernel.db.session() as session:
+            session.add(rule)
+            await session.commit()
+        self._rules[rule.id] = rule
+        return rule
+
+    async def get_rule(self, rule_id: str) -> NotificationRule:
+        """One rule or 404."""
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+        if rule is None:
+            raise NotFound("Rule not found")
+        return rule
+
+    async def update_rule(
+        self, rule_id: str, body: RulePatch
+    ) -> tuple[NotificationRule, list[str]]:
+        """Apply any subset of the fields; the whole rule stays valid. Returns changed fields."""
+        given = body.model_fields_set
+        if not given:
+            raise InvalidInput("No fields to update")
+        for name in given:
+            if getattr(body, name) is None:
+                raise InvalidInput(f"{name} may not be null")
+        changes: dict[str, Any] = {}
+        if body.name is not None:
+            changes["name"] = body.name
+        if body.enabled is not None:
+            changes["enabled"] = body.enabled
+        if body.events is not None:
+            changes["events"] = check_events(body.events)
+        if body.condition_logic is not None:
+            changes["condition_logic"] = body.condition_logic
+        if body.conditions is not None:
+            changes["conditions"] = check_conditions(body.conditions)
+        if body.cadence is not None:
+            changes["cadence"] = body.cadence
+        actions = await self._check_actions(body)
+        if actions is not None:
+            changes["actions"] = actions
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+            if rule is None:
+                raise NotFound("Rule not found")
+            changed = [k for k, v in changes.items() if getattr(rule, k) != v]
+            for name, value in changes.items():
+                setattr(rule, name, value)
+            rule.updated_at = utcnow()
+            session.add(rule)
+            await session.commit()
+        self._rules[rule.id] = rule
+        return rule, changed
+
+    async def toggle_rule(self, rule_id: str) -> NotificationRule:
+        """Flip ``enabled``."""
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+            if rule is None:
+                raise NotFound("Rule not found")
+            rule.enabled = not rule.enabled
+            rule.updated_at = utcnow()
+            session.add(rule)
+            await session.commit()
+        self._rules[rule.id] = rule
+        return rule
+
+    async def delete_rule(self, rule_id: str) -> NotificationRule:
+        """Delete a rule (its waiting digest items go with it; its log stays)."""
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+            if rule is None:
+                raise NotFound("Rule not found")
+            await session.delete(rule)
+            await session.commit()
+        self._rules.pop(rule_id, None)
+        return rule
+
+    async def recipients(self) -> dict[str, Any]:
+        """Users and roles a rule's smtp action may name."""
+        async with self.kernel.db.session() as session:
+            users = (await session.exec(select(User).order_by(col(User.username_key)))).all()
+            roles = (await session.exec(select(Role).order_by(col(Role.name)))).all()
+        return {
+            "users": [{"id": u.id, "username": u.username, "email": u.email} for u in users],
+            "roles": [{"id": r.id, "name": r.name} for r in roles],
+        }
+
+    # -- channel tests and manual retries ------------------------------------------
+
+    async def test_channel(
+        self,
+        channel_type: str,
+        overrides: Mapping[str, Any],
+        recipients: Sequence[str] | None,
+        caller: Caller,
+    ) -> dict[str, Any]:
+        """Send a real test message with the stored config plus ``overrides``; raise on failure."""
+        config = await self.channels.effective(channel_type, overrides)
+        event = channel_test_event(caller.username, caller.ip_address, utcnow())
+        app_name = str(self.kernel.settings.get("app.name"))
+        subject, text = render_event(app_name, TEST_RULE_NAME, event)
+        targets = [r.strip() for r in recipients or [] if r.strip()]
+        if channel_type == "smtp":
+            for target in targets:
+                if not EMAIL_PATTERN.match(target):
+                    raise InvalidInput(f"recipients: {target!r} is not an e-mail address")
+            if not targets:
+                async with self.kernel.db.session() as session:
+                    user = await session.get(User, caller.user_id)
+                own = user.email if user is not None else ""
+                targets = [own or str(config.get("from") or "")]
+        entry = NotificationLogEntry(
+            rule_id=TEST_RULE_ID,
+            rule_name=TEST_RULE_NAME,
+            channel=channel_type,
+            payload={"subject": subject, "text": text, "event": event, "recipients": targets},
+            automatic_retries=False,
+        )
+        async with self.kernel.db.session() as session:
+            session.add(entry)
+            await session.commit()
+        done, error = await self.delivery.attempt(entry.id, config=config)
+        if error is not None:
+            raise error
+        assert done is not None
+        return {"id": done.id, "status": done.status}
+
+    async def retry(self, entry_id: str) -> NotificationLogEntry:
+        """Re-send a failed delivery now, with the channel's current config, as a new entry."""
+        async with self.kernel.db.session() as session:
+            old = await session.get(NotificationLogEntry, entry_id)
+            if old is None:
+                raise NotFound("Log entry not found")
+            if old.status != "failed":
+                raise Conflict(f"Only failed deliveries can be retried (this one is {old.status})")
+            if not old.payload:
+                raise InvalidInput("No action payload to retry")
+            retry = NotificationLogEntry(
+                rule_id=old.rule_id,
+                rule_name=old.rule_name,
+                channel=old.channel,
+                payload=old.payload,
+                attempt=old.attempt + 1,
+                retry_of=old.id,
+                automatic_retries=False,
+            )
+            old.next_attempt_at = None
+            session.add(old)
+            session.add(retry)
+            await session.commit()
+        done, error = await self.delivery.attempt(retry.id)
+        if error is not None:
+            raise error
+        assert done is not None
+        return done

@@ -1,0 +1,1 @@
+"""hostgate-chat: the ``telegram``, ``slack`` and ``webhook`` notification channels."""

@@ -1,0 +1,1 @@
+"""hostgate-smtp: the ``smtp`` notification channel over aiosmtplib."""
