@@ -1,0 +1,28 @@
+"""The pack's hooks: the ``passkey`` login method and its settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hostgate import LoginMethod, SettingSpec, hookimpl
+
+from .settings import PASSKEY_SETTINGS
+
+
+def _providers(kernel: Any) -> Mapping[str, Any]:
+    return {"passkey": bool(kernel.settings.get("security.passkey_enabled"))}
+
+
+@hookimpl
+def register_login_methods() -> Sequence[LoginMethod]:
+    """Passkey login under ``/auth/login/passkey`` and management under ``/profile/passkeys``."""
+    from .routes import blueprint
+
+    return [LoginMethod(name="passkey", blueprint=blueprint, providers=_providers)]
+
+
+@hookimpl
+def register_settings() -> Sequence[SettingSpec]:
+    """On/off, relying party id and origins, passkeys per user."""
+    return PASSKEY_SETTINGS
