@@ -11,6 +11,10 @@ from .timefmt import iso, utcnow
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
+QUIET_LOGGERS = ("aiosqlite",)
+"""Libraries whose DEBUG records carry SQL parameters (password hashes, sealed secrets):
+never below INFO, whatever the configured level."""
+
 
 class _RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
@@ -52,3 +56,5 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
         )
     root.addHandler(handler)
     root.setLevel(level)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.INFO, root.level))

@@ -204,7 +204,7 @@ async def mfa_status(kernel: Kernel, caller: Caller) -> dict[str, Any]:
 
 
 async def mfa_setup(kernel: Kernel, caller: Caller) -> dict[str, str]:
-    """A new pending secret and its QR code; MFA is enabled only by ``mfa_verify``."""
+    """A new pending secret, its QR code and ``otpauth://`` URL; enabled by ``mfa_verify``."""
     secret = mfa.new_secret()
     async with kernel.db.session() as session:
         user = await session.get(User, caller.user_id)
@@ -218,7 +218,7 @@ async def mfa_setup(kernel: Kernel, caller: Caller) -> dict[str, str]:
         await session.commit()
     issuer = str(kernel.settings.get("app.name") or "hostgate")
     uri = mfa.provisioning_uri(secret, user.username, issuer)
-    return {"secret": secret, "qrDataUrl": mfa.qr_data_url(uri)}
+    return {"secret": secret, "qrDataUrl": mfa.qr_data_url(uri), "otpauthUrl": uri}
 
 
 async def mfa_verify(kernel: Kernel, caller: Caller, code: str) -> None:
