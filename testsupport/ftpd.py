@@ -41,6 +41,14 @@ class FtpServer:
     root: Path
     username: str | None = None
     password: str | None = None
+    writable: str = "/"
+    """The server path of a directory the test user may write to."""
+    certificate: Path | None = None
+    """The self-signed certificate offered for explicit FTPS, if any."""
+
+    def local(self, path: str) -> Path:
+        """The local file behind a server path."""
+        return self.root / path.lstrip("/")
 
 
 def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
@@ -114,6 +122,7 @@ vsftpd_log_file={base}/vsftpd.log
 hide_ids=NO
 use_localtime=NO
 connect_from_port_20=NO
+delay_failed_login=0
 ssl_enable=YES
 allow_anon_ssl=YES
 force_local_data_ssl=NO
@@ -162,7 +171,7 @@ def start_vsftpd(base: Path) -> tuple[FtpServer, subprocess.Popen[bytes]]:
         stop(process)
         output = (base / "vsftpd.out").read_text(errors="replace")[-2000:]
         peer_unavailable("vsftpd", f"vsftpd did not listen on {port}: {output}")
-    return FtpServer("127.0.0.1", port, root), process
+    return FtpServer("127.0.0.1", port, root, writable="/pub", certificate=cert), process
 
 
 _PYFTPD_SCRIPT = """
@@ -179,6 +188,7 @@ handler = FTPHandler
 handler.authorizer = authorizer
 handler.banner = "hostgate test pyftpdlib"
 handler.permit_foreign_addresses = False
+handler.auth_failed_timeout = 0.1
 server = FTPServer(("127.0.0.1", port), handler)
 server.max_cons = 256
 server.serve_forever(handle_exit=True)

@@ -119,6 +119,8 @@ def start_samba(root: Path) -> tuple[SambaServer, subprocess.Popen[bytes]]:
         [smbd, "--foreground", "--no-process-group", "--debug-stdout", "-s", str(conf)],
         stdout=log,
         stderr=subprocess.STDOUT,
+        # smbd signals its whole process group when it stops: give it its own.
+        start_new_session=True,
     )
     if not wait_for_port(port, timeout=30):
         stop(process)

@@ -24,7 +24,15 @@ from hostgate import (
     RemoteUnreachable,
 )
 
-_DENIED_WORDS = ("permission", "denied", "not allowed", "access", "forbidden", "read-only")
+_DENIED_WORDS = (
+    "permission",
+    "denied",
+    "not allowed",
+    "access",
+    "forbidden",
+    "read-only",
+    "privilege",
+)
 _MISSING_WORDS = ("no such", "not found", "not exist", "does not exist", "doesn't exist")
 
 

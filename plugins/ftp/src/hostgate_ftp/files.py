@@ -233,6 +233,7 @@ class FtpFiles:
                     raise await self._explain(client, exc, target, reading=True) from None
             client.broken = True  # until the transfer is confirmed complete
             remaining = length
+            last = b""
             try:
                 while remaining is None or remaining > 0:
                     want = READ_CHUNK if remaining is None else min(READ_CHUNK, remaining)
@@ -242,16 +243,26 @@ class FtpFiles:
                         break
                     if remaining is not None:
                         remaining -= len(data)
+                        if remaining <= 0:
+                            last = data  # handed out once the transfer is settled
+                            break
                     yield data
+                at_end = True
+                if last:
+                    async with mapped(target):
+                        at_end = not await stream.read(1)
             finally:
                 stream.close()
-            if remaining == 0:
-                # A range that stopped before the end of the file: the transfer is
-                # aborted and this control connection is dropped, not resynchronised.
-                return
-            async with mapped(target):
-                await client.command(None, "2xx", "1xx")
-            client.broken = False
+            if at_end:
+                # Settle the transfer before the final chunk: a consumer that stops
+                # after the bytes it asked for leaves a reusable control connection.
+                async with mapped(target):
+                    await client.command(None, "2xx", "1xx")
+                client.broken = False
+            # else: a range that stopped before the end of the file; the transfer is
+            # aborted and this control connection is dropped, not resynchronised.
+            if last:
+                yield last
 
     async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
         """Write a file from chunks under a temporary name, then rename; return bytes."""

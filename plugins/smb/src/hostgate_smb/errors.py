@@ -56,6 +56,8 @@ _STATUS_ACCOUNT_DISABLED = 0xC0000072
 _STATUS_ACCOUNT_LOCKED_OUT = 0xC0000234
 _STATUS_ACCOUNT_RESTRICTION = 0xC000006E
 _STATUS_NETWORK_NAME_DELETED = 0xC00000C9
+_STATUS_MEDIA_WRITE_PROTECTED = 0xC00000A2
+_STATUS_CANNOT_DELETE = 0xC0000121
 
 
 @contextmanager
@@ -97,6 +99,8 @@ def mapped(what: str, *, connecting: bool = False, target: str | None = None) ->
             _STATUS_ACCOUNT_RESTRICTION,
         ):
             raise RemoteAuthFailed(f"SMB authentication failed: {_reason(exc)}") from None
+        if status in (_STATUS_MEDIA_WRITE_PROTECTED, _STATUS_CANNOT_DELETE):
+            raise RemotePermissionDenied(f"The SMB share is read-only here: {what}") from None
         if status == _STATUS_NETWORK_NAME_DELETED:
             raise RemoteUnreachable(f"The SMB share went away ({what})") from None
         raise RemoteError(f"SMB error on {what}: {_reason(exc)}") from None
@@ -112,6 +116,11 @@ def mapped(what: str, *, connecting: bool = False, target: str | None = None) ->
         raise RemoteUnreachable(f"Cannot reach {what}: {text.split(': ', 1)[-1]}") from None
     except (SMBOSError, SMBException) as exc:
         text = str(exc)
+        if "authenticated as a guest" in text:
+            raise RemoteAuthFailed(
+                "SMB authentication failed: the server did not accept the user "
+                "and offered only guest access"
+            ) from None
         if "timeout" in text.lower():
             raise RemoteTimeout(f"{what} did not answer in time") from None
         raise RemoteError(f"SMB error on {what}: {text}") from None

@@ -194,6 +194,8 @@ class _PipelinedReader:
             size = min(self.chunk, self.end - self.next_offset)
             message: SMB2ReadRequest = self.handle.read(self.next_offset, size, send=False)[0]
             request = self.share.send_bulk(self.handle, message, len(self.inflight))
+            if request is None:
+                return  # out of credits for now: collect a response first
             self.inflight.append((request, size))
             self.next_offset += size
 
@@ -238,7 +240,9 @@ class _PipelinedWriter:
         while len(self.inflight) >= PIPELINE_DEPTH:
             self._collect_one()
         message: SMB2WriteRequest = self.handle.write(data, self.offset, send=False)[0]
-        self.inflight.append(self.share.send_bulk(self.handle, message, len(self.inflight)))
+        while (request := self.share.send_bulk(self.handle, message, len(self.inflight))) is None:
+            self._collect_one()  # out of credits for now: wait for an acknowledgement
+        self.inflight.append(request)
         self.offset += len(data)
 
     def _collect_one(self) -> None:

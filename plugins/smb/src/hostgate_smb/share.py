@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from hostgate import (
     ConnectionTarget,
     InvalidInput,
     RemoteEntry,
-    RemoteError,
+    RemoteTimeout,
 )
 from smbprotocol.connection import Connection
 from smbprotocol.exceptions import NoMoreFiles, NoSuchFile
@@ -50,6 +51,7 @@ OPERATION_TIMEOUT = 120
 CHUNK = 1024 * 1024
 PIPELINE_DEPTH = 8
 CREDIT_RESERVE = 8
+CREDIT_POLL = 0.005
 GUEST_USER = "Guest"
 SHARE_ALL = (
     ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
@@ -225,20 +227,28 @@ class SmbShare:
 
     # -- bulk transfers: pipelined, credit-aware -----------------------------
 
-    def send_bulk(self, handle: Open, message: Any, inflight: int) -> Any:
-        """Send a READ or WRITE once the credit window allows, growing the window."""
+    def send_bulk(self, handle: Open, message: Any, inflight: int) -> Any | None:
+        """Send a READ or WRITE when the credit window allows, growing the window.
+
+        With requests of its own in flight the caller gets None instead of
+        waiting (it should collect a response first); with none it waits.
+        Credits come back as the connection's reader thread sees responses.
+        """
         connection = handle.connection
         charge = connection._calculate_credit_charge(message)
         tree = handle.tree_connect
+        deadline = time.monotonic() + OPERATION_TIMEOUT
         with self._credits:
             while True:
                 window = connection.sequence_window
                 available = window["high"] - window["low"]
-                needed = charge + (CREDIT_RESERVE if inflight else 0)
-                if available >= needed:
+                if available >= charge + (CREDIT_RESERVE if inflight else 0):
                     break
-                if not self._credits.wait(timeout=OPERATION_TIMEOUT):
-                    raise RemoteError("the SMB server granted no credits in time")
+                if inflight:
+                    return None
+                if time.monotonic() > deadline:
+                    raise RemoteTimeout("the SMB server granted no credits in time")
+                self._credits.wait(timeout=CREDIT_POLL)
             grow = available < (PIPELINE_DEPTH + 1) * charge + CREDIT_RESERVE
             return connection.send(
                 message,

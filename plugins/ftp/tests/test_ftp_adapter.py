@@ -1,0 +1,337 @@
+"""The ``ftp`` adapter against real vsftpd (LIST) and pyftpdlib (MLSD) servers."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hostgate import (
+    Conflict,
+    InvalidInput,
+    RemoteAuthFailed,
+    RemoteError,
+    RemoteNotFound,
+    RemotePermissionDenied,
+    RemoteUnreachable,
+)
+from hostgate_ftp.files import FtpFiles, open_files
+
+from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer
+from testsupport.peers import free_port
+
+from .conftest import Work, ftp_target
+
+MIB = 1024 * 1024
+BIG = 200 * MIB
+
+
+async def pattern(total: int, seed: int = 11, piece: int = 64 * 1024) -> AsyncIterator[bytes]:
+    """``total`` pseudo-random bytes in body-sized pieces, never held whole."""
+    rng = random.Random(seed)
+    sent = 0
+    while sent < total:
+        size = min(piece, total - sent)
+        yield rng.randbytes(size)
+        sent += size
+
+
+def pattern_digest(total: int, seed: int = 11, piece: int = 64 * 1024) -> str:
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    sent = 0
+    while sent < total:
+        size = min(piece, total - sent)
+        digest.update(rng.randbytes(size))
+        sent += size
+    return digest.hexdigest()
+
+
+async def once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+async def read_all(files: FtpFiles, path: str, offset: int = 0, length: int | None = None) -> bytes:
+    return b"".join([chunk async for chunk in files.read(path, offset, length)])
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(4 * MIB):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def make_tree(root: Path, files: dict[str, str]) -> None:
+    """Files (and their directories) that the FTP server's user may change."""
+    for relative, text in files.items():
+        path = root / relative
+        for parent in reversed(path.relative_to(root).parents):
+            directory = root / parent
+            directory.mkdir(exist_ok=True)
+            directory.chmod(0o777)
+        if relative.endswith("/"):
+            path.mkdir(exist_ok=True)
+            path.chmod(0o777)
+            continue
+        path.write_text(text)
+        path.chmod(0o666)
+
+
+async def test_list_stat_and_awkward_names(work: Work):
+    files, base, local = work.files, work.base, work.local
+    await files.mkdir(f"{base}/a folder é")
+    assert await files.write(f"{base}/empty file.txt", once(b"")) == 0
+    assert await files.write(f"{base}/naïve ☃ 東京 [1].txt", once(b"hello")) == 5
+    make_tree(local, {".hidden": "h"})
+    entries = {e.name: e for e in await files.list(base)}
+    assert set(entries) == {"a folder é", "empty file.txt", "naïve ☃ 東京 [1].txt", ".hidden"}
+    assert entries["a folder é"].is_dir
+    assert (entries["empty file.txt"].size, entries["empty file.txt"].is_dir) == (0, False)
+    assert entries["naïve ☃ 東京 [1].txt"].size == 5
+    assert (local / "naïve ☃ 東京 [1].txt").read_bytes() == b"hello"
+    assert await read_all(files, f"{base}/empty file.txt") == b""
+    stat = await files.stat(f"{base}/naïve ☃ 東京 [1].txt")
+    assert (stat.name, stat.size, stat.is_dir) == ("naïve ☃ 東京 [1].txt", 5, False)
+    assert stat.mtime is not None
+    local_mtime = (local / "naïve ☃ 東京 [1].txt").stat().st_mtime
+    assert abs(stat.mtime.timestamp() - local_mtime) < 2
+    folder = await files.stat(f"{base}/a folder é")
+    assert folder.is_dir and folder.name == "a folder é"
+    assert (await files.stat("/")).is_dir
+    assert await files.list("/../..") == await files.list("/")
+
+
+async def test_big_file_round_trip_is_byte_identical(vsftpd: FtpServer):
+    base = "/pub/big"
+    local = vsftpd.local(base)
+    local.mkdir()
+    local.chmod(0o777)
+    files = await open_files(None, ftp_target(vsftpd))
+    try:
+        await _round_trip(files, base, local)
+    finally:
+        await files.close()
+
+
+async def _round_trip(files: FtpFiles, base: str, local: Path) -> None:
+    expected = pattern_digest(BIG)
+    assert await files.write(f"{base}/big.bin", pattern(BIG)) == BIG
+    assert file_digest(local / "big.bin") == expected
+    digest = hashlib.sha256()
+    largest = 0
+    async for chunk in files.read(f"{base}/big.bin"):
+        digest.update(chunk)
+        largest = max(largest, len(chunk))
+    assert digest.hexdigest() == expected
+    assert largest <= 4 * MIB
+    with (local / "big.bin").open("rb") as handle:
+        handle.seek(5 * MIB + 3)
+        middle = handle.read(MIB + 7)
+    assert await read_all(files, f"{base}/big.bin", 5 * MIB + 3, MIB + 7) == middle
+
+
+async def test_full_length_reads_keep_the_control_connection(work: Work):
+    files, base, local = work.files, work.base, work.local
+    make_tree(local, {"f.bin": "0123456789"})
+    first = await read_all(files, f"{base}/f.bin", 0, 10)
+    assert first == b"0123456789"
+    assert len(files.pool._idle) == 1  # settled, back in the pool
+    assert await read_all(files, f"{base}/f.bin", 2, 3) == b"234"
+    assert await files.list(base)  # a new connection replaced the aborted one
+
+
+async def test_upload_replaces_existing_and_leaves_no_temporary(work: Work):
+    files, base, local = work.files, work.base, work.local
+    make_tree(local, {"report.txt": "old contents"})
+    await files.write(f"{base}/report.txt", once(b"new"))
+    assert (local / "report.txt").read_bytes() == b"new"
+    assert sorted(p.name for p in local.iterdir()) == ["report.txt"]
+
+
+async def test_aborted_upload_leaves_no_file_under_the_final_name(work: Work):
+    files, base, local = work.files, work.base, work.local
+
+    async def broken() -> AsyncIterator[bytes]:
+        yield b"x" * (3 * MIB)
+        raise ConnectionResetError("client went away")
+
+    with pytest.raises(ConnectionResetError):
+        await files.write(f"{base}/partial.bin", broken())
+    assert list(local.iterdir()) == []
+    await files.write(f"{base}/after.bin", once(b"ok"))
+    assert (local / "after.bin").read_bytes() == b"ok"
+
+
+async def test_delete_is_recursive(work: Work):
+    files, base, local = work.files, work.base, work.local
+    make_tree(
+        local,
+        {
+            "tree/a/b c/deep é.txt": "deep",
+            "tree/a/f.txt": "f",
+            "tree/.dotfile": "d",
+            "tree/empty dir/": "",
+            "single.txt": "1",
+        },
+    )
+    await files.remove(f"{base}/tree")
+    assert not (local / "tree").exists()
+    await files.remove(f"{base}/single.txt")
+    assert list(local.iterdir()) == []
+
+
+async def test_rename_across_directories(work: Work):
+    files, base, local = work.files, work.base, work.local
+    make_tree(local, {"src/file one.txt": "1", "src/sub/inner.txt": "inner", "dst/": ""})
+    await files.rename(f"{base}/src/file one.txt", f"{base}/dst/renamed ü.txt")
+    await files.rename(f"{base}/src/sub", f"{base}/dst/moved sub")
+    assert (local / "dst" / "renamed ü.txt").read_text() == "1"
+    assert (local / "dst" / "moved sub" / "inner.txt").read_text() == "inner"
+    assert list((local / "src").iterdir()) == []
+    make_tree(local, {"src/clash.txt": "a"})
+    with pytest.raises(Conflict):
+        await files.rename(f"{base}/src/clash.txt", f"{base}/dst/renamed ü.txt")
+    assert (local / "dst" / "renamed ü.txt").read_text() == "1"
+
+
+async def test_missing_paths_are_remote_not_found(work: Work):
+    files, base = work.files, work.base
+    for call in (
+        lambda: files.list(f"{base}/nope"),
+        lambda: files.stat(f"{base}/nope.txt"),
+        lambda: read_all(files, f"{base}/nope.txt"),
+        lambda: files.remove(f"{base}/nope"),
+        lambda: files.rename(f"{base}/nope", f"{base}/other"),
+        lambda: files.mkdir(f"{base}/no/such/parent"),
+        lambda: files.write(f"{base}/no/such/dir/f.txt", once(b"1")),
+    ):
+        with pytest.raises(RemoteNotFound):
+            await call()
+
+
+async def test_clean_refusals(work: Work):
+    files, base, local = work.files, work.base, work.local
+    make_tree(local, {"d/": "", "f.txt": "x"})
+    with pytest.raises(Conflict):
+        await files.mkdir(f"{base}/d")
+    with pytest.raises(InvalidInput):
+        await files.list(f"{base}/f.txt")
+    with pytest.raises(InvalidInput):
+        await read_all(files, f"{base}/d")
+    with pytest.raises(InvalidInput):
+        await files.remove("/")
+    with pytest.raises(InvalidInput):
+        await files.list(f"{base}\r\nDELE {base}/f.txt")
+    assert (local / "f.txt").exists()
+
+
+async def test_vsftpd_permission_denied(vsftpd: FtpServer):
+    files = await open_files(None, ftp_target(vsftpd))
+    try:
+        assert [e.name for e in await files.list("/locked")] == ["keep.txt"]
+        for call in (
+            lambda: files.mkdir("/locked/new"),
+            lambda: files.write("/locked/up.txt", once(b"1")),
+            lambda: files.remove("/locked/keep.txt"),
+            lambda: files.rename("/locked/keep.txt", "/pub/stolen.txt"),
+        ):
+            with pytest.raises(RemotePermissionDenied):
+                await call()
+        assert vsftpd.local("/locked/keep.txt").exists()
+    finally:
+        await files.close()
+
+
+async def test_read_only_user_is_refused(pyftpd: FtpServer):
+    make_tree(pyftpd.root, {"ro/keep.txt": "keep"})
+    files = await open_files(
+        None, ftp_target(pyftpd, username=READER_USER, password=READER_PASSWORD)
+    )
+    try:
+        assert await read_all(files, "/ro/keep.txt") == b"keep"
+        for call in (
+            lambda: files.mkdir("/ro/new"),
+            lambda: files.write("/ro/up.txt", once(b"1")),
+            lambda: files.remove("/ro/keep.txt"),
+            lambda: files.rename("/ro/keep.txt", "/ro/moved.txt"),
+        ):
+            with pytest.raises(RemotePermissionDenied):
+                await call()
+        assert sorted(p.name for p in pyftpd.local("/ro").iterdir()) == ["keep.txt"]
+    finally:
+        await files.close()
+
+
+async def test_login_failures_and_unreachable(vsftpd: FtpServer, pyftpd: FtpServer):
+    with pytest.raises(RemoteAuthFailed):
+        await open_files(None, ftp_target(pyftpd, password="wrong password"))
+    with pytest.raises(RemoteAuthFailed):
+        await open_files(None, ftp_target(vsftpd, username="nobody-here", password="x"))
+    with pytest.raises(RemoteUnreachable):
+        await open_files(None, ftp_target(vsftpd, port=free_port()))
+
+
+async def test_anonymous_by_default(vsftpd: FtpServer):
+    files = await open_files(None, ftp_target(vsftpd, username=None, password=None))
+    try:
+        assert {"pub", "locked"} <= {e.name for e in await files.list("/")}
+    finally:
+        await files.close()
+
+
+async def test_explicit_ftps(vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch):
+    tls = {"ftps": True}
+    # Not trusted: refused with a message that says why.
+    with pytest.raises(RemoteError, match="certificate"):
+        await open_files(None, ftp_target(vsftpd, extra=tls))
+    # Skipping validation is the connection's explicit choice.
+    files = await open_files(None, ftp_target(vsftpd, extra=tls, skip_cert_validation=True))
+    try:
+        await files.write("/pub/tls é.txt", once(b"secret bytes"))
+        assert await read_all(files, "/pub/tls é.txt") == b"secret bytes"
+        client = files.pool._idle[0]
+        assert client.stream.writer.transport.get_extra_info("ssl_object") is not None
+        await files.remove("/pub/tls é.txt")
+    finally:
+        await files.close()
+    # Trusted certificate: verified against the connection's host name, not the address.
+    assert vsftpd.certificate is not None
+    monkeypatch.setenv("SSL_CERT_FILE", str(vsftpd.certificate))
+    files = await open_files(None, ftp_target(vsftpd, host="localhost", extra=tls))
+    try:
+        assert "pub" in {e.name for e in await files.list("/")}
+    finally:
+        await files.close()
+    with pytest.raises(RemoteError, match="certificate"):
+        await open_files(None, ftp_target(vsftpd, host="wrong.example", extra=tls))
+
+
+async def test_stale_control_connection_is_replaced(work: Work):
+    files, base, local = work.files, work.base, work.local
+    make_tree(local, {"x.txt": "x"})
+    await files.list(base)
+    idle = files.pool._idle[0]
+    idle.close()
+    idle.last_used = 0.0
+    assert [e.name for e in await files.list(base)] == ["x.txt"]
+
+
+async def test_concurrent_operations_on_one_adapter(work: Work):
+    files, base, local = work.files, work.base, work.local
+    sizes = {"a.bin": 3 * MIB + 1, "b.bin": 2 * MIB, "c.bin": 1}
+    for name, size in sizes.items():
+        (local / name).write_bytes(random.Random(size).randbytes(size))
+
+    results = await asyncio.gather(
+        *(read_all(files, f"{base}/{name}") for name in sizes),
+        files.write(f"{base}/up.bin", pattern(2 * MIB, seed=3)),
+        files.list(base),
+    )
+    for name, data in zip(sizes, results, strict=False):
+        assert data == (local / name).read_bytes()
+    assert file_digest(local / "up.bin") == pattern_digest(2 * MIB, seed=3)

@@ -1,0 +1,284 @@
+"""The ``smb`` adapter against a real smbd: every operation, the awkward names, the errors."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hostgate import (
+    Conflict,
+    InvalidInput,
+    RemoteAuthFailed,
+    RemoteNotFound,
+    RemotePermissionDenied,
+    RemoteUnreachable,
+)
+from hostgate_smb.files import SmbFiles, open_files
+
+from testsupport.peers import free_port
+from testsupport.samba import SambaServer
+
+from .conftest import smb_target
+
+MIB = 1024 * 1024
+BIG = 200 * MIB
+
+
+async def pattern(total: int, seed: int = 7, piece: int = 64 * 1024) -> AsyncIterator[bytes]:
+    """``total`` pseudo-random bytes in body-sized pieces, never held whole."""
+    rng = random.Random(seed)
+    sent = 0
+    while sent < total:
+        size = min(piece, total - sent)
+        yield rng.randbytes(size)
+        sent += size
+
+
+def pattern_digest(total: int, seed: int = 7, piece: int = 64 * 1024) -> str:
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    sent = 0
+    while sent < total:
+        size = min(piece, total - sent)
+        digest.update(rng.randbytes(size))
+        sent += size
+    return digest.hexdigest()
+
+
+async def once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+async def read_all(files: SmbFiles, path: str, offset: int = 0, length: int | None = None) -> bytes:
+    return b"".join([chunk async for chunk in files.read(path, offset, length)])
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(4 * MIB):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+async def test_list_shows_names_with_spaces_unicode_and_empty_files(smb, workdir):
+    base, local = workdir
+    await smb.mkdir(f"{base}/a folder é")
+    assert await smb.write(f"{base}/empty file.txt", once(b"")) == 0
+    assert await smb.write(f"{base}/naïve ☃ 東京.txt", once(b"hello")) == 5
+    entries = {e.name: e for e in await smb.list(base)}
+    assert set(entries) == {"a folder é", "empty file.txt", "naïve ☃ 東京.txt"}
+    assert entries["a folder é"].is_dir and entries["a folder é"].size == 0
+    assert not entries["empty file.txt"].is_dir and entries["empty file.txt"].size == 0
+    assert entries["naïve ☃ 東京.txt"].size == 5
+    assert entries["naïve ☃ 東京.txt"].mtime is not None
+    assert (local / "naïve ☃ 東京.txt").read_bytes() == b"hello"
+    assert (local / "a folder é").is_dir()
+    assert await read_all(smb, f"{base}/empty file.txt") == b""
+    assert await read_all(smb, f"{base}/naïve ☃ 東京.txt") == b"hello"
+    stat = await smb.stat(f"{base}/naïve ☃ 東京.txt")
+    assert (stat.name, stat.size, stat.is_dir) == ("naïve ☃ 東京.txt", 5, False)
+    assert (await smb.stat(f"{base}/a folder é")).is_dir
+
+
+async def test_big_file_round_trip_is_byte_identical(smb, workdir):
+    base, local = workdir
+    expected = pattern_digest(BIG)
+    assert await smb.write(f"{base}/big.bin", pattern(BIG)) == BIG
+    assert file_digest(local / "big.bin") == expected
+    digest = hashlib.sha256()
+    largest = 0
+    async for chunk in smb.read(f"{base}/big.bin"):
+        digest.update(chunk)
+        largest = max(largest, len(chunk))
+    assert digest.hexdigest() == expected
+    assert largest <= 4 * MIB  # streamed in bounded chunks, never the whole file
+    with (local / "big.bin").open("rb") as handle:
+        handle.seek(BIG - 3 * MIB - 5)
+        tail = handle.read(3 * MIB + 5)
+    assert await read_all(smb, f"{base}/big.bin", BIG - 3 * MIB - 5, 3 * MIB + 5) == tail
+    assert await read_all(smb, f"{base}/big.bin", 10, 0) == b""
+
+
+async def test_upload_replaces_an_existing_file_and_leaves_no_temporary(smb, workdir):
+    base, local = workdir
+    (local / "report.txt").write_bytes(b"old contents")
+    await smb.write(f"{base}/report.txt", once(b"new"))
+    assert (local / "report.txt").read_bytes() == b"new"
+    assert sorted(p.name for p in local.iterdir()) == ["report.txt"]
+
+
+async def test_aborted_upload_leaves_no_file_under_the_final_name(smb, workdir):
+    base, local = workdir
+
+    async def broken() -> AsyncIterator[bytes]:
+        yield b"x" * (3 * MIB)
+        raise ConnectionResetError("client went away")
+
+    with pytest.raises(ConnectionResetError):
+        await smb.write(f"{base}/partial.bin", broken())
+    assert list(local.iterdir()) == []
+    # the adapter is still usable afterwards
+    await smb.write(f"{base}/after.bin", once(b"ok"))
+    assert (local / "after.bin").read_bytes() == b"ok"
+
+
+async def test_delete_is_recursive_and_deletes_files(smb, workdir):
+    base, local = workdir
+    tree = local / "tree"
+    (tree / "a" / "b c").mkdir(parents=True)
+    (tree / "a" / "b c" / "deep é.txt").write_text("deep")
+    (tree / "a" / "f.txt").write_text("f")
+    (tree / "empty dir").mkdir()
+    (local / "single.txt").write_text("1")
+    await smb.remove(f"{base}/tree")
+    assert not tree.exists()
+    await smb.remove(f"{base}/single.txt")
+    assert list(local.iterdir()) == []
+
+
+async def test_rename_across_directories(smb, workdir):
+    base, local = workdir
+    (local / "src").mkdir()
+    (local / "dst").mkdir()
+    (local / "src" / "file one.txt").write_text("1")
+    (local / "src" / "sub").mkdir()
+    (local / "src" / "sub" / "inner.txt").write_text("inner")
+    await smb.rename(f"{base}/src/file one.txt", f"{base}/dst/renamed ü.txt")
+    await smb.rename(f"{base}/src/sub", f"{base}/dst/moved sub")
+    assert (local / "dst" / "renamed ü.txt").read_text() == "1"
+    assert (local / "dst" / "moved sub" / "inner.txt").read_text() == "inner"
+    assert list((local / "src").iterdir()) == []
+    (local / "src" / "clash.txt").write_text("a")
+    with pytest.raises(Conflict):
+        await smb.rename(f"{base}/src/clash.txt", f"{base}/dst/renamed ü.txt")
+    assert (local / "dst" / "renamed ü.txt").read_text() == "1"
+
+
+async def test_missing_paths_are_remote_not_found(smb, workdir):
+    base, _ = workdir
+    for call in (
+        lambda: smb.list(f"{base}/nope"),
+        lambda: smb.stat(f"{base}/nope.txt"),
+        lambda: read_all(smb, f"{base}/nope.txt"),
+        lambda: smb.remove(f"{base}/nope"),
+        lambda: smb.rename(f"{base}/nope", f"{base}/other"),
+        lambda: smb.mkdir(f"{base}/no/such/parent"),
+        lambda: smb.write(f"{base}/no/such/dir/f.txt", once(b"1")),
+    ):
+        with pytest.raises(RemoteNotFound):
+            await call()
+
+
+async def test_clean_refusals(smb, workdir):
+    base, local = workdir
+    (local / "d").mkdir()
+    (local / "f.txt").write_text("x")
+    with pytest.raises(Conflict):
+        await smb.mkdir(f"{base}/d")
+    with pytest.raises(InvalidInput):
+        await smb.list(f"{base}/f.txt")
+    with pytest.raises(InvalidInput):
+        await read_all(smb, f"{base}/d")
+    with pytest.raises(InvalidInput):
+        await smb.remove("/")
+    with pytest.raises(InvalidInput):
+        await smb.write("/", once(b"x"))
+
+
+async def test_paths_never_leave_the_share(smb, samba):
+    root_names = {e.name for e in await smb.list("/")}
+    assert {e.name for e in await smb.list("/../../..")} == root_names
+    assert {e.name for e in await smb.list("..\\..")} == root_names
+    (samba.share_dir("files") / "inside.txt").write_text("in")
+    try:
+        assert await read_all(smb, "/../../inside.txt") == b"in"
+        with pytest.raises(RemoteNotFound):
+            await smb.stat("/../../etc/passwd")
+    finally:
+        (samba.share_dir("files") / "inside.txt").unlink()
+
+
+async def test_read_only_share_refuses_writes(samba):
+    (samba.share_dir("readonly") / "keep.txt").write_text("keep")
+    files = await open_files(None, smb_target(samba, "readonly"))
+    try:
+        assert [e.name for e in await files.list("/")] == ["keep.txt"]
+        for call in (
+            lambda: files.mkdir("/new"),
+            lambda: files.write("/up.txt", once(b"1")),
+            lambda: files.remove("/keep.txt"),
+            lambda: files.rename("/keep.txt", "/moved.txt"),
+        ):
+            with pytest.raises(RemotePermissionDenied):
+                await call()
+        assert (samba.share_dir("readonly") / "keep.txt").read_text() == "keep"
+    finally:
+        await files.close()
+
+
+async def test_guest_session_without_credentials(samba):
+    files = await open_files(None, smb_target(samba, "public", username=None, password=None))
+    try:
+        await files.write("/guest.txt", once(b"from a guest"))
+        assert (samba.share_dir("public") / "guest.txt").read_bytes() == b"from a guest"
+        await files.remove("/guest.txt")
+    finally:
+        await files.close()
+    with pytest.raises(RemotePermissionDenied):
+        await open_files(None, smb_target(samba, "files", username=None, password=None))
+
+
+async def test_connect_failures_say_what_failed(samba):
+    with pytest.raises(RemoteAuthFailed):
+        await open_files(None, smb_target(samba, password="wrong password"))
+    with pytest.raises(RemoteAuthFailed):
+        await open_files(None, smb_target(samba, username="nobody-here", password="x"))
+    with pytest.raises(RemoteNotFound, match="no-such-share"):
+        await open_files(None, smb_target(samba, "no-such-share"))
+    with pytest.raises(RemoteUnreachable):
+        await open_files(None, smb_target(samba, port=free_port()))
+    with pytest.raises(InvalidInput):
+        await open_files(None, smb_target(samba, ""))
+
+
+async def test_domain_field_is_used_for_the_login(samba):
+    files = await open_files(
+        None, smb_target(samba, extra={"share": "files", "domain": "HOSTGATE"})
+    )
+    try:
+        assert isinstance(await files.list("/"), list)
+    finally:
+        await files.close()
+
+
+async def test_reconnects_after_the_link_dropped(smb, workdir):
+    base, local = workdir
+    (local / "x.txt").write_text("x")
+    connection = smb.share._connection
+    assert connection is not None
+    connection.transport.close()
+    assert [e.name for e in await smb.list(base)] == ["x.txt"]
+
+
+async def test_concurrent_transfers_on_one_session(smb, workdir):
+    base, local = workdir
+    sizes = {"a.bin": 9 * MIB + 1, "b.bin": 7 * MIB, "c.bin": 1}
+    for name, size in sizes.items():
+        (local / name).write_bytes(random.Random(size).randbytes(size))
+
+    async def fetch(name: str) -> bytes:
+        return await read_all(smb, f"{base}/{name}")
+
+    results = await asyncio.gather(
+        *(fetch(name) for name in sizes),
+        smb.write(f"{base}/up.bin", pattern(5 * MIB, seed=3)),
+        smb.list(base),
+    )
+    for name, data in zip(sizes, results, strict=False):
+        assert data == (local / name).read_bytes()
+    assert file_digest(local / "up.bin") == pattern_digest(5 * MIB, seed=3)
