@@ -20,7 +20,6 @@ from hostgate import (
 from hostgate_smb.files import SmbFiles, open_files
 
 from testsupport.peers import free_port
-from testsupport.samba import SambaServer
 
 from .conftest import smb_target
 
