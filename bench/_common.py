@@ -1,0 +1,124 @@
+"""Shared by the bench scripts: start servers, measure, print one table."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_KEY = "be" * 32
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1, verify=False).status_code < 500:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+@contextmanager
+def hostgate_server(extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    """A real `hostgate serve` on a free port with a throwaway data dir."""
+    data = Path(tempfile.mkdtemp(prefix="hg-bench-"))
+    port = free_port()
+    env = {**os.environ, "HOSTGATE_ENCRYPTION_KEY": BENCH_KEY, "HOSTGATE_LOG_LEVEL": "WARNING"}
+    env.update(extra_env or {})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hostgate", "--data-dir", str(data), "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/health")
+        yield Server(url, process, data)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def rss_mib(pid: int) -> float:
+    import psutil
+
+    proc = psutil.Process(pid)
+    total = proc.memory_info().rss
+    for child in proc.children(recursive=True):
+        total += child.memory_info().rss
+    return total / 2**20
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+@dataclass
+class Row:
+    name: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    target: str = ""
+
+    @property
+    def ratio(self) -> str:
+        if self.baseline in (None, 0):
+            return ""
+        return f"{self.value / self.baseline:.2f}x"
+
+
+def print_table(rows: list[Row]) -> None:
+    width = max(len(r.name) for r in rows) if rows else 10
+    print(f"{'figure':<{width}}  {'value':>12}  {'baseline':>12}  {'ratio':>7}  target")
+    for row in rows:
+        base = "" if row.baseline is None else f"{row.baseline:,.1f}"
+        print(
+            f"{row.name:<{width}}  {row.value:>10,.1f} {row.unit:<2}"
+            f"{base:>12}  {row.ratio:>7}  {row.target}"
+        )
