@@ -19,6 +19,7 @@ from .security.ratelimit import RateLimiter
 from .security.secretbox import KeyError_, SecretBox, load_or_create_key
 from .security.tickets import TicketStore
 from .services.audit import AuditLog
+from .services.backup import Backups
 from .services.connections import Connections
 from .services.identity import Identity
 from .services.live import LiveSessions
@@ -85,6 +86,7 @@ class Kernel:
         self.live = LiveSessions()
         self._start_hooks: list[Callable[[], Awaitable[None]]] = []
         self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
+        self.backups = Backups(self)
         self.notifications = Notifications(self)
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:

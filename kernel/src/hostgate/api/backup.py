@@ -1,0 +1,146 @@
+"""``/backup``: size, encrypted export (streamed) and all-or-nothing import (SPEC §4.8)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint, Response, request
+from quart_schema import tag, validate_request
+
+from ..errors import InvalidInput, PayloadTooLarge, RateLimited
+from ..guards import current_caller, current_kernel, requires
+from ..requestbody import streamed_body
+from ..security.ratelimit import PASSWORD_CHECK_PER_USER
+from ..services.backup import BadPassword
+from ..timefmt import utcnow
+
+blueprint = Blueprint("backup", __name__)
+
+PASSWORD_HEADER = "X-Backup-Password"
+WRITE_BATCH = 1024 * 1024
+LIMIT_BUCKET = "backup_password"
+RESTORED_MESSAGE = (
+    "Backup restored. Every login session was signed out: log in again with an account "
+    "from the backup."
+)
+
+
+class ExportBody(BaseModel):
+    """``POST /backup/export``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    password: str = Field(min_length=8, max_length=1024)
+    includeRecordings: bool = False  # noqa: N815 - the spec's field name
+
+
+@blueprint.get("/backup/size")
+@requires("settings.backup")
+@tag(["backup"])
+async def backup_size() -> dict[str, Any]:
+    """Bytes a backup would hold: the database and the recordings."""
+    result: dict[str, Any] = await current_kernel().backups.size()
+    return result
+
+
+@blueprint.post("/backup/export")
+@requires("settings.backup")
+@validate_request(ExportBody)
+@tag(["backup"])
+async def export_backup(data: ExportBody) -> Response:
+    """Download an encrypted archive (``.geb``), built while it streams."""
+    kernel = current_kernel()
+    filename = f"hostgate-backup-{utcnow():%Y-%m-%d}.geb"
+    stream = kernel.backups.export(data.password, include_recordings=data.includeRecordings)
+    await kernel.audit.record(
+        "backup.exported",
+        actor=current_caller(),
+        target=filename,
+        details={"includeRecordings": data.includeRecordings},
+    )
+    response = Response(
+        stream,
+        mimetype="application/octet-stream",
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "Cache-Control": "no-store",
+        },
+    )
+    response.timeout = None
+    return response
+
+
+async def _receive(target: Path, limit: int) -> int:
+    """Stream the request body into ``target``; 413 past ``limit``."""
+    body = streamed_body()
+    received = 0
+    pending = bytearray()
+    with target.open("wb") as handle:
+        async for chunk in body:
+            received += len(chunk)
+            if received > limit:
+                raise PayloadTooLarge(f"The backup is larger than {limit} bytes")
+            pending += chunk
+            if len(pending) >= WRITE_BATCH:
+                await asyncio.to_thread(handle.write, bytes(pending))
+                pending.clear()
+        if pending:
+            await asyncio.to_thread(handle.write, bytes(pending))
+    return received
+
+
+@blueprint.post("/backup/import")
+@requires("settings.backup")
+@tag(["backup"])
+async def import_backup() -> dict[str, Any]:
+    """Restore an archive sent as the raw body; replaces all data (nothing on failure)."""
+    kernel = current_kernel()
+    caller = current_caller()
+    backups = kernel.backups
+    password = request.headers.get(PASSWORD_HEADER, "")
+    if not password:
+        raise InvalidInput(f"Send the backup password in the {PASSWORD_HEADER} header")
+    wait = kernel.limits.retry_after(LIMIT_BUCKET, caller.user_id, PASSWORD_CHECK_PER_USER)
+    if wait:
+        raise RateLimited("Too many wrong backup passwords; try again later", retry_after=wait)
+    declared = request.content_length
+    if declared is not None and declared > backups.max_import_bytes:
+        raise PayloadTooLarge(f"The backup is larger than {backups.max_import_bytes} bytes")
+    async with backups.import_slot() as slot:
+        if declared is not None:
+            free = (await asyncio.to_thread(shutil.disk_usage, slot)).free
+            if declared * 2 > free:
+                raise PayloadTooLarge(
+                    "Not enough free disk space in the data directory to stage this backup",
+                    code="insufficient_storage",
+                )
+        upload = slot / "upload.geb"
+        received = await _receive(upload, backups.max_import_bytes)
+        if received == 0:
+            raise InvalidInput("Send the backup file as the request body")
+        try:
+            result = await backups.restore(upload, password, slot)
+        except BadPassword:
+            with contextlib.suppress(RateLimited):
+                kernel.limits.hit(LIMIT_BUCKET, caller.user_id, PASSWORD_CHECK_PER_USER, "")
+            raise
+    await kernel.audit.record(
+        "backup.imported",
+        actor=caller,
+        target=result.exported_at,
+        details={
+            "recordingsRestored": result.recordings_restored,
+            "rows": sum(result.rows.values()),
+            "sourceVersion": result.source_version,
+        },
+    )
+    return {
+        "ok": True,
+        "message": RESTORED_MESSAGE,
+        "recordingsRestored": result.recordings_restored,
+    }

@@ -1,0 +1,67 @@
+"""Backup tests: a pack-style secret setting is loaded, PostgreSQL databases on demand."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hostgate.config import Config
+from hostgate.services.backup import Backups, KdfCost
+
+from tests.backup.support import SecretSettings, make_config
+
+CHEAP = KdfCost(time_cost=1, memory_kib=1024, lanes=1)
+
+
+@pytest.fixture
+def plugins() -> list[object]:
+    return [SecretSettings()]
+
+
+@pytest.fixture(autouse=True)
+def cheap_key_derivation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New archives use a cheap argon2 cost so the tests stay fast (the format is the same;
+    ``test_archive`` checks the real default)."""
+    monkeypatch.setattr(Backups, "kdf_cost", CHEAP)
+
+
+@pytest.fixture
+def new_database(request: pytest.FixtureRequest) -> Callable[[str], str | None]:
+    """``new_database("sqlite" | "postgresql")``: None (SQLite in the data dir) or a fresh URL.
+
+    Call it before the test's event loop runs anything (from a sync fixture).
+    """
+
+    def make(kind: str) -> str | None:
+        if kind == "sqlite":
+            return None
+        server = request.getfixturevalue("postgres_server")
+        import asyncpg
+
+        name = "hg_bk_" + uuid.uuid4().hex[:12]
+        host, port = server.split(":")
+
+        async def create() -> None:
+            conn = await asyncpg.connect(
+                host=host, port=int(port), user="postgres", database="postgres"
+            )
+            await conn.execute(f'CREATE DATABASE "{name}"')
+            await conn.close()
+
+        asyncio.run(create())
+        return f"postgresql+asyncpg://postgres@{server}/{name}"
+
+    return make
+
+
+@pytest.fixture
+def instance_config(tmp_path: Path, template_db: Path) -> Callable[..., Config]:
+    """``instance_config(name, key, url=None)``: a config under ``tmp_path/name``."""
+
+    def make(name: str, key: str, url: str | None = None) -> Config:
+        return make_config(tmp_path, name, key, url, template_db)
+
+    return make
