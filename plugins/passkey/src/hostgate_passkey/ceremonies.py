@@ -148,7 +148,7 @@ def verify_registration(challenge: Challenge, response: Mapping[str, Any]) -> Ne
             expected_origin=list(challenge.origins),
             require_user_verification=False,
         )
-    except (WebAuthnException, ValueError, KeyError, TypeError) as exc:
+    except (WebAuthnException, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CeremonyFailed(f"Passkey registration could not be verified: {exc}") from None
     transports = response.get("response", {}).get("transports") or []
     public_key = bytes_to_base64url(verified.credential_public_key)
@@ -205,6 +205,6 @@ def verify_assertion(
             credential_current_sign_count=passkey.sign_count,
             require_user_verification=False,
         )
-    except (WebAuthnException, ValueError, KeyError, TypeError) as exc:
+    except (WebAuthnException, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CeremonyFailed(f"Passkey login could not be verified: {exc}") from None
     return int(verified.new_sign_count)
