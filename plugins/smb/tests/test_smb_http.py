@@ -1,0 +1,235 @@
+"""SPEC §4.1 for ``smb`` over HTTP: every row the protocol lists, and the ones it does not."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testsupport.peers import free_port
+from testsupport.samba import SambaServer
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+async def owner(make_user: Any) -> Any:
+    return await make_user("smbowner")
+
+
+@pytest.fixture
+async def conn(make_connection: Any, owner: Any, samba: SambaServer) -> Any:
+    return await make_connection(
+        owner,
+        "smb",
+        samba.host,
+        samba.port,
+        name="Samba share",
+        username=samba.username,
+        password=samba.password,
+        extra={"share": "files"},
+    )
+
+
+@pytest.fixture
+def base(samba: SambaServer) -> tuple[str, Path]:
+    name = f"h-{uuid.uuid4().hex[:10]}"
+    local = samba.share_dir("files") / name
+    local.mkdir()
+    return f"/{name}", local
+
+
+def url(connection: Any, suffix: str) -> str:
+    return f"/api/v1/smb/{connection.id}/{suffix}"
+
+
+async def test_list_returns_spec_entries(client, owner, conn, base):
+    path, local = base
+    (local / "sub dir").mkdir()
+    (local / "grüße.txt").write_bytes(b"12345")
+    (local / "empty").write_bytes(b"")
+    response = await client.post(url(conn, "list"), json={"path": path}, headers=owner.headers)
+    assert response.status_code == 200
+    files = (await response.get_json())["files"]
+    by_name = {f["filename"]: f["fileAttributes"] for f in files}
+    assert by_name == {
+        "sub dir": {"size": 0, "isDirectory": True},
+        "grüße.txt": {"size": 5, "isDirectory": False},
+        "empty": {"size": 0, "isDirectory": False},
+    }
+
+
+async def test_upload_download_round_trip(client, owner, conn, base):
+    path, local = base
+    payload = random.Random(5).randbytes(24 * MIB + 17)
+    target = f"{path}/big file ü.bin"
+    response = await client.post(
+        url(conn, "upload"), query_string={"path": target}, data=payload, headers=owner.headers
+    )
+    assert response.status_code == 200
+    assert await response.get_json() == {"success": True}
+    assert hashlib.sha256((local / "big file ü.bin").read_bytes()).digest() == (
+        hashlib.sha256(payload).digest()
+    )
+    assert sorted(p.name for p in local.iterdir()) == ["big file ü.bin"]
+    response = await client.get(
+        url(conn, "download"), query_string={"path": target}, headers=owner.headers
+    )
+    assert response.status_code == 200
+    assert response.headers["Content-Length"] == str(len(payload))
+    assert "filename*=UTF-8''big%20file%20%C3%BC.bin" in response.headers["Content-Disposition"]
+    body = await response.get_data()
+    assert hashlib.sha256(body).digest() == hashlib.sha256(payload).digest()
+    response = await client.get(
+        url(conn, "download"),
+        query_string={"path": target},
+        headers={**owner.headers, "Range": "bytes=100-199"},
+    )
+    assert response.status_code == 206
+    assert await response.get_data() == payload[100:200]
+
+
+async def test_empty_file_upload_and_download(client, owner, conn, base):
+    path, local = base
+    response = await client.post(
+        url(conn, "upload"), query_string={"path": f"{path}/empty"}, data=b"", headers=owner.headers
+    )
+    assert response.status_code == 200
+    assert (local / "empty").read_bytes() == b""
+    response = await client.get(
+        url(conn, "download"), query_string={"path": f"{path}/empty"}, headers=owner.headers
+    )
+    assert response.status_code == 200
+    assert await response.get_data() == b""
+
+
+async def test_mkdir_rename_and_recursive_delete(client, owner, conn, base):
+    path, local = base
+    for directory in (f"{path}/one", f"{path}/one/two", f"{path}/other"):
+        response = await client.post(
+            url(conn, "mkdir"), json={"path": directory}, headers=owner.headers
+        )
+        assert response.status_code == 200
+        assert await response.get_json() == {"success": True}
+    (local / "one" / "two" / "f.txt").write_text("f")
+    response = await client.post(
+        url(conn, "rename"),
+        json={"oldPath": f"{path}/one/two", "newPath": f"{path}/other/moved two"},
+        headers=owner.headers,
+    )
+    assert response.status_code == 200
+    assert (local / "other" / "moved two" / "f.txt").read_text() == "f"
+    response = await client.delete(
+        url(conn, "file"), query_string={"path": f"{path}/other"}, headers=owner.headers
+    )
+    assert response.status_code == 200
+    assert await response.get_json() == {"success": True}
+    assert sorted(p.name for p in local.iterdir()) == ["one"]
+
+
+async def test_operations_smb_does_not_offer_are_404(client, owner, conn, base):
+    path, local = base
+    (local / "f.txt").write_text("f")
+    for suffix, body in (
+        ("stat", {"path": f"{path}/f.txt"}),
+        ("chmod", {"path": f"{path}/f.txt", "mode": 0o600}),
+        ("copy", {"srcPath": f"{path}/f.txt", "destPath": f"{path}/g.txt"}),
+    ):
+        response = await client.post(url(conn, suffix), json=body, headers=owner.headers)
+        assert response.status_code in (404, 405), suffix
+        assert "error" in await response.get_json()
+    assert sorted(p.name for p in local.iterdir()) == ["f.txt"]
+
+
+async def test_remote_errors_over_http(client, owner, conn, base):
+    path, _ = base
+    response = await client.post(
+        url(conn, "list"), json={"path": f"{path}/missing"}, headers=owner.headers
+    )
+    assert response.status_code == 404
+    assert (await response.get_json())["code"] == "remote_not_found"
+    response = await client.get(
+        url(conn, "download"), query_string={"path": f"{path}/missing"}, headers=owner.headers
+    )
+    assert response.status_code == 404
+    response = await client.delete(
+        url(conn, "file"), query_string={"path": f"{path}/missing"}, headers=owner.headers
+    )
+    assert response.status_code == 404
+
+
+async def test_read_only_share_is_403(client, owner, make_connection, samba):
+    readonly = await make_connection(
+        owner,
+        "smb",
+        samba.host,
+        samba.port,
+        username=samba.username,
+        password=samba.password,
+        extra={"share": "readonly"},
+    )
+    response = await client.post(url(readonly, "mkdir"), json={"path": "/x"}, headers=owner.headers)
+    assert response.status_code == 403
+    assert (await response.get_json())["code"] == "remote_permission_denied"
+    assert not (samba.share_dir("readonly") / "x").exists()
+
+
+async def test_bad_credentials_and_unreachable_server_are_502(
+    client, owner, make_connection, samba
+):
+    wrong = await make_connection(
+        owner,
+        "smb",
+        samba.host,
+        samba.port,
+        username=samba.username,
+        password="not the password",
+        extra={"share": "files"},
+    )
+    response = await client.post(url(wrong, "list"), json={"path": "/"}, headers=owner.headers)
+    assert response.status_code == 502
+    body = await response.get_json()
+    assert body["code"] == "remote_auth_failed"
+    assert "not the password" not in body["error"]
+    down = await make_connection(owner, "smb", "127.0.0.1", free_port(), extra={"share": "files"})
+    response = await client.post(url(down, "list"), json={"path": "/"}, headers=owner.headers)
+    assert response.status_code == 502
+    assert (await response.get_json())["code"] == "remote_unreachable"
+
+
+async def test_permission_and_ownership_are_enforced(client, make_user, conn):
+    stranger = await make_user("stranger")
+    response = await client.post(url(conn, "list"), json={"path": "/"}, headers=stranger.headers)
+    assert response.status_code == 404
+    no_smb = await make_user("nosmb", permissions=["connections.use_ftp"])
+    response = await client.post(url(conn, "list"), json={"path": "/"}, headers=no_smb.headers)
+    assert response.status_code in (403, 404)
+    response = await client.post(url(conn, "list"), json={"path": "/"})
+    assert response.status_code == 401
+
+
+async def test_events_are_logged_for_a_file_session(client, owner, conn, base):
+    path, local = base
+    headers = {**owner.headers, "X-File-Session-Id": str(uuid.uuid4())}
+    await client.post(url(conn, "list"), json={"path": path}, headers=headers)
+    await client.post(
+        url(conn, "upload"), query_string={"path": f"{path}/a.txt"}, data=b"abc", headers=headers
+    )
+    await client.post(url(conn, "mkdir"), json={"path": f"{path}/d"}, headers=headers)
+    response = await client.get("/api/v1/file-sessions", headers=owner.headers)
+    assert response.status_code == 200
+    sessions = (await response.get_json())["sessions"]
+    entry = next(s for s in sessions if s["connectionName"] == "Samba share")
+    assert entry["protocol"] == "smb"
+    assert entry["eventCount"] == 3
+    events = await client.get(f"/api/v1/file-sessions/{entry['id']}/events", headers=owner.headers)
+    assert events.status_code == 200
+    items = (await events.get_json())["events"]
+    assert sorted((e["action"], e["path"]) for e in items) == sorted(
+        [("browse", path), ("upload", f"{path}/a.txt"), ("mkdir", f"{path}/d")]
+    )
+    assert all(isinstance(e["detail"], str) for e in items)
