@@ -112,3 +112,22 @@ async def test_plain_http_issuers_are_refused():
     with pytest.raises(OidcError) as caught:
         await oidc.metadata()
     assert "https" in str(caught.value)
+
+
+async def test_an_expired_token_fails(oidc_provider, registration, monkeypatch):
+    import time as real_time
+    from types import SimpleNamespace
+
+    import authlib.oidc.core.claims as claims_module
+
+    oidc, metadata, token, nonce = await real_id_token(oidc_provider, registration)
+    _, payload, _ = parts(token)
+    later = payload["exp"] + 3600
+    monkeypatch.setattr(
+        claims_module,
+        "time",
+        SimpleNamespace(time=lambda: later, **{"monotonic": real_time.monotonic}),
+    )
+    with pytest.raises(OidcError) as caught:
+        await oidc.validate_id_token(metadata, token, nonce)
+    assert caught.value.reason == "oidc_token_expired"
