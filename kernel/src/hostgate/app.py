@@ -17,7 +17,9 @@ from .guards import public
 from .kernel import Kernel
 from .logs import request_id
 from .plugins import PluginHost
+from .requestbody import FlowControlledConnection, StreamingRequest
 from .services.version import current_version
+from .ws import blueprint_for as socket_blueprint
 
 API_PREFIX = "/api/v1"
 log = logging.getLogger("hostgate.app")
@@ -37,6 +39,8 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         extra=plugins,
     )
     app = Quart("hostgate", static_folder=None)
+    app.request_class = StreamingRequest
+    app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
     app.config["BODY_TIMEOUT"] = 600
     QuartSchema(
@@ -61,6 +65,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     for _, contributed in host.contributions("register_blueprints"):
         for blueprint in contributed:
             app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+    app.register_blueprint(socket_blueprint(kernel))
     app.add_url_rule("/health", "root_health", public(health.__wrapped__))  # type: ignore[attr-defined]
 
     @app.before_request

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from .descriptors import SettingSpec
 from .markers import hookimpl
 from .permissions import KERNEL_PERMISSIONS
-from .services.notifications.plugin import event  # noqa: F401 - the notifications hook
 from .services.netpolicy import validate_rules
+from .services.notifications.plugin import event  # noqa: F401 - the notifications hook
 
 CURSOR_STYLES = ("block", "bar", "underline")
 
@@ -51,6 +51,12 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("recordings.enabled", bool, True, description="Record terminal and RDP sessions"),
     SettingSpec("recordings.max_size_mb", float, 0, minimum=0, maximum=1_000_000,
                 description="Cap per recording in MB (0 = no cap)"),
+    SettingSpec("recordings.retention_days", int, 90, minimum=0, maximum=36_500,
+                description="Delete recordings older than this many days (0 = keep forever)"),
+    SettingSpec("recordings.retention_max_total_mb", float, 0, minimum=0, maximum=100_000_000,
+                description="Delete the oldest recordings beyond this total size (0 = no cap)"),
+    SettingSpec("recordings.min_free_disk_mb", float, 256, minimum=0, maximum=1_000_000_000,
+                description="Free disk below which new recordings stop (with an audit event)"),
     SettingSpec("auth.local_enabled", bool, True, description="Local password login on/off"),
     SettingSpec("auth.ldap_url", str, "", max_length=1000, description="ldap:// or ldaps:// URL"),
     SettingSpec("auth.ldap_bind_dn", str, "", max_length=1000, description="Service bind DN"),

@@ -21,12 +21,16 @@ from .security.tickets import TicketStore
 from .services.audit import AuditLog
 from .services.backup import Backups
 from .services.connections import Connections
+from .services.file_sessions import FileSessionLog
+from .services.files import RemoteFilePool
 from .services.identity import Identity
 from .services.live import LiveSessions
 from .services.logins import Logins
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
+from .services.recordings import Recordings
 from .services.settings import Settings
+from .services.terminal_sessions import TerminalSessions
 from .services.version import VersionChecker
 from .timefmt import utcnow
 
@@ -48,6 +52,8 @@ class Kernel:
         self.config = config
         self.plugins = plugins
         self.state: dict[str, Any] = {}
+        self._start_hooks: list[Callable[[], Awaitable[None]]] = []
+        self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
         loaded = load_or_create_key(config.encryption_key, config.data_dir)
         self.secrets = SecretBox(loaded.key, insecure=loaded.from_file)
         self.db = Database(config.resolved_database_url)
@@ -83,10 +89,12 @@ class Kernel:
         self.version = VersionChecker(self)
         self.netpolicy = NetworkPolicy(self)
         self.connections = Connections(self)
-        self.live = LiveSessions()
-        self._start_hooks: list[Callable[[], Awaitable[None]]] = []
-        self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
         self.backups = Backups(self)
+        self.live = LiveSessions()
+        self.recordings = Recordings(self)
+        self.terminal_sessions = TerminalSessions(self)
+        self.files = RemoteFilePool(self)
+        self.file_sessions = FileSessionLog(self)
         self.notifications = Notifications(self)
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:

@@ -2,7 +2,7 @@
 
 Revision ID: 0001_initial
 Revises: 
-Create Date: 2026-11-21 21:00:03.532318
+Create Date: 2026-11-21 20:56:51.039406
 """
 from __future__ import annotations
 
@@ -41,6 +41,25 @@ def upgrade() -> None:
         batch_op.create_index('ix_audit_ts', ['timestamp'], unique=False)
         batch_op.create_index('ix_audit_type_ts', ['event_type', 'timestamp'], unique=False)
         batch_op.create_index('ix_audit_user_ts', ['user_id', 'timestamp'], unique=False)
+
+    op.create_table('file_sessions',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('username', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('client_key', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
+    sa.Column('connection_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('connection_name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('protocol', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('started_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('ended_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('event_count', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('file_sessions', schema=None) as batch_op:
+        batch_op.create_index('ix_file_sessions_recent', ['user_id', 'connection_id', 'ended_at'], unique=False)
+        batch_op.create_index('ix_file_sessions_started', ['started_at'], unique=False)
+        batch_op.create_index('ix_file_sessions_user_started', ['user_id', 'started_at'], unique=False)
+        batch_op.create_index('ux_file_sessions_client', ['user_id', 'connection_id', 'client_key'], unique=True)
 
     op.create_table('notification_channels',
     sa.Column('type', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
@@ -97,6 +116,30 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('name')
     )
+    op.create_table('sessions',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('username', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('connection_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+    sa.Column('connection_name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('protocol', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('client_ip', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('started_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('ended_at', hostgate.db.types.UTCDateTime(), nullable=True),
+    sa.Column('end_reason', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('recording_state', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('recording_format', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=True),
+    sa.Column('recording_file', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=True),
+    sa.Column('recording_key', hostgate.db.types.Sealed(), nullable=True),
+    sa.Column('recording_size', sa.Integer(), nullable=False),
+    sa.Column('recording_note', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('updated_at', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('sessions', schema=None) as batch_op:
+        batch_op.create_index('ix_sessions_started', ['started_at'], unique=False)
+        batch_op.create_index('ix_sessions_user_started', ['user_id', 'started_at'], unique=False)
+
     op.create_table('settings',
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
     sa.Column('value', hostgate.db.types.JSONText(), nullable=True),
@@ -109,6 +152,21 @@ def upgrade() -> None:
     sa.Column('created_at', hostgate.db.types.UTCDateTime(), nullable=False),
     sa.PrimaryKeyConstraint('name')
     )
+    op.create_table('file_events',
+    sa.Column('seq', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('session_id', sa.String(length=64), nullable=False),
+    sa.Column('timestamp', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('action', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.Column('path', sa.Text(), nullable=False),
+    sa.Column('detail', sa.Text(), nullable=False),
+    sa.ForeignKeyConstraint(['session_id'], ['file_sessions.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('seq'),
+    sa.UniqueConstraint('id')
+    )
+    with op.batch_alter_table('file_events', schema=None) as batch_op:
+        batch_op.create_index('ix_file_events_session_seq', ['session_id', 'seq'], unique=False)
+
     op.create_table('notification_digest_items',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('rule_id', sa.String(length=64), nullable=False),
@@ -122,6 +180,30 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('notification_digest_items', schema=None) as batch_op:
         batch_op.create_index('ix_notification_digest_period', ['period_end', 'rule_id'], unique=False)
+
+    op.create_table('session_commands',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('session_id', sa.String(length=64), nullable=False),
+    sa.Column('timestamp', hostgate.db.types.UTCDateTime(), nullable=False),
+    sa.Column('elapsed', sa.Integer(), nullable=False),
+    sa.Column('command', sqlmodel.sql.sqltypes.AutoString(length=4000), nullable=False),
+    sa.Column('output_preview', sqlmodel.sql.sqltypes.AutoString(length=4000), nullable=True),
+    sa.ForeignKeyConstraint(['session_id'], ['sessions.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('session_commands', schema=None) as batch_op:
+        batch_op.create_index('ix_session_commands_session', ['session_id', 'elapsed'], unique=False)
+
+    op.create_table('session_input_events',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('session_id', sa.String(length=64), nullable=False),
+    sa.Column('elapsed', sa.Float(), nullable=False),
+    sa.Column('event_type', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+    sa.ForeignKeyConstraint(['session_id'], ['sessions.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('session_input_events', schema=None) as batch_op:
+        batch_op.create_index('ix_session_input_events_session', ['session_id', 'elapsed'], unique=False)
 
     op.create_table('users',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
@@ -314,12 +396,29 @@ def downgrade() -> None:
         batch_op.drop_index('ix_users_provider')
 
     op.drop_table('users')
+    with op.batch_alter_table('session_input_events', schema=None) as batch_op:
+        batch_op.drop_index('ix_session_input_events_session')
+
+    op.drop_table('session_input_events')
+    with op.batch_alter_table('session_commands', schema=None) as batch_op:
+        batch_op.drop_index('ix_session_commands_session')
+
+    op.drop_table('session_commands')
     with op.batch_alter_table('notification_digest_items', schema=None) as batch_op:
         batch_op.drop_index('ix_notification_digest_period')
 
     op.drop_table('notification_digest_items')
+    with op.batch_alter_table('file_events', schema=None) as batch_op:
+        batch_op.drop_index('ix_file_events_session_seq')
+
+    op.drop_table('file_events')
     op.drop_table('system_values')
     op.drop_table('settings')
+    with op.batch_alter_table('sessions', schema=None) as batch_op:
+        batch_op.drop_index('ix_sessions_user_started')
+        batch_op.drop_index('ix_sessions_started')
+
+    op.drop_table('sessions')
     op.drop_table('roles')
     op.drop_table('notification_rules')
     with op.batch_alter_table('notification_log', schema=None) as batch_op:
@@ -330,6 +429,13 @@ def downgrade() -> None:
 
     op.drop_table('notification_log')
     op.drop_table('notification_channels')
+    with op.batch_alter_table('file_sessions', schema=None) as batch_op:
+        batch_op.drop_index('ux_file_sessions_client')
+        batch_op.drop_index('ix_file_sessions_user_started')
+        batch_op.drop_index('ix_file_sessions_started')
+        batch_op.drop_index('ix_file_sessions_recent')
+
+    op.drop_table('file_sessions')
     with op.batch_alter_table('audit_log', schema=None) as batch_op:
         batch_op.drop_index('ix_audit_user_ts')
         batch_op.drop_index('ix_audit_type_ts')

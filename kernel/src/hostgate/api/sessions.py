@@ -1,0 +1,263 @@
+"""``/sessions``: session history, recordings and command log (SPEC 4.3).
+
+Also ``/sessions/active`` to list and end live sessions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+from quart import Blueprint, Response, request
+from quart_schema import tag, validate_request
+
+from ..errors import ApiError, NotFound, PermissionDenied
+from ..guards import authenticated, current_caller, current_kernel, requires
+from ..pagination import page_from
+from ..requestbody import streamed_body
+from ..services.recordings import stream_plaintext
+from ..services.session_history import SessionHistory
+
+blueprint = Blueprint("sessions", __name__)
+
+CONTENT_TYPES = {"cast": "application/x-asciicast", "webm": "video/webm"}
+MAX_EVENTS = 10_000
+
+
+class RdpSessionBody(BaseModel):
+    """``POST /sessions/rdp-session``."""
+
+    model_config = ConfigDict(extra="forbid")
+    connectionId: str = Field(min_length=1, max_length=64)  # noqa: N815 - the spec's name
+
+
+class InputEvent(BaseModel):
+    """One input event in the write form."""
+
+    elapsed: float = Field(ge=0, allow_inf_nan=False)
+    type: str = Field(min_length=1, max_length=32)
+
+
+class InputEvents(RootModel[list[InputEvent]]):
+    """``POST /sessions/:id/recording/events``: a JSON array."""
+
+    root: list[InputEvent] = Field(max_length=MAX_EVENTS)
+
+
+def _history() -> SessionHistory:
+    return SessionHistory(current_kernel())
+
+
+class RangeNotSatisfiable(ApiError):
+    """The requested byte range lies outside the recording (416)."""
+
+    status = 416
+    code = "range_not_satisfiable"
+
+
+def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """One ``bytes=`` range as inclusive offsets; None means the whole file.
+
+    Several ranges, other units or malformed values are ignored (the whole file
+    is sent, as RFC 9110 allows); a range outside the file is a 416.
+    """
+    if not header:
+        return None
+    unit, _, spec = header.partition("=")
+    if unit.strip().lower() != "bytes" or "," in spec:
+        return None
+    first, dash, last = spec.strip().partition("-")
+    if not dash or not (first.isdigit() or last.isdigit()):
+        return None
+    if (first and not first.isdigit()) or (last and not last.isdigit()):
+        return None
+    unsatisfiable = RangeNotSatisfiable(
+        "Range not satisfiable", headers={"Content-Range": f"bytes */{size}"}
+    )
+    if not first:
+        suffix = int(last)
+        if suffix == 0 or size == 0:
+            raise unsatisfiable
+        return max(0, size - suffix), size - 1
+    start = int(first)
+    end = int(last) if last else size - 1
+    if start >= size or start > end:
+        raise unsatisfiable
+    return start, min(end, size - 1)
+
+
+@blueprint.get("/sessions")
+@authenticated
+@tag(["sessions"])
+async def list_sessions() -> dict[str, Any]:
+    """Terminal and RDP sessions, newest first; every user's with ``sessions.view_any``."""
+    page = page_from(request.args)
+    sessions = await _history().page(current_caller(), page)
+    return {"sessions": sessions, **page.echo()}
+
+
+@blueprint.delete("/sessions")
+@requires("sessions.delete")
+@tag(["sessions"])
+async def purge_sessions() -> dict[str, Any]:
+    """Delete all session history and recordings (open sessions stay) and file sessions."""
+    counts = await _history().purge()
+    await current_kernel().audit.record(
+        "sessions.purged", actor=current_caller(), target="all", details=counts
+    )
+    return {"ok": True, **counts}
+
+
+@blueprint.get("/sessions/storage")
+@requires("settings.manage")
+@tag(["sessions"])
+async def storage() -> dict[str, Any]:
+    """Bytes the recordings take on disk."""
+    return {"bytes": await current_kernel().recordings.storage_bytes()}
+
+
+@blueprint.get("/sessions/active")
+@authenticated
+@tag(["sessions"])
+async def active_sessions() -> dict[str, Any]:
+    """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
+    return {"sessions": _history().active(current_caller())}
+
+
+@blueprint.delete("/sessions/active/<session_id>")
+@authenticated
+@tag(["sessions"])
+async def end_active_session(session_id: str) -> dict[str, Any]:
+    """End an open session: one's own, or anyone's with ``sessions.delete``."""
+    kernel = current_kernel()
+    caller = current_caller()
+    live = kernel.live.get(session_id)
+    if live is None or (live.user_id != caller.user_id and not caller.can("sessions.view_any")):
+        raise NotFound("Session not found")
+    if live.user_id != caller.user_id and not caller.can("sessions.delete"):
+        raise PermissionDenied("Insufficient permissions: requires sessions.delete")
+    reason = f"Terminated by {caller.username}"
+    if not await kernel.terminal_sessions.terminate(session_id, reason):
+        await kernel.live.close_where(reason, id=session_id)
+    await kernel.audit.record(
+        "connection.session_terminated",
+        actor=caller,
+        target=live.info.get("connectionName", "") or live.connection_id,
+        details={
+            "sessionId": session_id,
+            "protocol": live.protocol,
+            "connectionId": live.connection_id,
+            "ownerId": live.user_id,
+        },
+    )
+    return {"ok": True}
+
+
+@blueprint.post("/sessions/rdp-session")
+@authenticated
+@validate_request(RdpSessionBody)
+@tag(["sessions"])
+async def create_rdp_session(data: RdpSessionBody) -> dict[str, Any]:
+    """Start the history row of a browser RDP session; says whether to record it."""
+    session_id, should_record = await _history().create_rdp(current_caller(), data.connectionId)
+    return {"sessionId": session_id, "shouldRecord": should_record}
+
+
+@blueprint.get("/sessions/<session_id>/recording")
+@authenticated
+@tag(["sessions"])
+async def download_recording(session_id: str) -> Response:
+    """The recording (asciicast for terminals, WebM for RDP), with HTTP Range support.
+
+    Every request that starts at byte 0 (a playback or download) is audited.
+    """
+    kernel = current_kernel()
+    caller = current_caller()
+    row = await _history().visible(caller, session_id)
+    reader = kernel.recordings.open_reader(row)
+    try:
+        size = reader.size
+        chosen = parse_range(request.headers.get("Range"), size)
+    except BaseException:
+        reader.close()
+        raise
+    start, end = chosen if chosen is not None else (0, size - 1)
+    if start == 0:
+        await kernel.audit.record(
+            "session.recording_viewed",
+            actor=caller,
+            target=row.connection_name,
+            details={
+                "sessionId": row.id,
+                "protocol": row.protocol,
+                "ownerId": row.user_id,
+                "ownerUsername": row.username,
+                "range": request.headers.get("Range", "")[:100],
+            },
+        )
+    fmt = row.recording_format or "cast"
+    headers = {
+        "Content-Type": CONTENT_TYPES.get(fmt, "application/octet-stream"),
+        "Content-Disposition": f'inline; filename="session-{row.id}.{fmt}"',
+        "Accept-Ranges": "bytes",
+        "Content-Length": str(max(0, end - start + 1)),
+    }
+    status = 200
+    if chosen is not None:
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+    response = Response(stream_plaintext(reader, start, end), status=status, headers=headers)
+    response.timeout = None
+    return response
+
+
+@blueprint.get("/sessions/<session_id>/commands")
+@authenticated
+@tag(["sessions"])
+async def session_commands(session_id: str) -> dict[str, Any]:
+    """The command log of a terminal session, in order."""
+    history = _history()
+    row = await history.visible(current_caller(), session_id)
+    return {"commands": await history.commands(row.id)}
+
+
+@blueprint.get("/sessions/<session_id>/recording/events")
+@authenticated
+@tag(["sessions"])
+async def recording_events(session_id: str) -> dict[str, Any]:
+    """Recorded input events of an RDP session (read form)."""
+    history = _history()
+    row = await history.visible(current_caller(), session_id)
+    return {"events": await history.input_events(row.id)}
+
+
+@blueprint.post("/sessions/<session_id>/recording/events")
+@authenticated
+@validate_request(InputEvents)
+@tag(["sessions"])
+async def add_recording_events(session_id: str, data: InputEvents) -> dict[str, Any]:
+    """Append input events (write form ``{elapsed, type}``) to one's own recorded session."""
+    history = _history()
+    row = await history.owned(current_caller(), session_id)
+    await history.add_input_events(row, [(item.elapsed, item.type) for item in data.root])
+    return {"ok": True}
+
+
+@blueprint.post("/sessions/<session_id>/recording/chunk")
+@authenticated
+@tag(["sessions"])
+async def upload_chunk(session_id: str) -> dict[str, Any]:
+    """Append a raw WebM chunk (streamed to disk, encrypted) to one's own RDP recording."""
+    row = await _history().owned(current_caller(), session_id)
+    await current_kernel().recordings.append_upload(row, streamed_body())
+    return {"ok": True}
+
+
+@blueprint.post("/sessions/<session_id>/recording/finalize")
+@authenticated
+@tag(["sessions"])
+async def finalize_recording(session_id: str) -> dict[str, Any]:
+    """End one's own RDP session: its recording is complete."""
+    row = await _history().owned(current_caller(), session_id)
+    await current_kernel().recordings.finalize_upload(row)
+    return {"ok": True}

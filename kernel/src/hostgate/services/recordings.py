@@ -1,0 +1,433 @@
+"""Recordings: encrypted files under ``<data dir>/recordings``, their keys, uploads and retention.
+
+Each recording has its own random data key, sealed under the instance key in the
+session row (``recording_key``), so key rotation and backup only re-seal database
+columns; the file format is in ``recording_format``. Terminal sessions write
+asciicast through ``create``; browser-recorded RDP sessions upload WebM chunks
+through ``append_upload`` / ``finalize_upload``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlmodel import col, select
+
+from ..db.models.sessions import RemoteSession
+from ..errors import Conflict, NotFound, PayloadTooLarge
+from ..timefmt import utcnow
+from .recording_format import (
+    RecordingFormatError,
+    RecordingReader,
+    RecordingWriter,
+    new_key,
+    plaintext_size,
+)
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+
+log = logging.getLogger("hostgate.recordings")
+
+MIB = 1024 * 1024
+RETENTION_INTERVAL = 3600.0
+HOUSEKEEPING_INTERVAL = 60.0
+UPLOAD_ABANDONED_AFTER = 1800.0
+DISK_CHECK_INTERVAL = 10.0
+ACTIVE_STATES = ("recording",)
+
+
+@dataclass
+class Upload:
+    """An RDP recording being uploaded chunk by chunk."""
+
+    writer: RecordingWriter
+    session_id: str
+    last_activity: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class Recordings:
+    """Recording files, their data keys, uploads, disk watermark and retention."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._uploads: dict[str, Upload] = {}
+        self._disk_low = False
+        self._disk_checked = 0.0
+        self._task: asyncio.Task[None] | None = None
+        kernel.on_start(self.start)
+        kernel.on_stop(self.stop)
+
+    @property
+    def directory(self) -> Path:
+        """Where recording files live."""
+        return self.kernel.config.data_dir / "recordings"
+
+    def path_of(self, row: RemoteSession) -> Path | None:
+        """The file of a session's recording, or None."""
+        if not row.recording_file:
+            return None
+        return self.directory / Path(row.recording_file).name
+
+    # -- settings -------------------------------------------------------------------
+
+    def enabled(self) -> bool:
+        """``recordings.enabled``."""
+        return bool(self.kernel.settings.get("recordings.enabled"))
+
+    def size_limit(self) -> int | None:
+        """``recordings.max_size_mb`` in bytes, None for no cap."""
+        megabytes = float(self.kernel.settings.get("recordings.max_size_mb") or 0)
+        return int(megabytes * MIB) if megabytes > 0 else None
+
+    # -- disk watermark ---------------------------------------------------------------
+
+    async def disk_ok(self, *, force: bool = True) -> bool:
+        """False while free disk is below ``recordings.min_free_disk_mb``.
+
+        The first time it goes low an audit event ``recordings.disk_low`` is recorded
+        (and so reaches notification rules); it re-arms once space is back.
+        """
+        now = time.monotonic()
+        if not force and now - self._disk_checked < DISK_CHECK_INTERVAL:
+            return not self._disk_low
+        self._disk_checked = now
+        minimum = int(float(self.kernel.settings.get("recordings.min_free_disk_mb") or 0) * MIB)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(self.directory).free
+        low = free < minimum
+        if low and not self._disk_low:
+            self._disk_low = True
+            log.warning("free disk %d bytes is below the recordings watermark", free)
+            await self.kernel.audit.record(
+                "recordings.disk_low",
+                target="recordings",
+                user_id="system",
+                username="system",
+                details={"freeBytes": free, "minimumBytes": minimum},
+            )
+        elif not low:
+            self._disk_low = False
+        return not low
+
+    # -- writing ----------------------------------------------------------------------
+
+    async def create(self, row: RemoteSession, fmt: str) -> RecordingWriter | None:
+        """Start a recording for a new session row (filled in, not yet stored).
+
+        Returns None when recordings are off or the disk is low.
+        """
+        if not self.enabled() or not await self.disk_ok():
+            return None
+        key = new_key()
+        row.recording_key = self.kernel.secrets.seal(key)
+        row.recording_file = f"{row.id}.{fmt}"
+        row.recording_format = fmt
+        row.recording_state = "recording"
+        path = self.directory / row.recording_file
+        return await asyncio.to_thread(RecordingWriter, path, key)
+
+    def key_of(self, row: RemoteSession) -> bytes:
+        """The data key of a session's recording."""
+        if not row.recording_key:
+            raise NotFound("Recording not found")
+        return self.kernel.secrets.open_bytes(row.recording_key)
+
+    def open_reader(self, row: RemoteSession) -> RecordingReader:
+        """A reader of a session's recording; NotFound when there is none."""
+        path = self.path_of(row)
+        if path is None or not path.exists() or not row.recording_key:
+            raise NotFound("Recording not found")
+        try:
+            return RecordingReader(path, self.key_of(row))
+        except RecordingFormatError as exc:
+            raise NotFound(f"Recording cannot be read: {exc}") from None
+
+    async def store_state(self, session_id: str, *, state: str, size: int, note: str = "") -> None:
+        """Record a recording's state and plaintext size in its row."""
+        async with self.kernel.db.session() as session:
+            row = await session.get(RemoteSession, session_id)
+            if row is None:
+                return
+            row.recording_state = state
+            row.recording_size = size
+            if note:
+                row.recording_note = note
+            row.updated_at = utcnow()
+            session.add(row)
+            await session.commit()
+
+    # -- uploads (RDP WebM from the browser) -------------------------------------------
+
+    async def append_upload(self, row: RemoteSession, body: AsyncIterator[bytes]) -> int:
+        """Append one uploaded chunk (streamed); return the recording's size.
+
+        Conflict when the session is not being recorded; PayloadTooLarge when the
+        size cap is reached (what fits is kept and the recording is stopped).
+        """
+        if row.recording_state != "recording" or row.ended_at is not None:
+            raise Conflict("This session is not being recorded", code="not_recording")
+        upload = self._uploads.get(row.id)
+        if upload is None:
+            path = self.path_of(row)
+            if path is None:
+                raise Conflict("This session is not being recorded", code="not_recording")
+            writer = await asyncio.to_thread(RecordingWriter, path, self.key_of(row))
+            upload = self._uploads.setdefault(row.id, Upload(writer=writer, session_id=row.id))
+            if upload.writer is not writer:
+                writer.close()
+        async with upload.lock:
+            upload.last_activity = time.monotonic()
+            if not await self.disk_ok(force=False):
+                await self._stop_upload(upload, "disk_low")
+                raise Conflict("Recording stopped: the server's disk is low", code="disk_low")
+            limit = self.size_limit()
+            async for piece in body:
+                if limit is not None and upload.writer.size + len(piece) > limit:
+                    upload.writer.write(piece[: max(0, limit - upload.writer.size)])
+                    await self._stop_upload(upload, "size_limit")
+                    raise PayloadTooLarge("Recording size limit reached; recording stopped")
+                upload.writer.write(piece)
+            upload.writer.flush()
+            size = upload.writer.size
+        await self.store_state(row.id, state="recording", size=size)
+        return size
+
+    async def _stop_upload(self, upload: Upload, note: str) -> None:
+        self._uploads.pop(upload.session_id, None)
+        upload.writer.close()
+        await self.store_state(
+            upload.session_id, state="stopped", size=upload.writer.size, note=note
+        )
+
+    async def finalize_upload(self, row: RemoteSession, *, reason: str = "finalized") -> None:
+        """Close an upload: the session ends and its recording is complete."""
+        upload = self._uploads.pop(row.id, None)
+        size = row.recording_size
+        if upload is not None:
+            async with upload.lock:
+                upload.writer.close()
+                size = upload.writer.size
+        async with self.kernel.db.session() as session:
+            stored = await session.get(RemoteSession, row.id)
+            if stored is None:
+                return
+            if stored.recording_state == "recording":
+                stored.recording_state = "complete"
+                stored.recording_size = size
+            if stored.ended_at is None:
+                stored.ended_at = utcnow()
+                stored.end_reason = reason
+            stored.updated_at = utcnow()
+            session.add(stored)
+            await session.commit()
+
+    def uploading(self, session_id: str) -> bool:
+        """True while an upload is open for the session."""
+        return session_id in self._uploads
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create the directory, repair rows left open by a crash, start housekeeping."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        await self.repair()
+        self._task = asyncio.create_task(self._housekeeping(), name="recordings-housekeeping")
+
+    async def stop(self) -> None:
+        """Stop housekeeping and close open uploads (their sessions end)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for upload in list(self._uploads.values()):
+            upload.writer.close()
+            await self.store_state(upload.session_id, state="recording", size=upload.writer.size)
+        self._uploads.clear()
+
+    async def repair(self) -> int:
+        """Mark sessions left open by a crash or restart as ended; size their recordings."""
+        now = utcnow()
+        repaired = 0
+        async with self.kernel.db.session() as session:
+            query = select(RemoteSession).where(col(RemoteSession.ended_at).is_(None))
+            for row in (await session.exec(query)).all():
+                if self.kernel.live.get(row.id) is not None:
+                    continue
+                row.ended_at = row.updated_at if row.updated_at > row.started_at else now
+                row.end_reason = row.end_reason or "server restarted"
+                if row.recording_state == "recording":
+                    path = self.path_of(row)
+                    if path is not None and path.exists() and row.recording_key:
+                        key = self.key_of(row)
+                        row.recording_size = await asyncio.to_thread(plaintext_size, path, key)
+                        row.recording_state = "complete"
+                    else:
+                        row.recording_state = "none"
+                    row.recording_note = row.recording_note or "server restarted"
+                row.updated_at = now
+                session.add(row)
+                repaired += 1
+            await session.commit()
+        if repaired:
+            log.info("marked %d session(s) left open as ended", repaired)
+        return repaired
+
+    async def _housekeeping(self) -> None:
+        last_retention = 0.0
+        while True:
+            try:
+                await self._close_abandoned_uploads()
+                if time.monotonic() - last_retention >= RETENTION_INTERVAL:
+                    last_retention = time.monotonic()
+                    await self.apply_retention()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("recordings housekeeping failed")
+            await asyncio.sleep(HOUSEKEEPING_INTERVAL)
+
+    async def _close_abandoned_uploads(self) -> None:
+        now = time.monotonic()
+        for upload in list(self._uploads.values()):
+            if now - upload.last_activity < UPLOAD_ABANDONED_AFTER:
+                continue
+            async with self.kernel.db.session() as session:
+                row = await session.get(RemoteSession, upload.session_id)
+            if row is not None:
+                await self.finalize_upload(row, reason="upload abandoned")
+
+    # -- retention and storage ---------------------------------------------------------
+
+    def _busy(self, session_id: str) -> bool:
+        return session_id in self._uploads or self.kernel.live.get(session_id) is not None
+
+    async def apply_retention(self) -> int:
+        """Apply the retention settings; return how many recordings were deleted.
+
+        Deletes recordings older than ``recordings.retention_days`` and, oldest first,
+        beyond ``recordings.retention_max_total_mb``. Session rows stay (without a file).
+        """
+        days = int(self.kernel.settings.get("recordings.retention_days") or 0)
+        max_total = float(self.kernel.settings.get("recordings.retention_max_total_mb") or 0)
+        if days <= 0 and max_total <= 0:
+            return 0
+        async with self.kernel.db.session() as session:
+            query = (
+                select(RemoteSession)
+                .where(col(RemoteSession.recording_file).is_not(None))
+                .order_by(col(RemoteSession.started_at))
+            )
+            rows = list((await session.exec(query)).all())
+        candidates = [r for r in rows if not self._busy(r.id)]
+        doomed: list[RemoteSession] = []
+        if days > 0:
+            cutoff = utcnow() - timedelta(days=days)
+            doomed = [r for r in candidates if r.started_at < cutoff]
+        if max_total > 0:
+            gone = {r.id for r in doomed}
+            sizes = {r.id: self._disk_size(r) for r in rows if r.id not in gone}
+            total = sum(sizes.values())
+            cap = int(max_total * MIB)
+            for row in candidates:
+                if total <= cap:
+                    break
+                if row.id in gone:
+                    continue
+                doomed.append(row)
+                total -= sizes[row.id]
+        if not doomed:
+            return 0
+        freed = await self.delete_files(doomed, state="purged")
+        await self.kernel.audit.record(
+            "recordings.retention_purged",
+            target="recordings",
+            user_id="system",
+            username="system",
+            details={
+                "deleted": len(doomed),
+                "freedBytes": freed,
+                "retentionDays": days,
+                "maxTotalMb": max_total,
+            },
+        )
+        return len(doomed)
+
+    def _disk_size(self, row: RemoteSession) -> int:
+        path = self.path_of(row)
+        try:
+            return path.stat().st_size if path is not None else 0
+        except OSError:
+            return 0
+
+    async def delete_files(self, rows: list[RemoteSession], *, state: str | None) -> int:
+        """Remove the recording files of rows; with ``state`` also update the rows.
+
+        Returns the bytes freed.
+        """
+        freed = 0
+        for row in rows:
+            path = self.path_of(row)
+            if path is None:
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                freed += path.stat().st_size
+                path.unlink()
+        if state is not None:
+            async with self.kernel.db.session() as session:
+                for row in rows:
+                    stored = await session.get(RemoteSession, row.id)
+                    if stored is None:
+                        continue
+                    stored.recording_file = None
+                    stored.recording_key = None
+                    stored.recording_state = state
+                    stored.recording_size = 0
+                    stored.updated_at = utcnow()
+                    session.add(stored)
+                await session.commit()
+        return freed
+
+    async def storage_bytes(self) -> int:
+        """Bytes the recordings directory takes on disk."""
+
+        def total() -> int:
+            if not self.directory.exists():
+                return 0
+            size = 0
+            with os.scandir(self.directory) as entries:
+                for entry in entries:
+                    with contextlib.suppress(OSError):
+                        if entry.is_file():
+                            size += entry.stat().st_size
+            return size
+
+        return await asyncio.to_thread(total)
+
+
+async def stream_plaintext(reader: RecordingReader, start: int, end: int) -> AsyncIterator[bytes]:
+    """Decrypt bytes ``start``..``end`` (inclusive) chunk by chunk, off the event loop."""
+    try:
+        position = start
+        while position <= end:
+            index = position // reader.chunk
+            data = await asyncio.to_thread(reader.read_chunk, index)
+            offset = position - index * reader.chunk
+            piece = data[offset : min(len(data), end - index * reader.chunk + 1)]
+            if not piece:
+                return
+            yield piece
+            position += len(piece)
+    finally:
+        reader.close()

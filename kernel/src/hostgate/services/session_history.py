@@ -1,0 +1,246 @@
+"""Session history for ``/sessions``: listing, access, command log, input events, purge."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete
+from sqlmodel import col, select
+
+from ..db.models.sessions import RemoteSession, SessionCommand, SessionInputEvent
+from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from ..pagination import Page
+from ..permissions import use_permission
+from ..timefmt import iso
+from .terminal_sessions import TerminalSession
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+VIEW_ANY = "sessions.view_any"
+DELETE_BATCH = 500
+
+
+def _batches(items: Sequence[str], size: int = DELETE_BATCH) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class SessionHistory:
+    """Reads and maintains session rows; every read is checked against the caller."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+
+    # -- shaping ----------------------------------------------------------------------
+
+    def has_recording(self, row: RemoteSession) -> bool:
+        """True when the session has a readable recording file."""
+        path = self.kernel.recordings.path_of(row)
+        return (
+            row.recording_state in ("recording", "complete", "stopped")
+            and path is not None
+            and path.exists()
+        )
+
+    def _size(self, row: RemoteSession, recorded: bool) -> int:
+        if not recorded:
+            return 0
+        live = self.kernel.terminal_sessions.get(row.id)
+        if isinstance(live, TerminalSession) and live.recorder is not None:
+            return live.recorder.size
+        return row.recording_size
+
+    def session_json(self, row: RemoteSession) -> dict[str, Any]:
+        """The spec's session list entry (plus ``connectionId`` and ``recordingState``)."""
+        recorded = self.has_recording(row)
+        return {
+            "id": row.id,
+            "userId": row.user_id,
+            "protocol": row.protocol,
+            "startedAt": iso(row.started_at),
+            "endedAt": iso(row.ended_at),
+            "hasRecording": recorded,
+            "fileSize": self._size(row, recorded),
+            "connectionName": row.connection_name,
+            "username": row.username,
+            "connectionId": row.connection_id,
+            "recordingState": row.recording_state,
+        }
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def page(self, caller: Caller, page: Page) -> list[dict[str, Any]]:
+        """Sessions newest first: the caller's own, or everyone's with ``sessions.view_any``."""
+        query = select(RemoteSession)
+        if not caller.can(VIEW_ANY):
+            query = query.where(RemoteSession.user_id == caller.user_id)
+        query = (
+            query.order_by(col(RemoteSession.started_at).desc(), col(RemoteSession.id))
+            .offset(page.offset)
+            .limit(page.limit)
+        )
+        async with self.kernel.db.session() as db:
+            rows = (await db.exec(query)).all()
+        return [self.session_json(row) for row in rows]
+
+    async def visible(self, caller: Caller, session_id: str) -> RemoteSession:
+        """A session the caller owns or may view (``sessions.view_any``)."""
+        async with self.kernel.db.session() as db:
+            row = await db.get(RemoteSession, session_id)
+        if row is None:
+            raise NotFound("Session not found")
+        if row.user_id != caller.user_id and not caller.can(VIEW_ANY):
+            raise PermissionDenied("Forbidden")
+        return row
+
+    async def owned(self, caller: Caller, session_id: str) -> RemoteSession:
+        """A session the caller owns (uploads and input events are the owner's alone)."""
+        async with self.kernel.db.session() as db:
+            row = await db.get(RemoteSession, session_id)
+        if row is None:
+            raise NotFound("Session not found")
+        if row.user_id != caller.user_id:
+            raise PermissionDenied("Forbidden")
+        return row
+
+    async def commands(self, session_id: str) -> list[dict[str, Any]]:
+        """The command log, in order (``elapsed`` in milliseconds)."""
+        query = (
+            select(SessionCommand)
+            .where(SessionCommand.session_id == session_id)
+            .order_by(col(SessionCommand.elapsed), col(SessionCommand.timestamp))
+        )
+        async with self.kernel.db.session() as db:
+            rows = (await db.exec(query)).all()
+        return [
+            {
+                "id": row.id,
+                "timestamp": iso(row.timestamp),
+                "elapsed": row.elapsed,
+                "command": row.command,
+                "output_preview": row.output_preview or "",
+            }
+            for row in rows
+        ]
+
+    async def input_events(self, session_id: str) -> list[dict[str, Any]]:
+        """Recorded input events in the read form ``{elapsed, event_type}``."""
+        query = (
+            select(SessionInputEvent)
+            .where(SessionInputEvent.session_id == session_id)
+            .order_by(col(SessionInputEvent.elapsed))
+        )
+        async with self.kernel.db.session() as db:
+            rows = (await db.exec(query)).all()
+        return [{"elapsed": row.elapsed, "event_type": row.event_type} for row in rows]
+
+    # -- RDP sessions recorded by the browser ---------------------------------------------
+
+    async def create_rdp(self, caller: Caller, connection_id: str) -> tuple[str, bool]:
+        """A session row for a browser RDP session; ``shouldRecord`` from the settings."""
+        connection = await self.kernel.connections.visible(caller, connection_id)
+        if connection.protocol != "rdp":
+            raise InvalidInput("Connection is not an RDP connection", code="wrong_protocol")
+        permission = use_permission("rdp")
+        if not caller.can(permission):
+            raise PermissionDenied(f"Insufficient permissions: requires {permission}")
+        row = RemoteSession(
+            user_id=caller.user_id,
+            username=caller.username,
+            connection_id=connection.id,
+            connection_name=connection.name,
+            protocol="rdp",
+            client_ip=caller.ip_address,
+        )
+        if connection.recording_enabled:
+            writer = await self.kernel.recordings.create(row, "webm")
+            if writer is not None:
+                writer.close()
+        async with self.kernel.db.session() as db:
+            db.add(row)
+            await db.commit()
+        return row.id, row.recording_state == "recording"
+
+    async def add_input_events(
+        self, row: RemoteSession, events: Sequence[tuple[float, str]]
+    ) -> int:
+        """Store input events of a recorded session; Conflict when it is not recorded."""
+        if row.recording_state == "none":
+            raise Conflict("This session is not being recorded", code="not_recording")
+        async with self.kernel.db.session() as db:
+            for elapsed, kind in events:
+                db.add(SessionInputEvent(session_id=row.id, elapsed=elapsed, event_type=kind))
+            await db.commit()
+        return len(events)
+
+    # -- live sessions ------------------------------------------------------------------
+
+    def active(self, caller: Caller) -> list[dict[str, Any]]:
+        """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
+        out = []
+        for live in self.kernel.live.all():
+            if live.user_id != caller.user_id and not caller.can(VIEW_ANY):
+                continue
+            out.append(
+                {
+                    "id": live.id,
+                    "kind": live.kind,
+                    "protocol": live.protocol,
+                    "userId": live.user_id,
+                    "username": live.info.get("username", ""),
+                    "connectionId": live.connection_id,
+                    "connectionName": live.info.get("connectionName", ""),
+                    "clientIp": live.info.get("clientIp", ""),
+                    "startedAt": iso(live.started_at),
+                }
+            )
+        out.sort(key=lambda item: item["startedAt"] or "", reverse=True)
+        return out
+
+    # -- purge --------------------------------------------------------------------------
+
+    async def purge(self) -> dict[str, int]:
+        """Delete every session that is not open, all their recordings, and file sessions."""
+        recordings = self.kernel.recordings
+        async with self.kernel.db.session() as db:
+            rows = (await db.exec(select(RemoteSession))).all()
+        busy = {
+            row.id
+            for row in rows
+            if self.kernel.live.get(row.id) is not None or recordings.uploading(row.id)
+        }
+        doomed = [row for row in rows if row.id not in busy]
+        ids = [row.id for row in doomed]
+        keep_files = {
+            recordings.path_of(row).name  # type: ignore[union-attr]
+            for row in rows
+            if row.id in busy and recordings.path_of(row) is not None
+        }
+        files = 0
+        if recordings.directory.exists():
+            for entry in os.scandir(recordings.directory):
+                if entry.is_file() and entry.name not in keep_files:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        files += 1
+        async with self.kernel.db.session() as db:
+            for batch in _batches(ids):
+                await db.exec(
+                    delete(SessionCommand).where(col(SessionCommand.session_id).in_(batch))
+                )
+                await db.exec(
+                    delete(SessionInputEvent).where(col(SessionInputEvent.session_id).in_(batch))
+                )
+                await db.exec(delete(RemoteSession).where(col(RemoteSession.id).in_(batch)))
+            await db.commit()
+        file_sessions = await self.kernel.file_sessions.purge()
+        return {
+            "deletedSessions": len(ids),
+            "deletedRecordings": files,
+            "deletedFileSessions": file_sessions,
+        }

@@ -1,0 +1,50 @@
+"""WebSocket endpoints at the root (not under ``/api/v1``), per WIRE-FACTS §5.2.
+
+``blueprint_for(kernel)`` mounts ``/ws/<name>`` for every loaded protocol with a
+terminal, and ``/ws/<name>`` plus ``/ws/<name>/<connectionId>`` for every
+protocol with a byte relay. Each view is guarded by ``@ticket``: it redeems the
+single-use ticket itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from quart import Blueprint
+
+from ..descriptors import ProtocolSpec
+from ..guards import ticket
+from .relay import serve_relay
+from .terminal import serve_terminal
+
+
+def _terminal_view(kernel: Any, spec: ProtocolSpec) -> Callable[[], Awaitable[None]]:
+    @ticket
+    async def terminal_socket() -> None:
+        """A terminal session socket."""
+        await serve_terminal(kernel, spec)
+
+    return terminal_socket
+
+
+def _relay_view(kernel: Any, spec: ProtocolSpec) -> Callable[..., Awaitable[None]]:
+    @ticket
+    async def relay_socket(connection_id: str | None = None) -> None:
+        """A byte relay socket."""
+        await serve_relay(kernel, spec, connection_id)
+
+    return relay_socket
+
+
+def blueprint_for(kernel: Any) -> Blueprint:
+    """The socket routes of the loaded protocols."""
+    blueprint = Blueprint("ws", __name__)
+    for name, spec in sorted(kernel.protocols.items()):
+        if spec.open_terminal is not None:
+            blueprint.add_websocket(f"/ws/{name}", f"terminal_{name}", _terminal_view(kernel, spec))
+        elif spec.open_stream is not None:
+            view = _relay_view(kernel, spec)
+            blueprint.add_websocket(f"/ws/{name}", f"relay_{name}", view)
+            blueprint.add_websocket(f"/ws/{name}/<connection_id>", f"relay_{name}_id", view)
+    return blueprint

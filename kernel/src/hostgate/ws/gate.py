@@ -1,0 +1,61 @@
+"""Admission to a session socket: ticket, login session, caller, connection access.
+
+Every failure becomes a ``SessionClosed`` carrying the close code of WIRE-FACTS
+§5.3: 4001 for a missing, used or expired ticket or a dead login session, 4002
+for a connection that is not there (or not of this protocol), 4003 for
+everything the caller may not do or the remote side refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import websocket
+
+from ..descriptors import ProtocolSpec
+from ..errors import ApiError
+from ..security.clientinfo import client_ip, parse_user_agent
+from ..services.identity import ClientInfo
+from ..services.terminal_sessions import Admission, SessionClosed, close_code_for
+
+MAX_CLIENT_SESSION_ID = 128
+
+
+def socket_client(kernel: Any) -> ClientInfo:
+    """Client IP (trusted proxies honoured) and User-Agent of the current WebSocket."""
+    agent = websocket.headers.get("User-Agent", "")
+    browser, system = parse_user_agent(agent)
+    ip = client_ip(websocket.remote_addr, websocket.headers, kernel.config.trusted_proxies)
+    return ClientInfo(ip_address=ip, user_agent=agent[:512], browser=browser, os=system)
+
+
+async def admit(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> Admission:
+    """Redeem the ``ticket`` query parameter and check access to the connection."""
+    ticket = kernel.tickets.redeem(websocket.args.get("ticket"))
+    if ticket is None:
+        raise SessionClosed(4001, "Invalid or expired ticket")
+    if not connection_id:
+        raise SessionClosed(4001, "Missing connectionId")
+    if not await kernel.identity.check_login_session(ticket.login_session_id):
+        raise SessionClosed(4001, "Session has been revoked")
+    caller = await kernel.identity.caller_for_user(
+        ticket.user_id, ticket.login_session_id, socket_client(kernel)
+    )
+    if caller is None:
+        raise SessionClosed(4001, "User not found")
+    try:
+        target = await kernel.connections.target_for(caller, connection_id, spec)
+    except ApiError as exc:
+        raise SessionClosed(close_code_for(exc), exc.message[:120]) from None
+    client_session = (websocket.args.get("sessionId") or "").strip()
+    if len(client_session) > MAX_CLIENT_SESSION_ID:
+        raise SessionClosed(4001, "sessionId is too long")
+    return Admission(
+        caller=caller, spec=spec, target=target, client_session_id=client_session or None
+    )
+
+
+async def close_socket(code: int, reason: str) -> None:
+    """Close the accepted WebSocket with a code and a reason (trimmed to fit a frame)."""
+    encoded = reason.encode()[:123]
+    await websocket.close(code, encoded.decode(errors="ignore"))

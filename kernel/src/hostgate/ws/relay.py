@@ -1,0 +1,52 @@
+"""Byte relays (``open_stream`` protocols): binary frames both ways, no JSON.
+
+Mounted at ``/ws/<protocol>?connectionId=...`` and ``/ws/<protocol>/<connectionId>``
+(the VNC form of WIRE-FACTS §5.2). The same ticket, caps, idle timeout, live
+registry and audit apply as for terminals; server output is back-pressured the
+same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from quart import websocket
+
+from ..descriptors import ProtocolSpec
+from ..services.terminal_sessions import Attachment, RelaySession, SessionClosed
+from .frames import pump_output
+from .gate import admit, close_socket
+
+
+async def _receive_forever(session: RelaySession) -> None:
+    while True:
+        frame = await websocket.receive()
+        await session.write(frame.encode() if isinstance(frame, str) else frame)
+
+
+async def serve_relay(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> None:
+    """Run one relay socket from ticket to close."""
+    await websocket.accept()
+    try:
+        admission = await admit(kernel, spec, connection_id or websocket.args.get("connectionId"))
+        session: RelaySession = await kernel.terminal_sessions.open_relay(admission)
+    except SessionClosed as closed:
+        with contextlib.suppress(Exception):
+            await close_socket(closed.code, closed.reason)
+        return
+    attachment = Attachment()
+    session.attach(attachment)
+    sender = asyncio.create_task(pump_output(attachment))
+    receiver = asyncio.create_task(_receive_forever(session))
+    try:
+        done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+        if sender in done and sender.exception() is None:
+            receiver.cancel()
+            await close_socket(attachment.code, attachment.reason)
+    finally:
+        for task in (sender, receiver):
+            if not task.done():
+                task.cancel()
+        session.detach(attachment)

@@ -1,0 +1,159 @@
+"""``/ws/<protocol>`` for terminals (ssh, telnet): WIRE-FACTS §5.3 framing.
+
+Client to server: text JSON ``{"type":"resize","cols","rows"}`` and
+``{"type":"data","data"}``; any other frame is written raw. Server to client:
+binary frames of terminal output, text JSON ``{"type":"status","message"}`` and
+``{"type":"error","message"}``; the close code and reason say why it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from typing import Any
+
+from quart import websocket
+
+from ..adapters import TerminalSize
+from ..descriptors import ProtocolSpec
+from ..services.terminal_sessions import (
+    Admission,
+    Attachment,
+    SessionClosed,
+    TerminalSession,
+)
+from .frames import control_message, pump_output, send_json, size_of
+from .gate import admit, close_socket
+
+log = logging.getLogger("hostgate.ws")
+
+FIRST_FRAME_SECONDS = 1.0
+AUTH_FRAME_SECONDS = 30.0
+MAX_EARLY_FRAMES = 64
+
+
+async def _receive(timeout: float) -> str | bytes | None:
+    try:
+        return await asyncio.wait_for(websocket.receive(), timeout)
+    except TimeoutError:
+        return None
+
+
+async def _prompted_password(admission: Admission) -> Admission:
+    """Connections with ``promptOnConnect``: the first frame carries the password."""
+    if not admission.target.extra.get("promptOnConnect"):
+        return admission
+    frame = await _receive(AUTH_FRAME_SECONDS)
+    if frame is None:
+        raise SessionClosed(4007, "Authentication timeout")
+    message = control_message(frame) if isinstance(frame, str) else None
+    password = message.get("password") if message and message["type"] == "auth" else None
+    if not isinstance(password, str):
+        raise SessionClosed(4007, "Expected an auth message")
+    target = dataclasses.replace(admission.target, password=password)
+    return dataclasses.replace(admission, target=target)
+
+
+def _query_size() -> TerminalSize | None:
+    args = websocket.args
+    try:
+        return size_of({"cols": int(args["cols"]), "rows": int(args["rows"])})
+    except (KeyError, ValueError):
+        return None
+
+
+async def _initial_size(early: list[str | bytes]) -> TerminalSize:
+    """The size from the query, else the first frame when it is a resize (80x24 otherwise)."""
+    size = _query_size()
+    if size is not None:
+        return size
+    frame = await _receive(FIRST_FRAME_SECONDS)
+    if frame is None:
+        return TerminalSize()
+    message = control_message(frame) if isinstance(frame, str) else None
+    if message is not None and message["type"] == "resize":
+        size = size_of(message)
+        if size is not None:
+            return size
+    early.append(frame)
+    return TerminalSize()
+
+
+async def handle_frame(session: TerminalSession, frame: str | bytes) -> None:
+    """Apply one client frame to the session."""
+    if isinstance(frame, bytes):
+        await session.write(frame)
+        return
+    message = control_message(frame)
+    if message is None:
+        await session.write(frame.encode())
+        return
+    kind = message["type"]
+    if kind == "data":
+        data = message.get("data")
+        if isinstance(data, str):
+            await session.write(data.encode())
+    elif kind == "resize":
+        size = size_of(message)
+        if size is not None:
+            await session.resize(size)
+
+
+async def _receive_forever(session: TerminalSession) -> None:
+    while True:
+        await handle_frame(session, await websocket.receive())
+
+
+async def serve_terminal(kernel: Any, spec: ProtocolSpec) -> None:
+    """Run one terminal socket from ticket to close."""
+    await websocket.accept()
+    early: list[str | bytes] = []
+    try:
+        admission = await admit(kernel, spec, websocket.args.get("connectionId"))
+        session = kernel.terminal_sessions.find_detached(admission)
+        reattached = session is not None
+        if session is None:
+            kernel.terminal_sessions.check_caps(admission.caller)
+            admission = await _prompted_password(admission)
+            size = await _initial_size(early)
+            session = await kernel.terminal_sessions.open_terminal(admission, size)
+    except SessionClosed as closed:
+        with contextlib.suppress(Exception):
+            await send_json({"type": "error", "message": closed.reason})
+            await close_socket(closed.code, closed.reason)
+        return
+    await attach_and_run(session, early, reattached=reattached)
+
+
+async def attach_and_run(
+    session: TerminalSession, early: list[str | bytes], *, reattached: bool
+) -> None:
+    """Attach this socket to the session and pump both ways until one side ends."""
+    attachment = Attachment()
+    session.attach(attachment)
+    replay = session.replay() if reattached else b""
+    sender: asyncio.Task[None] | None = None
+    receiver: asyncio.Task[None] | None = None
+    try:
+        await send_json({"type": "status", "message": "Reattached" if reattached else "Connected"})
+        if replay:
+            await websocket.send(replay)
+        for frame in early[:MAX_EARLY_FRAMES]:
+            await handle_frame(session, frame)
+        sender = asyncio.create_task(pump_output(attachment))
+        receiver = asyncio.create_task(_receive_forever(session))
+        done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+        if sender in done and sender.exception() is None:
+            receiver.cancel()
+            if attachment.code >= 4000:
+                await send_json({"type": "error", "message": attachment.reason})
+            await close_socket(attachment.code, attachment.reason)
+        elif receiver in done and receiver.exception() is not None:
+            log.info("terminal socket %s: %s", session.id, receiver.exception())
+    finally:
+        for task in (sender, receiver):
+            if task is not None and not task.done():
+                task.cancel()
+        session.detach(attachment)

@@ -1,0 +1,22 @@
+from typing import Any
+
+import pytest
+
+from tests.sessions import localshell
+
+
+@pytest.fixture
+def plugins() -> list[object]:
+    return [localshell]
+
+
+@pytest.fixture
+async def shell_connection(make_user: Any, make_connection: Any, tmp_path: Any) -> Any:
+    """A user and a localshell connection of theirs."""
+    user = await make_user("alice")
+    home = tmp_path / "home"
+    home.mkdir()
+    connection = await make_connection(
+        user, "localshell", "127.0.0.1", 1, name="local shell", extra={"home": str(home)}
+    )
+    return user, connection

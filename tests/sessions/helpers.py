@@ -1,0 +1,87 @@
+"""Helpers for terminal socket tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from quart.testing.connections import WebsocketDisconnectError
+
+STEP = 10.0
+
+
+def ticket_for(kernel: Any, user: Any) -> str:
+    """A WebSocket ticket bound to the user's test session."""
+    sid = kernel.identity.decode(user.token, "session")["sid"]
+    return kernel.tickets.issue(user.id, sid)
+
+
+def socket_path(protocol: str, ticket: str | None, connection_id: str | None, **extra: Any) -> str:
+    query: dict[str, Any] = {}
+    if ticket is not None:
+        query["ticket"] = ticket
+    if connection_id is not None:
+        query["connectionId"] = connection_id
+    query.update({k: v for k, v in extra.items() if v is not None})
+    return f"/ws/{protocol}?{urlencode(query)}"
+
+
+class Screen:
+    """What a test socket has received: output bytes, JSON messages, the close code."""
+
+    def __init__(self, socket: Any) -> None:
+        self.socket = socket
+        self.output = bytearray()
+        self.messages: list[dict[str, Any]] = []
+        self.closed: int | None = None
+
+    async def pump(self, timeout: float = STEP) -> bool:
+        """Receive one frame; False once the socket closed."""
+        if self.closed is not None:
+            return False
+        try:
+            frame = await asyncio.wait_for(self.socket.receive(), timeout)
+        except TimeoutError:
+            return True
+        except WebsocketDisconnectError as closed:
+            self.closed = closed.args[0] if closed.args else 1000
+            return False
+        if isinstance(frame, bytes):
+            self.output += frame
+        else:
+            self.messages.append(json.loads(frame))
+        return True
+
+    async def until(self, text: str | bytes, timeout: float = STEP) -> bytes:
+        """Receive until the output contains ``text``."""
+        wanted = text.encode() if isinstance(text, str) else text
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while wanted not in self.output:
+            left = deadline - loop.time()
+            if left <= 0 or not await self.pump(left):
+                raise AssertionError(f"{wanted!r} not seen; got {bytes(self.output[-400:])!r}")
+        return bytes(self.output)
+
+    async def until_closed(self, timeout: float = STEP) -> int:
+        """Receive until the server closes; the close code."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while await self.pump(max(0.01, deadline - loop.time())):
+            if loop.time() > deadline:
+                raise AssertionError(f"socket did not close; got {bytes(self.output[-400:])!r}")
+        assert self.closed is not None
+        return self.closed
+
+    async def send(self, data: str) -> None:
+        await self.socket.send(json.dumps({"type": "data", "data": data}))
+
+    async def resize(self, cols: int, rows: int) -> None:
+        await self.socket.send(json.dumps({"type": "resize", "cols": cols, "rows": rows}))
+
+    async def run(self, command: str, marker: str, timeout: float = STEP) -> bytes:
+        """Type a command and wait for ``marker`` in the output."""
+        await self.send(command + "\r")
+        return await self.until(marker, timeout)
