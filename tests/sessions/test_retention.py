@@ -18,7 +18,9 @@ async def recorded_rows(client: Any, kernel: Any, user: Any, count: int) -> list
     ids = []
     for index in range(count):
         response = await client.post(
-            "/api/v1/sessions/rdp-session", json={"connectionId": connection_id}, headers=user.headers
+            "/api/v1/sessions/rdp-session",
+            json={"connectionId": connection_id},
+            headers=user.headers,
         )
         session_id = (await response.get_json())["sessionId"]
         url = f"/api/v1/sessions/{session_id}/recording"
@@ -37,7 +39,9 @@ async def rdp_connection_id(kernel: Any, user: Any) -> str:
     from hostgate.db.models.connections import Connection
 
     async with kernel.db.session() as db:
-        connection = Connection(owner_id=user.id, name="desk", protocol="rdp", host="127.0.0.1", port=3389)
+        connection = Connection(
+            owner_id=user.id, name="desk", protocol="rdp", host="127.0.0.1", port=3389
+        )
         db.add(connection)
         await db.commit()
         return connection.id
@@ -51,14 +55,18 @@ async def states(kernel: Any, ids: list[str]) -> list[bool]:
 async def test_retention_by_age(client, kernel, make_user, admin):
     alice = await make_user("alice")
     ids = await recorded_rows(client, kernel, alice, 3)
-    await client.put("/api/v1/settings", json={"recordings.retention_days": 2}, headers=admin.headers)
+    await client.put(
+        "/api/v1/settings", json={"recordings.retention_days": 2}, headers=admin.headers
+    )
     assert await kernel.recordings.apply_retention() == 2
     assert await states(kernel, ids) == [False, False, True]
     listed = await (await client.get("/api/v1/sessions", headers=alice.headers)).get_json()
     assert sorted(s["hasRecording"] for s in listed["sessions"]) == [False, False, True]
     gone = await client.get(f"/api/v1/sessions/{ids[0]}/recording", headers=alice.headers)
     assert gone.status_code == 404
-    audit = await client.get("/api/v1/audit?eventType=recordings.retention_purged", headers=admin.headers)
+    audit = await client.get(
+        "/api/v1/audit?eventType=recordings.retention_purged", headers=admin.headers
+    )
     [entry] = (await audit.get_json())["entries"]
     assert entry["details"]["deleted"] == 2
 
@@ -90,23 +98,31 @@ async def test_low_disk_stops_new_recordings_cleanly(client, kernel, admin, shel
         await screen.run("echo still-works", "still-works\r\n")
         await screen.send("exit\r")
         await screen.until_closed()
-    [entry] = (await (await client.get("/api/v1/sessions", headers=user.headers)).get_json())["sessions"]
+    [entry] = (await (await client.get("/api/v1/sessions", headers=user.headers)).get_json())[
+        "sessions"
+    ]
     assert entry["hasRecording"] is False
     audit = await client.get("/api/v1/audit?eventType=recordings.disk_low", headers=admin.headers)
     [event] = (await audit.get_json())["entries"]
     assert event["details"]["minimumBytes"] > event["details"]["freeBytes"]
     rdp = await rdp_connection_id(kernel, user)
-    created = await client.post("/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=user.headers)
+    created = await client.post(
+        "/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=user.headers
+    )
     assert (await created.get_json())["shouldRecord"] is False
     # one event per low-disk episode, not one per session
     audit = await client.get("/api/v1/audit?eventType=recordings.disk_low", headers=admin.headers)
     assert len((await audit.get_json())["entries"]) == 1
 
 
-async def test_restart_ends_open_sessions_and_keeps_flushed_recording(config, plugins, make_user, client, kernel):
+async def test_restart_ends_open_sessions_and_keeps_flushed_recording(
+    config, plugins, make_user, client, kernel
+):
     alice = await make_user("alice")
     rdp = await rdp_connection_id(kernel, alice)
-    created = await client.post("/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=alice.headers)
+    created = await client.post(
+        "/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=alice.headers
+    )
     session_id = (await created.get_json())["sessionId"]
     url = f"/api/v1/sessions/{session_id}/recording"
     await client.post(f"{url}/chunk", data=b"A" * 70_000, headers=alice.headers)
@@ -122,7 +138,9 @@ async def test_restart_ends_open_sessions_and_keeps_flushed_recording(config, pl
         assert data == b"A" * 70_000
 
 
-async def test_terminal_recording_is_readable_after_a_crash(config, plugins, client, kernel, shell_connection):
+async def test_terminal_recording_is_readable_after_a_crash(
+    config, plugins, client, kernel, shell_connection
+):
     user, connection = shell_connection
     path = socket_path("localshell", ticket_for(kernel, user), connection.id, cols=80, rows=24)
     async with client.websocket(path) as socket:
@@ -133,9 +151,9 @@ async def test_terminal_recording_is_readable_after_a_crash(config, plugins, cli
         second = create_app(config, plugins=plugins)
         async with second.test_app() as running:
             again = running.test_client()
-            [entry] = (await (await again.get("/api/v1/sessions", headers=user.headers)).get_json())[
-                "sessions"
-            ]
+            [entry] = (
+                await (await again.get("/api/v1/sessions", headers=user.headers)).get_json()
+            )["sessions"]
             assert entry["endedAt"] is not None and entry["hasRecording"] is True
             url = f"/api/v1/sessions/{entry['id']}/recording"
             data = await (await again.get(url, headers=user.headers)).get_data()
