@@ -1,0 +1,273 @@
+"""SMB and FTP file throughput: through the gateway vs a direct client, and the gateway's RSS.
+
+.venv/bin/python bench/files_smb_ftp.py [--size-mib 1024] [--only smb|ftp]
+
+A real smbd and vsftpd are started on free 127.0.0.1 ports (testsupport
+launchers), and a real ``hostgate serve``. For each protocol the same file is
+moved four ways in the same run: direct download and upload (smbprotocol's
+``smbclient`` module; aioftp), then download and upload through
+``/api/v1/<protocol>/<id>/download|upload`` with a streaming HTTP client.
+The gateway's resident memory is sampled during its transfers; the growth over
+its idle RSS is reported. ``bench/files.py`` calls ``smb_rows`` / ``ftp_rows``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import Row, hostgate_server, print_table, rss_mib  # noqa: E402
+
+MIB = 1024 * 1024
+BLOCK = 4 * MIB
+PASSWORD = "bench password 1"
+
+
+def block() -> bytes:
+    """One random block; files are this block repeated (nothing on the path compresses)."""
+    return os.urandom(BLOCK)
+
+
+class RssSampler:
+    """Peak RSS of a process (and children) while a transfer runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.idle = rss_mib(pid)
+        self.peak = self.idle
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, rss_mib(self.pid))
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def growth(self) -> float:
+        return self.peak - self.idle
+
+
+def timed(function: Callable[[], Awaitable[int]]) -> float:
+    """MB/s (10^6 bytes per second) of one transfer."""
+    started = time.perf_counter()
+    moved = asyncio.run(function())
+    return moved / 1e6 / (time.perf_counter() - started)
+
+
+# -- the gateway side ---------------------------------------------------------
+
+
+class Gateway:
+    """A logged-in admin on a running hostgate."""
+
+    def __init__(self, url: str, token: str, pid: int) -> None:
+        self.url = url
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.pid = pid
+
+    @classmethod
+    def setup(cls, url: str, pid: int) -> Gateway:
+        response = httpx.post(
+            f"{url}/api/v1/auth/setup",
+            json={"username": "bench", "password": PASSWORD, "displayName": "Bench"},
+        )
+        response.raise_for_status()
+        return cls(url, response.json()["token"], pid)
+
+    def connection(self, body: dict[str, object]) -> str:
+        response = httpx.post(f"{self.url}/api/v1/connections", json=body, headers=self.headers)
+        response.raise_for_status()
+        return str(response.json()["id"])
+
+    async def download(self, protocol: str, connection_id: str, path: str) -> int:
+        moved = 0
+        async with (
+            httpx.AsyncClient(timeout=600) as client,
+            client.stream(
+                "GET",
+                f"{self.url}/api/v1/{protocol}/{connection_id}/download",
+                params={"path": path},
+                headers=self.headers,
+            ) as response,
+        ):
+            response.raise_for_status()
+            async for chunk in response.aiter_raw(BLOCK):
+                moved += len(chunk)
+        return moved
+
+    async def upload(self, protocol: str, connection_id: str, path: str, size: int) -> int:
+        data = block()
+
+        async def body() -> AsyncIterator[bytes]:
+            for _ in range(size // BLOCK):
+                yield data
+
+        async with httpx.AsyncClient(timeout=600) as client:
+            response = await client.post(
+                f"{self.url}/api/v1/{protocol}/{connection_id}/upload",
+                params={"path": path},
+                content=body(),
+                headers={**self.headers, "Content-Length": str(size)},
+            )
+            response.raise_for_status()
+        return size
+
+    def measure(self, run: Callable[[], Awaitable[int]]) -> tuple[float, float]:
+        """(MB/s, RSS growth MiB) of one transfer through the gateway."""
+        with RssSampler(self.pid) as sampler:
+            speed = timed(run)
+        return speed, sampler.growth
+
+
+# -- SMB ------------------------------------------------------------------------
+
+
+def smb_rows(gateway: Gateway, size: int) -> list[Row]:
+    """Start smbd, move ``size`` bytes each way directly and through the gateway."""
+    import smbclient
+
+    from testsupport.peers import stop
+    from testsupport.samba import start_samba
+
+    server, process = start_samba(Path(tempfile.mkdtemp(prefix="hg-bench-smb-")))
+    try:
+        unc = rf"\\{server.host}\files"
+        kwargs = {"username": server.username, "password": server.password, "port": server.port}
+        cache: dict[str, object] = {}
+        smbclient.register_session(server.host, connection_cache=cache, **kwargs)
+
+        async def direct_upload() -> int:
+            data = block()
+            with smbclient.open_file(
+                rf"{unc}\direct.bin", mode="wb", connection_cache=cache, **kwargs
+            ) as handle:
+                for _ in range(size // BLOCK):
+                    handle.write(data)
+            return size
+
+        async def direct_download() -> int:
+            moved = 0
+            with smbclient.open_file(
+                rf"{unc}\direct.bin", mode="rb", buffering=0, connection_cache=cache, **kwargs
+            ) as handle:
+                while chunk := handle.read(BLOCK):
+                    moved += len(chunk)
+            return moved
+
+        connection_id = gateway.connection(
+            {
+                "name": "bench smb",
+                "protocol": "smb",
+                "host": server.host,
+                "port": server.port,
+                "username": server.username,
+                "password": server.password,
+                "extraConfig": {"share": "files"},
+            }
+        )
+        name = f"/gateway-{uuid.uuid4().hex[:6]}.bin"
+        direct_up = timed(direct_upload)
+        direct_down = timed(direct_download)
+        up, up_rss = gateway.measure(lambda: gateway.upload("smb", connection_id, name, size))
+        down, down_rss = gateway.measure(lambda: gateway.download("smb", connection_id, name))
+        smbclient.reset_connection_cache(connection_cache=cache)
+        assert (server.share_dir("files") / name.lstrip("/")).stat().st_size == size
+    finally:
+        stop(process)
+    return [
+        Row("SMB download via gateway", down, "MB/s", direct_down, ">= 0.80x direct"),
+        Row("SMB upload via gateway", up, "MB/s", direct_up, ">= 0.80x direct"),
+        Row("SMB gateway RSS growth (max)", max(up_rss, down_rss), "MiB", None, "< 64 MiB"),
+    ]
+
+
+# -- FTP ------------------------------------------------------------------------
+
+
+def ftp_rows(gateway: Gateway, size: int) -> list[Row]:
+    """Start vsftpd, move ``size`` bytes each way directly and through the gateway."""
+    import aioftp
+
+    from testsupport.ftpd import start_vsftpd
+    from testsupport.peers import stop
+
+    server, process = start_vsftpd(Path(tempfile.mkdtemp(prefix="hg-bench-ftp-")))
+    try:
+
+        async def direct_upload() -> int:
+            data = block()
+            async with (
+                aioftp.Client.context(server.host, server.port) as client,
+                client.upload_stream("/pub/direct.bin") as stream,
+            ):
+                for _ in range(size // BLOCK):
+                    await stream.write(data)
+            return size
+
+        async def direct_download() -> int:
+            moved = 0
+            async with (
+                aioftp.Client.context(server.host, server.port) as client,
+                client.download_stream("/pub/direct.bin") as stream,
+            ):
+                async for chunk in stream.iter_by_block(BLOCK):
+                    moved += len(chunk)
+            return moved
+
+        connection_id = gateway.connection(
+            {"name": "bench ftp", "protocol": "ftp", "host": server.host, "port": server.port}
+        )
+        name = f"/pub/gateway-{uuid.uuid4().hex[:6]}.bin"
+        direct_up = timed(direct_upload)
+        direct_down = timed(direct_download)
+        up, up_rss = gateway.measure(lambda: gateway.upload("ftp", connection_id, name, size))
+        down, down_rss = gateway.measure(lambda: gateway.download("ftp", connection_id, name))
+        assert server.local(name).stat().st_size == size
+    finally:
+        stop(process)
+    return [
+        Row("FTP download via gateway", down, "MB/s", direct_down, ">= 0.50x direct"),
+        Row("FTP upload via gateway", up, "MB/s", direct_up, ">= 0.60x direct"),
+        Row("FTP gateway RSS growth (max)", max(up_rss, down_rss), "MiB", None, "< 64 MiB"),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mib", type=int, default=1024)
+    parser.add_argument("--only", choices=("smb", "ftp"))
+    args = parser.parse_args()
+    size = max(1, args.size_mib * MIB // BLOCK) * BLOCK
+    rows: list[Row] = []
+    with hostgate_server() as server:
+        gateway = Gateway.setup(server.url, server.pid)
+        if args.only in (None, "smb"):
+            rows += smb_rows(gateway, size)
+        if args.only in (None, "ftp"):
+            rows += ftp_rows(gateway, size)
+    print(f"file size {size // MIB} MiB")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
