@@ -121,10 +121,11 @@ def _start_smtp(
 
     kwargs: dict[str, Any] = {}
     if auth is not None:
+        # Without TLS, AUTH is offered but not required (aiosmtpd warns otherwise).
         kwargs.update(
             authenticator=authenticator,
-            auth_require_tls=tls_context is not None and not implicit_tls,
-            auth_required=True,
+            auth_require_tls=tls_context is not None,
+            auth_required=tls_context is not None,
         )
     if tls_context is not None and not implicit_tls:
         kwargs.update(tls_context=tls_context, require_starttls=True)
@@ -202,6 +203,7 @@ class HttpReceiver:
     """A running HTTP server, what it received, and how it should answer."""
 
     port: int
+    scheme: str = "http"
     requests: list[ReceivedRequest] = field(default_factory=list)
     fail_next: int = 0
     failing: bool = False
@@ -210,7 +212,7 @@ class HttpReceiver:
 
     @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def url(self, path: str) -> str:
         return f"{self.base}{path}"
@@ -280,25 +282,54 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def http_receiver() -> Iterator[HttpReceiver]:
-    """An HTTP server on 127.0.0.1 answering as a webhook, Slack and the Telegram Bot API."""
+def _start_http(
+    ssl_context: ssl.SSLContext | None = None,
+) -> tuple[ThreadingHTTPServer, HttpReceiver]:
     port = free_port()
-    receiver = HttpReceiver(port)
+    receiver = HttpReceiver(port, scheme="https" if ssl_context else "http")
     try:
         server = ThreadingHTTPServer(("127.0.0.1", port), _handler(receiver))
     except OSError as exc:
         peer_unavailable("http receiver", str(exc))
         raise
+    if ssl_context is not None:
+        server.socket = ssl_context.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="http-receiver", daemon=True)
     thread.start()
+    return server, receiver
+
+
+def _stop_http(server: ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def http_receiver() -> Iterator[HttpReceiver]:
+    """An HTTP server on 127.0.0.1 answering as a webhook, Slack and the Telegram Bot API."""
+    server, receiver = _start_http()
     try:
         yield receiver
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        _stop_http(server)
+
+
+@pytest.fixture
+def https_receiver_factory() -> Iterator[Callable[[Path, Path], HttpReceiver]]:
+    """``start(cert_path, key_path)`` -> the same receiver behind TLS with that certificate."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(cert: Path, key: Path) -> HttpReceiver:
+        server, receiver = _start_http(server_tls_context(cert, key))
+        servers.append(server)
+        return receiver
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            _stop_http(server)
 
 
 # -- helpers for notification tests --------------------------------------------------

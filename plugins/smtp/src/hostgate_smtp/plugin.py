@@ -115,7 +115,6 @@ async def send_mail(kernel: Any, config: Mapping[str, Any], message: Notificatio
     options = kernel.config.plugin("smtp")
     host, port = settings.host, settings.port
     address = await kernel.notifications.outbound.check(host, port, purpose="smtp")
-    where = f"{host}:{port}"
     sock: socket.socket | None = None
     try:
         if _is_ip(address):
@@ -135,45 +134,52 @@ async def send_mail(kernel: Any, config: Mapping[str, Any], message: Notificatio
         )
         async with client:
             await client.send_message(_message(settings, message))
-    except TimeoutError:
-        raise RemoteTimeout(f"SMTP server {where} did not answer in time") from None
-    except aiosmtplib.SMTPAuthenticationError as exc:
-        raise RemoteAuthFailed(
-            f"SMTP server {where} rejected the credentials: {exc.code} {exc.message}"
-        ) from None
-    except aiosmtplib.SMTPRecipientsRefused as exc:
-        refused = "; ".join(f"{r.recipient}: {r.code} {r.message}" for r in exc.recipients)
-        raise RemoteError(f"SMTP server {where} refused the recipients ({refused})") from None
-    except aiosmtplib.SMTPResponseException as exc:
-        raise RemoteError(f"SMTP server {where} answered {exc.code} {exc.message}") from None
-    except aiosmtplib.SMTPConnectTimeoutError:
-        raise RemoteTimeout(f"SMTP server {where} did not answer in time") from None
-    except aiosmtplib.SMTPTimeoutError:
-        raise RemoteTimeout(f"SMTP server {where} did not answer in time") from None
-    except aiosmtplib.SMTPConnectError as exc:
-        raise RemoteUnreachable(f"cannot connect to SMTP server {where}: {exc}") from None
-    except ssl.SSLCertVerificationError as exc:
-        raise RemoteError(
-            f"the TLS certificate of SMTP server {where} could not be verified: "
-            f"{exc.verify_message or exc.reason}"
-        ) from None
-    except ssl.SSLError as exc:
-        raise RemoteError(f"TLS with SMTP server {where} failed: {exc.reason}") from None
-    except aiosmtplib.SMTPException as exc:
-        cause = exc.__cause__
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            raise RemoteError(
-                f"the TLS certificate of SMTP server {where} could not be verified: "
-                f"{cause.verify_message or cause.reason}"
-            ) from None
-        raise RemoteError(f"SMTP with {where} failed: {exc}") from None
-    except OSError as exc:
-        raise RemoteUnreachable(
-            f"cannot connect to SMTP server {where}: {exc.strerror or exc}"
-        ) from None
+    except Exception as exc:
+        raise _failure(exc, f"{host}:{port}") from None
     finally:
         if sock is not None:
             sock.close()
+
+
+def _tls_cause(exc: BaseException) -> ssl.SSLError | None:
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _failure(exc: Exception, where: str) -> Exception:
+    """The hostgate error for an SMTP failure, with the server's answer."""
+    if isinstance(exc, aiosmtplib.SMTPAuthenticationError):
+        return RemoteAuthFailed(
+            f"SMTP server {where} rejected the credentials: {exc.code} {exc.message}"
+        )
+    if isinstance(exc, aiosmtplib.SMTPRecipientsRefused):
+        refused = "; ".join(f"{r.recipient}: {r.code} {r.message}" for r in exc.recipients)
+        return RemoteError(f"SMTP server {where} refused the recipients ({refused})")
+    if isinstance(exc, aiosmtplib.SMTPResponseException):
+        return RemoteError(f"SMTP server {where} answered {exc.code} {exc.message}")
+    if isinstance(exc, TimeoutError):
+        return RemoteTimeout(f"SMTP server {where} did not answer in time")
+    tls = _tls_cause(exc)
+    if isinstance(tls, ssl.SSLCertVerificationError):
+        return RemoteError(
+            f"the TLS certificate of SMTP server {where} could not be verified: "
+            f"{tls.verify_message or tls.reason}"
+        )
+    if tls is not None:
+        return RemoteError(f"TLS with SMTP server {where} failed: {tls.reason or tls}")
+    if isinstance(exc, aiosmtplib.SMTPConnectError | ConnectionRefusedError):
+        return RemoteUnreachable(f"cannot connect to SMTP server {where}")
+    if isinstance(exc, aiosmtplib.SMTPException):
+        return RemoteError(f"SMTP with {where} failed: {exc.message}")
+    if isinstance(exc, OSError):
+        return RemoteUnreachable(f"cannot connect to SMTP server {where}: {exc.strerror or exc}")
+    return exc
 
 
 @hookimpl

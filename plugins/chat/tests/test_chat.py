@@ -1,0 +1,131 @@
+"""The telegram, slack and webhook channels: config models, payloads, real HTTP receivers."""
+
+import pytest
+from hostgate import NotificationMessage
+from hostgate_chat.plugin import SlackConfig, TelegramConfig, WebhookConfig, webhook_body
+from pydantic import ValidationError
+
+from testsupport.receivers import eventually, settled_entries
+
+CHANNELS = "/api/v1/notifications/channels"
+TOKEN = "987654:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+
+
+def test_telegram_config():
+    config = TelegramConfig.model_validate({"botToken": TOKEN, "chatId": -100123})
+    assert config.chat_id == "-100123"
+    assert config.model_dump(by_alias=True) == {"botToken": TOKEN, "chatId": "-100123"}
+    for token in ("", "abc", "123:short", "123:abcdefghijk/../x", "x123:abcdefghijklmnop"):
+        with pytest.raises(ValidationError):
+            TelegramConfig.model_validate({"botToken": token})
+
+
+def test_slack_and_webhook_configs():
+    assert SlackConfig.model_validate({"webhookUrl": " https://h.example/x "}).webhook_url == (
+        "https://h.example/x"
+    )
+    for url in ("hooks.slack.com/x", "javascript:alert(1)", "https://", "http://a b/"):
+        with pytest.raises(ValidationError):
+            SlackConfig.model_validate({"webhookUrl": url})
+    hook = WebhookConfig.model_validate({"url": "http://10.0.0.1:8080/in", "method": "patch"})
+    assert hook.method == "PATCH" and hook.headers == {}
+    for headers in ({"Host": "x"}, {"Content-Length": "1"}, {"Bad:Name": "x"}, {"X": "a\nb"}):
+        with pytest.raises(ValidationError):
+            WebhookConfig.model_validate({"url": "http://h.example", "headers": headers})
+    with pytest.raises(ValidationError):
+        WebhookConfig.model_validate({"url": "http://h.example", "method": "GET"})
+
+
+def test_webhook_body_for_events_and_digests():
+    event = {"eventType": "user.created", "target": "bob"}
+    message = NotificationMessage("s", "t", event, (), "rule")
+    assert webhook_body(message) == {"rule": "rule", "subject": "s", "text": "t", "event": event}
+    digest = {
+        "digest": True,
+        "cadence": "daily",
+        "periodStart": "a",
+        "periodEnd": "b",
+        "count": 1,
+        "events": [event],
+    }
+    body = webhook_body(NotificationMessage("s", "t", digest, (), "rule"))
+    assert body["digest"] == {"cadence": "daily", "periodStart": "a", "periodEnd": "b", "count": 1}
+    assert body["events"] == [event]
+    assert "event" not in body
+
+
+async def put(client, admin, channel_type, config):
+    response = await client.put(
+        f"{CHANNELS}/{channel_type}",
+        headers=admin.headers,
+        json={"enabled": True, "config": config},
+    )
+    assert response.status_code == 200, await response.get_data()
+
+
+async def test_webhook_method_and_headers(client, admin, http_receiver):
+    await put(
+        client,
+        admin,
+        "webhook",
+        {
+            "url": http_receiver.url("/in?source=hostgate"),
+            "method": "PATCH",
+            "headers": {"content-type": "application/vnd.hook+json", "X-Custom": "1"},
+        },
+    )
+    response = await client.post(f"{CHANNELS}/webhook/test", headers=admin.headers)
+    assert response.status_code == 200, await response.get_data()
+    [request] = await http_receiver.wait_for("/in")
+    assert request.method == "PATCH"
+    assert request.path == "/in?source=hostgate"
+    assert request.headers["content-type"] == "application/vnd.hook+json"
+    assert request.headers["X-Custom"] == "1"
+    assert request.json()["event"]["eventType"] == "test.notification"
+
+
+async def test_telegram_sends_once_per_chat_id(client, admin, kernel, http_receiver):
+    await put(client, admin, "telegram", {"botToken": TOKEN})
+    response = await client.post(
+        "/api/v1/notifications/rules",
+        headers=admin.headers,
+        json={
+            "name": "to two chats",
+            "events": ["user.created"],
+            "actions": [{"channel": "telegram", "recipients": ["111", "222"]}],
+        },
+    )
+    assert response.status_code == 201
+    await kernel.audit.record("user.created", target="zoe")
+    entries = await settled_entries(client, admin.headers, count=2)
+    assert [e["status"] for e in entries] == ["sent", "sent"]
+    requests = await http_receiver.wait_for(f"/bot{TOKEN}/sendMessage", count=2)
+    assert sorted(r.json()["chat_id"] for r in requests) == ["111", "222"]
+
+
+async def test_telegram_without_any_chat_id_is_a_clear_error(client, admin):
+    await put(client, admin, "telegram", {"botToken": TOKEN})
+    response = await client.post(f"{CHANNELS}/telegram/test", headers=admin.headers)
+    assert response.status_code == 400
+    assert "chat id" in (await response.get_json())["error"]
+
+
+async def test_tls_certificates_are_verified(client, admin, https_receiver_factory, chat_cert):
+    receiver = https_receiver_factory(chat_cert.cert_path, chat_cert.key_path)
+    await put(client, admin, "slack", {"webhookUrl": receiver.url("/slack/x")})
+    response = await client.post(f"{CHANNELS}/slack/test", headers=admin.headers)
+    assert response.status_code == 502
+    assert "CERTIFICATE_VERIFY_FAILED" in (await response.get_json())["error"]
+    assert receiver.received() == []
+
+
+async def test_a_denied_destination_never_gets_a_request(client, admin, kernel, http_receiver):
+    await kernel.settings.update({"network.allow": "10.0.0.0/8"})
+    await put(client, admin, "webhook", {"url": http_receiver.url("/in")})
+    response = await client.post(f"{CHANNELS}/webhook/test", headers=admin.headers)
+    assert response.status_code == 403
+    assert (await response.get_json())["code"] == "target_denied"
+    await kernel.settings.update({"network.allow": "loopback"})
+    response = await client.post(f"{CHANNELS}/webhook/test", headers=admin.headers)
+    assert response.status_code == 200
+    await eventually(lambda: len(http_receiver.received("/in")) == 1)
