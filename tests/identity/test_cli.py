@@ -1,0 +1,141 @@
+"""Recovery CLI: `hostgate setup`, `hostgate user ...`, `hostgate audit verify` (subprocesses),
+and the chain walk's verdicts for edited, inserted and deleted entries."""
+
+import json
+import sqlite3
+
+from hostgate.db.models.audit import AuditEntry
+from hostgate.services.audit_verify import verify_chain
+from sqlalchemy import delete, update
+from sqlmodel import col
+
+KEY = "5a" * 32
+
+
+def test_recovery_commands(run_cli, tmp_path):
+    env = {"HOSTGATE_DATA_DIR": str(tmp_path), "HOSTGATE_ENCRYPTION_KEY": KEY}
+    db = tmp_path / "hostgate.db"
+
+    code, out, err = run_cli(
+        "setup", "--username", "root", env={**env, "HOSTGATE_ADMIN_PASSWORD": "root-password"}
+    )
+    assert code == 0, err
+    assert "created admin root" in out
+
+    code, out, err = run_cli(
+        "user", "create", "bob", "--role", "admin", env={**env, "HOSTGATE_PASSWORD": "bob-password"}
+    )
+    assert code == 0, err
+    assert "created user bob (role admin" in out
+    with sqlite3.connect(db) as conn:
+        old_hash = conn.execute("SELECT password_hash FROM users WHERE username='bob'").fetchone()[
+            0
+        ]
+        conn.execute(
+            "UPDATE users SET failed_login_count=5, locked_until='2999-01-01 00:00:00' "
+            "WHERE username='bob'"
+        )
+
+    code, out, err = run_cli(
+        "user", "reset-password", "BOB", env={**env, "HOSTGATE_PASSWORD": "new-bob-password"}
+    )
+    assert code == 0, err
+    code, out, err = run_cli("user", "unlock", "bob", env=env)
+    assert code == 0 and "bob unlocked" in out, err
+    code, out, err = run_cli("user", "list", "--json", env=env)
+    assert code == 0, err
+    users = {u["username"]: u for u in json.loads(out)["users"]}
+    assert set(users) == {"root", "bob"}
+    assert users["root"]["role"] == "admin" and users["bob"]["role"] == "admin"
+    assert users["bob"]["lockedUntil"] is None and users["bob"]["failedLoginCount"] == 0
+    with sqlite3.connect(db) as conn:
+        new_hash = conn.execute("SELECT password_hash FROM users WHERE username='bob'").fetchone()[
+            0
+        ]
+        types = [r[0] for r in conn.execute("SELECT event_type FROM audit_log ORDER BY seq")]
+    assert new_hash != old_hash and new_hash.startswith("$argon2id$")
+    assert types == ["user.setup", "user.created", "user.password_reset", "user.unlocked"]
+
+    code, out, err = run_cli("audit", "verify", env=env)
+    assert code == 0, err
+    assert "4 entries verified" in out
+
+
+def test_refusals_and_tamper_report(tmp_path, monkeypatch, capsys):
+    """The failure paths, in-process (the same entry point, without a new interpreter)."""
+    from hostgate.cli import main
+
+    monkeypatch.setenv("HOSTGATE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", KEY)
+    monkeypatch.delenv("HOSTGATE_PASSWORD", raising=False)
+    assert main(["setup", "--username", "root", "--password", "root-password"]) == 0
+    assert main(["setup", "--username", "again", "--password", "long-enough"]) == 1
+    assert "Setup already completed" in capsys.readouterr().err
+    assert main(["user", "create", "x", "--password", "short"]) == 1
+    assert "at least 8 characters" in capsys.readouterr().err
+    assert main(["user", "unlock", "nobody"]) == 1
+    assert "no user named 'nobody'" in capsys.readouterr().err
+    assert main(["user", "create", "y", "--role", "ghost", "--password", "long-enough"]) == 1
+    assert "Unknown role" in capsys.readouterr().err
+    assert main(["audit", "verify"]) == 0
+    with sqlite3.connect(tmp_path / "hostgate.db") as conn:
+        conn.execute("UPDATE audit_log SET target='someone-else' WHERE seq=1")
+    assert main(["audit", "verify"]) == 1
+    assert "seq 1 (user.setup) was edited" in capsys.readouterr().err
+
+
+async def test_verify_names_the_first_tampered_entry(kernel, admin):
+    for i in range(6):
+        await kernel.audit.record("demo.event", actor=None, target=f"t{i}")
+    assert (await verify_chain(kernel)).ok
+
+    async def change(statement):
+        async with kernel.db.session() as session:
+            await session.exec(statement)
+            await session.commit()
+
+    # edited: content changes, stored hash kept
+    await change(update(AuditEntry).where(col(AuditEntry.seq) == 3).values(target="forged"))
+    result = await verify_chain(kernel)
+    assert not result.ok and result.seq == 3 and "edited" in result.problem
+    await change(update(AuditEntry).where(col(AuditEntry.seq) == 3).values(target="t2"))
+    assert (await verify_chain(kernel)).ok
+
+    # deleted: a gap in the sequence
+    await change(delete(AuditEntry).where(col(AuditEntry.seq) == 4))
+    result = await verify_chain(kernel)
+    assert not result.ok and result.seq == 5 and "deleted" in result.problem
+
+    # deleted and renumbered: the link breaks
+    await change(update(AuditEntry).where(col(AuditEntry.seq) == 5).values(seq=4))
+    result = await verify_chain(kernel)
+    assert not result.ok and result.seq == 4 and "does not link" in result.problem
+
+
+async def test_verify_detects_an_inserted_entry(kernel, admin):
+    for i in range(3):
+        await kernel.audit.record("demo.event", actor=None, target=f"t{i}")
+    async with kernel.db.session() as session:
+        rows = list(
+            (
+                await session.exec(
+                    AuditEntry.__table__.select().order_by(AuditEntry.__table__.c.seq)
+                )
+            ).all()
+        )
+        # shift the last entry up and slip a forged one in at its place, linked correctly
+        last = rows[-1]
+        await session.exec(
+            update(AuditEntry).where(col(AuditEntry.seq) == last.seq).values(seq=last.seq + 1)
+        )
+        forged = AuditEntry(
+            seq=last.seq,
+            event_type="auth.login",
+            target="attacker",
+            prev_hash=rows[-2].hash,
+            hash="0" * 64,
+        )
+        session.add(forged)
+        await session.commit()
+    result = await verify_chain(kernel)
+    assert not result.ok and result.seq == last.seq and "inserted" in result.problem
