@@ -224,5 +224,7 @@ async def test_an_update_with_bad_input_changes_nothing(client, make_user):
     path = f"/connections/{created['id']}"
     await send(client, "PUT", path, alice, {"name": "new", "port": 0}, expect=400)
     await send(client, "PUT", path, alice, {"name": "new", "password": "", "x": 1}, expect=400)
+    error = await send(client, "PUT", path, alice, {}, expect=400)
+    assert error["error"] == "No fields to update"
     again = await get_json(client, path, alice)
     assert again["name"] == "keep" and again["hasPassword"] is True

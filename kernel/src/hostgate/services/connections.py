@@ -311,6 +311,8 @@ class Connections:
         if not access.edit:
             needed = EDIT_OWN if access.owner else EDIT_ANY
             raise PermissionDenied(f"Insufficient permissions: editing requires {needed}")
+        if not payload:
+            raise InvalidInput("No fields to update")
         old_protocol = connection.protocol
         parsed = parse_input(payload, self.kernel.protocols, current_protocol=old_protocol)
         sharing_changes = parsed.columns.get("shared", connection.shared) != connection.shared
