@@ -7,8 +7,9 @@ launchers), and a real ``hostgate serve``. For each protocol the same file is
 moved four ways in the same run: direct download and upload (smbprotocol's
 ``smbclient`` module; aioftp), then download and upload through
 ``/api/v1/<protocol>/<id>/download|upload`` with a streaming HTTP client.
-The gateway's resident memory is sampled during its transfers; the growth over
-its idle RSS is reported. ``bench/files.py`` calls ``smb_rows`` / ``ftp_rows``.
+The HTTP client is curl when installed (so the client's own cost stays small),
+else httpx. The gateway's resident memory is sampled during its transfers; the
+growth over its idle RSS is reported. ``bench/files.py`` calls ``smb_rows`` / ``ftp_rows``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -23,6 +25,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -35,9 +38,35 @@ BLOCK = 4 * MIB
 PASSWORD = "bench password 1"
 
 
+CURL = shutil.which("curl")
+
+
 def block() -> bytes:
     """One random block; files are this block repeated (nothing on the path compresses)."""
     return os.urandom(BLOCK)
+
+
+def source_file(size: int) -> Path:
+    """A local file of ``size`` bytes for uploads (written once per run)."""
+    path = Path(tempfile.mkdtemp(prefix="hg-bench-src-")) / "source.bin"
+    data = block()
+    with path.open("wb") as handle:
+        for _ in range(size // BLOCK):
+            handle.write(data)
+    return path
+
+
+async def curl(*args: str, headers: dict[str, str]) -> int:
+    """Run curl; fail on an HTTP error; return what ``-w`` printed as a number (or 0)."""
+    header_args = [item for name, value in headers.items() for item in ("-H", f"{name}: {value}")]
+    process = await asyncio.create_subprocess_exec(
+        CURL or "curl", "-sS", "--fail", *header_args, *args, stdout=asyncio.subprocess.PIPE
+    )
+    output, _ = await process.communicate()
+    if process.returncode:
+        raise RuntimeError(f"curl failed with exit code {process.returncode}")
+    text = output.decode().strip()
+    return int(text) if text.isdigit() else 0
 
 
 class RssSampler:
@@ -99,35 +128,44 @@ class Gateway:
         response.raise_for_status()
         return str(response.json()["id"])
 
+    def _url(self, protocol: str, connection_id: str, suffix: str, path: str) -> str:
+        return f"{self.url}/api/v1/{protocol}/{connection_id}/{suffix}?path={quote(path)}"
+
     async def download(self, protocol: str, connection_id: str, path: str) -> int:
+        """GET the file and discard it: curl when installed (a C client), else httpx."""
+        url = self._url(protocol, connection_id, "download", path)
+        if CURL:
+            return await curl(
+                "-o", "/dev/null", "-w", "%{size_download}", url, headers=self.headers
+            )
         moved = 0
         async with (
             httpx.AsyncClient(timeout=600) as client,
-            client.stream(
-                "GET",
-                f"{self.url}/api/v1/{protocol}/{connection_id}/download",
-                params={"path": path},
-                headers=self.headers,
-            ) as response,
+            client.stream("GET", url, headers=self.headers) as response,
         ):
             response.raise_for_status()
             async for chunk in response.aiter_raw(BLOCK):
                 moved += len(chunk)
         return moved
 
-    async def upload(self, protocol: str, connection_id: str, path: str, size: int) -> int:
-        data = block()
+    async def upload(self, protocol: str, connection_id: str, path: str, source: Path) -> int:
+        """POST a local file as the raw body, streamed from disk."""
+        url = self._url(protocol, connection_id, "upload", path)
+        size = source.stat().st_size
+        if CURL:
+            await curl(
+                "-X", "POST", "-T", str(source), "-o", "/dev/null", url, headers=self.headers
+            )
+            return size
 
         async def body() -> AsyncIterator[bytes]:
-            for _ in range(size // BLOCK):
-                yield data
+            with source.open("rb") as handle:
+                while chunk := handle.read(BLOCK):
+                    yield chunk
 
         async with httpx.AsyncClient(timeout=600) as client:
             response = await client.post(
-                f"{self.url}/api/v1/{protocol}/{connection_id}/upload",
-                params={"path": path},
-                content=body(),
-                headers={**self.headers, "Content-Length": str(size)},
+                url, content=body(), headers={**self.headers, "Content-Length": str(size)}
             )
             response.raise_for_status()
         return size
@@ -142,13 +180,14 @@ class Gateway:
 # -- SMB ------------------------------------------------------------------------
 
 
-def smb_rows(gateway: Gateway, size: int) -> list[Row]:
+def smb_rows(gateway: Gateway, source: Path) -> list[Row]:
     """Start smbd, move ``size`` bytes each way directly and through the gateway."""
     import smbclient
 
     from testsupport.peers import stop
     from testsupport.samba import start_samba
 
+    size = source.stat().st_size
     server, process = start_samba(Path(tempfile.mkdtemp(prefix="hg-bench-smb-")))
     try:
         unc = rf"\\{server.host}\files"
@@ -157,11 +196,13 @@ def smb_rows(gateway: Gateway, size: int) -> list[Row]:
         smbclient.register_session(server.host, connection_cache=cache, **kwargs)
 
         async def direct_upload() -> int:
-            data = block()
-            with smbclient.open_file(
-                rf"{unc}\direct.bin", mode="wb", connection_cache=cache, **kwargs
-            ) as handle:
-                for _ in range(size // BLOCK):
+            with (
+                source.open("rb") as local,
+                smbclient.open_file(
+                    rf"{unc}\direct.bin", mode="wb", connection_cache=cache, **kwargs
+                ) as handle,
+            ):
+                while data := local.read(BLOCK):
                     handle.write(data)
             return size
 
@@ -188,7 +229,7 @@ def smb_rows(gateway: Gateway, size: int) -> list[Row]:
         name = f"/gateway-{uuid.uuid4().hex[:6]}.bin"
         direct_up = timed(direct_upload)
         direct_down = timed(direct_download)
-        up, up_rss = gateway.measure(lambda: gateway.upload("smb", connection_id, name, size))
+        up, up_rss = gateway.measure(lambda: gateway.upload("smb", connection_id, name, source))
         down, down_rss = gateway.measure(lambda: gateway.download("smb", connection_id, name))
         smbclient.reset_connection_cache(connection_cache=cache)
         assert (server.share_dir("files") / name.lstrip("/")).stat().st_size == size
@@ -204,24 +245,25 @@ def smb_rows(gateway: Gateway, size: int) -> list[Row]:
 # -- FTP ------------------------------------------------------------------------
 
 
-def ftp_rows(gateway: Gateway, size: int) -> list[Row]:
+def ftp_rows(gateway: Gateway, source: Path) -> list[Row]:
     """Start vsftpd, move ``size`` bytes each way directly and through the gateway."""
     import aioftp
 
     from testsupport.ftpd import start_vsftpd
     from testsupport.peers import stop
 
+    size = source.stat().st_size
     server, process = start_vsftpd(Path(tempfile.mkdtemp(prefix="hg-bench-ftp-")))
     try:
 
         async def direct_upload() -> int:
-            data = block()
             async with (
                 aioftp.Client.context(server.host, server.port) as client,
                 client.upload_stream("/pub/direct.bin") as stream,
             ):
-                for _ in range(size // BLOCK):
-                    await stream.write(data)
+                with source.open("rb") as local:
+                    while data := local.read(BLOCK):
+                        await stream.write(data)
             return size
 
         async def direct_download() -> int:
@@ -240,7 +282,7 @@ def ftp_rows(gateway: Gateway, size: int) -> list[Row]:
         name = f"/pub/gateway-{uuid.uuid4().hex[:6]}.bin"
         direct_up = timed(direct_upload)
         direct_down = timed(direct_download)
-        up, up_rss = gateway.measure(lambda: gateway.upload("ftp", connection_id, name, size))
+        up, up_rss = gateway.measure(lambda: gateway.upload("ftp", connection_id, name, source))
         down, down_rss = gateway.measure(lambda: gateway.download("ftp", connection_id, name))
         assert server.local(name).stat().st_size == size
     finally:
@@ -259,13 +301,20 @@ def main() -> None:
     args = parser.parse_args()
     size = max(1, args.size_mib * MIB // BLOCK) * BLOCK
     rows: list[Row] = []
-    with hostgate_server() as server:
-        gateway = Gateway.setup(server.url, server.pid)
-        if args.only in (None, "smb"):
-            rows += smb_rows(gateway, size)
-        if args.only in (None, "ftp"):
-            rows += ftp_rows(gateway, size)
-    print(f"file size {size // MIB} MiB")
+    source = source_file(size)
+    try:
+        with hostgate_server() as server:
+            gateway = Gateway.setup(server.url, server.pid)
+            if args.only in (None, "smb"):
+                rows += smb_rows(gateway, source)
+            if args.only in (None, "ftp"):
+                rows += ftp_rows(gateway, source)
+    finally:
+        shutil.rmtree(source.parent, ignore_errors=True)
+    client = "curl" if CURL else "httpx"
+    print(
+        f"file size {size // MIB} MiB, gateway HTTP client {client}, load {os.getloadavg()[0]:.1f}"
+    )
     print_table(rows)
 
 
