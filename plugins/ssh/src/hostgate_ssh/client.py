@@ -7,6 +7,8 @@ so credentials are never sent to a server the kernel has not approved.
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncssh
 from hostgate import (
     ConnectionTarget,
@@ -33,8 +35,9 @@ async def connect(target: ConnectionTarget, **options: object) -> asyncssh.SSHCl
     """An authenticated SSH connection; Remote* errors say what failed."""
     keys = _client_keys(target)
     try:
-        server_key = await asyncssh.get_server_host_key(
-            target.address, target.port, login_timeout=CONNECT_TIMEOUT
+        server_key = await asyncio.wait_for(
+            asyncssh.get_server_host_key(target.address, target.port, config=None),
+            CONNECT_TIMEOUT,
         )
         if server_key is None:
             raise RemoteError("the SSH server presented no host key")

@@ -1,0 +1,503 @@
+"""``/<protocol>/<connectionId>/...``: file management, once for every file protocol (SPEC 4.1).
+
+The protocol segment names a loaded ProtocolSpec with ``open_files`` (``sftp``,
+``smb``, ``ftp``). Every view authenticates, checks the caller may use the
+connection, leases a pooled remote session, runs the adapter operation, logs a
+file event after success and maps every failure to the error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+import stat as stat_module
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from pydantic import BaseModel, Field, StrictInt, StrictStr
+from quart import Blueprint, Response, request
+from quart_schema import tag, validate_request
+from werkzeug.exceptions import HTTPException
+from werkzeug.http import http_date, parse_range_header
+
+from ..adapters import RemoteEntry, RemoteFiles
+from ..descriptors import ProtocolSpec
+from ..errors import ApiError, InvalidInput, NotFound
+from ..guards import authenticated, current_caller, current_kernel
+from ..requestbody import streamed_body
+from ..services.file_sessions import SessionRef, client_key_of, entries_detail, human_size
+from ..services.files import FileLease, check_path, keeps_session, translate
+from ..timefmt import iso
+
+if TYPE_CHECKING:
+    from ..adapters import ConnectionTarget
+    from ..kernel import Kernel
+    from ..services.identity import Caller
+
+log = logging.getLogger("hostgate.api.files")
+
+blueprint = Blueprint("files", __name__)
+
+BASE = "/<protocol>/<connection_id>"
+SESSION_HEADER = "X-File-Session-Id"
+QUICK_TIMEOUT = 120.0
+"""Seconds for operations that do not move file contents (list, stat, mkdir, rename, chmod)."""
+
+
+class PathBody(BaseModel):
+    """A remote path."""
+
+    path: StrictStr
+
+
+class ListBody(BaseModel):
+    """A directory to list; empty means the session's starting directory."""
+
+    path: StrictStr = ""
+
+
+class RenameBody(BaseModel):
+    """Rename or move."""
+
+    oldPath: StrictStr  # noqa: N815 - the spec's field name
+    newPath: StrictStr  # noqa: N815
+
+
+class ChmodBody(BaseModel):
+    """New Unix permission bits (an integer such as 420 for 0644)."""
+
+    path: StrictStr
+    mode: StrictInt = Field(ge=0, le=0o7777)
+
+
+class CopyBody(BaseModel):
+    """Server-side copy of a file or a directory tree."""
+
+    srcPath: StrictStr  # noqa: N815
+    destPath: StrictStr  # noqa: N815
+
+
+class FileContext:
+    """What one file request works with: protocol, caller, resolved target, session ref.
+
+    Built inside the request (it reads the session header), usable after it
+    (a streamed download logs its event when the body is done).
+    """
+
+    def __init__(
+        self, kernel: Kernel, spec: ProtocolSpec, caller: Caller, target: ConnectionTarget
+    ) -> None:
+        self.kernel = kernel
+        self.spec = spec
+        self.caller = caller
+        self.target = target
+        self.ref = SessionRef(
+            user_id=caller.user_id,
+            username=caller.username,
+            connection_id=target.connection_id,
+            connection_name=target.name,
+            protocol=spec.name,
+            client_key=client_key_of(request.headers.get(SESSION_HEADER)),
+        )
+
+    async def run(
+        self,
+        operation: str,
+        action: Callable[[RemoteFiles], Awaitable[Any]],
+        *,
+        retry: bool = False,
+        timeout: float | None = QUICK_TIMEOUT,
+    ) -> Any:
+        """Run an adapter operation on a pooled session."""
+
+        async def guarded(adapter: RemoteFiles) -> Any:
+            require(adapter, self.spec, operation)
+            return await action(adapter)
+
+        return await self.kernel.files.call(
+            self.caller, self.spec, self.target, guarded, retry=retry, timeout=timeout
+        )
+
+    async def log(self, action: str, path: str, detail: str = "") -> None:
+        """Record a file event for this request's session."""
+        await self.kernel.file_sessions.record(self.ref, action, path, detail, actor=self.caller)
+
+
+def require(adapter: RemoteFiles, spec: ProtocolSpec, operation: str) -> None:
+    """Refuse an operation the protocol does not offer (404, like a route that is not there)."""
+    if operation not in adapter.operations:
+        raise NotFound(f"{spec.name} does not support {operation}", code="unsupported_operation")
+
+
+def file_spec(kernel: Kernel, protocol: str) -> ProtocolSpec:
+    """The loaded protocol with file access named by the URL, else 404."""
+    spec = kernel.protocols.get(protocol)
+    if spec is None or spec.open_files is None:
+        raise NotFound(f"No file protocol named {protocol[:40]!r}", code="unknown_protocol")
+    return spec
+
+
+async def context(protocol: str, connection_id: str) -> FileContext:
+    """Protocol, caller and connection access for the current request."""
+    kernel: Kernel = current_kernel()
+    spec = file_spec(kernel, protocol)
+    caller = current_caller()
+    target = await kernel.connections.target_for(caller, connection_id, spec)
+    return FileContext(kernel, spec, caller, target)
+
+
+def query_path(name: str = "path") -> str:
+    """A required path from the query string."""
+    value = request.args.get(name)
+    if value is None:
+        raise InvalidInput(f"query parameter {name} is required")
+    return check_path(value, name)
+
+
+def permissions_text(entry: RemoteEntry) -> str:
+    """Symbolic permissions such as ``drwxr-xr-x``."""
+    if entry.mode is not None:
+        mode = entry.mode
+        if stat_module.S_IFMT(mode) == 0:
+            mode |= stat_module.S_IFDIR if entry.is_dir else stat_module.S_IFREG
+        return stat_module.filemode(mode)
+    return ("d" if entry.is_dir else "-") + "---------"
+
+
+ATTRIBUTE_VALUES: dict[str, Callable[[RemoteEntry], Any]] = {
+    "size": lambda e: e.size,
+    "isDirectory": lambda e: e.is_dir,
+    "permissions": permissions_text,
+    "mode": lambda e: e.mode,
+    "uid": lambda e: e.uid,
+    "gid": lambda e: e.gid,
+    "atime": lambda e: iso(e.atime),
+    "mtime": lambda e: iso(e.mtime),
+}
+FULL_ATTRIBUTES = ("size", "isDirectory", "permissions", "mode", "uid", "gid", "atime", "mtime")
+BASIC_ATTRIBUTES = ("size", "isDirectory")
+
+
+def entry_json(entry: RemoteEntry, spec: ProtocolSpec) -> dict[str, Any]:
+    """A file entry: ``{filename, fileAttributes}`` in the protocol's attribute set."""
+    names = FULL_ATTRIBUTES if spec.file_attributes == "full" else BASIC_ATTRIBUTES
+    return {
+        "filename": entry.name,
+        "fileAttributes": {name: ATTRIBUTE_VALUES[name](entry) for name in names},
+    }
+
+
+def stat_json(entry: RemoteEntry, spec: ProtocolSpec) -> dict[str, Any]:
+    """A flat stat result with the protocol's fields."""
+    return {name: ATTRIBUTE_VALUES[name](entry) for name in spec.stat_fields}
+
+
+@blueprint.post(f"{BASE}/list")
+@authenticated
+@validate_request(ListBody)
+@tag(["files"])
+async def list_directory(protocol: str, connection_id: str, data: ListBody) -> dict[str, Any]:
+    """The entries of a remote directory."""
+    path = check_path(data.path, allow_empty=True) or "."
+    ctx = await context(protocol, connection_id)
+    entries: list[RemoteEntry] = await ctx.run("list", lambda a: a.list(path), retry=True)
+    entries.sort(key=lambda e: (not e.is_dir, e.name.casefold(), e.name))
+    await ctx.log("browse", path, entries_detail(len(entries)))
+    return {"files": [entry_json(e, ctx.spec) for e in entries]}
+
+
+@blueprint.post(f"{BASE}/stat")
+@authenticated
+@validate_request(PathBody)
+@tag(["files"])
+async def stat_path(protocol: str, connection_id: str, data: PathBody) -> dict[str, Any]:
+    """Attributes of one remote path, flat."""
+    path = check_path(data.path)
+    spec = file_spec(current_kernel(), protocol)
+    if not spec.stat_fields:
+        raise NotFound(f"{spec.name} does not support stat", code="unsupported_operation")
+    ctx = await context(protocol, connection_id)
+    entry: RemoteEntry = await ctx.run("stat", lambda a: a.stat(path), retry=True)
+    return stat_json(entry, ctx.spec)
+
+
+@blueprint.post(f"{BASE}/mkdir")
+@authenticated
+@validate_request(PathBody)
+@tag(["files"])
+async def make_directory(protocol: str, connection_id: str, data: PathBody) -> dict[str, Any]:
+    """Create a remote directory."""
+    path = check_path(data.path)
+    ctx = await context(protocol, connection_id)
+    await ctx.run("mkdir", lambda a: a.mkdir(path))
+    await ctx.log("mkdir", path)
+    return {"success": True}
+
+
+@blueprint.delete(f"{BASE}/file")
+@authenticated
+@tag(["files"])
+async def delete_path(protocol: str, connection_id: str) -> dict[str, Any]:
+    """Delete a remote file, or a directory with everything in it."""
+    path = query_path()
+    ctx = await context(protocol, connection_id)
+    await ctx.run("delete", lambda a: a.remove(path), timeout=None)
+    await ctx.log("delete", path)
+    return {"success": True}
+
+
+@blueprint.post(f"{BASE}/rename")
+@authenticated
+@validate_request(RenameBody)
+@tag(["files"])
+async def rename_path(protocol: str, connection_id: str, data: RenameBody) -> dict[str, Any]:
+    """Rename or move a remote file or directory."""
+    old = check_path(data.oldPath, "oldPath")
+    new = check_path(data.newPath, "newPath")
+    ctx = await context(protocol, connection_id)
+    await ctx.run("rename", lambda a: a.rename(old, new))
+    await ctx.log("rename", old, f"{old} → {new}")
+    return {"success": True}
+
+
+@blueprint.post(f"{BASE}/chmod")
+@authenticated
+@validate_request(ChmodBody)
+@tag(["files"])
+async def change_mode(protocol: str, connection_id: str, data: ChmodBody) -> dict[str, Any]:
+    """Change the Unix permission bits of a remote path."""
+    path = check_path(data.path)
+    ctx = await context(protocol, connection_id)
+    await ctx.run("chmod", lambda a: a.chmod(path, data.mode), retry=True)
+    await ctx.log("chmod", path, f"{data.mode:04o}")
+    return {"success": True}
+
+
+@blueprint.post(f"{BASE}/copy")
+@authenticated
+@validate_request(CopyBody)
+@tag(["files"])
+async def copy_path(protocol: str, connection_id: str, data: CopyBody) -> dict[str, Any]:
+    """Copy a remote file or directory tree on the server side."""
+    src = check_path(data.srcPath, "srcPath")
+    dest = check_path(data.destPath, "destPath")
+    ctx = await context(protocol, connection_id)
+    await ctx.run("copy", lambda a: a.copy(src, dest), timeout=None)
+    await ctx.log("copy", src, f"{src} → {dest}")
+    return {"success": True}
+
+
+@blueprint.post(f"{BASE}/upload")
+@authenticated
+@tag(["files"])
+async def upload_file(protocol: str, connection_id: str) -> dict[str, Any]:
+    """Stream the raw request body into a remote file (temporary name, renamed on success)."""
+    path = query_path()
+    ctx = await context(protocol, connection_id)
+    body = streamed_body()
+    expected = request.content_length
+    received = 0
+
+    async def chunks() -> AsyncIterator[bytes]:
+        nonlocal received
+        stream = aiter(body)
+        while True:
+            try:
+                chunk = await anext(stream)
+            except StopAsyncIteration:
+                break
+            except HTTPException as exc:
+                raise ApiError(
+                    exc.description or exc.name, code="bad_body", status=exc.code or 400
+                ) from None
+            if chunk:
+                received += len(chunk)
+                yield chunk
+        if expected is not None and received != expected:
+            raise InvalidInput(
+                f"upload incomplete: received {received} of {expected} bytes",
+                code="upload_incomplete",
+            )
+
+    lease = await ctx.kernel.files.acquire(ctx.caller, ctx.spec, ctx.target)
+    healthy = False
+    try:
+        require(lease.adapter, ctx.spec, "upload")
+        written = await lease.adapter.write(path, chunks())
+        healthy = True
+    except Exception as exc:
+        healthy = keeps_session(exc)
+        raise translate(exc, ctx.spec.name) from None
+    finally:
+        await lease.release(healthy=healthy)
+    await ctx.log("upload", path, human_size(written if isinstance(written, int) else received))
+    return {"success": True}
+
+
+def content_disposition(path: str) -> str:
+    """``attachment`` with an ASCII fallback name and the exact UTF-8 name (RFC 6266/5987)."""
+    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or "download"
+    fallback = (
+        "".join(c if 32 <= ord(c) < 127 and c not in '"\\%;' else "_" for c in name) or "download"
+    )
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def validators(entry: RemoteEntry) -> tuple[str | None, str | None]:
+    """(ETag, Last-Modified) from size and mtime, when the protocol reports an mtime."""
+    if entry.mtime is None:
+        return None, None
+    stamp = int(entry.mtime.timestamp() * 1000)
+    return f'"{entry.size:x}-{stamp:x}"', http_date(entry.mtime)
+
+
+def requested_range(size: int, etag: str | None, modified: str | None) -> tuple[int, int] | None:
+    """The one byte range to send as ``(start, stop)``, None for the whole file.
+
+    Raises 416 when a single well-formed range lies outside the file. Several
+    ranges, malformed headers and stale ``If-Range`` validators get the whole file.
+    """
+    header = request.headers.get("Range")
+    if not header:
+        return None
+    if_range = request.headers.get("If-Range")
+    if if_range is not None and if_range.strip() not in {etag, modified} - {None}:
+        return None
+    parsed = parse_range_header(header)
+    if parsed is None or parsed.units != "bytes" or len(parsed.ranges) != 1:
+        return None
+    chosen = parsed.range_for_length(size)
+    if chosen is None:
+        raise ApiError(
+            "Range not satisfiable",
+            code="range_not_satisfiable",
+            status=416,
+            headers={"Content-Range": f"bytes */{size}"},
+        )
+    return chosen
+
+
+class DownloadStream:
+    """The response body of a download: remote chunks, lease released however it ends."""
+
+    def __init__(
+        self,
+        ctx: FileContext,
+        lease: FileLease,
+        path: str,
+        offset: int,
+        length: int,
+        detail: str,
+    ) -> None:
+        self._ctx = ctx
+        self._lease = lease
+        self._path = path
+        self._offset = offset
+        self._length = length
+        self._detail = detail
+        self._sent = 0
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._done = False
+
+    def __aiter__(self) -> DownloadStream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._done:
+            raise StopAsyncIteration
+        try:
+            if self._chunks is None:
+                self._chunks = aiter(
+                    self._lease.adapter.read(self._path, self._offset, self._length)
+                )
+            remaining = self._length - self._sent
+            if remaining <= 0:
+                raise StopAsyncIteration
+            chunk = await anext(self._chunks)
+            if len(chunk) > remaining:
+                chunk = chunk[:remaining]
+            self._sent += len(chunk)
+            return chunk
+        except StopAsyncIteration:
+            await self._finish(self._sent == self._length)
+            if self._sent != self._length:
+                raise translate(
+                    EOFError(f"file ended after {self._sent} of {self._length} bytes"),
+                    self._ctx.spec.name,
+                ) from None
+            raise
+        except BaseException as exc:
+            await self._finish(False, exc)
+            raise
+
+    async def aclose(self) -> None:
+        """Called when the response ends, also when it was never iterated."""
+        await self._finish(False)
+
+    async def _finish(self, ok: bool, error: BaseException | None = None) -> None:
+        if self._done:
+            return
+        self._done = True
+        if self._chunks is not None and hasattr(self._chunks, "aclose"):
+            try:
+                await self._chunks.aclose()
+            except Exception as exc:
+                log.debug("closing a download stream failed: %s", exc)
+        healthy = ok or (isinstance(error, Exception) and keeps_session(error))
+        await self._lease.release(healthy=healthy)
+        if ok:
+            try:
+                await self._ctx.log("download", self._path, self._detail)
+            except Exception:
+                log.exception("recording a download event failed")
+
+
+@blueprint.get(f"{BASE}/download")
+@authenticated
+@tag(["files"])
+async def download_file(protocol: str, connection_id: str) -> Response:
+    """Stream a remote file: Content-Length, attachment name, single byte ranges (206/416)."""
+    path = query_path()
+    ctx = await context(protocol, connection_id)
+    lease = await ctx.kernel.files.acquire(ctx.caller, ctx.spec, ctx.target)
+    try:
+        require(lease.adapter, ctx.spec, "download")
+        entry = await lease.adapter.stat(path)
+        if entry.is_dir:
+            raise InvalidInput(
+                "path is a directory; download files one at a time", code="is_directory"
+            )
+        size = max(0, int(entry.size))
+        etag, modified = validators(entry)
+        chosen = requested_range(size, etag, modified)
+    except BaseException as exc:
+        healthy = isinstance(exc, Exception) and keeps_session(exc)
+        await lease.release(healthy=healthy)
+        if isinstance(exc, Exception):
+            raise translate(exc, ctx.spec.name) from None
+        raise
+    start, stop = chosen if chosen is not None else (0, size)
+    length = stop - start
+    headers = {
+        "Content-Type": "application/octet-stream",
+        "Content-Disposition": content_disposition(path),
+        "Accept-Ranges": "bytes",
+        "Cache-Control": "no-store",
+    }
+    if etag is not None and modified is not None:
+        headers["ETag"] = etag
+        headers["Last-Modified"] = modified
+    detail = human_size(length)
+    if chosen is not None:
+        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{size}"
+        detail = f"{detail} (bytes {start}-{stop - 1} of {size})"
+    status = 206 if chosen is not None else 200
+    if request.method == "HEAD":
+        await lease.release(healthy=True)
+        response = Response(b"", status=status, headers=headers)
+    else:
+        stream = DownloadStream(ctx, lease, path, start, length, detail)
+        response = Response(stream, status=status, headers=headers)
+    response.content_length = length
+    response.timeout = None
+    return response

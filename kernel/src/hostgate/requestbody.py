@@ -1,0 +1,131 @@
+"""Request bodies with back-pressure, so a streamed upload never piles up in memory.
+
+Quart's receive loop appends every body message to the request as fast as the
+client sends it. A view that iterates ``request.body`` (an upload streamed to a
+remote server) would still buffer everything the client sends faster than the
+remote accepts. Here the receive loop pauses once ``HIGH_WATER`` bytes wait
+unread, until the view consumes them - or until somebody awaits the whole
+body (``await request.get_data()``), which switches back to plain buffering
+under ``MAX_CONTENT_LENGTH``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from typing import Any
+
+from hypercorn.typing import ASGIReceiveCallable
+from quart import Request, request
+from quart.asgi import ASGIHTTPConnection
+from quart.wrappers.request import Body
+from werkzeug.exceptions import RequestEntityTooLarge
+
+HIGH_WATER = 1 << 20
+"""Unread body bytes at which the receive loop stops reading from the client."""
+
+
+class FlowControlledBody(Body):
+    """A request body whose producer waits while a streaming consumer is behind.
+
+    The size limit applies to bodies awaited whole; a body declared larger
+    than the limit is still received (flow-controlled) so that a streaming view
+    can lift the limit without losing bytes, and raises 413 when read otherwise.
+    """
+
+    def __init__(self, expected_content_length: int | None, max_content_length: int | None):
+        super().__init__(expected_content_length, max_content_length)
+        self._drained = asyncio.Event()
+        self._whole = False
+        self._declared_too_large = self._must_raise is not None
+        self._must_raise = None
+
+    def __aiter__(self) -> FlowControlledBody:
+        if self._declared_too_large:
+            raise RequestEntityTooLarge()
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await super().__anext__()
+        finally:
+            self._drained.set()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self._declared_too_large:
+            raise RequestEntityTooLarge()
+        self._whole = True
+        self._check_size()
+        self._drained.set()
+        return super().__await__()
+
+    def append(self, data: bytes) -> None:
+        """Buffer received bytes; enforce the size limit once the body is awaited whole."""
+        if data == b"" or self._must_raise is not None:
+            return
+        self._data.extend(data)
+        self._has_data.set()
+        self._check_size()
+
+    def _check_size(self) -> None:
+        limit = self._max_content_length
+        if self._whole and limit is not None and len(self._data) > limit:
+            self._must_raise = RequestEntityTooLarge()
+            self.set_complete()
+
+    def set_complete(self) -> None:
+        """No more data will come."""
+        super().set_complete()
+        self._drained.set()
+
+    async def wait_for_room(self) -> None:
+        """Block the producer while ``HIGH_WATER`` bytes wait unread and nobody awaits it whole."""
+        while (
+            not self._whole
+            and self._must_raise is None
+            and not self._complete.is_set()
+            and len(self._data) >= HIGH_WATER
+        ):
+            self._drained.clear()
+            await self._drained.wait()
+
+    def lift_size_limit(self) -> None:
+        """No ``MAX_CONTENT_LENGTH`` for this body: the view streams it somewhere else."""
+        self._max_content_length = None
+        self._declared_too_large = False
+
+
+class StreamingRequest(Request):
+    """The kernel's request class: bodies are flow-controlled."""
+
+    body_class = FlowControlledBody
+
+
+class FlowControlledConnection(ASGIHTTPConnection):
+    """Feeds request bodies with back-pressure (see the module docstring)."""
+
+    async def handle_messages(self, request: Request, receive: ASGIReceiveCallable) -> None:
+        """Move body messages into the request, pausing while the view is behind."""
+        body = request.body
+        while True:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    body.set_complete()
+                elif isinstance(body, FlowControlledBody):
+                    await body.wait_for_room()
+            elif message["type"] == "http.disconnect":
+                return
+
+
+def streamed_body() -> Body:
+    """The current request's body for a view that streams it: no size limit applies.
+
+    Iterate the result (``async for chunk in body``); never await it whole.
+    """
+    request.max_content_length = None
+    body = request.body
+    if isinstance(body, FlowControlledBody):
+        body.lift_size_limit()
+    return body

@@ -1,0 +1,313 @@
+"""File-transfer sessions: every successful file operation, grouped per user and connection.
+
+A session is found or started by the browser's ``X-File-Session-Id`` (bound to
+the user and the connection, so nobody can append to another user's session),
+or, without that header, by the user's most recent session on the connection
+that saw activity within ``IMPLICIT_GAP``. ``endedAt`` is the last activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, func, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from ..db.models.files import FileEvent, FileSession
+from ..errors import NotFound
+from ..pagination import Page
+from ..timefmt import iso, utcnow
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+IMPLICIT_GAP = timedelta(minutes=30)
+"""Without a client session id, activity after a longer pause starts a new session."""
+
+CLIENT_KEY_MAX = 128
+ACTIONS = frozenset({"browse", "download", "upload", "mkdir", "delete", "rename", "chmod", "copy"})
+_CLIENT_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
+_EXPORT_BATCH = 500
+CSV_HEADER = (
+    "session_id",
+    "connection",
+    "username",
+    "protocol",
+    "session_started",
+    "session_ended",
+    "timestamp",
+    "action",
+    "path",
+    "detail",
+)
+
+
+def human_size(size: int) -> str:
+    """``512 B``, ``1.0 KiB``, ``4.2 MiB``..."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}"
+    return f"{size} B"  # pragma: no cover - the loop always returns
+
+
+def entries_detail(count: int) -> str:
+    """``1 entry``, ``12 entries``."""
+    return f"{count} entry" if count == 1 else f"{count} entries"
+
+
+def client_key_of(header: str | None) -> str | None:
+    """The usable client session id from the header, or None (then the session is implicit)."""
+    if header is None:
+        return None
+    value = header.strip()
+    return value if _CLIENT_KEY.match(value) else None
+
+
+def _csv_cell(value: str) -> str:
+    """Neutralise spreadsheet formulas in a CSV cell (remote file names are untrusted)."""
+    if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    """Where an operation is logged: who, on which connection, with which file protocol."""
+
+    user_id: str
+    username: str
+    connection_id: str
+    connection_name: str
+    protocol: str
+    client_key: str | None
+
+
+def session_json(row: FileSession) -> dict[str, Any]:
+    """The spec's file-transfer-session list entry."""
+    return {
+        "id": row.id,
+        "userId": row.user_id,
+        "protocol": row.protocol,
+        "startedAt": iso(row.started_at),
+        "endedAt": iso(row.ended_at),
+        "connectionName": row.connection_name,
+        "username": row.username,
+        "eventCount": row.event_count,
+    }
+
+
+def event_json(row: FileEvent) -> dict[str, Any]:
+    """The spec's file event."""
+    return {
+        "id": row.id,
+        "timestamp": iso(row.timestamp),
+        "action": row.action,
+        "path": row.path,
+        "detail": row.detail,
+    }
+
+
+class FileSessionLog:
+    """Records file events and serves the file-session history."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._locks: dict[tuple[str, str, str | None], asyncio.Lock] = {}
+
+    def _lock(self, key: tuple[str, str, str | None]) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            if len(self._locks) > 10_000:
+                self._locks = {k: v for k, v in self._locks.items() if v.locked()}
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def record(
+        self, ref: SessionRef, action: str, path: str, detail: str = "", *, actor: Caller
+    ) -> str:
+        """Append one event (after the operation succeeded); returns the session id."""
+        if action not in ACTIONS:
+            raise ValueError(f"unknown file action {action!r}")
+        key = (ref.user_id, ref.connection_id, ref.client_key)
+        async with self._lock(key):
+            session_id, started = await self._find_or_start(ref)
+            now = utcnow()
+            async with self.kernel.db.session() as db:
+                db.add(
+                    FileEvent(
+                        session_id=session_id,
+                        timestamp=now,
+                        action=action,
+                        path=path,
+                        detail=detail,
+                    )
+                )
+                await db.exec(
+                    update(FileSession)
+                    .where(col(FileSession.id) == session_id)
+                    .values(event_count=FileSession.event_count + 1, ended_at=now)
+                )
+                await db.commit()
+        if started:
+            await self.kernel.audit.record(
+                "connection.session_started",
+                actor=actor,
+                target=ref.connection_id,
+                details={
+                    "protocol": ref.protocol,
+                    "connectionName": ref.connection_name,
+                    "fileSessionId": session_id,
+                },
+            )
+        return session_id
+
+    async def _find_or_start(self, ref: SessionRef) -> tuple[str, bool]:
+        async with self.kernel.db.session() as db:
+            query = select(FileSession).where(
+                FileSession.user_id == ref.user_id,
+                FileSession.connection_id == ref.connection_id,
+            )
+            if ref.client_key is not None:
+                query = query.where(FileSession.client_key == ref.client_key)
+            else:
+                query = query.where(
+                    col(FileSession.client_key).is_(None),
+                    FileSession.protocol == ref.protocol,
+                    col(FileSession.ended_at) >= utcnow() - IMPLICIT_GAP,
+                ).order_by(col(FileSession.ended_at).desc())
+            found = (await db.exec(query.limit(1))).first()
+            if found is not None:
+                return found.id, False
+            row = FileSession(
+                user_id=ref.user_id,
+                username=ref.username,
+                client_key=ref.client_key,
+                connection_id=ref.connection_id,
+                connection_name=ref.connection_name,
+                protocol=ref.protocol,
+            )
+            db.add(row)
+            try:
+                await db.commit()
+            except IntegrityError:
+                await db.rollback()
+                again = (await db.exec(query.limit(1))).first()
+                if again is None:
+                    raise
+                return again.id, False
+            return row.id, True
+
+    async def page(self, caller: Caller, page: Page) -> list[dict[str, Any]]:
+        """Sessions newest first: every user's with ``sessions.view_any``, else the caller's."""
+        query = select(FileSession)
+        if not caller.can("sessions.view_any"):
+            query = query.where(FileSession.user_id == caller.user_id)
+        query = query.order_by(col(FileSession.started_at).desc(), col(FileSession.id))
+        async with self.kernel.db.session() as db:
+            rows = (await db.exec(query.offset(page.offset).limit(page.limit))).all()
+        return [session_json(row) for row in rows]
+
+    async def visible(self, caller: Caller, session_id: str) -> FileSession:
+        """One session the caller may see, else NotFound."""
+        async with self.kernel.db.session() as db:
+            row = await db.get(FileSession, session_id)
+        if row is None or (row.user_id != caller.user_id and not caller.can("sessions.view_any")):
+            raise NotFound("File session not found")
+        return row
+
+    async def events(self, session_id: str) -> list[dict[str, Any]]:
+        """Every event of a session in order."""
+        return [event async for event in self._iter_events(session_id)]
+
+    async def _iter_events(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
+        after = 0
+        while True:
+            async with self.kernel.db.session() as db:
+                rows = (
+                    await db.exec(
+                        select(FileEvent)
+                        .where(FileEvent.session_id == session_id, col(FileEvent.seq) > after)
+                        .order_by(col(FileEvent.seq))
+                        .limit(_EXPORT_BATCH)
+                    )
+                ).all()
+            for row in rows:
+                yield event_json(row)
+            if len(rows) < _EXPORT_BATCH:
+                return
+            after = rows[-1].seq or after
+
+    @staticmethod
+    def export_filename(row: FileSession, extension: str) -> str:
+        """``file-activity_<connection>_<YYYYmmddHHMMSS>.<ext>`` (safe characters only)."""
+        name = re.sub(r"[^A-Za-z0-9]+", "_", row.connection_name).strip("_") or "connection"
+        return f"file-activity_{name[:60]}_{row.started_at:%Y%m%d%H%M%S}.{extension}"
+
+    async def export_json(self, row: FileSession) -> AsyncIterator[bytes]:
+        """The session and its events as one JSON document, streamed."""
+        head = {
+            "id": row.id,
+            "connectionName": row.connection_name,
+            "username": row.username,
+            "protocol": row.protocol,
+            "startedAt": iso(row.started_at),
+            "endedAt": iso(row.ended_at),
+        }
+        yield b'{"session":' + json.dumps(head, ensure_ascii=False).encode() + b',"events":['
+        first = True
+        async for event in self._iter_events(row.id):
+            prefix = b"" if first else b","
+            first = False
+            yield prefix + json.dumps(event, ensure_ascii=False).encode()
+        yield b"]}"
+
+    async def export_csv(self, row: FileSession) -> AsyncIterator[bytes]:
+        """The events as RFC 4180 CSV with the session's columns repeated on each row."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
+        writer.writerow(CSV_HEADER)
+        yield buffer.getvalue().encode()
+        fixed = [
+            row.id,
+            _csv_cell(row.connection_name),
+            _csv_cell(row.username),
+            row.protocol,
+            iso(row.started_at) or "",
+            iso(row.ended_at) or "",
+        ]
+        async for event in self._iter_events(row.id):
+            buffer.seek(0)
+            buffer.truncate()
+            writer.writerow(
+                [
+                    *fixed,
+                    event["timestamp"],
+                    event["action"],
+                    _csv_cell(event["path"]),
+                    _csv_cell(event["detail"]),
+                ]
+            )
+            yield buffer.getvalue().encode()
+
+    async def purge(self) -> int:
+        """Delete every file session and event; returns how many sessions were deleted."""
+        async with self.kernel.db.session() as db:
+            count = (await db.exec(select(func.count()).select_from(FileSession))).one()
+            await db.exec(delete(FileEvent))
+            await db.exec(delete(FileSession))
+            await db.commit()
+        return int(count)

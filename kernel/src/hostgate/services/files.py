@@ -1,0 +1,330 @@
+"""Remote file sessions reused across requests: a small pool per user and connection.
+
+Opening an SFTP/SMB/FTP session costs a handshake, so the file routes lease an
+open ``RemoteFiles`` adapter from here for each operation and hand it back
+afterwards. Each adapter serves one operation at a time (FTP control
+connections are not concurrent); a user may hold up to ``max_per_key`` at once
+on one connection. Idle adapters close after ``idle_seconds``; every adapter is
+registered in ``kernel.live`` so revoking access closes it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from ..adapters import ConnectionTarget, RemoteFiles
+from ..descriptors import ProtocolSpec
+from ..errors import (
+    ApiError,
+    InvalidInput,
+    RateLimited,
+    RemoteError,
+    RemoteTimeout,
+    RemoteUnreachable,
+)
+from .live import LiveSession
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+log = logging.getLogger("hostgate.files")
+
+T = TypeVar("T")
+PoolKey = tuple[str, str, str, str]
+"""(user id, connection id, file protocol, digest of the resolved target)."""
+
+MAX_PATH_BYTES = 4096
+OPEN_TIMEOUT = 60.0
+"""Seconds an adapter may take to connect and authenticate."""
+
+
+def check_path(value: str, name: str = "path", *, allow_empty: bool = False) -> str:
+    """A remote path as given, after checks: no NUL, encodable, at most 4096 bytes.
+
+    Remote paths are only ever handed to the adapter (the remote server decides
+    what they mean); nothing here touches the gateway's own filesystem.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    if not value and not allow_empty:
+        raise InvalidInput(f"{name} is required")
+    if "\x00" in value:
+        raise InvalidInput(f"{name} must not contain NUL characters")
+    try:
+        # surrogateescape: names that are not UTF-8 on the server round-trip as listed
+        encoded = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{name} is not valid UTF-8") from None
+    if len(encoded) > MAX_PATH_BYTES:
+        raise InvalidInput(f"{name} is longer than {MAX_PATH_BYTES} bytes")
+    return value
+
+
+def translate(error: BaseException, protocol: str) -> ApiError:
+    """Any failure of an adapter as an ApiError: Remote* errors pass, the rest is a 502/504."""
+    if isinstance(error, ApiError):
+        return error
+    if isinstance(error, TimeoutError):
+        return RemoteTimeout(f"the {protocol} server did not answer in time")
+    text = str(error) or type(error).__name__
+    if isinstance(error, ConnectionError | EOFError):
+        return RemoteUnreachable(f"the {protocol} connection failed: {text}")
+    return RemoteError(f"{protocol} operation failed: {text}")
+
+
+def keeps_session(error: BaseException) -> bool:
+    """True when the remote answered a clean refusal (4xx), so the session is still good."""
+    return isinstance(error, ApiError) and error.status < 500
+
+
+def target_digest(target: ConnectionTarget) -> str:
+    """Changes whenever anything that shapes the remote session changes (credentials too)."""
+    material = json.dumps(
+        [
+            target.protocol,
+            target.host,
+            target.address,
+            target.port,
+            target.username,
+            target.password,
+            target.private_key,
+            sorted((str(k), repr(v)) for k, v in target.extra.items()),
+            target.skip_cert_validation,
+        ]
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+@dataclass(eq=False)
+class PooledFiles:
+    """One open adapter."""
+
+    id: str
+    key: PoolKey
+    adapter: RemoteFiles
+    last_used: float = field(default_factory=time.monotonic)
+    closed: bool = False
+
+
+@dataclass(eq=False)
+class _Slot:
+    """The adapters of one pool key."""
+
+    semaphore: asyncio.Semaphore
+    idle: list[PooledFiles] = field(default_factory=list)
+    leased: int = 0
+    waiting: int = 0
+
+
+class FileLease:
+    """An adapter leased for one operation (or one streamed transfer)."""
+
+    def __init__(self, pool: RemoteFilePool, slot: _Slot, entry: PooledFiles, reused: bool):
+        self._pool = pool
+        self._slot = slot
+        self.entry = entry
+        self.reused = reused
+        self.released = False
+
+    @property
+    def adapter(self) -> RemoteFiles:
+        """The leased adapter."""
+        return self.entry.adapter
+
+    async def release(self, *, healthy: bool) -> None:
+        """Hand the adapter back (kept for reuse when healthy, else closed). Idempotent."""
+        if self.released:
+            return
+        self.released = True
+        await self._pool._give_back(self._slot, self.entry, healthy)
+
+
+class RemoteFilePool:
+    """Leases open ``RemoteFiles`` adapters per user, connection and file protocol."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        *,
+        idle_seconds: float = 60.0,
+        max_per_key: int = 4,
+        wait_seconds: float = 30.0,
+    ) -> None:
+        self.kernel = kernel
+        self.idle_seconds = idle_seconds
+        self.max_per_key = max_per_key
+        self.wait_seconds = wait_seconds
+        self._slots: dict[PoolKey, _Slot] = {}
+        self._entries: dict[str, PooledFiles] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._stopping = False
+        kernel.on_start(self.start)
+        kernel.on_stop(self.stop)
+
+    async def start(self) -> None:
+        """Start closing idle adapters in the background."""
+        self._stopping = False
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="hostgate-files-sweeper")
+
+    async def stop(self) -> None:
+        """Close every adapter (shutdown)."""
+        self._stopping = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        for entry in list(self._entries.values()):
+            await self._close(entry, "server shutting down")
+        self._slots.clear()
+
+    def open_count(self) -> int:
+        """How many adapters are open (idle or leased)."""
+        return len(self._entries)
+
+    async def acquire(
+        self, caller: Caller, spec: ProtocolSpec, target: ConnectionTarget, *, fresh: bool = False
+    ) -> FileLease:
+        """Lease an adapter for this caller and target: a pooled one, or a new one."""
+        if spec.open_files is None:
+            raise InvalidInput(f"{spec.name} offers no file access")
+        key: PoolKey = (caller.user_id, target.connection_id, spec.name, target_digest(target))
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = self._slots[key] = _Slot(asyncio.Semaphore(self.max_per_key))
+        slot.waiting += 1
+        try:
+            await asyncio.wait_for(slot.semaphore.acquire(), self.wait_seconds)
+        except TimeoutError:
+            raise RateLimited(
+                f"Too many file operations at once on this connection (at most "
+                f"{self.max_per_key}); try again when one has finished",
+                retry_after=5,
+            ) from None
+        finally:
+            slot.waiting -= 1
+        slot.leased += 1
+        try:
+            while slot.idle:
+                entry = slot.idle.pop()
+                if fresh or entry.closed:
+                    await self._close(entry, "replaced")
+                    continue
+                return FileLease(self, slot, entry, reused=True)
+            adapter = await self._open(spec, target)
+            entry = PooledFiles(id=str(uuid.uuid4()), key=key, adapter=adapter)
+            self._entries[entry.id] = entry
+            self.kernel.live.add(
+                LiveSession(
+                    id=entry.id,
+                    kind="files",
+                    protocol=spec.name,
+                    user_id=caller.user_id,
+                    login_session_id=caller.login_session_id,
+                    connection_id=target.connection_id,
+                    close=functools.partial(self._close, entry),
+                    info={"connectionName": target.name},
+                )
+            )
+            return FileLease(self, slot, entry, reused=False)
+        except BaseException:
+            slot.leased -= 1
+            slot.semaphore.release()
+            raise
+
+    async def _open(self, spec: ProtocolSpec, target: ConnectionTarget) -> RemoteFiles:
+        assert spec.open_files is not None
+        try:
+            return await asyncio.wait_for(spec.open_files(self.kernel, target), OPEN_TIMEOUT)
+        except Exception as exc:
+            raise translate(exc, spec.name) from None
+
+    async def _give_back(self, slot: _Slot, entry: PooledFiles, healthy: bool) -> None:
+        slot.leased -= 1
+        slot.semaphore.release()
+        if healthy and not entry.closed and not self._stopping:
+            entry.last_used = time.monotonic()
+            slot.idle.append(entry)
+        else:
+            await self._close(entry, "discarded")
+
+    async def _close(self, entry: PooledFiles, reason: str) -> None:
+        """Close one adapter (idempotent); also the ``kernel.live`` closer."""
+        self.kernel.live.remove(entry.id)
+        self._entries.pop(entry.id, None)
+        slot = self._slots.get(entry.key)
+        if slot is not None and entry in slot.idle:
+            slot.idle.remove(entry)
+        if entry.closed:
+            return
+        entry.closed = True
+        try:
+            await asyncio.wait_for(entry.adapter.close(), 10)
+        except Exception as exc:
+            log.debug("closing file session %s (%s) failed: %s", entry.id, reason, exc)
+
+    async def sweep(self) -> int:
+        """Close adapters idle longer than ``idle_seconds``; returns how many."""
+        now = time.monotonic()
+        closed = 0
+        for key, slot in list(self._slots.items()):
+            for entry in list(slot.idle):
+                if now - entry.last_used >= self.idle_seconds:
+                    await self._close(entry, "idle")
+                    closed += 1
+            if not slot.idle and slot.leased == 0 and slot.waiting == 0:
+                self._slots.pop(key, None)
+        return closed
+
+    async def _sweep_forever(self) -> None:
+        interval = max(0.5, min(10.0, self.idle_seconds / 4))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("closing idle file sessions failed")
+
+    async def call(
+        self,
+        caller: Caller,
+        spec: ProtocolSpec,
+        target: ConnectionTarget,
+        operation: Callable[[RemoteFiles], Awaitable[T]],
+        *,
+        retry: bool = False,
+        timeout: float | None = None,
+    ) -> T:
+        """Run one operation on a leased adapter, errors translated.
+
+        With ``retry`` (idempotent operations), a pooled adapter whose connection
+        died while idle is replaced by a fresh one and the operation runs again.
+        """
+        lease = await self.acquire(caller, spec, target)
+        while True:
+            try:
+                if timeout is None:
+                    result = await operation(lease.adapter)
+                else:
+                    result = await asyncio.wait_for(operation(lease.adapter), timeout)
+            except BaseException as exc:
+                healthy = isinstance(exc, Exception) and keeps_session(exc)
+                await lease.release(healthy=healthy)
+                if not isinstance(exc, Exception):
+                    raise
+                if retry and lease.reused and not healthy:
+                    lease = await self.acquire(caller, spec, target, fresh=True)
+                    retry = False
+                    continue
+                raise translate(exc, spec.name) from None
+            await lease.release(healthy=True)
+            return result

@@ -1,0 +1,51 @@
+"""Request bodies are flow-controlled: a streaming view never lets unread bytes pile up."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hostgate.requestbody import HIGH_WATER, FlowControlledBody
+from werkzeug.exceptions import RequestEntityTooLarge
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_the_producer_waits_until_a_streaming_consumer_catches_up():
+    body = FlowControlledBody(None, 16 * HIGH_WATER)
+    aiter(body)
+    body.append(b"x" * HIGH_WATER)
+    producer = asyncio.ensure_future(body.wait_for_room())
+    await settle()
+    assert not producer.done()
+    assert len(await anext(body)) == HIGH_WATER
+    await settle()
+    assert producer.done()
+
+
+async def test_awaiting_the_whole_body_releases_the_producer_and_keeps_the_limit():
+    body = FlowControlledBody(None, 2 * HIGH_WATER)
+    body.append(b"x" * HIGH_WATER)
+    producer = asyncio.ensure_future(body.wait_for_room())
+    whole = asyncio.ensure_future(body)
+    await settle()
+    assert producer.done()
+    body.append(b"y" * (HIGH_WATER + 1))
+    with pytest.raises(RequestEntityTooLarge):
+        await whole
+
+
+async def test_a_declared_oversized_body_is_kept_for_a_view_that_lifts_the_limit():
+    body = FlowControlledBody(10 * HIGH_WATER, HIGH_WATER)
+    body.append(b"a" * 100)
+    body.set_complete()
+    with pytest.raises(RequestEntityTooLarge):
+        await body
+    body = FlowControlledBody(10 * HIGH_WATER, HIGH_WATER)
+    body.append(b"a" * 100)
+    body.set_complete()
+    body.lift_size_limit()
+    assert [chunk async for chunk in body] == [b"a" * 100]
