@@ -85,3 +85,26 @@ class Screen:
         """Type a command and wait for ``marker`` in the output."""
         await self.send(command + "\r")
         return await self.until(marker, timeout)
+
+    async def prompt(self, prompt: bytes = b"$ ", timeout: float = STEP) -> None:
+        """Wait until the output rests on the shell prompt (nothing typed ahead)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.output.endswith(prompt):
+            left = deadline - loop.time()
+            if left <= 0 or not await self.pump(left):
+                raise AssertionError(f"no prompt; got {bytes(self.output[-400:])!r}")
+
+    async def step(self, command: str, marker: str, timeout: float = STEP) -> bytes:
+        """Run a command at a quiet prompt, wait for ``marker`` and the next prompt."""
+        start = len(self.output)
+        await self.send(command + "\r")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        wanted = marker.encode()
+        while wanted not in self.output[start:]:
+            left = deadline - loop.time()
+            if left <= 0 or not await self.pump(left):
+                raise AssertionError(f"{wanted!r} not seen; got {bytes(self.output[-400:])!r}")
+        await self.prompt(timeout=max(0.1, deadline - loop.time()))
+        return bytes(self.output[start:])

@@ -53,7 +53,10 @@ CAST_ENV_SHELL = "/bin/sh"
 
 
 class SessionClosed(Exception):
-    """A session could not open or had to end: the WebSocket close code and reason."""
+    """A session could not open or had to end: the WebSocket close code and reason.
+
+    A relay's ``Stream.read()`` may raise it to end the socket with that code.
+    """
 
     def __init__(self, code: int, reason: str) -> None:
         super().__init__(reason)
@@ -289,7 +292,7 @@ class TerminalSession(LiveRemoteSession):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            code, reason = 4003, f"Connection lost: {exc}"[:120]
+            code, reason = 4003, f"Connection lost: {exc}"[:500]
         self.service.spawn(self.end(code, reason))
 
     def _output(self, data: bytes) -> None:
@@ -381,8 +384,10 @@ class RelaySession(LiveRemoteSession):
                 await self._deliver(data)
         except asyncio.CancelledError:
             raise
+        except SessionClosed as closed:
+            code, reason = closed.code, closed.reason[:500]
         except Exception as exc:
-            code, reason = 4003, f"Connection lost: {exc}"[:120]
+            code, reason = 4003, f"Connection lost: {exc}"[:500]
         self.service.spawn(self.end(code, reason))
 
     async def write(self, data: bytes) -> None:
@@ -480,12 +485,12 @@ class TerminalSessions:
         except ApiError as exc:
             self.kernel.live.remove(session.id)
             await self._audit_failure(session, exc.message)
-            raise SessionClosed(close_code_for(exc), exc.message[:120]) from None
+            raise SessionClosed(close_code_for(exc), exc.message[:500]) from None
         except Exception as exc:
             self.kernel.live.remove(session.id)
             log.exception("opening %s session failed", session.protocol)
             await self._audit_failure(session, str(exc))
-            raise SessionClosed(4003, f"Connection failed: {exc}"[:120]) from None
+            raise SessionClosed(4003, f"Connection failed: {exc}"[:500]) from None
 
     async def _audit_failure(self, session: LiveRemoteSession, message: str) -> None:
         await self.kernel.audit.record(

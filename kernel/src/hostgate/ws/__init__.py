@@ -2,7 +2,8 @@
 
 ``blueprint_for(kernel)`` mounts ``/ws/<name>`` for every loaded protocol with a
 terminal, and ``/ws/<name>`` plus ``/ws/<name>/<connectionId>`` for every
-protocol with a byte relay. Each view is guarded by ``@ticket``: it redeems the
+protocol with a byte relay; the same again for each of a protocol's
+``socket_aliases``. Each view is guarded by ``@ticket``: it redeems the
 single-use ticket itself.
 """
 
@@ -15,6 +16,7 @@ from quart import Blueprint
 
 from ..descriptors import ProtocolSpec
 from ..guards import ticket
+from ..plugins import PluginConflict
 from .relay import serve_relay
 from .terminal import serve_terminal
 
@@ -37,10 +39,28 @@ def _relay_view(kernel: Any, spec: ProtocolSpec) -> Callable[..., Awaitable[None
     return relay_socket
 
 
-def blueprint_for(kernel: Any) -> Blueprint:
-    """The socket routes of the loaded protocols."""
-    blueprint = Blueprint("ws", __name__)
+def _socket_names(kernel: Any) -> list[tuple[str, ProtocolSpec]]:
+    """(path name, protocol) for every socket: each name and alias, once."""
+    owners: dict[str, str] = {}
+    names: list[tuple[str, ProtocolSpec]] = []
     for name, spec in sorted(kernel.protocols.items()):
+        if spec.open_terminal is None and spec.open_stream is None:
+            continue
+        for socket_name in (name, *spec.socket_aliases):
+            if socket_name in owners:
+                raise PluginConflict(
+                    f"socket /ws/{socket_name} is claimed by both protocol "
+                    f"{owners[socket_name]!r} and {name!r}"
+                )
+            owners[socket_name] = name
+            names.append((socket_name, spec))
+    return names
+
+
+def blueprint_for(kernel: Any) -> Blueprint:
+    """The socket routes of the loaded protocols (and their ``socket_aliases``)."""
+    blueprint = Blueprint("ws", __name__)
+    for name, spec in _socket_names(kernel):
         if spec.open_terminal is not None:
             blueprint.add_websocket(f"/ws/{name}", f"terminal_{name}", _terminal_view(kernel, spec))
         elif spec.open_stream is not None:

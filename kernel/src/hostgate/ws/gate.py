@@ -46,7 +46,7 @@ async def admit(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> A
     try:
         target = await kernel.connections.target_for(caller, connection_id, spec)
     except ApiError as exc:
-        raise SessionClosed(close_code_for(exc), exc.message[:120]) from None
+        raise SessionClosed(close_code_for(exc), exc.message[:500]) from None
     client_session = (websocket.args.get("sessionId") or "").strip()
     if len(client_session) > MAX_CLIENT_SESSION_ID:
         raise SessionClosed(4001, "sessionId is too long")

@@ -1,0 +1,95 @@
+"""The ``ssh`` terminal: a login shell on a PTY (``xterm-256color``), resize and keepalive.
+
+The kernel's socket does the rest (tickets, recording, command log, idle timeout,
+audit). Back-pressure: output is read only when the kernel asks for it, and
+asyncssh stops extending the SSH window while its buffer is full, so a slow
+browser pauses the remote side instead of filling the gateway's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import asyncssh
+from hostgate import ConnectionTarget, RemoteError, TerminalSize
+
+from .client import connect
+
+TERM_TYPE = "xterm-256color"
+READ_SIZE = 64 * 1024
+KEEPALIVE_INTERVAL = 30.0
+KEEPALIVE_COUNT_MAX = 3
+CLOSE_TIMEOUT = 5.0
+
+
+class SSHTerminal:
+    """One interactive SSH shell (implements ``hostgate.Terminal``)."""
+
+    term_type = TERM_TYPE
+
+    def __init__(
+        self,
+        connection: asyncssh.SSHClientConnection,
+        process: asyncssh.SSHClientProcess[bytes],
+    ) -> None:
+        self._connection = connection
+        self._process = process
+        self._closed = False
+
+    async def read(self) -> bytes:
+        """Next output bytes (stdout and stderr); ``b""`` once the shell ended."""
+        if self._closed:
+            return b""
+        try:
+            return await self._process.stdout.read(READ_SIZE)
+        except (asyncssh.ConnectionLost, asyncssh.DisconnectError) as exc:
+            raise RemoteError(f"SSH connection lost: {exc.reason}") from None
+        except BrokenPipeError:
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        """Keystrokes to the shell."""
+        if self._closed or self._process.stdin.is_closing():
+            return
+        self._process.stdin.write(data)
+        await self._process.stdin.drain()
+
+    async def resize(self, size: TerminalSize) -> None:
+        """Send a window-change request."""
+        if not self._closed:
+            self._process.change_terminal_size(size.cols, size.rows)
+
+    async def close(self) -> None:
+        """End the shell and the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        self._process.close()
+        self._connection.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._connection.wait_closed(), CLOSE_TIMEOUT)
+
+
+async def open_terminal(kernel: Any, target: ConnectionTarget, size: TerminalSize) -> SSHTerminal:
+    """Connect (host key checked by the kernel) and start a shell on a PTY."""
+    connection = await connect(
+        target,
+        keepalive_interval=KEEPALIVE_INTERVAL,
+        keepalive_count_max=KEEPALIVE_COUNT_MAX,
+    )
+    try:
+        process = await connection.create_process(
+            term_type=TERM_TYPE,
+            term_size=(size.cols, size.rows),
+            encoding=None,
+            stderr=asyncssh.STDOUT,
+        )
+    except asyncssh.Error as exc:
+        connection.close()
+        raise RemoteError(f"the SSH server refused a shell: {exc.reason}") from None
+    except BaseException:
+        connection.close()
+        raise
+    return SSHTerminal(connection, process)

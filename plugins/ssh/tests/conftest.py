@@ -1,0 +1,10 @@
+import pytest
+from hostgate_ssh import plugin as ssh_plugin
+
+from testsupport.asyncssh_shell import asyncssh_shell  # noqa: F401
+from testsupport.sshd import private_sshd, sshd  # noqa: F401
+
+
+@pytest.fixture
+def plugins() -> list[object]:
+    return [ssh_plugin]

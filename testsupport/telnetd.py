@@ -1,0 +1,146 @@
+"""A real telnet server for tests: inetutils ``telnetd`` behind a tiny inetd.
+
+Import the fixture into a test package's ``conftest.py``::
+
+    from testsupport.telnetd import telnetd  # noqa: F401
+
+``telnetd`` (session-scoped) yields a :class:`TelnetServer` with ``host``, ``port``,
+``username``, ``password`` and ``home``. Each TCP connection gets its own
+``/usr/sbin/telnetd -h -E <login program>`` with the socket as stdin/stdout (what
+inetd does), so option negotiation (TTYPE, NAWS, ECHO, SGA) is the real daemon's.
+The login program is a small script: it asks ``login:`` and ``Password:`` (echo
+off), and on the right answers starts ``bash --norc -i`` with the prompt ``$ ``
+in ``home``; otherwise it prints ``Login incorrect`` and exits.
+
+The inetd runs in a subprocess (``python -m testsupport.telnetd``) so its work
+never competes with the test's event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .peers import free_port, peer_unavailable, stop, wait_for_port
+
+TELNETD = "/usr/sbin/telnetd"
+USERNAME = "tnuser"
+PASSWORD = "tn-Test-passw0rd"
+ROOT_DIR = Path(__file__).resolve().parent.parent
+
+LOGIN_SCRIPT = """#!/bin/bash
+printf 'Debian GNU/Linux test box\\r\\n'
+printf 'login: '
+read -r user
+printf 'Password: '
+stty -echo
+read -r pass
+stty echo
+printf '\\r\\n'
+if [ "$user" = "{username}" ] && [ "$pass" = "{password}" ]; then
+  cd "{home}"
+  export HOME="{home}" PS1='$ ' PS2='> ' LANG=C.UTF-8
+  exec bash --norc --noprofile -i
+fi
+printf 'Login incorrect\\r\\n'
+exit 1
+"""
+
+
+@dataclass
+class TelnetServer:
+    """A running telnet server."""
+
+    port: int
+    home: Path
+    process: subprocess.Popen[bytes]
+    host: str = "127.0.0.1"
+    username: str = USERNAME
+    password: str = PASSWORD
+
+
+def start_server() -> tuple[TelnetServer, Path]:
+    """Write the login program and start the inetd subprocess."""
+    if not Path(TELNETD).exists():
+        peer_unavailable("telnetd", f"{TELNETD} not installed (apt-get install inetutils-telnetd)")
+    base = Path(tempfile.mkdtemp(prefix="hostgate-telnetd-"))
+    home = base / "home"
+    home.mkdir()
+    login = base / "login.sh"
+    login.write_text(LOGIN_SCRIPT.format(username=USERNAME, password=PASSWORD, home=home))
+    login.chmod(0o755)
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "testsupport.telnetd",
+        "--port",
+        str(port),
+        "--login",
+        str(login),
+    ]
+    log = open(base / "inetd.log", "ab")  # noqa: SIM115 - handed to the process
+    try:
+        process = subprocess.Popen(command, cwd=ROOT_DIR, stdout=log, stderr=log)
+    finally:
+        log.close()
+    if not wait_for_port(port, 30):
+        stop(process)
+        text = (base / "inetd.log").read_text(errors="replace")
+        shutil.rmtree(base, ignore_errors=True)
+        peer_unavailable("telnetd", f"did not start: {text[-600:]}")
+    return TelnetServer(port=port, home=home, process=process), base
+
+
+@pytest.fixture(scope="session")
+def telnetd() -> Iterator[TelnetServer]:
+    """inetutils telnetd on a free port, one daemon per connection."""
+    server, base = start_server()
+    try:
+        yield server
+    finally:
+        stop(server.process)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def serve(port: int, login: str) -> None:
+    """Accept connections and hand each to a fresh telnetd (inetd ``nowait``)."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(64)
+    children: list[subprocess.Popen[bytes]] = []
+    while True:
+        connection, _ = listener.accept()
+        with connection:
+            children.append(
+                subprocess.Popen(
+                    [TELNETD, "-h", "-E", login],
+                    stdin=connection,
+                    stdout=connection,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        children = [child for child in children if child.poll() is None]
+
+
+def main() -> None:
+    """Run the inetd until killed."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--login", required=True)
+    args = parser.parse_args()
+    serve(args.port, args.login)
+
+
+if __name__ == "__main__":
+    main()
