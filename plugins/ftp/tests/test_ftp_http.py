@@ -233,6 +233,34 @@ async def test_ftps_connection_over_http(client, owner, make_connection, vsftpd)
     response = await client.post(url(verified, "list"), json={"path": "/"}, headers=owner.headers)
     assert response.status_code == 502
     assert "certificate" in (await response.get_json())["error"]
+    response = await client.post(
+        "/api/v1/connections",
+        json={
+            "name": "self-signed",
+            "protocol": "ftp",
+            "host": vsftpd.host,
+            "port": vsftpd.port,
+            "ftps": True,
+            "skipCertValidation": True,
+        },
+        headers=owner.headers,
+    )
+    assert response.status_code == 201
+    connection_id = (await response.get_json())["id"]
+    response = await client.post(
+        f"/api/v1/ftp/{connection_id}/upload",
+        query_string={"path": "/pub/over tls.txt"},
+        data=b"tls",
+        headers=owner.headers,
+    )
+    assert response.status_code == 200
+    assert vsftpd.local("/pub/over tls.txt").read_bytes() == b"tls"
+    response = await client.delete(
+        f"/api/v1/ftp/{connection_id}/file",
+        query_string={"path": "/pub/over tls.txt"},
+        headers=owner.headers,
+    )
+    assert response.status_code == 200
 
 
 async def test_user_without_use_ftp_is_refused(client, make_user, conn):
@@ -242,3 +270,19 @@ async def test_user_without_use_ftp_is_refused(client, make_user, conn):
     stranger = await make_user("stranger")
     response = await client.post(url(conn, "list"), json={"path": "/"}, headers=stranger.headers)
     assert response.status_code == 404
+
+
+async def test_connection_field_ftps(client, owner, vsftpd):
+    base_body = {"name": "f", "protocol": "ftp", "host": vsftpd.host, "port": vsftpd.port}
+    response = await client.post(
+        "/api/v1/connections", json={**base_body, "ftps": True}, headers=owner.headers
+    )
+    assert response.status_code == 201
+    assert (await response.get_json())["extraConfig"] == {"ftps": True}
+    response = await client.post(
+        "/api/v1/connections", json={**base_body, "ftps": "sometimes"}, headers=owner.headers
+    )
+    assert response.status_code == 400
+    response = await client.post("/api/v1/connections", json=base_body, headers=owner.headers)
+    assert response.status_code == 201
+    assert (await response.get_json())["port"] == vsftpd.port

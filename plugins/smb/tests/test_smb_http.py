@@ -233,3 +233,24 @@ async def test_events_are_logged_for_a_file_session(client, owner, conn, base):
         [("browse", path), ("upload", f"{path}/a.txt"), ("mkdir", f"{path}/d")]
     )
     assert all(isinstance(e["detail"], str) for e in items)
+
+
+async def test_connection_fields_share_and_domain(client, owner, samba):
+    base_body = {"name": "s", "protocol": "smb", "host": samba.host, "port": samba.port}
+    response = await client.post("/api/v1/connections", json=base_body, headers=owner.headers)
+    assert response.status_code == 400
+    assert "share" in (await response.get_json())["error"]
+    response = await client.post(
+        "/api/v1/connections",
+        json={**base_body, "share": "files", "domain": "HOSTGATE", "username": samba.username},
+        headers=owner.headers,
+    )
+    assert response.status_code == 201
+    created = await response.get_json()
+    assert created["extraConfig"] == {"share": "files", "domain": "HOSTGATE"}
+    response = await client.post(
+        "/api/v1/connections",
+        json={**base_body, "extraConfig": {"share": "files", "unknown": 1}},
+        headers=owner.headers,
+    )
+    assert response.status_code == 400
