@@ -23,8 +23,9 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -96,10 +97,10 @@ class RssSampler:
         return self.peak - self.idle
 
 
-def timed(function: Callable[[], Awaitable[int]]) -> float:
+def timed(function: Callable[[], Coroutine[Any, Any, int]]) -> float:
     """MB/s (10^6 bytes per second) of one transfer."""
     started = time.perf_counter()
-    moved = asyncio.run(function())
+    moved: int = asyncio.run(function())
     return moved / 1e6 / (time.perf_counter() - started)
 
 
@@ -170,7 +171,7 @@ class Gateway:
             response.raise_for_status()
         return size
 
-    def measure(self, run: Callable[[], Awaitable[int]]) -> tuple[float, float]:
+    def measure(self, run: Callable[[], Coroutine[Any, Any, int]]) -> tuple[float, float]:
         """(MB/s, RSS growth MiB) of one transfer through the gateway."""
         with RssSampler(self.pid) as sampler:
             speed = timed(run)
