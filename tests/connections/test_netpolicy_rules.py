@@ -48,10 +48,10 @@ def test_allow_list_needs_a_match_for_every_address():
     assert check("b.example", ["8.8.8.8"], allow="*.corp.example") == "not covered by network.allow"
 
 
-@pytest.mark.parametrize("bad", ["10.*", "http://x", "10.0.0.0/33", "a b/c", "host:22", "10.1"])
-async def test_bad_entries_are_refused_by_the_settings_api(client, admin, bad):
-    error = await send(client, "PUT", "/settings", admin, {"network.deny": bad}, expect=400)
-    assert "network.deny" in error["error"]
+async def test_bad_entries_are_refused_by_the_settings_api(client, admin):
+    for bad in ["10.*", "http://x", "10.0.0.0/33", "a b/c", "host:22", "10.1"]:
+        error = await send(client, "PUT", "/settings", admin, {"network.deny": bad}, expect=400)
+        assert "network.deny" in error["error"], bad
     settings = await get_json(client, "/settings", admin)
     assert settings["settings"]["network.deny"] == ""
 
