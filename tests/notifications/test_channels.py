@@ -224,3 +224,26 @@ async def test_channel_updates_are_audited_without_secrets(client, admin, kernel
     assert "password" in smtp.details["changedFields"]
     text = json.dumps([r.details for r in rows])
     assert "smtp-pass-123" not in text and "AAHdqTcv" not in text
+
+
+async def test_a_channel_whose_pack_is_missing_is_listed_but_not_configurable(config, admin):
+    import hostgate_smtp.plugin
+    from hostgate.app import create_app
+
+    slim = create_app(config, plugins=[hostgate_smtp.plugin])
+    async with slim.test_app() as app:  # same data dir: the admin's token still works
+        client = app.test_client()
+        response = await client.get(CHANNELS, headers=admin.headers)
+        assert [c["id"] for c in (await response.get_json())["channels"]] == [
+            "smtp",
+            "telegram",
+            "slack",
+            "webhook",
+        ]
+        response = await client.put(
+            f"{CHANNELS}/slack",
+            headers=admin.headers,
+            json={"enabled": True, "config": {"webhookUrl": "https://h.example/x"}},
+        )
+        assert response.status_code == 400
+        assert "hostgate-chat" in (await response.get_json())["error"]
