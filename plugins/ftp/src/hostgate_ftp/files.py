@@ -280,19 +280,22 @@ class FtpFiles:
                     except aioftp.StatusCodeError as exc:
                         raise await self._explain(client, exc, target, writing=True) from None
                 client.broken = True  # until the server confirmed the whole file
-                buffer = bytearray()
+                parts: list[bytes] = []
+                pending = 0
                 try:
                     async for chunk in chunks:
-                        buffer += chunk
-                        if len(buffer) >= WRITE_CHUNK:
+                        parts.append(chunk)
+                        pending += len(chunk)
+                        if pending >= WRITE_CHUNK:
                             async with mapped(target):
-                                await stream.write(bytes(buffer))
-                            written += len(buffer)
-                            buffer.clear()
+                                await stream.write(b"".join(parts))
+                            written += pending
+                            parts.clear()
+                            pending = 0
                     async with mapped(target):
-                        if buffer:
-                            await stream.write(bytes(buffer))
-                            written += len(buffer)
+                        if pending:
+                            await stream.write(b"".join(parts))
+                            written += pending
                 finally:
                     stream.close()
                 async with mapped(target):

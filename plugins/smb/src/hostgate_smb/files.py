@@ -137,15 +137,17 @@ class SmbFiles:
         handle = await self.call(self._create_temporary, temporary, path)
         writer = _PipelinedWriter(self.share, handle, path)
         done = False
-        buffer = bytearray()
+        parts: list[bytes] = []
+        pending = 0
         try:
             async for chunk in chunks:
-                buffer += chunk
-                if len(buffer) >= writer.chunk:
-                    pieces = len(buffer) // writer.chunk * writer.chunk
-                    await self.call(writer.send, bytes(buffer[:pieces]))
-                    del buffer[:pieces]
-            await self.call(writer.finish, bytes(buffer), final)
+                parts.append(chunk)
+                pending += len(chunk)
+                if pending >= writer.chunk:
+                    await self.call(writer.send, b"".join(parts))
+                    parts.clear()
+                    pending = 0
+            await self.call(writer.finish, b"".join(parts), final)
             done = True
             return writer.written
         finally:
@@ -232,6 +234,7 @@ class _PipelinedWriter:
         self.handle = handle
         self.path = path
         self.chunk = share.chunk_size(handle, "write")
+        self.limit = int(handle.connection.max_write_size or self.chunk)
         self.offset = 0
         self.written = 0
         self.inflight: deque[Any] = deque()
@@ -250,11 +253,14 @@ class _PipelinedWriter:
         self.written += int(self.share.receive_bulk(self.handle, request, "write"))
 
     def send(self, data: bytes) -> None:
-        """Send whole chunks of ``data`` (a multiple of the chunk size, or the tail)."""
+        """Send ``data`` as one write when the server allows that size, else in pieces."""
         with mapped(self.path):
-            view = memoryview(data)
-            for start in range(0, len(view), self.chunk):
-                self._send(view[start : start + self.chunk].tobytes())
+            if len(data) <= self.limit:
+                if data:
+                    self._send(data)
+                return
+            for start in range(0, len(data), self.chunk):
+                self._send(data[start : start + self.chunk])
 
     def finish(self, tail: bytes, final: str) -> None:
         """Send the tail, wait for every acknowledgement, rename over the final name."""
