@@ -16,7 +16,8 @@ from quart_schema import tag, validate_request
 from ..db.models.connections import Connection, ConnectionGroup
 from ..errors import InvalidInput, PermissionDenied
 from ..guards import authenticated, current_caller, current_kernel, requires
-from ..services.connections import EDIT_ANY, Access, ShareView
+from ..services.connection_shares import ShareView
+from ..services.connections import EDIT_ANY, Access
 from ..services.hostkeys import HostKeyInfo
 from ..timefmt import iso
 
@@ -145,7 +146,7 @@ async def detail(connection: Connection, access: Access) -> dict[str, Any]:
     caller = current_caller()
     shares: list[ShareView] = []
     if access.owner or caller.can(EDIT_ANY):
-        shares = await kernel.connections.share_views(connection.id)
+        shares = await kernel.connections.sharing.views(connection.id)
     return {
         "id": connection.id,
         "name": connection.name,
@@ -255,7 +256,7 @@ async def delete_connection(connection_id: str) -> dict[str, Any]:
 @tag(["connections"])
 async def get_shares(connection_id: str) -> dict[str, Any]:
     """Who the connection is shared with (owner or edit_any)."""
-    views = await current_kernel().connections.shares(current_caller(), connection_id)
+    views = await current_kernel().connections.sharing.get(current_caller(), connection_id)
     return {"shares": [share_json(v) for v in views]}
 
 
@@ -265,7 +266,7 @@ async def get_shares(connection_id: str) -> dict[str, Any]:
 @tag(["connections"])
 async def put_shares(connection_id: str, data: SharesBody) -> dict[str, Any]:
     """Replace the share list (connections.share and ownership or edit_any)."""
-    views = await current_kernel().connections.set_shares(
+    views = await current_kernel().connections.sharing.replace(
         current_caller(), connection_id, [(s.shareType, s.targetId) for s in data.shares]
     )
     return {"success": True, "shares": [share_json(v) for v in views]}

@@ -78,7 +78,7 @@ def validate_host(value: Any) -> str:
     except ValueError:
         pass
     problem = "host must be a host name or IP address, without scheme, port, path or spaces"
-    if inner is not text or any(c in text for c in "/\\:@?#[]% \t\r\n"):
+    if any(c in text for c in "/\\:@?#[]% \t\r\n"):
         raise InvalidInput(problem)
     try:
         ascii_name = text.encode("idna").decode("ascii") if not text.isascii() else text

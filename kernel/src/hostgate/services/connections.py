@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, or_, select
@@ -22,13 +21,13 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..adapters import ConnectionTarget
 from ..db.models.connections import Connection, ConnectionShare
-from ..db.models.identity import Role, User
 from ..descriptors import ProtocolSpec
 from ..errors import InvalidInput, NotFound, PermissionDenied
 from ..permissions import use_permission
 from ..timefmt import utcnow
 from .connection_groups import ConnectionGroups, owned_group
 from .connection_input import ParsedInput, missing_required, parse_input
+from .connection_shares import ConnectionShares
 from .connection_transfer import ConnectionTransfer
 from .hostkeys import HostKeys
 
@@ -39,8 +38,6 @@ if TYPE_CHECKING:
 EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
 DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
 SHARE = "connections.share"
-SHARE_TYPES = ("user", "role")
-MAX_SHARES = 500
 AUDITED_COLUMNS = (
     "name", "protocol", "host", "port", "username", "group_id", "tags", "shared",
     "skip_cert_validation",
@@ -67,16 +64,6 @@ class Access:
     def read(self) -> bool:
         """May read its (secret-free) details."""
         return self.visible or self.edit or self.delete
-
-
-@dataclass(frozen=True)
-class ShareView:
-    """One share as the API shows it."""
-
-    share_type: str
-    target_id: str
-    target_name: str
-    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -122,6 +109,7 @@ class Connections:
         self.groups = ConnectionGroups(kernel)
         self.host_keys = HostKeys(kernel)
         self.transfer = ConnectionTransfer(kernel)
+        self.sharing = ConnectionShares(kernel, self)
 
     # ----- access -------------------------------------------------------------------
 
@@ -361,8 +349,8 @@ class Connections:
             details=details,
         )
         if "shared" in parsed.columns and before["shared"] != connection.shared:
-            await self._audit_sharing(caller, connection, shared=connection.shared)
-            await self._close_lost_access(connection)
+            await self.sharing.audit(caller, connection, shared=connection.shared)
+            await self.sharing.close_lost_access(connection)
         return connection
 
     async def delete(self, caller: Caller, connection_id: str) -> Connection:
@@ -403,127 +391,6 @@ class Connections:
                 session.add(connection)
             await session.commit()
         return len(rows)
-
-    # ----- sharing ------------------------------------------------------------------
-
-    async def shares(self, caller: Caller, connection_id: str) -> list[ShareView]:
-        """Who a connection is shared with (owner or ``edit_any`` only)."""
-        connection, access = await self.load(caller, connection_id)
-        if not (access.owner or caller.can(EDIT_ANY)):
-            raise PermissionDenied("Only the owner (or connections.edit_any) may see the shares")
-        return await self.share_views(connection.id)
-
-    async def share_views(self, connection_id: str) -> list[ShareView]:
-        """The shares of a connection (no access check)."""
-        async with self.kernel.db.session() as session:
-            rows = (
-                await session.exec(
-                    select(ConnectionShare).where(ConnectionShare.connection_id == connection_id)
-                )
-            ).all()
-            views = []
-            for row in rows:
-                target = await session.get(
-                    User if row.share_type == "user" else Role, row.target_id
-                )
-                name = ""
-                if isinstance(target, User):
-                    name = target.username
-                elif isinstance(target, Role):
-                    name = target.name
-                views.append(ShareView(row.share_type, row.target_id, name, row.created_at))
-        return sorted(views, key=lambda v: (v.share_type, v.target_name.casefold(), v.target_id))
-
-    async def _resolve_target(self, session: AsyncSession, share_type: str, target: str) -> str:
-        if share_type == "user":
-            user = await session.get(User, target)
-            if user is None:
-                user = (
-                    await session.exec(select(User).where(User.username_key == target.lower()))
-                ).first()
-            if user is None:
-                raise InvalidInput(f"no user {target!r} to share with")
-            return user.id
-        role = await session.get(Role, target)
-        if role is None:
-            role = (await session.exec(select(Role).where(Role.name == target))).first()
-        if role is None:
-            raise InvalidInput(f"no role {target!r} to share with")
-        return role.id
-
-    async def set_shares(
-        self, caller: Caller, connection_id: str, items: Sequence[tuple[str, str]]
-    ) -> list[ShareView]:
-        """Replace the shares (``[(shareType, targetId or name)]``); all valid or nothing."""
-        connection, access = await self.load(caller, connection_id)
-        if not caller.can(SHARE):
-            raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
-        if not access.share:
-            raise PermissionDenied(
-                "Only the owner (or connections.edit_any) may share a connection"
-            )
-        if len(items) > MAX_SHARES:
-            raise InvalidInput(f"at most {MAX_SHARES} shares per connection")
-        async with self.kernel.db.session() as session:
-            wanted: list[tuple[str, str]] = []
-            for share_type, target in items:
-                if share_type not in SHARE_TYPES:
-                    raise InvalidInput('shareType must be "user" or "role"')
-                target_id = await self._resolve_target(session, share_type, target)
-                if share_type == "user" and target_id == connection.owner_id:
-                    raise InvalidInput("a connection cannot be shared with its owner")
-                if (share_type, target_id) not in wanted:
-                    wanted.append((share_type, target_id))
-            existing = (
-                await session.exec(
-                    select(ConnectionShare).where(ConnectionShare.connection_id == connection.id)
-                )
-            ).all()
-            have = {(row.share_type, row.target_id): row for row in existing}
-            removed = [key for key in have if key not in wanted]
-            added = [key for key in wanted if key not in have]
-            for key in removed:
-                await session.delete(have[key])
-            for share_type, target_id in added:
-                session.add(
-                    ConnectionShare(
-                        connection_id=connection.id, share_type=share_type, target_id=target_id
-                    )
-                )
-            await session.commit()
-        if added or removed:
-            await self._audit_sharing(
-                caller,
-                connection,
-                added=[{"shareType": t, "targetId": i} for t, i in added],
-                removed=[{"shareType": t, "targetId": i} for t, i in removed],
-            )
-        if removed:
-            await self._close_lost_access(connection)
-        return await self.share_views(connection.id)
-
-    async def _audit_sharing(self, caller: Caller, connection: Connection, **details: Any) -> None:
-        await self.kernel.audit.record(
-            "connection.shared",
-            actor=caller,
-            target=f"{connection.protocol}://{connection.host}:{connection.port}",
-            details={"connectionId": connection.id, "name": connection.name, **details},
-        )
-
-    async def _close_lost_access(self, connection: Connection) -> None:
-        """End live sessions of users who can no longer see the connection."""
-        for live in self.kernel.live.all():
-            if live.connection_id != connection.id:
-                continue
-            async with self.kernel.db.session() as session:
-                user = await session.get(User, live.user_id)
-                still = user is not None and await self.is_visible(
-                    session, user.id, user.role_id, connection
-                )
-            if not still:
-                await self.kernel.live.close_where(
-                    "the connection is no longer shared with you", id=live.id
-                )
 
     # ----- using --------------------------------------------------------------------
 
