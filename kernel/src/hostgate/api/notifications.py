@@ -13,8 +13,8 @@ from ..errors import InvalidInput, NotFound
 from ..guards import current_caller, current_kernel, requires
 from ..pagination import page_from
 from ..services.notifications.logbook import entry_json
+from ..services.notifications.rulebook import rule_json
 from ..services.notifications.rules import RuleIn, RulePatch
-from ..services.notifications.service import rule_json
 from ..timefmt import parse_iso
 
 blueprint = Blueprint("notifications", __name__)
@@ -132,7 +132,7 @@ async def test_channel(channel_type: str) -> dict[str, Any]:
 @tag(["notifications"])
 async def list_rules() -> dict[str, Any]:
     """Every rule."""
-    return {"rules": await current_kernel().notifications.list_rules()}
+    return {"rules": await current_kernel().notifications.rules.listing()}
 
 
 @blueprint.post("/notifications/rules")
@@ -142,7 +142,7 @@ async def list_rules() -> dict[str, Any]:
 async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
     """Create a rule (201)."""
     kernel = current_kernel()
-    rule = await kernel.notifications.create_rule(data)
+    rule = await kernel.notifications.rules.create(data)
     await kernel.audit.record(
         "notifications.rule_created",
         actor=current_caller(),
@@ -159,7 +159,7 @@ async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
 async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
     """Change any subset of a rule's fields."""
     kernel = current_kernel()
-    rule, changed = await kernel.notifications.update_rule(rule_id, data)
+    rule, changed = await kernel.notifications.rules.update(rule_id, data)
     await kernel.audit.record(
         "notifications.rule_updated",
         actor=current_caller(),
@@ -175,7 +175,7 @@ async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
 async def toggle_rule(rule_id: str) -> dict[str, Any]:
     """Flip a rule between enabled and disabled."""
     kernel = current_kernel()
-    rule = await kernel.notifications.toggle_rule(rule_id)
+    rule = await kernel.notifications.rules.toggle(rule_id)
     await kernel.audit.record(
         "notifications.rule_enabled" if rule.enabled else "notifications.rule_disabled",
         actor=current_caller(),
@@ -191,7 +191,7 @@ async def toggle_rule(rule_id: str) -> dict[str, Any]:
 async def delete_rule(rule_id: str) -> dict[str, Any]:
     """Delete a rule (its delivery log stays)."""
     kernel = current_kernel()
-    rule = await kernel.notifications.delete_rule(rule_id)
+    rule = await kernel.notifications.rules.delete(rule_id)
     await kernel.audit.record(
         "notifications.rule_deleted",
         actor=current_caller(),
@@ -206,7 +206,7 @@ async def delete_rule(rule_id: str) -> dict[str, Any]:
 @tag(["notifications"])
 async def recipients() -> dict[str, Any]:
     """Users (with e-mail) and roles an smtp action may name."""
-    return await current_kernel().notifications.recipients()  # type: ignore[no-any-return]
+    return await current_kernel().notifications.rules.recipients()  # type: ignore[no-any-return]
 
 
 # -- the delivery log --------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from ...db.models.identity import Role, User
+from ...db.models.identity import User
 from ...db.models.notifications import (
     NotificationDigestItem,
     NotificationLogEntry,
@@ -26,16 +26,8 @@ from .delivery import DeliveryQueue, delivering
 from .logbook import Logbook
 from .outbound import Outbound
 from .render import channel_test_event, render_digest, render_event
-from .rules import (
-    EMAIL_PATTERN,
-    Directory,
-    RuleIn,
-    RulePatch,
-    check_actions,
-    check_conditions,
-    check_events,
-    rule_matches,
-)
+from .rulebook import RuleBook
+from .rules import EMAIL_PATTERN, rule_matches
 
 if TYPE_CHECKING:
     from ...kernel import Kernel
@@ -47,22 +39,7 @@ RETENTION_KEY = "notifications.log_retention_days"
 TEST_RULE_ID = "test"
 TEST_RULE_NAME = "Test Notification"
 PERIODS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
-
-
-def rule_json(rule: NotificationRule) -> dict[str, Any]:
-    """The spec's rule shape."""
-    return {
-        "id": rule.id,
-        "name": rule.name,
-        "enabled": rule.enabled,
-        "events": list(rule.events),
-        "conditionLogic": rule.condition_logic,
-        "conditions": list(rule.conditions),
-        "cadence": rule.cadence,
-        "actions": list(rule.actions),
-        "createdAt": iso(rule.created_at),
-        "lastTriggeredAt": iso(rule.last_triggered_at),
-    }
+INTAKE_LIMIT = 10_000
 
 
 def period_of(cadence: str, moment: datetime) -> tuple[datetime, datetime]:
@@ -110,7 +87,7 @@ class Notifications:
         self.purge_interval = float(options.get("purge_interval_seconds", 6 * 3600.0))
         if "retry_delays" in options:
             self.delivery.retry_delays = tuple(float(d) for d in options["retry_delays"])
-        self._rules: dict[str, NotificationRule] = {}
+        self.rules = RuleBook(kernel, self.channels.types)
         self._intake: asyncio.Queue[tuple[AuditEvent, list[str]]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._last_purge = 0.0
@@ -123,7 +100,7 @@ class Notifications:
     async def start(self) -> None:
         """Load the rules, resume pending deliveries, start the workers."""
         await self.reload_rules()
-        self._intake = asyncio.Queue()
+        self._intake = asyncio.Queue(maxsize=INTAKE_LIMIT)
         await self.delivery.start()
         self._last_purge = time.monotonic() - self.purge_interval
         self._tasks = [
@@ -155,9 +132,7 @@ class Notifications:
 
     async def reload_rules(self) -> None:
         """Re-read every rule into the in-memory matcher (after a restore, at start)."""
-        async with self.kernel.db.session() as session:
-            rows = (await session.exec(select(NotificationRule))).all()
-        self._rules = {row.id: row for row in rows}
+        await self.rules.reload()
 
     # -- events --------------------------------------------------------------------
 
@@ -167,12 +142,19 @@ class Notifications:
             return
         matched = [
             rule.id
-            for rule in self._rules.values()
+            for rule in self.rules.cache.values()
             if rule.enabled
             and rule_matches(rule.events, rule.condition_logic, rule.conditions, event)
         ]
         if matched and self._intake is not None:
-            self._intake.put_nowait((event, matched))
+            try:
+                self._intake.put_nowait((event, matched))
+            except asyncio.QueueFull:
+                log.warning(
+                    "notification intake full (%d events waiting): %s not notified",
+                    INTAKE_LIMIT,
+                    event.event_type,
+                )
 
     async def _intake_worker(self) -> None:
         assert self._intake is not None
@@ -220,7 +202,7 @@ class Notifications:
                     created.append(entry.id)
             await session.commit()
         for rule_id in rule_ids:
-            cached = self._rules.get(rule_id)
+            cached = self.rules.cache.get(rule_id)
             if cached is not None:
                 cached.last_triggered_at = now
         return created
@@ -309,136 +291,6 @@ class Notifications:
         await self.kernel.settings.update({RETENTION_KEY: days})
         await self.purge()
         return before, days
-
-    # -- rules ---------------------------------------------------------------------
-
-    async def _directory(self) -> Directory:
-        async with self.kernel.db.session() as session:
-            users = (await session.exec(select(User.id))).all()
-            roles = (await session.exec(select(Role.id, Role.name))).all()
-        return Directory(
-            user_ids=frozenset(users),
-            role_ids=frozenset(r[0] for r in roles),
-            role_names=frozenset(r[1] for r in roles),
-        )
-
-    async def _check_actions(self, body: RuleIn | RulePatch) -> list[dict[str, Any]] | None:
-        if body.actions is None:
-            return None
-        needs_directory = any(
-            not EMAIL_PATTERN.match(r.strip()) for a in body.actions for r in a.recipients
-        )
-        directory = (
-            await self._directory()
-            if needs_directory
-            else Directory(frozenset(), frozenset(), frozenset())
-        )
-        return check_actions(body.actions, self.channels.types(), directory)
-
-    async def list_rules(self) -> list[dict[str, Any]]:
-        """Every rule, oldest first."""
-        async with self.kernel.db.session() as session:
-            query = select(NotificationRule).order_by(col(NotificationRule.created_at))
-            rows = (await session.exec(query)).all()
-        return [rule_json(row) for row in rows]
-
-    async def create_rule(self, body: RuleIn) -> NotificationRule:
-        """Validate and store a new rule."""
-        rule = NotificationRule(
-            name=body.name,
-            enabled=body.enabled,
-            events=check_events(body.events),
-            condition_logic=body.condition_logic,
-            conditions=check_conditions(body.conditions),
-            cadence=body.cadence,
-            actions=await self._check_actions(body) or [],
-        )
-        async with self.kernel.db.session() as session:
-            session.add(rule)
-            await session.commit()
-        self._rules[rule.id] = rule
-        return rule
-
-    async def get_rule(self, rule_id: str) -> NotificationRule:
-        """One rule or 404."""
-        async with self.kernel.db.session() as session:
-            rule = await session.get(NotificationRule, rule_id)
-        if rule is None:
-            raise NotFound("Rule not found")
-        return rule
-
-    async def update_rule(
-        self, rule_id: str, body: RulePatch
-    ) -> tuple[NotificationRule, list[str]]:
-        """Apply any subset of the fields; the whole rule stays valid. Returns changed fields."""
-        given = body.model_fields_set
-        if not given:
-            raise InvalidInput("No fields to update")
-        for name in given:
-            if getattr(body, name) is None:
-                raise InvalidInput(f"{name} may not be null")
-        changes: dict[str, Any] = {}
-        if body.name is not None:
-            changes["name"] = body.name
-        if body.enabled is not None:
-            changes["enabled"] = body.enabled
-        if body.events is not None:
-            changes["events"] = check_events(body.events)
-        if body.condition_logic is not None:
-            changes["condition_logic"] = body.condition_logic
-        if body.conditions is not None:
-            changes["conditions"] = check_conditions(body.conditions)
-        if body.cadence is not None:
-            changes["cadence"] = body.cadence
-        actions = await self._check_actions(body)
-        if actions is not None:
-            changes["actions"] = actions
-        async with self.kernel.db.session() as session:
-            rule = await session.get(NotificationRule, rule_id)
-            if rule is None:
-                raise NotFound("Rule not found")
-            changed = [k for k, v in changes.items() if getattr(rule, k) != v]
-            for name, value in changes.items():
-                setattr(rule, name, value)
-            rule.updated_at = utcnow()
-            session.add(rule)
-            await session.commit()
-        self._rules[rule.id] = rule
-        return rule, changed
-
-    async def toggle_rule(self, rule_id: str) -> NotificationRule:
-        """Flip ``enabled``."""
-        async with self.kernel.db.session() as session:
-            rule = await session.get(NotificationRule, rule_id)
-            if rule is None:
-                raise NotFound("Rule not found")
-            rule.enabled = not rule.enabled
-            rule.updated_at = utcnow()
-            session.add(rule)
-            await session.commit()
-        self._rules[rule.id] = rule
-        return rule
-
-    async def delete_rule(self, rule_id: str) -> NotificationRule:
-        """Delete a rule (its waiting digest items go with it; its log stays)."""
-        async with self.kernel.db.session() as session:
-            rule = await session.get(NotificationRule, rule_id)
-            if rule is None:
-                raise NotFound("Rule not found")
-            await session.delete(rule)
-            await session.commit()
-        self._rules.pop(rule_id, None)
-        return rule
-
-    async def recipients(self) -> dict[str, Any]:
-        """Users and roles a rule's smtp action may name."""
-        async with self.kernel.db.session() as session:
-            users = (await session.exec(select(User).order_by(col(User.username_key)))).all()
-            roles = (await session.exec(select(Role).order_by(col(Role.name)))).all()
-        return {
-            "users": [{"id": u.id, "username": u.username, "email": u.email} for u in users],
-            "roles": [{"id": r.id, "name": r.name} for r in roles],
-        }
 
     # -- channel tests and manual retries ------------------------------------------
 

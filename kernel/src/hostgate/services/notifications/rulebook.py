@@ -1,0 +1,182 @@
+"""The rule book: rule CRUD, validation against users and roles, the in-memory matcher's cache."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import col, select
+
+from ...db.models.identity import Role, User
+from ...db.models.notifications import NotificationRule
+from ...errors import InvalidInput, NotFound
+from ...timefmt import iso, utcnow
+from .rules import (
+    EMAIL_PATTERN,
+    Directory,
+    RuleIn,
+    RulePatch,
+    check_actions,
+    check_conditions,
+    check_events,
+)
+
+if TYPE_CHECKING:
+    from ...kernel import Kernel
+
+
+def rule_json(rule: NotificationRule) -> dict[str, Any]:
+    """The spec's rule shape."""
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "enabled": rule.enabled,
+        "events": list(rule.events),
+        "conditionLogic": rule.condition_logic,
+        "conditions": list(rule.conditions),
+        "cadence": rule.cadence,
+        "actions": list(rule.actions),
+        "createdAt": iso(rule.created_at),
+        "lastTriggeredAt": iso(rule.last_triggered_at),
+    }
+
+
+class RuleBook:
+    """Stored rules; ``cache`` mirrors them for matching events without a query."""
+
+    def __init__(self, kernel: Kernel, channel_types: Callable[[], Sequence[str]]) -> None:
+        self.kernel = kernel
+        self.channel_types = channel_types
+        self.cache: dict[str, NotificationRule] = {}
+
+    async def reload(self) -> None:
+        """Re-read every rule into the cache (at start, and after a restore)."""
+        async with self.kernel.db.session() as session:
+            rows = (await session.exec(select(NotificationRule))).all()
+        self.cache = {row.id: row for row in rows}
+
+    async def _directory(self) -> Directory:
+        async with self.kernel.db.session() as session:
+            users = (await session.exec(select(User.id))).all()
+            roles = (await session.exec(select(Role.id, Role.name))).all()
+        return Directory(
+            user_ids=frozenset(users),
+            role_ids=frozenset(r[0] for r in roles),
+            role_names=frozenset(r[1] for r in roles),
+        )
+
+    async def _check_actions(self, body: RuleIn | RulePatch) -> list[dict[str, Any]] | None:
+        if body.actions is None:
+            return None
+        needs_directory = any(
+            not EMAIL_PATTERN.match(r.strip()) for a in body.actions for r in a.recipients
+        )
+        directory = (
+            await self._directory()
+            if needs_directory
+            else Directory(frozenset(), frozenset(), frozenset())
+        )
+        return check_actions(body.actions, self.channel_types(), directory)
+
+    async def listing(self) -> list[dict[str, Any]]:
+        """Every rule, oldest first."""
+        async with self.kernel.db.session() as session:
+            query = select(NotificationRule).order_by(col(NotificationRule.created_at))
+            rows = (await session.exec(query)).all()
+        return [rule_json(row) for row in rows]
+
+    async def create(self, body: RuleIn) -> NotificationRule:
+        """Validate and store a new rule."""
+        rule = NotificationRule(
+            name=body.name,
+            enabled=body.enabled,
+            events=check_events(body.events),
+            condition_logic=body.condition_logic,
+            conditions=check_conditions(body.conditions),
+            cadence=body.cadence,
+            actions=await self._check_actions(body) or [],
+        )
+        async with self.kernel.db.session() as session:
+            session.add(rule)
+            await session.commit()
+        self.cache[rule.id] = rule
+        return rule
+
+    async def get(self, rule_id: str) -> NotificationRule:
+        """One rule or 404."""
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+        if rule is None:
+            raise NotFound("Rule not found")
+        return rule
+
+    async def update(self, rule_id: str, body: RulePatch) -> tuple[NotificationRule, list[str]]:
+        """Apply any subset of the fields; the whole rule stays valid. Returns changed fields."""
+        given = body.model_fields_set
+        if not given:
+            raise InvalidInput("No fields to update")
+        for name in given:
+            if getattr(body, name) is None:
+                raise InvalidInput(f"{name} may not be null")
+        changes: dict[str, Any] = {}
+        if body.name is not None:
+            changes["name"] = body.name
+        if body.enabled is not None:
+            changes["enabled"] = body.enabled
+        if body.events is not None:
+            changes["events"] = check_events(body.events)
+        if body.condition_logic is not None:
+            changes["condition_logic"] = body.condition_logic
+        if body.conditions is not None:
+            changes["conditions"] = check_conditions(body.conditions)
+        if body.cadence is not None:
+            changes["cadence"] = body.cadence
+        actions = await self._check_actions(body)
+        if actions is not None:
+            changes["actions"] = actions
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+            if rule is None:
+                raise NotFound("Rule not found")
+            changed = [k for k, v in changes.items() if getattr(rule, k) != v]
+            for name, value in changes.items():
+                setattr(rule, name, value)
+            rule.updated_at = utcnow()
+            session.add(rule)
+            await session.commit()
+        self.cache[rule.id] = rule
+        return rule, changed
+
+    async def toggle(self, rule_id: str) -> NotificationRule:
+        """Flip ``enabled``."""
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+            if rule is None:
+                raise NotFound("Rule not found")
+            rule.enabled = not rule.enabled
+            rule.updated_at = utcnow()
+            session.add(rule)
+            await session.commit()
+        self.cache[rule.id] = rule
+        return rule
+
+    async def delete(self, rule_id: str) -> NotificationRule:
+        """Delete a rule (its waiting digest items go with it; its log stays)."""
+        async with self.kernel.db.session() as session:
+            rule = await session.get(NotificationRule, rule_id)
+            if rule is None:
+                raise NotFound("Rule not found")
+            await session.delete(rule)
+            await session.commit()
+        self.cache.pop(rule_id, None)
+        return rule
+
+    async def recipients(self) -> dict[str, Any]:
+        """Users and roles a rule's smtp action may name."""
+        async with self.kernel.db.session() as session:
+            users = (await session.exec(select(User).order_by(col(User.username_key)))).all()
+            roles = (await session.exec(select(Role).order_by(col(Role.name)))).all()
+        return {
+            "users": [{"id": u.id, "username": u.username, "email": u.email} for u in users],
+            "roles": [{"id": r.id, "name": r.name} for r in roles],
+        }
