@@ -56,6 +56,7 @@ from .markers import hookimpl, hookspec
 from .services.identity import Caller, ClientInfo, IssuedSession
 from .services.logins import LoginOutcome, Logins
 from .services.settings import SECRET_MASK
+from .services.terminal_sessions import SessionClosed
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
@@ -100,6 +101,7 @@ __all__ = [
     "RemoteUnreachable",
     "SECRET_MASK",
     "SESSION_COOKIE",
+    "SessionClosed",
     "SettingSpec",
     "Stream",
     "Terminal",

@@ -48,7 +48,9 @@ class ProtocolSpec:
     ``open_files`` mounts ``/api/v1/<name>/<connectionId>/...``; ``open_terminal``
     serves ``/ws/<name>``; ``open_stream`` serves the relay socket. ``accepts``
     lists the connection protocols this adapter may be used with (``sftp``
-    file routes also serve ``ssh`` connections).
+    file routes also serve ``ssh`` connections). ``socket_aliases`` are further
+    names the socket is served under (``/ws/<alias>``), for browser clients that
+    hard-code another path.
     """
 
     name: str
@@ -61,6 +63,7 @@ class ProtocolSpec:
     accepts: tuple[str, ...] = ()
     file_attributes: str = "basic"
     stat_fields: tuple[str, ...] = ()
+    socket_aliases: tuple[str, ...] = ()
 
     def accepted_protocols(self) -> tuple[str, ...]:
         """The stored connection protocols this protocol's adapters serve."""

@@ -1,0 +1,1 @@
+"""hostgate-rdp: the ``rdp`` relay, an RDCleanPath proxy for IronRDP browser clients."""

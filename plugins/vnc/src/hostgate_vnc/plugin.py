@@ -1,0 +1,26 @@
+"""The pack's hooks: the ``vnc`` protocol and its permission."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hostgate import ConnectionTarget, ProtocolSpec, Stream, hookimpl
+
+
+async def _open_stream(kernel: Any, target: ConnectionTarget) -> Stream:
+    from .relay import open_stream
+
+    return await open_stream(kernel, target)
+
+
+@hookimpl
+def register_protocols() -> Sequence[ProtocolSpec]:
+    """``vnc``: a relay socket at ``/ws/vnc/<connectionId>`` (and ``/ws/vnc?connectionId=``)."""
+    return [ProtocolSpec(name="vnc", default_port=5900, title="VNC", open_stream=_open_stream)]
+
+
+@hookimpl
+def register_permissions() -> Mapping[str, Sequence[str]]:
+    """Using vnc connections."""
+    return {"connections": ["connections.use_vnc"]}

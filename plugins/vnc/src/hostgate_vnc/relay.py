@@ -1,0 +1,130 @@
+"""The ``vnc`` relay: log in to the VNC server, then join it to the browser's socket.
+
+``open_stream`` connects to the approved address, completes the RFB handshake
+with the server itself (VNC Authentication with the stored password, when the
+server asks for it) and only then hands the kernel a ``Stream``. The browser is
+offered a fresh handshake with security type None; its ClientInit and everything
+after it travel unchanged both ways. The VNC password never leaves the gateway.
+
+Back-pressure: the server is read only when the kernel asks for more output, so a
+slow browser stops the gateway reading and TCP flow control slows the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from hostgate import (
+    ConnectionTarget,
+    RemoteError,
+    RemoteTimeout,
+    RemoteUnreachable,
+    SessionClosed,
+)
+
+from .rfb import BrowserHandshake, BrowserHandshakeError, ServerHandshake, ServerSession
+
+log = logging.getLogger("hostgate.vnc")
+
+CONNECT_TIMEOUT = 15.0
+HANDSHAKE_TIMEOUT = 15.0
+READ_SIZE = 64 * 1024
+CLOSE_TIMEOUT = 5.0
+
+
+class VncStream:
+    """One relayed VNC session (implements ``hostgate.Stream``)."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: ServerSession
+    ) -> None:
+        self.server = server
+        self._reader = reader
+        self._writer = writer
+        self._browser = BrowserHandshake()
+        self._pending = bytearray(self._browser.greeting())
+        self._failure: SessionClosed | None = None
+        self._changed = asyncio.Event()
+        self._closed = False
+
+    @property
+    def relaying(self) -> bool:
+        """True once the browser's handshake is done and bytes pass straight through."""
+        return self._browser.done
+
+    async def read(self) -> bytes:
+        """Handshake bytes for the browser first, then the server's output."""
+        while True:
+            self._changed.clear()
+            if self._pending:
+                data = bytes(self._pending)
+                self._pending.clear()
+                return data
+            if self._failure is not None:
+                raise self._failure
+            if self._closed:
+                return b""
+            if self.relaying:
+                return await self._reader.read(READ_SIZE)
+            await self._changed.wait()
+
+    async def write(self, data: bytes) -> None:
+        """Browser bytes: the handshake answers, then straight to the server."""
+        if self._closed or self._failure is not None or not data:
+            return
+        if self.relaying:
+            await self._to_server(data)
+            return
+        try:
+            self._pending += self._browser.feed(data)
+        except BrowserHandshakeError as exc:
+            self._pending += exc.reply
+            self._failure = SessionClosed(4003, str(exc))
+        self._changed.set()
+        if self.relaying and self._browser.leftover:
+            await self._to_server(self._browser.leftover)
+
+    async def _to_server(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    async def close(self) -> None:
+        """Close the connection to the VNC server."""
+        if self._closed:
+            return
+        self._closed = True
+        self._changed.set()
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT)
+
+
+async def open_stream(kernel: Any, target: ConnectionTarget) -> VncStream:
+    """Connect and authenticate to the VNC server; raise hostgate Remote* errors on failure."""
+    where = f"{target.host}:{target.port}"
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(target.address, target.port), CONNECT_TIMEOUT
+        )
+    except TimeoutError:
+        raise RemoteTimeout(f"Timed out connecting to the VNC server at {where}") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise RemoteUnreachable(f"Cannot reach the VNC server at {where}: {reason}") from None
+    try:
+        handshake = ServerHandshake(reader, writer, target.password)
+        server = await asyncio.wait_for(handshake.run(), HANDSHAKE_TIMEOUT)
+    except BaseException as exc:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT)
+        if isinstance(exc, TimeoutError):
+            raise RemoteTimeout(f"The VNC server at {where} did not finish the handshake") from None
+        if isinstance(exc, OSError):
+            raise RemoteError(f"VNC connection to {where} failed: {exc}") from None
+        raise
+    log.debug("VNC %s: RFB %s, security %s", where, server.version, server.security_type)
+    return VncStream(reader, writer, server)

@@ -1,0 +1,172 @@
+"""A real ``xrdp`` server on 127.0.0.1 for tests (TLS security layer, no sesman).
+
+Import the fixture into a test package's ``conftest.py``::
+
+    from testsupport.xrdp import xrdp  # noqa: F401
+
+``xrdp`` (session-scoped) yields an :class:`XrdpServer`: ``host``, ``port``,
+``cert_der`` (the DER of the certificate xrdp presents) and ``cert_path`` (its
+PEM file, usable as a trust store because the certificate is self-signed for
+``127.0.0.1`` / ``localhost``).
+
+The server runs ``xrdp --nodaemon --config <tmp>/xrdp.ini`` with
+``security_layer=tls``, a freshly generated RSA certificate, ``fork=false`` and
+its log in ``<root>/xrdp.log``. That carries a client through X.224 negotiation,
+TLS and the MCS Connect exchange; logging in to a desktop (sesman, Xorg) is not
+configured. When xrdp cannot start, ``peer_unavailable`` fails the test under
+``CI=true`` and skips otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+
+from .peers import free_port, peer_unavailable, stop, wait_for_port, which
+
+XRDP_INI = """\
+[Globals]
+ini_version=1
+fork=false
+port=tcp://127.0.0.1:{port}
+use_vsock=false
+tcp_nodelay=true
+security_layer=tls
+crypt_level=high
+certificate={cert}
+key_file={key}
+ssl_protocols=TLSv1.2, TLSv1.3
+max_bpp=32
+
+[Logging]
+LogFile={log}
+LogLevel=INFO
+EnableSyslog=false
+
+[Channels]
+rdpdr=false
+rdpsnd=false
+drdynvc=false
+cliprdr=false
+rail=false
+xrdpvr=false
+
+[Xvnc]
+name=Xvnc
+lib=libvnc.so
+username=ask
+password=ask
+ip=127.0.0.1
+port=-1
+"""
+
+
+@dataclass
+class XrdpServer:
+    """A running xrdp."""
+
+    host: str
+    port: int
+    cert_der: bytes
+    cert_path: Path
+    root: Path
+    process: subprocess.Popen[bytes]
+
+    def log(self) -> str:
+        """The server's log so far."""
+        path = self.root / "xrdp.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def make_self_signed(directory: Path) -> tuple[Path, Path, bytes]:
+    """An RSA certificate for 127.0.0.1 / localhost: (cert PEM path, key PEM path, cert DER)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hostgate xrdp test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    key_path.chmod(0o600)
+    return cert_path, key_path, cert.public_bytes(serialization.Encoding.DER)
+
+
+def start_xrdp(root: Path) -> XrdpServer:
+    """Write the config and certificate, start xrdp, wait until it listens."""
+    binary = which("xrdp", "/usr/sbin")
+    if binary is None:
+        peer_unavailable("xrdp", "xrdp not installed (apt-get install xrdp)")
+        raise AssertionError("unreachable")
+    root.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path, cert_der = make_self_signed(root)
+    last = ""
+    for _ in range(3):
+        port = free_port()
+        config = root / "xrdp.ini"
+        config.write_text(
+            XRDP_INI.format(port=port, cert=cert_path, key=key_path, log=root / "xrdp.log")
+        )
+        with (root / "xrdp.out").open("ab") as out:
+            process = subprocess.Popen(
+                [binary, "--nodaemon", "--config", str(config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=root,
+            )
+        if wait_for_port(port, timeout=15) and process.poll() is None:
+            return XrdpServer(
+                host="127.0.0.1",
+                port=port,
+                cert_der=cert_der,
+                cert_path=cert_path,
+                root=root,
+                process=process,
+            )
+        stop(process)
+        last = (root / "xrdp.out").read_text(errors="replace")[-500:]
+    peer_unavailable("xrdp", f"did not start: {last}")
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def xrdp() -> Iterator[XrdpServer]:
+    """xrdp with the TLS security layer and a self-signed certificate."""
+    with tempfile.TemporaryDirectory(prefix="hg-xrdp-") as tmp:
+        server = start_xrdp(Path(tmp))
+        try:
+            yield server
+        finally:
+            stop(server.process)
