@@ -94,6 +94,27 @@ def test_failing_entry_point_is_reported_not_fatal(monkeypatch):
     assert pack.state == "failed" and "missing_dependency" in pack.reason
 
 
+def test_pack_whose_hook_raises_is_failed_not_fatal(monkeypatch, config):
+    def register_protocols():
+        from hostgate_missing import routes  # noqa: F401  (the lazy import a broken pack does)
+
+        return []
+
+    class EntryPoint:
+        name = "lazy"
+        dist = types.SimpleNamespace(name="hostgate-lazy", version="1.0")
+
+        def load(self):
+            return make_plugin("lazy_mod", register_protocols=register_protocols)
+
+    monkeypatch.setattr("hostgate.plugins._entry_points", lambda: [EntryPoint()])
+    app = create_app(config.with_overrides(load_entry_points=True))
+    host = kernel_of(app).plugins
+    (pack,) = [p for p in host.packs if p.name == "lazy"]
+    assert pack.state == "failed" and "hostgate_missing" in pack.reason
+    assert not host.pm.has_plugin("lazy")
+
+
 def test_disabled_entry_point_is_blocked(monkeypatch):
     loaded = []
 

@@ -16,6 +16,14 @@ from . import hookspecs
 log = logging.getLogger("hostgate.plugins")
 
 ENTRY_POINT_GROUP = "hostgate"
+CONTRIBUTION_HOOKS = (
+    "register_protocols",
+    "register_login_methods",
+    "register_channels",
+    "register_settings",
+    "register_permissions",
+    "register_blueprints",
+)
 
 
 class PluginConflict(RuntimeError):
@@ -88,7 +96,10 @@ class PluginHost:
                 try:
                     plugin = ep.load()
                     self.pm.register(plugin, name=ep.name)
+                    self._probe(ep.name)
                 except Exception as exc:  # a broken pack never stops start-up
+                    if self.pm.has_plugin(ep.name):
+                        self.pm.unregister(name=ep.name)
                     reason = f"{type(exc).__name__}: {exc}"
                     log.warning("plugin %s failed to load: %s", ep.name, reason)
                     self.packs.append(PackStatus(ep.name, dist, version, "failed", reason))
@@ -103,6 +114,14 @@ class PluginHost:
                 continue
             self.pm.register(plugin, name=name)
         self.pm.check_pending()
+
+    def _probe(self, plugin_name: str) -> None:
+        """Call a pack's contribution hooks once, so one that raises fails at load time."""
+        for hook_name in CONTRIBUTION_HOOKS:
+            caller = getattr(self.pm.hook, hook_name)
+            for impl in caller.get_hookimpls():
+                if impl.plugin_name == plugin_name:
+                    impl.function()
 
     def contributions(self, hook_name: str) -> Iterator[tuple[str, Any]]:
         """Yield ``(plugin_name, result)`` for each implementation of a contribution hook."""
