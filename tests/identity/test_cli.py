@@ -68,7 +68,9 @@ def test_refusals_and_tamper_report(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HOSTGATE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", KEY)
     monkeypatch.delenv("HOSTGATE_PASSWORD", raising=False)
-    assert main(["setup", "--username", "root", "--password", "root-password"]) == 0
+    secret = tmp_path / "admin-password"
+    secret.write_text("root-password\n")
+    assert main(["setup", "--username", "root", "--password-file", str(secret)]) == 0
     assert main(["setup", "--username", "again", "--password", "long-enough"]) == 1
     assert "Setup already completed" in capsys.readouterr().err
     assert main(["user", "create", "x", "--password", "short"]) == 1

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ApiError
 from .common import with_kernel
-from .user import fail, read_password
+from .user import add_password_options, fail, read_password
 
 USERNAME_ENV = "HOSTGATE_ADMIN_USERNAME"
 PASSWORD_ENV = "HOSTGATE_ADMIN_PASSWORD"
@@ -20,11 +20,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("setup", help="create the first admin (only while none exists)")
     parser.add_argument("--username", help=f"admin username (or ${USERNAME_ENV})")
     parser.add_argument("--display-name", default="", help="display name (default: username)")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--password", help=f"admin password (prefer ${PASSWORD_ENV})")
-    group.add_argument(
-        "--password-stdin", action="store_true", help="read the password from standard input"
-    )
+    add_password_options(parser, PASSWORD_ENV)
     parser.set_defaults(handler=run)
 
 

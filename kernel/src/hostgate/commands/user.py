@@ -42,10 +42,11 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(handler=run_list)
 
 
-def add_password_options(parser: argparse.ArgumentParser) -> None:
-    """``--password`` / ``--password-stdin`` (else $HOSTGATE_PASSWORD, else a prompt)."""
+def add_password_options(parser: argparse.ArgumentParser, env_name: str = PASSWORD_ENV) -> None:
+    """``--password`` / ``--password-file`` / ``--password-stdin`` (else $env, else a prompt)."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--password", help=f"the password (prefer ${PASSWORD_ENV} or a prompt)")
+    group.add_argument("--password", help=f"the password (visible to ps: prefer ${env_name})")
+    group.add_argument("--password-file", help="read the password from the first line of FILE")
     group.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
     )
@@ -55,6 +56,12 @@ def read_password(args: argparse.Namespace, env_name: str = PASSWORD_ENV) -> str
     """The password from the options, the environment, or an interactive prompt."""
     if getattr(args, "password", None):
         return str(args.password)
+    if getattr(args, "password_file", None):
+        try:
+            with open(args.password_file, encoding="utf-8") as handle:
+                return handle.readline().rstrip("\r\n")
+        except OSError as exc:
+            raise ApiError(f"cannot read {args.password_file}: {exc.strerror}") from None
     if getattr(args, "password_stdin", False):
         return sys.stdin.readline().rstrip("\r\n")
     if os.environ.get(env_name):

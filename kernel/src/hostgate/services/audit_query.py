@@ -36,12 +36,16 @@ class AuditFilter:
 
 
 def _like_pattern(text: str) -> str:
-    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
 
-def conditions(flt: AuditFilter) -> list[ColumnElement[bool]]:
-    """The WHERE clauses of a filter."""
+def conditions(flt: AuditFilter, dialect: str = "sqlite") -> list[ColumnElement[bool]]:
+    """The WHERE clauses of a filter.
+
+    ``search`` is a case-insensitive substring match: SQLite's LIKE already ignores
+    (ASCII) case, so it is used as is there; other databases get ILIKE.
+    """
     where: list[ColumnElement[bool]] = []
     if flt.only_user is not None:
         where.append(col(AuditEntry.user_id) == flt.only_user)
@@ -61,24 +65,45 @@ def conditions(flt: AuditFilter) -> list[ColumnElement[bool]]:
             type_coerce(col(AuditEntry.details), Text),
             col(AuditEntry.username),
         )
-        where.append(or_(*(func.lower(c).like(pattern, escape="\\") for c in columns)))
+        if dialect == "sqlite":
+            matches = [c.like(pattern, escape="\\") for c in columns]
+        else:
+            matches = [c.ilike(pattern, escape="\\") for c in columns]
+        where.append(or_(*matches))
     return where
 
 
 async def search(kernel: Kernel, flt: AuditFilter, page: Page) -> tuple[list[dict[str, Any]], int]:
-    """One page of matching entries, newest first, and the number of matches."""
-    where = conditions(flt)
-    query = (
-        select(AuditEntry)
-        .where(*where)
-        .order_by(col(AuditEntry.timestamp).desc(), col(AuditEntry.seq).desc())
-        .offset(page.offset)
-        .limit(page.limit)
-    )
+    """One page of matching entries, newest first, and the number of matches.
+
+    Indexed filters page through an index and count separately. A free-text
+    search scans the entries anyway, so the page and the count come from one scan
+    (a window count) instead of two.
+    """
+    where = conditions(flt, kernel.db.dialect)
+    order = (col(AuditEntry.timestamp).desc(), col(AuditEntry.seq).desc())
     count_query = select(func.count()).select_from(AuditEntry).where(*where)
     async with kernel.db.session() as session:
-        rows = (await session.exec(query)).all()
-        total = int((await session.exec(count_query)).one())
+        if flt.search:
+            windowed = (
+                select(AuditEntry, func.count().over().label("total"))
+                .where(*where)
+                .order_by(*order)
+                .offset(page.offset)
+                .limit(page.limit)
+            )
+            pairs = (await session.exec(windowed)).all()
+            rows = [pair[0] for pair in pairs]
+            if pairs:
+                total = int(pairs[0][1])
+            elif page.offset == 0:
+                total = 0
+            else:
+                total = int((await session.exec(count_query)).one())
+        else:
+            query = select(AuditEntry).where(*where).order_by(*order)
+            rows = list((await session.exec(query.offset(page.offset).limit(page.limit))).all())
+            total = int((await session.exec(count_query)).one())
     return [to_event(row).to_json() for row in rows], total
 
 
