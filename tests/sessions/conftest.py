@@ -3,6 +3,7 @@ from typing import Any
 import pytest
 
 from tests.sessions import localshell
+from tests.sessions.live import live_server  # noqa: F401
 
 
 @pytest.fixture

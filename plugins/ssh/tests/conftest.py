@@ -1,6 +1,7 @@
 import pytest
 from hostgate_ssh import plugin as ssh_plugin
 
+from tests.sessions.live import live_server  # noqa: F401
 from testsupport.asyncssh_shell import asyncssh_shell  # noqa: F401
 from testsupport.sshd import private_sshd, sshd  # noqa: F401
 

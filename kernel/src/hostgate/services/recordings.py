@@ -44,6 +44,7 @@ RETENTION_INTERVAL = 3600.0
 HOUSEKEEPING_INTERVAL = 60.0
 UPLOAD_ABANDONED_AFTER = 1800.0
 DISK_CHECK_INTERVAL = 10.0
+DISK_CHECK_BYTES = 16 * MIB
 ACTIVE_STATES = ("recording",)
 
 
@@ -193,12 +194,21 @@ class Recordings:
                 await self._stop_upload(upload, "disk_low")
                 raise Conflict("Recording stopped: the server's disk is low", code="disk_low")
             limit = self.size_limit()
+            unchecked = 0
             async for piece in body:
                 if limit is not None and upload.writer.size + len(piece) > limit:
                     upload.writer.write(piece[: max(0, limit - upload.writer.size)])
                     await self._stop_upload(upload, "size_limit")
                     raise PayloadTooLarge("Recording size limit reached; recording stopped")
                 upload.writer.write(piece)
+                unchecked += len(piece)
+                if unchecked >= DISK_CHECK_BYTES:
+                    unchecked = 0
+                    if not await self.disk_ok(force=False):
+                        await self._stop_upload(upload, "disk_low")
+                        raise Conflict(
+                            "Recording stopped: the server's disk is low", code="disk_low"
+                        )
             upload.writer.flush()
             size = upload.writer.size
         await self.store_state(row.id, state="recording", size=size)

@@ -1,0 +1,86 @@
+"""End to end over a real hypercorn server and the ``websockets`` client: close reasons
+travel, and a browser that stops reading makes the gateway stop reading too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket as socket_module
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+
+
+async def ticket(server: Any, user: Any) -> str:
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        response = await http.post("/api/v1/auth/ws-ticket", headers=user.headers)
+        assert response.status_code == 200
+        return str(response.json()["ticket"])
+
+
+async def test_close_code_and_reason_reach_the_client(live_server):
+    url = f"{live_server.ws_url}/ws/localshell?ticket=bogus&connectionId=x"
+    async with websockets.connect(url) as socket:
+        first = json.loads(await socket.recv())
+        assert first == {"type": "error", "message": "Invalid or expired ticket"}
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await socket.recv()
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4001
+    assert closed.value.rcvd.reason == "Invalid or expired ticket"
+
+
+async def wait_stalled(session: Any, timeout: float = 30.0) -> int:
+    """Wait until the gateway stops reading output (two samples 0.5 s apart agree)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    previous = -1
+    while loop.time() < deadline:
+        current = session.bytes_out
+        if current == previous and current > 0:
+            return int(current)
+        previous = current
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"output never stalled ({session.bytes_out} bytes read)")
+
+
+async def test_slow_client_pauses_the_backend(live_server, make_user, make_connection, tmp_path):
+    user = await make_user("alice")
+    await live_server.kernel.settings.update({"recordings.enabled": False})
+    connection = await make_connection(
+        user, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path)}
+    )
+    url = (
+        f"{live_server.ws_url}/ws/localshell?ticket={await ticket(live_server, user)}"
+        f"&connectionId={connection.id}&cols=80&rows=24"
+    )
+    # without permessage-deflate: `yes` compresses so well that the socket buffers would
+    # hold gigabytes of it before filling up (the bound is on compressed bytes)
+    # a small receive buffer, like a browser on a slow link
+    raw = socket_module.socket()
+    raw.setsockopt(socket_module.SOL_SOCKET, socket_module.SO_RCVBUF, 32 * 1024)
+    raw.connect(("127.0.0.1", int(live_server.url.rsplit(":", 1)[1])))
+    async with websockets.connect(
+        url, sock=raw, max_queue=1, max_size=2**20, compression=None
+    ) as socket:
+        assert json.loads(await socket.recv()) == {"type": "status", "message": "Connected"}
+        await socket.send(json.dumps({"type": "data", "data": "yes 0123456789abcdef\r"}))
+        [session] = live_server.kernel.terminal_sessions.all()
+        stalled = await wait_stalled(session)
+        # nothing piles up in the gateway: at most the bounded queue of chunks
+        assert session.attachment.queue.qsize() <= session.attachment.queue.maxsize
+        await asyncio.sleep(1.0)
+        assert session.bytes_out == stalled
+        # reading again lets output flow again
+        for _ in range(200):
+            await socket.recv()
+        await asyncio.sleep(0.2)
+        assert session.bytes_out > stalled
+        await socket.send(json.dumps({"type": "data", "data": "\x03"}))
+        tail = b""
+        while not tail.endswith(b"$ "):
+            frame = await asyncio.wait_for(socket.recv(), 10)
+            tail = (tail + frame)[-64:] if isinstance(frame, bytes) else tail
