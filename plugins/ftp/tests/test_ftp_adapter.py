@@ -335,3 +335,27 @@ async def test_concurrent_operations_on_one_adapter(work: Work):
     for name, data in zip(sizes, results, strict=False):
         assert data == (local / name).read_bytes()
     assert file_digest(local / "up.bin") == pattern_digest(2 * MIB, seed=3)
+
+
+def test_paths_are_normalised_and_relative_paths_start_at_home():
+    from hostgate_ftp.files import ftp_path
+
+    assert ftp_path("/a//b/./c/") == "/a/b/c"
+    assert ftp_path("/../../etc") == "/etc"
+    assert ftp_path(".", "/home/alice") == "/home/alice"
+    assert ftp_path("docs/../x.txt", "/home/alice") == "/home/alice/x.txt"
+    assert ftp_path("..\\..\\..", "/home/alice") == "/"
+    assert ftp_path("/abs", "/home/alice") == "/abs"
+    for bad in ("a\r\nDELE x", "a\nb", "nul\x00"):
+        with pytest.raises(InvalidInput):
+            ftp_path(bad)
+
+
+async def test_relative_paths_on_a_server(vsftpd: FtpServer):
+    files = await open_files(None, ftp_target(vsftpd))
+    try:
+        assert files.home == "/"
+        assert await files.list("pub") == await files.list("/pub")
+        assert {e.name for e in await files.list(".")} >= {"pub", "locked"}
+    finally:
+        await files.close()

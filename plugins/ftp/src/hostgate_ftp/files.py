@@ -37,12 +37,19 @@ WRITE_CHUNK = 256 * 1024
 _SEPARATORS = re.compile(r"/+")
 
 
-def ftp_path(path: str) -> str:
-    """An absolute, normalised server path; ``..`` stops at the root."""
+def ftp_path(path: str, home: str = "/") -> str:
+    """An absolute, normalised server path; ``..`` stops at the root.
+
+    A relative path (``.``, ``docs/a.txt``) starts at ``home``, the directory
+    the login lands in.
+    """
     if any(character in path for character in "\r\n\x00"):
         raise InvalidInput("Paths must not contain line breaks or NUL characters")
+    path = path.replace("\\", "/")
+    if not path.startswith("/"):
+        path = f"{home}/{path}"
     parts: list[str] = []
-    for part in _SEPARATORS.split(path.replace("\\", "/")):
+    for part in _SEPARATORS.split(path):
         if part in ("", "."):
             continue
         if part == "..":
@@ -99,8 +106,8 @@ def _entry(name: str, info: dict[str, Any]) -> RemoteEntry | None:
 async def open_files(kernel: Any, target: ConnectionTarget) -> FtpFiles:
     """Log in to the target now (errors surface here) and return the adapter."""
     pool = Pool(target)
-    await pool.start()
-    return FtpFiles(pool)
+    home = await pool.start()
+    return FtpFiles(pool, home)
 
 
 class FtpFiles:
@@ -108,8 +115,12 @@ class FtpFiles:
 
     operations = OPERATIONS
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, home: str = "/") -> None:
         self.pool = pool
+        self.home = home
+
+    def _path(self, path: str) -> str:
+        return ftp_path(path, self.home)
 
     # -- listings -----------------------------------------------------------
 
@@ -203,13 +214,13 @@ class FtpFiles:
 
     async def list(self, path: str) -> list[RemoteEntry]:
         """Entries of a directory (without ``.`` and ``..``)."""
-        target = ftp_path(path)
+        target = self._path(path)
         async with self.pool.client() as client, mapped(target):
             return await self._listing(client, target)
 
     async def stat(self, path: str) -> RemoteEntry:
         """Size, modification time and type of one path."""
-        target = ftp_path(path)
+        target = self._path(path)
         async with self.pool.client() as client, mapped(target):
             found = await self._probe(client, target)
         if found is None:
@@ -222,7 +233,7 @@ class FtpFiles:
         self, path: str, offset: int = 0, length: int | None = None
     ) -> AsyncIterator[bytes]:
         """Stream a file's bytes from ``offset`` (``length`` bytes, or to the end)."""
-        target = ftp_path(path)
+        target = self._path(path)
         if offset < 0 or (length is not None and length < 0):
             raise InvalidInput("Invalid byte range")
         async with self.pool.client() as client:
@@ -266,7 +277,7 @@ class FtpFiles:
 
     async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
         """Write a file from chunks under a temporary name, then rename; return bytes."""
-        target = ftp_path(path)
+        target = self._path(path)
         parent, name = _split(target)
         if not name:
             raise InvalidInput("An upload needs a file name")
@@ -323,7 +334,7 @@ class FtpFiles:
 
     async def mkdir(self, path: str) -> None:
         """Create one directory (its parent must exist)."""
-        target = ftp_path(path)
+        target = self._path(path)
         if target == "/":
             raise Conflict("Already exists: /")
         async with self.pool.client() as client, mapped(target):
@@ -336,7 +347,7 @@ class FtpFiles:
 
     async def remove(self, path: str) -> None:
         """Delete a file, or a directory with everything in it."""
-        target = ftp_path(path)
+        target = self._path(path)
         if target == "/":
             raise InvalidInput("The root directory cannot be deleted")
         async with self.pool.client() as client, mapped(target):
@@ -364,7 +375,7 @@ class FtpFiles:
 
     async def rename(self, old_path: str, new_path: str) -> None:
         """Rename or move; an existing target is refused."""
-        old, new = ftp_path(old_path), ftp_path(new_path)
+        old, new = self._path(old_path), self._path(new_path)
         if old == "/" or new == "/":
             raise InvalidInput("The root directory cannot be renamed or replaced")
         async with self.pool.client() as client, mapped(old):

@@ -42,10 +42,18 @@ class Pool:
         self._changed = asyncio.Condition()
         self._closed = False
 
-    async def start(self) -> None:
-        """Open the first connection now, so bad credentials fail at open time."""
+    async def start(self) -> str:
+        """Open the first connection now (bad credentials fail at open time).
+
+        Returns the directory the login lands in, where relative paths start.
+        """
         client = await self._acquire()
+        try:
+            home = str(await asyncio.wait_for(client.get_current_directory(), NOOP_TIMEOUT))
+        except Exception:  # noqa: BLE001 - a server without PWD: paths start at the root
+            home = "/"
         await self._release(client, healthy=True)
+        return home if home.startswith("/") else "/"
 
     @asynccontextmanager
     async def client(self) -> AsyncIterator[FtpClient]:
