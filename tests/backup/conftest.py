@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 from hostgate.config import Config
-from hostgate.services.backup import Backups, KdfCost
+from hostgate.services.backup import Backups
 
-from tests.backup.support import SecretSettings, make_config
-
-CHEAP = KdfCost(time_cost=1, memory_kib=1024, lanes=1)
+from tests.backup.support import CHEAP, SecretSettings, make_config
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from hostgate.db.models.sessions import RemoteSession
 from hostgate.kernel import Kernel
 from hostgate.security.passwords import hash_password_sync
 from hostgate.services.audit_verify import verify_chain
+from hostgate.services.backup import KdfCost
 from hostgate.services.identity import ClientInfo
 from hostgate.timefmt import utcnow
 from quart import Quart
@@ -33,6 +34,8 @@ MFA_SECRET = "JBSWY3DPEHPK3PXP"
 SECRET_SETTING = "backup_test.token"
 KEY_A = "a1" * 32
 KEY_B = "b2" * 32
+CHEAP = KdfCost(time_cost=1, memory_kib=1024, lanes=1)
+"""A cheap argon2 cost for test archives (the format is the same)."""
 
 
 class SecretSettings:
@@ -238,3 +241,90 @@ async def restore_from(kernel: Kernel, path: Path, password: str = PASSWORD) -> 
     """Restore ``path`` into ``kernel``."""
     async with kernel.backups.import_slot() as slot:
         return await kernel.backups.restore(path, password, slot)
+
+
+def rewrite(
+    source: Path,
+    target: Path,
+    *,
+    password: str = PASSWORD,
+    edit_meta: Any = None,
+    edit_rows: Any = None,
+    drop_parts: tuple[str, ...] = (),
+) -> Path:
+    """Re-seal an archive with changed content (a properly encrypted, "valid" archive).
+
+    ``edit_meta(meta)`` changes the metadata in place; ``edit_rows(table, rows)``
+    returns the new list of rows (each a list of values) for a table.
+    """
+    from hostgate.services.backup.archive import FrameReader, FrameWriter, Header, derive_key
+    from hostgate.services.backup.records import (
+        META,
+        Begin,
+        Chunk,
+        End,
+        Finished,
+        PartSealer,
+        read_parts,
+    )
+
+    parts: list[tuple[str, str, bytes]] = []
+    with source.open("rb") as handle:
+        header = Header.parse(handle.read(64))
+        key = derive_key(password, header)
+        current: Begin | None = None
+        data = bytearray()
+        for item in read_parts(FrameReader(handle, header, key)):
+            if isinstance(item, Begin):
+                current, data = item, bytearray()
+            elif isinstance(item, Chunk):
+                data += item.data
+            elif isinstance(item, End):
+                assert current is not None
+                parts.append((current.name, current.kind, bytes(data)))
+            elif isinstance(item, Finished):
+                summary = {k: v for k, v in item.manifest.items() if k != "parts"}
+    sealer = PartSealer(FrameWriter(header, key))
+    with target.open("wb") as out:
+        out.write(sealer.frames.start())
+        for name, kind, content in parts:
+            if name in drop_parts:
+                continue
+            if name == META and edit_meta is not None:
+                meta = json.loads(content)
+                edit_meta(meta)
+                content = json.dumps(meta).encode()
+            if kind == "table" and edit_rows is not None:
+                table = name[3:].removesuffix(".jsonl")
+                rows = [json.loads(line) for line in content.splitlines()]
+                rows = edit_rows(table, rows)
+                content = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+            for frame in sealer.whole(name, kind, content):
+                out.write(frame)
+        for frame in sealer.finish(summary):
+            out.write(frame)
+    return target
+
+
+def column_index(meta: dict[str, Any], table: str, column: str) -> int:
+    """Where a column sits in a table's rows."""
+    for entry in meta["schema"]["tables"]:
+        if entry["name"] == table:
+            return [name for name, _ in entry["columns"]].index(column)
+    raise KeyError(table)
+
+
+def read_meta(source: Path, password: str = PASSWORD) -> dict[str, Any]:
+    """An archive's metadata."""
+    from hostgate.services.backup.archive import FrameReader, Header, derive_key
+    from hostgate.services.backup.records import Chunk, End, read_parts
+
+    with source.open("rb") as handle:
+        header = Header.parse(handle.read(64))
+        data = bytearray()
+        for item in read_parts(FrameReader(handle, header, derive_key(password, header))):
+            if isinstance(item, Chunk):
+                data += item.data
+            elif isinstance(item, End):
+                return json.loads(bytes(data))  # type: ignore[no-any-return]
+    raise AssertionError("no metadata")

@@ -136,6 +136,7 @@ def run_export(args: argparse.Namespace) -> int:
                 handle.write(chunk)
                 written += len(chunk)
                 bar("exporting", written, max(total, written))
+            bar("exporting", written, written)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, target)
