@@ -50,7 +50,9 @@ class ProtocolSpec:
     lists the connection protocols this adapter may be used with (``sftp``
     file routes also serve ``ssh`` connections). ``socket_aliases`` are further
     names the socket is served under (``/ws/<alias>``), for browser clients that
-    hard-code another path.
+    hard-code another path. ``relay_authenticates`` says the relay logs in to
+    the server itself, so the stored password is never handed to a browser
+    (``GET /connections/:id/session`` withholds it).
     """
 
     name: str
@@ -64,6 +66,7 @@ class ProtocolSpec:
     file_attributes: str = "basic"
     stat_fields: tuple[str, ...] = ()
     socket_aliases: tuple[str, ...] = ()
+    relay_authenticates: bool = False
 
     def accepted_protocols(self) -> tuple[str, ...]:
         """The stored connection protocols this protocol's adapters serve."""

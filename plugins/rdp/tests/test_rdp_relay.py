@@ -6,6 +6,12 @@ import struct
 from typing import Any
 from urllib.parse import urlencode
 
+import pytest
+from hostgate import ProtocolSpec, hookimpl
+from hostgate.app import create_app
+from hostgate.plugins import PluginConflict
+from hostgate_rdp import plugin as rdp_plugin
+
 from tests.sessions.helpers import ticket_for
 from testsupport.peers import free_port
 
@@ -203,3 +209,31 @@ async def test_tickets_permissions_and_ownership(client, kernel, make_user, make
             assert not wire.buffer, path
     listed = await (await client.get("/api/v1/sessions", headers=owner.headers)).get_json()
     assert listed["sessions"] == []
+
+
+async def test_owner_gets_the_password_for_the_browsers_own_login(client, make_user, xrdp):
+    # IronRDP does CredSSP itself through the tunnel, so its owner's browser needs it.
+    user = await make_user("alice")
+    connection_id = await create_rdp(client, user, xrdp.host, xrdp.port, skip=True)
+    response = await client.get(
+        f"/api/v1/connections/{connection_id}/session", headers=user.headers
+    )
+    body = await response.get_json()
+    assert body["password"] == "rdp-secret"
+    assert body["skipCertValidation"] is True
+
+
+class _ClaimsRdpRaw:
+    """A pack whose protocol name collides with the rdp pack's socket alias."""
+
+    @hookimpl
+    def register_protocols(self) -> list[ProtocolSpec]:
+        async def opener(kernel: Any, target: Any) -> Any:
+            raise AssertionError("never opened")
+
+        return [ProtocolSpec(name="rdp-raw", default_port=1, open_stream=opener)]
+
+
+def test_a_socket_alias_cannot_be_claimed_twice(config):
+    with pytest.raises(PluginConflict, match="/ws/rdp-raw"):
+        create_app(config, plugins=[rdp_plugin, _ClaimsRdpRaw()])

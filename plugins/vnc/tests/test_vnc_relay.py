@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Any
 from urllib.parse import urlencode
@@ -187,3 +188,18 @@ async def test_tickets_permissions_and_ownership(client, kernel, make_user, make
             assert not wire.buffer, path
     listed = await (await client.get("/api/v1/sessions", headers=owner.headers)).get_json()
     assert listed["sessions"] == []
+
+
+async def test_the_vnc_password_is_never_handed_to_the_browser(
+    client, kernel, make_user, make_connection, xvnc
+):
+    user = await make_user("alice")
+    connection = await make_connection(user, "vnc", xvnc.host, xvnc.port, password=TEST_PASSWORD)
+    response = await client.get(
+        f"/api/v1/connections/{connection.id}/session", headers=user.headers
+    )
+    body = await response.get_json()
+    assert response.status_code == 200
+    assert body["password"] is None
+    assert body["passwordWithheld"] is True
+    assert TEST_PASSWORD not in json.dumps(body)

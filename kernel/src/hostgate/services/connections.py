@@ -397,14 +397,19 @@ class Connections:
     async def session_credentials(self, caller: Caller, connection_id: str) -> dict[str, Any]:
         """Host, port, username and (to the owner only) the password; never a private key.
 
-        For browser clients (RDP) that log in themselves. Audited on every call.
+        For browser clients (RDP) that log in themselves; never the password of a
+        protocol whose relay logs in itself (``relay_authenticates``). Audited on
+        every call.
         """
         connection = await self.visible(caller, connection_id)
         permission = use_permission(connection.protocol)
         if not caller.can(permission):
             raise PermissionDenied(f"Insufficient permissions: requires {permission}")
-        owner = connection.owner_id == caller.user_id
-        password = self.kernel.secrets.open_optional(connection.password) if owner else None
+        spec = self.kernel.protocol(connection.protocol)
+        handed_out = connection.owner_id == caller.user_id and not (
+            spec is not None and spec.relay_authenticates
+        )
+        password = self.kernel.secrets.open_optional(connection.password) if handed_out else None
         await self.kernel.audit.record(
             "connection.credentials_requested",
             actor=caller,
@@ -423,7 +428,7 @@ class Connections:
             "port": connection.port,
             "username": connection.username,
             "password": password,
-            "passwordWithheld": connection.password is not None and not owner,
+            "passwordWithheld": connection.password is not None and not handed_out,
             "extraConfig": self.public_extra(connection),
             "skipCertValidation": connection.skip_cert_validation,
         }

@@ -16,8 +16,19 @@ async def _open_stream(kernel: Any, target: ConnectionTarget) -> Stream:
 
 @hookimpl
 def register_protocols() -> Sequence[ProtocolSpec]:
-    """``vnc``: a relay socket at ``/ws/vnc/<connectionId>`` (and ``/ws/vnc?connectionId=``)."""
-    return [ProtocolSpec(name="vnc", default_port=5900, title="VNC", open_stream=_open_stream)]
+    """``vnc``: a relay socket at ``/ws/vnc/<connectionId>`` (and ``/ws/vnc?connectionId=``).
+
+    The relay does VNC authentication itself, so the password stays on the gateway.
+    """
+    return [
+        ProtocolSpec(
+            name="vnc",
+            default_port=5900,
+            title="VNC",
+            open_stream=_open_stream,
+            relay_authenticates=True,
+        )
+    ]
 
 
 @hookimpl
