@@ -166,7 +166,11 @@ class RdpStream:
             request = bytes(self._request[:size])
             leftover = bytes(self._request[size:])
             self._request.clear()
-            self._pending += await self._open(request)
+            answer = await self._open(request)
+            if self._closed:  # the session ended while we were connecting
+                await self._close_server()
+                return
+            self._pending += answer
             self._relaying = True
         except RelayFailure as failure:
             self._pending += failure.pdu
