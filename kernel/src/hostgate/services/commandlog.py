@@ -61,6 +61,12 @@ class LineBuffer:
         """The incomplete last line."""
         return "".join(self.chars)
 
+    def reset(self) -> None:
+        """Start a fresh line (the output before it does not matter)."""
+        self.chars = []
+        self.cursor = 0
+        self._state = "text"
+
     def _put(self, char: str) -> None:
         if self.cursor >= MAX_LINE:
             return
@@ -182,10 +188,42 @@ class CommandTracker:
 
     # -- output -----------------------------------------------------------------------
 
+    def _needs_lines(self) -> bool:
+        pending = self._pending
+        return (
+            self._at_prompt
+            or self._password
+            or (
+                pending is not None
+                and len(pending.lines) <= PREVIEW_LINES
+                and pending.chars <= PREVIEW_CHARS
+            )
+        )
+
     def output(self, text: str) -> None:
-        """Feed decoded terminal output."""
+        """Feed decoded terminal output.
+
+        Only lines that matter (a command echo, a password line, the start of a
+        preview) go through the line buffer; bulk output such as ``cat`` of a large
+        file skips to its last line, which is all prompt detection looks at.
+        """
         self._last_output = self._clock()
-        for line in self._lines.feed(text):
+        position = 0
+        while self._needs_lines():
+            end = text.find("\n", position)
+            if end < 0:
+                break
+            for line in self._lines.feed(text[position : end + 1]):
+                self._line_done(line)
+            position = end + 1
+        rest = text[position:]
+        if not self._needs_lines():
+            cut = rest.rfind("\n")
+            if cut >= 0:
+                self._lines.reset()
+                self._candidate = None
+                rest = rest[cut + 1 :][-MAX_LINE * 2 :]
+        for line in self._lines.feed(rest):
             self._line_done(line)
         current = self._lines.current
         self._candidate = None

@@ -1,0 +1,270 @@
+"""Terminal figures: throughput vs a direct asyncssh channel, keystroke latency, idle memory.
+
+.venv/bin/python bench/terminal.py [--size 64] [--keystrokes 300] [--terminals 200]
+
+A real ``hostgate serve`` (hypercorn) runs on a free port in front of OpenSSH sshd
+(``testsupport.sshd``, needs root for its login user). Printed:
+
+- throughput: ``cat`` of a ``--size`` MiB text file in an interactive PTY shell,
+  read to the end, directly with asyncssh (the same client library, cipher
+  preference and PTY request the gateway uses) and through ``/ws/ssh`` with the
+  ``websockets`` client, with and without permessage-deflate (browsers negotiate
+  it); recording and command log on, as configured by default. Target: gateway >= 0.9x direct.
+- keystroke round trip: one character sent, its echo received; p50 and p99 over
+  ``--keystrokes`` keys, through the gateway and directly.
+- memory: the gateway's resident set with ``--terminals`` idle SSH terminals open
+  (and the growth per terminal). Target: < 512 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import Row, hostgate_server, percentile, print_table, rss_mib  # noqa: E402
+
+PASSWORD = "bench-password-1"
+PROMPT = b"$ "
+
+
+def text_file(path: Path, mib: int) -> int:
+    """Random base64 lines (like log output) of about ``mib`` MiB."""
+    line_bytes = 57
+    with path.open("w") as handle:
+        written = 0
+        while written < mib * 2**20:
+            block = "".join(
+                base64.b64encode(os.urandom(line_bytes)).decode() + "\n" for _ in range(2048)
+            )
+            handle.write(block)
+            written += len(block)
+    return path.stat().st_size
+
+
+class Gateway:
+    """An admin on the served gateway with one ssh connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.ws_url = url.replace("http://", "ws://")
+        response = httpx.post(
+            f"{url}/api/v1/auth/setup",
+            json={"username": "bench", "password": PASSWORD, "displayName": "Bench"},
+        )
+        response.raise_for_status()
+        self.headers = {"Authorization": f"Bearer {response.json()['token']}"}
+        self.connection_id = ""
+
+    def settings(self, values: dict[str, Any]) -> None:
+        httpx.put(
+            f"{self.url}/api/v1/settings", json=values, headers=self.headers
+        ).raise_for_status()
+
+    def add_connection(self, server: Any) -> None:
+        body = {
+            "name": "bench",
+            "protocol": "ssh",
+            "host": server.host,
+            "port": server.port,
+            "username": server.username,
+            "password": server.password,
+        }
+        response = httpx.post(f"{self.url}/api/v1/connections", json=body, headers=self.headers)
+        response.raise_for_status()
+        self.connection_id = str(response.json()["id"])
+
+    async def open(self, http: httpx.AsyncClient, *, deflate: bool = True) -> Any:
+        """A terminal socket resting at the shell prompt."""
+        ticket = (await http.post("/api/v1/auth/ws-ticket", headers=self.headers)).json()["ticket"]
+        url = f"{self.ws_url}/ws/ssh?ticket={ticket}&connectionId={self.connection_id}"
+        socket = await websockets.connect(
+            url, max_size=2**24, compression="deflate" if deflate else None
+        )
+        await socket.send(json.dumps({"type": "resize", "cols": 120, "rows": 40}))
+        tail = b""
+        while not tail.rstrip().endswith(b"$"):
+            frame = await asyncio.wait_for(socket.recv(), 60)
+            if isinstance(frame, bytes):
+                tail = (tail + frame)[-256:]
+            elif json.loads(frame).get("type") == "error":
+                raise RuntimeError(frame)
+        return socket
+
+
+async def direct_shell(server: Any) -> tuple[Any, Any]:
+    """An asyncssh interactive shell on a PTY, resting at the prompt."""
+    import asyncssh
+    from hostgate_ssh.terminal import CIPHERS
+
+    connection = await asyncssh.connect(
+        server.host,
+        server.port,
+        username=server.username,
+        password=server.password,
+        known_hosts=None,
+        agent_path=None,
+        encryption_algs=CIPHERS,
+    )
+    process = await connection.create_process(
+        term_type="xterm-256color", term_size=(120, 40), encoding=None
+    )
+    tail = b""
+    while not tail.rstrip().endswith(b"$"):
+        tail = (tail + await process.stdout.read(65536))[-256:]
+    return connection, process
+
+
+async def direct_cat(server: Any, path: Path) -> tuple[int, float]:
+    connection, process = await direct_shell(server)
+    start = time.perf_counter()
+    process.stdin.write(f"cat {path}; exit\n".encode())
+    moved = 0
+    while data := await process.stdout.read(65536):
+        moved += len(data)
+    elapsed = time.perf_counter() - start
+    connection.close()
+    return moved, elapsed
+
+
+async def gateway_cat(gateway: Gateway, path: Path, *, deflate: bool) -> tuple[int, float]:
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        socket = await gateway.open(http, deflate=deflate)
+    start = time.perf_counter()
+    await socket.send(json.dumps({"type": "data", "data": f"cat {path}; exit\r"}))
+    moved = 0
+    try:
+        while True:
+            frame = await socket.recv()
+            if isinstance(frame, bytes):
+                moved += len(frame)
+    except websockets.ConnectionClosed:
+        pass
+    return moved, time.perf_counter() - start
+
+
+async def keystrokes_gateway(gateway: Gateway, count: int) -> list[float]:
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        socket = await gateway.open(http)
+    samples = []
+    for index in range(count):
+        key = "abcdefghij"[index % 10]
+        start = time.perf_counter()
+        await socket.send(json.dumps({"type": "data", "data": key}))
+        while True:
+            frame = await socket.recv()
+            if isinstance(frame, bytes) and key.encode() in frame:
+                break
+        samples.append((time.perf_counter() - start) * 1000)
+        if index % 50 == 49:
+            await socket.send(json.dumps({"type": "data", "data": "\x15"}))
+            await asyncio.sleep(0.05)
+    await socket.close()
+    return samples
+
+
+async def keystrokes_direct(server: Any, count: int) -> list[float]:
+    connection, process = await direct_shell(server)
+    samples = []
+    for index in range(count):
+        key = "abcdefghij"[index % 10].encode()
+        start = time.perf_counter()
+        process.stdin.write(key)
+        while key not in await process.stdout.read(65536):
+            pass
+        samples.append((time.perf_counter() - start) * 1000)
+        if index % 50 == 49:
+            process.stdin.write(b"\x15")
+            await asyncio.sleep(0.05)
+    connection.close()
+    return samples
+
+
+async def idle_terminals(gateway: Gateway, pid: int, count: int) -> tuple[float, float]:
+    """RSS before and with ``count`` idle terminals open."""
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=60) as http:
+        warm = await gateway.open(http, deflate=True)
+        await warm.close()
+        await asyncio.sleep(1)
+        before = rss_mib(pid)
+        sockets: list[Any] = []
+        for start in range(0, count, 20):
+            batch = [gateway.open(http) for _ in range(min(20, count - start))]
+            sockets.extend(await asyncio.gather(*batch))
+        await asyncio.sleep(2)
+        during = rss_mib(pid)
+        for socket in sockets:
+            await socket.close()
+    return before, during
+
+
+async def measure(args: argparse.Namespace, gateway: Gateway, server: Any, pid: int) -> list[Row]:
+    path = server.home / "bench-terminal.txt"
+    size = text_file(path, args.size)
+    os.chmod(path, 0o644)
+    rows = []
+    direct_bytes, direct_time = await direct_cat(server, path)
+    direct_rate = direct_bytes / direct_time / 2**20
+    rows.append(Row("cat direct asyncssh", direct_rate, "MB/s"))
+    for deflate in (False, True):
+        moved, elapsed = await gateway_cat(gateway, path, deflate=deflate)
+        if moved < size:
+            raise RuntimeError(f"gateway moved {moved} of {size} bytes")
+        name = "cat gateway (deflate)" if deflate else "cat gateway (no deflate)"
+        rows.append(Row(name, moved / elapsed / 2**20, "MB/s", direct_rate, ">= 0.9x"))
+    path.unlink()
+    gateway_keys = await keystrokes_gateway(gateway, args.keystrokes)
+    direct_keys = await keystrokes_direct(server, args.keystrokes)
+    rows.append(
+        Row(
+            "keystroke p50 gateway", percentile(gateway_keys, 50), "ms", percentile(direct_keys, 50)
+        )
+    )
+    rows.append(
+        Row(
+            "keystroke p99 gateway", percentile(gateway_keys, 99), "ms", percentile(direct_keys, 99)
+        )
+    )
+    before, during = await idle_terminals(gateway, pid, args.terminals)
+    rows.append(Row("RSS idle gateway", before, "MiB"))
+    rows.append(Row(f"RSS with {args.terminals} idle terminals", during, "MiB", None, "< 512"))
+    rows.append(Row("RSS per idle terminal", (during - before) * 1024 / args.terminals, "KiB"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=64, help="MiB of text to cat")
+    parser.add_argument("--keystrokes", type=int, default=300)
+    parser.add_argument("--terminals", type=int, default=200)
+    args = parser.parse_args()
+
+    from testsupport.sshd import start_sshd
+
+    server = start_sshd()
+    try:
+        with hostgate_server() as hg:
+            gateway = Gateway(hg.url)
+            gateway.settings(
+                {"security.max_sessions_per_user": 10_000, "security.max_sessions_total": 10_000}
+            )
+            gateway.add_connection(server)
+            rows = asyncio.run(measure(args, gateway, server, hg.pid))
+    finally:
+        server.stop()
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
