@@ -1,7 +1,8 @@
 """A tiny in-memory file protocol for kernel route tests (``memfs``, plus ``memlite``).
 
 ``memfs`` offers every operation except chmod and reports basic attributes and
-FTP-like stat fields; ``memlite`` offers list/download/upload only. The
+FTP-like stat fields; ``memlite`` offers list/download/upload only; ``memsink``
+swallows uploads slowly and serves 128 MiB of zeros (memory tests). The
 filesystem is one dict per connection id, shared by every adapter instance, so
 tests can look at what the routes did. ``STATE`` records opens, closes and the
 last upload outcome; ``FAILURES`` makes the next operation on a path fail.
@@ -175,6 +176,33 @@ class MemFiles:
             STATE.open_now -= 1
 
 
+class SlowSink(MemFiles):
+    """Discards uploads slowly and serves zeros: a remote slower than the client."""
+
+    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+        total = 0
+        async for chunk in chunks:
+            total += len(chunk)
+            await asyncio.sleep(len(chunk) / SINK_RATE)
+        return total
+
+    async def stat(self, path: str) -> RemoteEntry:
+        return RemoteEntry(name="zeros", is_dir=False, size=SINK_SIZE, mtime=WHEN)
+
+    def read(self, path: str, offset: int = 0, length: int | None = None) -> AsyncIterator[bytes]:
+        return self._zeros(SINK_SIZE - offset if length is None else length)
+
+    async def _zeros(self, length: int) -> AsyncIterator[bytes]:
+        block = bytes(256 * 1024)
+        while length > 0:
+            await asyncio.sleep(0)
+            yield block[: min(length, len(block))]
+            length -= len(block)
+
+
+SINK_SIZE = 128 * 1024 * 1024
+SINK_RATE = 64 * 1024 * 1024
+"""Bytes per second the sink accepts: slower than a client on loopback."""
 FULL = frozenset({"list", "download", "upload", "mkdir", "delete", "rename", "stat", "copy"})
 LITE = frozenset({"list", "download", "upload"})
 
@@ -195,9 +223,16 @@ async def open_memlite(kernel: Any, target: ConnectionTarget) -> MemFiles:
     return await _open(kernel, target, LITE)
 
 
+async def open_memsink(kernel: Any, target: ConnectionTarget) -> MemFiles:
+    """A slow sink (uploads) and a fast source of zeros (downloads)."""
+    STATE.opened += 1
+    STATE.open_now += 1
+    return SlowSink(target, LITE)
+
+
 @hookimpl
 def register_protocols() -> Sequence[ProtocolSpec]:
-    """``memfs`` and ``memlite``."""
+    """``memfs``, ``memlite`` and ``memsink``."""
     return [
         ProtocolSpec(
             name="memfs",
@@ -206,10 +241,17 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             stat_fields=("size", "mtime", "isDirectory"),
         ),
         ProtocolSpec(name="memlite", default_port=1, open_files=open_memlite),
+        ProtocolSpec(name="memsink", default_port=1, open_files=open_memsink),
     ]
 
 
 @hookimpl
 def register_permissions() -> dict[str, list[str]]:
     """Using the in-memory protocols."""
-    return {"connections": ["connections.use_memfs", "connections.use_memlite"]}
+    return {
+        "connections": [
+            "connections.use_memfs",
+            "connections.use_memlite",
+            "connections.use_memsink",
+        ]
+    }

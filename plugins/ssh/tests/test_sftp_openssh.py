@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostgate_ssh import plugin as ssh_plugin
 
 from plugins.ssh.tests.sftp_support import (
     api,
@@ -22,17 +21,10 @@ from plugins.ssh.tests.sftp_support import (
     give,
     names,
     upload,
-    workdir,  # noqa: F401
 )
 from testsupport.peers import free_port
-from testsupport.sshd import sshd  # noqa: F401
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-
-
-@pytest.fixture
-def plugins() -> list[object]:
-    return [ssh_plugin]
 
 
 @pytest.fixture
@@ -41,7 +33,7 @@ async def owner(make_user: Any) -> Any:
 
 
 @pytest.fixture
-async def conn(make_connection: Any, owner: Any, sshd: Any) -> Any:  # noqa: F811
+async def conn(make_connection: Any, owner: Any, sshd: Any) -> Any:
     return await make_connection(
         owner,
         "sftp",
@@ -53,7 +45,7 @@ async def conn(make_connection: Any, owner: Any, sshd: Any) -> Any:  # noqa: F81
     )
 
 
-async def test_listing_has_full_sftp_attributes(client, owner, conn, workdir):  # noqa: F811
+async def test_listing_has_full_sftp_attributes(client, owner, conn, workdir):
     (workdir / "report.txt").write_bytes(b"12345")
     (workdir / "report.txt").chmod(0o640)
     (workdir / "sub").mkdir(mode=0o750)
@@ -89,7 +81,7 @@ async def test_listing_has_full_sftp_attributes(client, owner, conn, workdir):  
     assert entries["link"]["isDirectory"] is True
 
 
-async def test_stat_is_flat_and_chmod_shows_in_it(client, owner, conn, workdir):  # noqa: F811
+async def test_stat_is_flat_and_chmod_shows_in_it(client, owner, conn, workdir):
     target = workdir / "script.sh"
     target.write_bytes(b"#!/bin/sh\n")
     give(target)
@@ -118,7 +110,7 @@ async def test_stat_is_flat_and_chmod_shows_in_it(client, owner, conn, workdir):
     assert body["isDirectory"] is True and body["permissions"].startswith("d")
 
 
-async def test_round_trips_with_spaces_unicode_and_empty_files(client, owner, conn, workdir):  # noqa: F811
+async def test_round_trips_with_spaces_unicode_and_empty_files(client, owner, conn, workdir):
     folder = f"{workdir}/Ordner mit Umlauten äöü"
     status, _ = await call(client, owner, conn, "mkdir", json={"path": folder})
     assert status == 200
@@ -144,7 +136,7 @@ async def test_round_trips_with_spaces_unicode_and_empty_files(client, owner, co
     assert "filename*=UTF-8''%E6%97%A5%E6%9C%AC%E8%AA%9E" in response.headers["Content-Disposition"]
 
 
-async def test_mkdir_rename_across_directories_and_recursive_delete(client, owner, conn, workdir):  # noqa: F811
+async def test_mkdir_rename_across_directories_and_recursive_delete(client, owner, conn, workdir):
     for path in ("a", "a/deep", "a/deep/er", "b"):
         status, _ = await call(client, owner, conn, "mkdir", json={"path": f"{workdir}/{path}"})
         assert status == 200
@@ -179,7 +171,7 @@ async def test_mkdir_rename_across_directories_and_recursive_delete(client, owne
     assert (workdir / "a").is_dir()
 
 
-async def test_copy_of_a_directory_tree(client, owner, conn, workdir):  # noqa: F811
+async def test_copy_of_a_directory_tree(client, owner, conn, workdir):
     tree = workdir / "src"
     (tree / "nested" / "deeper").mkdir(parents=True)
     files = {
@@ -217,7 +209,7 @@ async def test_copy_of_a_directory_tree(client, owner, conn, workdir):  # noqa: 
     assert status == 409
 
 
-async def test_range_downloads(client, owner, conn, workdir):  # noqa: F811
+async def test_range_downloads(client, owner, conn, workdir):
     data = os.urandom(1_000_000)
     (workdir / "video.bin").write_bytes(data)
     path = str(workdir / "video.bin")
@@ -234,7 +226,7 @@ async def test_range_downloads(client, owner, conn, workdir):  # noqa: F811
     assert response.headers["Content-Range"] == "bytes */1000000"
 
 
-async def test_remote_refusals_are_mapped(client, owner, conn, workdir):  # noqa: F811
+async def test_remote_refusals_are_mapped(client, owner, conn, workdir):
     secret = workdir / "root-only"
     secret.write_bytes(b"no")
     secret.chmod(0o600)
@@ -264,7 +256,7 @@ async def test_remote_refusals_are_mapped(client, owner, conn, workdir):  # noqa
     assert not Path("/etc/hostgate-should-not-exist").exists()
 
 
-async def test_connection_failures_say_what_failed(client, owner, make_connection, sshd):  # noqa: F811
+async def test_connection_failures_say_what_failed(client, owner, make_connection, sshd):
     wrong = await make_connection(
         owner, "sftp", sshd.host, sshd.port, username=sshd.username, password="wrong password"
     )
@@ -278,7 +270,7 @@ async def test_connection_failures_say_what_failed(client, owner, make_connectio
     assert str(closed.port) in body["error"]
 
 
-async def test_upload_replaces_atomically_keeping_the_mode(client, owner, conn, workdir):  # noqa: F811
+async def test_upload_replaces_atomically_keeping_the_mode(client, owner, conn, workdir):
     target = workdir / "config.ini"
     target.write_bytes(b"old")
     target.chmod(0o600)
@@ -292,7 +284,7 @@ async def test_upload_replaces_atomically_keeping_the_mode(client, owner, conn, 
     assert response.status_code == 404
 
 
-async def test_an_aborted_upload_leaves_no_partial_file(client, owner, conn, workdir):  # noqa: F811
+async def test_an_aborted_upload_leaves_no_partial_file(client, owner, conn, workdir):
     path = f"{workdir}/partial.bin"
     async with client.request(
         api(conn, "upload"), method="POST", query_string={"path": path}, headers=owner.headers
@@ -315,7 +307,7 @@ async def test_an_aborted_upload_leaves_no_partial_file(client, owner, conn, wor
 
 async def test_ssh_connections_with_a_private_key_serve_the_sftp_routes(
     client, owner, make_connection, sshd, workdir
-):  # noqa: F811,E501
+):
     keyed = await make_connection(
         owner, "ssh", sshd.host, sshd.port, username=sshd.username, private_key=sshd.private_key
     )
@@ -330,7 +322,7 @@ async def test_ssh_connections_with_a_private_key_serve_the_sftp_routes(
 
 async def test_permission_and_sharing_narrow_access(
     client, owner, make_user, make_connection, sshd, workdir
-):  # noqa: F811,E501
+):
     sftp_only = await make_user("sftponly", permissions=["connections.use_sftp"])
     ssh_conn = await make_connection(
         owner,
@@ -365,7 +357,7 @@ async def test_permission_and_sharing_narrow_access(
     assert not (workdir / "n").exists()
 
 
-async def test_file_session_events_and_csv_export(client, owner, conn, workdir):  # noqa: F811
+async def test_file_session_events_and_csv_export(client, owner, conn, workdir):
     headers = {"X-File-Session-Id": "browser-tab-7"}
     response = await client.post(
         api(conn, "mkdir"), json={"path": f"{workdir}/d"}, headers={**owner.headers, **headers}

@@ -378,7 +378,11 @@ def requested_range(size: int, etag: str | None, modified: str | None) -> tuple[
 
 
 class DownloadStream:
-    """The response body of a download: remote chunks, lease released however it ends."""
+    """The response body of a download: remote chunks, lease released however it ends.
+
+    ``prime`` opens the remote file and reads the first chunk before the
+    response starts, so a file that cannot be read still gets a proper status.
+    """
 
     def __init__(
         self,
@@ -397,7 +401,20 @@ class DownloadStream:
         self._detail = detail
         self._sent = 0
         self._chunks: AsyncIterator[bytes] | None = None
+        self._first: bytes | None = None
+        self._exhausted = False
         self._done = False
+
+    async def prime(self) -> None:
+        """Open the remote file and fetch the first chunk (errors raise here, untranslated)."""
+        try:
+            self._chunks = aiter(self._lease.adapter.read(self._path, self._offset, self._length))
+            self._first = await anext(self._chunks)
+        except StopAsyncIteration:
+            self._exhausted = True
+        except BaseException as exc:
+            await self._finish(False, exc)
+            raise
 
     def __aiter__(self) -> DownloadStream:
         return self
@@ -406,18 +423,19 @@ class DownloadStream:
         if self._done:
             raise StopAsyncIteration
         try:
-            if self._chunks is None:
-                self._chunks = aiter(
-                    self._lease.adapter.read(self._path, self._offset, self._length)
-                )
-            remaining = self._length - self._sent
-            if remaining <= 0:
-                raise StopAsyncIteration
-            chunk = await anext(self._chunks)
-            if len(chunk) > remaining:
-                chunk = chunk[:remaining]
-            self._sent += len(chunk)
-            return chunk
+            while True:
+                remaining = self._length - self._sent
+                if self._first is not None:
+                    chunk, self._first = self._first, None
+                elif self._exhausted or remaining <= 0 or self._chunks is None:
+                    raise StopAsyncIteration
+                else:
+                    chunk = await anext(self._chunks)
+                if len(chunk) > remaining:
+                    chunk = chunk[:remaining]
+                if chunk:
+                    self._sent += len(chunk)
+                    return chunk
         except StopAsyncIteration:
             await self._finish(self._sent == self._length)
             if self._sent != self._length:
@@ -497,6 +515,10 @@ async def download_file(protocol: str, connection_id: str) -> Response:
         response = Response(b"", status=status, headers=headers)
     else:
         stream = DownloadStream(ctx, lease, path, start, length, detail)
+        try:
+            await stream.prime()
+        except Exception as exc:
+            raise translate(exc, ctx.spec.name) from None
         response = Response(stream, status=status, headers=headers)
     response.content_length = length
     response.timeout = None
