@@ -13,52 +13,60 @@ KEY = "5a" * 32
 
 
 def test_recovery_commands(run_cli, tmp_path):
+    """Through the installed entry point, as an admin would run them."""
     env = {"HOSTGATE_DATA_DIR": str(tmp_path), "HOSTGATE_ENCRYPTION_KEY": KEY}
-    db = tmp_path / "hostgate.db"
-
     code, out, err = run_cli(
         "setup", "--username", "root", env={**env, "HOSTGATE_ADMIN_PASSWORD": "root-password"}
     )
     assert code == 0, err
     assert "created admin root" in out
-
     code, out, err = run_cli(
         "user", "create", "bob", "--role", "admin", env={**env, "HOSTGATE_PASSWORD": "bob-password"}
     )
     assert code == 0, err
     assert "created user bob (role admin" in out
-    with sqlite3.connect(db) as conn:
-        old_hash = conn.execute("SELECT password_hash FROM users WHERE username='bob'").fetchone()[
-            0
-        ]
-        conn.execute(
-            "UPDATE users SET failed_login_count=5, locked_until='2999-01-01 00:00:00' "
-            "WHERE username='bob'"
-        )
-
-    code, out, err = run_cli(
-        "user", "reset-password", "BOB", env={**env, "HOSTGATE_PASSWORD": "new-bob-password"}
-    )
-    assert code == 0, err
-    code, out, err = run_cli("user", "unlock", "bob", env=env)
-    assert code == 0 and "bob unlocked" in out, err
     code, out, err = run_cli("user", "list", "--json", env=env)
     assert code == 0, err
     users = {u["username"]: u for u in json.loads(out)["users"]}
     assert set(users) == {"root", "bob"}
     assert users["root"]["role"] == "admin" and users["bob"]["role"] == "admin"
-    assert users["bob"]["lockedUntil"] is None and users["bob"]["failedLoginCount"] == 0
-    with sqlite3.connect(db) as conn:
-        new_hash = conn.execute("SELECT password_hash FROM users WHERE username='bob'").fetchone()[
-            0
-        ]
-        types = [r[0] for r in conn.execute("SELECT event_type FROM audit_log ORDER BY seq")]
-    assert new_hash != old_hash and new_hash.startswith("$argon2id$")
-    assert types == ["user.setup", "user.created", "user.password_reset", "user.unlocked"]
-
     code, out, err = run_cli("audit", "verify", env=env)
     assert code == 0, err
-    assert "4 entries verified" in out
+    assert "2 entries verified" in out
+
+
+def test_reset_password_and_unlock(tmp_path, monkeypatch, capsys):
+    """The same entry point in-process (no new interpreter per command)."""
+    from hostgate.cli import main
+
+    monkeypatch.setenv("HOSTGATE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", KEY)
+    monkeypatch.setenv("HOSTGATE_PASSWORD", "bob-password")
+    db = tmp_path / "hostgate.db"
+    assert main(["user", "create", "bob"]) == 0
+    with sqlite3.connect(db) as conn:
+        (old_hash,) = conn.execute(
+            "SELECT password_hash FROM users WHERE username='bob'"
+        ).fetchone()
+        conn.execute(
+            "UPDATE users SET failed_login_count=5, locked_until='2999-01-01 00:00:00' "
+            "WHERE username='bob'"
+        )
+    monkeypatch.setenv("HOSTGATE_PASSWORD", "new-bob-password")
+    assert main(["user", "reset-password", "BOB"]) == 0
+    assert main(["user", "unlock", "bob"]) == 0
+    assert "bob unlocked" in capsys.readouterr().out
+    assert main(["user", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "bob" in listing and "user" in listing
+    with sqlite3.connect(db) as conn:
+        new_hash, count, locked = conn.execute(
+            "SELECT password_hash, failed_login_count, locked_until FROM users WHERE username='bob'"
+        ).fetchone()
+        types = [r[0] for r in conn.execute("SELECT event_type FROM audit_log ORDER BY seq")]
+    assert new_hash != old_hash and new_hash.startswith("$argon2id$")
+    assert count == 0 and locked is None
+    assert types == ["user.created", "user.password_reset", "user.unlocked"]
 
 
 def test_refusals_and_tamper_report(tmp_path, monkeypatch, capsys):

@@ -229,3 +229,19 @@ async def test_mfa_token_is_not_a_session_token(client, make_user, kernel):
         f"{API}/profile/mfa/disable", headers=bearer(mfa_token), json={"password": user.password}
     )
     assert disable.status_code == 401
+
+
+async def test_socket_check_honours_idle_timeout_and_revocation(client, make_user, kernel):
+    user = await make_user("lia")
+    ticket = (await (await client.post(f"{API}/auth/ws-ticket", headers=user.headers)).get_json())[
+        "ticket"
+    ]
+    login_session_id = kernel.tickets.redeem(ticket).login_session_id
+    assert await kernel.identity.check_login_session(login_session_id)
+    await kernel.settings.update({"security.idle_timeout_minutes": 5})
+    await age_sessions(kernel, user.id, minutes=6)
+    assert not await kernel.identity.check_login_session(login_session_id)
+    await age_sessions(kernel, user.id, minutes=1)
+    assert await kernel.identity.check_login_session(login_session_id)
+    await client.post(f"{API}/auth/logout", headers=user.headers)
+    assert not await kernel.identity.check_login_session(login_session_id)

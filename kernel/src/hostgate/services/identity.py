@@ -238,12 +238,19 @@ class Identity:
         )
 
     async def check_login_session(self, login_session_id: str) -> bool:
-        """True while a login session is live (for open sockets and tickets)."""
+        """True while a login session is live: not revoked, expired or idle too long.
+
+        For sockets redeeming a ticket; it does not count as activity.
+        """
         async with self.kernel.db.session() as session:
             login = await session.get(LoginSession, login_session_id)
-        return (
-            login is not None and login.revoked_at is None and as_utc(login.expires_at) > utcnow()
-        )
+        if login is None or login.revoked_at is not None:
+            return False
+        now = utcnow()
+        if as_utc(login.expires_at) <= now:
+            return False
+        idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
+        return not (idle > 0 and now - as_utc(login.last_used_at) > timedelta(minutes=idle))
 
     async def caller_for_user(
         self, user_id: str, login_session_id: str | None, client: ClientInfo
