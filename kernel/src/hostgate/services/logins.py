@@ -115,7 +115,7 @@ class Logins:
         return attempts, timedelta(minutes=minutes)
 
     def _phantom(self, username: str) -> _Phantom:
-        key = username.lower()
+        key = clean_username(username).lower()
         phantom = self._phantoms.pop(key, None) or _Phantom()
         self._phantoms[key] = phantom
         while len(self._phantoms) > MAX_PHANTOMS:
@@ -137,7 +137,7 @@ class Logins:
         else:
             if not username:
                 return
-            phantom = self._phantoms.get(username.lower())
+            phantom = self._phantoms.get(clean_username(username).lower())
             locked_until = phantom.locked_until if phantom else None
             name = clean_username(username)
         if locked_until is None or locked_until <= now:
@@ -177,6 +177,8 @@ class Logins:
         if user is not None:
             count, locked_until = await self._count_failure(user.id, now, attempts, duration)
             name, display = user.username, user.display_name
+        elif not clean_username(username):
+            count, name, display = 0, "", ""
         else:
             phantom = self._phantom(username)
             if phantom.locked_until is not None and phantom.locked_until <= now:
