@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import os
 import secrets
@@ -15,6 +16,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 ENVELOPE_PREFIX = "hg1"
 KEY_FILE_NAME = "encryption.key"
+NONCE_SIZE = 12
+TAG_SIZE = 16
 
 
 class KeyError_(Exception):
@@ -94,7 +97,7 @@ class SecretBox:
     def seal(self, plaintext: str | bytes) -> str:
         """Encrypt text or bytes into an envelope string."""
         data = plaintext.encode() if isinstance(plaintext, str) else plaintext
-        nonce = os.urandom(12)
+        nonce = os.urandom(NONCE_SIZE)
         sealed = self._aead.encrypt(nonce, data, self.key_id.encode())
         body = base64.b64encode(nonce + sealed).decode()
         return f"{ENVELOPE_PREFIX}:{self.key_id}:{body}"
@@ -111,9 +114,14 @@ class SecretBox:
             raise KeyError_(
                 f"secret was encrypted with key {kid}, but the configured key is {self.key_id}"
             )
-        raw = base64.b64decode(body)
         try:
-            return self._aead.decrypt(raw[:12], raw[12:], kid.encode())
+            raw = base64.b64decode(body, validate=True)
+        except binascii.Error:
+            raise KeyError_("secret envelope is malformed (not base64)") from None
+        if len(raw) < NONCE_SIZE + TAG_SIZE:
+            raise KeyError_("secret envelope is truncated")
+        try:
+            return self._aead.decrypt(raw[:NONCE_SIZE], raw[NONCE_SIZE:], kid.encode())
         except InvalidTag:
             raise KeyError_("secret envelope failed authentication (tampered?)") from None
 

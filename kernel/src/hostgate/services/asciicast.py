@@ -64,6 +64,12 @@ class CastRecorder:
         if text:
             self._emit(json.dumps([self._elapsed(now), "o", text], ensure_ascii=False))
 
+    def finish(self, now: float) -> None:
+        """Record what the decoder still holds (an incomplete character at the very end)."""
+        text = self._decoder.decode(b"", final=True)
+        if text:
+            self._emit(json.dumps([self._elapsed(now), "o", text], ensure_ascii=False))
+
     def resize(self, cols: int, rows: int, now: float) -> None:
         """Record a window size change."""
         self._emit(json.dumps([self._elapsed(now), "r", f"{cols}x{rows}"]))

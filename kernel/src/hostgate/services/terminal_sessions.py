@@ -26,13 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..adapters import ConnectionTarget, Stream, Terminal, TerminalSize
 from ..db.models.connections import Connection
+from ..db.models.identity import User
 from ..db.models.sessions import RemoteSession, SessionCommand
 from ..db.types import new_id
-from ..descriptors import ProtocolSpec
+from ..descriptors import AuditEvent, ProtocolSpec
 from ..errors import ApiError
-from ..timefmt import utcnow
+from ..markers import hookimpl
+from ..permissions import use_permission
+from ..timefmt import as_utc, utcnow
 from .asciicast import CastRecorder
 from .commandlog import CommandEntry, CommandTracker
+from .identity import ClientInfo
 from .live import LiveSession
 
 if TYPE_CHECKING:
@@ -50,6 +54,9 @@ LOGIN_CHECK_SECONDS = 30.0
 CLOSE_TIMEOUT = 5.0
 LIVE_KINDS = ("terminal", "stream")
 CAST_ENV_SHELL = "/bin/sh"
+SHUTDOWN_WORDS = "shutting down"
+ACCESS_EVENT_PREFIXES = ("role.", "user.", "connection.", "auth.account_locked")
+"""Audit events after which open sessions re-check that their user may still use them."""
 
 
 class SessionClosed(Exception):
@@ -165,6 +172,9 @@ class LiveRemoteSession:
         )
 
     async def _close_from_registry(self, reason: str) -> None:
+        if SHUTDOWN_WORDS in reason.lower():
+            await self.end(1001, "Server shutting down")
+            return
         login = self.caller.login_session_id
         live = login is not None and await self.kernel.identity.check_login_session(login)
         await self.end(4003 if live else 4001, reason)
@@ -209,11 +219,43 @@ class LiveRemoteSession:
         if self.detached_at is not None and now - self.detached_at > self.reattach_grace:
             await self.end(1000, "Client did not come back")
             return
-        login = self.caller.login_session_id
-        if login is not None and now - self.last_login_check >= LOGIN_CHECK_SECONDS:
+        if now - self.last_login_check >= LOGIN_CHECK_SECONDS:
             self.last_login_check = now
-            if not await self.kernel.identity.check_login_session(login):
-                await self.end(4001, "Session has been revoked")
+            await self.enforce_access()
+
+    async def access_problem(self) -> tuple[int, str] | None:
+        """Why the user may no longer use this session (close code, reason), or None."""
+        kernel = self.kernel
+        login = self.caller.login_session_id
+        if login is not None and not await kernel.identity.check_login_session(login):
+            return 4001, "Session has been revoked"
+        async with kernel.db.session() as db:
+            user = await db.get(User, self.caller.user_id)
+        if user is None:
+            return 4001, "User not found"
+        if user.locked_until is not None and as_utc(user.locked_until) > utcnow():
+            return 4003, "The account is locked"
+        caller = await kernel.identity.caller_for_user(
+            user.id, login, ClientInfo(ip_address=self.caller.ip_address)
+        )
+        if caller is None:
+            return 4001, "User not found"
+        try:
+            connection = await kernel.connections.visible(caller, self.target.connection_id)
+        except ApiError:
+            return 4003, "Access to the connection was withdrawn"
+        permission = use_permission(connection.protocol)
+        if not caller.can(permission):
+            return 4003, f"Permission {permission} was withdrawn"
+        return None
+
+    async def enforce_access(self) -> None:
+        """End the session when its user may no longer use it."""
+        if self.ended:
+            return
+        problem = await self.access_problem()
+        if problem is not None:
+            await self.end(*problem)
 
     async def _close_backend(self) -> None:
         """Close whatever the session holds (nothing before it is connected)."""
@@ -352,6 +394,7 @@ class TerminalSession(LiveRemoteSession):
         recorder = self.recorder
         if recorder is None:
             return None, 0, ""
+        recorder.finish(time.monotonic())
         await asyncio.to_thread(recorder.writer.close)
         if recorder.stopped:
             return "stopped", recorder.size, recorder.stopped
@@ -411,6 +454,7 @@ class TerminalSessions:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._commands: list[tuple[str, CommandEntry]] = []
         self._ticker: asyncio.Task[None] | None = None
+        self._revalidating = False
         kernel.on_start(self.start)
         kernel.on_stop(self.stop)
 
@@ -668,6 +712,24 @@ class TerminalSessions:
             },
         )
 
+    def access_changed(self) -> None:
+        """Something about users, roles or connections changed: re-check open sessions soon."""
+        if self._revalidating or not self._sessions:
+            return
+        self._revalidating = True
+        self.spawn(self._revalidate())
+
+    async def _revalidate(self) -> None:
+        try:
+            await asyncio.sleep(0)
+            for session in self.all():
+                try:
+                    await session.enforce_access()
+                except Exception:
+                    log.exception("re-checking session %s failed", session.id)
+        finally:
+            self._revalidating = False
+
     async def terminate(self, session_id: str, reason: str) -> bool:
         """End an open session on request; False when it is not open."""
         session = self._sessions.get(session_id)
@@ -711,3 +773,14 @@ class TerminalSessions:
                 await self.tick()
             except Exception:
                 log.exception("session ticker failed")
+
+
+@hookimpl(specname="event")
+def revalidate_on_access_change(event: AuditEvent, kernel: Kernel) -> None:
+    """Role, user and connection changes make open sessions re-check their access at once."""
+    kind = event.event_type
+    if kind.startswith("connection.session_") or not kind.startswith(ACCESS_EVENT_PREFIXES):
+        return
+    sessions = getattr(kernel, "terminal_sessions", None)
+    if sessions is not None:
+        sessions.access_changed()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from typing import Any
 
 from quart import websocket
@@ -31,6 +32,8 @@ def control_message(text: str) -> dict[str, Any] | None:
 def _dimension(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON's Infinity / NaN: int() would raise and end the socket
     number = int(value)
     return number if 1 <= number <= MAX_DIMENSION else None
 

@@ -129,8 +129,8 @@ class Header:
         """Check magic, version and bounds; raise NotAnArchive otherwise."""
         if len(raw) < HEADER_SIZE or not raw.startswith(MAGIC):
             raise NotAnArchive("Not a hostgate backup file")
-        magic, version, kdf, time_cost, memory, lanes, salt, prefix, frame, _ = HEADER.unpack(
-            raw[:HEADER_SIZE]
+        magic, version, kdf, time_cost, memory, lanes, salt, prefix, frame, reserved = (
+            HEADER.unpack(raw[:HEADER_SIZE])
         )
         if version != FORMAT_VERSION:
             raise NotAnArchive(
@@ -145,6 +145,8 @@ class Header:
             and 8 * max(lanes, 1) <= memory <= MAX_MEMORY_KIB
             and 1 <= lanes <= MAX_LANES
             and 1 <= frame <= MAX_FRAME_PLAINTEXT
+            # the frames authenticate the header as re-packed: a set reserved byte would pass
+            and reserved == b"\x00"
         ):
             raise NotAnArchive("The backup header holds out-of-range parameters")
         return cls(time_cost, memory, lanes, salt, prefix, frame, version)
