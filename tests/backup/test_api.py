@@ -208,3 +208,19 @@ async def test_large_archive_beyond_the_body_limit_is_accepted(client, admin, ke
     status, body = await post_import(client, admin, archive)
     assert status == 200, body
     assert (recordings / "big.cast").read_bytes() == big
+
+
+async def test_password_beyond_latin1_travels_as_utf8(client, admin):
+    password = "пароль-密码-ok"
+    archive = await export_archive(client, admin, include_recordings=False, password=password)
+    # the test client puts header values on the (ASGI) wire as UTF-8 bytes
+    status, body = await post_import(client, admin, archive, password)
+    assert status == 200, body
+
+
+def test_header_text():
+    from hostgate.api.backup import header_text
+
+    assert header_text("plain ascii") == "plain ascii"
+    assert header_text("pässwörd") == "pässwörd"  # Latin-1 bytes stay Latin-1
+    assert header_text("пароль".encode().decode("latin-1")) == "пароль"

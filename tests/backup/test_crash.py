@@ -32,6 +32,7 @@ from tests.backup.support import (
     export_to,
     make_config,
     populate,
+    restore_from,
     running,
     user_named,
 )
@@ -74,7 +75,7 @@ async def assert_old_state(client, kernel) -> None:
     assert not (recordings / "marker-recording.cast").exists()
     data_dir = kernel.config.data_dir
     assert not (data_dir / JOURNAL_NAME).exists()
-    assert not (data_dir / ".backup-staging").exists()
+    assert not list((data_dir / ".backup-staging").glob("*"))
 
 
 @pytest.fixture(scope="module")
@@ -223,3 +224,28 @@ async def test_start_up_drops_a_restore_whose_commit_did_not_happen(
         write_journal(target.data_dir / JOURNAL_NAME, journal)
     async with running(target) as b:
         await assert_old_state(b.client, b.kernel)
+
+
+async def test_a_caller_that_goes_away_while_staging_changes_nothing(
+    tmp_path, instance_config, big_archive
+):
+    archive, _ = big_archive
+    target = instance_config("target", KEY_B)
+    async with running(target) as b:
+        await old_state(b.kernel)
+        task = asyncio.create_task(restore_from(b.kernel, archive))
+        staging = b.kernel.backups.staging_root
+        for _ in range(3000):
+            if list(staging.glob("*/recordings/big-0.cast")):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("staging never started")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not list(staging.iterdir())
+        await assert_old_state(b.client, b.kernel)
+        # and the next import is not blocked
+        result = await restore_from(b.kernel, archive)
+        assert result.recordings_restored == 4

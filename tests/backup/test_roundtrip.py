@@ -60,6 +60,7 @@ async def test_export_wipe_import_on_the_same_instance(tmp_path, url, instance_c
     config = instance_config("a", KEY_A, url)
     async with running(config) as a:
         markers = await populate(a.kernel)
+        assert (await a.kernel.backups.size())["dbSize"] > 0
         await export_to(a.kernel, archive)
         # wipe: users, connections, settings and recordings go
         alice = await user_named(a.kernel, "marker-alice")

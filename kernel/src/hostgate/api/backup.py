@@ -75,6 +75,19 @@ async def export_backup(data: ExportBody) -> Response:
     return response
 
 
+def header_text(value: str) -> str:
+    """A header value as the client meant it: UTF-8 when its bytes are UTF-8, else Latin-1.
+
+    Servers decode header bytes as Latin-1; a password with characters beyond Latin-1
+    can only arrive as UTF-8 bytes.
+    """
+    raw = value.encode("latin-1", errors="replace")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return value
+
+
 async def _receive(target: Path, limit: int) -> int:
     """Stream the request body into ``target``; 413 past ``limit``."""
     body = streamed_body()
@@ -102,7 +115,7 @@ async def import_backup() -> dict[str, Any]:
     kernel = current_kernel()
     caller = current_caller()
     backups = kernel.backups
-    password = request.headers.get(PASSWORD_HEADER, "")
+    password = header_text(request.headers.get(PASSWORD_HEADER, ""))
     if not password:
         raise InvalidInput(f"Send the backup password in the {PASSWORD_HEADER} header")
     wait = kernel.limits.retry_after(LIMIT_BUCKET, caller.user_id, PASSWORD_CHECK_PER_USER)

@@ -98,6 +98,7 @@ class Backups:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self._busy = asyncio.Lock()
+        self._commit_task: asyncio.Future[RestoreResult] | None = None
         kernel.on_start(self.recover)
 
     @property
@@ -165,6 +166,11 @@ class Backups:
                 directory.mkdir(parents=True)
                 yield directory
             finally:
+                # A caller that went away does not cut a swap short: wait for it.
+                if self._commit_task is not None and not self._commit_task.done():
+                    with contextlib.suppress(BaseException):
+                        await asyncio.shield(self._commit_task)
+                self._commit_task = None
                 if not self._journal_path.exists():
                     await asyncio.to_thread(shutil.rmtree, directory, True)
                 lock.close()
@@ -197,7 +203,8 @@ class Backups:
             staged = await _in_thread(cancel, work)
         except Cancelled:
             raise InvalidInput("The import was cancelled") from None
-        return await asyncio.shield(self._commit(staged, slot.name, progress))
+        self._commit_task = asyncio.ensure_future(self._commit(staged, slot.name, progress))
+        return await asyncio.shield(self._commit_task)
 
     @property
     def _journal_path(self) -> Path:

@@ -210,7 +210,7 @@ def _unpack(
                     name = item.name[3:].removesuffix(".jsonl")
                     if name not in schema or name in rows:
                         raise CorruptArchive(f"unexpected table part {item.name}")
-                    if name not in reflected.tables:
+                    if name not in reflected.tables or name == "alembic_version":
                         raise NotAnArchive(
                             f"The backup holds a table this hostgate does not know ({name})",
                             code="backup_schema_unknown",

@@ -110,7 +110,7 @@ def encode(tag: str, value: Any) -> Any:
 def encode_row(tags: list[str], row: Any) -> bytes:
     """One JSON line."""
     values = [encode(tag, value) for tag, value in zip(tags, row, strict=True)]
-    return json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return json.dumps(values, separators=(",", ":")).encode() + b"\n"
 
 
 class BadValue(ValueError):
