@@ -259,3 +259,58 @@ async def test_command_log_through_a_real_shell(client, kernel, shell_connection
     assert commands[0]["output_preview"] == "one-1"
     assert commands[1]["elapsed"] >= commands[0]["elapsed"]
     assert "Typed-Secret" not in repr(commands)
+
+
+async def test_withdrawn_access_closes_open_sockets(client, kernel, make_user, admin, tmp_path):
+    owner = await make_user("owner")
+    guest = await make_user("guest", permissions=["connections.use_localshell"])
+    connection_response = await client.post(
+        "/api/v1/connections",
+        json={"name": "shared shell", "protocol": "localshell", "host": "127.0.0.1", "port": 1},
+        headers=owner.headers,
+    )
+    assert connection_response.status_code == 201, await connection_response.get_data()
+    connection_id = (await connection_response.get_json())["id"]
+    shared = await client.put(
+        f"/api/v1/connections/{connection_id}", json={"shared": True}, headers=owner.headers
+    )
+    assert shared.status_code == 200, await shared.get_data()
+    async with await open_screen(client, kernel, guest, connection_id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        unshared = await client.put(
+            f"/api/v1/connections/{connection_id}", json={"shared": False}, headers=owner.headers
+        )
+        assert unshared.status_code == 200
+        assert await screen.until_closed() == 4003
+        assert "shared" in screen.messages[-1]["message"]
+    # losing the permission through a role change closes the owner's own socket too
+    roles = await (await client.get("/api/v1/roles", headers=admin.headers)).get_json()
+    user_role = next(r for r in roles["roles"] if r["name"] == "user")
+    async with await open_screen(client, kernel, owner, connection_id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        kept = [p for p in user_role["permissions"] if p != "connections.use_localshell"]
+        changed = await client.put(
+            f"/api/v1/roles/{user_role['id']}", json={"permissions": kept}, headers=admin.headers
+        )
+        assert changed.status_code == 200, await changed.get_data()
+        assert await screen.until_closed() == 4003
+        assert "connections.use_localshell" in screen.messages[-1]["message"]
+
+
+async def test_locking_the_account_closes_open_sockets(client, kernel, admin, shell_connection):
+    user, connection = shell_connection
+    await client.put(
+        "/api/v1/settings", json={"security.max_login_attempts": 2}, headers=admin.headers
+    )
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        for _ in range(2):
+            failed = await client.post(
+                "/api/v1/auth/login", json={"username": user.username, "password": "wrong-one"}
+            )
+            assert failed.status_code in (401, 429)
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["message"] == "The account is locked"

@@ -9,6 +9,9 @@ from .markers import hookimpl
 from .permissions import KERNEL_PERMISSIONS
 from .services.netpolicy import validate_rules
 from .services.notifications.plugin import event  # noqa: F401 - the notifications hook
+from .services.terminal_sessions import (  # noqa: F401 - open sessions re-check access
+    revalidate_on_access_change,
+)
 
 CURSOR_STYLES = ("block", "bar", "underline")
 
