@@ -178,7 +178,8 @@ class Logins:
             count, locked_until = await self._count_failure(user.id, now, attempts, duration)
             name, display = user.username, user.display_name
         elif not clean_username(username):
-            count, name, display = 0, "", ""
+            # No name to hold a count against (e.g. a forged SSO callback): this attempt only.
+            count, name, display = 1, "", ""
         else:
             phantom = self._phantom(username)
             if phantom.locked_until is not None and phantom.locked_until <= now:
