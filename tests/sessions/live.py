@@ -45,7 +45,12 @@ async def serving(config: Any, plugins: list[object]) -> AsyncIterator[LiveServe
     hyper.accesslog = None
     hyper.errorlog = logging.getLogger("hypercorn.test")
     stop = asyncio.Event()
-    task = asyncio.create_task(serve(app, hyper, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+
+    async def shutdown_trigger() -> None:
+        await stop.wait()
+        await kernel_of(app).live.close_all("server shutting down")
+
+    task = asyncio.create_task(serve(app, hyper, shutdown_trigger=shutdown_trigger))  # type: ignore[arg-type]
     try:
         for _ in range(400):
             if task.done():

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from hypercorn.asyncio import serve
     from hypercorn.config import Config as HyperConfig
 
-    from ..app import create_app
+    from ..app import create_app, kernel_of
     from ..security.tls import ensure_self_signed
 
     app = create_app(config)
@@ -74,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         log.info("hostgate listening on %s://%s:%s", scheme, config.host, config.port)
-        await serve(app, hyper, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+        async def shutdown_trigger() -> None:
+            await stop.wait()
+            # open sockets end first, with a close frame, so hypercorn need not cancel them
+            await kernel_of(app).live.close_all("server shutting down")
+
+        await serve(app, hyper, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
 
     asyncio.run(main())
     return 0
