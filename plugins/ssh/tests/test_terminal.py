@@ -146,3 +146,31 @@ async def test_asyncssh_server_password_and_key(
     listed = await (await client.get("/api/v1/sessions", headers=user.headers)).get_json()
     assert [s["protocol"] for s in listed["sessions"]] == ["ssh", "ssh"]
     assert all(s["hasRecording"] and s["endedAt"] for s in listed["sessions"])
+
+
+async def test_prompt_on_connect_takes_the_password_from_the_first_frame(
+    client, kernel, make_user, sshd
+):
+    user = await make_user("alice")
+    body = {
+        "name": "ask me",
+        "protocol": "ssh",
+        "host": sshd.host,
+        "port": sshd.port,
+        "username": sshd.username,
+        "promptOnConnect": True,
+    }
+    created = await client.post("/api/v1/connections", json=body, headers=user.headers)
+    assert created.status_code == 201, await created.get_data()
+    connection_id = (await created.get_json())["id"]
+    async with client.websocket(ssh_path(kernel, user, connection_id, cols=80, rows=24)) as socket:
+        await socket.send(json.dumps({"type": "auth", "password": sshd.password}))
+        screen = Screen(socket)
+        await screen.until("$ ", 30)
+        await screen.step("echo asked-$((3+4))", "asked-7")
+    async with client.websocket(ssh_path(kernel, user, connection_id, cols=80, rows=24)) as socket:
+        await socket.send(json.dumps({"type": "data", "data": "ls\r"}))
+        screen = Screen(socket)
+        assert await screen.until_closed() == 4007
+    audit = await client.get("/api/v1/audit", headers=user.headers)
+    assert sshd.password not in (await audit.get_data()).decode()

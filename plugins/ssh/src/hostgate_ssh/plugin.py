@@ -18,6 +18,15 @@ from hostgate import (
 SSH_FIELDS = (
     ConnectionField("passphrase", str, secret=True, description="Passphrase of the private key"),
 )
+TERMINAL_FIELDS = (
+    *SSH_FIELDS,
+    ConnectionField(
+        "promptOnConnect",
+        bool,
+        default=False,
+        description="The browser sends the password when a terminal opens (never stored)",
+    ),
+)
 
 
 async def _open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
@@ -40,7 +49,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             name="ssh",
             default_port=22,
             title="SSH",
-            fields=SSH_FIELDS,
+            fields=TERMINAL_FIELDS,
             open_terminal=_open_terminal,
         ),
         ProtocolSpec(
