@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...db.models import metadata
@@ -93,7 +93,8 @@ async def export_archive(
     tables: dict[str, int] = {}
     async with snapshot(engine) as conn:
         revision = await schema_revision(conn)
-        schema = describe(metadata)
+        present = set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
+        schema = [entry for entry in describe(metadata) if entry["name"] in present]
         meta = {
             "format": FORMAT_VERSION,
             "app": "hostgate",
