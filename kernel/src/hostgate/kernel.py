@@ -54,6 +54,7 @@ class Kernel:
         self.state: dict[str, Any] = {}
         self._start_hooks: list[Callable[[], Awaitable[None]]] = []
         self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
+        self._reload_hooks: list[Callable[[], Awaitable[object]]] = []
         loaded = load_or_create_key(config.encryption_key, config.data_dir)
         self.secrets = SecretBox(loaded.key, insecure=loaded.from_file)
         self.db = Database(config.resolved_database_url)
@@ -104,6 +105,19 @@ class Kernel:
     def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` at shut-down, before the database closes (reverse order)."""
         self._stop_hooks.append(hook)
+
+    def on_reload(self, hook: Callable[[], Awaitable[object]]) -> None:
+        """Run ``hook`` whenever the database was replaced (a restore) to re-read state."""
+        self._reload_hooks.append(hook)
+
+    async def reload_state(self) -> None:
+        """Make every in-memory copy of database state follow a replaced database."""
+        await self.settings.load()
+        self.audit.forget_chain_head()
+        await self.identity.start()
+        await self.sync_builtin_roles()
+        for hook in self._reload_hooks:
+            await hook()
 
     async def startup(self) -> None:
         """Migrate, check the key, load settings and roles, start services and plugins."""

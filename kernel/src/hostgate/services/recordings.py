@@ -69,6 +69,7 @@ class Recordings:
         self._task: asyncio.Task[None] | None = None
         kernel.on_start(self.start)
         kernel.on_stop(self.stop)
+        kernel.on_reload(self.repair)
 
     @property
     def directory(self) -> Path:

@@ -249,12 +249,7 @@ class Backups:
 
     async def _reload(self) -> None:
         """Make in-memory state follow the restored database."""
-        kernel = self.kernel
-        await kernel.settings.load()
-        kernel.audit.forget_chain_head()
-        await kernel.identity.start()
-        await kernel.sync_builtin_roles()
-        await kernel.recordings.repair()
+        await self.kernel.reload_state()
 
     def _try_lock(self) -> IO[str] | None:
         """The data dir's restore lock (across processes), or None when someone holds it."""

@@ -93,6 +93,7 @@ class Notifications:
         self._last_purge = 0.0
         self._busy = False
         kernel.on_start(self.start)
+        kernel.on_reload(self.reload_rules)
         kernel.on_stop(self.stop)
 
     # -- lifecycle -----------------------------------------------------------------
