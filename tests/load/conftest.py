@@ -1,0 +1,1 @@
+from testsupport.sshd import sshd  # noqa: F401

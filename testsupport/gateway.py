@@ -1,0 +1,137 @@
+"""A real ``hostgate serve`` subprocess for tests that need the whole server: load, crashes.
+
+    from testsupport.gateway import GatewayProcess
+
+    gateway = GatewayProcess(tmp_path / "data").start()
+    token = gateway.setup_admin()          # POST /auth/setup, returns the token
+    ...
+    gateway.kill()                         # SIGKILL, as a crash
+    gateway.start()                        # same data dir, same port
+    gateway.stop()                         # SIGTERM, then SIGKILL after 30 s
+
+Every bundled pack is loaded through its entry point, as in production. The
+server's output goes to ``<data dir>/../gateway.log`` (``log()``); ``unhandled()``
+lists the lines where it logged an unhandled error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .peers import free_port, wait_for_port
+
+ENCRYPTION_KEY = "c4" * 32
+ADMIN_PASSWORD = "gateway admin password 1"
+
+
+class GatewayProcess:
+    """One ``python -m hostgate serve`` on 127.0.0.1, restartable on the same port."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.extra_env = dict(env or {})
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"{data_dir.name}-gateway.log"
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        """``ws://127.0.0.1:<port>``."""
+        return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self, timeout: float = 60) -> GatewayProcess:
+        """Start (or start again) and wait until it answers ``/health``."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
+        env.update(
+            HOSTGATE_ENCRYPTION_KEY=ENCRYPTION_KEY,
+            HOSTGATE_LOG_LEVEL="WARNING",
+            HOSTGATE_VERSION_URL="http://127.0.0.1:9/none",
+            **self.extra_env,
+        )
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "hostgate",
+                    "--data-dir",
+                    str(self.data_dir),
+                    "serve",
+                    "--port",
+                    str(self.port),
+                ],  # fmt: skip
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        if not wait_for_port(self.port, timeout) or self.process.poll() is not None:
+            self.kill()
+            pytest.fail(f"hostgate serve did not start: {self.log()[-2000:]}")
+        return self
+
+    def setup_admin(self, username: str = "admin") -> str:
+        """Create the first admin; its session token."""
+        response = httpx.post(
+            f"{self.url}/api/v1/auth/setup",
+            json={"username": username, "password": ADMIN_PASSWORD, "displayName": "Admin"},
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+        return str(response.json()["token"])
+
+    def login(self, username: str = "admin") -> str:
+        """A new session token for a user with the admin password."""
+        response = httpx.post(
+            f"{self.url}/api/v1/auth/login",
+            json={"username": username, "password": ADMIN_PASSWORD},
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+        return str(response.json()["token"])
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies at once, as in a crash or an OOM kill."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(30)
+
+    def stop(self) -> None:
+        """SIGTERM (graceful), SIGKILL if it lingers."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def log(self) -> str:
+        """Everything the server printed."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def unhandled(self) -> list[str]:
+        """Log lines of unhandled errors (a 500 or a crashed task)."""
+        return [
+            line
+            for line in self.log().splitlines()
+            if "unhandled error" in line or "Task exception was never retrieved" in line
+        ]
