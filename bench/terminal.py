@@ -9,7 +9,10 @@ A real ``hostgate serve`` (hypercorn) runs on a free port in front of OpenSSH ss
   read to the end, directly with asyncssh (the same client library, cipher
   preference and PTY request the gateway uses) and through ``/ws/ssh`` with the
   ``websockets`` client, with and without permessage-deflate (browsers negotiate
-  it); recording and command log on, as configured by default. Target: gateway >= 0.9x direct.
+  it), with recording and command log on (the default) and, for reference, off.
+  Target: gateway >= 0.9x direct. Wall-clock rates depend on what else the machine
+  runs (sshd, the gateway and the client each want a core), so the CPU time spent
+  per MiB by the gateway process and by the direct client is printed too.
 - keystroke round trip: one character sent, its echo received; p50 and p99 over
   ``--keystrokes`` keys, through the gateway and directly.
 - memory: the gateway's resident set with ``--terminals`` idle SSH terminals open
@@ -28,8 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import asyncssh
 import httpx
 import websockets
+from hostgate_ssh.terminal import CIPHERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -105,9 +110,6 @@ class Gateway:
 
 async def direct_shell(server: Any) -> tuple[Any, Any]:
     """An asyncssh interactive shell on a PTY, resting at the prompt."""
-    import asyncssh
-    from hostgate_ssh.terminal import CIPHERS
-
     connection = await asyncssh.connect(
         server.host,
         server.port,
@@ -126,21 +128,36 @@ async def direct_shell(server: Any) -> tuple[Any, Any]:
     return connection, process
 
 
-async def direct_cat(server: Any, path: Path) -> tuple[int, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+async def direct_cat(server: Any, path: Path) -> tuple[int, float, float]:
+    """Bytes, seconds and this process's CPU seconds for the ``cat``."""
     connection, process = await direct_shell(server)
+    cpu = cpu_seconds(os.getpid())
     start = time.perf_counter()
     process.stdin.write(f"cat {path}; exit\n".encode())
     moved = 0
     while data := await process.stdout.read(65536):
         moved += len(data)
     elapsed = time.perf_counter() - start
+    spent = cpu_seconds(os.getpid()) - cpu
     connection.close()
-    return moved, elapsed
+    return moved, elapsed, spent
 
 
-async def gateway_cat(gateway: Gateway, path: Path, *, deflate: bool) -> tuple[int, float]:
+async def gateway_cat(
+    gateway: Gateway, path: Path, pid: int, *, deflate: bool
+) -> tuple[int, float, float]:
+    """Bytes, seconds and the gateway process's CPU seconds for the ``cat``."""
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         socket = await gateway.open(http, deflate=deflate)
+    cpu = cpu_seconds(pid)
     start = time.perf_counter()
     await socket.send(json.dumps({"type": "data", "data": f"cat {path}; exit\r"}))
     moved = 0
@@ -151,7 +168,7 @@ async def gateway_cat(gateway: Gateway, path: Path, *, deflate: bool) -> tuple[i
                 moved += len(frame)
     except websockets.ConnectionClosed:
         pass
-    return moved, time.perf_counter() - start
+    return moved, time.perf_counter() - start, cpu_seconds(pid) - cpu
 
 
 async def keystrokes_gateway(gateway: Gateway, count: int) -> list[float]:
@@ -214,15 +231,25 @@ async def measure(args: argparse.Namespace, gateway: Gateway, server: Any, pid: 
     size = text_file(path, args.size)
     os.chmod(path, 0o644)
     rows = []
-    direct_bytes, direct_time = await direct_cat(server, path)
+    # a first session warms the gateway up (imports, first connection to this server)
+    await gateway_cat(gateway, Path("/dev/null"), pid, deflate=False)
+    direct_bytes, direct_time, direct_spent = await direct_cat(server, path)
+    direct_cpu = direct_spent * 1000 / (direct_bytes / 2**20)
     direct_rate = direct_bytes / direct_time / 2**20
     rows.append(Row("cat direct asyncssh", direct_rate, "MB/s"))
-    for deflate in (False, True):
-        moved, elapsed = await gateway_cat(gateway, path, deflate=deflate)
+    cpu_rows = [Row("CPU per MiB, direct asyncssh client", direct_cpu, "ms")]
+    for deflate, recording in ((False, True), (True, True), (False, False)):
+        gateway.settings({"recordings.enabled": recording})
+        moved, elapsed, spent = await gateway_cat(gateway, path, pid, deflate=deflate)
         if moved < size:
             raise RuntimeError(f"gateway moved {moved} of {size} bytes")
-        name = "cat gateway (deflate)" if deflate else "cat gateway (no deflate)"
-        rows.append(Row(name, moved / elapsed / 2**20, "MB/s", direct_rate, ">= 0.9x"))
+        name = "gateway" + (" deflate" if deflate else "") + ("" if recording else " no-rec")
+        rows.append(Row(f"cat {name}", moved / elapsed / 2**20, "MB/s", direct_rate, ">= 0.9x"))
+        cpu_rows.append(
+            Row(f"CPU per MiB, {name} process", spent * 1000 / (moved / 2**20), "ms", direct_cpu)
+        )
+    gateway.settings({"recordings.enabled": True})
+    rows.extend(cpu_rows)
     path.unlink()
     gateway_keys = await keystrokes_gateway(gateway, args.keystrokes)
     direct_keys = await keystrokes_direct(server, args.keystrokes)

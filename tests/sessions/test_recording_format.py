@@ -95,3 +95,12 @@ def test_torn_tail_is_dropped_on_resume(tmp_path):
     resumed = RecordingWriter(path, key)
     assert resumed.size == 1024
     resumed.close()
+
+
+def test_resuming_with_another_key_is_refused(tmp_path):
+    path = tmp_path / "r.webm"
+    writer = RecordingWriter(path, new_key(), chunk=1024)
+    writer.write(b"q" * 3000)
+    writer.close()
+    with pytest.raises(RecordingFormatError):
+        RecordingWriter(path, new_key())

@@ -37,6 +37,17 @@ MIN_SECRET = 3
 TAB = 8
 
 
+_TRAILING_CONTROL = re.compile(r"(?:\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\s)+$")
+
+
+def _may_be_prompt(tail: str) -> bool:
+    """Cheap pre-check: True when this partial line may end in a shell or password prompt."""
+    if not tail:
+        return False
+    end = _TRAILING_CONTROL.sub("", tail[-64:])
+    return end[-1:] in (":", "?", *PROMPT_CHARS)
+
+
 @dataclass(frozen=True)
 class CommandEntry:
     """One logged command."""
@@ -183,6 +194,7 @@ class CommandTracker:
         self._typed: list[str] = []
         self._secrets: set[str] = set()
         self._submitted: tuple[datetime, int] | None = None
+        self._tail = ""
         self._pending: _Pending | None = None
         self._entries: list[CommandEntry] = []
 
@@ -205,26 +217,45 @@ class CommandTracker:
 
         Only lines that matter (a command echo, a password line, the start of a
         preview) go through the line buffer; bulk output such as ``cat`` of a large
-        file skips to its last line, which is all prompt detection looks at.
+        file skips to its last line, and that line is replayed only when it could
+        be a prompt (it ends in a prompt or password character).
         """
         self._last_output = self._clock()
         position = 0
-        while self._needs_lines():
-            end = text.find("\n", position)
-            if end < 0:
-                break
-            for line in self._lines.feed(text[position : end + 1]):
-                self._line_done(line)
-            position = end + 1
+        if self._needs_lines():
+            self._flush_tail()
+            while self._needs_lines():
+                end = text.find("\n", position)
+                if end < 0:
+                    break
+                for line in self._lines.feed(text[position : end + 1]):
+                    self._line_done(line)
+                position = end + 1
         rest = text[position:]
-        if not self._needs_lines():
+        if self._needs_lines():
+            self._tail += rest
+        else:
             cut = rest.rfind("\n")
             if cut >= 0:
                 self._lines.reset()
-                self._candidate = None
-                rest = rest[cut + 1 :][-MAX_LINE * 2 :]
-        for line in self._lines.feed(rest):
-            self._line_done(line)
+                self._tail = rest[cut + 1 :]
+            else:
+                self._tail += rest
+            self._tail = self._tail[-MAX_LINE * 2 :]
+        self._candidate = None
+        if self._needs_lines() or _may_be_prompt(self._tail):
+            self._flush_tail()
+            self._settle()
+
+    def _flush_tail(self) -> None:
+        """Replay the deferred partial line into the line buffer."""
+        if self._tail:
+            tail, self._tail = self._tail, ""
+            for line in self._lines.feed(tail):
+                self._line_done(line)
+
+    def _settle(self) -> None:
+        """Look at the partial last line: a shell prompt candidate or a password prompt."""
         current = self._lines.current
         self._candidate = None
         if not current.strip():
@@ -288,6 +319,9 @@ class CommandTracker:
 
     def input(self, data: str) -> None:
         """Feed keystrokes sent to the remote side."""
+        if self._tail:
+            self._flush_tail()
+            self._settle()
         if self._candidate is not None and not self._password:
             self._confirm_prompt()
         for char in data:
@@ -321,6 +355,9 @@ class CommandTracker:
     def tick(self) -> None:
         """Confirm a prompt the output has rested on; time out long-running commands."""
         now = self._clock()
+        if self._tail and now - self._last_output >= QUIET_MS:
+            self._flush_tail()
+            self._settle()
         if self._candidate is not None and now - self._last_output >= QUIET_MS:
             self._confirm_prompt()
         pending = self._pending
@@ -329,6 +366,9 @@ class CommandTracker:
 
     def finish(self) -> None:
         """The session ended: store what is pending and forget captured secrets."""
+        if self._tail:
+            self._flush_tail()
+            self._settle()
         self._confirm_prompt()
         self._store_pending()
         self._secrets.clear()

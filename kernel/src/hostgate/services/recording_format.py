@@ -64,7 +64,7 @@ class RecordingWriter:
 
     Opening an existing file continues after its last complete byte (the tail
     slot is decrypted and rewritten on the next flush), so a session can resume
-    writing after a restart.
+    writing after a restart; a file sealed under another key is refused.
     """
 
     def __init__(self, path: Path, key: bytes, *, chunk: int = CHUNK_SIZE) -> None:
@@ -101,6 +101,10 @@ class RecordingWriter:
     def _resume(self) -> None:
         total = os.fstat(self._file.fileno()).st_size - HEADER_SIZE
         full, rest = divmod(total, self.slot_size)
+        if full:
+            # a file written under another key must not be appended to
+            self._file.seek(HEADER_SIZE)
+            _open_slot(self._aead, self._header, 0, self._file.read(self.slot_size))
         self._index = full
         if rest:
             self._file.seek(HEADER_SIZE + full * self.slot_size)
