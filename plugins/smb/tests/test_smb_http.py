@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import random
 import uuid
@@ -254,3 +255,22 @@ async def test_connection_fields_share_and_domain(client, owner, samba):
         headers=owner.headers,
     )
     assert response.status_code == 400
+
+
+async def test_aborted_http_upload_leaves_nothing(client, owner, conn, base):
+    path, local = base
+    async with client.request(
+        url(conn, "upload"),
+        method="POST",
+        query_string={"path": f"{path}/aborted.bin"},
+        headers=owner.headers,
+    ) as connection:
+        await connection.send(b"x" * (3 * MIB))
+        for _ in range(50):
+            await asyncio.sleep(0)
+        await connection.disconnect()
+    for _ in range(200):
+        if not any(local.iterdir()):
+            break
+        await asyncio.sleep(0.05)
+    assert list(local.iterdir()) == []

@@ -53,10 +53,8 @@ class FtpClient(aioftp.Client):
         self, host: str, port: int
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """Control and data connections: plain TCP, always to the approved address."""
-        return await asyncio.wait_for(
-            asyncio.open_connection(self.target.address, port, limit=STREAM_LIMIT),
-            self.connection_timeout,
-        )
+        async with asyncio.timeout(self.connection_timeout):
+            return await asyncio.open_connection(self.target.address, port, limit=STREAM_LIMIT)
 
     async def get_stream(  # type: ignore[override]
         self,
@@ -79,10 +77,8 @@ class FtpClient(aioftp.Client):
                 await self.command("REST " + str(offset), "350")
             await self.command(command, expected_codes, wait_codes, censor_after)
             if self.tls is not None:
-                await asyncio.wait_for(
-                    writer.start_tls(self._data_tls(), server_hostname=self.target.host),
-                    self.connection_timeout,
-                )
+                async with asyncio.timeout(self.connection_timeout):
+                    await writer.start_tls(self._data_tls(), server_hostname=self.target.host)
         except BaseException:
             writer.close()
             raise

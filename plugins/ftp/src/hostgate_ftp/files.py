@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aioftp
+from aioftp.client import DataConnectionThrottleStreamIO
 from hostgate import (
     ApiError,
     Conflict,
@@ -27,7 +28,7 @@ from hostgate import (
     RemotePermissionDenied,
 )
 
-from .client import FtpClient
+from .client import SOCKET_TIMEOUT, FtpClient
 from .errors import is_code, mapped, refusal
 from .pool import Pool
 
@@ -103,6 +104,24 @@ def _entry(name: str, info: dict[str, Any]) -> RemoteEntry | None:
     )
 
 
+async def receive(stream: DataConnectionThrottleStreamIO, size: int) -> bytes:
+    """Up to ``size`` bytes from a data connection.
+
+    ``asyncio.timeout`` rather than aioftp's ``wait_for`` wrapper: on Python
+    3.11 ``wait_for`` can swallow a cancellation (a client that went away),
+    and a transfer must stop when its request is cancelled.
+    """
+    async with asyncio.timeout(SOCKET_TIMEOUT):
+        return await stream.reader.read(size)
+
+
+async def send(stream: DataConnectionThrottleStreamIO, data: bytes) -> None:
+    """Write to a data connection and wait until the socket took it (see ``receive``)."""
+    async with asyncio.timeout(SOCKET_TIMEOUT):
+        stream.writer.write(data)
+        await stream.writer.drain()
+
+
 async def open_files(kernel: Any, target: ConnectionTarget) -> FtpFiles:
     """Log in to the target now (errors surface here) and return the adapter."""
     pool = Pool(target)
@@ -137,7 +156,7 @@ class FtpFiles:
                 raise
             data = bytearray()
             try:
-                while chunk := await stream.read(READ_CHUNK):
+                while chunk := await receive(stream, READ_CHUNK):
                     data += chunk
             finally:
                 stream.close()
@@ -249,7 +268,7 @@ class FtpFiles:
                 while remaining is None or remaining > 0:
                     want = READ_CHUNK if remaining is None else min(READ_CHUNK, remaining)
                     async with mapped(target):
-                        data = await stream.read(want)
+                        data = await receive(stream, want)
                     if not data:
                         break
                     if remaining is not None:
@@ -261,7 +280,7 @@ class FtpFiles:
                 at_end = True
                 if last:
                     async with mapped(target):
-                        at_end = not await stream.read(1)
+                        at_end = not await receive(stream, 1)
             finally:
                 stream.close()
             if at_end:
@@ -299,13 +318,13 @@ class FtpFiles:
                         pending += len(chunk)
                         if pending >= WRITE_CHUNK:
                             async with mapped(target):
-                                await stream.write(b"".join(parts))
+                                await send(stream, b"".join(parts))
                             written += pending
                             parts.clear()
                             pending = 0
                     async with mapped(target):
                         if pending:
-                            await stream.write(b"".join(parts))
+                            await send(stream, b"".join(parts))
                             written += pending
                 finally:
                     stream.close()

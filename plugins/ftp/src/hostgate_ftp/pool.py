@@ -49,7 +49,8 @@ class Pool:
         """
         client = await self._acquire()
         try:
-            home = str(await asyncio.wait_for(client.get_current_directory(), NOOP_TIMEOUT))
+            async with asyncio.timeout(NOOP_TIMEOUT):
+                home = str(await client.get_current_directory())
         except Exception:  # noqa: BLE001 - a server without PWD: paths start at the root
             home = "/"
         await self._release(client, healthy=True)
@@ -86,7 +87,8 @@ class Pool:
         try:
             if client is not None and loop.time() - client.last_used > IDLE_PROBE_SECONDS:
                 try:
-                    await asyncio.wait_for(client.command("NOOP", "2xx"), NOOP_TIMEOUT)
+                    async with asyncio.timeout(NOOP_TIMEOUT):
+                        await client.command("NOOP", "2xx")
                 except Exception:  # noqa: BLE001 - a stale connection is simply replaced
                     client.close()
                     client = None
@@ -118,7 +120,8 @@ class Pool:
             self._changed.notify_all()
         for client in idle:
             try:
-                await asyncio.wait_for(client.quit(), QUIT_TIMEOUT)
+                async with asyncio.timeout(QUIT_TIMEOUT):
+                    await client.quit()
             except Exception:  # noqa: BLE001 - the server may already be gone
                 pass
             finally:

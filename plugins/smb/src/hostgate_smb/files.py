@@ -10,6 +10,7 @@ once every byte was acknowledged.
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -190,6 +191,8 @@ class _PipelinedReader:
         self.end = size if length is None else min(size, offset + length)
         self.chunk = share.chunk_size(handle, "read")
         self.inflight: deque[Any] = deque()
+        # A cancelled request leaves its thread running: cleanup waits for it.
+        self.lock = threading.Lock()
 
     def _top_up(self) -> None:
         while len(self.inflight) < PIPELINE_DEPTH and self.next_offset < self.end:
@@ -203,7 +206,7 @@ class _PipelinedReader:
 
     def next_chunk(self) -> bytes:
         """The next chunk of the file, ``b""`` at the end of the range."""
-        with mapped(self.path):
+        with self.lock, mapped(self.path):
             self._top_up()
             if not self.inflight:
                 return b""
@@ -222,8 +225,9 @@ class _PipelinedReader:
 
     def close(self) -> None:
         """Collect outstanding responses and close the handle."""
-        self._drain()
-        self.handle.close()
+        with self.lock:
+            self._drain()
+            self.handle.close()
 
 
 class _PipelinedWriter:
@@ -238,6 +242,7 @@ class _PipelinedWriter:
         self.offset = 0
         self.written = 0
         self.inflight: deque[Any] = deque()
+        self.lock = threading.Lock()
 
     def _send(self, data: bytes) -> None:
         while len(self.inflight) >= PIPELINE_DEPTH:
@@ -254,7 +259,7 @@ class _PipelinedWriter:
 
     def send(self, data: bytes) -> None:
         """Send ``data`` as one write when the server allows that size, else in pieces."""
-        with mapped(self.path):
+        with self.lock, mapped(self.path):
             if len(data) <= self.limit:
                 if data:
                     self._send(data)
@@ -265,7 +270,7 @@ class _PipelinedWriter:
     def finish(self, tail: bytes, final: str) -> None:
         """Send the tail, wait for every acknowledgement, rename over the final name."""
         self.send(tail)
-        with mapped(self.path, target=self.path):
+        with self.lock, mapped(self.path, target=self.path):
             while self.inflight:
                 self._collect_one()
             self.share.rename_handle(self.handle, final, replace=True)
@@ -273,10 +278,11 @@ class _PipelinedWriter:
 
     def discard(self) -> None:
         """Collect what is in flight, then delete the temporary file."""
-        while self.inflight:
-            request = self.inflight.popleft()
-            quietly(self.share.receive_bulk, self.handle, request, "write")
-        try:
-            self.share.mark_deleted(self.handle)
-        finally:
-            self.handle.close()
+        with self.lock:
+            while self.inflight:
+                request = self.inflight.popleft()
+                quietly(self.share.receive_bulk, self.handle, request, "write")
+            try:
+                self.share.mark_deleted(self.handle)
+            finally:
+                self.handle.close()
