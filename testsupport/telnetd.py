@@ -2,15 +2,16 @@
 
 Import the fixture into a test package's ``conftest.py``::
 
-    from testsupport.telnetd import telnetd  # noqa: F401
+    from testsupport.telnetd import telnetd, telnetd_echoing  # noqa: F401
 
 ``telnetd`` (session-scoped) yields a :class:`TelnetServer` with ``host``, ``port``,
 ``username``, ``password`` and ``home``. Each TCP connection gets its own
 ``/usr/sbin/telnetd -h -E <login program>`` with the socket as stdin/stdout (what
 inetd does), so option negotiation (TTYPE, NAWS, ECHO, SGA) is the real daemon's.
-The login program is a small script: it asks ``login:`` and ``Password:`` (echo
-off), and on the right answers starts ``bash --norc -i`` with the prompt ``$ ``
-in ``home``; otherwise it prints ``Login incorrect`` and exits.
+The login program is a small script: it asks ``login:`` and, with echo turned
+off first as ``login`` does, ``Password:``; on the right answers it starts
+``bash --norc -i`` with the prompt ``$ `` in ``home``, otherwise it prints
+``Login incorrect`` and exits.
 
 The inetd runs in a subprocess (``python -m testsupport.telnetd``) so its work
 never competes with the test's event loop.
@@ -41,8 +42,8 @@ LOGIN_SCRIPT = """#!/bin/bash
 printf 'Debian GNU/Linux test box\\r\\n'
 printf 'login: '
 read -r user
+{echo_off}
 printf 'Password: '
-stty -echo
 read -r pass
 stty echo
 printf '\\r\\n'
@@ -68,15 +69,25 @@ class TelnetServer:
     password: str = PASSWORD
 
 
-def start_server() -> tuple[TelnetServer, Path]:
-    """Write the login program and start the inetd subprocess."""
+def start_server(*, echo_password: bool = False) -> tuple[TelnetServer, Path]:
+    """Write the login program and start the inetd subprocess.
+
+    ``echo_password`` leaves echo on at the password prompt (a badly behaved server).
+    """
     if not Path(TELNETD).exists():
         peer_unavailable("telnetd", f"{TELNETD} not installed (apt-get install inetutils-telnetd)")
     base = Path(tempfile.mkdtemp(prefix="hostgate-telnetd-"))
     home = base / "home"
     home.mkdir()
     login = base / "login.sh"
-    login.write_text(LOGIN_SCRIPT.format(username=USERNAME, password=PASSWORD, home=home))
+    login.write_text(
+        LOGIN_SCRIPT.format(
+            username=USERNAME,
+            password=PASSWORD,
+            home=home,
+            echo_off="" if echo_password else "stty -echo",
+        )
+    )
     login.chmod(0o755)
     port = free_port()
     command = [
@@ -101,15 +112,25 @@ def start_server() -> tuple[TelnetServer, Path]:
     return TelnetServer(port=port, home=home, process=process), base
 
 
-@pytest.fixture(scope="session")
-def telnetd() -> Iterator[TelnetServer]:
-    """inetutils telnetd on a free port, one daemon per connection."""
-    server, base = start_server()
+def _fixture(echo_password: bool) -> Iterator[TelnetServer]:
+    server, base = start_server(echo_password=echo_password)
     try:
         yield server
     finally:
         stop(server.process)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def telnetd() -> Iterator[TelnetServer]:
+    """inetutils telnetd on a free port, one daemon per connection."""
+    yield from _fixture(False)
+
+
+@pytest.fixture(scope="session")
+def telnetd_echoing() -> Iterator[TelnetServer]:
+    """The same, but its login program echoes what is typed at the password prompt."""
+    yield from _fixture(True)
 
 
 def serve(port: int, login: str) -> None:

@@ -1,7 +1,7 @@
 import pytest
 from hostgate_telnet import plugin as telnet_plugin
 
-from testsupport.telnetd import telnetd  # noqa: F401
+from testsupport.telnetd import telnetd, telnetd_echoing  # noqa: F401
 
 
 @pytest.fixture

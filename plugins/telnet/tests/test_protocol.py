@@ -68,3 +68,12 @@ def test_login_automation_answers_each_prompt_once():
     assert not login.active
     assert login.observe(b"Login incorrect\r\nlogin: ") is None
     assert LoginAutomation(None, None).observe(b"login: ") is None
+
+
+def test_an_echoed_password_is_masked():
+    login = LoginAutomation("bob", "s3cret-pw")
+    login.observe(b"login: ")
+    assert login.observe(b"bob\r\nPassword: ") == b"s3cret-pw\r"
+    assert login.redact(b"s3cret-pw\r\n$ ") == b"*********\r\n$ "
+    assert login.redact(b"x" * 5000) == b"x" * 5000
+    assert login.redact(b"s3cret-pw") == b"s3cret-pw"  # only right after sending it

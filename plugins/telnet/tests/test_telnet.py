@@ -83,3 +83,26 @@ async def test_unreachable_server(client, kernel, make_user, make_connection, te
         screen = Screen(socket)
         assert await screen.until_closed() == 4003
         assert "cannot reach" in screen.messages[-1]["message"]
+
+
+async def test_a_password_echoed_by_the_server_is_masked(
+    client, kernel, make_user, make_connection, telnetd_echoing
+):
+    user = await make_user("alice")
+    server = telnetd_echoing
+    connection = await telnet_connection(
+        make_connection, user, server, username=server.username, password=server.password
+    )
+    path = socket_path("telnet", ticket_for(kernel, user), connection.id, cols=80, rows=24)
+    async with client.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.prompt(timeout=20)
+        await screen.send("exit\r")
+        await screen.until_closed()
+    assert b"*" * len(server.password) in screen.output
+    assert server.password.encode() not in screen.output
+    [entry] = (await (await client.get("/api/v1/sessions", headers=user.headers)).get_json())[
+        "sessions"
+    ]
+    recording = await client.get(f"/api/v1/sessions/{entry['id']}/recording", headers=user.headers)
+    assert server.password.encode() not in await recording.get_data()

@@ -26,6 +26,8 @@ LOGIN_WINDOW = 64 * 1024
 LOGIN_PROMPT = re.compile(rb"(login|username|user name)\s*:\s*$", re.IGNORECASE)
 PASSWORD_PROMPT = re.compile(rb"password\s*:\s*$", re.IGNORECASE)
 TAIL = 256
+REDACT_WINDOW = 4096
+"""Output bytes after the password was sent in which an echo of it is masked."""
 
 
 class LoginAutomation:
@@ -39,6 +41,7 @@ class LoginAutomation:
         self._seen = 0
         self._user_sent = False
         self._password_sent = False
+        self._redact_budget = 0
 
     def observe(self, data: bytes) -> bytes | None:
         """Watch output; return the line to type when a prompt shows, else None."""
@@ -55,10 +58,23 @@ class LoginAutomation:
             answer = self.password
         if answer is not None:
             self._tail = b""
+            if answer is self.password:
+                self._redact_budget = REDACT_WINDOW
         done = (self._password_sent or not self.password) and (self._user_sent or not self.username)
         if done or self._seen > LOGIN_WINDOW:
             self.active = False
         return None if answer is None else answer + b"\r"
+
+    def redact(self, data: bytes) -> bytes:
+        """Mask the stored password should the server echo it right after it was sent.
+
+        Servers that print the prompt before turning echo off would otherwise put
+        the password into the terminal, the recording and the replay buffer.
+        """
+        if self._redact_budget <= 0 or not self.password:
+            return data
+        self._redact_budget -= len(data)
+        return data.replace(self.password, b"*" * len(self.password))
 
 
 class TelnetTerminal:
@@ -93,7 +109,7 @@ class TelnetTerminal:
                 return b""
             if not raw:
                 return b""
-            data = self._codec.receive(raw)
+            data = self._login.redact(self._codec.receive(raw))
             await self._send(self._codec.replies())
             answer = self._login.observe(data)
             if answer is not None:
