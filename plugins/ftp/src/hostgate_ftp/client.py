@@ -82,6 +82,8 @@ class FtpClient(aioftp.Client):
         except BaseException:
             writer.close()
             raise
+        # Let an upload keep receiving from its client while the socket drains.
+        writer.transport.set_write_buffer_limits(high=STREAM_LIMIT)
         return DataConnectionThrottleStreamIO(
             self, reader, writer, throttles={"_": self.throttle}, timeout=self.socket_timeout
         )
