@@ -125,10 +125,9 @@ class SmbShare:
         connection = Connection(
             uuid.uuid4(), self.target.address, self.target.port, require_signing=signing
         )
-        with mapped(what, connecting=True):
-            connection.connect(timeout=CONNECT_TIMEOUT)
         try:
             with mapped(what, connecting=True):
+                connection.connect(timeout=CONNECT_TIMEOUT)
                 session = Session(connection, username, password, require_encryption=False)
                 session.connect()
             with mapped(f"share '{self.share}'", connecting=True):
