@@ -87,6 +87,7 @@ class Attachment:
     def __init__(self, maxsize: int = OUTPUT_QUEUE_CHUNKS) -> None:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize)
         self.finished = False
+        self.ended = asyncio.Event()
         self.code = 1000
         self.reason = ""
         self._closer: asyncio.Task[None] | None = None
@@ -97,6 +98,7 @@ class Attachment:
             return
         self.finished = True
         self.code, self.reason = code, reason
+        self.ended.set()
         try:
             self.queue.put_nowait(None)
         except asyncio.QueueFull:

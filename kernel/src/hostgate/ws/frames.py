@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from quart import websocket
@@ -14,6 +16,8 @@ from ..services.terminal_sessions import Attachment
 
 MAX_FRAME = 256 * 1024
 MAX_DIMENSION = 1000
+DRAIN_SECONDS = 5.0
+"""How long an ended session's last output may take to reach a slow browser."""
 
 
 def control_message(text: str) -> dict[str, Any] | None:
@@ -74,3 +78,31 @@ async def pump_output(attachment: Attachment) -> None:
         await websocket.send(parts[0] if len(parts) == 1 else b"".join(parts))
         if finished:
             return
+
+
+async def run_socket(
+    attachment: Attachment,
+    sender: asyncio.Task[None],
+    receiver: asyncio.Task[None],
+    close: Callable[[int, str], Awaitable[None]],
+) -> None:
+    """Wait until the client goes away or the session ends; then close with its code.
+
+    When the session ends, the queued output gets ``DRAIN_SECONDS`` to reach the
+    browser; a browser that does not read is closed on anyway.
+    """
+    ended = asyncio.ensure_future(attachment.ended.wait())
+    try:
+        done, _ = await asyncio.wait({sender, receiver, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if receiver in done or (sender in done and sender.exception() is not None):
+            return
+        receiver.cancel()
+        if not sender.done():
+            await asyncio.wait({sender}, timeout=DRAIN_SECONDS)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(close(attachment.code, attachment.reason), DRAIN_SECONDS)
+    finally:
+        ended.cancel()
+        for task in (sender, receiver):
+            if not task.done():
+                task.cancel()

@@ -16,7 +16,7 @@ from quart import websocket
 
 from ..descriptors import ProtocolSpec
 from ..services.terminal_sessions import Attachment, RelaySession, SessionClosed
-from .frames import pump_output
+from .frames import pump_output, run_socket
 from .gate import admit, close_socket
 
 
@@ -38,15 +38,9 @@ async def serve_relay(kernel: Any, spec: ProtocolSpec, connection_id: str | None
         return
     attachment = Attachment()
     session.attach(attachment)
-    sender = asyncio.create_task(pump_output(attachment))
-    receiver = asyncio.create_task(_receive_forever(session))
     try:
-        done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
-        if sender in done and sender.exception() is None:
-            receiver.cancel()
-            await close_socket(attachment.code, attachment.reason)
+        sender = asyncio.create_task(pump_output(attachment))
+        receiver = asyncio.create_task(_receive_forever(session))
+        await run_socket(attachment, sender, receiver, close_socket)
     finally:
-        for task in (sender, receiver):
-            if not task.done():
-                task.cancel()
         session.detach(attachment)

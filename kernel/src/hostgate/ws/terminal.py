@@ -24,7 +24,7 @@ from ..services.terminal_sessions import (
     SessionClosed,
     TerminalSession,
 )
-from .frames import control_message, pump_output, send_json, size_of
+from .frames import control_message, pump_output, run_socket, send_json, size_of
 from .gate import admit, close_socket
 
 log = logging.getLogger("hostgate.ws")
@@ -134,8 +134,6 @@ async def attach_and_run(
     attachment = Attachment()
     session.attach(attachment)
     replay = session.replay() if reattached else b""
-    sender: asyncio.Task[None] | None = None
-    receiver: asyncio.Task[None] | None = None
     try:
         await send_json({"type": "status", "message": "Reattached" if reattached else "Connected"})
         if replay:
@@ -144,16 +142,12 @@ async def attach_and_run(
             await handle_frame(session, frame)
         sender = asyncio.create_task(pump_output(attachment))
         receiver = asyncio.create_task(_receive_forever(session))
-        done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
-        if sender in done and sender.exception() is None:
-            receiver.cancel()
-            if attachment.code >= 4000:
-                await send_json({"type": "error", "message": attachment.reason})
-            await close_socket(attachment.code, attachment.reason)
-        elif receiver in done and receiver.exception() is not None:
-            log.info("terminal socket %s: %s", session.id, receiver.exception())
+        await run_socket(attachment, sender, receiver, _close_with_error)
     finally:
-        for task in (sender, receiver):
-            if task is not None and not task.done():
-                task.cancel()
         session.detach(attachment)
+
+
+async def _close_with_error(code: int, reason: str) -> None:
+    if code >= 4000:
+        await send_json({"type": "error", "message": reason})
+    await close_socket(code, reason)
