@@ -159,3 +159,19 @@ async def test_terminal_recording_is_readable_after_a_crash(
             data = await (await again.get(url, headers=user.headers)).get_data()
             assert b"flushed-9" in data
             assert entry["fileSize"] == len(data)
+
+
+async def test_a_restore_ends_open_uploads(client, kernel, make_user):
+    alice = await make_user("alice")
+    rdp = await rdp_connection_id(kernel, alice)
+    created = await client.post(
+        "/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=alice.headers
+    )
+    url = f"/api/v1/sessions/{(await created.get_json())['sessionId']}/recording"
+    assert (
+        await client.post(f"{url}/chunk", data=b"B" * 1000, headers=alice.headers)
+    ).status_code == 200
+    await kernel.reload_state()  # what a backup import does after replacing the database
+    late = await client.post(f"{url}/chunk", data=b"more", headers=alice.headers)
+    assert late.status_code == 409
+    assert await (await client.get(url, headers=alice.headers)).get_data() == b"B" * 1000

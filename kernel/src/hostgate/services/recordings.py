@@ -69,6 +69,7 @@ class Recordings:
         self._task: asyncio.Task[None] | None = None
         kernel.on_start(self.start)
         kernel.on_stop(self.stop)
+        kernel.on_reload(self.reload)
         kernel.on_reload(self.repair)
 
     @property
@@ -266,6 +267,14 @@ class Recordings:
             upload.writer.close()
             await self.store_state(upload.session_id, state="recording", size=upload.writer.size)
         self._uploads.clear()
+
+    async def reload(self) -> None:
+        """After a restore: drop uploads that belonged to the old database, then repair."""
+        for upload in list(self._uploads.values()):
+            upload.writer.close()
+        self._uploads.clear()
+        self._disk_low = False
+        await self.repair()
 
     async def repair(self) -> int:
         """Mark sessions left open by a crash or restart as ended; size their recordings."""
