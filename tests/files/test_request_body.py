@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 from hostgate.requestbody import HIGH_WATER, FlowControlledBody
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 
 async def settle() -> None:
@@ -49,3 +49,21 @@ async def test_a_declared_oversized_body_is_kept_for_a_view_that_lifts_the_limit
     body.set_complete()
     body.lift_size_limit()
     assert [chunk async for chunk in body] == [b"a" * 100]
+
+
+async def test_after_a_disconnect_reading_fails_instead_of_waiting_forever():
+    body = FlowControlledBody(None, None)
+    body.append(b"partial")
+    stream = aiter(body)
+    assert await anext(stream) == b"partial"
+    body.abort()
+    with pytest.raises(ClientDisconnected):
+        await anext(stream)
+
+
+async def test_a_disconnect_after_the_whole_body_changes_nothing():
+    body = FlowControlledBody(None, None)
+    body.append(b"all")
+    body.set_complete()
+    body.abort()
+    assert [chunk async for chunk in body] == [b"all"]

@@ -19,7 +19,7 @@ from hypercorn.typing import ASGIReceiveCallable
 from quart import Request, request
 from quart.asgi import ASGIHTTPConnection
 from quart.wrappers.request import Body
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 HIGH_WATER = 1 << 20
 """Unread body bytes at which the receive loop stops reading from the client."""
@@ -48,6 +48,10 @@ class FlowControlledBody(Body):
     async def __anext__(self) -> bytes:
         try:
             return await super().__anext__()
+        except StopAsyncIteration:
+            if self._must_raise is not None:
+                raise self._must_raise from None
+            raise
         finally:
             self._drained.set()
 
@@ -89,6 +93,17 @@ class FlowControlledBody(Body):
             self._drained.clear()
             await self._drained.wait()
 
+    def abort(self) -> None:
+        """The client went away before sending everything: any later read fails.
+
+        A reader already waiting is left alone: the server cancels the request
+        task anyway, and one interruption is easier to clean up after than two.
+        A reader that comes back later (its cancellation swallowed somewhere)
+        gets an error instead of waiting forever.
+        """
+        if not self._complete.is_set():
+            self._must_raise = ClientDisconnected("the client disconnected during the upload")
+
     def lift_size_limit(self) -> None:
         """No ``MAX_CONTENT_LENGTH`` for this body: the view streams it somewhere else."""
         self._max_content_length = None
@@ -116,6 +131,8 @@ class FlowControlledConnection(ASGIHTTPConnection):
                 elif isinstance(body, FlowControlledBody):
                     await body.wait_for_room()
             elif message["type"] == "http.disconnect":
+                if isinstance(body, FlowControlledBody):
+                    body.abort()
                 return
 
 

@@ -8,6 +8,7 @@ file event after success and maps every failure to the error shape.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import stat as stat_module
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -40,6 +41,8 @@ blueprint = Blueprint("files", __name__)
 
 BASE = "/<protocol>/<connection_id>"
 SESSION_HEADER = "X-File-Session-Id"
+CLEANUP_SECONDS = 15.0
+"""How long an adapter may take to close a stream; after that its session is discarded."""
 QUICK_TIMEOUT = 120.0
 """Seconds for operations that do not move file contents (list, stat, mkdir, rename, chmod)."""
 
@@ -456,12 +459,13 @@ class DownloadStream:
         if self._done:
             return
         self._done = True
+        healthy = ok or (isinstance(error, Exception) and keeps_session(error))
         if self._chunks is not None and hasattr(self._chunks, "aclose"):
             try:
-                await self._chunks.aclose()
+                await asyncio.wait_for(self._chunks.aclose(), CLEANUP_SECONDS)
             except Exception as exc:
                 log.debug("closing a download stream failed: %s", exc)
-        healthy = ok or (isinstance(error, Exception) and keeps_session(error))
+                healthy = False
         await self._lease.release(healthy=healthy)
         if ok:
             try:

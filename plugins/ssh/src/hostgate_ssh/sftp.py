@@ -17,7 +17,7 @@ import posixpath
 import secrets
 import stat as stat_module
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -46,6 +46,7 @@ READ_AHEAD = 16
 WRITE_AHEAD = 16
 TEMP_PREFIX = ".hgpart-"
 KEEPALIVE_SECONDS = 15
+CLEANUP_SECONDS = 15
 WINDOW = 8 * 1024 * 1024
 """SSH channel window: enough for READ_AHEAD blocks in flight."""
 TRANSFER_CIPHERS = (
@@ -230,12 +231,7 @@ class SftpFiles:
                 if len(data) < wanted:
                     return
         finally:
-            for _, _, task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.gather(*(t for _, _, t in pending), return_exceptions=True)
-            if handle is not None:
-                await _quietly(handle.close())
+            await _finish_anyway(_close_reader(handle, [t for _, _, t in pending]))
 
     async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
         """Write ``chunks`` to a temporary name beside ``path``, then rename it over ``path``."""
@@ -287,14 +283,23 @@ class SftpFiles:
                 await _quietly(self._sftp.chmod(temp, existing_mode))
             await self._replace(temp, path)
         except BaseException:
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            if handle is not None:
-                await _quietly(handle.close())
-            await _quietly(self._sftp.remove(temp))
+            await _finish_anyway(self._abandon(temp, handle, pending))
             raise
         return written
+
+    async def _abandon(
+        self,
+        temp: str,
+        handle: asyncssh.SFTPClientFile | None,
+        pending: set[asyncio.Task[None]],
+    ) -> None:
+        """Stop the writes of a failed upload and delete its temporary file."""
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if handle is not None:
+            await _quietly(handle.close())
+        await _quietly(self._sftp.remove(temp))
 
     async def _queue_write(
         self,
@@ -402,6 +407,34 @@ async def _drain(pending: set[asyncio.Task[None]], path: str) -> None:
             error = task.exception()
             if error is not None:
                 raise _mapped(error, path)
+
+
+async def _close_reader(
+    handle: asyncssh.SFTPClientFile | None, pending: list[asyncio.Task[bytes]]
+) -> None:
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    if handle is not None:
+        await _quietly(handle.close())
+
+
+async def _finish_anyway(cleanup: Coroutine[Any, Any, None]) -> None:
+    """Run a clean-up to its end (bounded) even if this task is cancelled meanwhile.
+
+    The cancellation still propagates afterwards; clean-up errors are ignored.
+    """
+    task = asyncio.ensure_future(cleanup)
+    try:
+        await asyncio.wait({task}, timeout=CLEANUP_SECONDS)
+    except asyncio.CancelledError:
+        await asyncio.wait({task}, timeout=CLEANUP_SECONDS)
+        raise
+    finally:
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()
 
 
 async def _quietly(action: Awaitable[Any]) -> None:
