@@ -81,11 +81,28 @@ def ensure_venv(dev: bool) -> None:
         say("installing uv into .venv")
         run(str(BIN / "python"), "-m", "pip", "install", "-q", "uv")
     say("syncing Python packages")
-    args = [str(BIN / "uv"), "sync", "--all-packages", "--frozen", "--python", str(BIN / "python")]
+    args = [
+        str(BIN / "uv"),
+        "sync",
+        "--all-packages",
+        "--frozen",
+        "--compile-bytecode",
+        "--python",
+        str(BIN / "python"),
+    ]
     if not dev:
         args.append("--no-dev")
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(VENV)}
     run(*args, env=env)
+    # Byte-compile our own sources too: every CLI subprocess then starts fast, even
+    # where PYTHONDONTWRITEBYTECODE is set.
+    sources = [str(p) for p in (ROOT / "kernel" / "src", ROOT / "testsupport") if p.exists()]
+    sources += [str(p) for p in sorted((ROOT / "plugins").glob("*/src"))]
+    run(str(BIN / "python"), "-m", "compileall", "-q", *sources, env=_bytecode_env())
+
+
+def _bytecode_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def serve(extra: list[str]) -> int:
@@ -98,7 +115,9 @@ def test(extra: list[str]) -> int:
     ensure_debian_packages()
     ensure_venv(dev=True)
     say("running the test suite")
-    return subprocess.call([str(BIN / "python"), "-m", "pytest", *extra], cwd=ROOT)
+    return subprocess.call(
+        [str(BIN / "python"), "-m", "pytest", *extra], cwd=ROOT, env=_bytecode_env()
+    )
 
 
 def main() -> int:
