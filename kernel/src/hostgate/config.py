@@ -41,6 +41,7 @@ class Config:
     version_feed_url: str = DEFAULT_VERSION_FEED
     version_timeout_seconds: float = 4.0
     max_body_bytes: int = 16 * 1024 * 1024
+    database_busy_timeout_ms: int = 10_000
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
@@ -134,6 +135,10 @@ def load_config(
         "tls_self_signed": ("HOSTGATE_TLS_SELF_SIGNED", lambda v: _bool("TLS", str(v))),
         "version_feed_url": ("HOSTGATE_VERSION_URL", str),
         "max_body_bytes": ("HOSTGATE_MAX_BODY_BYTES", lambda v: _int("MAX_BODY", v)),
+        "database_busy_timeout_ms": (
+            "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",
+            lambda v: _int("HOSTGATE_DATABASE_BUSY_TIMEOUT_MS", v),
+        ),
     }
     for attr, (var, convert) in mapping.items():
         if attr in table:

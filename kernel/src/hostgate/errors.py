@@ -151,6 +151,52 @@ class RemoteUnreachable(RemoteError):
     code = "remote_unreachable"
 
 
+class StorageUnavailable(ApiError):
+    """The database or the disk cannot take a write right now (503, ``Retry-After``).
+
+    ``storage_busy``: another writer held the database lock past the busy timeout
+    (SQLite ``SQLITE_BUSY``/``SQLITE_LOCKED``, PostgreSQL lock timeout, deadlock or
+    serialization failure). ``storage_full``: the disk (or the database's size
+    limit) is full. The request's own transaction was rolled back.
+    """
+
+    status = 503
+    code = "storage_busy"
+
+
+_BUSY_SQLSTATES = {"55P03", "40001", "40P01"}
+_FULL_SQLSTATES = {"53100"}
+
+
+def storage_error(error: BaseException) -> StorageUnavailable | None:
+    """The 503 for a database or disk failure a retry may cure; None for anything else."""
+    import errno
+
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return _full()
+    original = getattr(error, "orig", None)
+    if original is None:
+        return None
+    sqlite_name = str(getattr(original, "sqlite_errorname", "") or "")
+    sqlstate = str(getattr(original, "sqlstate", "") or getattr(original, "pgcode", "") or "")
+    if sqlite_name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or sqlstate in _BUSY_SQLSTATES:
+        return StorageUnavailable(
+            "The database is busy; try again in a moment",
+            headers={"Retry-After": "1"},
+        )
+    if sqlite_name == "SQLITE_FULL" or sqlstate in _FULL_SQLSTATES:
+        return _full()
+    return None
+
+
+def _full() -> StorageUnavailable:
+    return StorageUnavailable(
+        "The server's storage is full; nothing was changed",
+        code="storage_full",
+        headers={"Retry-After": "60"},
+    )
+
+
 def error_response(error: ApiError) -> Response:
     """Render an ApiError as the JSON error response."""
     response = jsonify(error.body())
@@ -213,5 +259,10 @@ def install(app: Quart) -> None:
 
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:
+        storage = storage_error(error)
+        if storage is not None:
+            # the driver's own message only: SQLAlchemy's text carries the statement's parameters
+            log.warning("request refused (%s): %s", storage.code, getattr(error, "orig", error))
+            return error_response(storage)
         log.exception("unhandled error", exc_info=error)
         return error_response(ApiError("Internal server error", code="internal", status=500))

@@ -57,7 +57,9 @@ class Kernel:
         self._reload_hooks: list[Callable[[], Awaitable[object]]] = []
         loaded = load_or_create_key(config.encryption_key, config.data_dir)
         self.secrets = SecretBox(loaded.key, insecure=loaded.from_file)
-        self.db = Database(config.resolved_database_url)
+        self.db = Database(
+            config.resolved_database_url, busy_timeout_ms=config.database_busy_timeout_ms
+        )
         self.protocols: dict[str, ProtocolSpec] = {
             name: item for name, (_, item) in plugins.collect(
                 "register_protocols", key=lambda p: p.name

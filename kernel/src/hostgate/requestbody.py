@@ -12,10 +12,11 @@ under ``MAX_CONTENT_LENGTH``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Generator
 from typing import Any
 
-from hypercorn.typing import ASGIReceiveCallable
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent
 from quart import Request, request
 from quart.asgi import ASGIHTTPConnection
 from quart.wrappers.request import Body
@@ -23,6 +24,9 @@ from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 HIGH_WATER = 1 << 20
 """Unread body bytes at which the receive loop stops reading from the client."""
+LINGER_SECONDS = 30.0
+"""How long a response that came before the end of its request body waits, discarding
+the rest of the body, so the client can read the response instead of a reset."""
 
 
 class FlowControlledBody(Body):
@@ -39,6 +43,7 @@ class FlowControlledBody(Body):
         self._whole = False
         self._declared_too_large = self._must_raise is not None
         self._must_raise = None
+        self._discarding = False
 
     def __aiter__(self) -> FlowControlledBody:
         if self._declared_too_large:
@@ -65,7 +70,7 @@ class FlowControlledBody(Body):
 
     def append(self, data: bytes) -> None:
         """Buffer received bytes; enforce the size limit once the body is awaited whole."""
-        if data == b"" or self._must_raise is not None:
+        if data == b"" or self._must_raise is not None or self._discarding:
             return
         self._data.extend(data)
         self._has_data.set()
@@ -86,6 +91,7 @@ class FlowControlledBody(Body):
         """Block the producer while ``HIGH_WATER`` bytes wait unread and nobody awaits it whole."""
         while (
             not self._whole
+            and not self._discarding
             and self._must_raise is None
             and not self._complete.is_set()
             and len(self._data) >= HIGH_WATER
@@ -104,6 +110,22 @@ class FlowControlledBody(Body):
         if not self._complete.is_set():
             self._must_raise = ClientDisconnected("the client disconnected during the upload")
 
+    def discard_unread(self) -> None:
+        """The response has started: drop what the view did not read, never pause again.
+
+        Otherwise a view that answers before reading the body (an upload refused
+        with 404, or failed with 502) leaves the receive loop paused and the
+        server's queue full: the connection is never closed and the client hangs
+        sending the rest of its body.
+        """
+        self._discarding = True
+        self._drained.set()
+
+    async def wait_complete(self, timeout: float) -> None:
+        """Wait (bounded) until the client has sent its whole body."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._complete.wait(), timeout)
+
     def lift_size_limit(self) -> None:
         """No ``MAX_CONTENT_LENGTH`` for this body: the view streams it somewhere else."""
         self._max_content_length = None
@@ -118,6 +140,28 @@ class StreamingRequest(Request):
 
 class FlowControlledConnection(ASGIHTTPConnection):
     """Feeds request bodies with back-pressure (see the module docstring)."""
+
+    async def handle_request(self, request: Request, send: ASGISendCallable) -> None:
+        """Run the view; once its response starts, unread body bytes are discarded.
+
+        The end of such a response waits until the client has sent the rest of its
+        body (at most ``LINGER_SECONDS``): closing the connection on unread bytes
+        would reset it, and a client that reads only after sending (most do) would
+        see the reset instead of the error response.
+        """
+        body = request.body
+        if not isinstance(body, FlowControlledBody):
+            await super().handle_request(request, send)
+            return
+
+        async def sending(message: ASGISendEvent) -> None:
+            if message["type"] == "http.response.start":
+                body.discard_unread()
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                await body.wait_complete(LINGER_SECONDS)
+            await send(message)
+
+        await super().handle_request(request, sending)
 
     async def handle_messages(self, request: Request, receive: ASGIReceiveCallable) -> None:
         """Move body messages into the request, pausing while the view is behind."""

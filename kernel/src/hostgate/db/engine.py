@@ -17,20 +17,30 @@ log = logging.getLogger("hostgate.db")
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
+DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
 
-def make_engine(url: str) -> AsyncEngine:
-    """An async engine with SQLite pragmas (WAL, foreign keys) where it applies."""
+def _sqlite_pragmas(busy_timeout_ms: int) -> Any:
+    def apply(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    return apply
+
+
+def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> AsyncEngine:
+    """An async engine with SQLite pragmas (WAL, foreign keys) where it applies.
+
+    ``busy_timeout_ms``: how long a SQLite write waits for another writer's lock
+    before it fails (the request then answers 503 ``storage_busy``).
+    """
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        engine = create_async_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
         return engine
     return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
@@ -55,9 +65,9 @@ def _upgrade(sync_connection: Any) -> None:
 class Database:
     """Sessions for services; one per process."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
         self.sessions = async_sessionmaker(
             self.engine, class_=AsyncSession, expire_on_commit=False
         )

@@ -47,6 +47,23 @@ def scrub(value: Any) -> Any:
     return value
 
 
+_BOUNDED_COLUMNS = ("user_id", "username", "display_name", "event_type", "target", "ip_address")
+
+
+def fit_columns(entry: AuditEntry) -> None:
+    """Cut text fields to their column lengths (PostgreSQL refuses longer values).
+
+    A long target, e.g. every setting key of a ``settings.updated``, must never make
+    the audit write fail after the change it records was stored.
+    """
+    columns = AuditEntry.__table__.columns  # type: ignore[attr-defined]
+    for name in _BOUNDED_COLUMNS:
+        value = getattr(entry, name)
+        limit = getattr(columns[name].type, "length", None)
+        if isinstance(value, str) and limit and len(value) > limit:
+            setattr(entry, name, value[: limit - 1] + "\u2026")
+
+
 def chain_hash(prev_hash: str, entry: AuditEntry, key: bytes = b"") -> str:
     """The hash of an entry, chained to the previous entry's hash.
 
@@ -152,6 +169,7 @@ class AuditLog:
             ),
             timestamp=utcnow(),
         )
+        fit_columns(entry)
         key = await self.chain_key()
         async with self._lock, self.kernel.db.session() as session:
             if self._last_hash is None:

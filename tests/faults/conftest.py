@@ -1,0 +1,1 @@
+from testsupport.sshd import private_sshd, sshd  # noqa: F401

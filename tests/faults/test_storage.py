@@ -1,0 +1,198 @@
+"""The database refuses a write: locked past the busy timeout, or the disk is full.
+
+The request answers 503 in the error shape (``storage_busy`` with ``Retry-After``,
+or ``storage_full``), nothing of it is stored (no audit entry, no setting, the
+audit chain still verifies), and the next request after the cause is gone works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostgate.app import create_app
+from hostgate.config import Config
+from hostgate.services.audit_verify import verify_chain
+
+from testsupport.peers import peer_unavailable
+
+BUSY_MS = 300
+
+
+async def audit_count(kernel: Any) -> int:
+    from hostgate.db.models.audit import AuditEntry
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    async with kernel.db.session() as session:
+        return int((await session.exec(select(func.count()).select_from(AuditEntry))).one())
+
+
+async def app_name(client: Any) -> str:
+    body = await (await client.get("/api/v1/settings/public")).get_json()
+    return str(body["settings"]["app.name"])
+
+
+def refused(body: dict[str, Any], code: str) -> bool:
+    return set(body) == {"error", "code"} and body["code"] == code
+
+
+class TestLocked:
+    @pytest.fixture
+    def config(self, config: Config) -> Config:
+        return config.with_overrides(database_busy_timeout_ms=BUSY_MS)
+
+    @contextlib.contextmanager
+    def write_lock(self, config: Config) -> Iterator[None]:
+        """Another process's writer holds the database (WAL: readers still read)."""
+        other = sqlite3.connect(config.data_dir / "hostgate.db", isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            yield
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+
+    async def test_a_locked_database_answers_503_storage_busy_and_stores_nothing(
+        self, client: Any, admin: Any, kernel: Any, config: Config
+    ) -> None:
+        before = await audit_count(kernel)
+        with self.write_lock(config):
+            # an audit entry is the only write of an authenticated forced version check
+            version = await client.get("/api/v1/version?force=true", headers=admin.headers)
+            assert version.status_code == 503
+            assert refused(await version.get_json(), "storage_busy")
+            assert version.headers["Retry-After"] == "1"
+            change = await client.put(
+                "/api/v1/settings", headers=admin.headers, json={"app.name": "Locked Out"}
+            )
+            assert change.status_code == 503
+            assert refused(await change.get_json(), "storage_busy")
+            # reads are not blocked by a writer
+            assert (await client.get("/api/v1/audit", headers=admin.headers)).status_code == 200
+        assert await audit_count(kernel) == before
+        assert await app_name(client) != "Locked Out"
+        version = await client.get("/api/v1/version?force=true", headers=admin.headers)
+        assert version.status_code == 200
+        assert await audit_count(kernel) == before + 1
+        assert (await verify_chain(kernel)).ok
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True)  # fmt: skip
+    return done.returncode == 0
+
+
+def _fill(directory: Path) -> Path:
+    """Write zeros until the filesystem is full; the filler file."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        for size in (1024 * 1024, 4096, 1):
+            block = bytes(size)
+            try:
+                while True:
+                    os.write(fd, block)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+class TestFullDisk:
+    """The data directory on an 8 MiB tmpfs that the test fills up."""
+
+    @pytest.fixture
+    def mount(self, tmp_path: Path) -> Iterator[Path]:
+        point = tmp_path / "small"
+        if not _mount_tmpfs(point, "8m"):
+            peer_unavailable("tmpfs", "mounting a small tmpfs needs root (CAP_SYS_ADMIN)")
+        try:
+            yield point
+        finally:
+            subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+    @pytest.fixture
+    def config(self, config: Config, mount: Path) -> Config:
+        data = mount / "data"
+        shutil.copytree(config.data_dir, data)
+        return config.with_overrides(data_dir=data)
+
+    async def test_a_full_disk_answers_503_storage_full_and_stores_nothing(
+        self, client: Any, admin: Any, kernel: Any, config: Config
+    ) -> None:
+        await kernel.settings.update({"recordings.min_free_disk_mb": 0})
+        filler = _fill(config.data_dir.parent)
+        successes = 0
+        full: Any = None
+        # WAL space left from earlier writes may take a few entries before a write fails
+        for _ in range(200):
+            response = await client.get("/api/v1/version?force=true", headers=admin.headers)
+            if response.status_code == 200:
+                successes += 1
+                continue
+            full = response
+            break
+        assert full is not None, "writes never failed on a full disk"
+        assert full.status_code == 503
+        assert refused(await full.get_json(), "storage_full")
+        change = await client.put(
+            "/api/v1/settings", headers=admin.headers, json={"app.name": "Disk Full"}
+        )
+        assert change.status_code == 503
+        assert await app_name(client) != "Disk Full"
+        filler.unlink()
+        count = await audit_count(kernel)
+        version = await client.get("/api/v1/version?force=true", headers=admin.headers)
+        assert version.status_code == 200
+        assert await audit_count(kernel) == count + 1
+        assert (await verify_chain(kernel)).ok
+
+
+async def test_an_audit_entry_longer_than_its_columns_is_stored_on_postgres(
+    config: Config, postgres_url: str
+) -> None:
+    """Regression: saving every setting at once made the ``settings.updated`` target
+    longer than its column; PostgreSQL refused the audit insert after the settings
+    were stored (a 500, and a change without its audit entry)."""
+    from hostgate_ldap import plugin as ldap_plugin
+    from hostgate_oidc import plugin as oidc_plugin
+    from hostgate_passkey import plugin as passkey_plugin
+
+    app = create_app(
+        config.with_overrides(database_url=postgres_url),
+        plugins=[ldap_plugin, oidc_plugin, passkey_plugin],
+    )
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        kernel = app.extensions["hostgate"]
+        setup = await client.post(
+            "/api/v1/auth/setup", json={"username": "root", "password": "long-enough"}
+        )
+        headers = {"Authorization": "Bearer " + (await setup.get_json())["token"]}
+        current = await (await client.get("/api/v1/settings", headers=headers)).get_json()
+        body = {
+            key: value
+            for key, value in current["settings"].items()
+            if not kernel.settings.specs[key].readonly
+        }
+        body["app.name"] = "Everything At Once"
+        assert len(", ".join(body)) > 1000
+        saved = await client.put("/api/v1/settings", headers=headers, json=body)
+        assert saved.status_code == 200, await saved.get_data()
+        audit = await client.get("/api/v1/audit?eventType=settings.updated", headers=headers)
+        [entry] = (await audit.get_json())["entries"]
+        assert len(entry["target"]) == 1000 and entry["target"].endswith("\u2026")
+        assert entry["details"]["after"]["app.name"] == "Everything At Once"
+        assert (await verify_chain(kernel)).ok
