@@ -8,7 +8,10 @@ and upload with the protocol's Python client, then download and upload through
 ``/api/v1/<protocol>/<id>/download|upload`` with a streaming HTTP client (curl
 when installed, else httpx). Printed: MB/s, the ratio to the direct client, and
 the gateway's resident memory (peak, and growth over its idle RSS while a
-transfer runs, sampled with psutil).
+transfer runs, sampled with psutil). For SFTP it also prints the CPU seconds per
+GiB the gateway process spends against those of the direct client: on a small
+machine where the SSH server, the gateway and the HTTP client compete for the
+same cores, that figure shows the gateway's own cost better than MB/s.
 
 One function per protocol returns its rows: ``sftp_rows`` here (OpenSSH sshd;
 the direct client is asyncssh with the same cipher preference as the gateway's
@@ -25,6 +28,7 @@ import asyncio
 import os
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -54,6 +58,7 @@ def sftp_rows(gateway: Gateway, source: Path) -> list[Row]:
     from testsupport.sshd import start_sshd
 
     size = source.stat().st_size
+    gib = 2**30 / size
     server = start_sshd()
     name = f"bench-{uuid.uuid4().hex[:6]}"
     direct_path = server.home / f"{name}-direct.bin"
@@ -108,15 +113,15 @@ def sftp_rows(gateway: Gateway, source: Path) -> list[Row]:
         )
         default_up = timed(direct_upload(None))
         default_down = timed(direct_download(None))
-        direct_up = timed(direct_upload(TRANSFER_CIPHERS))
-        direct_down = timed(direct_download(TRANSFER_CIPHERS))
+        direct_up, direct_up_cpu = timed_cpu(direct_upload(TRANSFER_CIPHERS))
+        direct_down, direct_down_cpu = timed_cpu(direct_download(TRANSFER_CIPHERS))
         # the first request pays the SSH handshake and host-key trust; transfers reuse it
         asyncio.run(gateway_list(gateway, connection_id, str(server.home)))
         target = str(gateway_path)
-        up, up_rss, up_peak = measure(
+        up, up_rss, up_peak, up_cpu = measure(
             gateway, lambda: gateway.upload("sftp", connection_id, target, source)
         )
-        down, down_rss, down_peak = measure(
+        down, down_rss, down_peak, down_cpu = measure(
             gateway, lambda: gateway.download("sftp", connection_id, target)
         )
         assert gateway_path.stat().st_size == size, "the gateway upload is incomplete"
@@ -133,6 +138,10 @@ def sftp_rows(gateway: Gateway, source: Path) -> list[Row]:
         Row("SFTP upload via gateway vs asyncssh defaults", up, "MB/s", default_up, ""),
         Row("SFTP gateway RSS growth (max)", max(up_rss, down_rss), "MiB", None, "< 64 MiB"),
         Row("SFTP gateway RSS peak", max(up_peak, down_peak), "MiB", None, ""),
+        Row(
+            "SFTP download CPU s/GiB, gateway vs client", down_cpu * gib, "s", direct_down_cpu * gib
+        ),
+        Row("SFTP upload CPU s/GiB, gateway vs client", up_cpu * gib, "s", direct_up_cpu * gib),
     ]
 
 
@@ -148,11 +157,32 @@ async def gateway_list(gateway: Gateway, connection_id: str, path: str) -> None:
         response.raise_for_status()
 
 
-def measure(gateway: Gateway, run: Callable[[], Awaitable[int]]) -> tuple[float, float, float]:
-    """(MB/s, RSS growth MiB, RSS peak MiB) of one transfer through the gateway."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its children so far."""
+    import psutil
+
+    process = psutil.Process(pid)
+    total = sum(process.cpu_times()[:2])
+    for child in process.children(recursive=True):
+        total += sum(child.cpu_times()[:2])
+    return total
+
+
+def timed_cpu(run: Callable[[], Awaitable[int]]) -> tuple[float, float]:
+    """(MB/s, CPU seconds of this process) of one direct transfer."""
+    started = time.process_time()
+    speed = timed(run)
+    return speed, time.process_time() - started
+
+
+def measure(
+    gateway: Gateway, run: Callable[[], Awaitable[int]]
+) -> tuple[float, float, float, float]:
+    """(MB/s, RSS growth MiB, RSS peak MiB, CPU seconds) of one transfer through the gateway."""
+    started = cpu_seconds(gateway.pid)
     with RssSampler(gateway.pid) as sampler:
         speed = timed(run)
-    return speed, sampler.growth, sampler.peak
+    return speed, sampler.growth, sampler.peak, cpu_seconds(gateway.pid) - started
 
 
 def main() -> None:
