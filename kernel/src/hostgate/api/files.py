@@ -329,7 +329,8 @@ async def upload_file(protocol: str, connection_id: str) -> dict[str, Any]:
         written = await lease.adapter.write(path, chunks())
         healthy = True
     except Exception as exc:
-        healthy = keeps_session(exc)
+        # a transfer broken off half-way may leave protocol state behind: start afresh
+        healthy = keeps_session(exc) and received == 0
         raise translate(exc, ctx.spec.name) from None
     finally:
         await lease.release(healthy=healthy)
