@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import jwt
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..db.models.identity import LoginSession, Role, User
 from ..db.models.settings import SystemValue
@@ -200,10 +200,18 @@ class Identity:
         """Resolve a session token to a Caller, enforcing revocation, lifetime and idle timeout."""
         claims = self.decode(token, "session")
         now = utcnow()
+        # one query for login session, user and role: this runs on every request
+        query = (
+            select(LoginSession, User, Role)
+            .join(User, col(User.id) == col(LoginSession.user_id))
+            .outerjoin(Role, col(Role.id) == col(User.role_id))
+            .where(col(LoginSession.id) == str(claims.get("sid") or ""))
+        )
         async with self.kernel.db.session() as session:
-            login = await session.get(LoginSession, claims.get("sid"))
-            if login is None or login.user_id != claims["sub"]:
+            found = (await session.exec(query)).first()
+            if found is None or found[0].user_id != claims["sub"]:
                 raise NotAuthenticated("Session has been revoked", code="session_revoked")
+            login, user, role = found
             if login.revoked_at is not None:
                 raise NotAuthenticated("Session has been revoked", code="session_revoked")
             if as_utc(login.expires_at) <= now:
@@ -217,10 +225,6 @@ class Identity:
                 raise NotAuthenticated(
                     "Session expired due to inactivity", code="session_idle_timeout"
                 )
-            user = await session.get(User, login.user_id)
-            if user is None:
-                raise NotAuthenticated("Session has been revoked", code="session_revoked")
-            role = await session.get(Role, user.role_id)
             if touch and now - as_utc(login.last_used_at) >= TOUCH_INTERVAL:
                 login.last_used_at = now
                 session.add(login)

@@ -1,0 +1,212 @@
+"""Every benchmark in one run, one table: each figure, its direct baseline, ratio, target.
+
+.venv/bin/python bench/run_all.py [--file-mib 1024] [--api-seconds 10] [--audit-rows 1000000]
+                                  [--terminals 200] [--load-seconds 60] [--skip files,load,...]
+
+Sections, in order (each starts its own servers and gateway and tears them down):
+
+- ``files``: SFTP (OpenSSH), SMB (smbd) and FTP (vsftpd/pyftpdlib) download and
+  upload through the gateway vs the protocol's direct client (bench/files.py,
+  bench/files_smb_ftp.py), with the gateway's RSS growth.
+- ``terminal``: ``cat`` throughput through ``/ws/ssh`` vs a direct asyncssh shell,
+  keystroke round trip, RSS with ``--terminals`` idle terminals (bench/terminal.py).
+- ``api``: requests/s at 32 clients for ``/auth/me`` and ``/connections`` vs a bare
+  Quart endpoint on the same hypercorn set-up, login latency (argon2id), idle RSS
+  (bench/api.py).
+- ``audit``: ``GET /audit`` p50/p95 over ``--audit-rows`` entries (bench/audit_page.py).
+- ``load``: ``--terminals`` SSH terminals and 50 API clients for ``--load-seconds``
+  (bench/load.py; 0 skips it; the 10-minute run is ``bench/load.py`` on its own).
+
+A section that fails is reported under the table and the others still run. The
+table is followed by the list of targets that were missed; the exit status is 1
+when a target was missed or a section failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import Row, hostgate_server, print_table  # noqa: E402
+
+SECTIONS = ("files", "terminal", "api", "audit", "load")
+
+
+def files_rows(args: argparse.Namespace) -> list[Row]:
+    """SFTP, SMB and FTP through the gateway vs direct, one gateway for all three."""
+    from files import sftp_rows
+    from files_smb_ftp import BLOCK, MIB, Gateway, ftp_rows, smb_rows, source_file
+
+    size = max(1, args.file_mib * MIB // BLOCK) * BLOCK
+    source = source_file(size)
+    rows: list[Row] = []
+    try:
+        with hostgate_server() as server:
+            gateway = Gateway.setup(server.url, server.pid)
+            rows += sftp_rows(gateway, source)
+            rows += smb_rows(gateway, source)
+            rows += ftp_rows(gateway, source)
+    finally:
+        shutil.rmtree(source.parent, ignore_errors=True)
+    return rows
+
+
+def terminal_rows(args: argparse.Namespace) -> list[Row]:
+    """Throughput, keystrokes and RSS of idle terminals (bench/terminal.py's measure)."""
+    import terminal
+
+    from testsupport.sshd import start_sshd
+
+    options = argparse.Namespace(size=64, keystrokes=300, terminals=args.terminals)
+    server = start_sshd()
+    try:
+        with hostgate_server() as served:
+            gateway = terminal.Gateway(served.url)
+            gateway.settings(
+                {"security.max_sessions_per_user": 10_000, "security.max_sessions_total": 10_000}
+            )
+            gateway.add_connection(server)
+            return asyncio.run(terminal.measure(options, gateway, server, served.pid))
+    finally:
+        server.stop()
+        shutil.rmtree(server.root, ignore_errors=True)
+
+
+def api_rows(args: argparse.Namespace) -> list[Row]:
+    """Throughput vs bare Quart, login latency, idle RSS (bench/api.py)."""
+    import api
+
+    return api.run(args.api_seconds, 32)
+
+
+def audit_rows(args: argparse.Namespace) -> list[Row]:
+    """``GET /audit`` over a large log (bench/audit_page.py)."""
+    import audit_page
+    from hostgate.db.engine import Database
+
+    data = Path(tempfile.mkdtemp(prefix="hg-bench-audit-"))
+    try:
+        db = data / "hostgate.db"
+
+        async def migrate() -> None:
+            database = Database(f"sqlite+aiosqlite:///{db}")
+            await database.migrate()
+            await database.close()
+
+        asyncio.run(migrate())
+        users, newest = audit_page.fill(db, args.audit_rows)
+        rows: list[Row] = asyncio.run(audit_page.measure(data, users, newest, 30))
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    for row in rows:
+        if row.name.endswith("p95") and "search" not in row.name:
+            row.target = "< 50 ms"
+    return rows
+
+
+def load_rows(args: argparse.Namespace) -> list[Row]:
+    """Terminals and API clients at once (bench/load.py)."""
+    import load
+
+    return load.run(args.terminals, 50, float(args.load_seconds))
+
+
+RUNNERS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
+    "files": files_rows,
+    "terminal": terminal_rows,
+    "api": api_rows,
+    "audit": audit_rows,
+    "load": load_rows,
+}
+
+
+def missed(row: Row) -> bool:
+    """True when a row's target (``>= 0.9x``, ``< 100 ms``, ``< 512 MiB``, ``0``) is missed."""
+    target = row.target.strip()
+    if not target:
+        return False
+    match = re.match(r"(>=|<=|<|>)?\s*([\d.]+)\s*(x)?", target)
+    if match is None:
+        return False
+    operator, number, ratio = match.group(1) or "==", float(match.group(2)), match.group(3)
+    if ratio:
+        if not row.baseline:
+            return True
+        value = row.value / row.baseline
+    else:
+        value = row.value
+    checks = {
+        ">=": value >= number,
+        "<=": value <= number,
+        "<": value < number,
+        ">": value > number,
+        "==": value == number,
+    }
+    return not checks[operator]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--file-mib", type=int, default=1024, help="file size for files")
+    parser.add_argument("--api-seconds", type=int, default=10, help="seconds per API figure")
+    parser.add_argument("--audit-rows", type=int, default=1_000_000)
+    parser.add_argument("--terminals", type=int, default=200)
+    parser.add_argument("--load-seconds", type=int, default=60, help="0 skips the load section")
+    parser.add_argument("--skip", default="", help=f"comma-separated sections of {SECTIONS}")
+    args = parser.parse_args()
+    skipped = {s.strip() for s in args.skip.split(",") if s.strip()}
+    if args.load_seconds <= 0:
+        skipped.add("load")
+    unknown = skipped - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+
+    began = time.monotonic()
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(
+        f"hostgate bench, {stamp}, {os.cpu_count()} CPUs, {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    rows: list[Row] = []
+    failures: list[str] = []
+    for section in SECTIONS:
+        if section in skipped:
+            continue
+        started = time.monotonic()
+        print(f"-- {section} ...", flush=True)
+        try:
+            rows += RUNNERS[section](args)
+        except Exception:
+            failures.append(f"{section}: {traceback.format_exc(limit=3).strip()}")
+        print(f"-- {section} done in {time.monotonic() - started:.0f} s", flush=True)
+    print()
+    if rows:
+        print_table(rows)
+    misses = [row for row in rows if missed(row)]
+    print()
+    print(f"{len(rows)} figures in {time.monotonic() - began:.0f} s; ", end="")
+    print(f"{len(misses)} target(s) missed" + (":" if misses else "."))
+    for row in misses:
+        print(f"  MISSED {row.name}: {row.value:,.2f} {row.unit} {row.ratio} (target {row.target})")
+    for failure in failures:
+        print(f"  FAILED section {failure}")
+    if misses or failures:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
