@@ -14,6 +14,7 @@ from hostgate_rdp import plugin as rdp_plugin
 
 from tests.sessions.helpers import ticket_for
 from testsupport.peers import free_port
+from testsupport.wire import Wire
 
 from .rdpclient import (
     PROTOCOL_HYBRID,
@@ -25,7 +26,6 @@ from .rdpclient import (
     read_cleanpath,
     selected_protocol,
 )
-from .wire import Wire
 
 
 def rdp_path(kernel: Any, user: Any, connection_id: str, alias: str = "rdp-raw") -> str:

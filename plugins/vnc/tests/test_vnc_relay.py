@@ -11,9 +11,8 @@ import pytest
 
 from tests.sessions.helpers import ticket_for
 from testsupport.peers import free_port
+from testsupport.wire import Wire
 from testsupport.xvnc import TEST_PASSWORD
-
-from .wire import Wire
 
 
 def vnc_path(kernel: Any, user: Any, connection_id: str, *, in_query: bool = False) -> str:
