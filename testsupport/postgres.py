@@ -50,8 +50,23 @@ def postgres_server() -> Iterator[str]:
         peer_unavailable("postgresql", init.stderr.strip()[-400:])
     port = free_port()
     process = subprocess.Popen(
-        [*run_as, postgres, "-D", str(data), "-p", str(port), "-h", "127.0.0.1",
-         "-k", str(base), "-F", "-c", "fsync=off", "-c", "full_page_writes=off"],
+        [
+            *run_as,
+            postgres,
+            "-D",
+            str(data),
+            "-p",
+            str(port),
+            "-h",
+            "127.0.0.1",
+            "-k",
+            str(base),
+            "-F",
+            "-c",
+            "fsync=off",
+            "-c",
+            "full_page_writes=off",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -20,5 +20,7 @@ async def test_reload_state_rereads_settings_and_runs_hooks(kernel):
 
 
 async def test_services_with_database_state_register_for_reload(kernel):
-    registered = {getattr(hook, "__self__", None).__class__.__name__ for hook in kernel._reload_hooks}
+    registered = {
+        getattr(hook, "__self__", None).__class__.__name__ for hook in kernel._reload_hooks
+    }
     assert {"Notifications", "Recordings"} <= registered

@@ -35,9 +35,7 @@ class ConnectionField:
 
 
 FilesFactory = Callable[["Kernel", "ConnectionTarget"], Awaitable["RemoteFiles"]]
-TerminalFactory = Callable[
-    ["Kernel", "ConnectionTarget", "TerminalSize"], Awaitable["Terminal"]
-]
+TerminalFactory = Callable[["Kernel", "ConnectionTarget", "TerminalSize"], Awaitable["Terminal"]]
 StreamFactory = Callable[["Kernel", "ConnectionTarget"], Awaitable["Stream"]]
 
 

@@ -107,9 +107,7 @@ class RateLimited(ApiError):
     code = "rate_limited"
 
     def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
-        super().__init__(
-            message, code=code, headers={"Retry-After": str(max(1, int(retry_after)))}
-        )
+        super().__init__(message, code=code, headers={"Retry-After": str(max(1, int(retry_after)))})
         self.retry_after = max(1, int(retry_after))
 
 

@@ -61,24 +61,26 @@ class Kernel:
             config.resolved_database_url, busy_timeout_ms=config.database_busy_timeout_ms
         )
         self.protocols: dict[str, ProtocolSpec] = {
-            name: item for name, (_, item) in plugins.collect(
+            name: item
+            for name, (_, item) in plugins.collect(
                 "register_protocols", key=lambda p: p.name
             ).items()
         }
         self.login_methods: dict[str, LoginMethod] = {
-            name: item for name, (_, item) in plugins.collect(
+            name: item
+            for name, (_, item) in plugins.collect(
                 "register_login_methods", key=lambda m: m.name
             ).items()
         }
         self.channels: dict[str, ChannelSpec] = {
-            name: item for name, (_, item) in plugins.collect(
+            name: item
+            for name, (_, item) in plugins.collect(
                 "register_channels", key=lambda c: c.type
             ).items()
         }
         setting_specs: dict[str, SettingSpec] = {
-            key: item for key, (_, item) in plugins.collect(
-                "register_settings", key=lambda s: s.key
-            ).items()
+            key: item
+            for key, (_, item) in plugins.collect("register_settings", key=lambda s: s.key).items()
         }
         self.permission_groups = perms.merge_groups(
             result for _, result in plugins.contributions("register_permissions")
@@ -180,8 +182,12 @@ class Kernel:
                 role = roles.get(name)
                 if role is None:
                     session.add(
-                        Role(name=name, description=description, is_builtin=True,
-                             permissions=list(granted))
+                        Role(
+                            name=name,
+                            description=description,
+                            is_builtin=True,
+                            permissions=list(granted),
+                        )
                     )
                     continue
                 new = [p for p in granted if p not in known and p not in role.permissions]

@@ -6,8 +6,6 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from quart import Blueprint
-
 from hostgate import (
     ConnectionTarget,
     ProtocolSpec,
@@ -17,6 +15,7 @@ from hostgate import (
     hookimpl,
     public,
 )
+from quart import Blueprint
 
 blueprint = Blueprint("echo", __name__)
 

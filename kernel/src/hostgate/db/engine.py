@@ -68,9 +68,7 @@ class Database:
     def __init__(self, url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
         self.url = url
         self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
-        self.sessions = async_sessionmaker(
-            self.engine, class_=AsyncSession, expire_on_commit=False
-        )
+        self.sessions = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
 
     @property
     def dialect(self) -> str:
