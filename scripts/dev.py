@@ -111,13 +111,31 @@ def serve(extra: list[str]) -> int:
     return subprocess.call([str(BIN / "hostgate"), "serve", *extra], cwd=ROOT)
 
 
+def lint() -> int:
+    """ruff (lint and format) and mypy over the whole tree."""
+    say("linting: ruff check, ruff format --check, mypy")
+    checks = [
+        [str(BIN / "ruff"), "check", "-q", "."],
+        [str(BIN / "ruff"), "format", "--check", "-q", "."],
+        [str(BIN / "mypy")],
+    ]
+    failed = 0
+    for check in checks:
+        failed |= subprocess.call(check, cwd=ROOT, env=_bytecode_env())
+    return failed
+
+
 def test(extra: list[str]) -> int:
     ensure_debian_packages()
     ensure_venv(dev=True)
+    lint_failed = lint()
     say("running the test suite")
-    return subprocess.call(
+    code = subprocess.call(
         [str(BIN / "python"), "-m", "pytest", *extra], cwd=ROOT, env=_bytecode_env()
     )
+    if lint_failed:
+        say("lint failed (see above)")
+    return code or lint_failed
 
 
 def main() -> int:
