@@ -26,6 +26,18 @@ PASSWORD = "correct horse battery"
 _PASSWORD_HASH = hash_password_sync(PASSWORD)
 
 
+@pytest.fixture(autouse=True)
+def _logging_is_left_as_found() -> Iterator[None]:
+    """A test that changes the root logger must not slow down every later test."""
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers
+
+
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated SQLite file, copied into each test's data dir (migrating once is faster)."""

@@ -38,8 +38,14 @@ class Recorder:
 
 
 @pytest.fixture
-def debug_logging():
-    """Logging as `hostgate serve --log-level DEBUG` sets it up; restored afterwards."""
+def debug_logging(caplog):
+    """Logging as `hostgate serve --log-level DEBUG` sets it up; restored afterwards.
+
+    caplog's level is set first so its teardown (which runs after ours) restores the
+    level from before, not the DEBUG we set: otherwise every later test in the
+    session runs with DEBUG logging.
+    """
+    caplog.set_level(logging.DEBUG)
     root = logging.getLogger()
     saved = (root.level, list(root.handlers), logging.getLogger("aiosqlite").level)
     configure_logging("DEBUG")
@@ -50,7 +56,6 @@ def debug_logging():
 
 
 async def test_no_secret_leaks(app, kernel, caplog, debug_logging):
-    caplog.set_level(logging.DEBUG)
     call = Recorder(app.test_client())
     password = "root-password-1"
     secrets = {password, "user-password-1", "changed-password-2", "wrong-password-x"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,3 +44,10 @@ def register_protocols() -> Sequence[ProtocolSpec]:
 def register_permissions() -> Mapping[str, Sequence[str]]:
     """Using smb connections."""
     return {"connections": ["connections.use_smb"]}
+
+
+@hookimpl
+def startup(kernel: Any) -> None:
+    """Keep smbprotocol below DEBUG: it renders every message (file data too) into its logs."""
+    library = logging.getLogger("smbprotocol")
+    library.setLevel(max(logging.INFO, library.getEffectiveLevel()))
