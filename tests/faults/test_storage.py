@@ -196,3 +196,31 @@ async def test_an_audit_entry_longer_than_its_columns_is_stored_on_postgres(
         assert len(entry["target"]) == 1000 and entry["target"].endswith("\u2026")
         assert entry["details"]["after"]["app.name"] == "Everything At Once"
         assert (await verify_chain(kernel)).ok
+
+
+async def test_a_failed_audit_write_leaves_a_chain_that_verifies_on_postgres(
+    config: Config, postgres_url: str
+) -> None:
+    """Regression: PostgreSQL spends a sequence value on an insert that is rolled back;
+    ``verify_chain`` read the gap in ``seq`` as deleted entries (a false tamper alarm
+    after any failed audit write)."""
+    from sqlalchemy import text
+
+    app = create_app(config.with_overrides(database_url=postgres_url))
+    async with app.test_app():
+        kernel = app.extensions["hostgate"]
+        await kernel.audit.record("test.before", target="a")
+        with contextlib.suppress(RuntimeError):
+            async with kernel.db.engine.begin() as connection:
+                await connection.execute(
+                    text(
+                        "INSERT INTO audit_log (id, event_type, target, username, display_name,"
+                        " details, ip_address, timestamp, prev_hash, hash) VALUES ('failed',"
+                        " 'test.failed', '', '', '', '{}', '', now(), '', '')"
+                    )
+                )
+                raise RuntimeError("the write fails before its commit")
+        await kernel.audit.record("test.after", target="b")
+        result = await verify_chain(kernel)
+        assert result.ok, result.problem
+        assert result.checked == 2 and result.head_seq == 3

@@ -53,8 +53,9 @@ async def verify_chain(kernel: Kernel) -> VerifyResult:
 
     - a stored hash that does not match the entry's content: the entry was edited
       (or, when the next entry links past it, inserted);
-    - a gap in ``seq`` or a link to a hash that is not the previous entry's:
-      entries were deleted.
+    - a link to a hash that is not the previous entry's: entries were deleted (a
+      gap in ``seq`` alone is not a deletion: PostgreSQL skips the values of
+      inserts that were rolled back, e.g. an audit write that failed).
     """
     key = await kernel.audit.chain_key()
     checked = 0
@@ -79,15 +80,18 @@ async def verify_chain(kernel: Kernel) -> VerifyResult:
                 suspect.id,
             )
         expected_prev = prev.hash if prev is not None else ""
-        if prev is None and (seq != 1 or entry.prev_hash != ""):
+        # A gap in seq alone proves nothing: PostgreSQL spends a sequence value on an
+        # insert that is rolled back (a failed audit write). Deletions break the links.
+        gap = prev is not None and seq != int(prev.seq or 0) + 1
+        if prev is None and entry.prev_hash != "":
             return fail(f"entries before seq {seq} were deleted", entry)
-        if prev is not None and seq != int(prev.seq or 0) + 1:
-            return fail(f"entries seq {int(prev.seq or 0) + 1}-{seq - 1} were deleted", entry)
         if chain_hash(entry.prev_hash, entry, key) != entry.hash:
             suspect, suspect_prev_hash = entry, expected_prev
             checked += 1
             continue
         if entry.prev_hash != expected_prev:
+            if gap and prev is not None:
+                return fail(f"entries seq {int(prev.seq or 0) + 1}-{seq - 1} were deleted", entry)
             return fail(
                 f"entry seq {seq} does not link to the entry before it "
                 "(entries were deleted or inserted there)",
