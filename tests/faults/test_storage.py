@@ -21,8 +21,7 @@ import pytest
 from hostgate.app import create_app
 from hostgate.config import Config
 from hostgate.services.audit_verify import verify_chain
-
-from testsupport.peers import peer_unavailable
+from sqlalchemy import event
 
 BUSY_MS = 300
 
@@ -110,40 +109,82 @@ def _fill(directory: Path) -> Path:
     return filler
 
 
+class DiskFiller:
+    """Fills the storage under the database, and frees it again.
+
+    On a small tmpfs (root may mount one) the disk really fills up. Where mounting
+    is not permitted, SQLite's ``max_page_count`` pins the database at its current
+    size: the same ``SQLITE_FULL`` a full disk gives.
+    """
+
+    def __init__(self, kernel: Any, data_dir: Path, mounted: bool) -> None:
+        self.kernel = kernel
+        self.data_dir = data_dir
+        self.mounted = mounted
+        self.filler: Path | None = None
+        self._listener: Any = None
+
+    async def fill(self) -> None:
+        if self.mounted:
+            self.filler = _fill(self.data_dir.parent)
+            return
+        with contextlib.closing(sqlite3.connect(self.data_dir / "hostgate.db")) as side:
+            pages = int(side.execute("PRAGMA page_count").fetchone()[0])
+
+        def limit(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA max_page_count={pages}")
+            cursor.close()
+
+        self._listener = limit
+        event.listen(self.kernel.db.engine.sync_engine, "connect", limit)
+        await self.kernel.db.engine.dispose()
+
+    async def free(self) -> None:
+        if self.filler is not None:
+            self.filler.unlink()
+        if self._listener is not None:
+            event.remove(self.kernel.db.engine.sync_engine, "connect", self._listener)
+            await self.kernel.db.engine.dispose()
+
+
 class TestFullDisk:
     """The data directory on an 8 MiB tmpfs that the test fills up."""
 
     @pytest.fixture
-    def mount(self, tmp_path: Path) -> Iterator[Path]:
+    def mount(self, tmp_path: Path) -> Iterator[Path | None]:
         point = tmp_path / "small"
         if not _mount_tmpfs(point, "8m"):
-            peer_unavailable("tmpfs", "mounting a small tmpfs needs root (CAP_SYS_ADMIN)")
+            yield None
+            return
         try:
             yield point
         finally:
             subprocess.run(["umount", "-l", str(point)], capture_output=True)
 
     @pytest.fixture
-    def config(self, config: Config, mount: Path) -> Config:
+    def config(self, config: Config, mount: Path | None) -> Config:
+        if mount is None:
+            return config
         data = mount / "data"
         shutil.copytree(config.data_dir, data)
         return config.with_overrides(data_dir=data)
 
     async def test_a_full_disk_answers_503_storage_full_and_stores_nothing(
-        self, client: Any, admin: Any, kernel: Any, config: Config
+        self, client: Any, admin: Any, kernel: Any, config: Config, mount: Path | None
     ) -> None:
+        """Regression: a settings change was committed before its audit entry, so a
+        full disk could keep the change, lose the entry and still answer 503."""
         await kernel.settings.update({"recordings.min_free_disk_mb": 0})
-        filler = _fill(config.data_dir.parent)
-        successes = 0
+        disk = DiskFiller(kernel, config.data_dir, mounted=mount is not None)
+        await disk.fill()
         full: Any = None
-        # WAL space left from earlier writes may take a few entries before a write fails
-        for _ in range(200):
+        # WAL space or a half-empty page may take a few entries before a write fails
+        for _ in range(500):
             response = await client.get("/api/v1/version?force=true", headers=admin.headers)
-            if response.status_code == 200:
-                successes += 1
-                continue
-            full = response
-            break
+            if response.status_code != 200:
+                full = response
+                break
         assert full is not None, "writes never failed on a full disk"
         assert full.status_code == 503
         assert refused(await full.get_json(), "storage_full")
@@ -152,7 +193,7 @@ class TestFullDisk:
         )
         assert change.status_code == 503
         assert await app_name(client) != "Disk Full"
-        filler.unlink()
+        await disk.free()
         count = await audit_count(kernel)
         version = await client.get("/api/v1/version?force=true", headers=admin.headers)
         assert version.status_code == 200

@@ -38,12 +38,6 @@ async def update_settings() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidInput("send a JSON object of setting keys to values")
     kernel = current_app.extensions["hostgate"]
-    before, after = await kernel.settings.update(body)
-    if after:
-        await kernel.audit.record(
-            "settings.updated",
-            actor=current_caller(),
-            target=", ".join(sorted(after)),
-            details={"before": before, "after": after},
-        )
+    # the change and its settings.updated entry commit together
+    await kernel.settings.update(body, actor=current_caller())
     return {"success": True}

@@ -8,7 +8,8 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
@@ -155,6 +156,70 @@ class AuditLog:
         The actor (the caller) fills user and IP unless given explicitly, e.g. for a
         failed login where there is no caller yet.
         """
+        async with self.atomic() as batch:
+            entry = batch.record(
+                event_type,
+                actor=actor,
+                target=target,
+                details=details,
+                ip_address=ip_address,
+                user_id=user_id,
+                username=username,
+                display_name=display_name,
+            )
+        return to_event(entry)
+
+    @asynccontextmanager
+    async def atomic(self) -> AsyncIterator[AuditBatch]:
+        """A database session whose changes and audit entries commit together.
+
+        ``async with kernel.audit.atomic() as batch:`` change rows in
+        ``batch.session``, call ``batch.record(...)``; one commit at the end stores
+        both or neither (a full disk or a locked database cannot leave a change
+        without its audit entry). Subscribers hear of the entries after the commit.
+        Other audited writes wait while the block runs (the chain has one head).
+        """
+        key = await self.chain_key()
+        async with self._lock, self.kernel.db.session() as session:
+            if self._last_hash is None:
+                newest = AuditEntry.seq.desc()  # type: ignore[union-attr]
+                query = select(AuditEntry.hash).order_by(newest).limit(1)
+                self._last_hash = (await session.exec(query)).first() or ""
+            batch = AuditBatch(session, key, self._last_hash)
+            yield batch
+            await session.commit()
+            self._last_hash = batch.head
+        for entry in batch.entries:
+            await self.kernel.plugins.call_each("event", event=to_event(entry), kernel=self.kernel)
+
+    def forget_chain_head(self) -> None:
+        """Re-read the chain head and key on the next write (after a restore)."""
+        self._last_hash = None
+        self._key = None
+
+
+class AuditBatch:
+    """Audit entries added to an open session (see ``AuditLog.atomic``)."""
+
+    def __init__(self, session: Any, key: bytes, head: str) -> None:
+        self.session = session
+        self.head = head
+        self.entries: list[AuditEntry] = []
+        self._key = key
+
+    def record(
+        self,
+        event_type: str,
+        *,
+        actor: Caller | None = None,
+        target: str = "",
+        details: Mapping[str, Any] | None = None,
+        ip_address: str | None = None,
+        user_id: str | None = None,
+        username: str | None = None,
+        display_name: str | None = None,
+    ) -> AuditEntry:
+        """Add one entry, chained to the previous one; stored by the block's commit."""
         entry = AuditEntry(
             user_id=user_id if user_id is not None else (actor.user_id if actor else None),
             username=username if username is not None else (actor.username if actor else ""),
@@ -170,22 +235,9 @@ class AuditLog:
             timestamp=utcnow(),
         )
         fit_columns(entry)
-        key = await self.chain_key()
-        async with self._lock, self.kernel.db.session() as session:
-            if self._last_hash is None:
-                newest = AuditEntry.seq.desc()  # type: ignore[union-attr]
-                query = select(AuditEntry.hash).order_by(newest).limit(1)
-                self._last_hash = (await session.exec(query)).first() or ""
-            entry.prev_hash = self._last_hash
-            entry.hash = chain_hash(entry.prev_hash, entry, key)
-            session.add(entry)
-            await session.commit()
-            self._last_hash = entry.hash
-        event = to_event(entry)
-        await self.kernel.plugins.call_each("event", event=event, kernel=self.kernel)
-        return event
-
-    def forget_chain_head(self) -> None:
-        """Re-read the chain head and key on the next write (after a restore)."""
-        self._last_hash = None
-        self._key = None
+        entry.prev_hash = self.head
+        entry.hash = chain_hash(entry.prev_hash, entry, self._key)
+        self.session.add(entry)
+        self.entries.append(entry)
+        self.head = entry.hash
+        return entry

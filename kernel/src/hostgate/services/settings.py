@@ -15,6 +15,7 @@ from ..timefmt import utcnow
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
+    from .identity import Caller
 
 SECRET_MASK = "\u2022" * 8
 
@@ -129,33 +130,57 @@ class Settings:
             clean[key] = coerce(spec, value)
         return clean
 
-    async def update(self, changes: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Validate and store; return ``(before, after)`` with secrets masked."""
+    async def update(
+        self, changes: Mapping[str, Any], *, actor: Caller | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validate and store; return ``(before, after)`` with secrets masked.
+
+        With ``actor`` the change is audited as ``settings.updated`` in the same
+        transaction: both are stored, or neither.
+        """
         clean = self.validate(changes)
-        before: dict[str, Any] = {}
-        after: dict[str, Any] = {}
-        async with self.kernel.db.session() as session:
-            for key, value in clean.items():
-                spec = self.specs[key]
-                before[key] = self._display(spec, self.get(key))
-                stored = value
-                if spec.secret and isinstance(value, str) and value:
-                    stored = self.kernel.secrets.seal(value)
-                row = await session.get(SettingValue, key)
-                if row is None:
-                    session.add(SettingValue(key=key, value=stored))
-                else:
-                    row.value = stored
-                    row.updated_at = utcnow()
-                    session.add(row)
-                after[key] = self._display(spec, value)
-            await session.commit()
+        if actor is None:
+            async with self.kernel.db.session() as session:
+                before, after = await self._store(session, clean)
+                await session.commit()
+        else:
+            async with self.kernel.audit.atomic() as batch:
+                before, after = await self._store(batch.session, clean)
+                if after:
+                    batch.record(
+                        "settings.updated",
+                        actor=actor,
+                        target=", ".join(sorted(after)),
+                        details={"before": before, "after": after},
+                    )
         for key, value in clean.items():
             spec = self.specs[key]
             if spec.secret and isinstance(value, str) and value:
                 self._values[key] = self.kernel.secrets.seal(value)
             else:
                 self._values[key] = value
+        return before, after
+
+    async def _store(
+        self, session: Any, clean: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Write the rows (not committed); ``(before, after)`` for the audit entry."""
+        before: dict[str, Any] = {}
+        after: dict[str, Any] = {}
+        for key, value in clean.items():
+            spec = self.specs[key]
+            before[key] = self._display(spec, self.get(key))
+            stored = value
+            if spec.secret and isinstance(value, str) and value:
+                stored = self.kernel.secrets.seal(value)
+            row = await session.get(SettingValue, key)
+            if row is None:
+                session.add(SettingValue(key=key, value=stored))
+            else:
+                row.value = stored
+                row.updated_at = utcnow()
+                session.add(row)
+            after[key] = self._display(spec, value)
         return before, after
 
     @staticmethod
