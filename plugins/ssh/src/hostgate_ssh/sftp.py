@@ -312,10 +312,11 @@ class SftpFiles:
         while len(pending) >= WRITE_AHEAD:
             done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             pending.difference_update(done)
-            for task in done:
-                error = task.exception()
-                if error is not None:
-                    raise _mapped(error, path)
+            # Read every finished task's outcome before raising: several writes can
+            # fail together when the server dies, and each exception must be retrieved.
+            errors = [error for task in done if (error := task.exception()) is not None]
+            if errors:
+                raise _mapped(errors[0], path)
 
         async def write() -> None:
             await handle.write(data, offset)
