@@ -1,4 +1,6 @@
-"""The one pagination helper: ``page`` >= 1 (default 1), ``limit`` 1-200 (default 25)."""
+"""The one pagination helper: ``page`` >= 1 (default 1), ``limit`` 1-200 (default 25).
+
+Both are plain ASCII digits; anything else is a 400."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from .errors import InvalidInput
 
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 200
+MAX_DIGITS = 9
 
 
 @dataclass(frozen=True)
@@ -29,15 +32,17 @@ class Page:
 
 
 def _positive(name: str, raw: str | None, default: int) -> int:
+    """A whole number >= 1 written in ASCII digits only.
+
+    ``int()`` alone would also take ``" 3"``, ``"+4"``, ``"1_0"`` and non-ASCII
+    digits such as ``"٣"``; more than ``MAX_DIGITS`` digits would make offsets the
+    database cannot hold.
+    """
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a positive whole number") from None
-    if value < 1:
-        raise InvalidInput(f"{name} must be a positive whole number")
-    return value
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= MAX_DIGITS) or int(raw) < 1:
+        raise InvalidInput(f"{name} must be a whole number from 1 to {10**MAX_DIGITS - 1}")
+    return int(raw)
 
 
 def page_from(args: Mapping[str, str], default_limit: int = DEFAULT_LIMIT) -> Page:
