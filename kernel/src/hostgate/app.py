@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import uuid
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -72,7 +72,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
 
     @app.before_request
     async def _tag_request() -> None:
-        request_id.set(request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex[:16])
+        request_id.set(request.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
 
     @app.after_request
     async def _headers(response: Response) -> Response:

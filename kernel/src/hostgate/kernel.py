@@ -13,6 +13,7 @@ from .config import Config
 from .db.engine import Database
 from .db.models.identity import Role
 from .db.models.settings import SystemValue
+from .db.readcache import ReadCache
 from .descriptors import ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter
@@ -60,6 +61,7 @@ class Kernel:
         self.db = Database(
             config.resolved_database_url, busy_timeout_ms=config.database_busy_timeout_ms
         )
+        self.readcache = ReadCache(self.db)
         self.protocols: dict[str, ProtocolSpec] = {
             name: item
             for name, (_, item) in plugins.collect(
@@ -116,6 +118,7 @@ class Kernel:
 
     async def reload_state(self) -> None:
         """Make every in-memory copy of database state follow a replaced database."""
+        self.readcache.clear()
         await self.settings.load()
         self.audit.forget_chain_head()
         await self.identity.start()

@@ -123,6 +123,8 @@ class FlowControlledBody(Body):
 
     async def wait_complete(self, timeout: float) -> None:
         """Wait (bounded) until the client has sent its whole body."""
+        if self._complete.is_set():
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._complete.wait(), timeout)
 

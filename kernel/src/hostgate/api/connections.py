@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from quart import Blueprint, request
+from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 
 from ..db.models.connections import Connection, ConnectionGroup
@@ -20,6 +20,7 @@ from ..services.connection_shares import ShareView
 from ..services.connections import EDIT_ANY, Access
 from ..services.hostkeys import HostKeyInfo
 from ..timefmt import iso
+from .cachedjson import cached_json
 
 blueprint = Blueprint("connections", __name__)
 
@@ -184,7 +185,7 @@ def _payload(data: ConnectionBody) -> dict[str, Any]:
 @blueprint.get("/connections")
 @authenticated
 @tag(["connections"])
-async def list_connections() -> dict[str, Any]:
+async def list_connections() -> Response:
     """The caller's group tree, ungrouped connections and connections shared with them.
 
     ``?scope=all`` (needs ``connections.edit_any`` or ``delete_any``) adds
@@ -193,18 +194,28 @@ async def list_connections() -> dict[str, Any]:
     scope = request.args.get("scope", "")
     if scope not in ("", "own", "all"):
         raise InvalidInput("scope must be own or all")
-    listing = await current_kernel().connections.listing(
-        current_caller(), include_others=scope == "all"
+    caller = current_caller()
+    include_others = scope == "all"
+
+    async def build() -> dict[str, Any]:
+        listing = await current_kernel().connections.listing(caller, include_others=include_others)
+        groups, ungrouped = group_tree(listing.groups, listing.own)
+        body: dict[str, Any] = {
+            "groups": groups,
+            "ungrouped": ungrouped,
+            "sharedConnections": [list_item(c, is_shared=True) for c in listing.shared],
+        }
+        if listing.others is not None:
+            body["otherConnections"] = [list_item(c, is_shared=True) for c in listing.others]
+        return body
+
+    if include_others:
+        # checked before the cache: the key holds the role, not its permissions
+        current_kernel().connections.check_list_others(caller)
+    return await cached_json(
+        ("GET /connections", caller.user_id, caller.role_id, include_others),
+        build,
     )
-    groups, ungrouped = group_tree(listing.groups, listing.own)
-    body: dict[str, Any] = {
-        "groups": groups,
-        "ungrouped": ungrouped,
-        "sharedConnections": [list_item(c, is_shared=True) for c in listing.shared],
-    }
-    if listing.others is not None:
-        body["otherConnections"] = [list_item(c, is_shared=True) for c in listing.others]
-    return body
 
 
 @blueprint.post("/connections")

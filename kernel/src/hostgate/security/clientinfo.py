@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from ..config import IPNetwork
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise_ip(text: str) -> str:
     """Strip IPv4-mapped prefixes and brackets; return the text unchanged if it is no IP."""
     cleaned = text.strip().strip("[]")
@@ -69,6 +71,7 @@ _SYSTEMS = (
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_user_agent(agent: str | None) -> tuple[str, str]:
     """``(browser, os)`` from a User-Agent, ``Unknown`` where nothing matches."""
     if not agent:

@@ -148,10 +148,15 @@ class Connections:
 
     # ----- reading ------------------------------------------------------------------
 
+    def check_list_others(self, caller: Caller) -> None:
+        """Listing everyone's connections needs ``edit_any`` or ``delete_any``."""
+        if not (caller.can(EDIT_ANY) or caller.can(DELETE_ANY)):
+            raise PermissionDenied(f"Insufficient permissions: requires {EDIT_ANY} or {DELETE_ANY}")
+
     async def listing(self, caller: Caller, *, include_others: bool = False) -> Listing:
         """The caller's groups and connections, and those shared with them."""
-        if include_others and not (caller.can(EDIT_ANY) or caller.can(DELETE_ANY)):
-            raise PermissionDenied(f"Insufficient permissions: requires {EDIT_ANY} or {DELETE_ANY}")
+        if include_others:
+            self.check_list_others(caller)
         async with self.kernel.db.session() as session:
             shared_ids = select(ConnectionShare.connection_id).where(
                 _share_filter(caller.user_id, caller.role_id)

@@ -7,9 +7,10 @@ every authenticated request goes through ``authenticate``.
 from __future__ import annotations
 
 import secrets
+import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import jwt
@@ -27,6 +28,7 @@ SIGNING_KEY_NAME = "token_signing_key"
 TOUCH_INTERVAL = timedelta(seconds=60)
 MFA_TOKEN_SECONDS = 300
 ALGORITHM = "HS256"
+MAX_VERIFIED_TOKENS = 20_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,22 @@ class Caller:
 
 
 @dataclass(frozen=True)
+class LoginView:
+    """What authentication needs of a login session, its user and role (a cache entry)."""
+
+    login_session_id: str
+    user_id: str
+    revoked: bool
+    expires_at: datetime
+    last_used_at: datetime
+    username: str
+    display_name: str
+    role_id: str
+    role_name: str
+    permissions: frozenset[str]
+
+
+@dataclass(frozen=True)
 class IssuedSession:
     """A fresh session token and its row."""
 
@@ -78,6 +96,9 @@ class Identity:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self._signing_key: str | None = None
+        # session tokens whose signature was already checked: verifying an HMAC
+        # through PyJWT is a tenth of a small request; expiry is still checked each time
+        self._verified: dict[str, dict[str, Any]] = {}
 
     async def start(self) -> None:
         """Load (or create) the token-signing key, sealed in the database."""
@@ -90,6 +111,7 @@ class Identity:
                 self._signing_key = key
             else:
                 self._signing_key = self.kernel.secrets.open(row.value)
+        self._verified.clear()
 
     async def rotate_signing_key(self) -> int:
         """A new signing key; every existing session is revoked. Returns sessions revoked."""
@@ -112,6 +134,7 @@ class Identity:
                 revoked += 1
             await session.commit()
         self._signing_key = key
+        self._verified.clear()
         return revoked
 
     @property
@@ -173,8 +196,22 @@ class Identity:
 
     def decode(self, token: str, expected_type: str) -> dict[str, Any]:
         """Verify signature, expiry and token type; raise NotAuthenticated otherwise."""
+        claims = self._verified.get(token)
+        if claims is None:
+            claims = self._verify(token)
+            if claims.get("typ") == "session":
+                if len(self._verified) >= MAX_VERIFIED_TOKENS:
+                    self._verified.clear()
+                self._verified[token] = claims
+        elif int(claims["exp"]) <= time.time():
+            raise NotAuthenticated("Token expired", code="token_expired")
+        if claims.get("typ") != expected_type:
+            raise NotAuthenticated("Invalid token", code="invalid_token")
+        return claims
+
+    def _verify(self, token: str) -> dict[str, Any]:
         try:
-            claims = jwt.decode(
+            return jwt.decode(  # type: ignore[no-any-return]
                 token,
                 self.signing_key,
                 algorithms=[ALGORITHM],
@@ -184,9 +221,6 @@ class Identity:
             raise NotAuthenticated("Token expired", code="token_expired") from None
         except jwt.PyJWTError:
             raise NotAuthenticated("Invalid token", code="invalid_token") from None
-        if claims.get("typ") != expected_type:
-            raise NotAuthenticated("Invalid token", code="invalid_token")
-        return claims
 
     async def role_permissions(self, role_id: str) -> tuple[str, frozenset[str]]:
         """``(role name, permissions)`` of a role, read live."""
@@ -196,50 +230,83 @@ class Identity:
             return "", frozenset()
         return role.name, frozenset(role.permissions)
 
+    async def _login_view(self, login_session_id: str) -> LoginView | None:
+        """A login session with its user and role, served from the read cache."""
+
+        async def load() -> LoginView | None:
+            query = (
+                select(LoginSession, User, Role)
+                .join(User, col(User.id) == col(LoginSession.user_id))
+                .outerjoin(Role, col(Role.id) == col(User.role_id))
+                .where(col(LoginSession.id) == login_session_id)
+            )
+            async with self.kernel.db.session() as session:
+                found = (await session.exec(query)).first()
+            if found is None:
+                return None
+            login, user, role = found
+            return LoginView(
+                login_session_id=login.id,
+                user_id=user.id,
+                revoked=login.revoked_at is not None,
+                expires_at=as_utc(login.expires_at),
+                last_used_at=as_utc(login.last_used_at),
+                username=user.username,
+                display_name=user.display_name,
+                role_id=user.role_id,
+                role_name=role.name if role else "",
+                permissions=frozenset(role.permissions) if role else frozenset(),
+            )
+
+        return await self.kernel.readcache.get(("login", login_session_id), load)
+
     async def authenticate(self, token: str, client: ClientInfo, *, touch: bool = True) -> Caller:
         """Resolve a session token to a Caller, enforcing revocation, lifetime and idle timeout."""
         claims = self.decode(token, "session")
         now = utcnow()
-        # one query for login session, user and role: this runs on every request
-        query = (
-            select(LoginSession, User, Role)
-            .join(User, col(User.id) == col(LoginSession.user_id))
-            .outerjoin(Role, col(Role.id) == col(User.role_id))
-            .where(col(LoginSession.id) == str(claims.get("sid") or ""))
-        )
-        async with self.kernel.db.session() as session:
-            found = (await session.exec(query)).first()
-            if found is None or found[0].user_id != claims["sub"]:
-                raise NotAuthenticated("Session has been revoked", code="session_revoked")
-            login, user, role = found
-            if login.revoked_at is not None:
-                raise NotAuthenticated("Session has been revoked", code="session_revoked")
-            if as_utc(login.expires_at) <= now:
-                raise NotAuthenticated("Session expired", code="session_expired")
-            idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
-            if idle > 0 and now - as_utc(login.last_used_at) > timedelta(minutes=idle):
-                login.revoked_at = now
-                login.revoke_reason = "idle_timeout"
-                session.add(login)
-                await session.commit()
-                raise NotAuthenticated(
-                    "Session expired due to inactivity", code="session_idle_timeout"
-                )
-            if touch and now - as_utc(login.last_used_at) >= TOUCH_INTERVAL:
-                login.last_used_at = now
-                session.add(login)
-                await session.commit()
+        view = await self._login_view(str(claims.get("sid") or ""))
+        if view is None or view.user_id != claims["sub"] or view.revoked:
+            raise NotAuthenticated("Session has been revoked", code="session_revoked")
+        if view.expires_at <= now:
+            raise NotAuthenticated("Session expired", code="session_expired")
+        idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
+        if idle > 0 and now - view.last_used_at > timedelta(minutes=idle):
+            await self._mark_login(view.login_session_id, revoked_at=now, reason="idle_timeout")
+            raise NotAuthenticated("Session expired due to inactivity", code="session_idle_timeout")
+        if touch and now - view.last_used_at >= TOUCH_INTERVAL:
+            await self._mark_login(view.login_session_id, last_used_at=now)
         return Caller(
-            user_id=user.id,
-            username=user.username,
-            display_name=user.display_name,
-            role_id=user.role_id,
-            role_name=role.name if role else "",
-            permissions=frozenset(role.permissions) if role else frozenset(),
-            login_session_id=login.id,
+            user_id=view.user_id,
+            username=view.username,
+            display_name=view.display_name,
+            role_id=view.role_id,
+            role_name=view.role_name,
+            permissions=view.permissions,
+            login_session_id=view.login_session_id,
             ip_address=client.ip_address,
             user_agent=client.user_agent,
         )
+
+    async def _mark_login(
+        self,
+        login_session_id: str,
+        *,
+        last_used_at: datetime | None = None,
+        revoked_at: datetime | None = None,
+        reason: str = "",
+    ) -> None:
+        """Record activity on, or revoke, a login session that is still live."""
+        async with self.kernel.db.session() as session:
+            login = await session.get(LoginSession, login_session_id)
+            if login is None or login.revoked_at is not None:
+                return
+            if last_used_at is not None:
+                login.last_used_at = last_used_at
+            if revoked_at is not None:
+                login.revoked_at = revoked_at
+                login.revoke_reason = reason
+            session.add(login)
+            await session.commit()
 
     async def check_login_session(self, login_session_id: str) -> bool:
         """True while a login session is live: not revoked, expired or idle too long.

@@ -37,8 +37,13 @@ SSH_PREF_SETTINGS = {
 
 
 async def _user(kernel: Kernel, caller: Caller) -> User:
-    async with kernel.db.session() as session:
-        user = await session.get(User, caller.user_id)
+    """The caller's user row (from the read cache: read-only)."""
+
+    async def load() -> User | None:
+        async with kernel.db.session() as session:
+            return await session.get(User, caller.user_id)
+
+    user = await kernel.readcache.get(("user", caller.user_id), load)
     if user is None:
         raise NotAuthenticated("Session has been revoked", code="session_revoked")
     return user

@@ -1,0 +1,177 @@
+"""The read cache serves hot reads from memory and forgets everything on any commit —
+including commits by another process (the CLI, a second gateway on the same file)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import jwt
+import pytest
+from hostgate.db.engine import Database
+from hostgate.db.readcache import ReadCache
+
+from testsupport.fixtures import TEST_KEY
+
+
+def counting_loader(values: list[str]):
+    calls = []
+
+    async def load() -> str:
+        calls.append(1)
+        return values[len(calls) - 1]
+
+    return load, calls
+
+
+def commit_elsewhere(kernel, name: str = "elsewhere") -> None:
+    """A commit by a plain sqlite3 connection: another process sharing the file."""
+    with sqlite3.connect(kernel.config.data_dir / "hostgate.db") as other:
+        other.execute(
+            "INSERT OR REPLACE INTO system_values (name, value, created_at) "
+            "VALUES (?, ?, '2026-01-01 00:00:00')",
+            (name, str(time.monotonic())),
+        )
+
+
+async def test_hits_until_another_connection_commits(kernel):
+    cache = kernel.readcache
+    load, calls = counting_loader(["first", "second"])
+    assert await cache.get("key", load) == "first"
+    assert await cache.get("key", load) == "first"
+    assert len(calls) == 1
+    # a plain sqlite3 connection stands for another process sharing the file
+    commit_elsewhere(kernel)
+    assert await cache.get("key", load) == "second"
+    assert len(calls) == 2
+
+
+async def test_a_value_read_across_a_commit_is_not_kept(kernel):
+    cache = kernel.readcache
+    calls = []
+
+    async def load_while_someone_commits() -> str:
+        calls.append(1)
+        commit_elsewhere(kernel)
+        return "maybe stale"
+
+    await cache.get("key", load_while_someone_commits)
+    await cache.get("key", load_while_someone_commits)
+    assert len(calls) == 2
+
+
+async def test_a_read_only_transaction_keeps_the_cache(kernel):
+    load, calls = counting_loader(["only"])
+    await kernel.readcache.get("key", load)
+    with sqlite3.connect(kernel.config.data_dir / "hostgate.db") as other:
+        other.execute("SELECT count(*) FROM users").fetchone()
+    await kernel.readcache.get("key", load)
+    assert len(calls) == 1
+
+
+async def test_databases_without_a_change_counter_are_never_cached(tmp_path):
+    # PostgreSQL (no connection is made) and in-memory SQLite
+    for url in ("postgresql+asyncpg://u:p@127.0.0.1:9/db", "sqlite+aiosqlite://"):
+        database = Database(url)
+        assert database.data_version() is None
+        cache = ReadCache(database)
+        load, calls = counting_loader(["a", "b"])
+        assert [await cache.get("key", load), await cache.get("key", load)] == ["a", "b"]
+        await database.close()
+
+
+async def test_a_locked_or_missing_file_means_no_caching(tmp_path):
+    database = Database(f"sqlite+aiosqlite:///{tmp_path}/gone/hostgate.db")
+    assert database.data_version() is None
+    await database.close()
+
+
+async def test_the_cache_is_bounded(kernel):
+    cache = ReadCache(kernel.db, max_entries=3)
+    for n in range(10):
+        load, _ = counting_loader([str(n)])
+        await cache.get(n, load)
+    assert len(cache._entries) <= 3
+
+
+async def test_role_change_by_another_process_applies_to_the_next_request(
+    client, kernel, make_user
+):
+    user = await make_user("carol")
+    first = await client.get("/api/v1/auth/me", headers=user.headers)
+    again = await client.get("/api/v1/auth/me", headers=user.headers)
+    assert first.status_code == again.status_code == 200
+    assert "audit.view" not in (await again.get_json())["user"]["permissions"]
+    assert kernel.readcache.hits > 0
+    with sqlite3.connect(kernel.config.data_dir / "hostgate.db") as other:
+        other.execute(
+            "UPDATE roles SET permissions = ? WHERE id = ?", ('["audit.view"]', user.role_id)
+        )
+    after = await client.get("/api/v1/auth/me", headers=user.headers)
+    assert (await after.get_json())["user"]["permissions"] == ["audit.view"]
+
+
+async def test_cli_password_reset_revokes_on_the_next_request(client, kernel, make_user, run_cli):
+    user = await make_user("dave")
+    for _ in range(2):
+        assert (await client.get("/api/v1/auth/me", headers=user.headers)).status_code == 200
+    env = {
+        "HOSTGATE_DATA_DIR": str(kernel.config.data_dir),
+        "HOSTGATE_ENCRYPTION_KEY": TEST_KEY,
+        "HOSTGATE_PASSWORD": "a new password 123",
+    }
+    code, _, err = run_cli("user", "reset-password", "dave", env=env)
+    assert code == 0, err
+    response = await client.get("/api/v1/auth/me", headers=user.headers)
+    assert response.status_code == 401
+    assert (await response.get_json())["code"] == "session_revoked"
+
+
+async def test_connection_list_follows_changes_made_elsewhere(
+    client, kernel, admin, make_connection
+):
+    connection = await make_connection(admin, "ssh", name="before")
+    listed = [await client.get("/api/v1/connections", headers=admin.headers) for _ in range(2)]
+    assert [(await r.get_json())["ungrouped"][0]["name"] for r in listed] == ["before"] * 2
+    with sqlite3.connect(kernel.config.data_dir / "hostgate.db") as other:
+        other.execute("UPDATE connections SET name = 'after' WHERE id = ?", (connection.id,))
+    listed = await client.get("/api/v1/connections", headers=admin.headers)
+    assert (await listed.get_json())["ungrouped"][0]["name"] == "after"
+    # and a change through the API itself
+    deleted = await client.delete(f"/api/v1/connections/{connection.id}", headers=admin.headers)
+    assert deleted.status_code == 200
+    listed = await client.get("/api/v1/connections", headers=admin.headers)
+    assert (await listed.get_json())["ungrouped"] == []
+
+
+async def test_scope_all_is_refused_without_permission_even_when_cached(client, make_user, admin):
+    user = await make_user("erin")
+    assert (
+        await client.get("/api/v1/connections?scope=all", headers=admin.headers)
+    ).status_code == 200
+    refused = await client.get("/api/v1/connections?scope=all", headers=user.headers)
+    assert refused.status_code == 403
+
+
+async def test_a_verified_token_still_expires(client, kernel, make_user, monkeypatch):
+    user = await make_user("frank")
+    assert (await client.get("/api/v1/auth/me", headers=user.headers)).status_code == 200
+    expires = jwt.decode(user.token, options={"verify_signature": False})["exp"]
+    monkeypatch.setattr(time, "time", lambda: expires + 1)
+    response = await client.get("/api/v1/auth/me", headers=user.headers)
+    assert response.status_code == 401
+    assert (await response.get_json())["code"] == "token_expired"
+
+
+@pytest.mark.parametrize("tamper", ["signature", "claims"])
+async def test_a_tampered_token_is_refused_after_the_genuine_one(client, make_user, tamper):
+    user = await make_user("gina")
+    assert (await client.get("/api/v1/auth/me", headers=user.headers)).status_code == 200
+    header, claims, signature = user.token.split(".")
+    if tamper == "signature":
+        signature = signature[:-2] + ("AA" if signature[-2:] != "AA" else "BB")
+    else:
+        claims = claims[:-2] + ("AA" if claims[-2:] != "AA" else "BB")
+    forged = {"Authorization": f"Bearer {header}.{claims}.{signature}"}
+    response = await client.get("/api/v1/auth/me", headers=forged)
+    assert response.status_code == 401
