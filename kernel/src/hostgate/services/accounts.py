@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -27,6 +27,7 @@ from ..timefmt import as_utc, iso, utcnow
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
+    from .audit import AuditBatch
     from .identity import Caller, ClientInfo
 
 SETUP_GUARD = "setup_complete"
@@ -192,21 +193,25 @@ async def ensure_managers_remain(session: AsyncSession, before: Mapping[str, int
 # -- audit helper -------------------------------------------------------------
 
 
-async def audit(
-    kernel: Kernel,
+def audit(
+    batch: AuditBatch,
     event_type: str,
     actor: Caller | None,
     *,
     target: str = "",
     details: Mapping[str, Any] | None = None,
 ) -> None:
-    """Record an event by an API caller, or by the CLI when ``actor`` is None."""
+    """Add an event by an API caller, or by the CLI when ``actor`` is None, to ``batch``.
+
+    The entry is stored by the commit of the ``kernel.audit.atomic()`` block, together
+    with the change it records.
+    """
     if actor is None:
-        await kernel.audit.record(
+        batch.record(
             event_type, target=target, details={**(details or {}), "via": "cli"}, username="cli"
         )
     else:
-        await kernel.audit.record(event_type, actor=actor, target=target, details=details)
+        batch.record(event_type, actor=actor, target=target, details=details)
 
 
 # -- operations ------------------------------------------------------------------
@@ -238,7 +243,8 @@ async def create_user(
     email = check_email(email)
     display_name = check_display_name(display_name) if display_name else username
     password_hash = await hash_password(password)
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         role_row = await _role_or_400(session, role)
         taken = await session.exec(select(User.id).where(User.username_key == username.lower()))
         if taken.first() is not None:
@@ -253,12 +259,12 @@ async def create_user(
         )
         session.add(user)
         try:
-            await session.commit()
+            await session.flush()
         except IntegrityError:
             raise Conflict("Username already exists", code="username_taken") from None
-    record = user_record(user, role_row.name, full=False)
-    after = {k: record[k] for k in ("username", "displayName", "email", "role")}
-    await audit(kernel, "user.created", actor, target=username, details={"after": after})
+        record = user_record(user, role_row.name, full=False)
+        after = {k: record[k] for k in ("username", "displayName", "email", "role")}
+        audit(batch, "user.created", actor, target=username, details={"after": after})
     return record
 
 
@@ -280,7 +286,8 @@ async def setup_first_admin(
     display_name = check_display_name(display_name) if display_name else username
     password_hash = await hash_password(password)
     done = Conflict("Setup already completed", code="setup_completed")
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         if (await session.exec(select(User.id).limit(1))).first() is not None:
             raise done
         stale = await session.get(SystemValue, SETUP_GUARD)
@@ -309,18 +316,17 @@ async def setup_first_admin(
             # Inside the write transaction now: a setup that committed meanwhile is seen.
             if (await session.exec(select(func.count()).select_from(User))).one() != 1:
                 raise done
-            await session.commit()
         except IntegrityError:
             raise done from None
-    await kernel.audit.record(
-        "user.setup",
-        user_id=user.id,
-        username=user.username,
-        display_name=user.display_name,
-        target=user.username,
-        details={"role": ADMIN_ROLE} if client else {"role": ADMIN_ROLE, "via": "cli"},
-        ip_address=client.ip_address if client else "",
-    )
+        batch.record(
+            "user.setup",
+            user_id=user.id,
+            username=user.username,
+            display_name=user.display_name,
+            target=user.username,
+            details={"role": ADMIN_ROLE} if client else {"role": ADMIN_ROLE, "via": "cli"},
+            ip_address=client.ip_address if client else "",
+        )
     return user
 
 
@@ -328,7 +334,8 @@ async def update_user(
     kernel: Kernel, user_id: str, changes: Mapping[str, Any], *, actor: Caller | None
 ) -> None:
     """Change displayName, email and/or role (by name or id)."""
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
         user = await _user_or_404(session, user_id)
@@ -356,21 +363,21 @@ async def update_user(
         await session.flush()
         if "role" in after:
             await ensure_managers_remain(session, before_holders)
-        await session.commit()
-    await audit(
-        kernel,
-        "user.updated",
-        actor,
-        target=user.username,
-        details={"before": before, "after": after},
-    )
+        audit(
+            batch,
+            "user.updated",
+            actor,
+            target=user.username,
+            details={"before": before, "after": after},
+        )
 
 
 async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
     """Delete a user (their login sessions and connections go with them)."""
     if actor is not None and actor.user_id == user_id:
         raise InvalidInput("Cannot delete your own account", code="cannot_delete_self")
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
         user = await _user_or_404(session, user_id)
@@ -384,11 +391,10 @@ async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> 
         await session.delete(user)
         await session.flush()
         await ensure_managers_remain(session, before_holders)
-        await session.commit()
+        audit(
+            batch, "user.deleted", actor, target=snapshot["username"], details={"before": snapshot}
+        )
     await kernel.live.close_where("user deleted", user_id=user_id)
-    await audit(
-        kernel, "user.deleted", actor, target=snapshot["username"], details={"before": snapshot}
-    )
 
 
 async def reset_password(
@@ -397,25 +403,29 @@ async def reset_password(
     """Set a new password; every session of the user ends and the lock is lifted."""
     check_password(new_password, "newPassword")
     password_hash = await hash_password(new_password)
-    async with kernel.db.session() as session:
-        user = await _user_or_404(session, user_id)
+    async with kernel.audit.atomic() as batch:
+        user = await _user_or_404(batch.session, user_id)
         user.password_hash = password_hash
         user.failed_login_count = 0
         user.locked_until = None
         user.updated_at = utcnow()
-        session.add(user)
-        await session.commit()
+        batch.session.add(user)
+        audit(
+            batch, "user.password_reset", actor, target=user.username, details={"userId": user_id}
+        )
     await kernel.identity.revoke_sessions(user_id, reason="password_reset")
     await kernel.logins.forget_devices(user_id)
     await kernel.live.close_where("password reset", user_id=user_id)
-    await audit(
-        kernel, "user.password_reset", actor, target=user.username, details={"userId": user_id}
-    )
 
 
 async def unlock_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
     """Clear the failure count and any lock (succeeds when not locked too)."""
-    async with kernel.db.session() as session:
-        user = await _user_or_404(session, user_id)
-    await kernel.logins.reset_failures(user_id)
-    await audit(kernel, "user.unlocked", actor, target=user.username, details={"userId": user_id})
+    async with kernel.audit.atomic() as batch:
+        user = await _user_or_404(batch.session, user_id)
+        # what ``logins.reset_failures`` does, in this transaction
+        await batch.session.exec(
+            update(User)
+            .where(col(User.id) == user_id)
+            .values(failed_login_count=0, locked_until=None)
+        )
+        audit(batch, "user.unlocked", actor, target=user.username, details={"userId": user_id})

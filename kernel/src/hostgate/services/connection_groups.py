@@ -91,25 +91,25 @@ class ConnectionGroups:
         group = ConnectionGroup(owner_id=caller.user_id, name=check_name(name))
         if sort_order is not None:
             group.sort_order = check_sort_order(sort_order)
-        async with self.kernel.db.session() as session:
+        async with self.kernel.audit.atomic() as batch:
             if parent_id is not None:
-                await self._check_parent(session, None, caller.user_id, str(parent_id))
+                await self._check_parent(batch.session, None, caller.user_id, str(parent_id))
                 group.parent_id = str(parent_id)
-            session.add(group)
-            await session.commit()
-        await self.kernel.audit.record(
-            "group.created",
-            actor=caller,
-            target=group.name,
-            details={"groupId": group.id, "name": group.name, "parentId": group.parent_id},
-        )
+            batch.session.add(group)
+            batch.record(
+                "group.created",
+                actor=caller,
+                target=group.name,
+                details={"groupId": group.id, "name": group.name, "parentId": group.parent_id},
+            )
         return group
 
     async def update(
         self, caller: Caller, group_id: str, changes: Mapping[str, Any]
     ) -> ConnectionGroup:
         """Rename (``name``), move (``parentId``, null = top level) or re-sort (``sortOrder``)."""
-        async with self.kernel.db.session() as session:
+        async with self.kernel.audit.atomic() as batch:
+            session = batch.session
             group = await self._editable(session, caller, group_id, "connections.edit_any")
             before = {
                 "name": group.name,
@@ -126,16 +126,21 @@ class ConnectionGroups:
                     await self._check_parent(session, group, group.owner_id, str(parent_id))
                 group.parent_id = parent_id
             session.add(group)
-            await session.commit()
-        after = {"name": group.name, "parentId": group.parent_id, "sortOrder": group.sort_order}
-        changed = {k: {"from": before[k], "to": after[k]} for k in after if before[k] != after[k]}
-        if changed:
-            await self.kernel.audit.record(
-                "group.updated",
-                actor=caller,
-                target=group.name,
-                details={"groupId": group.id, "changes": changed},
-            )
+            after = {
+                "name": group.name,
+                "parentId": group.parent_id,
+                "sortOrder": group.sort_order,
+            }
+            changed = {
+                k: {"from": before[k], "to": after[k]} for k in after if before[k] != after[k]
+            }
+            if changed:
+                batch.record(
+                    "group.updated",
+                    actor=caller,
+                    target=group.name,
+                    details={"groupId": group.id, "changes": changed},
+                )
         return group
 
     async def reorder(self, caller: Caller, items: Sequence[tuple[str, int]]) -> int:
@@ -153,7 +158,8 @@ class ConnectionGroups:
 
     async def delete(self, caller: Caller, group_id: str) -> GroupDeleted:
         """Delete a group; its connections and child groups move to its parent."""
-        async with self.kernel.db.session() as session:
+        async with self.kernel.audit.atomic() as batch:
+            session = batch.session
             group = await self._editable(session, caller, group_id, "connections.delete_any")
             parent_id = group.parent_id
             connections = (
@@ -172,18 +178,17 @@ class ConnectionGroups:
                 session.add(child)
             await session.flush()
             await session.delete(group)
-            await session.commit()
-        result = GroupDeleted(group, len(connections), len(children))
-        await self.kernel.audit.record(
-            "group.deleted",
-            actor=caller,
-            target=group.name,
-            details={
-                "groupId": group.id,
-                "name": group.name,
-                "movedTo": parent_id,
-                "movedConnections": result.moved_connections,
-                "movedGroups": result.moved_groups,
-            },
-        )
+            result = GroupDeleted(group, len(connections), len(children))
+            batch.record(
+                "group.deleted",
+                actor=caller,
+                target=group.name,
+                details={
+                    "groupId": group.id,
+                    "name": group.name,
+                    "movedTo": parent_id,
+                    "movedConnections": result.moved_connections,
+                    "movedGroups": result.moved_groups,
+                },
+            )
         return result

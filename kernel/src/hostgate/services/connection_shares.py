@@ -21,6 +21,7 @@ from ..errors import InvalidInput, PermissionDenied
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
+    from .audit import AuditBatch
     from .connections import Connections
     from .identity import Caller
 
@@ -105,7 +106,8 @@ class ConnectionShares:
             )
         if len(items) > MAX_SHARES:
             raise InvalidInput(f"at most {MAX_SHARES} shares per connection")
-        async with self.kernel.db.session() as session:
+        async with self.kernel.audit.atomic() as batch:
+            session = batch.session
             wanted: list[tuple[str, str]] = []
             for share_type, target in items:
                 if share_type not in SHARE_TYPES:
@@ -131,21 +133,23 @@ class ConnectionShares:
                         connection_id=connection.id, share_type=share_type, target_id=target_id
                     )
                 )
-            await session.commit()
-        if added or removed:
-            await self.audit(
-                caller,
-                connection,
-                added=[{"shareType": t, "targetId": i} for t, i in added],
-                removed=[{"shareType": t, "targetId": i} for t, i in removed],
-            )
+            if added or removed:
+                self.audit(
+                    batch,
+                    caller,
+                    connection,
+                    added=[{"shareType": t, "targetId": i} for t, i in added],
+                    removed=[{"shareType": t, "targetId": i} for t, i in removed],
+                )
         if removed:
             await self.close_lost_access(connection)
         return await self.views(connection.id)
 
-    async def audit(self, caller: Caller, connection: Connection, **details: Any) -> None:
-        """Record a ``connection.shared`` event."""
-        await self.kernel.audit.record(
+    def audit(
+        self, batch: AuditBatch, caller: Caller, connection: Connection, **details: Any
+    ) -> None:
+        """Add a ``connection.shared`` event to ``batch`` (stored with the sharing change)."""
+        batch.record(
             "connection.shared",
             actor=caller,
             target=f"{connection.protocol}://{connection.host}:{connection.port}",

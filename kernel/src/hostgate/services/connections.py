@@ -20,7 +20,7 @@ from sqlmodel import col, or_, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..adapters import ConnectionTarget
-from ..db.models.connections import Connection, ConnectionShare
+from ..db.models.connections import Connection, ConnectionShare, HostKey
 from ..descriptors import ProtocolSpec
 from ..errors import InvalidInput, NotFound, PermissionDenied
 from ..permissions import use_permission
@@ -92,6 +92,18 @@ def access_of(caller: Caller, connection: Connection, visible: bool) -> Access:
 
 def _sort_key(connection: Connection) -> tuple[int, str, str]:
     return (connection.sort_order, connection.name.casefold(), connection.id)
+
+
+async def _forget_host_keys(session: AsyncSession, connection_id: str) -> list[str]:
+    """Delete a connection's remembered host keys in ``session``; the fingerprints removed.
+
+    ``HostKeys.clear`` commits on its own session, which would wait for the lock an
+    open audited change holds.
+    """
+    rows = (await session.exec(select(HostKey).where(HostKey.connection_id == connection_id))).all()
+    for row in rows:
+        await session.delete(row)
+    return [row.fingerprint for row in rows]
 
 
 def _share_filter(user_id: str, role_id: str) -> Any:
@@ -273,20 +285,19 @@ class Connections:
             raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
         connection = Connection(owner_id=caller.user_id, name="", protocol="", host="", port=0)
         self.apply_input(connection, parsed)
-        async with self.kernel.db.session() as session:
-            await self._check_group(session, caller.user_id, parsed)
-            session.add(connection)
-            await session.commit()
-        await self.kernel.audit.record(
-            "connection.created",
-            actor=caller,
-            target=f"{connection.protocol}://{connection.host}:{connection.port}",
-            details={
-                "connectionId": connection.id,
-                "name": connection.name,
-                "after": self._audited(connection),
-            },
-        )
+        async with self.kernel.audit.atomic() as batch:
+            await self._check_group(batch.session, caller.user_id, parsed)
+            batch.session.add(connection)
+            batch.record(
+                "connection.created",
+                actor=caller,
+                target=f"{connection.protocol}://{connection.host}:{connection.port}",
+                details={
+                    "connectionId": connection.id,
+                    "name": connection.name,
+                    "after": self._audited(connection),
+                },
+            )
         return connection
 
     @staticmethod
@@ -325,36 +336,41 @@ class Connections:
         before_target = (connection.protocol, connection.host, connection.port)
         self.apply_input(connection, parsed)
         connection.updated_at = utcnow()
-        async with self.kernel.db.session() as session:
+        sharing_changed = "shared" in parsed.columns and before["shared"] != connection.shared
+        async with self.kernel.audit.atomic() as batch:
+            session = batch.session
             await self._check_group(session, connection.owner_id, parsed)
             session.add(connection)
-            await session.commit()
-        after = self._audited(connection)
-        details: dict[str, Any] = {
-            "connectionId": connection.id,
-            "name": connection.name,
-            "changes": {
-                k: {"from": before[k], "to": after[k]} for k in after if before[k] != after[k]
-            },
-        }
-        changed_credentials = sorted(
-            [{"password": "password", "private_key": "privateKey"}[k] for k in parsed.credentials]
-            + list(parsed.secrets)
-        )
-        if changed_credentials:
-            details["credentialsChanged"] = changed_credentials
-        if before_target != (connection.protocol, connection.host, connection.port):
-            forgotten = await self.host_keys.clear(connection.id)
-            if forgotten:
-                details["hostKeysForgotten"] = forgotten
-        await self.kernel.audit.record(
-            "connection.updated",
-            actor=caller,
-            target=f"{connection.protocol}://{connection.host}:{connection.port}",
-            details=details,
-        )
-        if "shared" in parsed.columns and before["shared"] != connection.shared:
-            await self.sharing.audit(caller, connection, shared=connection.shared)
+            after = self._audited(connection)
+            details: dict[str, Any] = {
+                "connectionId": connection.id,
+                "name": connection.name,
+                "changes": {
+                    k: {"from": before[k], "to": after[k]} for k in after if before[k] != after[k]
+                },
+            }
+            changed_credentials = sorted(
+                [
+                    {"password": "password", "private_key": "privateKey"}[k]
+                    for k in parsed.credentials
+                ]
+                + list(parsed.secrets)
+            )
+            if changed_credentials:
+                details["credentialsChanged"] = changed_credentials
+            if before_target != (connection.protocol, connection.host, connection.port):
+                forgotten = await _forget_host_keys(session, connection.id)
+                if forgotten:
+                    details["hostKeysForgotten"] = forgotten
+            batch.record(
+                "connection.updated",
+                actor=caller,
+                target=f"{connection.protocol}://{connection.host}:{connection.port}",
+                details=details,
+            )
+            if sharing_changed:
+                self.sharing.audit(batch, caller, connection, shared=connection.shared)
+        if sharing_changed:
             await self.sharing.close_lost_access(connection)
         return connection
 
@@ -366,19 +382,18 @@ class Connections:
                 "Insufficient permissions: deleting requires "
                 f"{DELETE_OWN if access.owner else DELETE_ANY}"
             )
-        async with self.kernel.db.session() as session:
-            row = await session.get(Connection, connection.id)
+        async with self.kernel.audit.atomic() as batch:
+            row = await batch.session.get(Connection, connection.id)
             if row is not None:
-                await session.delete(row)
-                await session.commit()
+                await batch.session.delete(row)
+            batch.record(
+                "connection.deleted",
+                actor=caller,
+                target=f"{connection.protocol}://{connection.host}:{connection.port}",
+                details={"connectionId": connection.id, "name": connection.name},
+            )
         await self.kernel.live.close_where(
             "the connection was deleted", connection_id=connection.id
-        )
-        await self.kernel.audit.record(
-            "connection.deleted",
-            actor=caller,
-            target=f"{connection.protocol}://{connection.host}:{connection.port}",
-            details={"connectionId": connection.id, "name": connection.name},
         )
         return connection
 

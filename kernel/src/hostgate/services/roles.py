@@ -115,22 +115,23 @@ async def create_role(
     name = _check_name(name)
     description = _check_description(description)
     granted = check_permissions(kernel, permissions)
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         if await _name_taken(session, name):
             raise Conflict(f"A role named {name!r} already exists", code="role_exists")
         role = Role(name=name, description=description, permissions=granted)
         session.add(role)
         try:
-            await session.commit()
+            await session.flush()
         except IntegrityError:
             raise Conflict(f"A role named {name!r} already exists", code="role_exists") from None
-    await audit(
-        kernel,
-        "role.created",
-        actor,
-        target=role.name,
-        details={"roleId": role.id, "permissions": granted},
-    )
+        audit(
+            batch,
+            "role.created",
+            actor,
+            target=role.name,
+            details={"roleId": role.id, "permissions": granted},
+        )
     return role_json(role)
 
 
@@ -138,7 +139,8 @@ async def update_role(
     kernel: Kernel, ref: str, changes: Mapping[str, Any], *, actor: Caller | None
 ) -> dict[str, Any]:
     """Change name, description and/or permissions (built-ins: permissions only)."""
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
         role = await _role_or_404(session, ref)
@@ -169,16 +171,15 @@ async def update_role(
             session.add(role)
             await session.flush()
             await ensure_managers_remain(session, before_holders)
-            await session.commit()
-    if len(details) > 1:
-        await audit(kernel, "role.updated", actor, target=role.name, details=details)
+            audit(batch, "role.updated", actor, target=role.name, details=details)
     return role_json(role)
 
 
 async def reset_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> dict[str, Any]:
     """Restore a built-in role's default permissions."""
     defaults = perms.builtin_defaults(kernel.permission_groups)
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
         role = await _role_or_404(session, ref)
@@ -192,14 +193,14 @@ async def reset_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> dict[
         session.add(role)
         await session.flush()
         await ensure_managers_remain(session, before_holders)
-        await session.commit()
-    await audit(kernel, "role.reset", actor, target=role.name, details=details)
+        audit(batch, "role.reset", actor, target=role.name, details=details)
     return role_json(role)
 
 
 async def delete_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> None:
     """Delete a custom role that no user holds."""
-    async with kernel.db.session() as session:
+    async with kernel.audit.atomic() as batch:
+        session = batch.session
         role = await _role_or_404(session, ref)
         if role.is_builtin:
             raise InvalidInput("Cannot delete built-in role", code="builtin_role")
@@ -210,9 +211,9 @@ async def delete_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> None
             )
         await session.delete(role)
         try:
-            await session.commit()
+            await session.flush()
         except IntegrityError:
             raise Conflict(
                 "Cannot delete role: users are assigned to it", code="role_in_use"
             ) from None
-    await audit(kernel, "role.deleted", actor, target=role.name, details={"roleId": role.id})
+        audit(batch, "role.deleted", actor, target=role.name, details={"roleId": role.id})
