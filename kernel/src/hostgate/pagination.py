@@ -1,6 +1,7 @@
 """The one pagination helper: ``page`` >= 1 (default 1), ``limit`` 1-200 (default 25).
 
-Both are plain ASCII digits; anything else is a 400."""
+Both are plain ASCII digits; anything else is a 400.
+"""
 
 from __future__ import annotations
 
