@@ -22,48 +22,12 @@ from hostgate_ftp.files import FtpFiles, open_files
 
 from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer
 from testsupport.peers import free_port
+from testsupport.streams import file_digest, once, pattern, pattern_digest, read_all
 
 from .conftest import Work, ftp_target
 
 MIB = 1024 * 1024
 BIG = 200 * MIB
-
-
-async def pattern(total: int, seed: int = 11, piece: int = 64 * 1024) -> AsyncIterator[bytes]:
-    """``total`` pseudo-random bytes in body-sized pieces, never held whole."""
-    rng = random.Random(seed)
-    sent = 0
-    while sent < total:
-        size = min(piece, total - sent)
-        yield rng.randbytes(size)
-        sent += size
-
-
-def pattern_digest(total: int, seed: int = 11, piece: int = 64 * 1024) -> str:
-    rng = random.Random(seed)
-    digest = hashlib.sha256()
-    sent = 0
-    while sent < total:
-        size = min(piece, total - sent)
-        digest.update(rng.randbytes(size))
-        sent += size
-    return digest.hexdigest()
-
-
-async def once(data: bytes) -> AsyncIterator[bytes]:
-    yield data
-
-
-async def read_all(files: FtpFiles, path: str, offset: int = 0, length: int | None = None) -> bytes:
-    return b"".join([chunk async for chunk in files.read(path, offset, length)])
-
-
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(4 * MIB):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def make_tree(root: Path, files: dict[str, str]) -> None:
