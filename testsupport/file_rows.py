@@ -81,3 +81,20 @@ async def test_aborted_http_upload_leaves_nothing(client, owner, conn, base):
             break
         await asyncio.sleep(0.05)
     assert list(local.iterdir()) == []
+
+
+async def test_a_missing_path_is_404_over_http(client, owner, conn, base):
+    path, _ = base
+    response = await client.post(
+        url(conn, "list"), json={"path": f"{path}/missing"}, headers=owner.headers
+    )
+    assert response.status_code == 404
+    assert (await response.get_json())["code"] == "remote_not_found"
+    response = await client.get(
+        url(conn, "download"), query_string={"path": f"{path}/missing"}, headers=owner.headers
+    )
+    assert response.status_code == 404
+    response = await client.delete(
+        url(conn, "file"), query_string={"path": f"{path}/missing"}, headers=owner.headers
+    )
+    assert response.status_code == 404

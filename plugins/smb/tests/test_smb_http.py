@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from testsupport.file_rows import (  # noqa: F401  (shared SPEC §4.1 rows run for this pack)
+    test_a_missing_path_is_404_over_http,
     test_aborted_http_upload_leaves_nothing,
     test_empty_file_upload_and_download,
     test_upload_download_round_trip,
@@ -97,23 +98,6 @@ async def test_operations_smb_does_not_offer_are_404(client, owner, conn, base):
         assert response.status_code in (404, 405), suffix
         assert "error" in await response.get_json()
     assert sorted(p.name for p in local.iterdir()) == ["f.txt"]
-
-
-async def test_remote_errors_over_http(client, owner, conn, base):
-    path, _ = base
-    response = await client.post(
-        url(conn, "list"), json={"path": f"{path}/missing"}, headers=owner.headers
-    )
-    assert response.status_code == 404
-    assert (await response.get_json())["code"] == "remote_not_found"
-    response = await client.get(
-        url(conn, "download"), query_string={"path": f"{path}/missing"}, headers=owner.headers
-    )
-    assert response.status_code == 404
-    response = await client.delete(
-        url(conn, "file"), query_string={"path": f"{path}/missing"}, headers=owner.headers
-    )
-    assert response.status_code == 404
 
 
 async def test_read_only_share_is_403(client, owner, make_connection, samba):
