@@ -10,8 +10,8 @@ from quart.testing.connections import WebsocketDisconnectError
 STEP = 10.0
 
 
-class Wire:
-    """Binary frames received so far, read back by byte counts."""
+class Frames:
+    """Frames received from a test socket: binary ones appended to ``buffer``, text kept."""
 
     def __init__(self, socket: Any) -> None:
         self.socket = socket
@@ -19,7 +19,8 @@ class Wire:
         self.closed: int | None = None
         self.text_frames: list[str] = []
 
-    async def _pump(self, timeout: float) -> bool:
+    async def pump(self, timeout: float = STEP) -> bool:
+        """Receive one frame (or time out); False once the socket closed."""
         if self.closed is not None:
             return False
         try:
@@ -35,13 +36,27 @@ class Wire:
             self.text_frames.append(frame)
         return True
 
+    async def until_closed(self, timeout: float = STEP) -> int:
+        """Receive until the server closes; the close code."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while await self.pump(max(0.01, deadline - loop.time())):
+            if loop.time() > deadline:
+                raise AssertionError(f"socket did not close; got {bytes(self.buffer[-400:])!r}")
+        assert self.closed is not None
+        return self.closed
+
+
+class Wire(Frames):
+    """Binary frames received so far, read back by byte counts."""
+
     async def read(self, count: int, timeout: float = STEP) -> bytes:
         """Exactly ``count`` bytes."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while len(self.buffer) < count:
             left = deadline - loop.time()
-            if left <= 0 or not await self._pump(left):
+            if left <= 0 or not await self.pump(left):
                 raise AssertionError(
                     f"wanted {count} bytes, got {bytes(self.buffer)!r} (closed: {self.closed})"
                 )
@@ -51,13 +66,3 @@ class Wire:
 
     async def send(self, data: bytes) -> None:
         await self.socket.send(data)
-
-    async def until_closed(self, timeout: float = STEP) -> int:
-        """Receive until the server closes; the close code."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while await self._pump(max(0.01, deadline - loop.time())):
-            if loop.time() > deadline:
-                raise AssertionError(f"socket did not close; got {bytes(self.buffer)!r}")
-        assert self.closed is not None
-        return self.closed

@@ -7,9 +7,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from quart.testing.connections import WebsocketDisconnectError
-
-STEP = 10.0
+from testsupport.wire import STEP, Frames
 
 
 def ticket_for(kernel: Any, user: Any) -> str:
@@ -28,31 +26,18 @@ def socket_path(protocol: str, ticket: str | None, connection_id: str | None, **
     return f"/ws/{protocol}?{urlencode(query)}"
 
 
-class Screen:
+class Screen(Frames):
     """What a test socket has received: output bytes, JSON messages, the close code."""
 
-    def __init__(self, socket: Any) -> None:
-        self.socket = socket
-        self.output = bytearray()
-        self.messages: list[dict[str, Any]] = []
-        self.closed: int | None = None
+    @property
+    def output(self) -> bytearray:
+        """Every output byte so far."""
+        return self.buffer
 
-    async def pump(self, timeout: float = STEP) -> bool:
-        """Receive one frame; False once the socket closed."""
-        if self.closed is not None:
-            return False
-        try:
-            frame = await asyncio.wait_for(self.socket.receive(), timeout)
-        except TimeoutError:
-            return True
-        except WebsocketDisconnectError as closed:
-            self.closed = closed.args[0] if closed.args else 1000
-            return False
-        if isinstance(frame, bytes):
-            self.output += frame
-        else:
-            self.messages.append(json.loads(frame))
-        return True
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The JSON messages so far."""
+        return [json.loads(frame) for frame in self.text_frames]
 
     async def until(self, text: str | bytes, timeout: float = STEP) -> bytes:
         """Receive until the output contains ``text``."""
@@ -64,16 +49,6 @@ class Screen:
             if left <= 0 or not await self.pump(left):
                 raise AssertionError(f"{wanted!r} not seen; got {bytes(self.output[-400:])!r}")
         return bytes(self.output)
-
-    async def until_closed(self, timeout: float = STEP) -> int:
-        """Receive until the server closes; the close code."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while await self.pump(max(0.01, deadline - loop.time())):
-            if loop.time() > deadline:
-                raise AssertionError(f"socket did not close; got {bytes(self.output[-400:])!r}")
-        assert self.closed is not None
-        return self.closed
 
     async def send(self, data: str) -> None:
         await self.socket.send(json.dumps({"type": "data", "data": data}))
