@@ -21,6 +21,7 @@ from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
 from .services.version import current_version
 from .ws import blueprint_for as socket_blueprint
+from .ws import deflate
 
 API_PREFIX = "/api/v1"
 log = logging.getLogger("hostgate.app")
@@ -40,6 +41,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         extra=plugins,
     )
     app = Quart("hostgate", static_folder=None)
+    deflate.install()
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes

@@ -1,0 +1,77 @@
+"""permessage-deflate: the gateway compresses at zlib level 1, and browsers that
+negotiate it (every one does) get the same terminal output as those that do not."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import hypercorn.protocol.ws_stream as ws_stream
+import websockets
+from hostgate.ws.deflate import LEVEL, FastDeflate
+from wsproto.frame_protocol import FrameProtocol, Opcode, RsvBits
+
+from .test_live_server import ticket
+
+TEXT = b"".join(
+    f"line {n}: some terminal output {n * 7919 % 10007}\r\n".encode() for n in range(4000)
+)
+
+
+def test_outbound_frames_are_compressed_at_the_fast_level():
+    extension = FastDeflate()
+    proto = FrameProtocol(client=False, extensions=[extension])
+    rsv, first = extension.frame_outbound(
+        proto, Opcode.BINARY, RsvBits(False, False, False), TEXT, True
+    )
+    assert rsv.rsv1
+    expected = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    assert first == (expected.compress(TEXT) + expected.flush(zlib.Z_SYNC_FLUSH))[:-4]
+    # the context carries over to the next message, as wsproto's own does
+    _, second = extension.frame_outbound(
+        proto, Opcode.BINARY, RsvBits(False, False, False), TEXT, True
+    )
+    assert second == (expected.compress(TEXT) + expected.flush(zlib.Z_SYNC_FLUSH))[:-4]
+    assert len(second) < len(first)
+    inflate = zlib.decompressobj(-15)
+    tail = b"\x00\x00\xff\xff"
+    assert inflate.decompress(first + tail) + inflate.decompress(second + tail) == TEXT * 2
+
+
+def test_control_frames_pass_untouched():
+    extension = FastDeflate()
+    proto = FrameProtocol(client=False, extensions=[extension])
+    rsv, data = extension.frame_outbound(
+        proto, Opcode.PING, RsvBits(False, False, False), b"hi", True
+    )
+    assert (rsv.rsv1, data) == (False, b"hi")
+
+
+def test_the_app_installs_it_into_hypercorn(app):
+    assert ws_stream.PerMessageDeflate is FastDeflate
+
+
+async def test_a_compressed_terminal_socket_carries_the_output(
+    live_server, make_user, make_connection, tmp_path
+):
+    user = await make_user("alice")
+    connection = await make_connection(
+        user, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path)}
+    )
+    (tmp_path / "text.txt").write_bytes(TEXT.replace(b"\r\n", b"\n"))
+    url = (
+        f"{live_server.ws_url}/ws/localshell?ticket={await ticket(live_server, user)}"
+        f"&connectionId={connection.id}&cols=200&rows=50"
+    )
+    async with websockets.connect(url, compression="deflate", max_size=2**22) as socket:
+        assert socket.response.headers["Sec-WebSocket-Extensions"].startswith("permessage-deflate")
+        assert json.loads(await socket.recv()) == {"type": "status", "message": "Connected"}
+        await socket.send(
+            json.dumps({"type": "data", "data": "cat text.txt; echo END-OF-$((40+2))\r"})
+        )
+        received = bytearray()
+        while b"END-OF-42" not in received:  # the echo of the command reads $((40+2))
+            frame = await socket.recv()
+            if isinstance(frame, bytes):
+                received += frame
+        assert TEXT[:200] in received and TEXT[-200:] in received
