@@ -3,6 +3,7 @@ including commits by another process (the CLI, a second gateway on the same file
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 
@@ -70,10 +71,10 @@ async def test_a_read_only_transaction_keeps_the_cache(kernel):
 
 
 async def test_databases_without_a_change_counter_are_never_cached(tmp_path):
-    # PostgreSQL (no connection is made) and in-memory SQLite
-    for url in ("postgresql+asyncpg://u:p@127.0.0.1:9/db", "sqlite+aiosqlite://"):
+    # in-memory SQLite, and a PostgreSQL that cannot be reached
+    for url in ("sqlite+aiosqlite://", "postgresql+asyncpg://u:p@127.0.0.1:9/db"):
         database = Database(url)
-        assert database.data_version() is None
+        assert await database.data_version() is None
         cache = ReadCache(database)
         load, calls = counting_loader(["a", "b"])
         assert [await cache.get("key", load), await cache.get("key", load)] == ["a", "b"]
@@ -82,7 +83,7 @@ async def test_databases_without_a_change_counter_are_never_cached(tmp_path):
 
 async def test_a_locked_or_missing_file_means_no_caching(tmp_path):
     database = Database(f"sqlite+aiosqlite:///{tmp_path}/gone/hostgate.db")
-    assert database.data_version() is None
+    assert await database.data_version() is None
     await database.close()
 
 
@@ -175,3 +176,96 @@ async def test_a_tampered_token_is_refused_after_the_genuine_one(client, make_us
     forged = {"Authorization": f"Bearer {header}.{claims}.{signature}"}
     response = await client.get("/api/v1/auth/me", headers=forged)
     assert response.status_code == 401
+
+
+async def test_postgres_snapshot_moves_on_commits_only(postgres_url):
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    database = Database(postgres_url)
+    dsn = make_url(postgres_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    other = await asyncpg.connect(dsn)
+    try:
+        first = await database.data_version()
+        assert first is not None
+        await other.fetchval("SELECT 1")  # a read-only transaction
+        assert await database.data_version() == first
+        await other.execute("CREATE TEMP TABLE t (x int); INSERT INTO t VALUES (1)")
+        second = await database.data_version()
+        assert second != first
+        # a commit while requests wait: each gets an answer taken after it asked
+        answers = await asyncio.gather(*(database.data_version() for _ in range(20)))
+        assert set(answers) == {second}
+        cache = ReadCache(database)
+        load, calls = counting_loader(["a", "b"])
+        assert [await cache.get("k", load), await cache.get("k", load)] == ["a", "a"]
+        await other.execute("INSERT INTO t VALUES (2)")
+        assert await cache.get("k", load) == "b"
+    finally:
+        await other.close()
+        await database.close()
+
+
+async def test_revocation_on_postgres_applies_to_the_next_request(config, postgres_url):
+    from hostgate.app import create_app
+
+    app = create_app(config.with_overrides(database_url=postgres_url))
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        kernel = app.extensions["hostgate"]
+        setup = await client.post(
+            "/api/v1/auth/setup", json={"username": "root", "password": "long-enough"}
+        )
+        headers = {"Authorization": f"Bearer {(await setup.get_json())['token']}"}
+        for _ in range(3):
+            assert (await client.get("/api/v1/auth/me", headers=headers)).status_code == 200
+        assert kernel.readcache.hits > 0
+        # another connection (another gateway, the CLI) revokes every session
+        import asyncpg
+        from sqlalchemy.engine import make_url
+
+        url = make_url(postgres_url).set(drivername="postgresql")
+        other = await asyncpg.connect(url.render_as_string(hide_password=False))
+        try:
+            await other.execute(
+                "UPDATE login_sessions SET revoked_at = now(), revoke_reason = 'elsewhere'"
+            )
+        finally:
+            await other.close()
+        response = await client.get("/api/v1/auth/me", headers=headers)
+        assert response.status_code == 401
+        assert (await response.get_json())["code"] == "session_revoked"
+
+
+async def test_a_postgres_probe_answer_is_never_older_than_its_caller():
+    """One query serves every caller that asked before it was sent, none that asked after."""
+    from hostgate.db.changes import PostgresChanges
+
+    class Scripted(PostgresChanges):
+        def __init__(self) -> None:
+            super().__init__("postgresql://unused")
+            self.sent = 0
+            self.release = asyncio.Event()
+
+        async def _query(self):
+            self.sent += 1
+            number = self.sent
+            await self.release.wait()
+            self.release.clear()
+            return number
+
+    probe = Scripted()
+    first = asyncio.create_task(probe.version())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert probe.sent == 1  # in flight
+    later = [asyncio.create_task(probe.version()) for _ in range(3)]
+    await asyncio.sleep(0)
+    probe.release.set()
+    assert await first == 1
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert probe.sent == 2  # one more query for the three that came later
+    probe.release.set()
+    assert [await task for task in later] == [2, 2, 2]
+    await probe.close()

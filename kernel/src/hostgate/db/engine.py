@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
+
+from .changes import change_probe
 
 log = logging.getLogger("hostgate.db")
 
@@ -71,8 +71,7 @@ class Database:
         self.url = url
         self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
         self.sessions = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
-        self._probe: sqlite3.Connection | None = None
-        self._probe_path = _sqlite_file(url)
+        self.changes = change_probe(url)
 
     @property
     def dialect(self) -> str:
@@ -94,45 +93,16 @@ class Database:
                 await session.rollback()
                 raise
 
-    def data_version(self) -> int | None:
-        """A number that changes whenever any connection commits a change; None if unknown.
+    async def data_version(self) -> Hashable | None:
+        """A value that changes whenever anyone commits a change; None when unknown.
 
-        SQLite's ``PRAGMA data_version`` on a connection of our own that never
-        writes: it moves on every commit by anyone else — this process's pool,
-        the ``hostgate`` CLI, another process — and costs a couple of
-        microseconds, so it can run on the event loop. Other databases have no
-        such counter: always None.
+        See ``changes.py``: SQLite answers from ``PRAGMA data_version`` in
+        microseconds, PostgreSQL from ``pg_current_snapshot()`` in one round
+        trip shared by every request waiting at that moment.
         """
-        if self._probe_path is None:
-            return None
-        try:
-            if self._probe is None:
-                # timeout 0: never wait for a lock on the event loop; busy means unknown
-                self._probe = sqlite3.connect(
-                    self._probe_path, timeout=0, isolation_level=None, check_same_thread=False
-                )
-            return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
-        except sqlite3.Error:
-            self._close_probe()
-            return None
-
-    def _close_probe(self) -> None:
-        if self._probe is not None:
-            self._probe.close()
-            self._probe = None
+        return await self.changes.version()
 
     async def close(self) -> None:
         """Dispose of the engine's pool."""
-        self._close_probe()
+        await self.changes.close()
         await self.engine.dispose()
-
-
-def _sqlite_file(url: str) -> str | None:
-    """The file of a SQLite URL; None for other databases and in-memory SQLite."""
-    parsed = make_url(url)
-    if not parsed.drivername.startswith("sqlite"):
-        return None
-    database = parsed.database or ""
-    if database in ("", ":memory:") or database.startswith("file:"):
-        return None
-    return database

@@ -10,8 +10,11 @@ before every lookup the cache asks :meth:`Database.data_version`, which moves
 on any commit by anyone (this process, the CLI, another process sharing the
 file). Any change empties the cache, so a revocation, a role change or a
 restore is seen by the very next request, and a write path cannot "forget" to
-invalidate. Where the database offers no such counter (PostgreSQL) the cache
-stays empty and every read goes to the database.
+invalidate. SQLite answers in microseconds (``PRAGMA data_version``);
+PostgreSQL in one small round trip shared by the requests waiting at that
+moment (``pg_current_snapshot()``), still far cheaper than the reads it saves.
+Where no probe exists the cache stays empty and every read goes to the
+database.
 
 Cached values are shared between requests: callers must treat them as read-only.
 """
@@ -36,13 +39,13 @@ class ReadCache:
         self.db = db
         self.max_entries = max_entries
         self._entries: dict[Hashable, Any] = {}
-        self._version: int | None = None
+        self._version: Hashable | None = None
         self.hits = 0
         self.misses = 0
 
-    def _current(self) -> int | None:
+    async def _current(self) -> Hashable | None:
         """The data version now, emptying the cache if it moved (None: do not cache)."""
-        version = self.db.data_version()
+        version = await self.db.data_version()
         if version is None or version != self._version:
             self._entries.clear()
             self._version = version
@@ -50,7 +53,7 @@ class ReadCache:
 
     async def get(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> T:
         """The cached value of ``key``, or ``await load()`` (kept if nothing changed meanwhile)."""
-        version = self._current()
+        version = await self._current()
         if version is not None and key in self._entries:
             self.hits += 1
             return self._entries[key]  # type: ignore[no-any-return]
@@ -58,7 +61,7 @@ class ReadCache:
         value = await load()
         # a commit during the load may have landed before or after the rows were
         # read; keep the value only when the version is provably unchanged
-        if version is not None and self._current() == version:
+        if version is not None and await self._current() == version:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()
             self._entries[key] = value
