@@ -10,25 +10,16 @@ audit write kept a change nobody could see in the log.)
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.connections import Connection, ConnectionGroup, ConnectionShare
 from hostgate.db.models.identity import Role, User
 from hostgate.kernel import Kernel
-from hostgate.services.audit_verify import verify_chain
-from sqlalchemy import event
-from sqlmodel import select
 
 from tests.connections.conftest import FakeProtocols
-from tests.identity.helpers import API, audit_entries
-
-AUDIT_TABLE = AuditEntry.__tablename__
+from tests.faults.atomic_support import Case, World, check_http_case, nothing
 
 
 @pytest.fixture
@@ -36,65 +27,7 @@ def plugins() -> list[object]:
     return [FakeProtocols()]
 
 
-def disk_full() -> sqlite3.OperationalError:
-    """The error SQLite's driver raises when the disk is full."""
-    error = sqlite3.OperationalError("database or disk is full")
-    error.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
-    error.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]
-    return error
-
-
-@contextlib.contextmanager
-def audit_writes_fail(kernel: Kernel) -> Iterator[None]:
-    """Every insert into the audit log fails; other statements run as usual."""
-    engine = kernel.db.engine.sync_engine
-
-    def refuse(
-        _conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, _many: bool
-    ) -> None:
-        if statement.lstrip().upper().startswith(f"INSERT INTO {AUDIT_TABLE.upper()}"):
-            raise disk_full()
-
-    event.listen(engine, "before_cursor_execute", refuse)
-    try:
-        yield
-    finally:
-        event.remove(engine, "before_cursor_execute", refuse)
-
-
-@dataclass
-class World:
-    """What a case prepares and reads back with."""
-
-    kernel: Kernel
-    admin: Any
-    make_user: Callable[..., Awaitable[Any]]
-    make_connection: Callable[..., Awaitable[Connection]]
-    ids: dict[str, Any] = field(default_factory=dict)
-
-    async def get(self, model: type[Any], key: str) -> Any:
-        async with self.kernel.db.session() as session:
-            return await session.get(model, key)
-
-    async def find(self, model: type[Any], **equal: Any) -> Any:
-        query = select(model)
-        for name, value in equal.items():
-            query = query.where(getattr(model, name) == value)
-        async with self.kernel.db.session() as session:
-            return (await session.exec(query)).first()
-
-    async def add(self, row: Any) -> Any:
-        async with self.kernel.db.session() as session:
-            session.add(row)
-            await session.commit()
-        return row
-
-
 # -- what each case prepares (before the fault) ------------------------------------
-
-
-async def nothing(world: World) -> None:
-    return None
 
 
 async def a_user(world: World) -> None:
@@ -202,19 +135,6 @@ async def connection_shared(world: World) -> bool:
     return share is not None
 
 
-@dataclass(frozen=True)
-class Case:
-    """One audited change over HTTP; ``{user}``-style placeholders name prepared ids."""
-
-    event: str
-    prepare: Callable[[World], Awaitable[None]]
-    method: str
-    path: str
-    body: dict[str, Any] | None
-    status: int
-    stored: Callable[[World], Awaitable[bool]]
-
-
 CASES = [
     Case("user.created", nothing, "POST", "/users",
          {"username": "newcomer", "password": "long-enough-1"}, 201, user_created),
@@ -250,7 +170,7 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.event for case in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 async def test_a_failed_audit_write_stores_neither_the_change_nor_the_entry(
     case: Case,
     client: Any,
@@ -259,30 +179,4 @@ async def test_a_failed_audit_write_stores_neither_the_change_nor_the_entry(
     make_user: Callable[..., Awaitable[Any]],
     make_connection: Callable[..., Awaitable[Connection]],
 ) -> None:
-    world = World(kernel, admin, make_user, make_connection)
-    await case.prepare(world)
-    path = API + case.path.format(**world.ids)
-
-    async def send() -> Any:
-        call = getattr(client, case.method.lower())
-        kwargs: dict[str, Any] = {"headers": admin.headers}
-        if case.body is not None:
-            kwargs["json"] = case.body
-        return await call(path, **kwargs)
-
-    before = len(await audit_entries(kernel))
-    with audit_writes_fail(kernel):
-        refused = await send()
-    body = await refused.get_json()
-    assert refused.status_code == 503, body
-    assert set(body) == {"error", "code"} and body["code"] == "storage_full"
-    assert not await case.stored(world), "the change was stored without its audit entry"
-    assert len(await audit_entries(kernel)) == before
-
-    done = await send()
-    assert done.status_code == case.status, await done.get_json()
-    assert await case.stored(world)
-    entries = await audit_entries(kernel)
-    assert [e.event_type for e in entries[before:]] == [case.event]
-    result = await verify_chain(kernel)
-    assert result.ok, result.problem
+    await check_http_case(case, World(kernel, admin, make_user, make_connection), client)

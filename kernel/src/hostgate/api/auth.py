@@ -136,13 +136,7 @@ async def login_mfa(data: MfaLoginBody) -> Response:
 @tag(["auth"])
 async def logout() -> Response:
     """End the current session (its sockets close too) and clear the cookie."""
-    kernel = current_kernel()
-    caller = current_caller()
-    if caller.login_session_id:
-        await kernel.identity.revoke_session(
-            caller.login_session_id, user_id=caller.user_id, reason="logout"
-        )
-    await kernel.audit.record("auth.logout", actor=caller, target=caller.username)
+    await profiles.logout(current_kernel(), current_caller())
     response = jsonify({"ok": True})
     clear_session_cookie(response)
     return response

@@ -15,7 +15,6 @@ from ..pagination import page_from
 from ..services.notifications.logbook import entry_json
 from ..services.notifications.rulebook import rule_json
 from ..services.notifications.rules import RuleIn, RulePatch
-from ..timefmt import parse_iso
 
 blueprint = Blueprint("notifications", __name__)
 
@@ -77,14 +76,8 @@ async def list_channels() -> dict[str, Any]:
 async def update_channel(channel_type: str, data: ChannelBody) -> dict[str, Any]:
     """Enable or disable a channel and merge its config; the mask keeps a stored secret."""
     _known_channel(channel_type)
-    kernel = current_kernel()
-    changed = await kernel.notifications.channels.update(channel_type, data.enabled, data.config)
-    state = await kernel.notifications.channels.state(channel_type)
-    await kernel.audit.record(
-        "notifications.channel_updated",
-        actor=current_caller(),
-        target=channel_type,
-        details={"enabled": state.enabled, "changedFields": changed},
+    await current_kernel().notifications.channels.update(
+        channel_type, data.enabled, data.config, actor=current_caller()
     )
     return {"ok": True}
 
@@ -141,14 +134,7 @@ async def list_rules() -> dict[str, Any]:
 @tag(["notifications"])
 async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
     """Create a rule (201)."""
-    kernel = current_kernel()
-    rule = await kernel.notifications.rules.create(data)
-    await kernel.audit.record(
-        "notifications.rule_created",
-        actor=current_caller(),
-        target=rule.name,
-        details={"ruleId": rule.id, "events": list(rule.events), "cadence": rule.cadence},
-    )
+    rule = await current_kernel().notifications.rules.create(data, actor=current_caller())
     return {"rule": rule_json(rule)}, 201
 
 
@@ -158,13 +144,8 @@ async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
 @tag(["notifications"])
 async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
     """Change any subset of a rule's fields."""
-    kernel = current_kernel()
-    rule, changed = await kernel.notifications.rules.update(rule_id, data)
-    await kernel.audit.record(
-        "notifications.rule_updated",
-        actor=current_caller(),
-        target=rule.name,
-        details={"ruleId": rule.id, "changedFields": changed},
+    rule, _ = await current_kernel().notifications.rules.update(
+        rule_id, data, actor=current_caller()
     )
     return {"rule": rule_json(rule)}
 
@@ -174,14 +155,7 @@ async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
 @tag(["notifications"])
 async def toggle_rule(rule_id: str) -> dict[str, Any]:
     """Flip a rule between enabled and disabled."""
-    kernel = current_kernel()
-    rule = await kernel.notifications.rules.toggle(rule_id)
-    await kernel.audit.record(
-        "notifications.rule_enabled" if rule.enabled else "notifications.rule_disabled",
-        actor=current_caller(),
-        target=rule.name,
-        details={"ruleId": rule.id},
-    )
+    rule = await current_kernel().notifications.rules.toggle(rule_id, actor=current_caller())
     return {"ok": True, "enabled": rule.enabled}
 
 
@@ -190,14 +164,7 @@ async def toggle_rule(rule_id: str) -> dict[str, Any]:
 @tag(["notifications"])
 async def delete_rule(rule_id: str) -> dict[str, Any]:
     """Delete a rule (its delivery log stays)."""
-    kernel = current_kernel()
-    rule = await kernel.notifications.rules.delete(rule_id)
-    await kernel.audit.record(
-        "notifications.rule_deleted",
-        actor=current_caller(),
-        target=rule.name,
-        details={"ruleId": rule.id},
-    )
+    await current_kernel().notifications.rules.delete(rule_id, actor=current_caller())
     return {"ok": True}
 
 
@@ -256,14 +223,7 @@ async def retry_delivery(entry_id: str) -> dict[str, Any]:
 @tag(["notifications"])
 async def delete_log_entry(entry_id: str) -> dict[str, Any]:
     """Delete one log entry."""
-    kernel = current_kernel()
-    entry = await kernel.notifications.log.delete_one(entry_id)
-    await kernel.audit.record(
-        "notifications.log_entry_deleted",
-        actor=current_caller(),
-        target=f"{entry.rule_name} ({entry.channel})",
-        details={"entryId": entry.id},
-    )
+    await current_kernel().notifications.log.delete_one(entry_id, actor=current_caller())
     return {"ok": True}
 
 
@@ -272,26 +232,11 @@ async def delete_log_entry(entry_id: str) -> dict[str, Any]:
 @tag(["notifications"])
 async def clear_log() -> dict[str, Any]:
     """Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none)."""
-    kernel = current_kernel()
-    status = request.args.get("status") or None
-    rule_id = request.args.get("rule_id") or None
-    before_text = request.args.get("before") or None
-    before = None
-    if before_text is not None:
-        try:
-            before = parse_iso(before_text)
-        except ValueError:
-            raise InvalidInput("before must be an ISO 8601 timestamp") from None
-    deleted = await kernel.notifications.log.delete_matching(
-        status=status, rule_id=rule_id, before=before
-    )
-    filters = {k: v for k, v in (("status", status), ("rule_id", rule_id)) if v}
-    if before_text is not None:
-        filters["before"] = before_text
-    await kernel.audit.record(
-        "notifications.log_cleared",
+    deleted = await current_kernel().notifications.log.delete_matching(
+        status=request.args.get("status") or None,
+        rule_id=request.args.get("rule_id") or None,
+        before=request.args.get("before") or None,
         actor=current_caller(),
-        details={"deleted": deleted, "filters": filters},
     )
     return {"ok": True, "deleted": deleted}
 
@@ -313,11 +258,7 @@ async def get_settings() -> dict[str, Any]:
 @tag(["notifications"])
 async def put_settings(data: RetentionBody) -> dict[str, Any]:
     """Change the retention (whole days, at least 1); applied at once."""
-    kernel = current_kernel()
-    before, after = await kernel.notifications.set_retention(data.retention_days)
-    await kernel.audit.record(
-        "notifications.retention_changed",
-        actor=current_caller(),
-        details={"from": before, "to": after},
+    _, after = await current_kernel().notifications.set_retention(
+        data.retention_days, actor=current_caller()
     )
     return {"ok": True, "retentionDays": after}

@@ -101,10 +101,7 @@ async def list_sessions() -> dict[str, Any]:
 @tag(["sessions"])
 async def purge_sessions() -> dict[str, Any]:
     """Delete all session history and recordings (open sessions stay) and file sessions."""
-    counts = await _history().purge()
-    await current_kernel().audit.record(
-        "sessions.purged", actor=current_caller(), target="all", details=counts
-    )
+    counts = await _history().purge(actor=current_caller())
     return {"ok": True, **counts}
 
 

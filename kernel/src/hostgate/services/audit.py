@@ -8,7 +8,7 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -176,7 +176,8 @@ class AuditLog:
         ``async with kernel.audit.atomic() as batch:`` change rows in
         ``batch.session``, call ``batch.record(...)``; one commit at the end stores
         both or neither (a full disk or a locked database cannot leave a change
-        without its audit entry). Subscribers hear of the entries after the commit.
+        without its audit entry). Subscribers hear of the entries after the commit,
+        and after the callbacks given to ``batch.on_commit``.
         Other audited writes wait while the block runs (the chain has one head).
         """
         key = await self.chain_key()
@@ -189,6 +190,8 @@ class AuditLog:
             yield batch
             await session.commit()
             self._last_hash = batch.head
+        for callback in batch.committed:
+            callback()
         for entry in batch.entries:
             await self.kernel.plugins.call_each("event", event=to_event(entry), kernel=self.kernel)
 
@@ -205,7 +208,16 @@ class AuditBatch:
         self.session = session
         self.head = head
         self.entries: list[AuditEntry] = []
+        self.committed: list[Callable[[], object]] = []
         self._key = key
+
+    def on_commit(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` once the block has committed, before subscribers are notified.
+
+        For memory that mirrors the change and that subscribers read (e.g. the
+        notification rules matched against the entry).
+        """
+        self.committed.append(callback)
 
     def record(
         self,

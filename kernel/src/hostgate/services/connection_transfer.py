@@ -252,26 +252,25 @@ class ConnectionTransfer:
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InvalidInput(f"nothing imported: {shown}{more}")
         result.skipped = problems
-        async with self.kernel.db.session() as session:
+        async with self.kernel.audit.atomic() as batch:
             for group in self._parents_first(list(new_groups.values())):
-                session.add(group)
-                await session.flush()
+                batch.session.add(group)
+                await batch.session.flush()
             for connection in new_connections:
-                session.add(connection)
-            await session.commit()
-        result.group_ids = [g.id for g in new_groups.values()]
-        result.connection_ids = [c.id for c in new_connections]
-        await self.kernel.audit.record(
-            "connections.imported",
-            actor=caller,
-            username=None if caller else "(cli)",
-            details={
-                "groupsCreated": len(result.group_ids),
-                "connectionsCreated": len(result.connection_ids),
-                "skipped": len(result.skipped),
-                "withCredentials": result.secrets_imported,
-            },
-        )
+                batch.session.add(connection)
+            result.group_ids = [g.id for g in new_groups.values()]
+            result.connection_ids = [c.id for c in new_connections]
+            batch.record(
+                "connections.imported",
+                actor=caller,
+                username=None if caller else "(cli)",
+                details={
+                    "groupsCreated": len(result.group_ids),
+                    "connectionsCreated": len(result.connection_ids),
+                    "skipped": len(result.skipped),
+                    "withCredentials": result.secrets_imported,
+                },
+            )
         return result
 
     def _connection_from(

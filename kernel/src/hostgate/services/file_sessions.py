@@ -28,6 +28,8 @@ from ..pagination import Page
 from ..timefmt import iso, utcnow
 
 if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
     from ..kernel import Kernel
     from .identity import Caller
 
@@ -306,8 +308,14 @@ class FileSessionLog:
     async def purge(self) -> int:
         """Delete every file session and event; returns how many sessions were deleted."""
         async with self.kernel.db.session() as db:
-            count = (await db.exec(select(func.count()).select_from(FileSession))).one()
-            await db.exec(delete(FileEvent))
-            await db.exec(delete(FileSession))
+            count = await self.delete_all(db)
             await db.commit()
+        return count
+
+    @staticmethod
+    async def delete_all(db: AsyncSession) -> int:
+        """``purge`` in an open session, not committed (a history purge commits it)."""
+        count = (await db.exec(select(func.count()).select_from(FileSession))).one()
+        await db.exec(delete(FileEvent))
+        await db.exec(delete(FileSession))
         return int(count)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..adapters import HostKeyCheck
 from ..db.models.connections import Connection, HostKey
@@ -66,6 +67,36 @@ def _label(connection: Connection) -> str:
     return f"{connection.name} ({connection.host}:{connection.port})"
 
 
+async def _store(
+    session: AsyncSession, connection_id: str, state: str, algorithm: str, fp: str, encoded: str
+) -> None:
+    """Remember a key as ``state`` in ``session``; a key a concurrent connect stored raises here."""
+    query = select(HostKey).where(HostKey.connection_id == connection_id, HostKey.state == state)
+    row = (await session.exec(query)).first()
+    if row is None:
+        row = HostKey(
+            connection_id=connection_id,
+            state=state,
+            algorithm=algorithm,
+            fingerprint=fp,
+            public_key=encoded,
+        )
+    else:
+        row.algorithm, row.fingerprint, row.public_key = algorithm, fp, encoded
+        row.seen_at = utcnow()
+    session.add(row)
+    await session.flush()
+
+
+async def _delete_all(session: AsyncSession, connection_id: str) -> list[str]:
+    """Delete a connection's remembered keys in ``session``; the fingerprints removed."""
+    query = select(HostKey).where(HostKey.connection_id == connection_id)
+    rows = (await session.exec(query)).all()
+    for row in rows:
+        await session.delete(row)
+    return [row.fingerprint for row in rows]
+
+
 class HostKeys:
     """Remembered host keys: check on connect, view, accept, forget."""
 
@@ -101,35 +132,41 @@ class HostKeys:
             trusted = rows.get(TRUSTED)
             try:
                 if trusted is None:
-                    await self._store(connection.id, TRUSTED, algorithm, presented, encoded)
-                    await self.kernel.audit.record(
-                        "connection.host_key_trusted",
-                        actor=actor,
-                        target=connection.id,
-                        details={
-                            "connectionId": connection.id,
-                            "name": connection.name,
-                            "algorithm": algorithm,
-                            "fingerprint": presented,
-                        },
-                    )
+                    async with self.kernel.audit.atomic() as batch:
+                        await _store(
+                            batch.session, connection.id, TRUSTED, algorithm, presented, encoded
+                        )
+                        batch.record(
+                            "connection.host_key_trusted",
+                            actor=actor,
+                            target=connection.id,
+                            details={
+                                "connectionId": connection.id,
+                                "name": connection.name,
+                                "algorithm": algorithm,
+                                "fingerprint": presented,
+                            },
+                        )
                     return
                 if trusted.public_key == encoded:
                     return
                 pending = rows.get(PENDING)
                 if pending is None or pending.public_key != encoded:
-                    await self._store(connection.id, PENDING, algorithm, presented, encoded)
-                    await self.kernel.audit.record(
-                        "connection.host_key_changed",
-                        actor=actor,
-                        target=connection.id,
-                        details={
-                            "connectionId": connection.id,
-                            "name": connection.name,
-                            "trustedFingerprint": trusted.fingerprint,
-                            "presentedFingerprint": presented,
-                        },
-                    )
+                    async with self.kernel.audit.atomic() as batch:
+                        await _store(
+                            batch.session, connection.id, PENDING, algorithm, presented, encoded
+                        )
+                        batch.record(
+                            "connection.host_key_changed",
+                            actor=actor,
+                            target=connection.id,
+                            details={
+                                "connectionId": connection.id,
+                                "name": connection.name,
+                                "trustedFingerprint": trusted.fingerprint,
+                                "presentedFingerprint": presented,
+                            },
+                        )
             except IntegrityError:
                 continue  # a concurrent connect stored a key first: look again
             raise Conflict(
@@ -147,28 +184,6 @@ class HostKeys:
             "The host key changed while it was being checked; try again", code="host_key_changed"
         )
 
-    async def _store(
-        self, connection_id: str, state: str, algorithm: str, fp: str, encoded: str
-    ) -> None:
-        async with self.kernel.db.session() as session:
-            query = select(HostKey).where(
-                HostKey.connection_id == connection_id, HostKey.state == state
-            )
-            row = (await session.exec(query)).first()
-            if row is None:
-                row = HostKey(
-                    connection_id=connection_id,
-                    state=state,
-                    algorithm=algorithm,
-                    fingerprint=fp,
-                    public_key=encoded,
-                )
-            else:
-                row.algorithm, row.fingerprint, row.public_key = algorithm, fp, encoded
-                row.seen_at = utcnow()
-            session.add(row)
-            await session.commit()
-
     async def view(self, connection_id: str) -> dict[str, HostKeyInfo | None]:
         """``{"trusted": ..., "pending": ...}``."""
         rows = await self._rows(connection_id)
@@ -181,7 +196,8 @@ class HostKeys:
         self, connection: Connection, *, expected: str | None, actor: Caller
     ) -> HostKeyInfo:
         """Promote the pending key to trusted; ``expected`` must match its fingerprint."""
-        async with self.kernel.db.session() as session:
+        async with self.kernel.audit.atomic() as batch:
+            session = batch.session
             query = select(HostKey).where(HostKey.connection_id == connection.id)
             rows = {row.state: row for row in (await session.exec(query)).all()}
             pending = rows.get(PENDING)
@@ -203,42 +219,39 @@ class HostKeys:
             pending.state = TRUSTED
             pending.seen_at = utcnow()
             session.add(pending)
-            await session.commit()
-        await self.kernel.audit.record(
-            "connection.host_key_accepted",
-            actor=actor,
-            target=connection.id,
-            details={
-                "connectionId": connection.id,
-                "name": connection.name,
-                "previousFingerprint": previous.fingerprint if previous else None,
-                "fingerprint": pending.fingerprint,
-            },
-        )
-        return _info(pending)
-
-    async def forget(self, connection: Connection, *, actor: Caller | None) -> int:
-        """Forget every remembered key (the next connect trusts on first use again)."""
-        removed = await self.clear(connection.id)
-        if removed:
-            await self.kernel.audit.record(
-                "connection.host_key_forgotten",
+            batch.record(
+                "connection.host_key_accepted",
                 actor=actor,
                 target=connection.id,
                 details={
                     "connectionId": connection.id,
                     "name": connection.name,
-                    "fingerprints": removed,
+                    "previousFingerprint": previous.fingerprint if previous else None,
+                    "fingerprint": pending.fingerprint,
                 },
             )
+        return _info(pending)
+
+    async def forget(self, connection: Connection, *, actor: Caller | None) -> int:
+        """Forget every remembered key (the next connect trusts on first use again)."""
+        async with self.kernel.audit.atomic() as batch:
+            removed = await _delete_all(batch.session, connection.id)
+            if removed:
+                batch.record(
+                    "connection.host_key_forgotten",
+                    actor=actor,
+                    target=connection.id,
+                    details={
+                        "connectionId": connection.id,
+                        "name": connection.name,
+                        "fingerprints": removed,
+                    },
+                )
         return len(removed)
 
     async def clear(self, connection_id: str) -> list[str]:
         """Delete the remembered keys without auditing; the fingerprints removed."""
         async with self.kernel.db.session() as session:
-            query = select(HostKey).where(HostKey.connection_id == connection_id)
-            rows = (await session.exec(query)).all()
-            for row in rows:
-                await session.delete(row)
+            removed = await _delete_all(session, connection_id)
             await session.commit()
-        return [row.fingerprint for row in rows]
+        return removed

@@ -9,12 +9,14 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import jwt
 from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..db.models.identity import LoginSession, Role, User
 from ..db.models.settings import SystemValue
@@ -349,35 +351,67 @@ class Identity:
 
         Open sockets of the revoked sessions are closed as well.
         """
-        now = utcnow()
-        revoked: list[str] = []
         async with self.kernel.db.session() as session:
-            query = select(LoginSession).where(
-                LoginSession.user_id == user_id,
-                LoginSession.revoked_at.is_(None),  # type: ignore[union-attr]
-            )
-            for login in (await session.exec(query)).all():
-                if login.id == keep:
-                    continue
-                login.revoked_at = now
-                login.revoke_reason = reason
-                session.add(login)
-                revoked.append(login.id)
+            revoked = await self.mark_sessions_revoked(session, user_id, reason=reason, keep=keep)
             await session.commit()
-        for login_id in revoked:
-            await self.kernel.live.close_where(reason, login_session_id=login_id)
+        await self.close_sessions(revoked, reason)
         return len(revoked)
 
     async def revoke_session(self, login_session_id: str, *, user_id: str, reason: str) -> bool:
         """Revoke one login session of a user and close its sockets; False if not theirs."""
         async with self.kernel.db.session() as session:
-            login = await session.get(LoginSession, login_session_id)
-            if login is None or login.user_id != user_id:
+            if not await self.mark_session_revoked(
+                session, login_session_id, user_id=user_id, reason=reason
+            ):
                 return False
-            if login.revoked_at is None:
-                login.revoked_at = utcnow()
-                login.revoke_reason = reason
-                session.add(login)
-                await session.commit()
-        await self.kernel.live.close_where(reason, login_session_id=login_session_id)
+            await session.commit()
+        await self.close_sessions([login_session_id], reason)
         return True
+
+    @staticmethod
+    async def mark_sessions_revoked(
+        session: AsyncSession, user_id: str, *, reason: str, keep: str | None = None
+    ) -> list[str]:
+        """Mark every live login session of a user but ``keep`` revoked in ``session``.
+
+        Not committed (e.g. inside ``kernel.audit.atomic()``, with the entry that
+        records it); returns the ids, whose sockets ``close_sessions`` closes after
+        the commit.
+        """
+        now = utcnow()
+        revoked: list[str] = []
+        query = select(LoginSession).where(
+            LoginSession.user_id == user_id,
+            LoginSession.revoked_at.is_(None),  # type: ignore[union-attr]
+        )
+        for login in (await session.exec(query)).all():
+            if login.id == keep:
+                continue
+            login.revoked_at = now
+            login.revoke_reason = reason
+            session.add(login)
+            revoked.append(login.id)
+        return revoked
+
+    @staticmethod
+    async def mark_session_revoked(
+        session: AsyncSession, login_session_id: str, *, user_id: str, reason: str
+    ) -> bool:
+        """Mark one login session of a user revoked in ``session``; False if not theirs.
+
+        Not committed (see ``mark_sessions_revoked``); an already revoked session of
+        theirs counts too.
+        """
+        login = await session.get(LoginSession, login_session_id)
+        if login is None or login.user_id != user_id:
+            return False
+        if login.revoked_at is None:
+            login.revoked_at = utcnow()
+            login.revoke_reason = reason
+            session.add(login)
+        return True
+
+    async def close_sessions(self, login_session_ids: Iterable[str], reason: str) -> None:
+        """Close the open sockets of revoked login sessions (after their revoke committed)."""
+        for login_id in login_session_ids:
+            await self.kernel.live.close_where(reason, login_session_id=login_id)

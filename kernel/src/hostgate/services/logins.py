@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..db.models.identity import Role, TrustedDevice, User
 from ..errors import NotAuthenticated, PermissionDenied, RateLimited
@@ -169,82 +170,85 @@ class Logins:
         """Count a failed login; lock at ``security.max_login_attempts``. True when it locked.
 
         Audits ``auth.login_failed`` (and ``auth.account_locked`` when the account
-        locks). Unknown usernames (``user=None``) are counted in memory the same way.
+        locks) in the commit that stores the count. Unknown usernames (``user=None``)
+        are counted in memory the same way.
         """
         attempts, duration = self._lockout_settings()
         now = utcnow()
         locked_until: datetime | None = None
-        if user is not None:
-            count, locked_until = await self._count_failure(user.id, now, attempts, duration)
-            name, display = user.username, user.display_name
-        elif not clean_username(username):
-            # No name to hold a count against (e.g. a forged SSO callback): this attempt only.
-            count, name, display = 1, "", ""
-        else:
-            phantom = self._phantom(username)
-            if phantom.locked_until is not None and phantom.locked_until <= now:
-                phantom.count, phantom.locked_until = 0, None
-            phantom.count += 1
-            count = phantom.count
-            if count >= attempts and phantom.locked_until is None:
-                phantom.locked_until = locked_until = now + duration
-            name, display = clean_username(username), ""
-        common: dict[str, Any] = {
-            "user_id": user.id if user else None,
-            "username": name,
-            "display_name": display,
-            "target": name,
-            "ip_address": client.ip_address,
-        }
-        await self.kernel.audit.record(
-            "auth.login_failed",
-            details={"reason": reason, "provider": provider, "failedCount": count},
-            **common,
-        )
-        if locked_until is None:
-            return False
-        await self.kernel.audit.record(
-            "auth.account_locked",
-            details={
-                "reason": "too_many_failed_logins",
-                "failedCount": count,
-                "lockedUntil": iso(locked_until),
-                "userExists": user is not None,
-            },
-            **common,
-        )
-        return True
+        # the failure count and any lock commit with their audit entries
+        async with self.kernel.audit.atomic() as batch:
+            if user is not None:
+                count, locked_until = await self._count_failure(
+                    batch.session, user.id, now, attempts, duration
+                )
+                name, display = user.username, user.display_name
+            elif not clean_username(username):
+                # No name to hold a count against (e.g. a forged SSO callback): this attempt only.
+                count, name, display = 1, "", ""
+            else:
+                phantom = self._phantom(username)
+                if phantom.locked_until is not None and phantom.locked_until <= now:
+                    phantom.count, phantom.locked_until = 0, None
+                phantom.count += 1
+                count = phantom.count
+                if count >= attempts and phantom.locked_until is None:
+                    phantom.locked_until = locked_until = now + duration
+                name, display = clean_username(username), ""
+            common: dict[str, Any] = {
+                "user_id": user.id if user else None,
+                "username": name,
+                "display_name": display,
+                "target": name,
+                "ip_address": client.ip_address,
+            }
+            batch.record(
+                "auth.login_failed",
+                details={"reason": reason, "provider": provider, "failedCount": count},
+                **common,
+            )
+            if locked_until is not None:
+                batch.record(
+                    "auth.account_locked",
+                    details={
+                        "reason": "too_many_failed_logins",
+                        "failedCount": count,
+                        "lockedUntil": iso(locked_until),
+                        "userExists": user is not None,
+                    },
+                    **common,
+                )
+        return locked_until is not None
 
+    @staticmethod
     async def _count_failure(
-        self, user_id: str, now: datetime, attempts: int, duration: timedelta
+        session: AsyncSession, user_id: str, now: datetime, attempts: int, duration: timedelta
     ) -> tuple[int, datetime | None]:
-        """Increment atomically; return ``(count, locked_until if this failure locked)``."""
-        async with self.kernel.db.session() as session:
-            expired = (
-                update(User)
-                .where(col(User.id) == user_id, col(User.locked_until) <= now)
-                .values(failed_login_count=0, locked_until=None)
+        """Increment in ``session`` (not committed); ``(count, locked_until if this locked)``."""
+        expired = (
+            update(User)
+            .where(col(User.id) == user_id, col(User.locked_until) <= now)
+            .values(failed_login_count=0, locked_until=None)
+        )
+        await session.exec(expired)
+        increment = (
+            update(User)
+            .where(col(User.id) == user_id)
+            .values(failed_login_count=User.failed_login_count + 1)
+        )
+        await session.exec(increment)
+        row = (
+            await session.exec(
+                select(User.failed_login_count, User.locked_until).where(User.id == user_id)
             )
-            await session.exec(expired)
-            increment = (
-                update(User)
-                .where(col(User.id) == user_id)
-                .values(failed_login_count=User.failed_login_count + 1)
+        ).first()
+        count = int(row[0]) if row else 0
+        locked_until = None
+        if row is not None and count >= attempts and row[1] is None:
+            locked_until = now + duration
+            await session.exec(
+                update(User).where(col(User.id) == user_id).values(locked_until=locked_until)
             )
-            await session.exec(increment)
-            row = (
-                await session.exec(
-                    select(User.failed_login_count, User.locked_until).where(User.id == user_id)
-                )
-            ).first()
-            count = int(row[0]) if row else 0
-            locked_until = None
-            if row is not None and count >= attempts and row[1] is None:
-                locked_until = now + duration
-                await session.exec(
-                    update(User).where(col(User.id) == user_id).values(locked_until=locked_until)
-                )
-            await session.commit()
         return count, locked_until
 
     async def reset_failures(self, user_id: str) -> None:
@@ -364,7 +368,8 @@ class Logins:
         role_name: str | None,
     ) -> User:
         base = clean_username(username) or f"{provider}_{provider_id}"[:USERNAME_MAX]
-        async with self.kernel.db.session() as session:
+        async with self.kernel.audit.atomic() as batch:
+            session = batch.session
             role = (
                 await session.exec(select(Role).where(Role.name == (role_name or USER_ROLE)))
             ).first()
@@ -396,23 +401,23 @@ class Logins:
                 provider_id=provider_id,
             )
             session.add(user)
-            await session.commit()
-        await self.kernel.audit.record(
-            "user.created",
-            user_id=user.id,
-            username=user.username,
-            display_name=user.display_name,
-            target=user.username,
-            details={
-                "provider": provider,
-                "after": {
-                    "username": user.username,
-                    "displayName": user.display_name,
-                    "email": user.email,
-                    "role": role.name,
+            await session.flush()  # a concurrent first login raises IntegrityError here
+            batch.record(
+                "user.created",
+                user_id=user.id,
+                username=user.username,
+                display_name=user.display_name,
+                target=user.username,
+                details={
+                    "provider": provider,
+                    "after": {
+                        "username": user.username,
+                        "displayName": user.display_name,
+                        "email": user.email,
+                        "role": role.name,
+                    },
                 },
-            },
-        )
+            )
         return user
 
     # -- local password and TOTP ---------------------------------------------

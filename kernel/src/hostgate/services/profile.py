@@ -80,8 +80,8 @@ async def profile(kernel: Kernel, caller: Caller) -> dict[str, Any]:
 
 async def update_profile(kernel: Kernel, caller: Caller, changes: Mapping[str, Any]) -> None:
     """Change displayName, email, avatarText (``""`` clears email and avatarText)."""
-    async with kernel.db.session() as session:
-        user = await session.get(User, caller.user_id)
+    async with kernel.audit.atomic() as batch:
+        user = await batch.session.get(User, caller.user_id)
         if user is None:
             raise NotAuthenticated("Session has been revoked", code="session_revoked")
         before: dict[str, Any] = {}
@@ -106,14 +106,13 @@ async def update_profile(kernel: Kernel, caller: Caller, changes: Mapping[str, A
         if not after:
             return
         user.updated_at = utcnow()
-        session.add(user)
-        await session.commit()
-    await kernel.audit.record(
-        "profile.updated",
-        actor=caller,
-        target=caller.username,
-        details={"before": before, "after": after},
-    )
+        batch.session.add(user)
+        batch.record(
+            "profile.updated",
+            actor=caller,
+            target=caller.username,
+            details={"before": before, "after": after},
+        )
 
 
 async def check_own_password(kernel: Kernel, user: User, password: str, message: str) -> None:
@@ -135,18 +134,17 @@ async def change_password(kernel: Kernel, caller: Caller, current: str, new: str
     user = await _user(kernel, caller)
     await check_own_password(kernel, user, current, "Current password is incorrect")
     password_hash = await hash_password(new)
-    async with kernel.db.session() as session:
-        row = await session.get(User, user.id)
+    async with kernel.audit.atomic() as batch:
+        row = await batch.session.get(User, user.id)
         if row is None:
             raise NotAuthenticated("Session has been revoked", code="session_revoked")
         row.password_hash = password_hash
         row.updated_at = utcnow()
-        session.add(row)
-        await session.commit()
+        batch.session.add(row)
+        batch.record("auth.password_changed", actor=caller, target=caller.username)
     await kernel.identity.revoke_sessions(
         user.id, reason="password_changed", keep=caller.login_session_id
     )
-    await kernel.audit.record("auth.password_changed", actor=caller, target=caller.username)
 
 
 # -- SSH preferences -----------------------------------------------------------
@@ -242,26 +240,25 @@ async def mfa_verify(kernel: Kernel, caller: Caller, code: str) -> None:
     secret = kernel.secrets.open(user.mfa_pending_secret)
     if not await mfa.accept_code(kernel, user.id, secret, code):
         raise InvalidInput("Invalid verification code", code="invalid_code")
-    async with kernel.db.session() as session:
-        row = await session.get(User, user.id)
+    async with kernel.audit.atomic() as batch:
+        row = await batch.session.get(User, user.id)
         if row is None:
             raise NotAuthenticated("Session has been revoked", code="session_revoked")
         row.mfa_secret = row.mfa_pending_secret
         row.mfa_pending_secret = None
         row.mfa_enabled = True
         row.updated_at = utcnow()
-        session.add(row)
-        await session.commit()
+        batch.session.add(row)
+        batch.record("auth.mfa_enabled", actor=caller, target=caller.username)
     kernel.limits.reset(MFA_VERIFY_BUCKET, caller.user_id)
-    await kernel.audit.record("auth.mfa_enabled", actor=caller, target=caller.username)
 
 
 async def mfa_disable(kernel: Kernel, caller: Caller, password: str) -> None:
     """Turn MFA off (needs the current password); trusted devices are forgotten."""
     user = await _user(kernel, caller)
     await check_own_password(kernel, user, password, "Incorrect password")
-    async with kernel.db.session() as session:
-        row = await session.get(User, user.id)
+    async with kernel.audit.atomic() as batch:
+        row = await batch.session.get(User, user.id)
         if row is None:
             raise NotAuthenticated("Session has been revoked", code="session_revoked")
         was_enabled = row.mfa_enabled
@@ -270,11 +267,10 @@ async def mfa_disable(kernel: Kernel, caller: Caller, password: str) -> None:
         row.mfa_pending_secret = None
         row.mfa_last_step = None
         row.updated_at = utcnow()
-        session.add(row)
-        await session.commit()
+        batch.session.add(row)
+        if was_enabled:
+            batch.record("auth.mfa_disabled", actor=caller, target=caller.username)
     await kernel.logins.forget_devices(user.id)
-    if was_enabled:
-        await kernel.audit.record("auth.mfa_disabled", actor=caller, target=caller.username)
 
 
 # -- login sessions ------------------------------------------------------------------
@@ -314,26 +310,51 @@ async def login_sessions(kernel: Kernel, caller: Caller) -> list[dict[str, Any]]
     return out
 
 
+async def logout(kernel: Kernel, caller: Caller) -> None:
+    """End the caller's current login session (its sockets close after the commit)."""
+    session_id = caller.login_session_id
+    revoked = False
+    async with kernel.audit.atomic() as batch:
+        if session_id:
+            revoked = await kernel.identity.mark_session_revoked(
+                batch.session, session_id, user_id=caller.user_id, reason="logout"
+            )
+        batch.record("auth.logout", actor=caller, target=caller.username)
+    if revoked and session_id:
+        await kernel.identity.close_sessions([session_id], "logout")
+
+
 async def revoke_login_session(kernel: Kernel, caller: Caller, login_session_id: str) -> None:
     """End one of the caller's sessions (unknown ids are ignored)."""
-    if await kernel.identity.revoke_session(
-        login_session_id, user_id=caller.user_id, reason="revoked"
-    ):
-        await kernel.audit.record(
-            "auth.session_revoked",
-            actor=caller,
-            target=caller.username,
-            details={"loginSessionId": login_session_id},
+    identity = kernel.identity
+    async with kernel.audit.atomic() as batch:
+        revoked = await identity.mark_session_revoked(
+            batch.session, login_session_id, user_id=caller.user_id, reason="revoked"
         )
+        if revoked:
+            batch.record(
+                "auth.session_revoked",
+                actor=caller,
+                target=caller.username,
+                details={"loginSessionId": login_session_id},
+            )
+    if revoked:
+        await identity.close_sessions([login_session_id], "revoked")
 
 
 async def revoke_other_sessions(kernel: Kernel, caller: Caller) -> int:
     """End every session of the caller but the current one."""
-    count = await kernel.identity.revoke_sessions(
-        caller.user_id, reason="revoked", keep=caller.login_session_id
-    )
-    if count:
-        await kernel.audit.record(
-            "auth.session_revoked", actor=caller, target=caller.username, details={"count": count}
+    identity = kernel.identity
+    async with kernel.audit.atomic() as batch:
+        revoked = await identity.mark_sessions_revoked(
+            batch.session, caller.user_id, reason="revoked", keep=caller.login_session_id
         )
-    return count
+        if revoked:
+            batch.record(
+                "auth.session_revoked",
+                actor=caller,
+                target=caller.username,
+                details={"count": len(revoked)},
+            )
+    await identity.close_sessions(revoked, "revoked")
+    return len(revoked)

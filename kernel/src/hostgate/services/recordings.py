@@ -35,6 +35,8 @@ from .recording_format import (
 )
 
 if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
     from ..kernel import Kernel
 
 log = logging.getLogger("hostgate.recordings")
@@ -369,19 +371,23 @@ class Recordings:
                 total -= sizes[row.id]
         if not doomed:
             return 0
-        freed = await self.delete_files(doomed, state="purged")
-        await self.kernel.audit.record(
-            "recordings.retention_purged",
-            target="recordings",
-            user_id="system",
-            username="system",
-            details={
-                "deleted": len(doomed),
-                "freedBytes": freed,
-                "retentionDays": days,
-                "maxTotalMb": max_total,
-            },
-        )
+        freed = sum(self._disk_size(row) for row in doomed)
+        async with self.kernel.audit.atomic() as batch:
+            await self._forget_files(batch.session, doomed, state="purged")
+            batch.record(
+                "recordings.retention_purged",
+                target="recordings",
+                user_id="system",
+                username="system",
+                details={
+                    "deleted": len(doomed),
+                    "freedBytes": freed,
+                    "retentionDays": days,
+                    "maxTotalMb": max_total,
+                },
+            )
+        # only now: a failed commit keeps the rows pointing at their files
+        self._unlink(doomed)
         return len(doomed)
 
     def _disk_size(self, row: RemoteSession) -> int:
@@ -396,6 +402,15 @@ class Recordings:
 
         Returns the bytes freed.
         """
+        freed = self._unlink(rows)
+        if state is not None:
+            async with self.kernel.db.session() as session:
+                await self._forget_files(session, rows, state=state)
+                await session.commit()
+        return freed
+
+    def _unlink(self, rows: list[RemoteSession]) -> int:
+        """Delete the recording files of rows; the bytes freed."""
         freed = 0
         for row in rows:
             path = self.path_of(row)
@@ -404,20 +419,23 @@ class Recordings:
             with contextlib.suppress(FileNotFoundError):
                 freed += path.stat().st_size
                 path.unlink()
-        if state is not None:
-            async with self.kernel.db.session() as session:
-                for row in rows:
-                    stored = await session.get(RemoteSession, row.id)
-                    if stored is None:
-                        continue
-                    stored.recording_file = None
-                    stored.recording_key = None
-                    stored.recording_state = state
-                    stored.recording_size = 0
-                    stored.updated_at = utcnow()
-                    session.add(stored)
-                await session.commit()
         return freed
+
+    @staticmethod
+    async def _forget_files(
+        session: AsyncSession, rows: list[RemoteSession], *, state: str
+    ) -> None:
+        """Mark the rows' recordings gone (``state``) in ``session``, not committed."""
+        for row in rows:
+            stored = await session.get(RemoteSession, row.id)
+            if stored is None:
+                continue
+            stored.recording_file = None
+            stored.recording_key = None
+            stored.recording_state = state
+            stored.recording_size = 0
+            stored.updated_at = utcnow()
+            session.add(stored)
 
     async def storage_bytes(self) -> int:
         """Bytes the recordings directory takes on disk."""

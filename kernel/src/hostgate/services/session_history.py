@@ -204,8 +204,12 @@ class SessionHistory:
 
     # -- purge --------------------------------------------------------------------------
 
-    async def purge(self) -> dict[str, int]:
-        """Delete every session that is not open, all their recordings, and file sessions."""
+    async def purge(self, *, actor: Caller) -> dict[str, int]:
+        """Delete every session that is not open, all their recordings, and file sessions.
+
+        The rows go in one commit with the ``sessions.purged`` entry; the recording
+        files are deleted once that commit succeeded.
+        """
         recordings = self.kernel.recordings
         async with self.kernel.db.session() as db:
             rows = (await db.exec(select(RemoteSession))).all()
@@ -221,26 +225,30 @@ class SessionHistory:
             for row in rows
             if row.id in busy and recordings.path_of(row) is not None
         }
-        files = 0
+        files: list[str] = []
         if recordings.directory.exists():
-            for entry in os.scandir(recordings.directory):
-                if entry.is_file() and entry.name not in keep_files:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(entry.path)
-                        files += 1
-        async with self.kernel.db.session() as db:
-            for batch in _batches(ids):
+            files = [
+                entry.path
+                for entry in os.scandir(recordings.directory)
+                if entry.is_file() and entry.name not in keep_files
+            ]
+        async with self.kernel.audit.atomic() as batch:
+            db = batch.session
+            for chunk in _batches(ids):
                 await db.exec(
-                    delete(SessionCommand).where(col(SessionCommand.session_id).in_(batch))
+                    delete(SessionCommand).where(col(SessionCommand.session_id).in_(chunk))
                 )
                 await db.exec(
-                    delete(SessionInputEvent).where(col(SessionInputEvent.session_id).in_(batch))
+                    delete(SessionInputEvent).where(col(SessionInputEvent.session_id).in_(chunk))
                 )
-                await db.exec(delete(RemoteSession).where(col(RemoteSession.id).in_(batch)))
-            await db.commit()
-        file_sessions = await self.kernel.file_sessions.purge()
-        return {
-            "deletedSessions": len(ids),
-            "deletedRecordings": files,
-            "deletedFileSessions": file_sessions,
-        }
+                await db.exec(delete(RemoteSession).where(col(RemoteSession.id).in_(chunk)))
+            counts = {
+                "deletedSessions": len(ids),
+                "deletedRecordings": len(files),
+                "deletedFileSessions": await self.kernel.file_sessions.delete_all(db),
+            }
+            batch.record("sessions.purged", actor=actor, target="all", details=counts)
+        for path in files:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        return counts

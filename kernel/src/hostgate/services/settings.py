@@ -141,11 +141,11 @@ class Settings:
         clean = self.validate(changes)
         if actor is None:
             async with self.kernel.db.session() as session:
-                before, after = await self._store(session, clean)
+                before, after = await self.write(session, clean)
                 await session.commit()
         else:
             async with self.kernel.audit.atomic() as batch:
-                before, after = await self._store(batch.session, clean)
+                before, after = await self.write(batch.session, clean)
                 if after:
                     batch.record(
                         "settings.updated",
@@ -153,18 +153,17 @@ class Settings:
                         target=", ".join(sorted(after)),
                         details={"before": before, "after": after},
                     )
-        for key, value in clean.items():
-            spec = self.specs[key]
-            if spec.secret and isinstance(value, str) and value:
-                self._values[key] = self.kernel.secrets.seal(value)
-            else:
-                self._values[key] = value
+        self.remember(clean)
         return before, after
 
-    async def _store(
+    async def write(
         self, session: Any, clean: Mapping[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Write the rows (not committed); ``(before, after)`` for the audit entry."""
+        """Write values ``validate`` returned in ``session`` (not committed); ``(before, after)``.
+
+        For a change that commits with its own audit entry (``kernel.audit.atomic()``):
+        call ``remember`` once the block has committed.
+        """
         before: dict[str, Any] = {}
         after: dict[str, Any] = {}
         for key, value in clean.items():
@@ -182,6 +181,15 @@ class Settings:
                 session.add(row)
             after[key] = self._display(spec, value)
         return before, after
+
+    def remember(self, clean: Mapping[str, Any]) -> None:
+        """Serve values ``write`` stored from memory (after their commit)."""
+        for key, value in clean.items():
+            spec = self.specs[key]
+            if spec.secret and isinstance(value, str) and value:
+                self._values[key] = self.kernel.secrets.seal(value)
+            else:
+                self._values[key] = value
 
     @staticmethod
     def _display(spec: SettingSpec, value: Any) -> Any:

@@ -17,7 +17,10 @@ from ..settings import SECRET_MASK
 from .rules import SPEC_CHANNELS
 
 if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
     from ...kernel import Kernel
+    from ..identity import Caller
 
 SECRET_HEADER_WORDS = ("auth", "token", "secret", "key", "password", "cookie", "session")
 
@@ -215,9 +218,18 @@ class ChannelStore:
         return validate(spec, merged)
 
     async def update(
-        self, channel_type: str, enabled: bool | None, config: Mapping[str, Any] | None
+        self,
+        channel_type: str,
+        enabled: bool | None,
+        config: Mapping[str, Any] | None,
+        *,
+        actor: Caller | None = None,
     ) -> list[str]:
-        """Merge ``config`` into the stored one, validate it, store it; return changed fields."""
+        """Merge ``config`` into the stored one, validate it, store it; return changed fields.
+
+        With ``actor`` the change is audited as ``notifications.channel_updated`` in
+        the same transaction: both are stored, or neither.
+        """
         spec = self.spec(channel_type)
         state = await self.state(channel_type)
         incoming = unmask(spec, config or {}, state.config)
@@ -228,14 +240,35 @@ class ChannelStore:
         changed = sorted(k for k in merged if merged.get(k) != state.config.get(k))
         plain, secret = split_secrets(spec, merged)
         sealed = self.kernel.secrets.seal(json.dumps(secret)) if secret else None
-        async with self.kernel.db.session() as session:
-            row = await session.get(NotificationChannel, channel_type)
-            if row is None:
-                row = NotificationChannel(type=channel_type)
-            row.enabled = new_enabled
-            row.config = plain
-            row.secrets = sealed
-            row.updated_at = utcnow()
-            session.add(row)
-            await session.commit()
+        if actor is None:
+            async with self.kernel.db.session() as session:
+                await _store(session, channel_type, new_enabled, plain, sealed)
+                await session.commit()
+            return changed
+        async with self.kernel.audit.atomic() as batch:
+            await _store(batch.session, channel_type, new_enabled, plain, sealed)
+            batch.record(
+                "notifications.channel_updated",
+                actor=actor,
+                target=channel_type,
+                details={"enabled": new_enabled, "changedFields": changed},
+            )
         return changed
+
+
+async def _store(
+    session: AsyncSession,
+    channel_type: str,
+    enabled: bool,
+    plain: dict[str, Any],
+    sealed: str | None,
+) -> None:
+    """Write a channel's row in ``session`` (not committed)."""
+    row = await session.get(NotificationChannel, channel_type)
+    if row is None:
+        row = NotificationChannel(type=channel_type)
+    row.enabled = enabled
+    row.config = plain
+    row.secrets = sealed
+    row.updated_at = utcnow()
+    session.add(row)

@@ -11,10 +11,13 @@ from sqlmodel import col, select
 from ...db.models.notifications import NotificationLogEntry
 from ...errors import InvalidInput, NotFound
 from ...pagination import Page
-from ...timefmt import iso, utcnow
+from ...timefmt import iso, parse_iso, utcnow
 
 if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
     from ...kernel import Kernel
+    from ..identity import Caller
 
 STATUSES = ("sent", "failed", "pending")
 
@@ -92,35 +95,63 @@ class Logbook:
             raise NotFound("Log entry not found")
         return entry
 
-    async def delete_one(self, entry_id: str) -> NotificationLogEntry:
-        """Delete one entry; returns it."""
-        async with self.kernel.db.session() as session:
-            entry = await session.get(NotificationLogEntry, entry_id)
+    async def delete_one(self, entry_id: str, *, actor: Caller) -> NotificationLogEntry:
+        """Delete one entry, audited as ``notifications.log_entry_deleted``; returns it."""
+        async with self.kernel.audit.atomic() as batch:
+            entry = await batch.session.get(NotificationLogEntry, entry_id)
             if entry is None:
                 raise NotFound("Log entry not found")
-            await session.delete(entry)
-            await session.commit()
+            await batch.session.delete(entry)
+            batch.record(
+                "notifications.log_entry_deleted",
+                actor=actor,
+                target=f"{entry.rule_name} ({entry.channel})",
+                details={"entryId": entry.id},
+            )
         return entry
 
     async def delete_matching(
-        self, *, status: str | None, rule_id: str | None, before: datetime | None
+        self, *, status: str | None, rule_id: str | None, before: str | None, actor: Caller
     ) -> int:
-        """Delete every entry matching the filters (all of them when none is given)."""
-        where = self._filters(check_status(status), rule_id, before)
-        async with self.kernel.db.session() as session:
-            result = await session.exec(delete(NotificationLogEntry).where(*where))  # type: ignore[call-overload]
-            await session.commit()
-        return int(result.rowcount or 0)
+        """Delete every entry matching the filters (all of them when none is given).
 
-    async def purge_older_than(self, days: int, now: datetime | None = None) -> int:
-        """Retention: delete finished entries older than ``days`` days."""
-        cutoff = (now or utcnow()) - timedelta(days=days)
-        async with self.kernel.db.session() as session:
-            statement = delete(NotificationLogEntry).where(
-                col(NotificationLogEntry.sent_at) < cutoff,
-                col(NotificationLogEntry.status) != "pending",
-                col(NotificationLogEntry.next_attempt_at).is_(None),
+        ``before`` is an ISO 8601 timestamp. Audited as ``notifications.log_cleared``;
+        returns how many entries went.
+        """
+        cutoff = None
+        if before is not None:
+            try:
+                cutoff = parse_iso(before)
+            except ValueError:
+                raise InvalidInput("before must be an ISO 8601 timestamp") from None
+        where = self._filters(check_status(status), rule_id, cutoff)
+        filters = {k: v for k, v in (("status", status), ("rule_id", rule_id)) if v}
+        if before is not None:
+            filters["before"] = before
+        async with self.kernel.audit.atomic() as batch:
+            statement = delete(NotificationLogEntry).where(*where)
+            result = await batch.session.exec(statement)
+            deleted = int(result.rowcount or 0)
+            batch.record(
+                "notifications.log_cleared",
+                actor=actor,
+                details={"deleted": deleted, "filters": filters},
             )
-            result = await session.exec(statement)  # type: ignore[call-overload]
-            await session.commit()
+        return deleted
+
+    @staticmethod
+    async def purge_older_than(
+        session: AsyncSession, days: int, now: datetime | None = None
+    ) -> int:
+        """Retention: delete finished entries older than ``days`` days in ``session``.
+
+        Not committed: the caller commits it with its audit entry.
+        """
+        cutoff = (now or utcnow()) - timedelta(days=days)
+        statement = delete(NotificationLogEntry).where(
+            col(NotificationLogEntry.sent_at) < cutoff,
+            col(NotificationLogEntry.status) != "pending",
+            col(NotificationLogEntry.next_attempt_at).is_(None),
+        )
+        result = await session.exec(statement)  # type: ignore[call-overload]
         return int(result.rowcount or 0)

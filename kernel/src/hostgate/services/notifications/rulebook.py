@@ -23,6 +23,7 @@ from .rules import (
 
 if TYPE_CHECKING:
     from ...kernel import Kernel
+    from ..identity import Caller
 
 
 def rule_json(rule: NotificationRule) -> dict[str, Any]:
@@ -55,6 +56,9 @@ class RuleBook:
             rows = (await session.exec(select(NotificationRule))).all()
         self.cache = {row.id: row for row in rows}
 
+    def _cache(self, rule: NotificationRule) -> None:
+        self.cache[rule.id] = rule
+
     async def _directory(self) -> Directory:
         async with self.kernel.db.session() as session:
             users = (await session.exec(select(User.id))).all()
@@ -85,8 +89,8 @@ class RuleBook:
             rows = (await session.exec(query)).all()
         return [rule_json(row) for row in rows]
 
-    async def create(self, body: RuleIn) -> NotificationRule:
-        """Validate and store a new rule."""
+    async def create(self, body: RuleIn, *, actor: Caller) -> NotificationRule:
+        """Validate and store a new rule, audited as ``notifications.rule_created``."""
         rule = NotificationRule(
             name=body.name,
             enabled=body.enabled,
@@ -96,10 +100,15 @@ class RuleBook:
             cadence=body.cadence,
             actions=await self._check_actions(body) or [],
         )
-        async with self.kernel.db.session() as session:
-            session.add(rule)
-            await session.commit()
-        self.cache[rule.id] = rule
+        async with self.kernel.audit.atomic() as batch:
+            batch.session.add(rule)
+            batch.record(
+                "notifications.rule_created",
+                actor=actor,
+                target=rule.name,
+                details={"ruleId": rule.id, "events": list(rule.events), "cadence": rule.cadence},
+            )
+            batch.on_commit(lambda: self._cache(rule))
         return rule
 
     async def get(self, rule_id: str) -> NotificationRule:
@@ -110,8 +119,13 @@ class RuleBook:
             raise NotFound("Rule not found")
         return rule
 
-    async def update(self, rule_id: str, body: RulePatch) -> tuple[NotificationRule, list[str]]:
-        """Apply any subset of the fields; the whole rule stays valid. Returns changed fields."""
+    async def update(
+        self, rule_id: str, body: RulePatch, *, actor: Caller
+    ) -> tuple[NotificationRule, list[str]]:
+        """Apply any subset of the fields; the whole rule stays valid. Returns changed fields.
+
+        Audited as ``notifications.rule_updated``.
+        """
         given = body.model_fields_set
         if not given:
             raise InvalidInput("No fields to update")
@@ -134,41 +148,59 @@ class RuleBook:
         actions = await self._check_actions(body)
         if actions is not None:
             changes["actions"] = actions
-        async with self.kernel.db.session() as session:
-            rule = await session.get(NotificationRule, rule_id)
+        async with self.kernel.audit.atomic() as batch:
+            rule = await batch.session.get(NotificationRule, rule_id)
             if rule is None:
                 raise NotFound("Rule not found")
             changed = [k for k, v in changes.items() if getattr(rule, k) != v]
             for name, value in changes.items():
                 setattr(rule, name, value)
             rule.updated_at = utcnow()
-            session.add(rule)
-            await session.commit()
-        self.cache[rule.id] = rule
+            batch.session.add(rule)
+            batch.record(
+                "notifications.rule_updated",
+                actor=actor,
+                target=rule.name,
+                details={"ruleId": rule.id, "changedFields": changed},
+            )
+            batch.on_commit(lambda: self._cache(rule))
         return rule, changed
 
-    async def toggle(self, rule_id: str) -> NotificationRule:
-        """Flip ``enabled``."""
-        async with self.kernel.db.session() as session:
-            rule = await session.get(NotificationRule, rule_id)
+    async def toggle(self, rule_id: str, *, actor: Caller) -> NotificationRule:
+        """Flip ``enabled``, audited as ``notifications.rule_enabled`` or ``rule_disabled``."""
+        async with self.kernel.audit.atomic() as batch:
+            rule = await batch.session.get(NotificationRule, rule_id)
             if rule is None:
                 raise NotFound("Rule not found")
             rule.enabled = not rule.enabled
             rule.updated_at = utcnow()
-            session.add(rule)
-            await session.commit()
-        self.cache[rule.id] = rule
+            batch.session.add(rule)
+            batch.record(
+                "notifications.rule_enabled" if rule.enabled else "notifications.rule_disabled",
+                actor=actor,
+                target=rule.name,
+                details={"ruleId": rule.id},
+            )
+            batch.on_commit(lambda: self._cache(rule))
         return rule
 
-    async def delete(self, rule_id: str) -> NotificationRule:
-        """Delete a rule (its waiting digest items go with it; its log stays)."""
-        async with self.kernel.db.session() as session:
-            rule = await session.get(NotificationRule, rule_id)
+    async def delete(self, rule_id: str, *, actor: Caller) -> NotificationRule:
+        """Delete a rule (its waiting digest items go with it; its log stays).
+
+        Audited as ``notifications.rule_deleted``.
+        """
+        async with self.kernel.audit.atomic() as batch:
+            rule = await batch.session.get(NotificationRule, rule_id)
             if rule is None:
                 raise NotFound("Rule not found")
-            await session.delete(rule)
-            await session.commit()
-        self.cache.pop(rule_id, None)
+            await batch.session.delete(rule)
+            batch.record(
+                "notifications.rule_deleted",
+                actor=actor,
+                target=rule.name,
+                details={"ruleId": rule.id},
+            )
+            batch.on_commit(lambda: self.cache.pop(rule_id, None))
         return rule
 
     async def recipients(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from .rules import EMAIL_PATTERN, rule_matches
 
 if TYPE_CHECKING:
     from ...kernel import Kernel
+    from ..audit import AuditBatch
     from ..identity import Caller
 
 log = logging.getLogger("hostgate.notifications")
@@ -264,11 +265,16 @@ class Notifications:
 
     async def purge(self, now: datetime | None = None) -> int:
         """Delete log entries older than the retention; audited when anything went."""
-        days = self.retention_days()
-        deleted = await self.log.purge_older_than(days, now)
+        async with self.kernel.audit.atomic() as batch:
+            deleted = await self._purge(batch, self.retention_days(), now)
         self._last_purge = time.monotonic()
+        return deleted
+
+    async def _purge(self, batch: AuditBatch, days: int, now: datetime | None = None) -> int:
+        """The retention's deletes and their ``notifications.log_purged`` entry, in ``batch``."""
+        deleted = await self.log.purge_older_than(batch.session, days, now)
         if deleted:
-            await self.kernel.audit.record(
+            batch.record(
                 "notifications.log_purged",
                 username="system",
                 details={"deleted": deleted, "retentionDays": days},
@@ -286,11 +292,24 @@ class Notifications:
                 log.exception("notification housekeeping failed")
             await asyncio.sleep(self.housekeeping_seconds)
 
-    async def set_retention(self, days: int) -> tuple[int, int]:
-        """Change the retention, apply it at once; return ``(before, after)``."""
+    async def set_retention(self, days: int, *, actor: Caller) -> tuple[int, int]:
+        """Change the retention, apply it at once; return ``(before, after)``.
+
+        The setting, the entries it purges and their audit entries commit together.
+        """
+        settings = self.kernel.settings
         before = self.retention_days()
-        await self.kernel.settings.update({RETENTION_KEY: days})
-        await self.purge()
+        clean = settings.validate({RETENTION_KEY: days})
+        async with self.kernel.audit.atomic() as batch:
+            await settings.write(batch.session, clean)
+            await self._purge(batch, days)
+            batch.record(
+                "notifications.retention_changed",
+                actor=actor,
+                details={"from": before, "to": days},
+            )
+            batch.on_commit(lambda: settings.remember(clean))
+        self._last_purge = time.monotonic()
         return before, days
 
     # -- channel tests and manual retries ------------------------------------------
