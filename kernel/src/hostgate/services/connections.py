@@ -20,11 +20,12 @@ from sqlmodel import col, or_, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..adapters import ConnectionTarget
-from ..db.models.connections import Connection, ConnectionShare, HostKey
+from ..db.models.connections import Connection, ConnectionShare
 from ..descriptors import ProtocolSpec
 from ..errors import InvalidInput, NotFound, PermissionDenied
 from ..permissions import use_permission
 from ..timefmt import utcnow
+from . import hostkeys
 from .connection_groups import ConnectionGroups, owned_group
 from .connection_input import ParsedInput, missing_required, parse_input
 from .connection_shares import ConnectionShares
@@ -92,18 +93,6 @@ def access_of(caller: Caller, connection: Connection, visible: bool) -> Access:
 
 def _sort_key(connection: Connection) -> tuple[int, str, str]:
     return (connection.sort_order, connection.name.casefold(), connection.id)
-
-
-async def _forget_host_keys(session: AsyncSession, connection_id: str) -> list[str]:
-    """Delete a connection's remembered host keys in ``session``; the fingerprints removed.
-
-    ``HostKeys.clear`` commits on its own session, which would wait for the lock an
-    open audited change holds.
-    """
-    rows = (await session.exec(select(HostKey).where(HostKey.connection_id == connection_id))).all()
-    for row in rows:
-        await session.delete(row)
-    return [row.fingerprint for row in rows]
 
 
 def _share_filter(user_id: str, role_id: str) -> Any:
@@ -359,7 +348,7 @@ class Connections:
             if changed_credentials:
                 details["credentialsChanged"] = changed_credentials
             if before_target != (connection.protocol, connection.host, connection.port):
-                forgotten = await _forget_host_keys(session, connection.id)
+                forgotten = await hostkeys.delete_all(session, connection.id)
                 if forgotten:
                     details["hostKeysForgotten"] = forgotten
             batch.record(

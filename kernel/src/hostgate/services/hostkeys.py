@@ -88,8 +88,12 @@ async def _store(
     await session.flush()
 
 
-async def _delete_all(session: AsyncSession, connection_id: str) -> list[str]:
-    """Delete a connection's remembered keys in ``session``; the fingerprints removed."""
+async def delete_all(session: AsyncSession, connection_id: str) -> list[str]:
+    """Delete a connection's remembered keys in ``session``; the fingerprints removed.
+
+    Not committed: a change that forgets keys as part of something larger (a new
+    address) calls this inside its own ``audit.atomic()`` block.
+    """
     query = select(HostKey).where(HostKey.connection_id == connection_id)
     rows = (await session.exec(query)).all()
     for row in rows:
@@ -235,7 +239,7 @@ class HostKeys:
     async def forget(self, connection: Connection, *, actor: Caller | None) -> int:
         """Forget every remembered key (the next connect trusts on first use again)."""
         async with self.kernel.audit.atomic() as batch:
-            removed = await _delete_all(batch.session, connection.id)
+            removed = await delete_all(batch.session, connection.id)
             if removed:
                 batch.record(
                     "connection.host_key_forgotten",
@@ -248,10 +252,3 @@ class HostKeys:
                     },
                 )
         return len(removed)
-
-    async def clear(self, connection_id: str) -> list[str]:
-        """Delete the remembered keys without auditing; the fingerprints removed."""
-        async with self.kernel.db.session() as session:
-            removed = await _delete_all(session, connection_id)
-            await session.commit()
-        return removed
