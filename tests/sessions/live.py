@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from hostgate.app import create_app, kernel_of
+from hostgate.commands.serve import hypercorn_config
 from hypercorn.asyncio import serve
-from hypercorn.config import Config as HyperConfig
 
 from testsupport.peers import free_port
 
@@ -40,10 +39,8 @@ async def serving(config: Any, plugins: list[object]) -> AsyncIterator[LiveServe
     """Serve the app on 127.0.0.1 until the block ends."""
     app = create_app(config, plugins=plugins)
     port = free_port()
-    hyper = HyperConfig()
-    hyper.bind = [f"127.0.0.1:{port}"]
-    hyper.accesslog = None
-    hyper.errorlog = logging.getLogger("hypercorn.test")
+    # the production settings (message limits, timeouts), on a free port
+    hyper = hypercorn_config(config, bind=f"127.0.0.1:{port}")
     stop = asyncio.Event()
 
     async def shutdown_trigger() -> None:

@@ -99,3 +99,36 @@ async def test_slow_client_pauses_the_backend(live_server, make_user, make_conne
             while True:
                 await asyncio.wait_for(socket.recv(), 30)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4003
+
+
+async def test_an_oversized_inbound_message_closes_the_socket(
+    live_server, make_user, make_connection, tmp_path
+):
+    from hostgate.commands.serve import WS_MAX_MESSAGE_BYTES
+
+    user = await make_user("alice")
+    connection = await make_connection(
+        user, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path)}
+    )
+    url = (
+        f"{live_server.ws_url}/ws/localshell?ticket={await ticket(live_server, user)}"
+        f"&connectionId={connection.id}&cols=80&rows=24"
+    )
+    async with websockets.connect(url, compression=None) as socket:
+        assert json.loads(await socket.recv()) == {"type": "status", "message": "Connected"}
+        # a large paste (well over a kernel pipe buffer, below the limit) is typed in
+        paste = "x" * (256 * 1024)
+        await socket.send(
+            json.dumps({"type": "data", "data": f"echo {len(paste)} > /dev/null #{paste}\r"})
+        )
+        await socket.send(json.dumps({"type": "data", "data": "echo still-$((1+1))\r"}))
+        seen = b""
+        while b"still-2" not in seen:
+            frame = await asyncio.wait_for(socket.recv(), 30)
+            if isinstance(frame, bytes):
+                seen = (seen + frame)[-4096:]
+        await socket.send("y" * (WS_MAX_MESSAGE_BYTES + 1))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            while True:
+                await asyncio.wait_for(socket.recv(), 30)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009

@@ -9,6 +9,7 @@ import logging
 import signal
 from typing import Any
 
+from ..config import Config
 from ..logs import configure_logging
 from .common import config_from
 
@@ -31,6 +32,29 @@ def register(subparsers: Any) -> None:
 
 
 GC_THRESHOLDS = (5000, 20, 100)
+# one inbound WebSocket message: keystrokes, pastes and the input and clipboard
+# PDUs of desktop clients are far smaller; hypercorn's own default is 16 MiB
+WS_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+
+def hypercorn_config(config: Config, *, bind: str | None = None) -> Any:
+    """Hypercorn's settings for serving the gateway (``bind`` overrides host:port)."""
+    from hypercorn.config import Config as HyperConfig
+
+    from ..security.tls import ensure_self_signed
+
+    hyper = HyperConfig()
+    hyper.bind = [bind or f"{config.host}:{config.port}"]
+    hyper.graceful_timeout = 10
+    hyper.accesslog = None
+    hyper.errorlog = logging.getLogger("hypercorn.error")
+    hyper.websocket_max_message_size = WS_MAX_MESSAGE_BYTES
+    if config.tls_cert and config.tls_key:
+        hyper.certfile, hyper.keyfile = str(config.tls_cert), str(config.tls_key)
+    elif config.tls_self_signed:
+        cert, key = ensure_self_signed(config.data_dir / "certs")
+        hyper.certfile, hyper.keyfile = str(cert), str(key)
+    return hyper
 
 
 def tune_garbage_collector() -> None:
@@ -65,25 +89,12 @@ def run(args: argparse.Namespace) -> int:
     config = config_from(args, **overrides)
     configure_logging(config.log_level, config.log_format)
     from hypercorn.asyncio import serve
-    from hypercorn.config import Config as HyperConfig
 
     from ..app import create_app, kernel_of
-    from ..security.tls import ensure_self_signed
 
     app = create_app(config)
-    hyper = HyperConfig()
-    hyper.bind = [f"{config.host}:{config.port}"]
-    hyper.graceful_timeout = 10
-    hyper.accesslog = None
-    hyper.errorlog = logging.getLogger("hypercorn.error")
-    scheme = "http"
-    if config.tls_cert and config.tls_key:
-        hyper.certfile, hyper.keyfile = str(config.tls_cert), str(config.tls_key)
-        scheme = "https"
-    elif config.tls_self_signed:
-        cert, key = ensure_self_signed(config.data_dir / "certs")
-        hyper.certfile, hyper.keyfile = str(cert), str(key)
-        scheme = "https"
+    hyper = hypercorn_config(config)
+    scheme = "https" if hyper.ssl_enabled else "http"
 
     async def main() -> None:
         stop = asyncio.Event()
