@@ -105,12 +105,22 @@ class Row:
     unit: str
     baseline: float | None = None
     target: str = ""
+    # when measured in rounds, the median of the per-round ratios (steadier than
+    # the ratio of the medians when the machine's speed drifts between rounds)
+    measured_ratio: float | None = None
+
+    @property
+    def ratio_value(self) -> float | None:
+        if self.measured_ratio is not None:
+            return self.measured_ratio
+        if self.baseline in (None, 0):
+            return None
+        return self.value / self.baseline  # type: ignore[operator]
 
     @property
     def ratio(self) -> str:
-        if self.baseline in (None, 0):
-            return ""
-        return f"{self.value / self.baseline:.2f}x"
+        value = self.ratio_value
+        return "" if value is None else f"{value:.2f}x"
 
 
 def print_table(rows: list[Row]) -> None:

@@ -143,9 +143,9 @@ def missed(row: Row) -> bool:
         return False
     operator, number, ratio = match.group(1) or "==", float(match.group(2)), match.group(3)
     if ratio:
-        if not row.baseline:
+        if row.ratio_value is None:
             return True
-        value = row.value / row.baseline
+        value = row.ratio_value
     else:
         value = row.value
     checks = {

@@ -140,6 +140,12 @@ class StreamingRequest(Request):
     body_class = FlowControlledBody
 
 
+def _bodiless(request: Request) -> bool:
+    """A request that announced no body (most GETs): nothing can be left unread."""
+    headers = request.headers
+    return "Transfer-Encoding" not in headers and headers.get("Content-Length", "0") == "0"
+
+
 class FlowControlledConnection(ASGIHTTPConnection):
     """Feeds request bodies with back-pressure (see the module docstring)."""
 
@@ -152,7 +158,7 @@ class FlowControlledConnection(ASGIHTTPConnection):
         see the reset instead of the error response.
         """
         body = request.body
-        if not isinstance(body, FlowControlledBody):
+        if not isinstance(body, FlowControlledBody) or _bodiless(request):
             await super().handle_request(request, send)
             return
 

@@ -19,6 +19,7 @@ from ..sessioncookie import (
     set_session_cookie,
     set_trusted_device_cookie,
 )
+from .cachedjson import cached_json
 
 blueprint = Blueprint("auth", __name__)
 
@@ -145,9 +146,15 @@ async def logout() -> Response:
 @blueprint.get("/auth/me")
 @authenticated
 @tag(["auth"])
-async def me() -> dict[str, Any]:
+async def me() -> Response:
     """The caller, with live role and permissions."""
-    return {"user": await profiles.me(current_kernel(), current_caller())}
+    caller = current_caller()
+
+    async def build() -> dict[str, Any]:
+        return {"user": await profiles.me(current_kernel(), caller)}
+
+    # every part of the body comes from the database: kept until it changes
+    return await cached_json(("GET /auth/me", caller.user_id), build)
 
 
 @blueprint.post("/auth/ws-ticket")
