@@ -54,12 +54,18 @@ class AsyncsshServer:
     password: str = PASSWORD
 
 
-def start_server(*, copy_data: bool = True) -> tuple[AsyncsshServer, Path]:
-    """Start the server subprocess in a fresh temporary directory."""
-    base = Path(tempfile.mkdtemp(prefix="hostgate-asyncssh-"))
+def start_server(
+    *, copy_data: bool = True, base: Path | None = None, port: int | None = None
+) -> tuple[AsyncsshServer, Path]:
+    """Start the server subprocess in a fresh temporary directory.
+
+    ``base`` and ``port`` of an earlier server start it again on the same files,
+    host key and port (a server that "comes back" after dying).
+    """
+    base = base or Path(tempfile.mkdtemp(prefix="hostgate-asyncssh-"))
     root = base / "root"
-    root.mkdir()
-    port = free_port()
+    root.mkdir(exist_ok=True)
+    port = port or free_port()
     command = [
         sys.executable,
         "-m",

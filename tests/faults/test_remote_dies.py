@@ -156,9 +156,9 @@ async def test_server_killed_during_an_upload(
     assert response.status_code in (502, 504), response.text
     assert response.json()["code"].startswith("remote_")
     await assert_down_then_recovers(gateway, private_sshd, connection_id, folder)
-    assert not target.exists(), "a partial upload appeared under the final name"
-    # the server died before the gateway could remove its temporary file: only that is left
-    assert all(p.name.startswith(".hgpart-") for p in folder.iterdir())
+    # the temporary file is gone: removed at once if the session still could, else
+    # by the next session to the connection (the adapter test makes that case certain)
+    assert list(folder.iterdir()) == [], "a partial upload was left on the server"
     assert "upload" not in await file_events(gateway, key)
 
 

@@ -7,6 +7,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -64,7 +65,7 @@ def target(server: Any) -> ConnectionTarget:
 
 
 async def test_the_adapter_sees_which_extensions_the_server_offers(server):
-    files = await open_files(None, target(server))
+    files = await open_files(SimpleNamespace(state={}), target(server))
     try:
         assert files.server_copies is server.copy_data
     finally:
@@ -171,3 +172,43 @@ async def test_url_segments_cannot_traverse(client, owner, conn):
     ):
         response = await client.post(bad, json={"path": "/"}, headers=owner.headers)
         assert response.status_code == 404, bad
+
+
+async def test_a_temporary_file_a_dead_server_kept_is_removed_by_the_next_session():
+    """The server dies mid-upload, so the failed upload cannot delete its temporary
+    file; the next session to the same connection does."""
+    from hostgate import RemoteError
+
+    from testsupport.asyncssh_server import start_server
+    from testsupport.peers import stop
+
+    server, base = start_server()
+    kernel = SimpleNamespace(state={})
+    try:
+        files = await open_files(kernel, target(server))
+
+        async def dying() -> Any:
+            yield os.urandom(1024 * 1024)
+            server.process.kill()
+            server.process.wait()
+            for _ in range(8):
+                yield os.urandom(1024 * 1024)
+
+        with pytest.raises(RemoteError):
+            await files.write("/big.bin", dying())
+        await files.close()
+        kept = [p.name for p in server.root.iterdir()]
+        assert len(kept) == 1 and kept[0].startswith(".hgpart-"), kept
+        back, _ = start_server(base=base, port=server.port)
+        try:
+            again = await open_files(kernel, target(back))
+            try:
+                assert list(server.root.iterdir()) == []
+                assert await again.list("/") == []
+            finally:
+                await again.close()
+        finally:
+            stop(back.process)
+    finally:
+        stop(server.process)
+        shutil.rmtree(base, ignore_errors=True)

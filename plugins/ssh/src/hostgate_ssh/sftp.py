@@ -45,6 +45,8 @@ MAX_BLOCK = 256 * 1024
 READ_AHEAD = 16
 WRITE_AHEAD = 16
 TEMP_PREFIX = ".hgpart-"
+LEFTOVERS_STATE = "ssh.sftp_leftovers"
+MAX_LEFTOVERS = 100
 KEEPALIVE_SECONDS = 15
 CLEANUP_SECONDS = 15
 WINDOW = 8 * 1024 * 1024
@@ -147,9 +149,17 @@ class SftpFiles:
 
     operations = FILE_OPERATIONS
 
-    def __init__(self, connection: asyncssh.SSHClientConnection, sftp: asyncssh.SFTPClient):
+    def __init__(
+        self,
+        connection: asyncssh.SSHClientConnection,
+        sftp: asyncssh.SFTPClient,
+        leftovers: set[str] | None = None,
+    ):
         self._connection = connection
         self._sftp = sftp
+        # temporary files of failed uploads that could not be deleted (the server
+        # was gone): shared by the sessions of one stored connection, retried on open
+        self._leftovers: set[str] = set() if leftovers is None else leftovers
         limits = sftp.limits
         self.read_block = min(MAX_BLOCK, limits.max_read_len or MAX_BLOCK)
         self.write_block = min(MAX_BLOCK, limits.max_write_len or MAX_BLOCK)
@@ -299,7 +309,24 @@ class SftpFiles:
         await asyncio.gather(*pending, return_exceptions=True)
         if handle is not None:
             await _quietly(handle.close())
-        await _quietly(self._sftp.remove(temp))
+        if not await self._removed(temp) and len(self._leftovers) < MAX_LEFTOVERS:
+            self._leftovers.add(temp)
+
+    async def _removed(self, path: str) -> bool:
+        """Delete a file of ours; True once it is gone (also when it already was)."""
+        try:
+            await asyncio.wait_for(self._sftp.remove(path), 10)
+        except asyncssh.SFTPNoSuchFile:
+            return True
+        except Exception:
+            return False
+        return True
+
+    async def remove_leftovers(self) -> None:
+        """Delete the temporary files earlier failed uploads had to leave behind."""
+        for temp in list(self._leftovers):
+            if await self._removed(temp):
+                self._leftovers.discard(temp)
 
     async def _queue_write(
         self,
@@ -460,4 +487,7 @@ async def open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
     except (asyncssh.Error, OSError) as exc:
         connection.close()
         raise RemoteError(f"the SSH server does not offer SFTP: {exc}") from None
-    return SftpFiles(connection, sftp)
+    leftovers = kernel.state.setdefault(LEFTOVERS_STATE, {}).setdefault(target.connection_id, set())
+    files = SftpFiles(connection, sftp, leftovers)
+    await files.remove_leftovers()
+    return files
