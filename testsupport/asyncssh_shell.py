@@ -22,17 +22,14 @@ back-pressured reads; the kernel's tests use it as a local terminal backend.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import fcntl
 import os
 import pty
-import shutil
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import termios
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,11 +38,10 @@ from pathlib import Path
 
 import pytest
 
-from .peers import free_port, peer_unavailable, stop, wait_for_port
+from .peers import free_port, launch_module, server_arguments, serving
 
 USERNAME = "hgshell"
 PASSWORD = "shell-Test-passw0rd"
-ROOT_DIR = Path(__file__).resolve().parent.parent
 SHELL = ["bash", "--norc", "--noprofile", "-i"]
 
 
@@ -191,29 +187,11 @@ def start_server() -> tuple[AsyncsshShellServer, Path]:
     client_key = asyncssh.generate_private_key("ssh-ed25519")
     (base / "client.pub").write_bytes(client_key.export_public_key("openssh"))
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "testsupport.asyncssh_shell",
-        "--port",
-        str(port),
-        "--home",
-        str(home),
-        "--host-key",
-        str(base / "host_key"),
-        "--client-key",
-        str(base / "client.pub"),
-    ]
-    log = open(base / "server.log", "ab")  # noqa: SIM115 - handed to the process
-    try:
-        process = subprocess.Popen(command, cwd=ROOT_DIR, stdout=log, stderr=log)
-    finally:
-        log.close()
-    if not wait_for_port(port, 30):
-        stop(process)
-        text = (base / "server.log").read_text(errors="replace")
-        shutil.rmtree(base, ignore_errors=True)
-        peer_unavailable("asyncssh shell server", f"did not start: {text[-600:]}")
+    args = ["--home", str(home), "--host-key", str(base / "host_key")]
+    args += ["--client-key", str(base / "client.pub")]
+    process = launch_module(
+        "asyncssh shell server", "testsupport.asyncssh_shell", base, port, *args
+    )
     private = client_key.export_private_key("openssh").decode()
     return AsyncsshShellServer(port=port, home=home, private_key=private, process=process), base
 
@@ -221,36 +199,15 @@ def start_server() -> tuple[AsyncsshShellServer, Path]:
 @pytest.fixture(scope="session")
 def asyncssh_shell() -> Iterator[AsyncsshShellServer]:
     """An asyncssh server that gives each PTY session a real bash."""
-    server, base = start_server()
-    try:
-        yield server
-    finally:
-        stop(server.process)
-        shutil.rmtree(base, ignore_errors=True)
+    yield from serving(*start_server())
 
 
 async def _serve(port: int, home: Path, host_key: Path, client_key: Path) -> None:
     import asyncssh
 
-    key = asyncssh.generate_private_key("ssh-ed25519")
-    key.write_private_key(str(host_key))
+    from .asyncssh_peer import login_server, serve_forever
+
     authorized = asyncssh.import_authorized_keys(client_key.read_text())
-
-    class Server(asyncssh.SSHServer):
-        def begin_auth(self, username: str) -> bool:
-            return True
-
-        def password_auth_supported(self) -> bool:
-            return True
-
-        def validate_password(self, username: str, password: str) -> bool:
-            return username == USERNAME and password == PASSWORD
-
-        def public_key_auth_supported(self) -> bool:
-            return True
-
-        def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
-            return username == USERNAME and authorized.validate(key, "127.0.0.1", None) is not None
 
     async def session(process: asyncssh.SSHServerProcess[bytes]) -> None:
         cols, rows, _, _ = process.term_size
@@ -282,25 +239,13 @@ async def _serve(port: int, home: Path, host_key: Path, client_key: Path) -> Non
         output.cancel()
         process.exit(shell.process.returncode or 0)
 
-    await asyncssh.listen(
-        "127.0.0.1",
-        port,
-        server_host_keys=[key],
-        server_factory=Server,
-        process_factory=session,
-        encoding=None,
-    )
-    await asyncio.Event().wait()
+    server = login_server(USERNAME, PASSWORD, authorized)
+    await serve_forever(port, host_key, server, process_factory=session, encoding=None)
 
 
 def main() -> None:
     """Run the server until killed."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--home", type=Path, required=True)
-    parser.add_argument("--host-key", type=Path, required=True)
-    parser.add_argument("--client-key", type=Path, required=True)
-    args = parser.parse_args()
+    args = server_arguments(__doc__, "--home", "--host-key", "--client-key").parse_args()
     asyncio.run(_serve(args.port, args.home, args.host_key, args.client_key))
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.peers import free_port, peer_unavailable, stop, wait_for_port, which
+from testsupport.peers import free_port, launch, peer_unavailable, running, which
 
 FTP_USER = "alice"
 FTP_PASSWORD = "Ftp-test-pw1"
@@ -141,7 +141,6 @@ def start_vsftpd(base: Path) -> tuple[FtpServer, subprocess.Popen[bytes]]:
     vsftpd = which("vsftpd", *SBIN)
     if vsftpd is None:
         peer_unavailable("vsftpd", "vsftpd is not installed")
-        raise AssertionError("unreachable")
     if os.geteuid() != 0:
         peer_unavailable("vsftpd", "vsftpd needs root to chroot anonymous sessions")
     try:
@@ -165,12 +164,7 @@ def start_vsftpd(base: Path) -> tuple[FtpServer, subprocess.Popen[bytes]]:
     conf = base / "vsftpd.conf"
     conf.write_text(_vsftpd_config(base, root, port, cert, key))
     conf.chmod(0o600)
-    log = (base / "vsftpd.out").open("wb")
-    process = subprocess.Popen([vsftpd, str(conf)], stdout=log, stderr=subprocess.STDOUT)
-    if not wait_for_port(port, timeout=20):
-        stop(process)
-        output = (base / "vsftpd.out").read_text(errors="replace")[-2000:]
-        peer_unavailable("vsftpd", f"vsftpd did not listen on {port}: {output}")
+    process = launch("vsftpd", [vsftpd, str(conf)], base / "vsftpd.out", port)
     return FtpServer("127.0.0.1", port, root, writable="/pub", certificate=cert), process
 
 
@@ -200,26 +194,9 @@ def start_pyftpd(base: Path) -> tuple[FtpServer, subprocess.Popen[bytes]]:
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    log = (base / "pyftpd.out").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            _PYFTPD_SCRIPT,
-            str(port),
-            str(root),
-            FTP_USER,
-            FTP_PASSWORD,
-            READER_USER,
-            READER_PASSWORD,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    if not wait_for_port(port, timeout=20):
-        stop(process)
-        output = (base / "pyftpd.out").read_text(errors="replace")[-2000:]
-        peer_unavailable("pyftpdlib", f"pyftpdlib did not listen on {port}: {output}")
+    users = [FTP_USER, FTP_PASSWORD, READER_USER, READER_PASSWORD]
+    command = [sys.executable, "-c", _PYFTPD_SCRIPT, str(port), str(root), *users]
+    process = launch("pyftpdlib", command, base / "pyftpd.out", port)
     return FtpServer("127.0.0.1", port, root, FTP_USER, FTP_PASSWORD), process
 
 
@@ -227,17 +204,13 @@ def start_pyftpd(base: Path) -> tuple[FtpServer, subprocess.Popen[bytes]]:
 def vsftpd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FtpServer]:
     """A running vsftpd (anonymous, writable root, FTPS offered) for the test session."""
     server, process = start_vsftpd(tmp_path_factory.mktemp("vsftpd"))
-    try:
+    with running(process):
         yield server
-    finally:
-        stop(process)
 
 
 @pytest.fixture(scope="session")
 def pyftpd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FtpServer]:
     """A running pyftpdlib server with password users for the test session."""
     server, process = start_pyftpd(tmp_path_factory.mktemp("pyftpd"))
-    try:
+    with running(process):
         yield server
-    finally:
-        stop(process)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.peers import free_port, peer_unavailable, stop, wait_for_port, which
+from testsupport.peers import free_port, launch, peer_unavailable, running, which
 
 SAMBA_USER = "alice"
 SAMBA_PASSWORD = "Samba-test-pw1"
@@ -94,7 +94,6 @@ def start_samba(root: Path) -> tuple[SambaServer, subprocess.Popen[bytes]]:
     smbpasswd = which("smbpasswd", *SBIN)
     if smbd is None or smbpasswd is None:
         peer_unavailable("smbd", "samba (smbd, smbpasswd) is not installed")
-        raise AssertionError("unreachable")
     unix_user = getpass.getuser()
     for name in ("private", "lock", "state", "cache", "pid", "ncalrpc", "bind-dns", "log"):
         (root / name).mkdir(parents=True, exist_ok=True)
@@ -114,18 +113,15 @@ def start_samba(root: Path) -> tuple[SambaServer, subprocess.Popen[bytes]]:
     )
     if added.returncode != 0:
         peer_unavailable("smbd", f"smbpasswd failed: {added.stderr.decode(errors='replace')}")
-    log = (root / "log" / "smbd.out").open("wb")
-    process = subprocess.Popen(
+    process = launch(
+        "smbd",
         [smbd, "--foreground", "--no-process-group", "--debug-stdout", "-s", str(conf)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        root / "log" / "smbd.out",
+        port,
+        timeout=30,
         # smbd signals its whole process group when it stops: give it its own.
         start_new_session=True,
     )
-    if not wait_for_port(port, timeout=30):
-        stop(process)
-        output = (root / "log" / "smbd.out").read_text(errors="replace")[-2000:]
-        peer_unavailable("smbd", f"smbd did not listen on {port}: {output}")
     server = SambaServer("127.0.0.1", port, SAMBA_USER, SAMBA_PASSWORD, root)
     return server, process
 
@@ -134,7 +130,5 @@ def start_samba(root: Path) -> tuple[SambaServer, subprocess.Popen[bytes]]:
 def samba(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SambaServer]:
     """A running smbd for the whole test session."""
     server, process = start_samba(tmp_path_factory.mktemp("samba"))
-    try:
+    with running(process):
         yield server
-    finally:
-        stop(process)

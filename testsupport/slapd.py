@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.peers import free_port, peer_unavailable, stop, wait_for_port, which
+from testsupport.peers import free_port, launch, peer_unavailable, running, which
 from testsupport.tlsca import make_server_cert
 
 SUFFIX = "dc=example,dc=org"
@@ -124,9 +124,7 @@ def slapd_server() -> Iterator[SlapdServer]:
         peer_unavailable("slapd", "slapd/slapadd not installed (Debian package slapd)")
     if module_dir is None or not (SCHEMA_DIR / "inetorgperson.schema").exists():
         peer_unavailable("slapd", "OpenLDAP modules or schema files not found")
-    assert slapd is not None and slapadd is not None and module_dir is not None
     state = Path(tempfile.mkdtemp(prefix="hostgate-slapd-"))
-    process: subprocess.Popen[bytes] | None = None
     try:
         (state / "db").mkdir()
         cert = make_server_cert(state / "tls", "hostgate slapd test CA")
@@ -141,29 +139,19 @@ def slapd_server() -> Iterator[SlapdServer]:
             peer_unavailable("slapd", f"slapadd failed: {loaded.stderr.decode(errors='replace')}")
         port, tls_port = free_port(), free_port()
         listeners = f"ldap://127.0.0.1:{port}/ ldaps://127.0.0.1:{tls_port}/"
-        log = open(state / "slapd.log", "wb")  # noqa: SIM115 - closed with the process
-        process = subprocess.Popen(
-            [slapd, "-f", str(conf), "-h", listeners, "-d", "0"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        if not (wait_for_port(port) and wait_for_port(tls_port)):
-            stop(process)
-            log.close()
-            peer_unavailable("slapd", (state / "slapd.log").read_text(errors="replace")[-2000:])
-        yield SlapdServer(
-            url=f"ldap://127.0.0.1:{port}",
-            ldaps_url=f"ldaps://127.0.0.1:{tls_port}",
-            suffix=SUFFIX,
-            people=PEOPLE,
-            groups=GROUPS,
-            bind_dn=ADMIN_DN,
-            bind_password=ADMIN_PASSWORD,
-            ca_pem=cert.ca_pem,
-            users=dict(USERS),
-        )
-        stop(process)
-        log.close()
+        command = [slapd, "-f", str(conf), "-h", listeners, "-d", "0"]
+        process = launch("slapd", command, state / "slapd.log", port, tls_port)
+        with running(process):
+            yield SlapdServer(
+                url=f"ldap://127.0.0.1:{port}",
+                ldaps_url=f"ldaps://127.0.0.1:{tls_port}",
+                suffix=SUFFIX,
+                people=PEOPLE,
+                groups=GROUPS,
+                bind_dn=ADMIN_DN,
+                bind_password=ADMIN_PASSWORD,
+                ca_pem=cert.ca_pem,
+                users=dict(USERS),
+            )
     finally:
-        stop(process)
         shutil.rmtree(state, ignore_errors=True)

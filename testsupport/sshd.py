@@ -40,7 +40,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from .peers import free_port, peer_unavailable, stop, wait_for_port
+from .peers import free_port, launch, log_text, peer_unavailable, stop
 
 SSHD = "/usr/sbin/sshd"
 TEST_USER = "hgtest"
@@ -111,8 +111,7 @@ class SshdServer:
 
     def log(self) -> str:
         """The server's log so far (for assertion messages)."""
-        path = self.root / "sshd.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return log_text(self.root / "sshd.log")
 
     def _write_host_key(self) -> None:
         key = asyncssh.generate_private_key("ssh-ed25519")
@@ -149,18 +148,8 @@ class SshdServer:
         """Start sshd (config and host key must exist) and wait until it listens."""
         Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
         self._write_config()
-        log = open(self.root / "sshd.log", "ab")  # noqa: SIM115 - handed to the process
-        try:
-            self.process = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(self.config_path)],
-                stdout=log,
-                stderr=log,
-            )
-        finally:
-            log.close()
-        if not wait_for_port(self.port, 20, self.host):
-            stop(self.process)
-            peer_unavailable("sshd", f"did not start listening: {self.log()[-600:]}")
+        command = [SSHD, "-D", "-e", "-f", str(self.config_path)]
+        self.process = launch("sshd", command, self.root / "sshd.log", self.port, host=self.host)
 
     def stop(self) -> None:
         """Stop the server (idempotent)."""

@@ -19,11 +19,8 @@ never competes with the test's event loop.
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,12 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from .peers import free_port, peer_unavailable, stop, wait_for_port
+from .peers import free_port, launch_module, peer_unavailable, server_arguments, serving
 
 TELNETD = "/usr/sbin/telnetd"
 USERNAME = "tnuser"
 PASSWORD = "tn-Test-passw0rd"
-ROOT_DIR = Path(__file__).resolve().parent.parent
 
 LOGIN_SCRIPT = """#!/bin/bash
 printf 'Debian GNU/Linux test box\\r\\n'
@@ -90,47 +86,22 @@ def start_server(*, echo_password: bool = False) -> tuple[TelnetServer, Path]:
     )
     login.chmod(0o755)
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "testsupport.telnetd",
-        "--port",
-        str(port),
-        "--login",
-        str(login),
-    ]
-    log = open(base / "inetd.log", "ab")  # noqa: SIM115 - handed to the process
-    try:
-        process = subprocess.Popen(command, cwd=ROOT_DIR, stdout=log, stderr=log)
-    finally:
-        log.close()
-    if not wait_for_port(port, 30):
-        stop(process)
-        text = (base / "inetd.log").read_text(errors="replace")
-        shutil.rmtree(base, ignore_errors=True)
-        peer_unavailable("telnetd", f"did not start: {text[-600:]}")
+    process = launch_module(
+        "telnetd", "testsupport.telnetd", base, port, "--login", str(login), log="inetd.log"
+    )
     return TelnetServer(port=port, home=home, process=process), base
-
-
-def _fixture(echo_password: bool) -> Iterator[TelnetServer]:
-    server, base = start_server(echo_password=echo_password)
-    try:
-        yield server
-    finally:
-        stop(server.process)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def telnetd() -> Iterator[TelnetServer]:
     """inetutils telnetd on a free port, one daemon per connection."""
-    yield from _fixture(False)
+    yield from serving(*start_server(echo_password=False))
 
 
 @pytest.fixture(scope="session")
 def telnetd_echoing() -> Iterator[TelnetServer]:
     """The same, but its login program echoes what is typed at the password prompt."""
-    yield from _fixture(True)
+    yield from serving(*start_server(echo_password=True))
 
 
 def serve(port: int, login: str) -> None:
@@ -156,11 +127,8 @@ def serve(port: int, login: str) -> None:
 
 def main() -> None:
     """Run the inetd until killed."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--login", required=True)
-    args = parser.parse_args()
-    serve(args.port, args.login)
+    args = server_arguments(__doc__, "--login").parse_args()
+    serve(args.port, str(args.login))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from .peers import free_port, peer_unavailable, stop, wait_for_port, which
+from .peers import launch_on_free_port, log_text, peer_unavailable, serving, which
 
 XRDP_INI = """\
 [Globals]
@@ -85,8 +85,7 @@ class XrdpServer:
 
     def log(self) -> str:
         """The server's log so far."""
-        path = self.root / "xrdp.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return log_text(self.root / "xrdp.log")
 
 
 def make_self_signed(directory: Path) -> tuple[Path, Path, bytes]:
@@ -129,44 +128,22 @@ def start_xrdp(root: Path) -> XrdpServer:
     binary = which("xrdp", "/usr/sbin")
     if binary is None:
         peer_unavailable("xrdp", "xrdp not installed (apt-get install xrdp)")
-        raise AssertionError("unreachable")
     root.mkdir(parents=True, exist_ok=True)
     cert_path, key_path, cert_der = make_self_signed(root)
-    last = ""
-    for _ in range(3):
-        port = free_port()
-        config = root / "xrdp.ini"
+    config = root / "xrdp.ini"
+
+    def command(port: int) -> list[str]:
         config.write_text(
             XRDP_INI.format(port=port, cert=cert_path, key=key_path, log=root / "xrdp.log")
         )
-        with (root / "xrdp.out").open("ab") as out:
-            process = subprocess.Popen(
-                [binary, "--nodaemon", "--config", str(config)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=root,
-            )
-        if wait_for_port(port, timeout=15) and process.poll() is None:
-            return XrdpServer(
-                host="127.0.0.1",
-                port=port,
-                cert_der=cert_der,
-                cert_path=cert_path,
-                root=root,
-                process=process,
-            )
-        stop(process)
-        last = (root / "xrdp.out").read_text(errors="replace")[-500:]
-    peer_unavailable("xrdp", f"did not start: {last}")
-    raise AssertionError("unreachable")
+        return [binary, "--nodaemon", "--config", str(config)]
+
+    process, port = launch_on_free_port("xrdp", command, root / "xrdp.out", timeout=15, cwd=root)
+    return XrdpServer("127.0.0.1", port, cert_der, cert_path=cert_path, root=root, process=process)
 
 
 @pytest.fixture(scope="session")
 def xrdp() -> Iterator[XrdpServer]:
     """xrdp with the TLS security layer and a self-signed certificate."""
     with tempfile.TemporaryDirectory(prefix="hg-xrdp-") as tmp:
-        server = start_xrdp(Path(tmp))
-        try:
-            yield server
-        finally:
-            stop(server.process)
+        yield from serving(start_xrdp(Path(tmp)))

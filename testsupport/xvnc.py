@@ -30,7 +30,7 @@ import pytest
 from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
 from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
-from .peers import free_port, peer_unavailable, stop, wait_for_port, which
+from .peers import launch_on_free_port, log_text, peer_unavailable, serving, which
 
 # The key vncpasswd obfuscates stored passwords with (d3des bit order).
 OBFUSCATION_KEY = bytes([23, 82, 107, 6, 35, 78, 88, 7])
@@ -52,8 +52,7 @@ class XvncServer:
 
     def log(self) -> str:
         """The server's log so far."""
-        path = self.root / "xvnc.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return log_text(self.root / "xvnc.log")
 
 
 def _reverse_bits(data: bytes) -> bytes:
@@ -75,7 +74,6 @@ def _free_display() -> int:
         ):
             return number
     peer_unavailable("Xvnc", "no free X display number")
-    raise AssertionError("unreachable")
 
 
 def start_xvnc(
@@ -85,7 +83,6 @@ def start_xvnc(
     binary = which("Xvnc") or which("Xtigervnc")
     if binary is None:
         peer_unavailable("Xvnc", "Xvnc not installed (apt-get install tigervnc-standalone-server)")
-        raise AssertionError("unreachable")
     root.mkdir(parents=True, exist_ok=True)
     security = ["-SecurityTypes", "None"]
     if password is not None:
@@ -93,12 +90,11 @@ def start_xvnc(
         password_file.write_bytes(obfuscated_password(password))
         password_file.chmod(0o600)
         security = ["-SecurityTypes", "VncAuth", "-PasswordFile", str(password_file)]
-    last = ""
-    for _ in range(3):
-        display, port = _free_display(), free_port()
-        command = [
+
+    def command(port: int) -> list[str]:
+        return [
             binary,
-            f":{display}",
+            f":{_free_display()}",
             "-rfbport",
             str(port),
             "-localhost",
@@ -113,46 +109,40 @@ def start_xvnc(
             "-UseBlacklist=0",
             *security,
         ]
-        with (root / "xvnc.log").open("ab") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=root)
-        if wait_for_port(port, timeout=15) and process.poll() is None:
-            return XvncServer(
-                host="127.0.0.1",
-                port=port,
-                password=password,
-                width=width,
-                height=height,
-                desktop=desktop,
-                root=root,
-                process=process,
-            )
-        stop(process)
-        last = (root / "xvnc.log").read_text(errors="replace")[-500:]
-    peer_unavailable("Xvnc", f"did not start: {last}")
-    raise AssertionError("unreachable")
+
+    process, port = launch_on_free_port("Xvnc", command, root / "xvnc.log", timeout=15, cwd=root)
+    return XvncServer(
+        host="127.0.0.1",
+        port=port,
+        password=password,
+        width=width,
+        height=height,
+        desktop=desktop,
+        root=root,
+        process=process,
+    )
+
+
+def _fixture(
+    prefix: str, *, password: str | None, width: int, height: int, desktop: str
+) -> Iterator[XvncServer]:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield from serving(
+            start_xvnc(Path(tmp), password=password, width=width, height=height, desktop=desktop)
+        )
 
 
 @pytest.fixture(scope="session")
 def xvnc() -> Iterator[XvncServer]:
     """Xvnc with VNC Authentication (password ``TEST_PASSWORD``), 800x600."""
-    with tempfile.TemporaryDirectory(prefix="hg-xvnc-") as tmp:
-        server = start_xvnc(
-            Path(tmp), password=TEST_PASSWORD, width=800, height=600, desktop="hostgate-vnc-test"
-        )
-        try:
-            yield server
-        finally:
-            stop(server.process)
+    yield from _fixture(
+        "hg-xvnc-", password=TEST_PASSWORD, width=800, height=600, desktop="hostgate-vnc-test"
+    )
 
 
 @pytest.fixture(scope="session")
 def xvnc_open() -> Iterator[XvncServer]:
     """Xvnc without authentication (security type None), 640x480."""
-    with tempfile.TemporaryDirectory(prefix="hg-xvnc-open-") as tmp:
-        server = start_xvnc(
-            Path(tmp), password=None, width=640, height=480, desktop="hostgate-open-desktop"
-        )
-        try:
-            yield server
-        finally:
-            stop(server.process)
+    yield from _fixture(
+        "hg-xvnc-open-", password=None, width=640, height=480, desktop="hostgate-open-desktop"
+    )
