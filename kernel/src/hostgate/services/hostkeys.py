@@ -27,6 +27,7 @@ from ..timefmt import iso, utcnow
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
+    from .audit import AuditBatch
     from .identity import Caller
 
 TRUSTED = "trusted"
@@ -88,14 +89,35 @@ async def _store(
     await session.flush()
 
 
+async def _rows_in(session: AsyncSession, connection_id: str) -> dict[str, HostKey]:
+    """A connection's remembered keys by state (``trusted``, ``pending``)."""
+    query = select(HostKey).where(HostKey.connection_id == connection_id)
+    return {row.state: row for row in (await session.exec(query)).all()}
+
+
+def _record(
+    batch: AuditBatch,
+    event_type: str,
+    connection: Connection,
+    actor: Caller | None,
+    details: dict[str, Any],
+) -> None:
+    """Add a host-key event about ``connection`` to ``batch``."""
+    batch.record(
+        event_type,
+        actor=actor,
+        target=connection.id,
+        details={"connectionId": connection.id, "name": connection.name, **details},
+    )
+
+
 async def delete_all(session: AsyncSession, connection_id: str) -> list[str]:
     """Delete a connection's remembered keys in ``session``; the fingerprints removed.
 
     Not committed: a change that forgets keys as part of something larger (a new
     address) calls this inside its own ``audit.atomic()`` block.
     """
-    query = select(HostKey).where(HostKey.connection_id == connection_id)
-    rows = (await session.exec(query)).all()
+    rows = list((await _rows_in(session, connection_id)).values())
     for row in rows:
         await session.delete(row)
     return [row.fingerprint for row in rows]
@@ -117,8 +139,21 @@ class HostKeys:
 
     async def _rows(self, connection_id: str) -> dict[str, HostKey]:
         async with self.kernel.db.session() as session:
-            query = select(HostKey).where(HostKey.connection_id == connection_id)
-            return {row.state: row for row in (await session.exec(query)).all()}
+            return await _rows_in(session, connection_id)
+
+    async def _remember(
+        self,
+        connection: Connection,
+        state: str,
+        key: tuple[str, str, str],
+        event_type: str,
+        actor: Caller | None,
+        details: dict[str, Any],
+    ) -> None:
+        """Store ``(algorithm, fingerprint, encoded key)`` as ``state`` with its audit entry."""
+        async with self.kernel.audit.atomic() as batch:
+            await _store(batch.session, connection.id, state, *key)
+            _record(batch, event_type, connection, actor, details)
 
     async def check(
         self,
@@ -131,46 +166,36 @@ class HostKeys:
         """Trust a first key; pass the trusted key; refuse (and remember) a changed one."""
         presented = fingerprint(public_key)
         encoded = base64.b64encode(public_key).decode()
+        key = (algorithm, presented, encoded)
         for _attempt in range(3):
             rows = await self._rows(connection.id)
             trusted = rows.get(TRUSTED)
             try:
                 if trusted is None:
-                    async with self.kernel.audit.atomic() as batch:
-                        await _store(
-                            batch.session, connection.id, TRUSTED, algorithm, presented, encoded
-                        )
-                        batch.record(
-                            "connection.host_key_trusted",
-                            actor=actor,
-                            target=connection.id,
-                            details={
-                                "connectionId": connection.id,
-                                "name": connection.name,
-                                "algorithm": algorithm,
-                                "fingerprint": presented,
-                            },
-                        )
+                    await self._remember(
+                        connection,
+                        TRUSTED,
+                        key,
+                        "connection.host_key_trusted",
+                        actor,
+                        {"algorithm": algorithm, "fingerprint": presented},
+                    )
                     return
                 if trusted.public_key == encoded:
                     return
                 pending = rows.get(PENDING)
                 if pending is None or pending.public_key != encoded:
-                    async with self.kernel.audit.atomic() as batch:
-                        await _store(
-                            batch.session, connection.id, PENDING, algorithm, presented, encoded
-                        )
-                        batch.record(
-                            "connection.host_key_changed",
-                            actor=actor,
-                            target=connection.id,
-                            details={
-                                "connectionId": connection.id,
-                                "name": connection.name,
-                                "trustedFingerprint": trusted.fingerprint,
-                                "presentedFingerprint": presented,
-                            },
-                        )
+                    await self._remember(
+                        connection,
+                        PENDING,
+                        key,
+                        "connection.host_key_changed",
+                        actor,
+                        {
+                            "trustedFingerprint": trusted.fingerprint,
+                            "presentedFingerprint": presented,
+                        },
+                    )
             except IntegrityError:
                 continue  # a concurrent connect stored a key first: look again
             raise Conflict(
@@ -202,8 +227,7 @@ class HostKeys:
         """Promote the pending key to trusted; ``expected`` must match its fingerprint."""
         async with self.kernel.audit.atomic() as batch:
             session = batch.session
-            query = select(HostKey).where(HostKey.connection_id == connection.id)
-            rows = {row.state: row for row in (await session.exec(query)).all()}
+            rows = await _rows_in(session, connection.id)
             pending = rows.get(PENDING)
             if pending is None:
                 raise NotFound(
@@ -223,13 +247,12 @@ class HostKeys:
             pending.state = TRUSTED
             pending.seen_at = utcnow()
             session.add(pending)
-            batch.record(
+            _record(
+                batch,
                 "connection.host_key_accepted",
-                actor=actor,
-                target=connection.id,
-                details={
-                    "connectionId": connection.id,
-                    "name": connection.name,
+                connection,
+                actor,
+                {
                     "previousFingerprint": previous.fingerprint if previous else None,
                     "fingerprint": pending.fingerprint,
                 },
@@ -241,14 +264,11 @@ class HostKeys:
         async with self.kernel.audit.atomic() as batch:
             removed = await delete_all(batch.session, connection.id)
             if removed:
-                batch.record(
+                _record(
+                    batch,
                     "connection.host_key_forgotten",
-                    actor=actor,
-                    target=connection.id,
-                    details={
-                        "connectionId": connection.id,
-                        "name": connection.name,
-                        "fingerprints": removed,
-                    },
+                    connection,
+                    actor,
+                    {"fingerprints": removed},
                 )
         return len(removed)
