@@ -267,16 +267,19 @@ class Identity:
         claims = self.decode(token, "session")
         now = utcnow()
         view = await self._login_view(str(claims.get("sid") or ""))
-        if view is None or view.user_id != claims["sub"] or view.revoked:
+        if view is None or view.user_id != claims["sub"]:
             raise NotAuthenticated("Session has been revoked", code="session_revoked")
-        if view.expires_at <= now:
-            raise NotAuthenticated("Session expired", code="session_expired")
-        idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
-        if idle > 0 and now - view.last_used_at > timedelta(minutes=idle):
-            await self._mark_login(view.login_session_id, revoked_at=now, reason="idle_timeout")
-            raise NotAuthenticated("Session expired due to inactivity", code="session_idle_timeout")
+        problem = self._not_live(view, now)
+        if problem is not None:
+            if problem.code == "session_idle_timeout":
+                async with self.kernel.db.session() as session:
+                    await self.mark_session_revoked(
+                        session, view.login_session_id, user_id=view.user_id, reason="idle_timeout"
+                    )
+                    await session.commit()
+            raise problem
         if touch and now - view.last_used_at >= TOUCH_INTERVAL:
-            await self._mark_login(view.login_session_id, last_used_at=now)
+            await self._touch(view.login_session_id, now)
         return Caller(
             user_id=view.user_id,
             username=view.username,
@@ -289,24 +292,26 @@ class Identity:
             user_agent=client.user_agent,
         )
 
-    async def _mark_login(
-        self,
-        login_session_id: str,
-        *,
-        last_used_at: datetime | None = None,
-        revoked_at: datetime | None = None,
-        reason: str = "",
-    ) -> None:
-        """Record activity on, or revoke, a login session that is still live."""
+    def _not_live(self, view: LoginView, now: datetime) -> NotAuthenticated | None:
+        """Why a login session no longer authenticates (revoked, expired, idle), or None."""
+        if view.revoked:
+            return NotAuthenticated("Session has been revoked", code="session_revoked")
+        if view.expires_at <= now:
+            return NotAuthenticated("Session expired", code="session_expired")
+        idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
+        if idle > 0 and now - view.last_used_at > timedelta(minutes=idle):
+            return NotAuthenticated(
+                "Session expired due to inactivity", code="session_idle_timeout"
+            )
+        return None
+
+    async def _touch(self, login_session_id: str, now: datetime) -> None:
+        """Record activity on a login session that is still live."""
         async with self.kernel.db.session() as session:
             login = await session.get(LoginSession, login_session_id)
             if login is None or login.revoked_at is not None:
                 return
-            if last_used_at is not None:
-                login.last_used_at = last_used_at
-            if revoked_at is not None:
-                login.revoked_at = revoked_at
-                login.revoke_reason = reason
+            login.last_used_at = now
             session.add(login)
             await session.commit()
 
@@ -315,15 +320,8 @@ class Identity:
 
         For sockets redeeming a ticket; it does not count as activity.
         """
-        async with self.kernel.db.session() as session:
-            login = await session.get(LoginSession, login_session_id)
-        if login is None or login.revoked_at is not None:
-            return False
-        now = utcnow()
-        if as_utc(login.expires_at) <= now:
-            return False
-        idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
-        return not (idle > 0 and now - as_utc(login.last_used_at) > timedelta(minutes=idle))
+        view = await self._login_view(login_session_id)
+        return view is not None and self._not_live(view, utcnow()) is None
 
     async def caller_for_user(
         self, user_id: str, login_session_id: str | None, client: ClientInfo
