@@ -10,7 +10,7 @@ from typing import Any
 from quart import Quart, Response, request
 from quart_schema import HttpSecurityScheme, Info, QuartSchema
 
-from . import errors
+from . import errors, socketreads
 from .api import blueprints
 from .api.health import health
 from .config import Config, load_config
@@ -42,6 +42,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     )
     app = Quart("hostgate", static_folder=None)
     deflate.install()
+    socketreads.install()
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
