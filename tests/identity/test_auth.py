@@ -5,6 +5,7 @@ import asyncio
 from hostgate import LoginMethod, hookimpl
 from hostgate.app import create_app
 from hostgate.db.models.identity import User
+from hostgate.security.tickets import TICKET_TTL_SECONDS
 from hostgate.services import accounts
 from sqlmodel import select
 
@@ -231,6 +232,39 @@ async def test_ws_ticket_is_bound_and_single_use(client, make_user, kernel):
     assert redeemed is not None and redeemed.user_id == user.id
     assert await kernel.identity.check_login_session(redeemed.login_session_id)
     assert kernel.tickets.redeem(ticket) is None
+
+
+class ManualClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_ws_ticket_expires_after_thirty_seconds(client, make_user, kernel):
+    """A ticket from /auth/ws-ticket redeems up to 30 s after issue and is refused after that."""
+    assert kernel.tickets.ttl == TICKET_TTL_SECONDS == 30.0
+    clock = ManualClock()
+    kernel.tickets.clock = clock
+    user = await make_user("hugo")
+
+    async def issue() -> str:
+        response = await client.post(f"{API}/auth/ws-ticket", headers=user.headers)
+        assert response.status_code == 200
+        return (await response.get_json())["ticket"]
+
+    in_time, too_late = await issue(), await issue()
+    clock.now += 29.5
+    redeemed = kernel.tickets.redeem(in_time)
+    assert redeemed is not None and redeemed.user_id == user.id
+    clock.now += 1.0  # 30.5 s after issue
+    assert kernel.tickets.redeem(too_late) is None
+    # a refused ticket is gone: it does not come back if the clock were to allow it
+    clock.now -= 10.0
+    assert kernel.tickets.redeem(too_late) is None
 
 
 async def test_timestamps_are_iso(client, admin):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 TICKET_TTL_SECONDS = 30.0
@@ -21,15 +22,18 @@ class Ticket:
 class TicketStore:
     """In-memory ticket store (the seam for a shared store when scaling out)."""
 
-    def __init__(self, ttl: float = TICKET_TTL_SECONDS) -> None:
+    def __init__(
+        self, ttl: float = TICKET_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.ttl = ttl
+        self.clock = clock
         self._tickets: dict[str, Ticket] = {}
 
     def issue(self, user_id: str, login_session_id: str) -> str:
         """A new ticket string."""
         self._sweep()
         value = secrets.token_urlsafe(32)
-        self._tickets[value] = Ticket(user_id, login_session_id, time.monotonic())
+        self._tickets[value] = Ticket(user_id, login_session_id, self.clock())
         return value
 
     def redeem(self, value: str | None) -> Ticket | None:
@@ -37,11 +41,11 @@ class TicketStore:
         if not value:
             return None
         ticket = self._tickets.pop(value, None)
-        if ticket is None or time.monotonic() - ticket.issued_at > self.ttl:
+        if ticket is None or self.clock() - ticket.issued_at > self.ttl:
             return None
         return ticket
 
     def _sweep(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         for key in [k for k, t in self._tickets.items() if now - t.issued_at > self.ttl]:
             self._tickets.pop(key, None)
