@@ -1,11 +1,11 @@
-"""Lockout (count, lock, unlock, expiry), the per-IP login limit, the password-check limit."""
+"""Lockout (count, lock, unlock, expiry), the per-IP login limit, the password-check limits."""
 
 from datetime import timedelta
 
 from hostgate.db.models.identity import User
 from hostgate.timefmt import parse_iso, utcnow
 
-from tests.identity.helpers import API, audit_entries, get_user, login, login_token
+from tests.identity.helpers import API, audit_entries, enable_mfa, get_user, login, login_token
 
 
 async def set_locked_until(kernel, user_id, when):
@@ -143,3 +143,22 @@ async def test_new_password_rules(client, make_user):
     )
     assert response.status_code == 400
     assert "8 characters" in (await response.get_json())["error"]
+
+
+async def test_mfa_disable_password_checks_are_rate_limited(client, make_user, kernel):
+    """Ten wrong passwords at /profile/mfa/disable give 429 + Retry-After even for the right one."""
+    user = await make_user("ruth")
+    await enable_mfa(client, user.token)
+    for _ in range(10):
+        response = await client.post(
+            f"{API}/profile/mfa/disable", headers=user.headers, json={"password": "wrong-password"}
+        )
+        assert response.status_code == 400
+        assert (await response.get_json())["code"] == "wrong_password"
+    limited = await client.post(
+        f"{API}/profile/mfa/disable", headers=user.headers, json={"password": user.password}
+    )
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+    # MFA stays on, and the session survives: a limit is never a 401
+    assert (await get_user(kernel, user.id)).mfa_enabled is True
+    assert (await client.get(f"{API}/auth/me", headers=user.headers)).status_code == 200
