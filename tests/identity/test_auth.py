@@ -92,6 +92,19 @@ async def test_concurrent_setups_create_exactly_one_admin(client, kernel, monkey
         assert len((await session.exec(select(User))).all()) == 1
 
 
+async def test_providers_reports_every_login_pack_false_when_none_is_installed(client, kernel):
+    """Without login packs /auth/providers still has the ldap, oidc and passkey keys, all false."""
+    await kernel.settings.update({"auth.ldap_enabled": True, "auth.oidc_enabled": True})
+    body = await (await client.get(f"{API}/auth/providers")).get_json()
+    assert body == {
+        "local": True,
+        "ldap": False,
+        "oidc": False,
+        "oidcButtonLabel": "Sign in with SSO",
+        "passkey": False,
+    }
+
+
 async def test_providers_reports_local_and_pack_keys(config):
     class FakeLdap:
         @hookimpl

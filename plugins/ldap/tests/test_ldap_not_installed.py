@@ -11,6 +11,7 @@ def plugins() -> list[object]:
 
 
 async def test_no_routes_and_provider_false(client, kernel, admin):
+    """Even with auth.ldap_enabled on, no pack means 404 on its routes and ``ldap: false``."""
     await kernel.settings.update({"auth.ldap_enabled": True})
     answer = await client.post(
         "/api/v1/auth/login/ldap", json={"username": "alice", "password": "x"}

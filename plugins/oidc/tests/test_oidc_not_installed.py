@@ -11,6 +11,7 @@ def plugins() -> list[object]:
 
 
 async def test_no_routes_and_provider_false(client, kernel):
+    """Even with auth.oidc_enabled on, no pack means 404 on its routes and ``oidc: false``."""
     await kernel.settings.update({"auth.oidc_enabled": True})
     assert (await client.get("/api/v1/auth/oidc/authorize")).status_code == 404
     assert (await client.get("/api/v1/auth/oidc/callback?code=x&state=y")).status_code == 404

@@ -83,11 +83,13 @@ async def setup(data: SetupBody) -> Response:
 async def providers() -> dict[str, Any]:
     """Which login methods are on; installed login packs add their keys."""
     kernel = current_kernel()
+    # the bundled packs' keys are false until their pack, if installed, reports itself
     result: dict[str, Any] = {
         "local": bool(kernel.settings.get("auth.local_enabled")),
         "ldap": False,
         "oidc": False,
         "oidcButtonLabel": kernel.settings.get("auth.oidc_button_label"),
+        "passkey": False,
     }
     for method in kernel.login_methods.values():
         if method.providers is None:
