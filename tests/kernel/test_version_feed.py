@@ -1,10 +1,16 @@
 """/version against a local release feed."""
 
+import asyncio
+import importlib.metadata
 import json
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from hostgate.app import create_app
+from hostgate.config import Config
 
 from testsupport.peers import free_port
 
@@ -61,3 +67,54 @@ async def test_version_from_feed_is_cached_and_force_bypasses(client, admin, ker
     async with kernel.db.session() as session:
         types = (await session.exec(select(AuditEntry.event_type))).all()
     assert "system.version_check" in types
+
+
+@asynccontextmanager
+async def silent_feed(*, trickle: bool) -> AsyncIterator[str]:
+    """A release feed that accepts connections and never finishes an answer.
+
+    ``trickle=False``: it reads nothing and sends nothing. ``trickle=True``: it
+    sends a status line and then one header byte at a time, forever, so that no
+    single read ever waits long enough for a per-read timeout to fire.
+    """
+    forever = asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        if trickle:
+            writer.write(b"HTTP/1.1 200 OK\r\n")
+            while not writer.is_closing():
+                writer.write(b"X")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+        await forever.wait()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/pypi/hostgate/json"
+    finally:
+        forever.set()
+        for writer in writers:
+            writer.close()
+        server.close()
+
+
+@pytest.mark.parametrize("trickle", [False, True], ids=["silent", "trickling"])
+async def test_hanging_feed_gives_fetch_error(config: Config, trickle: bool) -> None:
+    """A feed that accepts and never answers yields fetchError, not a hung /version.
+
+    The 20 s bound only catches a hang; the gateway's own feed timeout is lowered
+    so the test is quick. ``current`` is still the kernel's installed version.
+    """
+    async with silent_feed(trickle=trickle) as url:
+        app = create_app(config.with_overrides(version_feed_url=url, version_timeout_seconds=0.3))
+        async with app.test_app():
+            client = app.test_client()
+            response = await asyncio.wait_for(client.get("/api/v1/version"), 20)
+            assert response.status_code == 200
+            body = await response.get_json()
+    assert body["fetchError"] and "could not reach the release feed" in body["fetchError"]
+    assert body["latest"] is None and body["updateAvailable"] is False
+    assert body["current"] == importlib.metadata.version("hostgate-kernel")
