@@ -1,6 +1,16 @@
 """One error shape for every failure under /api/v1, never a 500."""
 
+import asyncio
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
+from hostgate import hookimpl, public
+from hostgate.logs import configure_logging
+from quart import Blueprint
 
 
 def assert_error_shape(body, code=None):
@@ -71,3 +81,70 @@ async def test_responses_carry_request_id_and_no_store(client):
     response = await client.get("/api/v1/health", headers={"X-Request-Id": "abc123"})
     assert response.headers["X-Request-Id"] == "abc123"
     assert response.headers["Cache-Control"] == "no-store"
+
+
+chatty = Blueprint("chatty", __name__)
+chatty_log = logging.getLogger("hostgate.tests.chatty")
+
+
+@chatty.get("/chatty/<word>")
+@public
+async def chatty_view(word: str) -> dict[str, str]:
+    """Log a line before and after yielding to the loop; ``boom`` then fails."""
+    chatty_log.warning("before %s", word)
+    await asyncio.sleep(0.01)  # let the other request's lines interleave
+    chatty_log.warning("after %s", word)
+    if word == "boom":
+        raise RuntimeError("chatty view failed")
+    return {"word": word}
+
+
+class ChattyPack:
+    """A pack with one route that logs."""
+
+    @hookimpl
+    def register_blueprints(self) -> list[Blueprint]:
+        """The logging blueprint."""
+        return [chatty]
+
+
+@pytest.fixture
+def plugins(plugins: list[object]) -> list[object]:
+    """The default test packs plus the logging one."""
+    return [*plugins, ChattyPack()]
+
+
+@pytest.fixture
+def json_log() -> Iterator[io.StringIO]:
+    """``--log-format json`` installed, its output captured in a string."""
+    configure_logging("INFO", "json")
+    handler = next(h for h in logging.getLogger().handlers if getattr(h, "_hostgate", False))
+    assert isinstance(handler, logging.StreamHandler)
+    stream = io.StringIO()
+    handler.setStream(stream)
+    yield stream
+
+
+async def test_log_lines_carry_the_responses_request_id(client: Any, json_log: io.StringIO) -> None:
+    """Each request's log records (the unhandled-error one too) carry its own X-Request-Id.
+
+    Three requests run at once and interleave their lines; a given id and two
+    generated ones must each match exactly the lines of their request.
+    """
+    responses = await asyncio.gather(
+        client.get("/api/v1/chatty/one", headers={"X-Request-Id": "given-id-1"}),
+        client.get("/api/v1/chatty/two"),
+        client.get("/api/v1/chatty/boom"),
+    )
+    assert [r.status_code for r in responses] == [200, 200, 500]
+    words = ["one", "two", "boom"]
+    ids = {word: r.headers["X-Request-Id"] for word, r in zip(words, responses, strict=True)}
+    assert ids["one"] == "given-id-1"
+    assert len(set(ids.values())) == 3 and "-" not in ids.values()
+    records = [json.loads(line) for line in json_log.getvalue().splitlines()]
+    for word, rid in ids.items():
+        mine = [r["message"] for r in records if r["request_id"] == rid]
+        expected = [f"before {word}", f"after {word}"]
+        if word == "boom":
+            expected.append("unhandled error")
+        assert mine == expected, records
