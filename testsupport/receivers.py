@@ -3,7 +3,8 @@
 ``smtp_receiver`` collects every message it accepts. ``http_receiver`` records
 every request and answers like a webhook endpoint, Slack's incoming webhooks
 (``/slack/...``) or the Telegram Bot API (``/bot<token>/sendMessage``); it can be
-told to fail the next N requests, or to fail until told otherwise.
+told to fail the next N requests, or to fail until told otherwise. ``silent_receiver``
+accepts TCP connections and never says a word (a hung HTTP or SMTP peer).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import email
 import email.policy
 import inspect
 import json
+import socket
 import ssl
 import threading
 import time
@@ -330,6 +332,63 @@ def https_receiver_factory() -> Iterator[Callable[[Path, Path], HttpReceiver]]:
     finally:
         for server in servers:
             _stop_http(server)
+
+
+# -- a peer that hangs ---------------------------------------------------------------
+
+
+@dataclass
+class SilentReceiver:
+    """A TCP server that accepts every connection, reads nothing and never answers."""
+
+    port: int
+    accepted: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def host(self) -> str:
+        return "127.0.0.1"
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def connections(self) -> int:
+        """How many connections were accepted so far."""
+        with self.lock:
+            return self.accepted
+
+
+@pytest.fixture
+def silent_receiver() -> Iterator[SilentReceiver]:
+    """A listener on 127.0.0.1 that holds every connection open in silence until the test ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    receiver = SilentReceiver(listener.getsockname()[1])
+    held: list[socket.socket] = []
+    stopping = threading.Event()
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(connection)
+            with receiver.lock:
+                receiver.accepted += 1
+
+    thread = threading.Thread(target=serve, name="silent-receiver", daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        stopping.set()
+        thread.join(5)
+        listener.close()
+        for connection in held:
+            connection.close()
 
 
 # -- helpers for notification tests --------------------------------------------------

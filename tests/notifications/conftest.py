@@ -9,6 +9,7 @@ from hostgate.config import Config
 
 from testsupport.receivers import (  # noqa: F401
     http_receiver,
+    silent_receiver,
     smtp_receiver,
     smtp_receiver_factory,
 )

@@ -1,7 +1,9 @@
 """End to end: events become deliveries to real receivers; failures, retries, digests."""
 
+import asyncio
 from datetime import timedelta
 
+import hostgate_smtp.plugin
 from hostgate.app import create_app
 from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.identity import Role
@@ -14,6 +16,8 @@ from testsupport.receivers import eventually, log_entries, settled_entries
 CHANNELS = "/api/v1/notifications/channels"
 RULES = "/api/v1/notifications/rules"
 TOKEN = "123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+#: How long a request may take before the test calls it hung (a liveness bound, not a timing).
+LIVENESS_BOUND = 20.0
 
 
 async def put_channel(client, admin, channel_type, config, enabled=True):
@@ -388,3 +392,86 @@ async def test_pending_deliveries_survive_a_restart(config, plugins, admin, kern
             return row.status == "sent"
 
         await eventually(sent)
+
+
+async def first_attempt(client, admin, timeout: float = 15.0):
+    """The log entry of the first delivery attempt once it is no longer pending."""
+
+    async def settled():
+        entries = (await log_entries(client, admin.headers, limit=200))["entries"]
+        done = [e for e in entries if e["attempt"] == 1 and e["status"] != "pending"]
+        return done[0] if done else None
+
+    return await eventually(settled, timeout, "the first attempt to settle")
+
+
+async def test_a_webhook_receiver_that_never_answers_fails_with_a_timeout(
+    client, admin, notifications, silent_receiver
+):
+    """A receiver that accepts the connection and stays silent ends the delivery ``failed``
+    with a timeout error (the outbound HTTP timeout, lowered for the test), not a hang."""
+    notifications.outbound.timeout = 0.5
+    await webhook_rule(client, admin, silent_receiver)
+    await create_user(client, admin, "ivan")
+    entry = await first_attempt(client, admin)
+    assert entry["status"] == "failed"
+    assert entry["error"] == "127.0.0.1 did not answer within 0.5 s"
+    assert silent_receiver.connections() >= 1
+
+
+async def test_a_channel_that_outlasts_the_send_timeout_fails(
+    client, admin, notifications, silent_receiver
+):
+    """The delivery queue's own ``send_timeout`` ends a send the channel would let hang."""
+    notifications.outbound.timeout = 3600.0
+    notifications.delivery.send_timeout = 0.5
+    await webhook_rule(client, admin, silent_receiver)
+    await create_user(client, admin, "jane")
+    entry = await first_attempt(client, admin)
+    assert entry["status"] == "failed"
+    assert entry["error"] == "the channel did not finish in time"
+
+
+async def test_an_smtp_server_that_never_greets_fails_with_a_timeout(
+    client, admin, silent_receiver, monkeypatch
+):
+    """An SMTP server that accepts the connection but never sends its greeting ends the
+    delivery ``failed`` with a timeout error (the smtp pack's TIMEOUT, lowered for the test)."""
+    monkeypatch.setattr(hostgate_smtp.plugin, "TIMEOUT", 0.5)
+    await put_channel(
+        client,
+        admin,
+        "smtp",
+        {"host": "127.0.0.1", "port": silent_receiver.port, "from": "gw@example.org"},
+    )
+    response = await client.post(
+        RULES,
+        headers=admin.headers,
+        json={
+            "name": "mail",
+            "events": ["user.created"],
+            "actions": [{"channel": "smtp", "recipients": ["ops@example.org"]}],
+        },
+    )
+    assert response.status_code == 201, await response.get_data()
+    await create_user(client, admin, "karl")
+    entry = await first_attempt(client, admin)
+    assert entry["status"] == "failed"
+    assert entry["error"] == f"SMTP server 127.0.0.1:{silent_receiver.port} did not answer in time"
+    assert silent_receiver.connections() >= 1
+
+
+async def test_a_hanging_receiver_never_blocks_the_request_that_caused_the_event(
+    client, admin, notifications, silent_receiver
+):
+    """``POST /users`` answers 201 while its ``user.created`` delivery hangs: the liveness
+    bound is far below the send timeouts, so a synchronous delivery would fail the test."""
+    notifications.outbound.timeout = 3600.0
+    notifications.delivery.send_timeout = 3600.0
+    await webhook_rule(client, admin, silent_receiver)
+    created = await asyncio.wait_for(create_user(client, admin, "lena"), LIVENESS_BOUND)
+    assert created["username"] == "lena"
+    # the delivery really started and is still hanging
+    await eventually(lambda: silent_receiver.connections() >= 1, what="the webhook connection")
+    [entry] = (await log_entries(client, admin.headers))["entries"]
+    assert entry["status"] == "pending"
