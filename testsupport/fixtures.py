@@ -17,9 +17,17 @@ from hostgate.db.engine import Database
 from hostgate.db.models.identity import Role, User
 from hostgate.kernel import Kernel
 from hostgate.security.passwords import hash_password_sync
+from hostgate.security.secretbox import SecretBox
 from hostgate.services.identity import ClientInfo
 from quart import Quart
 from sqlmodel import select
+
+from testsupport.secretscan import (
+    ScanningClient,
+    SecretLedger,
+    recording_seal,
+    set_current_ledger,
+)
 
 TEST_KEY = "0f" * 32
 PASSWORD = "correct horse battery"
@@ -36,6 +44,28 @@ def _logging_is_left_as_found() -> Iterator[None]:
     yield
     root.setLevel(level)
     root.handlers[:] = handlers
+
+
+@pytest.fixture(autouse=True)
+def secret_scan(monkeypatch: pytest.MonkeyPatch) -> Iterator[SecretLedger]:
+    """Fails the test if a GET response held a secret written earlier in it.
+
+    Every Quart test client is a :class:`ScanningClient` for the test, and every value
+    the secret box seals is recorded (see ``testsupport.secretscan``).
+    """
+    ledger = SecretLedger()
+    monkeypatch.setattr(Quart, "test_client_class", ScanningClient)
+    monkeypatch.setattr(SecretBox, "seal", recording_seal)
+    set_current_ledger(ledger)
+    yield ledger
+    set_current_ledger(None)
+    ledger.assert_clean()
+
+
+@pytest.fixture
+def secret_values(secret_scan: SecretLedger) -> set[str]:
+    """The test's secret values: add any a GET response must never hold."""
+    return secret_scan.values
 
 
 @pytest.fixture(scope="session")
