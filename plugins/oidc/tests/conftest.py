@@ -2,12 +2,17 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 from hostgate_oidc import plugin
 
-from testsupport.oidc import OidcProvider, RegisteredClient, oidc_provider  # noqa: F401
+from testsupport.oidc import (  # noqa: F401
+    OidcProvider,
+    RegisteredClient,
+    issuer_relay,
+    oidc_provider,
+)
 
 REDIRECT_URI = "https://hostgate.test/api/v1/auth/oidc/callback"
 
@@ -68,6 +73,14 @@ class Flow:
 
     async def login(self, sub: str) -> Any:
         return await self.callback(await self.sign_in(await self.start(), sub))
+
+    @staticmethod
+    def sso_error(answer: Any) -> str:
+        """The message of a callback's ``/?sso_error=...`` redirect (asserts it is one)."""
+        assert answer.status_code == 302
+        location = answer.headers["Location"]
+        assert location.startswith("/?sso_error="), location
+        return unquote(location.split("=", 1)[1])
 
 
 @pytest.fixture

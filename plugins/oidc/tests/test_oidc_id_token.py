@@ -1,4 +1,4 @@
-"""ID token checks against the real provider's keys: signature, audience, nonce, algorithm."""
+"""ID token checks with the real provider's keys: signature, issuer, audience, nonce, expiry."""
 
 from __future__ import annotations
 
@@ -11,16 +11,25 @@ from typing import Any
 
 import pytest
 from authlib.jose import JsonWebKey, jwt
+from hostgate import User
 from hostgate_oidc.provider import OidcClient, OidcError, OidcSettings
+from sqlmodel import select
 
-from testsupport.oidc import OidcProvider, RegisteredClient
+from tests.identity.helpers import audit_entries
+from testsupport.oidc import IssuerRelay, OidcProvider, RegisteredClient
 
 pytestmark = pytest.mark.peer("oidc-provider-mock")
 
 
 def settings_for(provider: OidcProvider, client: RegisteredClient) -> OidcSettings:
+    return settings_for_issuer(provider.issuer, client, provider)
+
+
+def settings_for_issuer(
+    issuer: str, client: RegisteredClient, provider: OidcProvider
+) -> OidcSettings:
     return OidcSettings(
-        issuer=provider.issuer,
+        issuer=issuer,
         client_id=client.client_id,
         client_secret=client.client_secret,
         redirect_uri=client.redirect_uri,
@@ -87,6 +96,61 @@ async def test_an_unsigned_token_fails(oidc_provider, registration):
     forged = f"{b64({'alg': 'none', 'typ': 'JWT'})}.{b64(payload)}."
     with pytest.raises(OidcError):
         await oidc.validate_id_token(metadata, forged, nonce)
+
+
+async def test_another_issuer_fails(oidc_provider, registration):
+    """A genuine token is refused when its ``iss`` is not the issuer the client trusts."""
+    oidc, metadata, token, nonce = await real_id_token(oidc_provider, registration)
+    elsewhere = replace(metadata, issuer="https://idp.elsewhere.example")
+    with pytest.raises(OidcError) as caught:
+        await oidc.validate_id_token(elsewhere, token, nonce)
+    assert caught.value.reason == "oidc_invalid_id_token"
+    assert "iss" in str(caught.value)
+
+
+async def test_a_token_from_another_issuer_is_rejected_and_audited(
+    flow, kernel, oidc_on, issuer_relay: IssuerRelay, oidc_provider
+):
+    """Over HTTP: the provider signs an ID token naming another issuer (its own address,
+    not the configured one); the callback redirects to ``sso_error``, sets no session
+    cookie, provisions nobody and audits ``auth.login_failed``."""
+    issuer_relay.foreign_paths = ("/oauth2/token",)
+    await kernel.settings.update({"auth.oidc_issuer": issuer_relay.issuer})
+    url = await flow.start()
+    assert url.startswith(f"{issuer_relay.issuer}/")
+    answer = await flow.callback(await flow.sign_in(url, "sub-foreign-iss"))
+    message = flow.sso_error(answer)
+    assert message.startswith("The ID token is not valid") and "iss" in message
+    assert not any(h.startswith("hostgate_token=") for h in answer.headers.get_all("Set-Cookie"))
+    failed = await audit_entries(kernel, "auth.login_failed")
+    assert failed[-1].details["reason"] == "oidc_invalid_id_token"
+    assert failed[-1].details["provider"] == "oidc"
+    async with kernel.db.session() as session:
+        query = select(User).where(User.provider_id == "sub-foreign-iss")
+        assert (await session.exec(query)).first() is None
+    # the same relay with the token endpoint left alone logs in: the issuer was the cause
+    issuer_relay.foreign_paths = ()
+    assert (await flow.login("sub-foreign-iss")).headers["Location"] == "/?sso=success"
+
+
+async def test_a_discovery_document_naming_another_issuer_is_refused(
+    flow, kernel, oidc_on, issuer_relay: IssuerRelay, registration
+):
+    """The discovery document at ``auth.oidc_issuer`` names a different issuer: the client
+    refuses it, and ``/auth/oidc/authorize`` answers an error instead of a provider URL."""
+    issuer_relay.foreign_paths = ("/.well-known/",)
+    oidc = OidcClient(settings_for_issuer(issuer_relay.issuer, registration, flow.provider), {})
+    with pytest.raises(OidcError) as caught:
+        await oidc.metadata()
+    assert caught.value.reason == "oidc_misconfigured"
+    assert f"names issuer {flow.provider.issuer!r}" in str(caught.value)
+
+    await kernel.settings.update({"auth.oidc_issuer": issuer_relay.issuer})
+    answer = await flow.client.get("/api/v1/auth/oidc/authorize")
+    assert answer.status_code == 502
+    body = await answer.get_json()
+    assert body["code"] == "oidc_misconfigured"
+    assert "not the configured one" in body["error"]
 
 
 async def test_another_audience_fails(oidc_provider, registration):
