@@ -1,14 +1,20 @@
 """The example third-party pack, installed from its own directory, is found, listed and used."""
 
+import importlib.metadata
 import json
 import os
 import subprocess
 import sys
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from hostgate.adapters import TerminalSize
 from hostgate.app import create_app, kernel_of
+
+from testsupport.gateway import GatewayProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "hostgate-echo"
@@ -81,3 +87,68 @@ async def test_example_pack_is_used_by_the_app(echo_installed, config):
         assert await terminal.read() == b"HELLO"
         await terminal.resize(TerminalSize(100, 30))
         assert await terminal.read() == b"[100x30]"
+
+
+def bundled_packs() -> dict[str, str]:
+    """Every pack under ``plugins/``: entry-point name -> distribution, from its pyproject."""
+    packs = {}
+    for pyproject in sorted((ROOT / "plugins").glob("*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        for name in project["entry-points"]["hostgate"]:
+            packs[name] = project["name"]
+    return packs
+
+
+def test_plugins_command_lists_every_bundled_pack_loaded(
+    run_cli: Callable[..., tuple[int, str, str]],
+) -> None:
+    """``hostgate plugins`` (text and --json) shows each bundled pack loaded, with its version.
+
+    The list of packs comes from the repository's ``plugins/*/pyproject.toml``,
+    the versions from the installed distributions' metadata.
+    """
+    expected = bundled_packs()
+    assert set(expected) >= {"ssh", "telnet", "vnc", "rdp", "smb", "ftp"}
+    assert set(expected) >= {"ldap", "oidc", "passkey", "smtp", "chat"}
+    code, out, err = run_cli("plugins", "--json")
+    assert code == 0, err
+    listed = {p["name"]: p for p in json.loads(out)["plugins"]}
+    for name, distribution in expected.items():
+        pack = listed[name]
+        assert pack["state"] == "loaded" and not pack["reason"], pack
+        assert pack["distribution"] == distribution
+        assert pack["version"] == importlib.metadata.version(distribution) and pack["version"]
+        assert pack["provides"], pack
+    code, out, err = run_cli("plugins")
+    assert code == 0, err
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line[:1].strip()}
+    for name, distribution in expected.items():
+        version = importlib.metadata.version(distribution)
+        assert lines[name] == [name, distribution, version, "loaded"]
+
+
+def test_serve_starts_despite_a_pack_that_fails_to_load(tmp_path: Path, broken_pack: Path) -> None:
+    """A real ``hostgate serve`` with a pack whose import fails answers /api/v1/health.
+
+    The failure is logged with the pack's name and the reason, and the bundled
+    packs still serve (a connection of a bundled pack's protocol is accepted).
+    """
+    pythonpath = f"{broken_pack}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    gateway = GatewayProcess(tmp_path / "data", env={"PYTHONPATH": pythonpath}).start()
+    try:
+        health = httpx.get(f"{gateway.url}/api/v1/health", timeout=30)
+        assert health.status_code == 200 and health.json()["status"] == "ok"
+        token = gateway.setup_admin()
+        created = httpx.post(
+            f"{gateway.url}/api/v1/connections",
+            json={"name": "box", "protocol": "ssh", "host": "127.0.0.1", "username": "u"},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert created.status_code == 201, created.text
+    finally:
+        gateway.stop()
+    assert gateway.process is not None and gateway.process.returncode == 0
+    log = gateway.log()
+    assert "plugin broken failed to load" in log and "dependency_that_is_not_installed" in log
+    assert gateway.unhandled() == []
