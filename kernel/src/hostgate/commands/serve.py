@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from hypercorn.asyncio import serve
 
     from ..app import create_app, kernel_of
+    from ..services.terminal_sessions import LIVE_KINDS as SOCKET_KINDS
 
     app = create_app(config)
     hyper = hypercorn_config(config)
@@ -106,8 +107,12 @@ def run(args: argparse.Namespace) -> int:
 
         async def shutdown_trigger() -> None:
             await stop.wait()
-            # open sockets end first, with a close frame, so hypercorn need not cancel them
-            await kernel_of(app).live.close_all("server shutting down")
+            # open sockets end first, with a close frame, so hypercorn need not cancel them;
+            # file sessions stay open: an upload in flight finishes within the grace period
+            # (or is cancelled and removes its temporary file), then kernel shutdown closes them
+            live = kernel_of(app).live
+            for kind in SOCKET_KINDS:
+                await live.close_where("server shutting down", kind=kind)
 
         await serve(app, hyper, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
 

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..adapters import ConnectionTarget, RemoteFiles
 from ..descriptors import ProtocolSpec
@@ -46,6 +46,9 @@ PoolKey = tuple[str, str, str, str]
 MAX_PATH_BYTES = 4096
 OPEN_TIMEOUT = 60.0
 """Seconds an adapter may take to connect and authenticate."""
+HOLDER_CLEANUP_SECONDS = 8.0
+"""How long a cancelled transfer may clean up before its adapter closes under it (the
+live registry bounds a closer at 10 s)."""
 
 
 def check_path(value: str, name: str = "path", *, allow_empty: bool = False) -> str:
@@ -114,6 +117,8 @@ class PooledFiles:
     adapter: RemoteFiles
     last_used: float = field(default_factory=time.monotonic)
     closed: bool = False
+    holder: asyncio.Task[Any] | None = None
+    """The task that leases it now (a request streaming a transfer), if any."""
 
 
 @dataclass(eq=False)
@@ -135,6 +140,7 @@ class FileLease:
         self.entry = entry
         self.reused = reused
         self.released = False
+        entry.holder = asyncio.current_task()
 
     @property
     def adapter(self) -> RemoteFiles:
@@ -146,6 +152,7 @@ class FileLease:
         if self.released:
             return
         self.released = True
+        self.entry.holder = None
         await self._pool._give_back(self._slot, self.entry, healthy)
 
 
@@ -231,7 +238,7 @@ class RemoteFilePool:
                     user_id=caller.user_id,
                     login_session_id=caller.login_session_id,
                     connection_id=target.connection_id,
-                    close=functools.partial(self._close, entry),
+                    close=functools.partial(self._end, entry),
                     info={"connectionName": target.name},
                 )
             )
@@ -256,6 +263,19 @@ class RemoteFilePool:
             slot.idle.append(entry)
         else:
             await self._close(entry, "discarded")
+
+    async def _end(self, entry: PooledFiles, reason: str) -> None:
+        """The ``kernel.live`` closer: a leased adapter's holder is cancelled first.
+
+        An operation in flight (an upload waiting for its body when the server shuts
+        down, a transfer of a revoked login) then cleans up while its connection is
+        still open (an upload removes its temporary file) before the adapter closes.
+        """
+        holder = entry.holder
+        if holder is not None and holder is not asyncio.current_task() and not holder.done():
+            holder.cancel()
+            await asyncio.wait({holder}, timeout=HOLDER_CLEANUP_SECONDS)
+        await self._close(entry, reason)
 
     async def _close(self, entry: PooledFiles, reason: str) -> None:
         """Close one adapter (idempotent); also the ``kernel.live`` closer."""
