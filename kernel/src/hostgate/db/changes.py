@@ -17,6 +17,8 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from ..tasks import cancel_and_wait
+
 log = logging.getLogger("hostgate.db")
 
 PROBE_TIMEOUT = 5.0
@@ -124,10 +126,7 @@ class PostgresChanges(ChangeProbe):
 
     async def close(self) -> None:
         """Stop answering and close the probe's connection."""
-        if self._runner is not None and not self._runner.done():
-            self._runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._runner
+        await cancel_and_wait(self._runner)
         if self._next is not None and not self._next.done():
             self._next.set_result(None)
         self._next = None

@@ -31,6 +31,7 @@ from ..errors import (
     RemoteTimeout,
     RemoteUnreachable,
 )
+from ..tasks import cancel_and_wait
 from .live import LiveSession
 
 if TYPE_CHECKING:
@@ -186,10 +187,8 @@ class RemoteFilePool:
     async def stop(self) -> None:
         """Close every adapter (shutdown)."""
         self._stopping = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
-            self._sweeper = None
+        await cancel_and_wait(self._sweeper)
+        self._sweeper = None
         for entry in list(self._entries.values()):
             await self._close(entry, "server shutting down")
         self._slots.clear()

@@ -25,6 +25,7 @@ from sqlmodel import col, select
 
 from ..db.models.sessions import RemoteSession
 from ..errors import Conflict, NotFound, PayloadTooLarge
+from ..tasks import cancel_and_wait
 from ..timefmt import utcnow
 from .recording_format import (
     RecordingFormatError,
@@ -261,10 +262,7 @@ class Recordings:
 
     async def stop(self) -> None:
         """Stop housekeeping and close open uploads (their sessions end)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         for upload in list(self._uploads.values()):
             upload.writer.close()
             await self.store_state(upload.session_id, state="recording", size=upload.writer.size)

@@ -33,6 +33,7 @@ from ..descriptors import AuditEvent, ProtocolSpec
 from ..errors import ApiError
 from ..markers import hookimpl
 from ..permissions import use_permission
+from ..tasks import cancel_and_wait
 from ..timefmt import as_utc, utcnow
 from .asciicast import CastRecorder
 from .commandlog import CommandEntry, CommandTracker
@@ -750,10 +751,7 @@ class TerminalSessions:
         """End every session and stop the ticker."""
         for session in self.all():
             await session.end(1001, "Server shutting down")
-        if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+        await cancel_and_wait(self._ticker)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.flush_commands()

@@ -24,6 +24,7 @@ from ...db.models.identity import Role, User
 from ...db.models.notifications import NotificationLogEntry
 from ...descriptors import NotificationMessage
 from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout
+from ...tasks import cancel_and_wait
 from ...timefmt import utcnow
 from .channels import redact, secret_values, validate
 
@@ -87,11 +88,7 @@ class DeliveryQueue:
 
     async def stop(self) -> None:
         """Stop taking work; in-flight sends get a short grace, then stay pending."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         if self._inflight:
             done, still = await asyncio.wait(set(self._inflight), timeout=self.stop_grace)

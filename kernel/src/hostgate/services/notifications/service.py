@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from ...db.models.notifications import (
 )
 from ...descriptors import AuditEvent
 from ...errors import Conflict, InvalidInput, NotFound
+from ...tasks import cancel_and_wait
 from ...timefmt import iso, utcnow
 from .channels import ChannelStore
 from .delivery import DeliveryQueue, delivering
@@ -112,11 +112,7 @@ class Notifications:
 
     async def stop(self) -> None:
         """Store what is still in the intake as pending deliveries, then stop."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         if self._intake is not None:
             while not self._intake.empty():

@@ -1,0 +1,27 @@
+"""Stopping the kernel's background tasks: one way for every service."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+log = logging.getLogger("hostgate.tasks")
+
+
+async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
+    """Cancel background tasks (``None`` entries are skipped) and wait until each has ended.
+
+    A task that had failed is logged, not raised: its service is stopping anyway,
+    and the other tasks must still be stopped. A cancellation of the caller
+    itself still propagates (``asyncio.wait`` does not swallow it, unlike
+    ``suppress(CancelledError)`` around ``await task``).
+    """
+    present = [task for task in tasks if task is not None]
+    for task in present:
+        task.cancel()
+    if present:
+        await asyncio.wait(present)
+    for task in present:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s had failed", task.get_name(), exc_info=task.exception())
