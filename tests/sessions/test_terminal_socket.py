@@ -299,6 +299,39 @@ async def test_withdrawn_access_closes_open_sockets(client, kernel, make_user, a
         assert "connections.use_localshell" in screen.messages[-1]["message"]
 
 
+async def test_the_periodic_access_check_gives_the_same_reason_as_the_change(
+    client, kernel, make_user
+):
+    """Whichever closes the socket first, the unshare itself or the sessions' own access
+    check, the client reads the same reason (the check alone is exercised here)."""
+    from hostgate.db.models.connections import Connection
+
+    owner = await make_user("owner")
+    guest = await make_user("guest", permissions=["connections.use_localshell"])
+    created = await client.post(
+        "/api/v1/connections",
+        json={"name": "shared", "protocol": "localshell", "host": "127.0.0.1", "port": 1},
+        headers=owner.headers,
+    )
+    connection_id = (await created.get_json())["id"]
+    await client.put(
+        f"/api/v1/connections/{connection_id}", json={"shared": True}, headers=owner.headers
+    )
+    async with await open_screen(client, kernel, guest, connection_id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        # the sharing flag changes behind the API's back: only the access check can notice
+        async with kernel.db.session() as db:
+            row = await db.get(Connection, connection_id)
+            row.shared = False
+            db.add(row)
+            await db.commit()
+        for session in kernel.terminal_sessions.all():
+            await session.enforce_access()
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["message"] == "the connection is no longer shared with you"
+
+
 async def test_locking_the_account_closes_open_sockets(client, kernel, admin, shell_connection):
     user, connection = shell_connection
     await client.put(

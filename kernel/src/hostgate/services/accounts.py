@@ -24,6 +24,7 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..permissions import ADMIN_ROLE, USER_ROLE
 from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
 from ..timefmt import as_utc, iso, utcnow
+from .live import USER_DELETED
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -394,7 +395,7 @@ async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> 
         audit(
             batch, "user.deleted", actor, target=snapshot["username"], details={"before": snapshot}
         )
-    await kernel.live.close_where("user deleted", user_id=user_id)
+    await kernel.live.close_where(USER_DELETED, user_id=user_id)
 
 
 async def reset_password(

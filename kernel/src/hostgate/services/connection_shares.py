@@ -18,6 +18,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from ..db.models.connections import Connection, ConnectionShare
 from ..db.models.identity import Role, User
 from ..errors import InvalidInput, PermissionDenied
+from .live import NO_LONGER_SHARED
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -167,6 +168,4 @@ class ConnectionShares:
                     session, user.id, user.role_id, connection
                 )
             if not still:
-                await self.kernel.live.close_where(
-                    "the connection is no longer shared with you", id=live.id
-                )
+                await self.kernel.live.close_where(NO_LONGER_SHARED, id=live.id)

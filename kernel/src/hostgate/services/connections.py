@@ -31,6 +31,7 @@ from .connection_input import ParsedInput, missing_required, parse_input
 from .connection_shares import ConnectionShares
 from .connection_transfer import ConnectionTransfer
 from .hostkeys import HostKeys
+from .live import CONNECTION_DELETED
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -381,9 +382,7 @@ class Connections:
                 target=f"{connection.protocol}://{connection.host}:{connection.port}",
                 details={"connectionId": connection.id, "name": connection.name},
             )
-        await self.kernel.live.close_where(
-            "the connection was deleted", connection_id=connection.id
-        )
+        await self.kernel.live.close_where(CONNECTION_DELETED, connection_id=connection.id)
         return connection
 
     async def reorder(self, caller: Caller, items: Sequence[tuple[str, int]]) -> int:

@@ -17,6 +17,13 @@ from ..timefmt import utcnow
 
 log = logging.getLogger("hostgate.live")
 
+# Why a session was closed, shared by the change that closes it at once and the
+# sessions' own periodic access check, so the client reads the same reason whichever
+# of the two gets there first.
+CONNECTION_DELETED = "the connection was deleted"
+NO_LONGER_SHARED = "the connection is no longer shared with you"
+USER_DELETED = "user deleted"
+
 Closer = Callable[[str], Awaitable[None]]
 """``await close(reason)``: end the session, telling the client why."""
 

@@ -38,7 +38,7 @@ from ..timefmt import as_utc, utcnow
 from .asciicast import CastRecorder
 from .commandlog import CommandEntry, CommandTracker
 from .identity import ClientInfo
-from .live import LiveSession
+from .live import CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED, LiveSession
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -235,18 +235,20 @@ class LiveRemoteSession:
         async with kernel.db.session() as db:
             user = await db.get(User, self.caller.user_id)
         if user is None:
-            return 4001, "User not found"
+            return 4001, USER_DELETED
         if user.locked_until is not None and as_utc(user.locked_until) > utcnow():
             return 4003, "The account is locked"
         caller = await kernel.identity.caller_for_user(
             user.id, login, ClientInfo(ip_address=self.caller.ip_address)
         )
         if caller is None:
-            return 4001, "User not found"
+            return 4001, USER_DELETED
         try:
             connection = await kernel.connections.visible(caller, self.target.connection_id)
         except ApiError:
-            return 4003, "Access to the connection was withdrawn"
+            async with kernel.db.session() as db:
+                gone = await db.get(Connection, self.target.connection_id) is None
+            return 4003, CONNECTION_DELETED if gone else NO_LONGER_SHARED
         permission = use_permission(connection.protocol)
         if not caller.can(permission):
             return 4003, f"Permission {permission} was withdrawn"
