@@ -157,13 +157,14 @@ async def register_verify(data: RegisterVerify) -> dict[str, Any]:
     limit = int(kernel.settings.get("security.passkey_max_per_user"))
     if await store.count(caller.user_id) >= limit:
         raise Conflict(f"You already have the maximum of {limit} passkeys", code="passkey_limit")
-    row = await store.add(caller.user_id, name, passkey)
-    await kernel.audit.record(
-        "auth.passkey_registered",
-        actor=caller,
-        target=caller.username,
-        details={"passkeyId": row.id, "passkeyName": row.name},
-    )
+    async with kernel.audit.atomic() as batch:
+        row = await store.add(batch.session, caller.user_id, name, passkey)
+        batch.record(
+            "auth.passkey_registered",
+            actor=caller,
+            target=caller.username,
+            details={"passkeyId": row.id, "passkeyName": row.name},
+        )
     return {
         "ok": True,
         "passkey": {"id": row.id, "name": row.name, "createdAt": iso(row.created_at)},
@@ -200,13 +201,14 @@ async def rename_passkey(passkey_id: str, data: Rename) -> dict[str, Any]:
     if row is None:
         raise NotFound("Passkey not found")
     name = _name(data.name)
-    await store.rename(row, name)
-    await kernel.audit.record(
-        "auth.passkey_renamed",
-        actor=caller,
-        target=caller.username,
-        details={"passkeyId": row.id, "newName": name},
-    )
+    async with kernel.audit.atomic() as batch:
+        await store.rename(batch.session, row, name)
+        batch.record(
+            "auth.passkey_renamed",
+            actor=caller,
+            target=caller.username,
+            details={"passkeyId": row.id, "newName": name},
+        )
     return {"ok": True}
 
 
@@ -221,13 +223,14 @@ async def delete_passkey(passkey_id: str) -> dict[str, Any]:
     row = await store.get(passkey_id, caller.user_id)
     if row is None:
         raise NotFound("Passkey not found")
-    await store.delete(row)
-    await kernel.audit.record(
-        "auth.passkey_removed",
-        actor=caller,
-        target=caller.username,
-        details={"passkeyId": row.id, "passkeyName": row.name},
-    )
+    async with kernel.audit.atomic() as batch:
+        await store.delete(batch.session, row)
+        batch.record(
+            "auth.passkey_removed",
+            actor=caller,
+            target=caller.username,
+            details={"passkeyId": row.id, "passkeyName": row.name},
+        )
     return {"ok": True}
 
 

@@ -8,6 +8,7 @@ from hostgate import AuthCredential, Conflict, User, iso, utcnow
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, func, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from .ceremonies import NewPasskey, StoredPasskey
 
@@ -75,8 +76,13 @@ class PasskeyStore:
         async with self.kernel.db.session() as session:
             return (await session.exec(query)).first()
 
-    async def add(self, user_id: str, name: str, passkey: NewPasskey) -> AuthCredential:
-        """Store a verified registration; 409 when the credential is already registered."""
+    async def add(
+        self, session: AsyncSession, user_id: str, name: str, passkey: NewPasskey
+    ) -> AuthCredential:
+        """Add a verified registration to ``session``; 409 when it is already registered.
+
+        The caller commits (together with its audit entry, in ``kernel.audit.atomic()``).
+        """
         row = AuthCredential(
             user_id=user_id,
             kind=KIND,
@@ -85,30 +91,24 @@ class PasskeyStore:
             data=passkey.data,
             sign_count=passkey.sign_count,
         )
+        session.add(row)
         try:
-            async with self.kernel.db.session() as session:
-                session.add(row)
-                await session.commit()
-                await session.refresh(row)
+            await session.flush()
         except IntegrityError:
             raise Conflict("This passkey is already registered", code="passkey_exists") from None
         return row
 
-    async def rename(self, row: AuthCredential, name: str) -> None:
-        """Give a passkey a new name."""
-        async with self.kernel.db.session() as session:
-            await session.exec(
-                update(AuthCredential).where(col(AuthCredential.id) == row.id).values(name=name)
-            )
-            await session.commit()
+    async def rename(self, session: AsyncSession, row: AuthCredential, name: str) -> None:
+        """Give a passkey a new name in ``session`` (the caller commits)."""
+        await session.exec(
+            update(AuthCredential).where(col(AuthCredential.id) == row.id).values(name=name)
+        )
 
-    async def delete(self, row: AuthCredential) -> None:
-        """Remove a passkey."""
-        async with self.kernel.db.session() as session:
-            current = await session.get(AuthCredential, row.id)
-            if current is not None:
-                await session.delete(current)
-                await session.commit()
+    async def delete(self, session: AsyncSession, row: AuthCredential) -> None:
+        """Remove a passkey in ``session`` (the caller commits)."""
+        current = await session.get(AuthCredential, row.id)
+        if current is not None:
+            await session.delete(current)
 
     async def record_use(self, row: AuthCredential, new_count: int) -> bool:
         """Advance the sign counter only if nobody else used the passkey meanwhile."""
