@@ -5,7 +5,8 @@ with SQLITE_FULL), over the changes moved onto ``audit.atomic()`` after users,
 roles, connections, groups and shares: the profile (profile, password, MFA),
 login sessions (revoke, revoke others, logout), host keys, connection import,
 notifications (rules, channels, retention, the delivery log), the session history
-purge, and failed logins (the failure count and the account lock).
+purge, successful logins (the session, the reset failure count) and failed logins
+(the failure count and the account lock).
 
 Changes without an HTTP path short of a real SSH, LDAP or OIDC server (host keys
 trusted or changed on connect, users created at their first external login) and
@@ -40,6 +41,7 @@ from hostgate.kernel import Kernel
 from hostgate.services.hostkeys import fingerprint
 from hostgate.services.identity import ClientInfo
 from hostgate.timefmt import utcnow
+from sqlmodel import select
 
 from tests.connections.conftest import FakeProtocols
 from tests.faults.atomic_support import (
@@ -207,6 +209,17 @@ async def a_user_without_failures(world: World) -> None:
     await _failures(world, 0)
 
 
+async def a_user_with_two_failures(world: World) -> None:
+    await _failures(world, 2)
+    world.ids["sessions"] = len(await _login_sessions(world))
+
+
+async def _login_sessions(world: World) -> list[LoginSession]:
+    async with world.kernel.db.session() as session:
+        query = select(LoginSession).where(LoginSession.user_id == world.ids["user"])
+        return list((await session.exec(query)).all())
+
+
 # -- request bodies computed per attempt ---------------------------------------------
 
 
@@ -336,6 +349,14 @@ async def failure_counted(world: World) -> bool:
     return bool(counted)
 
 
+async def logged_in(world: World) -> bool:
+    opened = len(await _login_sessions(world)) > world.ids["sessions"]
+    user = await world.get(User, world.ids["user"])
+    reset = user.failed_login_count == 0
+    assert reset == opened, "the failure count and the login sessions disagree"
+    return reset
+
+
 async def carol_created(world: World) -> bool:
     return await world.find(User, username_key="carol") is not None
 
@@ -406,6 +427,8 @@ CASES = [
     Case("auth.session_revoked", a_second_session, "DELETE", "/profile/login-sessions", None,
          200, session_revoked, label="others"),
     Case("auth.logout", admin_session, "POST", "/auth/logout", None, 200, session_revoked),
+    Case("auth.login", a_user_with_two_failures, "POST", "/auth/login",
+         {"username": "bob", "password": PASSWORD}, 200, logged_in),
     Case("auth.login_failed", a_user_without_failures, "POST", "/auth/login", WRONG_LOGIN,
          401, failure_counted),
     Case("auth.account_locked", a_user_one_failure_from_the_lock, "POST", "/auth/login",

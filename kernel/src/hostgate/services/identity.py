@@ -151,9 +151,18 @@ class Identity:
         return timedelta(days=float(self.kernel.settings.get("security.session_lifetime_days")))
 
     async def issue_session(
-        self, user: User, client: ClientInfo, *, method: str = "local"
+        self,
+        user: User,
+        client: ClientInfo,
+        *,
+        method: str = "local",
+        session: AsyncSession | None = None,
     ) -> IssuedSession:
-        """Create a login-session row and the JWT bound to it."""
+        """Create a login-session row and the JWT bound to it.
+
+        With ``session`` the row is only added to it (the caller commits, together
+        with its audit entry); otherwise it is committed here.
+        """
         now = utcnow()
         expires = now + self.session_lifetime()
         row = LoginSession(
@@ -166,13 +175,12 @@ class Identity:
             last_used_at=now,
             expires_at=expires,
         )
-        async with self.kernel.db.session() as session:
-            session.add(row)
-            db_user = await session.get(User, user.id)
-            if db_user is not None:
-                db_user.last_login_at = now
-                session.add(db_user)
-            await session.commit()
+        if session is None:
+            async with self.kernel.db.session() as own:
+                await _store_login(own, row, user.id)
+                await own.commit()
+        else:
+            await _store_login(session, row, user.id)
         claims = {
             "sub": user.id,
             "sid": row.id,
@@ -413,3 +421,12 @@ class Identity:
         """Close the open sockets of revoked login sessions (after their revoke committed)."""
         for login_id in login_session_ids:
             await self.kernel.live.close_where(reason, login_session_id=login_id)
+
+
+async def _store_login(session: AsyncSession, row: LoginSession, user_id: str) -> None:
+    """Add a new login session and stamp the user's ``lastLoginAt`` with its start."""
+    session.add(row)
+    db_user = await session.get(User, user_id)
+    if db_user is not None:
+        db_user.last_login_at = row.created_at
+        session.add(db_user)

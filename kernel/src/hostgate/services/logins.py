@@ -254,11 +254,7 @@ class Logins:
     async def reset_failures(self, user_id: str) -> None:
         """Forget failed logins and any lock (successful login, admin unlock)."""
         async with self.kernel.db.session() as session:
-            await session.exec(
-                update(User)
-                .where(col(User.id) == user_id)
-                .values(failed_login_count=0, locked_until=None)
-            )
+            await session.exec(_reset_failures(user_id))
             await session.commit()
 
     # -- success --------------------------------------------------------------
@@ -273,21 +269,26 @@ class Logins:
     ) -> tuple[IssuedSession, dict[str, Any]]:
         """Reset failures, issue the session, audit ``auth.login``; return ``(issued, body)``.
 
+        The three are stored together or not at all: a login whose audit entry cannot
+        be written gets no session and leaves the failure count as it was.
         ``body`` is ``{"token", "user": {"id", "username", "role"}}``.
         """
-        await self.reset_failures(user.id)
         self._phantoms.pop(user.username.lower(), None)
-        issued = await self.kernel.identity.issue_session(user, client, method=method)
         role_name, _ = await self.kernel.identity.role_permissions(user.role_id)
-        await self.kernel.audit.record(
-            "auth.login",
-            user_id=user.id,
-            username=user.username,
-            display_name=user.display_name,
-            target=user.username,
-            details={"method": method, **(details or {})},
-            ip_address=client.ip_address,
-        )
+        async with self.kernel.audit.atomic() as batch:
+            await batch.session.exec(_reset_failures(user.id))
+            issued = await self.kernel.identity.issue_session(
+                user, client, method=method, session=batch.session
+            )
+            batch.record(
+                "auth.login",
+                user_id=user.id,
+                username=user.username,
+                display_name=user.display_name,
+                target=user.username,
+                details={"method": method, **(details or {})},
+                ip_address=client.ip_address,
+            )
         body = {
             "token": issued.token,
             "user": {"id": user.id, "username": user.username, "role": role_name},
@@ -545,3 +546,10 @@ class Logins:
         async with self.kernel.db.session() as session:
             await session.exec(delete(TrustedDevice).where(col(TrustedDevice.user_id) == user_id))
             await session.commit()
+
+
+def _reset_failures(user_id: str) -> Any:
+    """The statement that forgets a user's failed logins and lock."""
+    return (
+        update(User).where(col(User.id) == user_id).values(failed_login_count=0, locked_until=None)
+    )
