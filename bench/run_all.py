@@ -70,7 +70,7 @@ def terminal_rows(args: argparse.Namespace) -> list[Row]:
 
     from testsupport.sshd import start_sshd
 
-    options = argparse.Namespace(size=64, keystrokes=300, terminals=args.terminals)
+    options = argparse.Namespace(size=64, keystrokes=300, terminals=args.terminals, rounds=3)
     server = start_sshd()
     try:
         with hostgate_server() as served:

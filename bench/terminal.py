@@ -10,6 +10,8 @@ A real ``hostgate serve`` (hypercorn) runs on a free port in front of OpenSSH ss
   preference and PTY request the gateway uses) and through ``/ws/ssh`` with the
   ``websockets`` client, with and without permessage-deflate (browsers negotiate
   it), with recording and command log on (the default) and, for reference, off.
+  ``--rounds`` rounds each run the direct client and every gateway variant back to
+  back; the figures are medians, the ratio the median of the per-round ratios.
   Target: gateway >= 0.9x direct. Wall-clock rates depend on what else the machine
   runs (sshd, the gateway and the client each want a core), so the CPU time spent
   per MiB by the gateway process and by the direct client is printed too.
@@ -26,6 +28,7 @@ import asyncio
 import base64
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -233,20 +236,48 @@ async def measure(args: argparse.Namespace, gateway: Gateway, server: Any, pid: 
     rows = []
     # a first session warms the gateway up (imports, first connection to this server)
     await gateway_cat(gateway, Path("/dev/null"), pid, deflate=False)
-    direct_bytes, direct_time, direct_spent = await direct_cat(server, path)
-    direct_cpu = direct_spent * 1000 / (direct_bytes / 2**20)
-    direct_rate = direct_bytes / direct_time / 2**20
+    variants = ((False, True), (True, True), (False, False))  # (deflate, recording)
+    direct: list[tuple[float, float]] = []  # (MB/s, CPU ms per MiB) per round
+    through: dict[tuple[bool, bool], list[tuple[float, float, float]]] = {v: [] for v in variants}
+    for _ in range(args.rounds):
+        # each round measures the direct client and every variant back to back, so a
+        # drift in the machine's speed moves the baseline and the gateway together
+        moved, elapsed, spent = await direct_cat(server, path)
+        rate = moved / elapsed / 2**20
+        direct.append((rate, spent * 1000 / (moved / 2**20)))
+        for deflate, recording in variants:
+            gateway.settings({"recordings.enabled": recording})
+            moved, elapsed, spent = await gateway_cat(gateway, path, pid, deflate=deflate)
+            if moved < size:
+                raise RuntimeError(f"gateway moved {moved} of {size} bytes")
+            speed = moved / elapsed / 2**20
+            through[(deflate, recording)].append(
+                (speed, spent * 1000 / (moved / 2**20), speed / rate)
+            )
+    direct_rate = statistics.median(rate for rate, _ in direct)
+    direct_cpu = statistics.median(cpu for _, cpu in direct)
     rows.append(Row("cat direct asyncssh", direct_rate, "MB/s"))
     cpu_rows = [Row("CPU per MiB, direct asyncssh client", direct_cpu, "ms")]
-    for deflate, recording in ((False, True), (True, True), (False, False)):
-        gateway.settings({"recordings.enabled": recording})
-        moved, elapsed, spent = await gateway_cat(gateway, path, pid, deflate=deflate)
-        if moved < size:
-            raise RuntimeError(f"gateway moved {moved} of {size} bytes")
+    for deflate, recording in variants:
+        runs = through[(deflate, recording)]
         name = "gateway" + (" deflate" if deflate else "") + ("" if recording else " no-rec")
-        rows.append(Row(f"cat {name}", moved / elapsed / 2**20, "MB/s", direct_rate, ">= 0.9x"))
+        rows.append(
+            Row(
+                f"cat {name}",
+                statistics.median(speed for speed, _, _ in runs),
+                "MB/s",
+                direct_rate,
+                ">= 0.9x",
+                measured_ratio=statistics.median(ratio for _, _, ratio in runs),
+            )
+        )
         cpu_rows.append(
-            Row(f"CPU per MiB, {name} process", spent * 1000 / (moved / 2**20), "ms", direct_cpu)
+            Row(
+                f"CPU per MiB, {name} process",
+                statistics.median(cpu for _, cpu, _ in runs),
+                "ms",
+                direct_cpu,
+            )
         )
     gateway.settings({"recordings.enabled": True})
     rows.extend(cpu_rows)
@@ -274,6 +305,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=64, help="MiB of text to cat")
     parser.add_argument("--keystrokes", type=int, default=300)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating direct/gateway throughput rounds"
+    )
     parser.add_argument("--terminals", type=int, default=200)
     args = parser.parse_args()
 
