@@ -305,6 +305,32 @@ async def test_an_aborted_upload_leaves_no_partial_file(client, owner, conn, wor
     assert list(workdir.iterdir()) == []
 
 
+async def test_an_upload_sweeps_stale_temporary_files_of_a_killed_gateway(
+    client, owner, conn, workdir
+):
+    """Temporary files a killed gateway left (untouched for an hour) go at the next upload
+    into their directory; a fresh one (an upload in progress elsewhere) and files that
+    merely look alike stay."""
+    two_hours_ago = datetime.now(UTC).timestamp() - 7200
+    stale = workdir / ".hgpart-0123456789abcdef"
+    fresh = workdir / ".hgpart-fedcba9876543210"
+    lookalike = workdir / ".hgpart-notours"
+    old_notes = workdir / "notes.txt"
+    for path in (stale, fresh, lookalike, old_notes):
+        path.write_bytes(b"left behind")
+    for path in (stale, lookalike, old_notes):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    give(workdir)
+    response = await upload(client, owner, conn, f"{workdir}/new.txt", b"fresh upload")
+    assert response.status_code == 200
+    assert sorted(p.name for p in workdir.iterdir()) == [
+        ".hgpart-fedcba9876543210",
+        ".hgpart-notours",
+        "new.txt",
+        "notes.txt",
+    ]
+
+
 async def test_ssh_connections_with_a_private_key_serve_the_sftp_routes(
     client, owner, make_connection, sshd, workdir
 ):

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+import re
 import secrets
 import stat as stat_module
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Coroutine
 from datetime import UTC, datetime
@@ -47,6 +49,12 @@ WRITE_AHEAD = 16
 TEMP_PREFIX = ".hgpart-"
 LEFTOVERS_STATE = "ssh.sftp_leftovers"
 MAX_LEFTOVERS = 100
+SWEPT_STATE = "ssh.sftp_swept"
+STALE_SECONDS = 3600
+"""A temporary upload file untouched this long is a leftover (an upload stalls for at
+most the request body timeout, 10 minutes, before it is aborted)."""
+MAX_SWEPT = 10_000
+_OUR_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{16}")
 KEEPALIVE_SECONDS = 15
 CLEANUP_SECONDS = 15
 WINDOW = 8 * 1024 * 1024
@@ -154,12 +162,15 @@ class SftpFiles:
         connection: asyncssh.SSHClientConnection,
         sftp: asyncssh.SFTPClient,
         leftovers: set[str] | None = None,
+        swept: set[str] | None = None,
     ):
         self._connection = connection
         self._sftp = sftp
         # temporary files of failed uploads that could not be deleted (the server
         # was gone): shared by the sessions of one stored connection, retried on open
         self._leftovers: set[str] = set() if leftovers is None else leftovers
+        # directories already searched for stale temporary files by this process
+        self._swept: set[str] = set() if swept is None else swept
         limits = sftp.limits
         self.read_block = min(MAX_BLOCK, limits.max_read_len or MAX_BLOCK)
         self.write_block = min(MAX_BLOCK, limits.max_write_len or MAX_BLOCK)
@@ -260,6 +271,7 @@ class SftpFiles:
                 raise InvalidInput(f"Is a directory: {path}", code="is_directory")
             if current.permissions is not None:
                 existing_mode = current.permissions & 0o7777
+        await self._sweep_stale(directory)
         temp = posixpath.join(directory, f"{TEMP_PREFIX}{secrets.token_hex(8)}")
         handle: asyncssh.SFTPClientFile | None = None
         pending: set[asyncio.Task[None]] = set()
@@ -321,6 +333,30 @@ class SftpFiles:
         except Exception:
             return False
         return True
+
+    async def _sweep_stale(self, directory: str) -> None:
+        """Once per directory and process: delete our temporary files nobody writes any more.
+
+        These are what a gateway that was killed (or restarted while the server was
+        unreachable) left behind; the in-memory leftover list does not survive a
+        restart. Only names of our own pattern, regular files, untouched for
+        ``STALE_SECONDS``. Best effort: a failure here never fails the upload.
+        """
+        key = directory or "."
+        if key in self._swept or len(self._swept) >= MAX_SWEPT:
+            return
+        self._swept.add(key)
+        try:
+            names = await asyncio.wait_for(self._sftp.readdir(key), 30)
+        except Exception:  # noqa: BLE001 - an unreadable directory fails the upload itself
+            return
+        cutoff = time.time() - STALE_SECONDS
+        for item in names:
+            name, attrs = str(item.filename), item.attrs
+            if not _OUR_TEMP.fullmatch(name) or _is_dir(attrs) or _is_link(attrs):
+                continue
+            if attrs.mtime is not None and attrs.mtime < cutoff:
+                await self._removed(posixpath.join(key, name))
 
     async def remove_leftovers(self) -> None:
         """Delete the temporary files earlier failed uploads had to leave behind."""
@@ -488,6 +524,7 @@ async def open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
         connection.close()
         raise RemoteError(f"the SSH server does not offer SFTP: {exc}") from None
     leftovers = kernel.state.setdefault(LEFTOVERS_STATE, {}).setdefault(target.connection_id, set())
-    files = SftpFiles(connection, sftp, leftovers)
+    swept = kernel.state.setdefault(SWEPT_STATE, {}).setdefault(target.connection_id, set())
+    files = SftpFiles(connection, sftp, leftovers, swept)
     await files.remove_leftovers()
     return files
