@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import pwd
 import subprocess
@@ -22,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hostgate.security.tls import write_self_signed
 
 from testsupport.peers import free_port, launch, peer_unavailable, running, which
 
@@ -53,40 +52,8 @@ class FtpServer:
 
 def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
     """A certificate for ``localhost`` / 127.0.0.1 and its key, as PEM files."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    key_path.chmod(0o600)
+    write_self_signed(cert_path, key_path, common_name="localhost", days=30)
     return cert_path, key_path
 
 

@@ -19,8 +19,6 @@ configured. When xrdp cannot start, ``peer_unavailable`` fails the test under
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -28,10 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
+from hostgate.security.tls import write_self_signed
 
 from .peers import launch_on_free_port, log_text, peer_unavailable, serving, which
 
@@ -90,36 +86,10 @@ class XrdpServer:
 
 def make_self_signed(directory: Path) -> tuple[Path, Path, bytes]:
     """An RSA certificate for 127.0.0.1 / localhost: (cert PEM path, key PEM path, cert DER)."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hostgate xrdp test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
+    cert = write_self_signed(
+        cert_path, key_path, common_name="hostgate xrdp test", days=2, rsa_key=True, ca=True
     )
-    key_path.chmod(0o600)
     return cert_path, key_path, cert.public_bytes(serialization.Encoding.DER)
 
 
