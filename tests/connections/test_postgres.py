@@ -7,21 +7,12 @@ from hostgate import Conflict
 from hostgate.config import Config
 
 from tests.connections.support import create, get_json, send
-from testsupport.fixtures import TEST_KEY
 
 
 @pytest.fixture
-def config(tmp_path, postgres_url):
-    data = tmp_path / "data"
-    data.mkdir()
-    return Config(
-        data_dir=data,
-        database_url=postgres_url,
-        encryption_key=TEST_KEY,
-        load_entry_points=False,
-        version_feed_url="http://127.0.0.1:9/unreachable",
-        version_timeout_seconds=1.0,
-    )
+def config(config: Config, postgres_url: str) -> Config:
+    """The suite's config, on the test PostgreSQL database."""
+    return config.with_overrides(database_url=postgres_url)
 
 
 async def test_connections_on_postgresql(client, make_user, admin, kernel):

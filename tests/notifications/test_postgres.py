@@ -7,25 +7,15 @@ from hostgate.config import Config
 from hostgate.db.models.notifications import NotificationLogEntry
 from hostgate.timefmt import iso, utcnow
 
-from testsupport.fixtures import TEST_KEY
 from testsupport.receivers import eventually, log_entries, settled_entries
 
 
 @pytest.fixture
-def config(tmp_path, postgres_url, http_receiver):  # noqa: F811
-    data = tmp_path / "data"
-    data.mkdir()
-    return Config(
-        data_dir=data,
+def config(config: Config, postgres_url: str) -> Config:
+    """The package's config (local receivers), on the test PostgreSQL database, one retry."""
+    return config.with_overrides(
         database_url=postgres_url,
-        encryption_key=TEST_KEY,
-        load_entry_points=False,
-        version_feed_url="http://127.0.0.1:9/unreachable",
-        version_timeout_seconds=1.0,
-        plugin_options={
-            "chat": {"telegram_api_base": http_receiver.base},
-            "notifications": {"retry_delays": [0.2]},
-        },
+        plugin_options={**config.plugin_options, "notifications": {"retry_delays": [0.2]}},
     )
 
 
