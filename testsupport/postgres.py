@@ -78,15 +78,18 @@ def postgres_server() -> Iterator[str]:
     shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
-    """A fresh, empty database on the session's server, as an asyncpg URL."""
+def create_database(server: str, prefix: str = "hg_") -> str:
+    """Create a fresh, empty database on ``server`` (host:port); its asyncpg URL.
+
+    Runs its own event loop: call it from synchronous code (a fixture), not from a
+    coroutine.
+    """
     import asyncio
 
     import asyncpg
 
-    name = "hg_" + uuid.uuid4().hex[:12]
-    host, port = postgres_server.split(":")
+    name = prefix + uuid.uuid4().hex[:12]
+    host, port = server.split(":")
 
     async def create() -> None:
         conn = await asyncpg.connect(
@@ -96,4 +99,10 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
         await conn.close()
 
     asyncio.run(create())
-    yield f"postgresql+asyncpg://postgres@{postgres_server}/{name}"
+    return f"postgresql+asyncpg://postgres@{server}/{name}"
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh, empty database on the session's server, as an asyncpg URL."""
+    yield create_database(postgres_server)

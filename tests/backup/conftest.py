@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +10,7 @@ from hostgate.config import Config
 from hostgate.services.backup import Backups
 
 from tests.backup.support import CHEAP, SecretSettings, make_config
+from testsupport.postgres import create_database
 
 
 @pytest.fixture
@@ -36,21 +35,7 @@ def new_database(request: pytest.FixtureRequest) -> Callable[[str], str | None]:
     def make(kind: str) -> str | None:
         if kind == "sqlite":
             return None
-        server = request.getfixturevalue("postgres_server")
-        import asyncpg
-
-        name = "hg_bk_" + uuid.uuid4().hex[:12]
-        host, port = server.split(":")
-
-        async def create() -> None:
-            conn = await asyncpg.connect(
-                host=host, port=int(port), user="postgres", database="postgres"
-            )
-            await conn.execute(f'CREATE DATABASE "{name}"')
-            await conn.close()
-
-        asyncio.run(create())
-        return f"postgresql+asyncpg://postgres@{server}/{name}"
+        return create_database(request.getfixturevalue("postgres_server"), prefix="hg_bk_")
 
     return make
 
