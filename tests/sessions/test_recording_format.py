@@ -104,3 +104,18 @@ def test_resuming_with_another_key_is_refused(tmp_path):
     writer.close()
     with pytest.raises(RecordingFormatError):
         RecordingWriter(path, new_key())
+
+
+def test_the_size_of_an_unreadable_recording_is_an_error_not_zero(tmp_path):
+    """A damaged header or a missing file is a ``RecordingFormatError``, never a size of 0
+    (which a valid empty recording also has)."""
+    key = new_key()
+    empty = tmp_path / "empty.cast"
+    RecordingWriter(empty, key).close()
+    assert plaintext_size(empty, key) == 0
+    damaged = tmp_path / "damaged.cast"
+    damaged.write_bytes(b"\0" * 64)
+    with pytest.raises(RecordingFormatError):
+        plaintext_size(damaged, key)
+    with pytest.raises(RecordingFormatError):
+        plaintext_size(tmp_path / "missing.cast", key)

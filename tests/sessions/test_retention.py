@@ -138,6 +138,38 @@ async def test_restart_ends_open_sessions_and_keeps_flushed_recording(
         assert data == b"A" * 70_000
 
 
+async def test_a_recording_damaged_by_the_crash_is_reported_as_damaged(
+    config, plugins, make_user, client, kernel
+):
+    """A recording whose header the crash destroyed is listed as ``damaged`` (no recording,
+    the reason in the row), not as a complete recording of 0 bytes; the file is kept."""
+    alice = await make_user("alice")
+    rdp = await rdp_connection_id(kernel, alice)
+    created = await client.post(
+        "/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=alice.headers
+    )
+    session_id = (await created.get_json())["sessionId"]
+    url = f"/api/v1/sessions/{session_id}/recording"
+    await client.post(f"{url}/chunk", data=b"A" * 70_000, headers=alice.headers)
+    async with kernel.db.session() as db:
+        path = kernel.recordings.path_of(await db.get(RemoteSession, session_id))
+    with path.open("r+b") as handle:
+        handle.write(b"\0" * 8)  # the header's magic is gone
+    second = create_app(config, plugins=plugins)
+    async with second.test_app() as running:
+        again = running.test_client()
+        listed = await (await again.get("/api/v1/sessions", headers=alice.headers)).get_json()
+        [entry] = listed["sessions"]
+        assert entry["endedAt"] is not None
+        assert entry["recordingState"] == "damaged"
+        assert entry["hasRecording"] is False and entry["fileSize"] == 0
+        assert (await again.get(url, headers=alice.headers)).status_code == 404
+        async with second.extensions["hostgate"].db.session() as db:
+            row = await db.get(RemoteSession, session_id)
+        assert row.recording_note.startswith("server restarted; recording damaged:")
+        assert path.exists()
+
+
 async def test_terminal_recording_is_readable_after_a_crash(
     config, plugins, client, kernel, shell_connection
 ):

@@ -235,9 +235,12 @@ class RecordingReader:
 
 
 def plaintext_size(path: Path, key: bytes) -> int:
-    """The plaintext size of a recording file (0 when it cannot be read)."""
+    """The plaintext size of a recording file.
+
+    ``RecordingFormatError`` when it cannot be read (a damaged header, another key).
+    """
     try:
         with RecordingReader(path, key) as reader:
             return reader.size
-    except (OSError, RecordingFormatError):
-        return 0
+    except OSError as exc:
+        raise RecordingFormatError(f"the file cannot be read: {exc.strerror}") from None

@@ -291,8 +291,16 @@ class Recordings:
                     path = self.path_of(row)
                     if path is not None and path.exists() and row.recording_key:
                         key = self.key_of(row)
-                        row.recording_size = await asyncio.to_thread(plaintext_size, path, key)
-                        row.recording_state = "complete"
+                        try:
+                            size = await asyncio.to_thread(plaintext_size, path, key)
+                        except RecordingFormatError as exc:
+                            # kept for whoever wants to look at it; listed as no recording
+                            row.recording_size = 0
+                            row.recording_state = "damaged"
+                            row.recording_note = f"server restarted; recording damaged: {exc}"
+                        else:
+                            row.recording_size = size
+                            row.recording_state = "complete"
                     else:
                         row.recording_state = "none"
                     row.recording_note = row.recording_note or "server restarted"

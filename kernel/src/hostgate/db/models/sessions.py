@@ -20,7 +20,8 @@ class RemoteSession(SQLModel, table=True):
 
     ``recording_state``: ``none`` (not recorded), ``recording`` (being written),
     ``complete``, ``stopped`` (cut short: size cap or low disk, see
-    ``recording_note``) or ``purged`` (file removed by retention).
+    ``recording_note``), ``damaged`` (found unreadable after a crash; the file is
+    kept, ``recording_note`` says why) or ``purged`` (file removed by retention).
     ``recording_key`` is the recording's own data key, sealed under the instance key.
     ``recording_size`` counts plaintext bytes (what a download yields).
     """
