@@ -47,6 +47,19 @@ async def rdp_connection_id(kernel: Any, user: Any) -> str:
         return connection.id
 
 
+async def unfinished_recording(client: Any, kernel: Any, user: Any, data: bytes) -> tuple[str, str]:
+    """An RDP session whose recording received ``data`` and was never finalized:
+    ``(session id, recording URL)``."""
+    rdp = await rdp_connection_id(kernel, user)
+    created = await client.post(
+        "/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=user.headers
+    )
+    session_id = (await created.get_json())["sessionId"]
+    url = f"/api/v1/sessions/{session_id}/recording"
+    await client.post(f"{url}/chunk", data=data, headers=user.headers)
+    return session_id, url
+
+
 async def states(kernel: Any, ids: list[str]) -> list[bool]:
     async with kernel.db.session() as db:
         return [(await db.get(RemoteSession, i)).recording_file is not None for i in ids]
@@ -119,13 +132,7 @@ async def test_restart_ends_open_sessions_and_keeps_flushed_recording(
     config, plugins, make_user, client, kernel
 ):
     alice = await make_user("alice")
-    rdp = await rdp_connection_id(kernel, alice)
-    created = await client.post(
-        "/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=alice.headers
-    )
-    session_id = (await created.get_json())["sessionId"]
-    url = f"/api/v1/sessions/{session_id}/recording"
-    await client.post(f"{url}/chunk", data=b"A" * 70_000, headers=alice.headers)
+    session_id, url = await unfinished_recording(client, kernel, alice, b"A" * 70_000)
     # a second app on the same data dir = the instance after a crash
     second = create_app(config, plugins=plugins)
     async with second.test_app() as running:
@@ -144,13 +151,7 @@ async def test_a_recording_damaged_by_the_crash_is_reported_as_damaged(
     """A recording whose header the crash destroyed is listed as ``damaged`` (no recording,
     the reason in the row), not as a complete recording of 0 bytes; the file is kept."""
     alice = await make_user("alice")
-    rdp = await rdp_connection_id(kernel, alice)
-    created = await client.post(
-        "/api/v1/sessions/rdp-session", json={"connectionId": rdp}, headers=alice.headers
-    )
-    session_id = (await created.get_json())["sessionId"]
-    url = f"/api/v1/sessions/{session_id}/recording"
-    await client.post(f"{url}/chunk", data=b"A" * 70_000, headers=alice.headers)
+    session_id, url = await unfinished_recording(client, kernel, alice, b"A" * 70_000)
     async with kernel.db.session() as db:
         path = kernel.recordings.path_of(await db.get(RemoteSession, session_id))
     with path.open("r+b") as handle:

@@ -20,6 +20,7 @@ from typing import Any
 import hostgate_ssh.terminal as ssh_terminal
 import pytest
 
+from plugins.ssh.tests.test_terminal import ssh_connection
 from tests.sessions.helpers import Screen, socket_path, ticket_for
 from testsupport.asyncssh_shell import AsyncsshShellServer, start_server
 from testsupport.peers import serving
@@ -69,13 +70,8 @@ async def test_keepalive_requests_reach_sshd_and_the_session_stays_usable(
     private_sshd.stop()
     private_sshd.start()
     user = await make_user("alice")
-    connection = await make_connection(
-        user,
-        "ssh",
-        private_sshd.host,
-        private_sshd.port,
-        username=private_sshd.username,
-        password=private_sshd.password,
+    connection = await ssh_connection(
+        make_connection, user, private_sshd, password=private_sshd.password
     )
     async with open_terminal(client, kernel, user, connection) as socket:
         screen = Screen(socket)
@@ -99,13 +95,8 @@ async def test_a_peer_that_stops_answering_is_dropped_with_the_reason(
 ) -> None:
     """SIGSTOP the server: keepalives go unanswered and the socket closes saying so."""
     user = await make_user("bob")
-    connection = await make_connection(
-        user,
-        "ssh",
-        frozen_shell.host,
-        frozen_shell.port,
-        username=frozen_shell.username,
-        password=frozen_shell.password,
+    connection = await ssh_connection(
+        make_connection, user, frozen_shell, password=frozen_shell.password
     )
     async with open_terminal(client, kernel, user, connection) as socket:
         screen = Screen(socket)
