@@ -19,10 +19,6 @@ PUBLIC = {
 }
 
 
-async def plain_user(ctx):
-    return await ctx["make_user"]()
-
-
 async def custom_role(ctx):
     admin = ctx["admin"]
     response = await ctx["client"].post(
@@ -32,7 +28,8 @@ async def custom_role(ctx):
 
 
 async def users_target(ctx):
-    return (await plain_user(ctx)).id
+    # holds nothing, so no permission holder is outranked by it (see test_privileges)
+    return (await ctx["make_user"](permissions=[])).id
 
 
 async def session_id(ctx, user):
@@ -57,7 +54,12 @@ ROUTES = {
     ("POST", "/users"): (
         "users.manage",
         None,
-        lambda *_: {"username": f"made{next(NUMBERS)}", "password": "long-enough"},
+        # the caller's own role: nobody may grant a role above their own
+        lambda ctx, u, t: {
+            "username": f"made{next(NUMBERS)}",
+            "password": "long-enough",
+            "role": u.role_id,
+        },
     ),
     ("PUT", "/users/<user_id>"): ("users.manage", users_target, lambda *_: {"displayName": "N"}),
     ("DELETE", "/users/<user_id>"): ("users.manage", users_target, None),
@@ -97,6 +99,18 @@ ROUTES = {
     ("GET", "/profile/login-sessions"): (None, None, None),
     ("DELETE", "/profile/login-sessions"): (None, None, None),
     ("DELETE", "/profile/login-sessions/<session_id>"): (None, "session", None),
+}
+
+
+# resetting a built-in role grants its defaults, which the caller must hold themselves
+HOLDS_ALSO = {
+    ("POST", "/roles/<role_id>/reset"): (
+        "connections.create",
+        "connections.edit_own",
+        "connections.delete_own",
+        "connections.share",
+        "connections.import_export",
+    ),
 }
 
 
@@ -169,7 +183,7 @@ async def test_permission_matrix(app, make_user, admin, kernel):
             path, body = await build(ctx, key, without)
             response = await call(client, method, path, without, body)
             assert response.status_code == 403, key
-            holder = await make_user(permissions=[permission])
+            holder = await make_user(permissions=[permission, *HOLDS_ALSO.get(key, ())])
         else:
             holder = await make_user(permissions=[])
         path, body = await build(ctx, key, holder)

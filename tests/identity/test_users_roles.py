@@ -1,5 +1,9 @@
 """/users and /roles: shapes, rules, the last manager, audit events."""
 
+import pytest
+from hostgate.errors import Conflict
+from hostgate.services import accounts
+
 from tests.identity.helpers import API, ISO, audit_entries, login_token
 
 
@@ -107,19 +111,20 @@ async def test_cannot_delete_yourself(client, admin):
 
 async def test_last_manager_cannot_be_demoted_or_deleted(client, make_user):
     boss = await make_user("boss", permissions=["users.manage", "roles.manage"])
-    helper = await make_user("helper", role="admin")
-    # deleting the other admin is fine while boss remains
+    nobody = await make_user("nobody", permissions=[])
+    helper = await make_user("helper", role="role-boss")
+    # deleting the other manager (a peer) is fine while boss remains
     assert (
         await client.delete(f"{API}/users/{helper.id}", headers=boss.headers)
     ).status_code == 200
     # boss is now the only holder: demoting boss would lock the instance out
-    other = await make_user("other", role="admin")
+    other = await make_user("other", role="role-boss")
     demote = await client.put(
-        f"{API}/users/{other.id}", headers=boss.headers, json={"role": "user"}
+        f"{API}/users/{other.id}", headers=boss.headers, json={"role": "role-nobody"}
     )
     assert demote.status_code == 200  # boss still holds both permissions
     self_demote = await client.put(
-        f"{API}/users/{boss.id}", headers=boss.headers, json={"role": "user"}
+        f"{API}/users/{boss.id}", headers=boss.headers, json={"role": "role-nobody"}
     )
     assert self_demote.status_code == 409
     assert (await self_demote.get_json())["code"] == "last_manager"
@@ -131,15 +136,21 @@ async def test_last_manager_cannot_be_demoted_or_deleted(client, make_user):
     # a second manager makes it possible
     await make_user("deputy", role="admin")
     assert (
-        await client.put(f"{API}/users/{boss.id}", headers=boss.headers, json={"role": "user"})
+        await client.put(
+            f"{API}/users/{boss.id}", headers=boss.headers, json={"role": nobody.role_id}
+        )
     ).status_code == 200
 
 
-async def test_last_manager_cannot_be_deleted(client, make_user):
+async def test_last_manager_cannot_be_deleted(client, make_user, kernel):
     boss = await make_user("boss2", role="admin")
     users_only = await make_user("usersonly", permissions=["users.manage"])
+    # over the API the admin outranks the caller; the recovery CLI meets the last-manager rule
     response = await client.delete(f"{API}/users/{boss.id}", headers=users_only.headers)
-    assert response.status_code == 409  # boss is the only one with roles.manage
+    assert response.status_code == 403
+    with pytest.raises(Conflict) as refused:
+        await accounts.delete_user(kernel, boss.id, actor=None)
+    assert refused.value.code == "last_manager"  # boss is the only one with roles.manage
     assert (await client.get(f"{API}/auth/me", headers=boss.headers)).status_code == 200
 
 

@@ -2,8 +2,9 @@
 
 The API (``/users``, ``/auth/setup``) and the recovery CLI (``hostgate user``,
 ``hostgate setup``) both call these functions, so the rules hold everywhere:
-a caller cannot delete themselves, and the instance never loses its last user
-able to manage users or roles.
+a caller cannot delete themselves, the instance never loses its last user
+able to manage users or roles, and an API caller neither grants a role above
+their own nor acts on a user who outranks them (``privileges``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..permissions import ADMIN_ROLE, USER_ROLE
 from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
 from ..timefmt import as_utc, iso, utcnow
 from .live import USER_DELETED
+from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -140,6 +142,21 @@ async def _user_or_404(session: AsyncSession, user_id: str) -> User:
     return user
 
 
+async def _target_user(
+    session: AsyncSession, user_id: str, actor: Caller | None, action: str
+) -> User:
+    """The user ``action`` is about; 403 when their permissions exceed the actor's."""
+    user = await _user_or_404(session, user_id)
+    role = await session.get(Role, user.role_id)
+    permissions = role.permissions if role is not None else []
+    check_target(actor, permissions, action=f"{action} {user.username}")
+    return user
+
+
+def _check_role_grant(actor: Caller | None, role: Role) -> None:
+    check_grant(actor, role.permissions, what=f"the role {role.name!r}")
+
+
 async def user_by_name(kernel: Kernel, username: str) -> User | None:
     """A user by username, case-insensitively (any login provider)."""
     query = select(User).where(User.username_key == username.strip().lower())
@@ -247,6 +264,7 @@ async def create_user(
     async with kernel.audit.atomic() as batch:
         session = batch.session
         role_row = await _role_or_400(session, role)
+        _check_role_grant(actor, role_row)
         taken = await session.exec(select(User.id).where(User.username_key == username.lower()))
         if taken.first() is not None:
             raise Conflict("Username already exists", code="username_taken")
@@ -339,7 +357,7 @@ async def update_user(
         session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
-        user = await _user_or_404(session, user_id)
+        user = await _target_user(session, user_id, actor, "change")
         names = await role_names(session)
         before: dict[str, Any] = {}
         after: dict[str, Any] = {}
@@ -355,6 +373,7 @@ async def update_user(
         if "role" in changes:
             role = await _role_or_400(session, changes["role"])
             if role.id != user.role_id:
+                _check_role_grant(actor, role)
                 before["role"], after["role"] = names.get(user.role_id, ""), role.name
                 user.role_id = role.id
         if not after:
@@ -381,7 +400,7 @@ async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> 
         session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
-        user = await _user_or_404(session, user_id)
+        user = await _target_user(session, user_id, actor, "delete")
         names = await role_names(session)
         snapshot = {
             "username": user.username,
@@ -405,7 +424,7 @@ async def reset_password(
     check_password(new_password, "newPassword")
     password_hash = await hash_password(new_password)
     async with kernel.audit.atomic() as batch:
-        user = await _user_or_404(batch.session, user_id)
+        user = await _target_user(batch.session, user_id, actor, "reset the password of")
         user.password_hash = password_hash
         user.failed_login_count = 0
         user.locked_until = None
@@ -422,7 +441,7 @@ async def reset_password(
 async def unlock_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
     """Clear the failure count and any lock (succeeds when not locked too)."""
     async with kernel.audit.atomic() as batch:
-        user = await _user_or_404(batch.session, user_id)
+        user = await _target_user(batch.session, user_id, actor, "unlock")
         # what ``logins.reset_failures`` does, in this transaction
         await batch.session.exec(
             update(User)

@@ -1,8 +1,10 @@
 """Roles: built-in (``admin``, ``user``) and custom; permission names checked against the kernel.
 
 Built-in roles keep their name and description; their permissions can change and
-``reset`` restores the defaults. A role with users cannot be deleted, and no change
-may leave the instance without a user able to manage users or roles.
+``reset`` restores the defaults. A role with users cannot be deleted, no change
+may leave the instance without a user able to manage users or roles, and an API
+caller writes only permissions they hold, to roles that do not outrank them
+(``privileges``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..timefmt import iso, utcnow
 from .accounts import NAME_MAX, audit, ensure_managers_remain, lock_roles, manager_holders
 from .accounts import resolve_role as _resolve
+from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -84,6 +87,13 @@ async def _role_or_404(session: AsyncSession, ref: str) -> Role:
     return role
 
 
+async def _target_role(session: AsyncSession, ref: str, actor: Caller | None, action: str) -> Role:
+    """The role ``action`` is about; 403 when it holds a permission the actor lacks."""
+    role = await _role_or_404(session, ref)
+    check_target(actor, role.permissions, action=f"{action} the role {role.name!r}", kind="role")
+    return role
+
+
 def _changes(before: list[str], after: list[str]) -> dict[str, Any]:
     added = [p for p in after if p not in before]
     removed = [p for p in before if p not in after]
@@ -115,6 +125,7 @@ async def create_role(
     name = _check_name(name)
     description = _check_description(description)
     granted = check_permissions(kernel, permissions)
+    check_grant(actor, granted, what=f"the role {name!r}")
     async with kernel.audit.atomic() as batch:
         session = batch.session
         if await _name_taken(session, name):
@@ -143,7 +154,7 @@ async def update_role(
         session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
-        role = await _role_or_404(session, ref)
+        role = await _target_role(session, ref, actor, "edit")
         details: dict[str, Any] = {"roleId": role.id}
         if "name" in changes and changes["name"] != role.name:
             if role.is_builtin:
@@ -164,6 +175,7 @@ async def update_role(
             details["descriptionChanged"] = True
         if "permissions" in changes:
             granted = check_permissions(kernel, changes["permissions"])
+            check_grant(actor, granted, what=f"the role {role.name!r}")
             details.update(_changes(list(role.permissions), granted))
             role.permissions = granted
         if len(details) > 1:
@@ -182,10 +194,11 @@ async def reset_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> dict[
         session = batch.session
         await lock_roles(session)
         before_holders = await manager_holders(session)
-        role = await _role_or_404(session, ref)
+        role = await _target_role(session, ref, actor, "reset")
         if not role.is_builtin or role.name not in defaults:
             raise InvalidInput("Only built-in roles can be reset", code="not_builtin")
         description, granted = defaults[role.name]
+        check_grant(actor, granted, what=f"the role {role.name!r}")
         details: dict[str, Any] = {"roleId": role.id, **_changes(list(role.permissions), granted)}
         role.permissions = list(granted)
         role.description = description
@@ -201,7 +214,7 @@ async def delete_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> None
     """Delete a custom role that no user holds."""
     async with kernel.audit.atomic() as batch:
         session = batch.session
-        role = await _role_or_404(session, ref)
+        role = await _target_role(session, ref, actor, "delete")
         if role.is_builtin:
             raise InvalidInput("Cannot delete built-in role", code="builtin_role")
         count = (await session.exec(select(func.count()).where(col(User.role_id) == role.id))).one()
