@@ -22,6 +22,7 @@ from hostgate.services.identity import ClientInfo
 from quart import Quart
 from sqlmodel import select
 
+from testsupport import TEST_SETTING_DEFAULTS
 from testsupport.secretscan import (
     ScanningClient,
     SecretLedger,
@@ -94,6 +95,7 @@ def config(tmp_path: Path, template_db: Path) -> Config:
         load_entry_points=False,
         version_feed_url="http://127.0.0.1:9/unreachable",
         version_timeout_seconds=1.0,
+        setting_defaults=TEST_SETTING_DEFAULTS,
     )
 
 

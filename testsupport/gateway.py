@@ -16,6 +16,7 @@ lists the lines where it logged an unhandled error.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -25,10 +26,18 @@ from pathlib import Path
 import httpx
 import pytest
 
+from . import TEST_SETTING_DEFAULTS
 from .peers import free_port, wait_for_port
 
 ENCRYPTION_KEY = "c4" * 32
 ADMIN_PASSWORD = "gateway admin password 1"
+
+
+def write_test_config(path: Path) -> Path:
+    """A TOML config file with the suite's setting defaults, for a served test gateway."""
+    lines = [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in TEST_SETTING_DEFAULTS.items()]
+    path.write_text("[settings]\n" + "\n".join(lines) + "\n")
+    return path
 
 
 class GatewayProcess:
@@ -60,7 +69,11 @@ class GatewayProcess:
     def start(self, timeout: float = 60) -> GatewayProcess:
         """Start (or start again) and wait until it answers ``/health``."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
+        config_file = write_test_config(
+            self.data_dir.parent / f"{self.data_dir.name}-hostgate.toml"
+        )
         env.update(
+            HOSTGATE_CONFIG=str(config_file),
             HOSTGATE_ENCRYPTION_KEY=ENCRYPTION_KEY,
             HOSTGATE_LOG_LEVEL="WARNING",
             HOSTGATE_VERSION_URL="http://127.0.0.1:9/none",

@@ -130,3 +130,31 @@ async def test_secret_settings_are_sealed_and_masked(app, client, admin, kernel)
         row = await session.get(SettingValue, "test.secret")
     assert row.value.startswith("hg1:") and "hunter22" not in row.value
     del hookimpl
+
+
+def test_the_config_files_settings_table_replaces_defaults(tmp_path, config):
+    import pytest
+    from hostgate.app import create_app
+    from hostgate.config import ConfigError, load_config
+
+    toml = tmp_path / "hostgate.toml"
+    toml.write_text('port = 7001\n[settings]\n"network.protected" = "metadata"\n')
+    assert load_config(env={}, config_file=toml).setting_defaults == {
+        "network.protected": "metadata"
+    }
+    for bad, message in [
+        ({"no.such_key": 1}, "[settings] no.such_key: no such setting"),
+        ({"security.max_login_attempts": "many"}, "must be a whole number"),
+    ]:
+        with pytest.raises(ConfigError) as refused:
+            create_app(config.with_overrides(setting_defaults=bad))
+        assert message in str(refused.value)
+
+
+async def test_a_stored_value_wins_over_the_configured_default(config, admin, client, kernel):
+    # the suite's config file defaults (TEST_SETTING_DEFAULTS) are such defaults
+    assert kernel.settings.get("network.protected") == "link-local, metadata"
+    await kernel.settings.update({"network.protected": "loopback"})
+    assert kernel.settings.get("network.protected") == "loopback"
+    await kernel.settings.load()
+    assert kernel.settings.get("network.protected") == "loopback"

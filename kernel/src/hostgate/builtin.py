@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from .descriptors import SettingSpec
 from .markers import hookimpl
 from .permissions import KERNEL_PERMISSIONS
-from .services.netpolicy import validate_rules
+from .services.netpolicy import PROTECTED_DEFAULT, validate_rules
 from .services.notifications.plugin import event  # noqa: F401 - the notifications hook
 from .services.terminal_sessions import (  # noqa: F401 - open sessions re-check access
     revalidate_on_access_change,
@@ -203,7 +203,8 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         max_length=20_000,
         validate=validate_rules,
         description="Targets the gateway may connect to: CIDR ranges, host patterns "
-        "(*.example.com) or loopback/private/link-local; empty allows every target",
+        "(*.example.com) or loopback/private/link-local/metadata; empty allows every target "
+        "not in network.protected",
     ),
     SettingSpec(
         "network.deny",
@@ -212,6 +213,15 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         max_length=20_000,
         validate=validate_rules,
         description="Targets the gateway must never connect to (wins over network.allow)",
+    ),
+    SettingSpec(
+        "network.protected",
+        str,
+        PROTECTED_DEFAULT,
+        max_length=20_000,
+        validate=validate_rules,
+        description="Targets refused unless an entry of network.allow covers them: by default "
+        "loopback, link-local and the cloud metadata services",
     ),
     SettingSpec(
         "notifications.log_retention_days",

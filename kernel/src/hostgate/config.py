@@ -43,6 +43,9 @@ class Config:
     max_body_bytes: int = 16 * 1024 * 1024
     database_busy_timeout_ms: int = 10_000
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # defaults for instance settings (the TOML file's ``[settings]`` table): a value
+    # stored with ``PUT /settings`` still wins; this replaces the built-in default
+    setting_defaults: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def resolved_database_url(self) -> str:
@@ -116,7 +119,7 @@ def load_config(
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     values: dict[str, Any] = {}
-    table = {k.replace("-", "_"): v for k, v in raw.items() if k != "plugins"}
+    table = {k.replace("-", "_"): v for k, v in raw.items() if k not in ("plugins", "settings")}
     mapping: dict[str, tuple[str, Any]] = {
         "data_dir": ("HOSTGATE_DATA_DIR", Path),
         "database_url": ("HOSTGATE_DATABASE_URL", str),
@@ -146,6 +149,10 @@ def load_config(
         if env.get(var):
             values[attr] = convert(env[var])
     values["plugin_options"] = raw.get("plugins", {})
+    setting_defaults = raw.get("settings", {})
+    if not isinstance(setting_defaults, dict):
+        raise ConfigError("[settings] must be a table of setting keys and values")
+    values["setting_defaults"] = setting_defaults
     values.update(overrides)
     config = Config(**values)
     if not 0 < config.port < 65536:

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import websockets
 
+from testsupport.gateway import write_test_config
 from testsupport.peers import free_port
 
 KEY = "5a" * 32
@@ -19,7 +20,12 @@ KEY = "5a" * 32
 
 async def test_sigterm_closes_terminals_cleanly(sshd, tmp_path: Path):
     port = free_port()
-    env = {**os.environ, "HOSTGATE_ENCRYPTION_KEY": KEY, "HOSTGATE_LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "HOSTGATE_ENCRYPTION_KEY": KEY,
+        "HOSTGATE_LOG_LEVEL": "WARNING",
+        "HOSTGATE_CONFIG": str(write_test_config(tmp_path / "hostgate.toml")),
+    }
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

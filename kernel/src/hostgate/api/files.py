@@ -16,18 +16,19 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response, g, request
 from quart_schema import tag, validate_request
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import http_date, parse_range_header
 
 from ..adapters import RemoteEntry, RemoteFiles
 from ..descriptors import ProtocolSpec
-from ..errors import ApiError, InvalidInput, NotFound
+from ..errors import ApiError, InvalidInput, NotFound, error_response
 from ..guards import authenticated, current_caller, current_kernel
 from ..requestbody import streamed_body
 from ..services.file_sessions import SessionRef, client_key_of, entries_detail, human_size
 from ..services.files import FileLease, check_path, keeps_session, translate
+from ..services.netpolicy import conceal
 from ..timefmt import iso
 
 if TYPE_CHECKING:
@@ -38,6 +39,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostgate.api.files")
 
 blueprint = Blueprint("files", __name__)
+
+
+@blueprint.errorhandler(ApiError)
+async def _remote_failure(error: ApiError) -> Response:
+    """Errors in the one shape; a failing target reads the same to callers who may not probe."""
+    return error_response(conceal(g.get("caller"), error))
+
 
 BASE = "/<protocol>/<connection_id>"
 SESSION_HEADER = "X-File-Session-Id"

@@ -1,14 +1,21 @@
 """The target network policy: which hosts and addresses the gateway may connect to.
 
-Two settings hold the rules, ``network.allow`` and ``network.deny``: lists of
-CIDR ranges (``10.0.0.0/8``, ``2001:db8::/32``, a single address), host-name
-patterns (``*.corp.example``, ``db?.example``) and the keywords ``loopback``,
-``private``, ``link-local``, separated by commas, spaces or new lines.
+Three settings hold the rules, ``network.allow``, ``network.deny`` and
+``network.protected``: lists of CIDR ranges (``10.0.0.0/8``, ``2001:db8::/32``, a
+single address), host-name patterns (``*.corp.example``, ``db?.example``) and the
+keywords ``loopback``, ``private``, ``link-local``, ``metadata``, separated by
+commas, spaces or new lines.
 
-``resolve_allowed`` resolves a host once, checks every address it resolves to,
-and returns the one address the caller must connect to, so neither a name that
-resolves to a denied address nor a DNS answer that changes between check and
-connect gets through. Empty lists allow everything.
+A target matching ``network.deny`` is refused; one matching ``network.protected``
+(by default loopback, link-local and the cloud metadata services) is refused
+unless an entry of ``network.allow`` covers it; a non-empty ``network.allow``
+refuses everything it does not cover. The gateway's own listening address and
+port are refused whatever the lists say.
+
+``resolve_allowed`` checks the name, resolves it once, checks every address it
+resolves to, and returns the one address the caller must connect to, so neither
+a name that resolves to a denied address nor a DNS answer that changes between
+check and connect gets through.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
-from ..errors import PermissionDenied, RemoteTimeout, RemoteUnreachable
+from ..errors import ApiError, PermissionDenied, RemoteTimeout, RemoteUnreachable
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -33,12 +40,41 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 ALLOW_KEY = "network.allow"
 DENY_KEY = "network.deny"
+PROTECTED_KEY = "network.protected"
+PROTECTED_DEFAULT = "loopback, link-local, metadata"
 RESOLVE_TIMEOUT = 10.0
+
+# Cloud instance metadata services: credentials for the machine the gateway runs on.
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, Oracle, DigitalOcean, OpenStack
+        "169.254.170.2",  # AWS ECS task metadata
+        "169.254.169.253",  # AWS VPC DNS
+        "fd00:ec2::254",  # AWS IMDS over IPv6
+        "fd00:ec2::253",
+        "100.100.100.200",  # Alibaba Cloud
+        "168.63.129.16",  # Azure WireServer
+        "192.0.0.192",  # Oracle Cloud (classic)
+    )
+)
+METADATA_NAMES = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "metadata.azure.internal",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.tencentyun.com",
+    }
+)
 
 _KEYWORDS: dict[str, Callable[[Address], bool]] = {
     "loopback": lambda a: a.is_loopback,
     "private": lambda a: a.is_private,
     "link-local": lambda a: a.is_link_local,
+    "metadata": lambda a: a in METADATA_ADDRESSES,
 }
 _PATTERN = re.compile(r"^[a-z0-9*?_.-]+$")
 _NUMERIC_PATTERN = re.compile(r"^[0-9*?.]+$")
@@ -54,10 +90,18 @@ class Rule:
     pattern: str | None = None
     keyword: str | None = None
 
+    def matches_name(self, host: str) -> bool:
+        """True when the host name alone falls under this rule (checked before resolving)."""
+        if self.pattern is not None:
+            return fnmatch.fnmatchcase(host, self.pattern)
+        return self.keyword == "metadata" and host in METADATA_NAMES
+
     def matches(self, host: str, address: Address) -> bool:
         """True when the host name or the address falls under this rule."""
         if self.pattern is not None:
             return fnmatch.fnmatchcase(host, self.pattern)
+        if self.matches_name(host):
+            return True
         if self.keyword is not None:
             return _KEYWORDS[self.keyword](address)
         assert self.network is not None
@@ -111,20 +155,82 @@ def _forms(address: Address) -> list[Address]:
     return forms
 
 
+def _protected_reason(rule: Rule) -> str:
+    return f"matches {PROTECTED_KEY} entry {rule.text!r} and no {ALLOW_KEY} entry"
+
+
+def name_refusal(
+    host: str, allow: Iterable[Rule], deny: Iterable[Rule], protected: Iterable[Rule] = ()
+) -> str | None:
+    """The reason the host name alone is refused (before any DNS lookup), or None."""
+    name = host.lower().rstrip(".")
+    for rule in deny:
+        if rule.matches_name(name):
+            return f"matches {DENY_KEY} entry {rule.text!r}"
+    if any(rule.matches_name(name) for rule in allow):
+        return None
+    for rule in protected:
+        if rule.matches_name(name):
+            return _protected_reason(rule)
+    return None
+
+
 def refusal(
-    host: str, addresses: Sequence[Address], allow: Iterable[Rule], deny: Iterable[Rule]
+    host: str,
+    addresses: Sequence[Address],
+    allow: Iterable[Rule],
+    deny: Iterable[Rule],
+    protected: Iterable[Rule] = (),
 ) -> tuple[Address, str] | None:
     """``(address, reason)`` of the first address the rules refuse, or None when all pass."""
     name = host.lower().rstrip(".")
-    allow, deny = tuple(allow), tuple(deny)
+    allow, deny, protected = tuple(allow), tuple(deny), tuple(protected)
     for address in addresses:
         forms = _forms(address)
         for rule in deny:
             if any(rule.matches(name, form) for form in forms):
                 return address, f"matches {DENY_KEY} entry {rule.text!r}"
-        if allow and not any(rule.matches(name, form) for rule in allow for form in forms):
+        if any(rule.matches(name, form) for rule in allow for form in forms):
+            continue
+        for rule in protected:
+            if any(rule.matches(name, form) for form in forms):
+                return address, _protected_reason(rule)
+        if allow:
             return address, f"not covered by {ALLOW_KEY}"
     return None
+
+
+CONCEALED_CODES = frozenset(
+    {"target_denied", "remote_error", "remote_unreachable", "remote_timeout"}
+)
+UNREACHABLE = "The connection's target cannot be reached"
+
+
+def conceal(caller: Caller | None, error: ApiError) -> ApiError:
+    """The error a caller may see when a connection's target fails.
+
+    A caller who may not create connections learns nothing about the network: a
+    refusal by the policy, a refused port, a timeout and a failed handshake all
+    read the same (502 ``target_unreachable``), so a connection cannot be used to
+    learn which ports are open. Others, and every other error, pass unchanged;
+    the audit log keeps the real reason.
+    """
+    if caller is None or caller.can("connections.create") or error.code not in CONCEALED_CODES:
+        return error
+    return RemoteUnreachable(UNREACHABLE, code="target_unreachable")
+
+
+def is_local_address(address: Address) -> bool:
+    """True when this machine owns ``address`` (a socket can be bound to it)."""
+    if address.is_loopback or address.is_unspecified:
+        return True
+    family = socket.AF_INET if address.version == 4 else socket.AF_INET6
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((str(address), 0))
+    except OSError:
+        return False
+    return True
 
 
 class NetworkPolicy:
@@ -133,13 +239,28 @@ class NetworkPolicy:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
 
-    def rules(self) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
-        """The current ``(allow, deny)`` rules."""
+    def rules(self) -> tuple[tuple[Rule, ...], tuple[Rule, ...], tuple[Rule, ...]]:
+        """The current ``(allow, deny, protected)`` rules."""
         settings = self.kernel.settings
         return (
             parse_rules(str(settings.get(ALLOW_KEY) or "")),
             parse_rules(str(settings.get(DENY_KEY) or "")),
+            parse_rules(str(settings.get(PROTECTED_KEY) or "")),
         )
+
+    def is_gateway(self, address: Address, port: int) -> bool:
+        """True when ``address:port`` reaches this gateway's own listening socket."""
+        config = self.kernel.config
+        if port != config.port:
+            return False
+        try:
+            bound = ipaddress.ip_address(config.host.strip("[]"))
+        except ValueError:
+            bound = None
+        forms = _forms(address)
+        if bound is not None and not bound.is_unspecified:
+            return bound in forms or any(form.is_loopback for form in forms)
+        return any(is_local_address(form) for form in forms)
 
     async def resolve(self, host: str, port: int) -> list[Address]:
         """Every address a host resolves to (IPv4 first); Remote* errors when it cannot."""
@@ -178,28 +299,41 @@ class NetworkPolicy:
         """Resolve ``host``, check every address, return the approved IP to connect to.
 
         Raises PermissionDenied (code ``target_denied``) and writes a
-        ``network.denied`` audit entry when the policy refuses any address.
+        ``network.denied`` audit entry when the policy refuses the name or any address.
         """
+        allow, deny, protected = self.rules()
+        reason = name_refusal(host, allow, deny, protected)
+        if reason is not None:
+            await self._refuse(host, port, host, reason, actor=actor, purpose=purpose)
         addresses = await self.resolve(host, port)
-        allow, deny = self.rules()
-        refused = refusal(host, addresses, allow, deny)
+        refused = refusal(host, addresses, allow, deny, protected)
+        if refused is None:
+            own = next((a for a in addresses if self.is_gateway(a, port)), None)
+            if own is not None:
+                refused = own, "it is the gateway's own listening address"
         if refused is not None:
             address, reason = refused
-            await self.kernel.audit.record(
-                "network.denied",
-                actor=actor,
-                target=f"{host}:{port}",
-                details={
-                    "host": host,
-                    "port": port,
-                    "address": str(address),
-                    "purpose": purpose,
-                    "reason": reason,
-                },
-            )
-            shown = host if str(address) == host else f"{host} ({address})"
-            raise PermissionDenied(
-                f"The network policy does not allow connecting to {shown}: {reason}",
-                code="target_denied",
-            )
+            await self._refuse(host, port, str(address), reason, actor=actor, purpose=purpose)
         return str(addresses[0])
+
+    async def _refuse(
+        self, host: str, port: int, address: str, reason: str, *, actor: Caller | None, purpose: str
+    ) -> NoReturn:
+        """Audit ``network.denied`` and raise the 403 ``target_denied``."""
+        await self.kernel.audit.record(
+            "network.denied",
+            actor=actor,
+            target=f"{host}:{port}",
+            details={
+                "host": host,
+                "port": port,
+                "address": address,
+                "purpose": purpose,
+                "reason": reason,
+            },
+        )
+        shown = host if address == host else f"{host} ({address})"
+        raise PermissionDenied(
+            f"The network policy does not allow connecting to {shown}: {reason}",
+            code="target_denied",
+        )

@@ -71,6 +71,24 @@ class Settings:
         self.kernel = kernel
         self.specs = dict(specs)
         self._values: dict[str, Any] = {}
+        self.defaults = self._configured_defaults(kernel.config.setting_defaults)
+
+    def _configured_defaults(self, configured: Mapping[str, Any]) -> dict[str, Any]:
+        """The config file's ``[settings]`` values, checked; they replace the specs' defaults."""
+        from ..config import ConfigError
+
+        defaults: dict[str, Any] = {}
+        for key, value in configured.items():
+            spec = self.specs.get(key)
+            if spec is None:
+                raise ConfigError(f"[settings] {key}: no such setting (is its pack loaded?)")
+            if spec.secret:
+                raise ConfigError(f"[settings] {key}: a secret is set with PUT /settings only")
+            try:
+                defaults[key] = coerce(spec, value)
+            except InvalidInput as exc:
+                raise ConfigError(f"[settings] {exc.message}") from None
+        return defaults
 
     async def load(self) -> None:
         """Read stored values (call at start-up and after a restore)."""
@@ -95,7 +113,7 @@ class Settings:
         if spec.readonly:
             return self._computed(key)
         if key not in self._values:
-            return spec.default
+            return self.defaults.get(key, spec.default)
         value = self._values[key]
         if spec.secret and isinstance(value, str) and value:
             return self.kernel.secrets.open(value)

@@ -30,7 +30,7 @@ from ..db.models.identity import User
 from ..db.models.sessions import RemoteSession, SessionCommand
 from ..db.types import new_id
 from ..descriptors import AuditEvent, ProtocolSpec
-from ..errors import ApiError
+from ..errors import ApiError, RemoteError
 from ..markers import hookimpl
 from ..permissions import use_permission
 from ..tasks import cancel_and_wait
@@ -39,6 +39,7 @@ from .asciicast import CastRecorder
 from .commandlog import CommandEntry, CommandTracker
 from .identity import ClientInfo
 from .live import CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED, LiveSession
+from .netpolicy import conceal
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -534,12 +535,14 @@ class TerminalSessions:
         except ApiError as exc:
             self.kernel.live.remove(session.id)
             await self._audit_failure(session, exc.message)
-            raise SessionClosed(close_code_for(exc), exc.message[:500]) from None
+            shown = conceal(session.caller, exc)
+            raise SessionClosed(close_code_for(shown), shown.message[:500]) from None
         except Exception as exc:
             self.kernel.live.remove(session.id)
             log.exception("opening %s session failed", session.protocol)
             await self._audit_failure(session, str(exc))
-            raise SessionClosed(4003, f"Connection failed: {exc}"[:500]) from None
+            shown = conceal(session.caller, RemoteError(f"Connection failed: {exc}"))
+            raise SessionClosed(4003, shown.message[:500]) from None
 
     async def _audit_failure(self, session: LiveRemoteSession, message: str) -> None:
         await self.kernel.audit.record(

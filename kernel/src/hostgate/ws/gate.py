@@ -16,6 +16,7 @@ from ..descriptors import ProtocolSpec
 from ..errors import ApiError
 from ..security.clientinfo import client_ip, parse_user_agent
 from ..services.identity import ClientInfo
+from ..services.netpolicy import conceal
 from ..services.terminal_sessions import Admission, SessionClosed, close_code_for
 
 MAX_CLIENT_SESSION_ID = 128
@@ -46,7 +47,8 @@ async def admit(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> A
     try:
         target = await kernel.connections.target_for(caller, connection_id, spec)
     except ApiError as exc:
-        raise SessionClosed(close_code_for(exc), exc.message[:500]) from None
+        shown = conceal(caller, exc)
+        raise SessionClosed(close_code_for(shown), shown.message[:500]) from None
     client_session = (websocket.args.get("sessionId") or "").strip()
     if len(client_session) > MAX_CLIENT_SESSION_ID:
         raise SessionClosed(4001, "sessionId is too long")
