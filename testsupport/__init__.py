@@ -3,6 +3,10 @@
 # The suite's peers listen on 127.0.0.1, which the gateway refuses by default
 # (network.protected). Every test gateway, in process (``fixtures.config``) or
 # served (``gateway.GatewayProcess``), starts with these setting defaults: this is
-# the one place that lets the suite reach loopback. Tests of the default policy
-# build their app with ``config.with_overrides(setting_defaults={})``.
-TEST_SETTING_DEFAULTS = {"network.protected": "link-local, metadata"}
+# the one place that lets the suite reach loopback (and keeps the update check
+# off the internet). Tests of the shipped defaults build their app with
+# ``config.with_overrides(setting_defaults={})``.
+TEST_SETTING_DEFAULTS = {
+    "network.protected": "link-local, metadata",
+    "updates.feed_url": "http://127.0.0.1:9/unreachable",
+}

@@ -93,7 +93,6 @@ def config(tmp_path: Path, template_db: Path) -> Config:
         data_dir=data,
         encryption_key=TEST_KEY,
         load_entry_points=False,
-        version_feed_url="http://127.0.0.1:9/unreachable",
         version_timeout_seconds=1.0,
         setting_defaults=TEST_SETTING_DEFAULTS,
     )

@@ -76,7 +76,6 @@ class GatewayProcess:
             HOSTGATE_CONFIG=str(config_file),
             HOSTGATE_ENCRYPTION_KEY=ENCRYPTION_KEY,
             HOSTGATE_LOG_LEVEL="WARNING",
-            HOSTGATE_VERSION_URL="http://127.0.0.1:9/none",
             **self.extra_env,
         )
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,8 @@ from hostgate.timefmt import utcnow
 from quart import Quart
 from sqlmodel import col, func, select
 
+from testsupport import TEST_SETTING_DEFAULTS
+
 API = "/api/v1"
 PASSWORD = "backup password 1"
 USER_PASSWORD = "marker user pw 1"
@@ -63,8 +65,8 @@ def make_config(
         database_url=database_url,
         encryption_key=key,
         load_entry_points=False,
-        version_feed_url="http://127.0.0.1:9/unreachable",
         version_timeout_seconds=1.0,
+        setting_defaults=TEST_SETTING_DEFAULTS,
     )
 
 

@@ -142,6 +142,10 @@ def test_the_config_files_settings_table_replaces_defaults(tmp_path, config):
     assert load_config(env={}, config_file=toml).setting_defaults == {
         "network.protected": "metadata"
     }
+    # the older variable names the default of updates.feed_url; empty turns the check off
+    assert load_config(env={"HOSTGATE_VERSION_URL": ""}).setting_defaults == {
+        "updates.feed_url": ""
+    }
     for bad, message in [
         ({"no.such_key": 1}, "[settings] no.such_key: no such setting"),
         ({"security.max_login_attempts": "many"}, "must be a whole number"),

@@ -46,9 +46,14 @@ def feed():
     server.server_close()
 
 
+def with_feed(config: Config, url: str, **changes) -> Config:
+    defaults = {**config.setting_defaults, "updates.feed_url": url}
+    return config.with_overrides(setting_defaults=defaults, **changes)
+
+
 @pytest.fixture
 def config(config, feed):
-    return config.with_overrides(version_feed_url=feed)
+    return with_feed(config, feed)
 
 
 async def test_version_from_feed_is_cached_and_force_bypasses(client, admin, kernel):
@@ -109,7 +114,7 @@ async def test_hanging_feed_gives_fetch_error(config: Config, trickle: bool) -> 
     so the test is quick. ``current`` is still the kernel's installed version.
     """
     async with silent_feed(trickle=trickle) as url:
-        app = create_app(config.with_overrides(version_feed_url=url, version_timeout_seconds=0.3))
+        app = create_app(with_feed(config, url, version_timeout_seconds=0.3))
         async with app.test_app():
             client = app.test_client()
             response = await asyncio.wait_for(client.get("/api/v1/version"), 20)
@@ -118,3 +123,67 @@ async def test_hanging_feed_gives_fetch_error(config: Config, trickle: bool) -> 
     assert body["fetchError"] and "could not reach the release feed" in body["fetchError"]
     assert body["latest"] is None and body["updateAvailable"] is False
     assert body["current"] == importlib.metadata.version("hostgate-kernel")
+
+
+async def test_anonymous_force_is_served_from_the_cache(client, admin):
+    for _ in range(5):
+        body = await (await client.get("/api/v1/version?force=true")).get_json()
+        assert body["latest"] == "99.0.0"
+    assert _Feed.hits == 1
+    await client.get("/api/v1/version?force=1", headers=admin.headers)
+    assert _Feed.hits == 2
+
+
+async def test_forced_checks_are_rate_limited_per_user(client, admin, make_user):
+    for _ in range(5):
+        response = await client.get("/api/v1/version?force=true", headers=admin.headers)
+        assert response.status_code == 200
+    limited = await client.get("/api/v1/version?force=true", headers=admin.headers)
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+    assert (await limited.get_json())["code"] == "rate_limited"
+    other = await make_user("other")
+    response = await client.get("/api/v1/version?force=true", headers=other.headers)
+    assert response.status_code == 200
+    assert _Feed.hits == 6
+
+
+async def test_an_empty_feed_url_makes_no_outbound_call(client, admin, kernel):
+    await kernel.settings.update({"updates.feed_url": ""})
+    for headers in ({}, admin.headers):
+        response = await client.get("/api/v1/version?force=true", headers=headers)
+        body = await response.get_json()
+        assert body["latest"] is None and body["fetchError"] is None
+        assert body["updateAvailable"] is False
+    assert _Feed.hits == 0
+    # a new URL is used at once, whatever the cache holds
+    bad = await client.put(
+        "/api/v1/settings", headers=admin.headers, json={"updates.feed_url": "ftp://x/feed"}
+    )
+    assert bad.status_code == 400 and "updates.feed_url" in (await bad.get_json())["error"]
+
+
+async def test_the_feed_ignores_proxy_variables(client, monkeypatch):
+    closed = f"http://127.0.0.1:{free_port()}"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(name, closed)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    body = await (await client.get("/api/v1/version")).get_json()
+    assert body["latest"] == "99.0.0" and _Feed.hits == 1
+
+
+async def test_the_feed_obeys_the_network_policy(config, feed):
+    """With the shipped defaults loopback is protected: the local feed is not contacted."""
+    app = create_app(config.with_overrides(setting_defaults={"updates.feed_url": feed}))
+    async with app.test_app():
+        body = await (await app.test_client().get("/api/v1/version")).get_json()
+        kernel = app.extensions["hostgate"]
+        from hostgate.db.models.audit import AuditEntry
+        from sqlmodel import select
+
+        async with kernel.db.session() as session:
+            query = select(AuditEntry).where(AuditEntry.event_type == "network.denied")
+            [denied] = (await session.exec(query)).all()
+    assert body["fetchError"] == "could not reach the release feed: target_denied"
+    assert body["latest"] is None and _Feed.hits == 0
+    assert denied.details["purpose"] == "update check"

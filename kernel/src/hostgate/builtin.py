@@ -12,6 +12,7 @@ from .services.notifications.plugin import event  # noqa: F401 - the notificatio
 from .services.terminal_sessions import (  # noqa: F401 - open sessions re-check access
     revalidate_on_access_change,
 )
+from .services.version import DEFAULT_FEED, validate_feed_url
 
 CURSOR_STYLES = ("block", "bar", "underline")
 
@@ -222,6 +223,15 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         validate=validate_rules,
         description="Targets refused unless an entry of network.allow covers them: by default "
         "loopback, link-local and the cloud metadata services",
+    ),
+    SettingSpec(
+        "updates.feed_url",
+        str,
+        DEFAULT_FEED,
+        max_length=2000,
+        validate=validate_feed_url,
+        description="Release feed /version checks for a newer release (PyPI JSON, or "
+        "{version, url}); empty turns the check off: no outbound call at all",
     ),
     SettingSpec(
         "notifications.log_retention_days",

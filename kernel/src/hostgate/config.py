@@ -12,7 +12,6 @@ from typing import Any
 
 DEFAULT_PORT = 7443
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_VERSION_FEED = "https://pypi.org/pypi/hostgate/json"
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -38,7 +37,6 @@ class Config:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_self_signed: bool = False
-    version_feed_url: str = DEFAULT_VERSION_FEED
     version_timeout_seconds: float = 4.0
     max_body_bytes: int = 16 * 1024 * 1024
     database_busy_timeout_ms: int = 10_000
@@ -136,7 +134,6 @@ def load_config(
         "tls_cert": ("HOSTGATE_TLS_CERT", Path),
         "tls_key": ("HOSTGATE_TLS_KEY", Path),
         "tls_self_signed": ("HOSTGATE_TLS_SELF_SIGNED", lambda v: _bool("TLS", str(v))),
-        "version_feed_url": ("HOSTGATE_VERSION_URL", str),
         "max_body_bytes": ("HOSTGATE_MAX_BODY_BYTES", lambda v: _int("MAX_BODY", v)),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",
@@ -152,6 +149,11 @@ def load_config(
     setting_defaults = raw.get("settings", {})
     if not isinstance(setting_defaults, dict):
         raise ConfigError("[settings] must be a table of setting keys and values")
+    # HOSTGATE_VERSION_URL / version_feed_url: the default of the setting updates.feed_url
+    feed = env.get("HOSTGATE_VERSION_URL")
+    feed = feed if feed is not None else table.get("version_feed_url")
+    if feed is not None:
+        setting_defaults = {**setting_defaults, "updates.feed_url": str(feed)}
     values["setting_defaults"] = setting_defaults
     values.update(overrides)
     config = Config(**values)

@@ -8,6 +8,7 @@ from quart import Blueprint, current_app, request
 from quart_schema import tag
 
 from ..guards import optional_caller, public
+from ..services.version import FORCE_BUCKET, FORCE_PER_USER
 from ..timefmt import iso, utcnow
 
 blueprint = Blueprint("health", __name__)
@@ -25,12 +26,26 @@ async def health() -> dict[str, Any]:
 @public
 @tag(["meta"])
 async def version() -> dict[str, Any]:
-    """Running and latest version; ``force=true`` bypasses the 15-minute cache."""
+    """Running and latest version, cached 15 minutes.
+
+    ``force=true`` fetches anew for a signed-in caller (at most 5 a minute each); an
+    anonymous caller always gets the cached answer, so nobody outside can make the
+    gateway call out on demand.
+    """
     kernel = current_app.extensions["hostgate"]
-    force = request.args.get("force", "").lower() in {"1", "true", "yes"}
-    info = await kernel.version.info(force=force)
     caller = await optional_caller()
-    if force and caller is not None:
+    force = request.args.get("force", "").lower() in {"1", "true", "yes"}
+    if caller is None:
+        force = False
+    elif force:
+        kernel.limits.hit(
+            FORCE_BUCKET,
+            caller.user_id,
+            FORCE_PER_USER,
+            "Too many forced update checks; try again in a minute",
+        )
+    info = await kernel.version.info(force=force)
+    if force:
         await kernel.audit.record(
             "system.version_check",
             actor=caller,

@@ -26,7 +26,7 @@ RESPONSE_LIMIT = 64 * 1024
 
 @dataclass(frozen=True)
 class OutboundResponse:
-    """Status, headers and the first 64 KiB of a response body."""
+    """Status, headers and the first 64 KiB (or the caller's limit) of a response body."""
 
     status: int
     headers: Mapping[str, str]
@@ -76,14 +76,20 @@ class Outbound:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         purpose: str = "webhook",
+        timeout: float | None = None,
+        limit: int = RESPONSE_LIMIT,
     ) -> OutboundResponse:
-        """Send one HTTP(S) request to a policy-approved address; Remote* errors on failure."""
+        """Send one HTTP(S) request to a policy-approved address; Remote* errors on failure.
+
+        ``timeout`` (default ``self.timeout``) bounds each network step; ``limit`` is
+        how much of the body is kept.
+        """
         try:
             parsed = httpx.URL(url)
         except (httpx.InvalidURL, TypeError, ValueError):
             raise InvalidInput(f"{url!r} is not a valid URL") from None
         if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise InvalidInput("notification URLs must be http:// or https:// with a host")
+            raise InvalidInput(f"{purpose} URLs must be http:// or https:// with a host")
         host = parsed.host
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
         address = await self.check(host, port, purpose=purpose)
@@ -100,11 +106,12 @@ class Outbound:
                 send_headers["Host"] = parsed.netloc.decode("ascii")
             if parsed.scheme == "https":
                 extensions["sni_hostname"] = host
-        timeout = httpx.Timeout(self.timeout)
+        seconds = self.timeout if timeout is None else timeout
+        timeout_config = httpx.Timeout(seconds)
         try:
             async with (
                 httpx.AsyncClient(
-                    timeout=timeout, verify=True, follow_redirects=False, trust_env=False
+                    timeout=timeout_config, verify=True, follow_redirects=False, trust_env=False
                 ) as client,
                 client.stream(
                     method,
@@ -118,13 +125,13 @@ class Outbound:
                 body = bytearray()
                 async for chunk in response.aiter_bytes():
                     body.extend(chunk)
-                    if len(body) >= RESPONSE_LIMIT:
+                    if len(body) >= limit:
                         break
                 return OutboundResponse(
-                    response.status_code, dict(response.headers), bytes(body[:RESPONSE_LIMIT])
+                    response.status_code, dict(response.headers), bytes(body[:limit])
                 )
         except httpx.TimeoutException:
-            raise RemoteTimeout(f"{host} did not answer within {self.timeout:g} s") from None
+            raise RemoteTimeout(f"{host} did not answer within {seconds:g} s") from None
         except httpx.ConnectError as exc:
             raise RemoteUnreachable(
                 f"cannot connect to {host}:{port}: {_short(str(exc)) or type(exc).__name__}"
