@@ -16,6 +16,7 @@ from quart_schema import tag, validate_request
 from ..db.models.connections import Connection, ConnectionGroup
 from ..errors import InvalidInput, PermissionDenied
 from ..guards import authenticated, current_caller, current_kernel, requires
+from ..services import health_checks
 from ..services.connection_shares import ShareView
 from ..services.connections import EDIT_ANY, Access
 from ..services.hostkeys import HostKeyInfo
@@ -229,6 +230,35 @@ async def create_connection(data: ConnectionBody) -> tuple[dict[str, Any], int]:
     connection = await kernel.connections.create(caller, _payload(data))
     _, access = await kernel.connections.load(caller, connection.id)
     return await detail(connection, access), 201
+
+
+class HealthCheckItem(BaseModel):
+    """One connection to probe."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    id: str = Field(min_length=1, max_length=200)
+
+
+class HealthCheckBody(BaseModel):
+    """``{checks: [{id}]}``: the connections to probe."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    checks: list[HealthCheckItem] = Field(max_length=health_checks.MAX_CHECKS)
+
+
+@blueprint.post("/connections/health-check")
+@authenticated
+@validate_request(HealthCheckBody)
+@tag(["connections"])
+async def health_check(data: HealthCheckBody) -> dict[str, Any]:
+    """Whether each connection's target answers a TCP connect (3 s), with the latency.
+
+    Only connections the caller may use are probed, through the network policy;
+    any other id answers unreachable. Rate-limited per user.
+    """
+    ids = [item.id for item in data.checks]
+    results = await health_checks.check(current_kernel(), current_caller(), ids)
+    return {"results": results}
 
 
 @blueprint.get("/connections/<connection_id>")

@@ -295,16 +295,18 @@ class NetworkPolicy:
         *,
         actor: Caller | None = None,
         purpose: str = "connection",
+        audit: bool = True,
     ) -> str:
         """Resolve ``host``, check every address, return the approved IP to connect to.
 
-        Raises PermissionDenied (code ``target_denied``) and writes a
-        ``network.denied`` audit entry when the policy refuses the name or any address.
+        Raises PermissionDenied (code ``target_denied``) and, unless ``audit`` is
+        False (a periodic probe), writes a ``network.denied`` audit entry when the
+        policy refuses the name or any address.
         """
         allow, deny, protected = self.rules()
         reason = name_refusal(host, allow, deny, protected)
         if reason is not None:
-            await self._refuse(host, port, host, reason, actor=actor, purpose=purpose)
+            await self._refuse(host, port, host, reason, actor, purpose, audit)
         addresses = await self.resolve(host, port)
         refused = refusal(host, addresses, allow, deny, protected)
         if refused is None:
@@ -313,25 +315,33 @@ class NetworkPolicy:
                 refused = own, "it is the gateway's own listening address"
         if refused is not None:
             address, reason = refused
-            await self._refuse(host, port, str(address), reason, actor=actor, purpose=purpose)
+            await self._refuse(host, port, str(address), reason, actor, purpose, audit)
         return str(addresses[0])
 
     async def _refuse(
-        self, host: str, port: int, address: str, reason: str, *, actor: Caller | None, purpose: str
+        self,
+        host: str,
+        port: int,
+        address: str,
+        reason: str,
+        actor: Caller | None,
+        purpose: str,
+        audit: bool,
     ) -> NoReturn:
-        """Audit ``network.denied`` and raise the 403 ``target_denied``."""
-        await self.kernel.audit.record(
-            "network.denied",
-            actor=actor,
-            target=f"{host}:{port}",
-            details={
-                "host": host,
-                "port": port,
-                "address": address,
-                "purpose": purpose,
-                "reason": reason,
-            },
-        )
+        """Audit ``network.denied`` (when asked to) and raise the 403 ``target_denied``."""
+        if audit:
+            await self.kernel.audit.record(
+                "network.denied",
+                actor=actor,
+                target=f"{host}:{port}",
+                details={
+                    "host": host,
+                    "port": port,
+                    "address": address,
+                    "purpose": purpose,
+                    "reason": reason,
+                },
+            )
         shown = host if address == host else f"{host} ({address})"
         raise PermissionDenied(
             f"The network policy does not allow connecting to {shown}: {reason}",

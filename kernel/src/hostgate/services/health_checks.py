@@ -1,0 +1,77 @@
+"""``POST /connections/health-check``: whether each connection's target answers over TCP.
+
+Only connections the caller may use are probed; every other id (unknown, not
+shared with the caller, a protocol their role may not use) answers unreachable
+without any network traffic, as does a target the network policy refuses. A
+probe is a plain TCP connect to the policy-approved address with a short
+timeout, closed at once; nothing is sent. Each caller may ask a few times a
+minute (the kernel's rate limiter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ApiError
+from ..permissions import use_permission
+from ..security.ratelimit import Limit
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+    from .identity import Caller
+
+BUCKET = "connections.health_check"
+PER_USER = Limit(12, 60)
+MAX_CHECKS = 200
+TIMEOUT_SECONDS = 3.0
+PARALLEL = 16
+
+
+async def probe(address: str, port: int, timeout: float = TIMEOUT_SECONDS) -> float | None:
+    """Milliseconds a TCP connect to ``address:port`` took, or None when it failed."""
+    started = time.monotonic()
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(address, port), timeout)
+    except (OSError, TimeoutError):
+        return None
+    elapsed = (time.monotonic() - started) * 1000
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return elapsed
+
+
+async def check(kernel: Kernel, caller: Caller, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """``[{id, reachable, latencyMs}]`` for each distinct id, in the order asked."""
+    kernel.limits.hit(
+        BUCKET, caller.user_id, PER_USER, "Too many health checks; try again in a minute"
+    )
+    gate = asyncio.Semaphore(PARALLEL)
+
+    async def one(connection_id: str) -> dict[str, Any]:
+        latency = None
+        try:
+            connection = await kernel.connections.visible(caller, connection_id)
+            if caller.can(use_permission(connection.protocol)):
+                address = await kernel.netpolicy.resolve_allowed(
+                    connection.host,
+                    connection.port,
+                    actor=caller,
+                    purpose="health check",
+                    audit=False,
+                )
+                async with gate:
+                    latency = await probe(address, connection.port)
+        except ApiError:
+            latency = None
+        return {
+            "id": connection_id,
+            "reachable": latency is not None,
+            "latencyMs": None if latency is None else round(latency),
+        }
+
+    return list(await asyncio.gather(*(one(i) for i in dict.fromkeys(ids))))
