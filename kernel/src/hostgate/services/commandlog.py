@@ -1,15 +1,20 @@
-"""The command log of a terminal session, read from the server's echo stream.
+"""The command log of a terminal session, read from the shell's echo.
 
-A small VT100 line buffer replays the output; a shell prompt is a last line
-ending in one of ``$ # % > »`` (plus spaces). The first prompt only arms
-tracking (the login banner is skipped). After a prompt, the next completed line
-is the command echo; its output until the next prompt becomes the preview.
+A prompt is a line the output rests on, or that the user starts typing at,
+ending in one of ``$ # % > »`` (plus spaces); the first one only arms tracking
+(the login banner is skipped). The line typed at a prompt is replayed on a
+virtual screen (:mod:`.typed_line`) until the line feed after Enter, so line
+editing, history recall and completion are logged as the screen showed them,
+and prompt characters typed inside a command are never taken for a prompt. The
+command's output until the next prompt becomes the preview.
 
 What is typed at a password prompt (``Password:``, ``[sudo] password for x:``,
 ``Enter passphrase for key ...:``, ``PIN:``...) is never stored: the entry reads
 ``[password]`` and the typed text, captured from the keystrokes while the prompt
 is showing, is scrubbed from every later entry of the session as well, should
 the remote side echo it.
+
+docs/terminals.md says what is logged and what cannot be known.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..timefmt import utcnow
+from .typed_line import TypedLine
 
 PROMPT = re.compile(r"[$#%>\u00bb]\s*$")
 PROMPT_CHARS = "$#%>\u00bb"
@@ -35,6 +41,10 @@ QUIET_MS = 250
 MAX_LINE = 4096
 MIN_SECRET = 3
 TAB = 8
+MAX_AHEAD = 16
+EDIT_OUTPUT_LIMIT = 64 * 1024
+"""Echo of one line beyond this is not a command line being typed: stop replaying it."""
+ALTERNATE_SCREEN = re.compile(r"\x1b\[\?(?:1049|1047|47)([hl])")
 
 
 _TRAILING_CONTROL = re.compile(r"(?:\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\s)+$")
@@ -172,28 +182,69 @@ class _Pending:
     chars: int = 0
 
 
+class _TypedAhead:
+    """Keys sent while no line was being edited: the shell echoes them after its next prompt."""
+
+    def __init__(self) -> None:
+        self.lines: list[str | None] = []
+        self.partial: str | None = ""
+
+    def clear(self) -> None:
+        self.lines = []
+        self.partial = ""
+
+    def key(self, char: str) -> None:
+        """Apply one key; a line with keys that cannot be followed is None (unknown)."""
+        partial = self.partial
+        if char in "\r\n":
+            if len(self.lines) < MAX_AHEAD:
+                self.lines.append(partial)
+            self.partial = ""
+        elif partial is None:
+            return
+        elif char in "\x7f\b":
+            self.partial = partial[:-1]
+        elif char in "\x15\x03":
+            self.partial = ""
+        elif char == "\x17":
+            self.partial = partial.rstrip().rpartition(" ")[0] + " " if " " in partial else ""
+        elif char < " " or len(partial) >= COMMAND_CHARS:
+            self.partial = None
+        else:
+            self.partial = partial + char
+
+
 class CommandTracker:
     """Turns a terminal's output and keystrokes into command log entries.
 
     ``clock()`` returns milliseconds since the session started. Call ``output``
-    and ``input`` as data flows, ``tick`` about once a second, ``finish`` at the
-    end; ``drain`` hands over the entries made so far.
+    and ``input`` as data flows, ``resize`` when the width changes, ``tick`` about
+    once a second, ``finish`` at the end; ``drain`` hands over the entries so far.
+
+    A prompt is a line the output rests on (or that the user starts typing at)
+    ending in a prompt character. From the first key typed at it until the line
+    feed after Enter, the echo goes to a :class:`TypedLine`, which reads the command
+    off a virtual screen; no prompt is looked for meanwhile, so prompt characters
+    inside a command are just text. Output of full-screen programs (the terminal's
+    alternate screen) is skipped.
     """
 
-    def __init__(self, clock: Callable[[], int]) -> None:
+    def __init__(self, clock: Callable[[], int], columns: int = 80) -> None:
         self._clock = clock
+        self._columns = columns
         self._lines = LineBuffer()
         self._armed = False
-        self._at_prompt = False
         self._prompt = ""
         self._candidate: str | None = None
+        self._line_output = ""
+        self._editor: TypedLine | None = None
+        self._ahead = _TypedAhead()
+        self._fullscreen = False
         self._last_output = 0
-        self._cancelled = False
         self._password = False
         self._capturing = False
         self._typed: list[str] = []
         self._secrets: set[str] = set()
-        self._submitted: tuple[datetime, int] | None = None
         self._tail = ""
         self._pending: _Pending | None = None
         self._entries: list[CommandEntry] = []
@@ -203,8 +254,8 @@ class CommandTracker:
     def _needs_lines(self) -> bool:
         pending = self._pending
         return (
-            self._at_prompt
-            or self._password
+            self._password
+            or bool(self._ahead.lines)
             or (
                 pending is not None
                 and len(pending.lines) <= PREVIEW_LINES
@@ -213,14 +264,53 @@ class CommandTracker:
         )
 
     def output(self, text: str) -> None:
-        """Feed decoded terminal output.
+        """Feed decoded terminal output."""
+        self._last_output = self._clock()
+        editor = self._editor
+        if editor is not None:
+            used = editor.feed(text)
+            if used is None:
+                if editor.fed <= EDIT_OUTPUT_LIMIT:
+                    return
+                used = len(text)  # not a command line after all: stop replaying it
+            self._editor = None
+            self._line_submitted(editor)
+            self._lines.reset()
+            self._tail = self._line_output = ""
+            text = text[used:]
+            if not text:
+                return
+        if "\x1b[?" in text or self._fullscreen:
+            self._screens(text)
+        else:
+            self._shell_output(text)
 
-        Only lines that matter (a command echo, a password line, the start of a
+    def _screens(self, text: str) -> None:
+        """Skip what a full-screen program draws on the alternate screen."""
+        position = 0
+        for match in ALTERNATE_SCREEN.finditer(text):
+            if not self._fullscreen:
+                self._shell_output(text[position : match.start()])
+            self._fullscreen = match.group(1) == "h"
+            position = match.end()
+        if not self._fullscreen:
+            self._shell_output(text[position:])
+
+    def _shell_output(self, text: str) -> None:
+        """Output on the main screen, no line being edited.
+
+        Only lines that matter (a password line, a line typed ahead, the start of a
         preview) go through the line buffer; bulk output such as ``cat`` of a large
         file skips to its last line, and that line is replayed only when it could
         be a prompt (it ends in a prompt or password character).
         """
-        self._last_output = self._clock()
+        if not text:
+            return
+        cut = text.rfind("\n")
+        if cut >= 0:
+            self._line_output = text[cut + 1 :]
+        else:
+            self._line_output = (self._line_output + text)[-MAX_LINE * 2 :]
         position = 0
         if self._needs_lines():
             self._flush_tail()
@@ -258,14 +348,22 @@ class CommandTracker:
         """Look at the partial last line: a shell prompt candidate or a password prompt."""
         current = self._lines.current
         self._candidate = None
-        if not current.strip():
+        if not current.strip() or self._fullscreen:
             return
-        if PROMPT.search(current) and not PASSWORD_PROMPT.search(current):
-            self._candidate = current
-        elif not self._at_prompt and PASSWORD_PROMPT.search(current):
+        if PASSWORD_PROMPT.search(current):
             self._password = True
             self._capturing = True
             self._typed = []
+        elif PROMPT.search(current) and not self._echoes_typed_ahead(current):
+            self._candidate = current
+
+    def _echoes_typed_ahead(self, current: str) -> bool:
+        """True when the line ends in keys typed while a command ran (their echo, not a prompt)."""
+        typed = self._ahead.partial
+        if typed is None:
+            return True
+        last = typed.rstrip()[-1:]
+        return bool(last) and current.rstrip().endswith(last)
 
     def _line_done(self, line: str) -> None:
         self._candidate = None
@@ -276,16 +374,16 @@ class CommandTracker:
                 now = self._clock()
                 self._entries.append(CommandEntry(utcnow(), now, REDACTED, None))
             return
-        if self._at_prompt:
-            self._at_prompt = False
-            cancelled, self._cancelled = self._cancelled, False
-            submitted, self._submitted = self._submitted, None
-            command = self._command_of(line)
-            if cancelled or not command:
-                return
-            when, elapsed = submitted or (utcnow(), self._clock())
-            self._pending = _Pending(when, elapsed, command[:COMMAND_CHARS], [])
-            return
+        if self._ahead.lines and self._armed:
+            found = self._typed_ahead_in(line)
+            if found is not None:
+                command, output = found
+                self._store_pending()
+                if command:
+                    self._pending = _Pending(utcnow(), self._clock(), command[:COMMAND_CHARS], [])
+                if output is None:
+                    return
+                line = output
         pending = self._pending
         if (
             pending is not None
@@ -295,45 +393,92 @@ class CommandTracker:
             pending.lines.append(line[: PREVIEW_CHARS + 1])
             pending.chars += len(line) + 1
 
-    def _command_of(self, line: str) -> str:
-        if self._prompt and line.startswith(self._prompt):
-            return line[len(self._prompt) :].strip()
-        for index, char in enumerate(line[:-1]):
-            if char in PROMPT_CHARS and line[index + 1].isspace():
-                return line[index + 2 :].strip()
-        return ""
+    def _typed_ahead_in(self, line: str) -> tuple[str, str | None] | None:
+        """The command when ``line`` is a prompt followed by a line typed ahead.
 
-    def _confirm_prompt(self) -> None:
+        A shell with line editing echoes the line typed ahead after its prompt. One
+        without (dash, sh: the terminal echoed the keys as they were typed) prints
+        its prompt and then the command's output on the same line: then the command
+        is the line as typed and the rest of the line (returned second) is output.
+        Lines typed ahead that a program read instead are passed over.
+        """
+        lines = self._ahead.lines
+        for index, typed in enumerate(lines):
+            if typed is None:
+                if not (self._prompt.strip() and line.startswith(self._prompt)):
+                    continue
+                typed = line[len(self._prompt) :]
+            else:
+                typed = typed.strip()
+                head = line[: len(line) - len(typed)] if typed else line
+                if not line.endswith(typed) or not PROMPT.search(head):
+                    continue
+            del lines[: index + 1]
+            return typed.strip(), None
+        typed = lines[0]
+        if typed is not None and self._prompt.strip() and line.startswith(self._prompt):
+            del lines[0]
+            return typed.strip(), line[len(self._prompt) :]
+        return None
+
+    def _line_submitted(self, editor: TypedLine) -> None:
+        """The line edited at a prompt was entered: its command is pending until the next."""
+        if editor.submitted is None or editor.cancelled:
+            return
+        command = editor.command()
+        if command:
+            when, elapsed = editor.submitted
+            self._pending = _Pending(when, elapsed, command[:COMMAND_CHARS], [])
+
+    def _confirm_prompt(self) -> bool:
+        """The output rests on a prompt: the command before it is complete."""
         candidate = self._candidate
         if candidate is None or self._lines.current != candidate:
-            return
-        self._candidate = None
+            return False
         self._store_pending()
         self._armed = True
-        self._at_prompt = True
         self._prompt = candidate
-        self._cancelled = False
-        self._submitted = None
+        self._ahead.clear()
+        return True
+
+    def _start_editing(self) -> None:
+        """A key is typed: follow the line from here if the output shows a prompt."""
+        if self._tail:
+            self._flush_tail()
+            self._settle()
+        if self._password or self._fullscreen:
+            return
+        if self._confirm_prompt():
+            self._editor = TypedLine(self._columns, self._line_output)
+            return
+        partial = self._ahead.partial
+        current = self._lines.current.rstrip()
+        if not (self._armed and partial and not self._ahead.lines):
+            return
+        # keys typed while the last command ran, now echoed after the next prompt
+        typed = partial.rstrip()
+        if current.endswith(typed) and PROMPT.search(current[: len(current) - len(typed)]):
+            self._store_pending()
+            self._ahead.clear()
+            self._editor = TypedLine(self._columns, self._line_output, typed=len(typed))
 
     # -- input ------------------------------------------------------------------------
 
     def input(self, data: str) -> None:
         """Feed keystrokes sent to the remote side."""
-        if self._tail:
-            self._flush_tail()
-            self._settle()
-        if self._candidate is not None and not self._password:
-            self._confirm_prompt()
+        if self._editor is None:
+            self._start_editing()
         for char in data:
-            if char in "\r\n" and self._at_prompt and self._submitted is None:
-                self._submitted = (utcnow(), self._clock())
-            if char == "\x03":
-                if self._at_prompt:
-                    self._cancelled = True
-                elif self._pending is not None:
-                    self._store_pending()
-                self._capturing = False
+            editor = self._editor
+            if editor is not None and editor.submitted is None:
+                if char in "\r\n\x03":
+                    editor.submitted = (utcnow(), self._clock())
+                    editor.cancelled = char == "\x03"
                 continue
+            if char == "\x03" and editor is None and self._pending is not None:
+                self._store_pending()
+            if self._armed and not self._capturing and not self._fullscreen:
+                self._ahead.key(char)
             if not self._capturing:
                 continue
             if char in "\r\n":
@@ -341,6 +486,8 @@ class CommandTracker:
                 if len(secret) >= MIN_SECRET:
                     self._secrets.add(secret)
                 self._typed = []
+                self._capturing = False
+            elif char == "\x03":
                 self._capturing = False
             elif char in "\x7f\b":
                 if self._typed:
@@ -350,15 +497,21 @@ class CommandTracker:
             elif char >= " ":
                 self._typed.append(char)
 
+    def resize(self, columns: int) -> None:
+        """The terminal's width changed."""
+        self._columns = columns
+        if self._editor is not None:
+            self._editor.resize(columns)
+
     # -- time and end -------------------------------------------------------------------
 
     def tick(self) -> None:
         """Confirm a prompt the output has rested on; time out long-running commands."""
         now = self._clock()
-        if self._tail and now - self._last_output >= QUIET_MS:
-            self._flush_tail()
-            self._settle()
-        if self._candidate is not None and now - self._last_output >= QUIET_MS:
+        if self._editor is None and now - self._last_output >= QUIET_MS:
+            if self._tail:
+                self._flush_tail()
+                self._settle()
             self._confirm_prompt()
         pending = self._pending
         if pending is not None and now - pending.elapsed >= PENDING_TIMEOUT_MS:
@@ -366,10 +519,12 @@ class CommandTracker:
 
     def finish(self) -> None:
         """The session ended: store what is pending and forget captured secrets."""
-        if self._tail:
+        editor, self._editor = self._editor, None
+        if editor is not None:
+            self._line_submitted(editor)
+        elif self._tail:
             self._flush_tail()
             self._settle()
-        self._confirm_prompt()
         self._store_pending()
         self._secrets.clear()
         self._typed = []

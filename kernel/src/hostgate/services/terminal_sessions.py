@@ -376,6 +376,8 @@ class TerminalSession(LiveRemoteSession):
         self.size = size
         if self.recorder is not None:
             self.recorder.resize(size.cols, size.rows, time.monotonic())
+        if self.tracker is not None:
+            self.tracker.resize(size.cols)
         await self.terminal.resize(size)
 
     async def tick(self, now: float) -> None:
@@ -584,7 +586,7 @@ class TerminalSessions:
                         },
                         limit=self.kernel.recordings.size_limit(),
                     )
-                session.tracker = CommandTracker(session.elapsed_ms)
+                session.tracker = CommandTracker(session.elapsed_ms, columns=size.cols)
             await self._start(session, row)
         except BaseException:
             self.kernel.live.remove(session.id)
