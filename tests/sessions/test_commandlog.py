@@ -149,3 +149,121 @@ def test_long_running_commands_time_out():
     log.tick()
     [entry] = log.drain()
     assert entry.command == "top" and entry.output_preview == "PID USER"
+
+
+def keys_and_echo(log: CommandTracker, clock: Clock, recorded: str) -> None:
+    """Replay a recorded shell session: ``prompt||echo|echo|...`` after each key in turn."""
+    banner, _, rest = recorded.partition("||")
+    log.output(banner)
+    clock.now += 300
+    log.tick()
+    return rest.split("|")
+
+
+def type_keys(log: CommandTracker, clock: Clock, keys: list[str], echoes: list[str]) -> None:
+    for key, echo in zip(keys, echoes, strict=False):
+        log.input(key)
+        clock.now += 50
+        log.output(echo)
+
+
+def test_keys_one_by_one_with_prompt_characters_inside():
+    # the shell echoes each key as it arrives; a line ending in "$" is not a prompt
+    log, clock = tracker()
+    log.output("\x1b[?2004h$ ")
+    clock.now += 300
+    log.tick()
+    for command, output in [("echo dollar-$((1+1))", "dollar-2"), ("echo a$ b# c% d> e", "")]:
+        for key in command:
+            log.input(key)
+            clock.now += 50
+            log.output(key)
+            clock.now += 300
+            log.tick()
+        log.input("\r")
+        log.output("\r\n\x1b[?2004l\r" + (output + "\r\n" if output else "") + "\x1b[?2004h$ ")
+        clock.now += 300
+        log.tick()
+    log.finish()
+    entries = log.drain()
+    assert [e.command for e in entries] == ["echo dollar-$((1+1))", "echo a$ b# c% d> e"]
+    assert entries[0].output_preview == "dollar-2"
+
+
+def test_a_wrapped_line_edited_in_the_middle():
+    # bash at 20 columns: 24 characters typed, 13 left arrows, "X" inserted (recorded)
+    recorded = (
+        "\x1b[?2004h$ ||e|c|h|o| |0|1|2|3|4|5|6|7|8|9|a|b|c \r|d|e|f|g|h|i|j|\x08|\x08|\x08|"
+        "\x08|\x08|\x08|\r|\x1b[A" + "\x1b[C" * 19 + "|\x08|\x08|\x08|\x08|\x08|X789abcdefghij"
+        "\x1b[A" + "\x1b[C" * 7 + "|\r\n\r\r\n\x1b[?2004l\r0123456X789abcdefghij\r\n\x1b[?2004h$ |"
+    )
+    clock = Clock()
+    log = CommandTracker(clock, columns=20)
+    echoes = keys_and_echo(log, clock, recorded)
+    type_keys(log, clock, [*"echo 0123456789abcdefghij", *["\x1b[D"] * 13, "X", "\r"], echoes)
+    log.finish()
+    [entry] = log.drain()
+    assert entry.command == "echo 0123456X789abcdefghij"
+    assert entry.output_preview == "0123456X789abcdefghij"
+
+
+def test_completion_list_and_ctrl_l_redraw_the_prompt():
+    log, clock = tracker()
+    log.output("$ ")
+    clock.now += 300
+    log.tick()
+    type_keys(
+        log,
+        clock,
+        [*"ls al", "\t", "\t"],
+        [*"ls al", "pha\x07", "\r\nalpha1  alpha2\r\n$ ls alpha"],
+    )
+    type_keys(
+        log, clock, ["1", "\x0c", "\r"], ["1", "\x1b[H\x1b[2J$ ls alpha1", "\r\nalpha1\r\n$ "]
+    )
+    log.finish()
+    [entry] = log.drain()
+    assert (entry.command, entry.output_preview) == ("ls alpha1", "alpha1")
+
+
+def test_full_screen_programs_are_skipped():
+    log, clock = tracker()
+    log.output("$ ")
+    clock.now += 300
+    log.tick()
+    type_command(log, clock, "vim notes", "", prompt="")
+    log.output("\x1b[?1049h\x1b[1;1H~\r\n~ $ ")
+    clock.now += 300
+    log.tick()
+    for key in ":!rm -rf x\r":
+        log.input(key)
+        log.output(key)
+    log.output("\x1b[?1049l$ ")
+    type_command(log, clock, "ls", "a\r\n")
+    log.finish()
+    assert [e.command for e in log.drain()] == ["vim notes", "ls"]
+
+
+def test_lines_typed_ahead_while_a_command_runs():
+    log, clock = tracker()
+    log.output("$ ")
+    clock.now += 300
+    log.tick()
+    type_command(log, clock, "sleep 2", "", prompt="")
+    # with line editing (bash): the terminal echoes the keys at once, the shell again
+    # after its prompt; the first echo ends in "$" and must not pass for a prompt
+    type_keys(log, clock, [*"echo next-$", "\r"], [*"echo next-$", "\r\n"])
+    clock.now += 300
+    log.tick()
+    log.output("$ echo next-$\r\nnext-$\r\n$ ")
+    clock.now += 300
+    log.tick()
+    # without line editing (dash): the prompt is followed by the output at once
+    type_command(log, clock, "sleep 1", "", prompt="")
+    type_keys(log, clock, [*"echo more-$((1))", "\r"], [*"echo more-$((1))", "\r\n"])
+    log.output("$ more-1\r\n$ ")
+    log.finish()
+    entries = log.drain()
+    assert [e.command for e in entries] == ["sleep 2", "echo next-$", "sleep 1", "echo more-$((1))"]
+    assert entries[1].output_preview == "next-$"
+    assert entries[3].output_preview == "more-1"

@@ -280,7 +280,7 @@ class CommandTracker:
             text = text[used:]
             if not text:
                 return
-        if "\x1b[?" in text or self._fullscreen:
+        if self._fullscreen or ("\x1b" in text and "\x1b[?" in text):
             self._screens(text)
         else:
             self._shell_output(text)
