@@ -82,6 +82,15 @@ COMMON = [
         ],
     ),
     Case(
+        "a full-screen program",
+        [],
+        ["printf '\\033[?1049h'; read x; printf '\\033[?1049l'"],
+        steps=[
+            (typed("printf '\\033[?1049h'; read x; printf '\\033[?1049l'"), "\x1b[?1049h"),
+            (typed("echo typed-inside"), ""),
+        ],
+    ),
+    Case(
         "typed while the last command prints",
         [],
         ["for i in 1 2 3; do echo tick-$i; sleep 0.4; done", "echo next-$((1+1))"],
@@ -99,8 +108,10 @@ BASH = [
     Case("left arrow and insertion", [*"echo ac", LEFT, *typed("b")], ["echo abc"]),
     Case("right arrow", [*"echo ab", LEFT, LEFT, RIGHT, *typed("X")], ["echo aXb"]),
     Case("ctrl-a", [*"cho start", CTRL_A, *typed("e")], ["echo start"]),
-    Case("history recall", [UP, ENTER], ["echo start"]),
+    Case("ctrl-l redraws the line", [*"echo cl", "\x0c", *typed("ear")], ["echo clear"]),
+    Case("history recall", [UP, ENTER], ["echo clear"]),
     Case("history recall edited", [UP, *[BACKSPACE] * 5, *typed("end")], ["echo end"]),
+    Case("home and end keys", [*"cho x", "\x1b[H", "e", "\x1b[F", *typed("y")], ["echo xy"]),
     Case("tab completion", [*"cat uni", TAB, ENTER], ["cat unique-file.txt"]),
     Case("tab completion list", [*"ls al", TAB, TAB, TAB, *typed("1")], ["ls alpha1"]),
     Case(
