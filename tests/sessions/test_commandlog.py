@@ -267,3 +267,37 @@ def test_lines_typed_ahead_while_a_command_runs():
     assert [e.command for e in entries] == ["sleep 2", "echo next-$", "sleep 1", "echo more-$((1))"]
     assert entries[1].output_preview == "next-$"
     assert entries[3].output_preview == "more-1"
+
+
+def test_keys_typed_before_the_prompt_and_enter_after():
+    # the terminal echoes "ec" while sleep runs; bash shows it again after its prompt
+    # (the line reads "ec$ ec"), dash does not ("ec$ ") but reads it first all the same
+    for after_prompt in ("$ ec", "$ "):
+        log, clock = tracker()
+        log.output("$ ")
+        clock.now += 300
+        log.tick()
+        type_command(log, clock, "sleep 1", "", prompt="")
+        type_keys(log, clock, [*"ec"], [*"ec"])
+        log.output(after_prompt)
+        clock.now += 300
+        log.tick()
+        type_keys(log, clock, [*"ho x", "\r"], [*"ho x", "\r\nx\r\n$ "])
+        log.finish()
+        assert [e.command for e in log.drain()] == ["sleep 1", "echo x"], after_prompt
+
+
+def test_keys_a_program_read_do_not_start_the_next_command():
+    # a pager without the alternate screen (less -X, more) reads space and q unechoed
+    log, clock = tracker()
+    log.output("$ ")
+    clock.now += 300
+    log.tick()
+    type_command(log, clock, "more notes", "line 1\r\n--More--", prompt="")
+    type_keys(log, clock, [" ", "q"], ["\r\x1b[Kline 2\r\n--More--", "\r\x1b[K"])
+    log.output("$ ")
+    clock.now += 300
+    log.tick()
+    type_keys(log, clock, [*"ls", "\r"], [*"ls", "\r\na\r\n$ "])
+    log.finish()
+    assert [e.command for e in log.drain()] == ["more notes", "ls"]

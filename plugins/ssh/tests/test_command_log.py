@@ -91,6 +91,16 @@ COMMON = [
         ],
     ),
     Case(
+        "keys typed before the prompt, Enter after it",
+        [],
+        ["sleep 0.5; echo slept", "echo ahead-$((3))"],
+        steps=[
+            (typed("sleep 0.5; echo slept"), ""),
+            ([*"echo ah"], "slept"),
+            (typed("ead-$((3))"), "ahead-3"),
+        ],
+    ),
+    Case(
         "typed while the last command prints",
         [],
         ["for i in 1 2 3; do echo tick-$i; sleep 0.4; done", "echo next-$((1+1))"],

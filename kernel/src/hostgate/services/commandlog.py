@@ -183,15 +183,24 @@ class _Pending:
 
 
 class _TypedAhead:
-    """Keys sent while no line was being edited: the shell echoes them after its next prompt."""
+    """Keys sent while no line was being edited: the shell echoes them after its next prompt.
+
+    ``partial`` is the unfinished line; ``echoed`` stays true while the terminal
+    echoed each of its keys at once (keys a pager or a raw-mode program read are
+    not echoed, and are not the start of the next command).
+    """
 
     def __init__(self) -> None:
         self.lines: list[str | None] = []
         self.partial: str | None = ""
+        self.echoed = True
+        self.awaiting = ""
 
     def clear(self) -> None:
         self.lines = []
         self.partial = ""
+        self.echoed = True
+        self.awaiting = ""
 
     def key(self, char: str) -> None:
         """Apply one key; a line with keys that cannot be followed is None (unknown)."""
@@ -200,18 +209,33 @@ class _TypedAhead:
             if len(self.lines) < MAX_AHEAD:
                 self.lines.append(partial)
             self.partial = ""
+            self.echoed = True
         elif partial is None:
             return
         elif char in "\x7f\b":
             self.partial = partial[:-1]
         elif char in "\x15\x03":
             self.partial = ""
+            self.echoed = True
         elif char == "\x17":
             self.partial = partial.rstrip().rpartition(" ")[0] + " " if " " in partial else ""
         elif char < " " or len(partial) >= COMMAND_CHARS:
             self.partial = None
         else:
             self.partial = partial + char
+            if not self.awaiting:
+                self.awaiting = char
+
+    def output(self, text: str) -> None:
+        """Note whether the output after typed keys starts with their echo."""
+        if self.awaiting:
+            if not text.startswith(self.awaiting):
+                self.echoed = False
+            self.awaiting = ""
+
+    def unread(self) -> str:
+        """The unfinished line when the terminal echoed it (the shell reads it first)."""
+        return (self.partial or "") if self.echoed else ""
 
 
 class CommandTracker:
@@ -306,6 +330,8 @@ class CommandTracker:
         """
         if not text:
             return
+        if self._ahead.awaiting:
+            self._ahead.output(text)
         cut = text.rfind("\n")
         if cut >= 0:
             self._line_output = text[cut + 1 :]
@@ -438,7 +464,8 @@ class CommandTracker:
         self._store_pending()
         self._armed = True
         self._prompt = candidate
-        self._ahead.clear()
+        # lines typed ahead are consumed by now; an unfinished one is still the shell's
+        self._ahead.lines = []
         return True
 
     def _start_editing(self) -> None:
@@ -449,7 +476,11 @@ class CommandTracker:
         if self._password or self._fullscreen:
             return
         if self._confirm_prompt():
-            self._editor = TypedLine(self._columns, self._line_output)
+            # keys typed ahead that a shell without line editing reads before what is
+            # typed now, though it does not show them after its prompt
+            ahead = self._ahead.unread()
+            self._editor = TypedLine(self._columns, self._line_output, ahead=ahead)
+            self._ahead.clear()
             return
         partial = self._ahead.partial
         current = self._lines.current.rstrip()

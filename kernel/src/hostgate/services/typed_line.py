@@ -24,11 +24,13 @@ ROWS = 200
 class TypedLine:
     """One command line replayed from the echo, starting at the prompt's own output."""
 
-    def __init__(self, columns: int, prompt_output: str, typed: int = 0) -> None:
+    def __init__(self, columns: int, prompt_output: str, typed: int = 0, ahead: str = "") -> None:
         """Seed the screen with the raw output of the prompt's line.
 
         ``typed`` counts the columns at the end of that output that are already the
-        echo of typed keys (keys typed ahead while the previous command ran).
+        echo of typed keys (keys typed ahead while the previous command ran, shown
+        again after the prompt); ``ahead`` is text typed ahead that the shell reads
+        before what is typed now without showing it after the prompt.
         """
         self._screen = pyte.Screen(max(columns, 2), ROWS)
         self._stream = pyte.Stream(self._screen)
@@ -37,6 +39,7 @@ class TypedLine:
         self._start = (cursor.y, max(0, min(cursor.x, self._screen.columns) - typed))
         self._prompt = self._cells(self._start[0])[: self._start[1]]
         self._end: int | None = None
+        self._ahead = ahead
         self.submitted: tuple[datetime, int] | None = None
         self.cancelled = False
         self.moved_off = False
@@ -96,4 +99,7 @@ class TypedLine:
         cells = self._cells(start_y)[start_x:]
         for y in range(start_y + 1, end + 1):
             cells.extend(self._cells(y))
-        return "".join(cells).strip()
+        text = "".join(cells).rstrip()
+        if text.lstrip().startswith(self._ahead.strip()):
+            return text.strip()  # the shell showed the keys typed ahead after its prompt
+        return (self._ahead + text).strip()
