@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hostgate.services.commandlog import CommandTracker, LineBuffer
+from hostgate.services.commandlog import CommandTracker
+from hostgate.services.terminal_lines import LineBuffer
 
 
 class Clock:

@@ -3,7 +3,7 @@
 A prompt is a line the output rests on, or that the user starts typing at,
 ending in one of ``$ # % > »`` (plus spaces); the first one only arms tracking
 (the login banner is skipped). The line typed at a prompt is replayed on a
-virtual screen (:mod:`.typed_line`) until the line feed after Enter, so line
+virtual screen (:mod:`.terminal_lines`) until the line feed after Enter, so line
 editing, history recall and completion are logged as the screen showed them,
 and prompt characters typed inside a command are never taken for a prompt. The
 command's output until the next prompt becomes the preview.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..timefmt import utcnow
-from .typed_line import TypedLine
+from .terminal_lines import MAX_LINE, LineBuffer, TypedLine
 
 PROMPT = re.compile(r"[$#%>\u00bb]\s*$")
 PROMPT_CHARS = "$#%>\u00bb"
@@ -38,9 +38,7 @@ PREVIEW_CHARS = 2000
 COMMAND_CHARS = 4000
 PENDING_TIMEOUT_MS = 10_000
 QUIET_MS = 250
-MAX_LINE = 4096
 MIN_SECRET = 3
-TAB = 8
 MAX_AHEAD = 16
 EDIT_OUTPUT_LIMIT = 64 * 1024
 """Echo of one line beyond this is not a command line being typed: stop replaying it."""
@@ -66,111 +64,6 @@ class CommandEntry:
     elapsed: int
     command: str
     output_preview: str | None
-
-
-class LineBuffer:
-    """Replays terminal output into lines: CR, LF, BS, tabs and the common CSI edits."""
-
-    def __init__(self) -> None:
-        self.chars: list[str] = []
-        self.cursor = 0
-        self._state = "text"
-        self._params = ""
-
-    @property
-    def current(self) -> str:
-        """The incomplete last line."""
-        return "".join(self.chars)
-
-    def reset(self) -> None:
-        """Start a fresh line (the output before it does not matter)."""
-        self.chars = []
-        self.cursor = 0
-        self._state = "text"
-
-    def _put(self, char: str) -> None:
-        if self.cursor >= MAX_LINE:
-            return
-        if self.cursor > len(self.chars):
-            self.chars.extend(" " * (self.cursor - len(self.chars)))
-        if self.cursor == len(self.chars):
-            self.chars.append(char)
-        else:
-            self.chars[self.cursor] = char
-        self.cursor += 1
-
-    def _csi(self, final: str) -> None:
-        numbers = [int(p) if p.isdigit() else 0 for p in self._params.lstrip("?").split(";")]
-        first = numbers[0] if numbers else 0
-        count = max(first, 1)
-        if final == "K":
-            if first == 0:
-                del self.chars[self.cursor :]
-            elif first == 1:
-                self.chars[: self.cursor + 1] = " " * min(self.cursor + 1, len(self.chars))
-            else:
-                self.chars = []
-        elif final == "D":
-            self.cursor = max(0, self.cursor - count)
-        elif final == "C":
-            self.cursor = min(MAX_LINE, self.cursor + count)
-        elif final == "G":
-            self.cursor = min(MAX_LINE, count - 1)
-        elif final == "P":
-            del self.chars[self.cursor : self.cursor + count]
-        elif final == "@":
-            self.chars[self.cursor : self.cursor] = [" "] * count
-            del self.chars[MAX_LINE:]
-        elif final == "X":
-            end = min(len(self.chars), self.cursor + count)
-            self.chars[self.cursor : end] = " " * (end - self.cursor)
-
-    def feed(self, text: str) -> list[str]:
-        """Process output; return the lines completed by it."""
-        done: list[str] = []
-        for char in text:
-            state = self._state
-            if state == "text":
-                if char == "\n":
-                    done.append("".join(self.chars).rstrip())
-                    self.chars = []
-                    self.cursor = 0
-                elif char == "\r":
-                    self.cursor = 0
-                elif char == "\x1b":
-                    self._state = "esc"
-                elif char == "\b":
-                    self.cursor = max(0, self.cursor - 1)
-                elif char == "\t":
-                    for _ in range(TAB - self.cursor % TAB):
-                        self._put(" ")
-                elif char >= " " and char != "\x7f":
-                    self._put(char)
-            elif state == "esc":
-                if char == "[":
-                    self._state, self._params = "csi", ""
-                elif char == "]":
-                    self._state = "osc"
-                elif char in "()*+#%":
-                    self._state = "skip"
-                else:
-                    self._state = "text"
-            elif state == "csi":
-                if "\x40" <= char <= "\x7e":
-                    self._csi(char)
-                    self._state = "text"
-                elif len(self._params) < 64:
-                    self._params += char
-            elif state == "osc":
-                if char == "\x07":
-                    self._state = "text"
-                elif char == "\x1b":
-                    self._state = "osc-esc"
-            elif state == "osc-esc":
-                self._state = "osc" if char != "\\" else "text"
-            else:  # "skip": the one character after ESC ( and friends
-                self._state = "text"
-        return done
 
 
 @dataclass
