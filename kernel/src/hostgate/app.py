@@ -16,7 +16,7 @@ from .api.health import health
 from .config import Config, load_config
 from .guards import public
 from .kernel import Kernel
-from .logs import request_id
+from .logs import request_id, silence_libraries
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
 from .services.version import current_version
@@ -34,6 +34,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     packs load when ``config.load_entry_points`` is true.
     """
     config = config or load_config()
+    silence_libraries()
     host = PluginHost()
     host.load(
         entry_points=config.load_entry_points,

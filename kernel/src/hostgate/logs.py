@@ -15,6 +15,16 @@ QUIET_LOGGERS = ("aiosqlite",)
 """Libraries whose DEBUG records carry SQL parameters (password hashes, sealed secrets):
 never below INFO, whatever the configured level."""
 
+SILENT_LOGGERS = ("httpx", "httpcore")
+"""HTTP clients that log every request with its full URL (webhook paths, ``?token=``,
+Telegram bot tokens): warnings only. ``hostgate.outbound`` logs host and status instead."""
+
+
+def silence_libraries() -> None:
+    """Raise the HTTP clients' loggers to WARNING (idempotent; the app factory calls it)."""
+    for name in SILENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
 
 class _RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
@@ -58,3 +68,4 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     root.setLevel(level)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.INFO, root.level))
+    silence_libraries()
