@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlmodel import select
 
+from . import datadir
 from . import permissions as perms
 from .config import Config
 from .db.engine import Database
@@ -128,7 +129,7 @@ class Kernel:
 
     async def startup(self) -> None:
         """Migrate, check the key, load settings and roles, start services and plugins."""
-        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        datadir.prepare(self.config.data_dir, self.config.resolved_database_url)
         await self.db.migrate()
         await self._check_key()
         await self.settings.load()
