@@ -5,12 +5,9 @@ values and Telegram bot tokens (in the path) would land in the log in clear. The
 kernel silences httpx/httpcore and logs the host and the status itself.
 """
 
-import io
 import logging
 
-import pytest
-from hostgate.logs import JsonFormatter
-
+from testsupport.logcapture import json_log  # noqa: F401
 from testsupport.peers import free_port
 from testsupport.receivers import settled_entries
 
@@ -30,20 +27,6 @@ SECRETS = (
 )
 
 
-@pytest.fixture
-def json_log():
-    """The JSON log format's output of every record, as ``hostgate serve`` writes it."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.addHandler(handler)
-    try:
-        yield stream
-    finally:
-        root.removeHandler(handler)
-
-
 async def configure_channels(client, admin, http_receiver):
     configs = {
         "webhook": {
@@ -61,8 +44,8 @@ async def configure_channels(client, admin, http_receiver):
         assert response.status_code == 200, await response.get_data()
 
 
-def assert_no_secret(caplog, json_log):
-    texts = [caplog.text, json_log.getvalue()]
+def assert_no_secret(caplog, captured):
+    texts = [caplog.text, captured.text()]
     texts += [str(record.args) for record in caplog.records]
     for text in texts:
         for secret in SECRETS:
@@ -71,7 +54,11 @@ def assert_no_secret(caplog, json_log):
 
 
 async def test_deliveries_test_sends_and_retries_log_no_secret(
-    client, admin, http_receiver, caplog, json_log
+    client,
+    admin,
+    http_receiver,
+    caplog,
+    json_log,  # noqa: F811
 ):
     caplog.set_level(logging.INFO)
     await configure_channels(client, admin, http_receiver)
@@ -119,7 +106,7 @@ async def test_deliveries_test_sends_and_retries_log_no_secret(
     assert any("failed" in r.getMessage() for r in caplog.records if r.name.startswith("hostgate"))
 
 
-async def test_a_failed_connection_logs_no_secret(caplog, json_log, client, admin):
+async def test_a_failed_connection_logs_no_secret(caplog, json_log, client, admin):  # noqa: F811
     """A refused connection's error text names the host, never the URL's path or query."""
     caplog.set_level(logging.INFO)
     port = free_port()

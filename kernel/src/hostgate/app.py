@@ -10,7 +10,7 @@ from typing import Any
 from quart import Quart, Response, request
 from quart_schema import HttpSecurityScheme, Info, QuartSchema
 
-from . import errors, socketreads
+from . import accesslog, errors, socketreads
 from .api import blueprints
 from .api.health import health
 from .config import Config, load_config
@@ -87,6 +87,9 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         if request.path.startswith(API_PREFIX):
             response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+    if config.access_log:
+        accesslog.install(app, config.trusted_proxies)
 
     @app.before_serving
     async def _start() -> None:

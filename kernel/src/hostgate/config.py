@@ -33,6 +33,7 @@ class Config:
     load_entry_points: bool = True
     log_level: str = "INFO"
     log_format: str = "text"
+    access_log: bool = True
     trusted_proxies: tuple[IPNetwork, ...] = ()
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -127,6 +128,7 @@ def load_config(
         "disabled_plugins": ("HOSTGATE_DISABLE_PLUGINS", _names),
         "log_level": ("HOSTGATE_LOG_LEVEL", lambda v: str(v).upper()),
         "log_format": ("HOSTGATE_LOG_FORMAT", str),
+        "access_log": ("HOSTGATE_ACCESS_LOG", lambda v: _bool("HOSTGATE_ACCESS_LOG", str(v))),
         "trusted_proxies": (
             "HOSTGATE_TRUSTED_PROXIES",
             lambda v: _networks("HOSTGATE_TRUSTED_PROXIES", v),

@@ -26,14 +26,21 @@ def silence_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-class _RequestIdFilter(logging.Filter):
+class RequestIdFilter(logging.Filter):
+    """Stamp each record with the request id of the request that wrote it."""
+
     def filter(self, record: logging.LogRecord) -> bool:
+        """Always keep the record."""
         record.request_id = request_id.get()
         return True
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line."""
+    """One JSON object per line.
+
+    A record's ``fields`` dict (``extra={"fields": ...}``) adds keys of its own (the
+    access log's method, path, status...).
+    """
 
     def format(self, record: logging.LogRecord) -> str:
         """Render a record as JSON."""
@@ -44,6 +51,9 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
             "request_id": getattr(record, "request_id", "-"),
         }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            payload.update({k: v for k, v in fields.items() if k not in payload})
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
         return json.dumps(payload)
@@ -57,7 +67,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
             root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
     handler._hostgate = True  # type: ignore[attr-defined]
-    handler.addFilter(_RequestIdFilter())
+    handler.addFilter(RequestIdFilter())
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
