@@ -61,13 +61,9 @@ def install(app: Quart, trusted_proxies: tuple[IPNetwork, ...] = ()) -> None:
     def client(remote: str | None, headers: Any) -> str:
         return client_ip(remote, headers, trusted_proxies) or "-"
 
-    @app.before_request
-    async def _start_request() -> None:
-        g.access_started = time.perf_counter()
-
     @app.after_request
     async def _log_request(response: Response) -> Response:
-        started = g.get("access_started", time.perf_counter())
+        started = g.get("request_started", time.perf_counter())
         _emit(
             request.method,
             request.path,
@@ -80,11 +76,11 @@ def install(app: Quart, trusted_proxies: tuple[IPNetwork, ...] = ()) -> None:
     @app.before_websocket
     async def _start_socket() -> None:
         request_id.set(websocket.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
-        g.access_started = time.perf_counter()
+        g.request_started = time.perf_counter()
 
     @app.after_websocket
     async def _log_socket(response: Any) -> Any:
-        started = g.get("access_started", time.perf_counter())
+        started = g.get("request_started", time.perf_counter())
         status = response.status_code if response is not None else 101
         extra = {"close": g.get("close_code")} if g.get("close_code") is not None else {}
         address = client(websocket.remote_addr, websocket.headers)

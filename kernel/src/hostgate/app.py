@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterable
 from typing import Any
 
-from quart import Quart, Response, request
+from quart import Quart, Response, g, request
 from quart_schema import HttpSecurityScheme, Info, QuartSchema
 
 from . import accesslog, errors, socketreads
@@ -77,9 +78,17 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     @app.before_request
     async def _tag_request() -> None:
         request_id.set(request.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
+        g.request_started = time.perf_counter()
 
     @app.after_request
     async def _headers(response: Response) -> Response:
+        rule = request.url_rule
+        kernel.metrics.observe_request(
+            request.method,
+            rule.rule if rule is not None else None,
+            response.status_code,
+            time.perf_counter() - g.get("request_started", time.perf_counter()),
+        )
         response.headers["X-Request-Id"] = request_id.get()
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "no-referrer")

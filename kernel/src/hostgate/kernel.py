@@ -16,6 +16,7 @@ from .db.models.identity import Role
 from .db.models.settings import SystemValue
 from .db.readcache import ReadCache
 from .descriptors import ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+from .metrics import Metrics
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter
 from .security.secretbox import KeyError_, SecretBox, load_or_create_key
@@ -104,6 +105,7 @@ class Kernel:
         self.files = RemoteFilePool(self)
         self.file_sessions = FileSessionLog(self)
         self.notifications = Notifications(self)
+        self.metrics = Metrics(self)
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` at start-up, after the database and settings are ready."""
@@ -138,6 +140,14 @@ class Kernel:
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)
+        if self.config.metrics_address:
+            try:
+                self.metrics.serve(self.config.metrics_address)
+            except OSError as exc:
+                raise StartupError(
+                    f"Cannot serve metrics on {self.config.metrics_address}: {exc}"
+                ) from None
+            log.info("metrics served without authentication on %s", self.config.metrics_address)
 
     async def shutdown(self) -> None:
         """Stop plugins and services, then close the database."""
@@ -149,6 +159,7 @@ class Kernel:
             except Exception:
                 log.exception("shutdown hook failed")
         await self.db.close()
+        self.metrics.stop()
 
     async def _check_key(self) -> None:
         async with self.db.session() as session:

@@ -242,6 +242,7 @@ class Recordings:
             if stored.recording_state == "recording":
                 stored.recording_state = "complete"
                 stored.recording_size = size
+                self.kernel.metrics.recording_written(stored.recording_format or "")
             if stored.ended_at is None:
                 stored.ended_at = utcnow()
                 stored.end_reason = reason
