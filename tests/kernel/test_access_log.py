@@ -1,9 +1,12 @@
 """The access log (``hostgate.access``): one line per request, no query string, JSON fields."""
 
+import json
 import logging
 
+import httpx
 from hostgate.app import create_app
 
+from tests.kernel.test_serve import start, stop_gracefully
 from testsupport.logcapture import json_log  # noqa: F401
 
 SECRET = "query-secret-7f3a"
@@ -50,3 +53,24 @@ async def test_the_access_log_can_be_turned_off(config, caplog):
         response = await running.test_client().get("/health")
         assert response.status_code == 200
     assert not access(caplog)
+
+
+def test_hostgate_serve_writes_json_access_lines(tmp_path):
+    """Through a real ``hostgate serve --log-format json``: fields, and no query string."""
+    process, port = start(tmp_path, "--log-format", "json")
+    try:
+        response = httpx.get(
+            f"http://127.0.0.1:{port}/api/v1/health?ticket={SECRET}",
+            headers={"X-Request-Id": "serve-req-1"},
+        )
+        assert response.status_code == 200
+    finally:
+        assert stop_gracefully(process) == 0
+    output = process.stdout.read().decode()
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    [line] = [o for o in lines if o["logger"] == "hostgate.access"]
+    assert line["method"] == "GET" and line["path"] == "/api/v1/health"
+    assert line["status"] == 200 and line["user_id"] == "-"
+    assert line["request_id"] == "serve-req-1" and line["client"] == "127.0.0.1"
+    assert line["level"] == "INFO"
+    assert SECRET not in output
