@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterable
 from typing import Any
 
-from quart import Quart, Response, request
+from quart import Quart, Response, g, request
 from quart_schema import HttpSecurityScheme, Info, QuartSchema
 
-from . import errors, socketreads
+from . import accesslog, errors, socketreads
 from .api import blueprints
 from .api.health import health
 from .config import Config, load_config
 from .guards import public
 from .kernel import Kernel
-from .logs import request_id
+from .logs import request_id, silence_libraries
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
 from .services.version import current_version
@@ -34,6 +35,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     packs load when ``config.load_entry_points`` is true.
     """
     config = config or load_config()
+    silence_libraries()
     host = PluginHost()
     host.load(
         entry_points=config.load_entry_points,
@@ -76,9 +78,17 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     @app.before_request
     async def _tag_request() -> None:
         request_id.set(request.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
+        g.request_started = time.perf_counter()
 
     @app.after_request
     async def _headers(response: Response) -> Response:
+        rule = request.url_rule
+        kernel.metrics.observe_request(
+            request.method,
+            rule.rule if rule is not None else None,
+            response.status_code,
+            time.perf_counter() - g.get("request_started", time.perf_counter()),
+        )
         response.headers["X-Request-Id"] = request_id.get()
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "no-referrer")
@@ -86,6 +96,9 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         if request.path.startswith(API_PREFIX):
             response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+    if config.access_log:
+        accesslog.install(app, config.trusted_proxies)
 
     @app.before_serving
     async def _start() -> None:

@@ -33,6 +33,8 @@ class Config:
     load_entry_points: bool = True
     log_level: str = "INFO"
     log_format: str = "text"
+    access_log: bool = True
+    metrics_address: str = ""
     trusted_proxies: tuple[IPNetwork, ...] = ()
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -95,6 +97,17 @@ def _networks(name: str, value: str | list[str]) -> tuple[IPNetwork, ...]:
     return tuple(nets)
 
 
+def _address(value: Any) -> str:
+    """``host:port`` (``[v6]:port``), or empty for none."""
+    text = str(value).strip()
+    if not text:
+        return ""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"HOSTGATE_METRICS_ADDRESS must be host:port, not {text!r}")
+    return text
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     items = value if isinstance(value, list) else value.split(",")
     return tuple(i.strip() for i in items if i.strip())
@@ -127,6 +140,8 @@ def load_config(
         "disabled_plugins": ("HOSTGATE_DISABLE_PLUGINS", _names),
         "log_level": ("HOSTGATE_LOG_LEVEL", lambda v: str(v).upper()),
         "log_format": ("HOSTGATE_LOG_FORMAT", str),
+        "access_log": ("HOSTGATE_ACCESS_LOG", lambda v: _bool("HOSTGATE_ACCESS_LOG", str(v))),
+        "metrics_address": ("HOSTGATE_METRICS_ADDRESS", _address),
         "trusted_proxies": (
             "HOSTGATE_TRUSTED_PROXIES",
             lambda v: _networks("HOSTGATE_TRUSTED_PROXIES", v),

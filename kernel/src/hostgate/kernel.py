@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlmodel import select
 
+from . import datadir
 from . import permissions as perms
 from .config import Config
 from .db.engine import Database
@@ -15,6 +16,7 @@ from .db.models.identity import Role
 from .db.models.settings import SystemValue
 from .db.readcache import ReadCache
 from .descriptors import ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+from .metrics import Metrics
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter
 from .security.secretbox import KeyError_, SecretBox, load_or_create_key
@@ -103,6 +105,7 @@ class Kernel:
         self.files = RemoteFilePool(self)
         self.file_sessions = FileSessionLog(self)
         self.notifications = Notifications(self)
+        self.metrics = Metrics(self)
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` at start-up, after the database and settings are ready."""
@@ -128,7 +131,7 @@ class Kernel:
 
     async def startup(self) -> None:
         """Migrate, check the key, load settings and roles, start services and plugins."""
-        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        datadir.prepare(self.config.data_dir, self.config.resolved_database_url)
         await self.db.migrate()
         await self._check_key()
         await self.settings.load()
@@ -137,6 +140,14 @@ class Kernel:
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)
+        if self.config.metrics_address:
+            try:
+                self.metrics.serve(self.config.metrics_address)
+            except OSError as exc:
+                raise StartupError(
+                    f"Cannot serve metrics on {self.config.metrics_address}: {exc}"
+                ) from None
+            log.info("metrics served without authentication on %s", self.config.metrics_address)
 
     async def shutdown(self) -> None:
         """Stop plugins and services, then close the database."""
@@ -148,6 +159,7 @@ class Kernel:
             except Exception:
                 log.exception("shutdown hook failed")
         await self.db.close()
+        self.metrics.stop()
 
     async def _check_key(self) -> None:
         async with self.db.session() as session:

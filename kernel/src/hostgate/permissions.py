@@ -19,6 +19,7 @@ KERNEL_PERMISSIONS: dict[str, list[str]] = {
     "roles": ["roles.manage"],
     "audit": ["audit.view_any"],
     "settings": ["settings.manage", "settings.notifications", "settings.backup"],
+    "system": ["system.metrics"],
 }
 
 ADMIN_ROLE = "admin"

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 
+from ..datadir import private_open
 from ..errors import InvalidInput, PayloadTooLarge, RateLimited
 from ..guards import current_caller, current_kernel, requires
 from ..requestbody import streamed_body
@@ -93,7 +94,7 @@ async def _receive(target: Path, limit: int) -> int:
     body = streamed_body()
     received = 0
     pending = bytearray()
-    with target.open("wb") as handle:
+    with private_open(target, "wb") as handle:
         async for chunk in body:
             received += len(chunk)
             if received > limit:

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..datadir import private_open
 from ..errors import ApiError
 from .common import with_kernel
 
@@ -129,7 +130,7 @@ def run_export(args: argparse.Namespace) -> int:
         sizes = await kernel.backups.size()
         total = sizes["dbSize"] + (sizes["recordingsSize"] if args.include_recordings else 0)
         written = 0
-        with partial.open("wb") as handle:
+        with private_open(partial, "wb") as handle:
             async for chunk in kernel.backups.export(
                 password, include_recordings=args.include_recordings
             ):

@@ -7,12 +7,13 @@ import binascii
 import hashlib
 import os
 import secrets
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from ..datadir import private_dir, private_open
 
 ENVELOPE_PREFIX = "hg1"
 KEY_FILE_NAME = "encryption.key"
@@ -62,18 +63,16 @@ def load_or_create_key(env_key: str | None, data_dir: Path) -> LoadedKey:
     path = data_dir / KEY_FILE_NAME
     if path.exists():
         return LoadedKey(parse_key(path.read_text()), from_file=True, path=path)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(generate_key() + "\n")
+    private_dir(data_dir)
+    with private_open(path, "xb") as handle:
+        handle.write((generate_key() + "\n").encode())
     return LoadedKey(parse_key(path.read_text()), from_file=True, path=path)
 
 
 def write_key_file(path: Path, key_hex: str) -> None:
     """Replace a key file atomically, mode 0600."""
     tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
-    with os.fdopen(fd, "w") as handle:
+    with private_open(tmp, "w") as handle:
         handle.write(key_hex + "\n")
     os.replace(tmp, path)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 from pathlib import Path
 
 from cryptography import x509
@@ -12,13 +11,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
+from ..datadir import private_dir, private_open
+
 
 def ensure_self_signed(directory: Path) -> tuple[Path, Path]:
     """``(cert, key)`` paths, generating a one-year certificate on first use."""
     cert_path, key_path = directory / "server.crt", directory / "server.key"
     if cert_path.exists() and key_path.exists():
         return cert_path, key_path
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(directory)
     write_self_signed(cert_path, key_path)
     return cert_path, key_path
 
@@ -69,8 +70,8 @@ def write_self_signed(
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
+    with private_open(key_path, "wb") as handle:
         handle.write(key_bytes)
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    with private_open(cert_path, "wb") as handle:
+        handle.write(cert.public_bytes(serialization.Encoding.PEM))
     return cert

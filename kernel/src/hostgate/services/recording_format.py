@@ -24,6 +24,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from ..datadir import private_open
+
 MAGIC = b"HGREC\x00\x01\x00"
 HEADER_SIZE = 16
 CHUNK_SIZE = 64 * 1024
@@ -77,12 +79,12 @@ class RecordingWriter:
         self._index = 0
         self.closed = False
         if path.exists() and path.stat().st_size >= HEADER_SIZE:
-            self._file = open(path, "r+b")  # noqa: SIM115 - held open for the session
+            self._file = private_open(path, "r+b")  # held open for the session
             self._header = self._file.read(HEADER_SIZE)
             self.chunk = _parse_header(self._header)
             self._resume()
         else:
-            self._file = open(path, "w+b")  # noqa: SIM115 - held open for the session
+            self._file = private_open(path, "w+b")  # held open for the session
             self.chunk = chunk
             self._header = _header(chunk)
             self._file.write(self._header)

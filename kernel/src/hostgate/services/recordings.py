@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
+from ..datadir import private_dir
 from ..db.models.sessions import RemoteSession
 from ..errors import Conflict, NotFound, PayloadTooLarge
 from ..tasks import cancel_and_wait
@@ -110,7 +111,7 @@ class Recordings:
             return not self._disk_low
         self._disk_checked = now
         minimum = int(float(self.kernel.settings.get("recordings.min_free_disk_mb") or 0) * MIB)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         free = shutil.disk_usage(self.directory).free
         low = free < minimum
         if low and not self._disk_low:
@@ -241,6 +242,7 @@ class Recordings:
             if stored.recording_state == "recording":
                 stored.recording_state = "complete"
                 stored.recording_size = size
+                self.kernel.metrics.recording_written(stored.recording_format or "")
             if stored.ended_at is None:
                 stored.ended_at = utcnow()
                 stored.end_reason = reason
@@ -256,7 +258,7 @@ class Recordings:
 
     async def start(self) -> None:
         """Create the directory, repair rows left open by a crash, start housekeeping."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         await self.repair()
         self._task = asyncio.create_task(self._housekeeping(), name="recordings-housekeeping")
 

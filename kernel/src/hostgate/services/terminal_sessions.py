@@ -128,6 +128,7 @@ class LiveRemoteSession:
     """What terminals and relays share: the row, live registration, idle and login checks."""
 
     kind = "terminal"
+    recording_format = ""
 
     def __init__(self, service: TerminalSessions, admission: Admission, session_id: str) -> None:
         self.service = service
@@ -277,6 +278,7 @@ class LiveRemoteSession:
             return
         self.ended = True
         self.kernel.live.remove(self.id)
+        self.kernel.metrics.session_ended(self.protocol, self.bytes_in, self.bytes_out)
         self.service.forget(self)
         reader = self._reader
         if reader is not None and reader is not asyncio.current_task():
@@ -287,6 +289,8 @@ class LiveRemoteSession:
             except Exception:
                 log.debug("closing the backend of session %s failed", self.id, exc_info=True)
             state, size, note = await self._finish_recording()
+            if state in ("complete", "stopped"):
+                self.kernel.metrics.recording_written(self.recording_format)
             await self.service.store_end(self, reason=reason, state=state, size=size, note=note)
         finally:
             if self.attachment is not None:
@@ -297,6 +301,7 @@ class TerminalSession(LiveRemoteSession):
     """An interactive terminal with recording, command log and optional re-attach."""
 
     kind = "terminal"
+    recording_format = "cast"
 
     def __init__(
         self,

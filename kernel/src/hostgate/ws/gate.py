@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from quart import websocket
+from quart import g, websocket
 
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError
@@ -44,6 +44,7 @@ async def admit(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> A
     )
     if caller is None:
         raise SessionClosed(4001, "User not found")
+    g.caller = caller  # the access log names the user
     try:
         target = await kernel.connections.target_for(caller, connection_id, spec)
     except ApiError as exc:
@@ -59,5 +60,6 @@ async def admit(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> A
 
 async def close_socket(code: int, reason: str) -> None:
     """Close the accepted WebSocket with a code and a reason (trimmed to fit a frame)."""
+    g.close_code = code  # for the access log
     encoded = reason.encode()[:123]
     await websocket.close(code, encoded.decode(errors="ignore"))

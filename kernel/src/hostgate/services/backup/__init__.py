@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, TypeVar
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from ...datadir import DIR_MODE, private_dir, private_open
 from ...db.models import metadata
 from ...errors import Conflict, InvalidInput
 from .archive import DEFAULT_COST, MIN_PASSWORD, BadPassword, CorruptArchive, KdfCost, NotAnArchive
@@ -163,7 +164,8 @@ class Backups:
                 raise Conflict("Another backup import is in progress")
             directory = self.staging_root / uuid.uuid4().hex
             try:
-                directory.mkdir(parents=True)
+                private_dir(self.staging_root)
+                directory.mkdir(mode=DIR_MODE)
                 yield directory
             finally:
                 # A caller that went away does not cut a swap short: wait for it.
@@ -253,8 +255,8 @@ class Backups:
 
     def _try_lock(self) -> IO[str] | None:
         """The data dir's restore lock (across processes), or None when someone holds it."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        handle = (self.data_dir / LOCK_NAME).open("a")
+        private_dir(self.data_dir)
+        handle = private_open(self.data_dir / LOCK_NAME, "a")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

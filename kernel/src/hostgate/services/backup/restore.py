@@ -22,6 +22,7 @@ from sqlalchemy import Connection, delete, insert, inspect, or_, select, text, u
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from ...datadir import private_open
 from ...db.models import metadata
 from ...db.models.identity import LoginSession
 from ...db.models.settings import SystemValue
@@ -135,7 +136,7 @@ async def swap_database(
 def write_journal(path: Path, record: dict[str, Any]) -> None:
     """Write the journal durably (temp file, fsync, rename)."""
     tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as handle:
+    with private_open(tmp, "w") as handle:
         json.dump(record, handle)
         handle.flush()
         os.fsync(handle.fileno())

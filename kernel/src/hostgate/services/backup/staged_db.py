@@ -25,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.pool import NullPool
 
+from ...datadir import private_open
 from ...db.engine import alembic_config
 from ...db.models import metadata
 from ...db.models.settings import SettingValue, SystemValue
@@ -126,6 +127,7 @@ class TableLoader:
 
 def staging_engine(path: Path) -> Engine:
     """A synchronous engine on the staging file (no journal, no fsync: it is thrown away)."""
+    private_open(path, "a").close()
     engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
 
     def pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -22,6 +22,7 @@ from sqlalchemy import (
     MetaData,
 )
 
+from ...datadir import DIR_MODE, private_dir, private_open
 from ...db.engine import alembic_config
 from ...security.secretbox import KeyError_, SecretBox, parse_key
 from .archive import FORMAT_VERSION, CorruptArchive, FrameReader, NotAnArchive, derive_key
@@ -224,8 +225,8 @@ def _unpack(
                     if write_recordings and staged_recordings is not None:
                         target = staged_recordings / relative
                         try:
-                            target.parent.mkdir(parents=True, exist_ok=True)
-                            out = target.open("xb")
+                            private_dir(target.parent)
+                            out = private_open(target, "xb")
                         except OSError as exc:
                             raise inconsistent(
                                 f"Recording {relative!r} cannot be staged: {exc}"
@@ -251,7 +252,7 @@ def _unpack(
                     reflected.reflect(conn)
                     if meta.get("includeRecordings") and write_recordings:
                         staged_recordings = directory / "recordings"
-                        staged_recordings.mkdir()
+                        staged_recordings.mkdir(mode=DIR_MODE)
                 elif loader is not None:
                     rows[loader.target.name] = loader.close()
                     loader = None

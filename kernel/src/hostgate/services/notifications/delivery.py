@@ -165,6 +165,7 @@ class DeliveryQueue:
                         current.next_attempt_at = now + timedelta(seconds=delay)
                 session.add(current)
                 await session.commit()
+            self.kernel.metrics.delivery(current.channel, current.status)
             if current.next_attempt_at is not None:
                 self.wake()
             return current, error

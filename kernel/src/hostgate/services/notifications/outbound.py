@@ -5,23 +5,33 @@ after DNS resolution, and the request connects to the very address that was
 checked (the Host header and TLS server name stay the original host, so
 certificates are verified against it). Redirects are not followed, proxies from
 the environment are ignored, and every request has a timeout.
+
+Each request is logged once by ``hostgate.outbound`` with the method, the host and
+the status (or the failure), never the path or query: webhook URLs, ``?token=``
+values and Telegram bot tokens live there. httpx's own request lines are silenced
+(``logs.silence_libraries``), and failure texts are scrubbed of the URL.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ...errors import InvalidInput, RemoteError, RemoteTimeout, RemoteUnreachable
+from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, RemoteUnreachable
+from .channels import redact
 
 if TYPE_CHECKING:
     from ...kernel import Kernel
 
 RESPONSE_LIMIT = 64 * 1024
+
+log = logging.getLogger("hostgate.outbound")
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,16 @@ class OutboundResponse:
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _url_secrets(*urls: httpx.URL) -> list[str]:
+    """The parts of a URL that may be secret: the whole URL, its path and its query."""
+    parts: list[str] = []
+    for url in urls:
+        parts.extend([str(url), url.raw_path.decode("ascii", "replace"), url.path])
+        if url.query:
+            parts.append(url.query.decode("ascii", "replace"))
+    return sorted({p for p in parts if len(p) > 1}, key=len, reverse=True)
 
 
 class Outbound:
@@ -107,39 +127,73 @@ class Outbound:
             if parsed.scheme == "https":
                 extensions["sni_hostname"] = host
         seconds = self.timeout if timeout is None else timeout
-        timeout_config = httpx.Timeout(seconds)
+        where = f"{method} {parsed.netloc.decode('ascii', 'replace')}"
+        started = time.monotonic()
         try:
-            async with (
-                httpx.AsyncClient(
-                    timeout=timeout_config, verify=True, follow_redirects=False, trust_env=False
-                ) as client,
-                client.stream(
-                    method,
-                    target,
-                    json=json,
-                    content=content,
-                    headers=send_headers,
-                    extensions=extensions,
-                ) as response,
-            ):
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body.extend(chunk)
-                    if len(body) >= limit:
-                        break
-                return OutboundResponse(
-                    response.status_code, dict(response.headers), bytes(body[:limit])
-                )
+            response = await self._send(
+                method, target, json, content, send_headers, extensions, seconds, limit
+            )
         except httpx.TimeoutException:
-            raise RemoteTimeout(f"{host} did not answer within {seconds:g} s") from None
+            failure: ApiError = RemoteTimeout(f"{host} did not answer within {seconds:g} s")
         except httpx.ConnectError as exc:
-            raise RemoteUnreachable(
-                f"cannot connect to {host}:{port}: {_short(str(exc)) or type(exc).__name__}"
-            ) from None
+            failure = RemoteUnreachable(
+                f"cannot connect to {host}:{port}: {self._reason(exc, parsed, target)}"
+            )
         except httpx.HTTPError as exc:
-            raise RemoteError(
-                f"request to {host} failed: {_short(str(exc)) or type(exc).__name__}"
-            ) from None
+            failure = RemoteError(f"request to {host} failed: {self._reason(exc, parsed, target)}")
+        else:
+            log.info(
+                "outbound %s -> HTTP %d (%s, %.0f ms)",
+                where,
+                response.status,
+                purpose,
+                (time.monotonic() - started) * 1000,
+            )
+            return response
+        log.info("outbound %s failed (%s): %s", where, purpose, failure.message)
+        raise failure
+
+    @staticmethod
+    async def _send(
+        method: str,
+        target: httpx.URL,
+        json: Any,
+        content: bytes | None,
+        headers: Mapping[str, str],
+        extensions: dict[str, Any],
+        seconds: float,
+        limit: int,
+    ) -> OutboundResponse:
+        async with (
+            httpx.AsyncClient(
+                timeout=httpx.Timeout(seconds),
+                verify=True,
+                follow_redirects=False,
+                trust_env=False,
+            ) as client,
+            client.stream(
+                method,
+                target,
+                json=json,
+                content=content,
+                headers=headers,
+                extensions=extensions,
+            ) as response,
+        ):
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body.extend(chunk)
+                if len(body) >= limit:
+                    break
+            return OutboundResponse(
+                response.status_code, dict(response.headers), bytes(body[:limit])
+            )
+
+    @staticmethod
+    def _reason(exc: Exception, *urls: httpx.URL) -> str:
+        """An exception's text, short, without the URL's path or query."""
+        text = redact(str(exc), _url_secrets(*urls))
+        return _short(text) or type(exc).__name__
 
     @staticmethod
     def describe_failure(service: str, response: OutboundResponse) -> str:

@@ -1,0 +1,88 @@
+"""The access log: one line per HTTP request and per WebSocket, logger ``hostgate.access``.
+
+Each line has the method, the path (never the query string: WebSocket tickets,
+OIDC codes and file paths travel there), the status, the duration, the user id
+(``-`` when nobody is signed in), the client address and the request id. With
+``HOSTGATE_LOG_FORMAT=json`` the same values are fields of the JSON object. A
+WebSocket is logged when it ends, with status 101 and the close code hostgate
+sent, if any.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from quart import Quart, Response, g, request, websocket
+
+from .config import IPNetwork
+from .logs import request_id
+from .security.clientinfo import client_ip
+
+log = logging.getLogger("hostgate.access")
+
+
+def _user_id() -> str:
+    caller = g.get("caller")
+    return str(getattr(caller, "user_id", "") or "-")
+
+
+def _emit(method: str, path: str, status: int, started: float, client: str, **extra: Any) -> None:
+    duration_ms = round((time.perf_counter() - started) * 1000, 1)
+    user = _user_id()
+    fields: dict[str, Any] = {
+        "method": method,
+        "path": path,
+        "status": status,
+        "duration_ms": duration_ms,
+        "user_id": user,
+        "client": client,
+        **extra,
+    }
+    suffix = "".join(f" {k}={v}" for k, v in extra.items())
+    log.info(
+        "%s %s %d %.1fms user=%s client=%s%s",
+        method,
+        path,
+        status,
+        duration_ms,
+        user,
+        client,
+        suffix,
+        extra={"fields": fields},
+    )
+
+
+def install(app: Quart, trusted_proxies: tuple[IPNetwork, ...] = ()) -> None:
+    """Log every request and WebSocket of ``app`` to ``hostgate.access``."""
+
+    def client(remote: str | None, headers: Any) -> str:
+        return client_ip(remote, headers, trusted_proxies) or "-"
+
+    @app.after_request
+    async def _log_request(response: Response) -> Response:
+        started = g.get("request_started", time.perf_counter())
+        _emit(
+            request.method,
+            request.path,
+            response.status_code,
+            started,
+            client(request.remote_addr, request.headers),
+        )
+        return response
+
+    @app.before_websocket
+    async def _start_socket() -> None:
+        request_id.set(websocket.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
+        g.request_started = time.perf_counter()
+
+    @app.after_websocket
+    async def _log_socket(response: Any) -> Any:
+        started = g.get("request_started", time.perf_counter())
+        status = response.status_code if response is not None else 101
+        extra = {"close": g.get("close_code")} if g.get("close_code") is not None else {}
+        address = client(websocket.remote_addr, websocket.headers)
+        _emit("GET", websocket.path, status, started, address, **extra)
+        return response

@@ -1,0 +1,19 @@
+"""``GET /metrics``: the Prometheus text exposition, for callers holding ``system.metrics``."""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response
+from quart_schema import tag
+
+from ..guards import current_kernel, requires
+from ..metrics import CONTENT_TYPE
+
+blueprint = Blueprint("metrics", __name__)
+
+
+@blueprint.get("/metrics")
+@requires("system.metrics")
+@tag(["meta"])
+async def metrics() -> Response:
+    """Request, session, relay-byte, recording and notification-delivery figures."""
+    return Response(current_kernel().metrics.render(), content_type=CONTENT_TYPE)
