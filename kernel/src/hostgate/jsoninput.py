@@ -6,7 +6,7 @@ class) and every WebSocket control message goes through ``decode``:
 - nesting is bounded at ``MAX_DEPTH`` before the parser runs, so a body nested
   a thousand levels deep is a 400 instead of a ``RecursionError`` in the
   decoder (or later, in whatever walks the value);
-- a string holding a lone UTF-16 surrogate (``"\\ud800"``, which JSON allows
+- a string holding a lone UTF-16 surrogate (``"\ud800"``, which JSON allows
   and no database or encoder takes) is refused, naming the field.
 """
 

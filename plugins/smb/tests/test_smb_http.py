@@ -192,3 +192,22 @@ async def test_connection_fields_share_and_domain(client, owner, samba):
         headers=owner.headers,
     )
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize("path", ["/", "//", "\\", ".", "/./", "{name}/..", "\\{name}\\..\\.."])
+async def test_the_share_root_is_never_deleted(client, owner, conn, base, samba, path):
+    name, local = base
+    (local / "kept.txt").write_bytes(b"kept")
+    root = samba.share_dir("files")
+    before = sorted(p.name for p in root.iterdir())
+    response = await client.delete(
+        url(conn, "file"),
+        query_string={"path": path.format(name=name.lstrip("/"))},
+        headers=owner.headers,
+    )
+    body = await response.get_json()
+    assert response.status_code == 400, body
+    assert body["code"] == "root_not_deletable"
+    assert "root cannot be deleted" in body["error"] or "root directory" in body["error"]
+    assert (local / "kept.txt").read_bytes() == b"kept"
+    assert sorted(p.name for p in root.iterdir()) == before

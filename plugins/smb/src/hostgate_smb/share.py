@@ -349,7 +349,10 @@ class SmbShare:
         """Delete a file, or a directory with everything in it."""
         smb = share_path(path)
         if not smb:
-            raise InvalidInput("The share root cannot be deleted")
+            raise InvalidInput(
+                "The share root cannot be deleted; delete what is in it one by one",
+                code="root_not_deletable",
+            )
         with mapped(path):
             self._remove(smb)
 
