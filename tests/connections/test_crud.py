@@ -157,7 +157,7 @@ BAD_INPUT = [
     ({"host": "user@box"}, "host"),
     ({"host": ""}, "host"),
     ({"host": "-bad-.example"}, "host"),
-    ({"tunnels": []}, "tunnels"),
+    ({"tunnels": "none"}, "tunnels"),
     ({"share": "x"}, "share"),
     ({"extraConfig": {"nope": 1}}, "nope"),
     ({"extraConfig": {"secure": "yes"}}, "secure"),
@@ -182,8 +182,8 @@ async def test_bad_input_is_a_400_naming_the_problem_and_stores_nothing(client, 
 
 async def test_unknown_fields_are_all_named(client, make_user):
     alice = await make_user("alice")
-    error = await create(client, alice, expect=400, colour="red", tunnels=[])
-    assert "colour" in error["error"] and "tunnels" in error["error"]
+    error = await create(client, alice, expect=400, colour="red", flavour=[])
+    assert "colour" in error["error"] and "flavour" in error["error"]
 
 
 async def test_required_pack_field_is_enforced_on_create_and_update(client, make_user):
