@@ -88,7 +88,7 @@ def check_login_name(username: str) -> str:
     """A username typed at a login, refused (400) when it holds control characters.
 
     No account name has any (``check_username``), and stripping them would let
-    ``"bob\u0000"`` sign in as ``bob``; every login method calls this first.
+    ``bob`` followed by a NUL sign in as ``bob``; every login method calls this first.
     """
     if _CONTROL.search(username):
         raise InvalidInput(
