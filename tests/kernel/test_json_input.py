@@ -84,6 +84,13 @@ def test_decode_takes_ordinary_json_and_depth_up_to_the_limit() -> None:
     # brackets inside strings are text, not nesting
     assert jsoninput.decode(json.dumps({"a": "[" * 5000})) == {"a": "[" * 5000}
     assert jsoninput.decode(b'"\\\\ud800"') == "\\ud800"  # an escaped backslash, not a surrogate
+    # escaped backslashes and quotes do not end a string early
+    for value in (
+        {"k": "\\" + "[" * 100},
+        {"k": '\\"' + "{" * 100, "j": ["\\\\", "[[[" * 50]},
+        ['"', "[" * 70, "\\"],
+    ):
+        assert jsoninput.decode(json.dumps(value)) == value
 
 
 @pytest.mark.parametrize(
@@ -91,6 +98,7 @@ def test_decode_takes_ordinary_json_and_depth_up_to_the_limit() -> None:
     [
         (nested(jsoninput.MAX_DEPTH + 1), "too_deep"),
         ("[" * 100_000, "too_deep"),
+        ("[" * 100 + '"\\' * 200_000, "too_deep"),  # quadratic for a regex over strings
         ('{"k": "\\ud800"}', "invalid_text"),
         ('{"\\udc00": 1}', "invalid_text"),
         ('[["ok", "\\udbff"]]', "invalid_text"),
