@@ -124,7 +124,7 @@ class SecretLedger:
     def add_request(self, json_body: Any, form: Mapping[str, Any] | None, data: Any) -> None:
         """Record secret-keyed strings of a request body (JSON, form or JSON text)."""
         if isinstance(data, bytes | str) and data[:1] in ("{", "[", b"{", b"["):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):  # hostile bodies too
                 json_body = json.loads(data)
         self.add(secret_strings(json_body))
         if form:

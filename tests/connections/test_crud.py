@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hostgate.db.models.connections import Connection
+from sqlmodel import select
 
 from tests.connections.support import (
     PASSWORD,
@@ -156,7 +157,7 @@ BAD_INPUT = [
     ({"host": "user@box"}, "host"),
     ({"host": ""}, "host"),
     ({"host": "-bad-.example"}, "host"),
-    ({"tunnels": []}, "tunnels"),
+    ({"tunnels": "none"}, "tunnels"),
     ({"share": "x"}, "share"),
     ({"extraConfig": {"nope": 1}}, "nope"),
     ({"extraConfig": {"secure": "yes"}}, "secure"),
@@ -181,8 +182,8 @@ async def test_bad_input_is_a_400_naming_the_problem_and_stores_nothing(client, 
 
 async def test_unknown_fields_are_all_named(client, make_user):
     alice = await make_user("alice")
-    error = await create(client, alice, expect=400, colour="red", tunnels=[])
-    assert "colour" in error["error"] and "tunnels" in error["error"]
+    error = await create(client, alice, expect=400, colour="red", flavour=[])
+    assert "colour" in error["error"] and "flavour" in error["error"]
 
 
 async def test_required_pack_field_is_enforced_on_create_and_update(client, make_user):
@@ -225,3 +226,31 @@ async def test_an_update_with_bad_input_changes_nothing(client, make_user):
     assert error["error"] == "No fields to update"
     again = await get_json(client, path, alice)
     assert again["name"] == "keep" and again["hasPassword"] is True
+
+
+async def test_an_empty_tunnels_list_is_accepted_for_ssh(client, make_user, kernel):
+    alice = await make_user("alice")
+    body = await create(client, alice, protocol="ssh", port=22, username="root", tunnels=[])
+    assert body["protocol"] == "ssh"
+    path = f"/connections/{body['id']}"
+    updated = await send(client, "PUT", path, alice, {"name": "renamed", "tunnels": []})
+    assert updated["connection"]["name"] == "renamed"
+    assert (await send(client, "PUT", path, alice, {"tunnels": None}))["success"] is True
+
+
+async def test_a_non_empty_tunnels_list_is_refused_and_changes_nothing(client, make_user, kernel):
+    alice = await make_user("alice")
+    tunnel = {"localPort": 8080, "remoteHost": "db.internal", "remotePort": 5432}
+    refused = await create(client, alice, expect=400, protocol="ssh", tunnels=[tunnel])
+    assert refused["code"] == "tunnels_unsupported"
+    assert "tunnels" in refused["error"]
+    async with kernel.db.session() as session:
+        assert (await session.exec(select(Connection))).all() == []
+    created = await create(client, alice, protocol="ssh", name="kept")
+    path = f"/connections/{created['id']}"
+    refused = await send(
+        client, "PUT", path, alice, {"name": "changed", "tunnels": [tunnel]}, expect=400
+    )
+    assert refused["code"] == "tunnels_unsupported"
+    assert (await get_json(client, path, alice))["name"] == "kept"
+    assert (await send(client, "PUT", path, alice, {"tunnels": "x"}, expect=400))["error"]

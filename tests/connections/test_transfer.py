@@ -182,3 +182,6 @@ async def test_cli_import_refuses_unknown_owners_and_bad_files(cli, tmp_path):
     path.write_text("{not json")
     code, _, err = await cli("import", str(path))
     assert code == 1 and "not JSON" in err
+    path.write_text('{"connections": ' + "[" * 1000 + "]" * 1000 + "}")
+    code, _, err = await cli("import", str(path))
+    assert code == 1 and "nested deeper" in err

@@ -284,3 +284,33 @@ async def test_timestamps_are_iso(client, admin):
     users = await (await client.get(f"{API}/users", headers=admin.headers)).get_json()
     assert ISO.match(users["users"][0]["createdAt"])
     assert ISO.match(users["users"][0]["lastLoginAt"])
+
+
+async def test_control_characters_never_log_in_as_the_plain_name(client, kernel, make_user):
+    bob = await make_user("bob")
+    for name in ("bob\x00", "bob\n", "\tbob", "bo\x7fb", "bob\x1b[0m"):
+        response = await login(client, name, bob.password)
+        body = await response.get_json()
+        assert response.status_code == 400, (name, body)
+        assert body["code"] == "invalid_username"
+    assert [e.event_type for e in await audit_entries(kernel)] == []
+    sessions = await client.get(f"{API}/profile/login-sessions", headers=bob.headers)
+    assert len((await sessions.get_json())["sessions"]) == 1  # only the test's own
+    assert (await login(client, "bob", bob.password)).status_code == 200
+
+
+async def test_control_characters_are_refused_at_setup_and_user_creation(client, make_user):
+    for name in ("root\x00", "ro\x01ot"):
+        setup = await client.post(
+            f"{API}/auth/setup", json={"username": name, "password": "s3cret-pass"}
+        )
+        assert setup.status_code == 400
+    admin = await make_user("admin", role="admin")
+    created = await client.post(
+        f"{API}/users",
+        json={"username": "carol\x00", "password": "s3cret-pass", "role": "user"},
+        headers=admin.headers,
+    )
+    assert created.status_code == 400
+    users = await (await client.get(f"{API}/users", headers=admin.headers)).get_json()
+    assert [u["username"] for u in users["users"]] == ["admin"]

@@ -7,7 +7,7 @@ from hostgate.services.live import LiveSession
 from hostgate.timefmt import as_utc, utcnow
 from sqlmodel import select
 
-from tests.identity.helpers import API, ISO, age_sessions, bearer, login_token
+from tests.identity.helpers import API, ISO, age_sessions, audit_entries, bearer, login_token
 
 UA_FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
@@ -72,16 +72,19 @@ async def test_revoke_one_session_takes_effect_at_once(client, make_user, kernel
     assert (await client.get(f"{API}/auth/me", headers=bearer(other))).status_code == 401
     assert closed == [(other_id, "revoked")]
     assert (await client.get(f"{API}/auth/me", headers=user.headers)).status_code == 200
-    # unknown ids and other people's sessions: ok, nothing happens
+    # other people's sessions and unknown ids: 404, and nothing happens
     stranger = await make_user("stranger")
     stranger_id = await session_id_of(client, stranger.token)
+    before = len(await audit_entries(kernel, "auth.session_revoked"))
     response = await client.delete(
         f"{API}/profile/login-sessions/{stranger_id}", headers=user.headers
     )
-    assert response.status_code == 200
+    assert response.status_code == 404
+    assert (await response.get_json())["code"] == "login_session_not_found"
     assert (await client.get(f"{API}/auth/me", headers=stranger.headers)).status_code == 200
     missing = await client.delete(f"{API}/profile/login-sessions/nope", headers=user.headers)
-    assert missing.status_code == 200
+    assert missing.status_code == 404
+    assert len(await audit_entries(kernel, "auth.session_revoked")) == before
 
 
 async def test_revoke_current_session(client, make_user):

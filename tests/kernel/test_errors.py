@@ -151,3 +151,26 @@ async def test_log_lines_carry_the_responses_request_id(client: Any, json_log: i
         status = 500 if word == "boom" else 200
         assert mine[:-1] == expected, records
         assert mine[-1].startswith(f"GET /api/v1/chatty/{word} {status} "), records
+
+
+async def test_validation_errors_are_one_plain_sentence_per_field(client, admin):
+    response = await client.put(
+        "/api/v1/profile/ssh-prefs",
+        json={"fontSize": "big", "cursorStyle": "round", "scrollback": -1, "colour": "red"},
+        headers=admin.headers,
+    )
+    assert response.status_code == 400
+    body = await response.get_json()
+    assert_error_shape(body, "invalid_input")
+    assert body["error"] == (
+        "fontSize must be a number. cursorStyle must be 'block', 'bar' or 'underline'."
+        " scrollback must be at least 0. colour is not a known field."
+    )
+
+
+async def test_a_missing_field_and_a_wrong_body_type_are_plain_sentences(client, make_user):
+    await make_user("bob")
+    response = await client.post("/api/v1/auth/login", json={"username": "bob"})
+    assert (await response.get_json())["error"] == "password is required."
+    response = await client.post("/api/v1/auth/login", json=["bob", "pw"])
+    assert (await response.get_json())["error"] == "The body must be an object."

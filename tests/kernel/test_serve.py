@@ -1,6 +1,7 @@
 """`hostgate serve` as a real process: defaults, TLS, bind and database settings, SIGTERM."""
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -86,6 +87,27 @@ def test_serve_with_self_signed_tls(tmp_path):
         assert (tmp_path / "data" / "certs" / "server.crt").exists()
     finally:
         assert stop_gracefully(process) == 0
+
+
+def test_global_options_are_accepted_after_the_command(tmp_path, run_cli):
+    port = free_port()
+    data = tmp_path / "after"
+    process = launch(["serve", "--data-dir", str(data), "--port", str(port)], port=port)
+    try:
+        assert httpx.get(f"http://127.0.0.1:{port}/health").json()["status"] == "ok"
+        assert (data / "hostgate.db").exists()
+    finally:
+        assert stop_gracefully(process) == 0
+    assert not (tmp_path / "data").exists()
+    code, out, err = run_cli("user", "list", "--json", "--data-dir", str(data))
+    assert code == 0, err
+    assert json.loads(out) == {"users": []}
+    # before and after: the one after the command wins
+    code, _, err = run_cli(
+        "--data-dir", str(tmp_path / "x"), "user", "list", "--data-dir", str(data)
+    )
+    assert code == 0, err
+    assert not (tmp_path / "x").exists()
 
 
 def test_bad_configuration_is_reported(tmp_path, run_cli):

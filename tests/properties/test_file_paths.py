@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 import pytest
 from hostgate import ConnectionTarget, ProtocolSpec, RemoteEntry, hookimpl
 from hostgate.errors import InvalidInput
-from hostgate.services.files import MAX_PATH_BYTES, check_path
+from hostgate.services.files import MAX_PATH_BYTES, check_not_root, check_path
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -151,9 +151,11 @@ BODY_ROUTES = {
 QUERY_ROUTES = {"download": "read", "file": "remove", "upload": "write"}
 
 
-def expected_refusal(path: str, *, allow_empty: bool) -> bool:
+def expected_refusal(path: str, *, allow_empty: bool, deleting: bool = False) -> bool:
     try:
         check_path(path, allow_empty=allow_empty)
+        if deleting:
+            check_not_root(path)
     except InvalidInput:
         return True
     return False
@@ -244,7 +246,7 @@ async def test_query_paths_reach_the_adapter_verbatim_or_are_refused(
         response = await client.delete(url, headers=admin.headers)
     else:
         response = await client.post(url, data=b"payload", headers=admin.headers)
-    if expected_refusal(path, allow_empty=False):
+    if expected_refusal(path, allow_empty=False, deleting=route == "file"):
         assert response.status_code == 400
         assert SEEN == []
     else:

@@ -97,6 +97,32 @@ async def test_initial_size_from_query_and_raw_frames(client, kernel, shell_conn
         assert b"22 77" in screen.output
 
 
+async def test_hostile_control_messages_are_refused_and_the_shell_goes_on(
+    client, kernel, shell_connection
+):
+    user, connection = shell_connection
+    deep = '{"type": "resize", "cols": ' + "[" * 1000 + "]" * 1000 + "}"
+    surrogate = '{"type": "data", "data": "echo typed-\\ud800\\r"}'
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        for frame in (deep, surrogate):
+            errors = len([m for m in screen.messages if m["type"] == "error"])
+            await socket.send(frame)
+            for _ in range(50):
+                if len([m for m in screen.messages if m["type"] == "error"]) > errors:
+                    break
+                assert await screen.pump(), "the socket closed on a refused control message"
+            else:
+                raise AssertionError("no error message for a refused control message")
+        refusals = [m["message"] for m in screen.messages if m["type"] == "error"]
+        assert "nested deeper" in refusals[0]
+        assert "surrogate" in refusals[1]
+        await screen.run("stty size; echo still-$((20+1))", "still-21")
+        assert b"24 80" in screen.output  # the deep resize changed nothing
+        assert b"typed-" not in screen.output  # nor was the refused data typed
+
+
 async def test_per_user_cap(client, kernel, admin, shell_connection):
     user, connection = shell_connection
     response = await client.put(

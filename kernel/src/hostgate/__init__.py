@@ -54,7 +54,7 @@ from .guards import (
 )
 from .markers import hookimpl, hookspec
 from .services.identity import Caller, ClientInfo, IssuedSession
-from .services.logins import LoginOutcome, Logins
+from .services.logins import LoginOutcome, Logins, check_login_name
 from .services.settings import SECRET_MASK
 from .services.terminal_sessions import SessionClosed
 from .sessioncookie import (
@@ -110,6 +110,7 @@ __all__ = [
     "Unprocessable",
     "User",
     "authenticated",
+    "check_login_name",
     "clear_session_cookie",
     "current_caller",
     "current_kernel",

@@ -7,17 +7,37 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import commands
 from .config import ConfigError
 
 
+def _add_global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--config", default=default, help="TOML configuration file")
+    parser.add_argument("--data-dir", default=default, help="data directory (default ./data)")
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A sub-command's parser: it takes the global options too (``serve --data-dir X``).
+
+    Their default is SUPPRESS, so a value given before the command is kept
+    when none is given after it. Nested commands (``user create``) inherit this class.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _add_global_options(self, argparse.SUPPRESS)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with every command module registered."""
+    """The full parser, with every command module registered.
+
+    ``--config`` and ``--data-dir`` are accepted before or after the command.
+    """
     parser = argparse.ArgumentParser(prog="hostgate", description="hostgate remote access gateway")
-    parser.add_argument("--config", help="TOML configuration file")
-    parser.add_argument("--data-dir", help="data directory (default ./data)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_global_options(parser, None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for module in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         loaded = importlib.import_module(f"{commands.__name__}.{module.name}")
         loaded.register(sub)

@@ -7,9 +7,10 @@ wires the handlers that render ``{"error": message, "code": code}``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from quart import Quart, Response, jsonify
+from quart import Quart, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger("hostgate.errors")
@@ -195,6 +196,107 @@ def _full() -> StorageUnavailable:
     )
 
 
+_PLAIN = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known field",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "string_type": "must be text",
+    "string_unicode": "must be text",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "none_required": "must be null",
+    "string_pattern_mismatch": "is not in the expected format",
+    "url_parsing": "must be a valid URL",
+    "url_scheme": "must be a URL with an allowed scheme",
+}
+_BOUNDS = {
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+    "greater_than": ("gt", "must be greater than {}"),
+    "less_than": ("lt", "must be less than {}"),
+    "string_too_short": ("min_length", "must be at least {} characters long"),
+    "string_too_long": ("max_length", "must be at most {} characters long"),
+    "too_short": ("min_length", "must have at least {} items"),
+    "too_long": ("max_length", "must have at most {} items"),
+    "literal_error": ("expected", "must be {}"),
+    "enum": ("expected", "must be {}"),
+}
+_NUMBER_TYPES = {"int_type", "int_parsing", "float_type", "float_parsing", "int_from_float"}
+
+
+def _step(value: Any, part: Any) -> tuple[bool, Any]:
+    """(True, the value at ``part``) when the input has that key or index there."""
+    if isinstance(value, dict) and part in value:
+        return True, value[part]
+    if isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+        return True, value[part]
+    return False, None
+
+
+def _field_path(loc: tuple[Any, ...], data: Any, last_is_field: bool) -> str:
+    """The field a pydantic ``loc`` names, without the union-member tags it inserts.
+
+    ``fontSize: int | float`` reports ``("fontSize", "int")`` and ``("fontSize",
+    "float")``: a part is kept when the input has it there (or it names the
+    missing or unknown field itself), so both become ``fontSize``.
+    """
+    parts: list[str] = []
+    value = data
+    for index, part in enumerate(loc):
+        present, value = _step(value, part)
+        final = index == len(loc) - 1
+        if present or (final and last_is_field) or data is None:
+            parts.append(str(part))
+    return ".".join(parts)
+
+
+def _plain(item: Mapping[str, Any], where: str) -> str:
+    """One error as a sentence about the field ``where``."""
+    kind = str(item.get("type", ""))
+    context = item.get("ctx") or {}
+    if kind in _PLAIN:
+        return f"{where} {_PLAIN[kind]}."
+    if kind in _BOUNDS and _BOUNDS[kind][0] in context:
+        key, text = _BOUNDS[kind]
+        return f"{where} {text.format(context[key])}."
+    message = str(item.get("msg", "is not valid")).rstrip(".")
+    if message.startswith(("Value error, ", "Assertion failed, ")):
+        return f"{where}: {message.split(', ', 1)[1]}."  # the validator's own sentence
+    for subject in ("Input ", "Value ", "String ", "List ", "Dictionary ", "Object "):
+        if message.startswith(subject):
+            return f"{where} {message[len(subject) :]}."
+    return f"{where} is not valid: {message}."
+
+
+def validation_message(errors: Iterable[Mapping[str, Any]], data: Any, *, limit: int = 5) -> str:
+    """Pydantic's errors as one plain sentence per field (``fontSize must be a number.``).
+
+    ``errors`` is ``ValidationError.errors(...)``; ``data`` the input it judged
+    (used to tell the fields from pydantic's union-member tags). The one place
+    such errors are worded: request bodies and pack configurations alike.
+    """
+    by_field: dict[str, list[Mapping[str, Any]]] = {}
+    for item in errors:
+        loc = tuple(item.get("loc", ()))
+        last_is_field = item.get("type") in ("missing", "extra_forbidden")
+        where = _field_path(loc, data, last_is_field) or "The body"
+        by_field.setdefault(where, []).append(item)
+    sentences = []
+    for where, items in list(by_field.items())[:limit]:
+        numbers = len(items) > 1 and {str(i.get("type")) for i in items} <= _NUMBER_TYPES
+        sentences.append(f"{where} must be a number." if numbers else _plain(items[0], where))
+    return " ".join(sentences) or "Invalid request body."
+
+
 def error_response(error: ApiError) -> Response:
     """Render an ApiError as the JSON error response."""
     response = jsonify(error.body())
@@ -229,12 +331,10 @@ def install(app: Quart) -> None:
         message = "Invalid request body"
         errors = getattr(detail, "errors", None)
         if callable(errors):
-            parts = []
-            for item in errors(include_url=False, include_context=False, include_input=False):
-                where = ".".join(str(p) for p in item.get("loc", ())) or "body"
-                parts.append(f"{where}: {item.get('msg')}")
-            if parts:
-                message = "; ".join(parts[:5])
+            data = await request.get_json(silent=True) if request.is_json else None
+            if data is None:
+                data = request.args.to_dict()
+            message = validation_message(errors(include_url=False, include_input=False), data)
         elif detail is not None:
             message = f"Invalid request body: {detail}"
         return error_response(InvalidInput(message))

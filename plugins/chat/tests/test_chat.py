@@ -15,9 +15,35 @@ def test_telegram_config():
     config = TelegramConfig.model_validate({"botToken": TOKEN, "chatId": -100123})
     assert config.chat_id == "-100123"
     assert config.model_dump(by_alias=True) == {"botToken": TOKEN, "chatId": "-100123"}
-    for token in ("", "abc", "123:short", "123:abcdefghijk/../x", "x123:abcdefghijklmnop"):
+    for token in ("abc", "123:short", "x123:abcdefghijklmnop", "ünïcode-token"):
+        assert TelegramConfig.model_validate({"botToken": token}).bot_token == token
+    for token in ("", " ", "123:abc def", "123:abc\n", "\t123:abc", "x" * 1001):
         with pytest.raises(ValidationError):
             TelegramConfig.model_validate({"botToken": token})
+
+
+async def test_any_token_without_whitespace_is_stored_and_tried_as_is(client, admin, http_receiver):
+    odd = "bot-token.from_some_proxy"
+    await put(client, admin, "telegram", {"botToken": odd, "chatId": "42"})
+    response = await client.post(f"{CHANNELS}/telegram/test", headers=admin.headers)
+    assert response.status_code == 200, await response.get_json()
+    [request] = await http_receiver.wait_for(f"/bot{odd}/sendMessage")
+    assert request.json()["chat_id"] == "42"
+    # a token cannot steer the request to another path of the API
+    await put(client, admin, "telegram", {"botToken": "1:a/../../other?x=#", "chatId": "42"})
+    response = await client.post(f"{CHANNELS}/telegram/test", headers=admin.headers)
+    assert response.status_code == 200, await response.get_json()
+    await http_receiver.wait_for("/bot1:a%2F..%2F..%2Fother%3Fx%3D%23/sendMessage")
+
+
+async def test_whitespace_in_a_token_is_a_plain_400(client, admin):
+    response = await client.put(
+        f"{CHANNELS}/telegram",
+        json={"enabled": True, "config": {"botToken": "123 456"}},
+        headers=admin.headers,
+    )
+    assert response.status_code == 400
+    assert "botToken" in (await response.get_json())["error"]
 
 
 def test_slack_and_webhook_configs():

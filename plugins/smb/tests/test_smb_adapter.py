@@ -205,7 +205,29 @@ async def test_connect_failures_say_what_failed(samba):
     with pytest.raises(RemoteUnreachable):
         await open_files(None, smb_target(samba, port=free_port()))
     with pytest.raises(InvalidInput):
-        await open_files(None, smb_target(samba, ""))
+        await open_files(None, smb_target(samba, "a/b"))
+    whole = await open_files(None, smb_target(samba, "", password="wrong password"))
+    try:
+        with pytest.raises(RemoteAuthFailed):
+            await whole.list("/")
+    finally:
+        await whole.close()
+
+
+async def test_without_a_share_the_server_is_browsed(samba):
+    (samba.share_dir("public") / "hello.txt").write_bytes(b"hi")
+    files = await open_files(None, smb_target(samba, ""))
+    try:
+        shares = await files.list("/")
+        assert sorted(e.name for e in shares) == ["files", "public", "readonly"]
+        assert (await files.stat("/")).is_dir and (await files.stat("/public")).is_dir
+        assert "hello.txt" in [e.name for e in await files.list("/public")]
+        assert b"".join([c async for c in files.read("/public/hello.txt")]) == b"hi"
+        with pytest.raises(RemoteNotFound):
+            await files.list("/no-such-share")
+    finally:
+        await files.close()
+        (samba.share_dir("public") / "hello.txt").unlink()
 
 
 async def test_domain_field_is_used_for_the_login(samba):
@@ -244,3 +266,16 @@ async def test_concurrent_transfers_on_one_session(smb, workdir):
     for name, data in zip(sizes, results, strict=False):
         assert data == (local / name).read_bytes()
     assert file_digest(local / "up.bin") == pattern_digest(5 * MIB, seed=3)
+
+
+def test_a_malformed_share_list_answer_is_a_remote_error():
+    from hostgate import RemoteError
+    from hostgate_smb import srvsvc
+
+    for stub in (b"", b"\x01\x00\x00\x00", b"\x01\x00\x00\x00" * 3 + b"\x05\x00\x00\x00"):
+        with pytest.raises(RemoteError):
+            srvsvc.parse_share_enum(stub)
+    with pytest.raises(RemoteError):
+        srvsvc.check_bind_ack(srvsvc.bind_request())  # a bind is not a bind_ack
+    with pytest.raises(RemoteError):
+        srvsvc.response_stub([b"\x05\x00"])

@@ -176,8 +176,8 @@ async def test_events_are_logged_for_a_file_session(client, owner, conn, base):
 async def test_connection_fields_share_and_domain(client, owner, samba):
     base_body = {"name": "s", "protocol": "smb", "host": samba.host, "port": samba.port}
     response = await client.post("/api/v1/connections", json=base_body, headers=owner.headers)
-    assert response.status_code == 400
-    assert "share" in (await response.get_json())["error"]
+    assert response.status_code == 201  # the spec's create fields alone: every share
+    assert (await response.get_json())["extraConfig"] == {}
     response = await client.post(
         "/api/v1/connections",
         json={**base_body, "share": "files", "domain": "HOSTGATE", "username": samba.username},
@@ -192,3 +192,132 @@ async def test_connection_fields_share_and_domain(client, owner, samba):
         headers=owner.headers,
     )
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize("path", ["/", "//", "\\", ".", "/./", "{name}/..", "\\{name}\\..\\.."])
+async def test_the_share_root_is_never_deleted(client, owner, conn, base, samba, path):
+    name, local = base
+    (local / "kept.txt").write_bytes(b"kept")
+    root = samba.share_dir("files")
+    before = sorted(p.name for p in root.iterdir())
+    response = await client.delete(
+        url(conn, "file"),
+        query_string={"path": path.format(name=name.lstrip("/"))},
+        headers=owner.headers,
+    )
+    body = await response.get_json()
+    assert response.status_code == 400, body
+    assert body["code"] == "root_not_deletable"
+    assert "root cannot be deleted" in body["error"] or "root directory" in body["error"]
+    assert (local / "kept.txt").read_bytes() == b"kept"
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
+@pytest.fixture
+async def server_conn(client: Any, owner: Any, samba: SambaServer) -> Any:
+    """An smb connection made with only the spec's create fields: no share."""
+    response = await client.post(
+        "/api/v1/connections",
+        json={
+            "name": "whole server",
+            "protocol": "smb",
+            "host": samba.host,
+            "port": samba.port,
+            "username": samba.username,
+            "password": samba.password,
+        },
+        headers=owner.headers,
+    )
+    assert response.status_code == 201, await response.get_json()
+    return await response.get_json()
+
+
+def server_url(connection: Any, operation: str) -> str:
+    return f"/api/v1/smb/{connection['id']}/{operation}"
+
+
+async def test_without_a_share_the_root_lists_the_shares(client, owner, server_conn, base):
+    name, local = base
+    (local / "report.txt").write_bytes(b"12345")
+    for path in ("/", ""):
+        response = await client.post(
+            server_url(server_conn, "list"), json={"path": path}, headers=owner.headers
+        )
+        assert response.status_code == 200, await response.get_json()
+        files = (await response.get_json())["files"]
+        assert sorted(f["filename"] for f in files) == ["files", "public", "readonly"]
+        assert all(f["fileAttributes"]["isDirectory"] for f in files)
+    response = await client.post(
+        server_url(server_conn, "list"), json={"path": f"/files{name}"}, headers=owner.headers
+    )
+    assert [f["filename"] for f in (await response.get_json())["files"]] == ["report.txt"]
+
+
+async def test_without_a_share_the_first_segment_names_it(client, owner, server_conn, base):
+    name, local = base
+    response = await client.post(
+        server_url(server_conn, "upload"),
+        query_string={"path": f"/files{name}/up.bin"},
+        data=b"uploaded",
+        headers=owner.headers,
+    )
+    assert response.status_code == 200, await response.get_json()
+    assert (local / "up.bin").read_bytes() == b"uploaded"
+    response = await client.get(
+        server_url(server_conn, "download"),
+        query_string={"path": f"/files{name}/up.bin"},
+        headers=owner.headers,
+    )
+    assert await response.get_data() == b"uploaded"
+    response = await client.post(
+        server_url(server_conn, "mkdir"), json={"path": f"/files{name}/sub"}, headers=owner.headers
+    )
+    assert response.status_code == 200 and (local / "sub").is_dir()
+    response = await client.post(
+        server_url(server_conn, "rename"),
+        json={"oldPath": f"/files{name}/up.bin", "newPath": f"/files{name}/sub/moved.bin"},
+        headers=owner.headers,
+    )
+    assert response.status_code == 200 and (local / "sub" / "moved.bin").exists()
+    response = await client.delete(
+        server_url(server_conn, "file"),
+        query_string={"path": f"/files{name}/sub"},
+        headers=owner.headers,
+    )
+    assert response.status_code == 200 and not (local / "sub").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "operation", "arguments", "status", "code"),
+    [
+        ("delete", "file", {"query_string": {"path": "/files"}}, 400, "root_not_deletable"),
+        ("delete", "file", {"query_string": {"path": "/"}}, 400, "root_not_deletable"),
+        ("post", "mkdir", {"json": {"path": "/newshare"}}, 400, "invalid_input"),
+        (
+            "post",
+            "rename",
+            {"json": {"oldPath": "/files/keep.txt", "newPath": "/public/keep.txt"}},
+            400,
+            "invalid_input",
+        ),
+        ("post", "list", {"json": {"path": "/no-such-share"}}, 404, "remote_not_found"),
+    ],
+)
+async def test_without_a_share_shares_themselves_are_left_alone(
+    client, owner, server_conn, samba, method, operation, arguments, status, code
+):
+    root = samba.share_dir("files")
+    (root / "keep.txt").write_bytes(b"kept")
+    try:
+        before = sorted(p.name for p in root.iterdir())
+        call = getattr(client, method)
+        response = await call(
+            server_url(server_conn, operation), headers=owner.headers, **arguments
+        )
+        body = await response.get_json()
+        assert (response.status_code, body["code"]) == (status, code), body
+        assert sorted(p.name for p in root.iterdir()) == before
+        assert (root / "keep.txt").read_bytes() == b"kept"
+        assert not (samba.share_dir("public") / "keep.txt").exists()
+    finally:
+        (root / "keep.txt").unlink()

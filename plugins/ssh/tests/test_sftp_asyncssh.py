@@ -212,3 +212,21 @@ async def test_a_temporary_file_a_dead_server_kept_is_removed_by_the_next_sessio
     finally:
         stop(server.process)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("path", ["/", "//", "/./", "/{name}/..", ".", "..", "../{name}/../.."])
+async def test_the_remote_root_is_never_deleted(client, owner, conn, area, server, path):
+    remote, local = area
+    (local / "kept.txt").write_bytes(b"kept")
+    before = sorted(p.name for p in server.root.iterdir())
+    response = await client.delete(
+        api(conn, "file"),
+        query_string={"path": path.format(name=remote.lstrip("/"))},
+        headers=owner.headers,
+    )
+    body = await response.get_json()
+    assert response.status_code == 400, body
+    assert body["code"] == "root_not_deletable"
+    assert "root directory cannot be deleted" in body["error"]
+    assert (local / "kept.txt").read_bytes() == b"kept"
+    assert sorted(p.name for p in server.root.iterdir()) == before

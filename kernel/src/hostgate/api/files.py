@@ -27,7 +27,7 @@ from ..errors import ApiError, InvalidInput, NotFound, error_response
 from ..guards import authenticated, current_caller, current_kernel
 from ..requestbody import streamed_body
 from ..services.file_sessions import SessionRef, client_key_of, entries_detail, human_size
-from ..services.files import FileLease, check_path, keeps_session, translate
+from ..services.files import FileLease, check_not_root, check_path, keeps_session, translate
 from ..services.netpolicy import conceal
 from ..timefmt import iso
 
@@ -249,8 +249,8 @@ async def make_directory(protocol: str, connection_id: str, data: PathBody) -> d
 @authenticated
 @tag(["files"])
 async def delete_path(protocol: str, connection_id: str) -> dict[str, Any]:
-    """Delete a remote file, or a directory with everything in it."""
-    path = query_path()
+    """Delete a remote file, or a directory with everything in it (never the root)."""
+    path = check_not_root(query_path())
     ctx = await context(protocol, connection_id)
     await ctx.run("delete", lambda a: a.remove(path), timeout=None)
     await ctx.log("delete", path)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from quart import Blueprint, request
 from quart_schema import tag, validate_request
 
+from .. import jsoninput
 from ..errors import InvalidInput, NotFound
 from ..guards import current_caller, current_kernel, requires
 from ..pagination import page_from
@@ -48,7 +48,7 @@ async def _optional_json() -> dict[str, Any]:
     if not raw or not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = jsoninput.decode(raw)
     except ValueError:
         raise InvalidInput("Malformed JSON body") from None
     if body is None:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import jsoninput
 from ..errors import ApiError
 from .common import with_kernel
 
@@ -138,9 +139,12 @@ def run_import(args: argparse.Namespace) -> int:
     """Import an export document; nothing changes unless all of it is valid."""
     text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
     try:
-        document = json.loads(text)
+        document = jsoninput.decode(text)
     except ValueError as exc:
         print(f"hostgate: {args.file} is not JSON: {exc}", file=sys.stderr)
+        return 1
+    except ApiError as exc:  # nested too deep, or text that cannot be stored
+        print(f"hostgate: {args.file}: {exc.message}", file=sys.stderr)
         return 1
     has_secrets = isinstance(document, dict) and document.get("secrets") is not None
     passphrase = (

@@ -31,6 +31,7 @@ BASE_FIELDS = frozenset(
         "skipCertValidation",
         "sortOrder",
         "extraConfig",
+        "tunnels",
     }
 )
 NAME_MAX = 200
@@ -179,6 +180,22 @@ def _protocol_of(
     raise InvalidInput(f"protocol must be one of: {known}")
 
 
+def _check_tunnels(value: Any) -> None:
+    """``tunnels``: clients written for SPEC.md send ``[]`` with every SSH connection.
+
+    An empty list (or null) is accepted and stores nothing; port-forward tunnels
+    are not implemented, so a non-empty list is refused rather than dropped.
+    """
+    if value is None or value == []:
+        return
+    if not isinstance(value, list):
+        raise InvalidInput("tunnels must be a list")
+    raise InvalidInput(
+        "Port-forward tunnels are not supported yet: send tunnels as an empty list or leave it out",
+        code="tunnels_unsupported",
+    )
+
+
 def parse_input(
     payload: Mapping[str, Any],
     protocols: Mapping[str, ProtocolSpec],
@@ -220,6 +237,7 @@ def parse_input(
         else:
             parsed.extra[name] = checked
 
+    _check_tunnels(payload.get("tunnels"))
     columns = parsed.columns
     if "protocol" in payload or creating:
         columns["protocol"] = protocol

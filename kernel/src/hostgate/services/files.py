@@ -74,6 +74,29 @@ def check_path(value: str, name: str = "path", *, allow_empty: bool = False) -> 
     return value
 
 
+def check_not_root(path: str) -> str:
+    """Refuse a path that names the remote root (``/``, ``//``, ``/a/..``): never deleted.
+
+    Only the lexical form is judged here, for every protocol; an adapter whose
+    relative paths can climb to the root (SFTP's ``..``) resolves and refuses too.
+    """
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    if path.startswith("/") and not parts:
+        raise InvalidInput(
+            "The root directory cannot be deleted; delete what is in it one by one",
+            code="root_not_deletable",
+        )
+    return path
+
+
 def translate(error: BaseException, protocol: str) -> ApiError:
     """Any failure of an adapter as an ApiError: Remote* errors pass, the rest is a 502/504."""
     if isinstance(error, ApiError):

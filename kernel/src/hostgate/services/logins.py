@@ -36,7 +36,7 @@ from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..db.models.identity import Role, TrustedDevice, User
-from ..errors import NotAuthenticated, PermissionDenied, RateLimited
+from ..errors import InvalidInput, NotAuthenticated, PermissionDenied, RateLimited
 from ..permissions import USER_ROLE
 from ..security.passwords import verify_password
 from ..security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
@@ -77,8 +77,24 @@ class LoginOutcome:
 
 
 def clean_username(text: str) -> str:
-    """A username as stored: control characters removed, trimmed, capped."""
+    """A name from an identity provider as stored: control characters removed, trimmed, capped.
+
+    Never for a name someone typed at a login: ``check_login_name`` refuses those.
+    """
     return _CONTROL.sub("", text).strip()[:USERNAME_MAX]
+
+
+def check_login_name(username: str) -> str:
+    """A username typed at a login, refused (400) when it holds control characters.
+
+    No account name has any (``check_username``), and stripping them would let
+    ``bob`` followed by a NUL sign in as ``bob``; every login method calls this first.
+    """
+    if _CONTROL.search(username):
+        raise InvalidInput(
+            "The username must not contain control characters", code="invalid_username"
+        )
+    return username
 
 
 def device_hash(value: str) -> str:
@@ -298,8 +314,11 @@ class Logins:
     # -- users ----------------------------------------------------------------
 
     async def find_user(self, username: str, *, provider: str | None = "local") -> User | None:
-        """A user by username (case-insensitive); ``provider`` None matches any."""
-        key = clean_username(username).lower()
+        """A user by username (case-insensitive); ``provider`` None matches any.
+
+        A name with control characters is refused (``check_login_name``).
+        """
+        key = check_login_name(username).strip().lower()
         if not key:
             return None
         query = select(User).where(User.username_key == key)
@@ -427,6 +446,7 @@ class Logins:
         self, username: str, password: str, client: ClientInfo, device: str | None
     ) -> LoginOutcome:
         """The local password step; a session, or an MFA challenge when TOTP is on."""
+        check_login_name(username)
         self.limit_ip(client)
         if not self.kernel.settings.get("auth.local_enabled"):
             raise PermissionDenied("Local authentication is disabled", code="local_login_disabled")

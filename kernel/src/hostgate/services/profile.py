@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import col, select
 
 from ..db.models.identity import LoginSession, User
-from ..errors import Conflict, InvalidInput, NotAuthenticated
+from ..errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from ..security.passwords import hash_password, verify_password
 from ..security.ratelimit import MFA_PER_USER, PASSWORD_CHECK_PER_USER
 from ..timefmt import as_utc, iso, utcnow
@@ -325,21 +325,21 @@ async def logout(kernel: Kernel, caller: Caller) -> None:
 
 
 async def revoke_login_session(kernel: Kernel, caller: Caller, login_session_id: str) -> None:
-    """End one of the caller's sessions (unknown ids are ignored)."""
+    """End one of the caller's sessions; another user's id, or an unknown one, is a 404."""
     identity = kernel.identity
     async with kernel.audit.atomic() as batch:
         revoked = await identity.mark_session_revoked(
             batch.session, login_session_id, user_id=caller.user_id, reason="revoked"
         )
-        if revoked:
-            batch.record(
-                "auth.session_revoked",
-                actor=caller,
-                target=caller.username,
-                details={"loginSessionId": login_session_id},
-            )
-    if revoked:
-        await identity.close_sessions([login_session_id], "revoked")
+        if not revoked:
+            raise NotFound("No such login session", code="login_session_not_found")
+        batch.record(
+            "auth.session_revoked",
+            actor=caller,
+            target=caller.username,
+            details={"loginSessionId": login_session_id},
+        )
+    await identity.close_sessions([login_session_id], "revoked")
 
 
 async def revoke_other_sessions(kernel: Kernel, caller: Caller) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from quart import websocket
 
+from .. import jsoninput
 from ..adapters import TerminalSize
 from ..services.terminal_sessions import Attachment
 
@@ -21,11 +22,15 @@ DRAIN_SECONDS = 5.0
 
 
 def control_message(text: str) -> dict[str, Any] | None:
-    """A JSON control object (``{"type": ...}``), or None for raw input."""
+    """A JSON control object (``{"type": ...}``), or None for raw input.
+
+    Raises ``InvalidInput`` for JSON that ``jsoninput`` refuses (nested too deep,
+    a lone surrogate): such a frame is neither a control message nor input.
+    """
     if not text.startswith("{"):
         return None
     try:
-        value = json.loads(text)
+        value = jsoninput.decode(text)
     except ValueError:
         return None
     if isinstance(value, dict) and isinstance(value.get("type"), str):

@@ -18,6 +18,7 @@ from quart import websocket
 
 from ..adapters import TerminalSize
 from ..descriptors import ProtocolSpec
+from ..errors import InvalidInput
 from ..services.terminal_sessions import (
     Admission,
     Attachment,
@@ -48,7 +49,10 @@ async def _prompted_password(admission: Admission) -> Admission:
     frame = await _receive(AUTH_FRAME_SECONDS)
     if frame is None:
         raise SessionClosed(4007, "Authentication timeout")
-    message = control_message(frame) if isinstance(frame, str) else None
+    try:
+        message = control_message(frame) if isinstance(frame, str) else None
+    except InvalidInput as refused:
+        raise SessionClosed(4007, refused.message) from None
     password = message.get("password") if message and message["type"] == "auth" else None
     if not isinstance(password, str):
         raise SessionClosed(4007, "Expected an auth message")
@@ -72,7 +76,10 @@ async def _initial_size(early: list[str | bytes]) -> TerminalSize:
     frame = await _receive(FIRST_FRAME_SECONDS)
     if frame is None:
         return TerminalSize()
-    message = control_message(frame) if isinstance(frame, str) else None
+    try:
+        message = control_message(frame) if isinstance(frame, str) else None
+    except InvalidInput:
+        message = None  # handle_frame answers it once the session runs
     if message is not None and message["type"] == "resize":
         size = size_of(message)
         if size is not None:
@@ -86,7 +93,11 @@ async def handle_frame(session: TerminalSession, frame: str | bytes) -> None:
     if isinstance(frame, bytes):
         await session.write(frame)
         return
-    message = control_message(frame)
+    try:
+        message = control_message(frame)
+    except InvalidInput as refused:
+        await send_json({"type": "error", "message": refused.message})
+        return
     if message is None:
         await session.write(frame.encode())
         return

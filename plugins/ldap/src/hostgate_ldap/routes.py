@@ -13,6 +13,7 @@ from hostgate import (
     InvalidInput,
     RemoteUnreachable,
     User,
+    check_login_name,
     current_caller,
     current_kernel,
     public,
@@ -130,8 +131,8 @@ async def ldap_login(data: LdapLogin) -> Response:
     if not kernel.settings.get("auth.ldap_enabled"):
         raise InvalidInput(DISABLED, code="ldap_disabled")
     client = request_client()
+    username = check_login_name(data.username).strip()
     kernel.logins.limit_ip(client)
-    username = data.username.strip()
     if not username:
         raise InvalidInput("username: must not be blank")
     settings = DirectorySettings.from_settings(kernel.settings.get)

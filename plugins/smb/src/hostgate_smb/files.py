@@ -15,7 +15,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hostgate import (
     ConnectionTarget,
@@ -34,16 +34,32 @@ from smbprotocol.open import (
 from .errors import mapped
 from .share import PIPELINE_DEPTH, SmbShare, parent_and_name, quietly, share_path
 
+if TYPE_CHECKING:
+    from .server import SmbServerFiles
+
 T = TypeVar("T")
 THREADS = 4
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename"})
 
 
-async def open_files(kernel: Any, target: ConnectionTarget) -> SmbFiles:
-    """Connect and authenticate to the target's share; Remote* errors say what failed."""
+async def open_files(kernel: Any, target: ConnectionTarget) -> SmbFiles | SmbServerFiles:
+    """The target's share, or (no share named) the whole server; Remote* errors say what failed.
+
+    Without a share nothing is opened yet: ``/`` lists the server's shares and the
+    first path segment names the share (``SmbServerFiles``).
+    """
     share = str(target.extra.get("share") or "").strip().strip("\\/")
-    if not share or "\\" in share or "/" in share:
-        raise InvalidInput("The SMB connection needs a share name (extraConfig.share)")
+    if not share:
+        from .server import SmbServerFiles
+
+        return SmbServerFiles(target)
+    if "\\" in share or "/" in share:
+        raise InvalidInput("The share name must be one name, without slashes")
+    return await open_share(target, share)
+
+
+async def open_share(target: ConnectionTarget, share: str) -> SmbFiles:
+    """Connect and authenticate to one share of the target's server."""
     files = SmbFiles(SmbShare(target, share))
     try:
         await files.call(files.share.connect)
@@ -53,7 +69,19 @@ async def open_files(kernel: Any, target: ConnectionTarget) -> SmbFiles:
     return files
 
 
-class SmbFiles:
+class Unoffered:
+    """The RemoteFiles operations no SMB adapter offers, refused in one place."""
+
+    async def chmod(self, path: str, mode: int) -> None:
+        """SMB has no Unix permissions: refused."""
+        raise InvalidInput("chmod is not available on SMB connections")
+
+    async def copy(self, src_path: str, dest_path: str) -> None:
+        """SMB server-side copy is not offered by this adapter: refused."""
+        raise InvalidInput("copy is not available on SMB connections")
+
+
+class SmbFiles(Unoffered):
     """A file session on one SMB share."""
 
     operations = OPERATIONS
@@ -91,14 +119,6 @@ class SmbFiles:
     async def rename(self, old_path: str, new_path: str) -> None:
         """Rename or move within the share."""
         await self.call(self.share.rename, old_path, new_path)
-
-    async def chmod(self, path: str, mode: int) -> None:
-        """SMB has no Unix permissions: refused."""
-        raise InvalidInput("chmod is not available on SMB connections")
-
-    async def copy(self, src_path: str, dest_path: str) -> None:
-        """SMB server-side copy is not offered by this adapter: refused."""
-        raise InvalidInput("copy is not available on SMB connections")
 
     async def read(
         self, path: str, offset: int = 0, length: int | None = None

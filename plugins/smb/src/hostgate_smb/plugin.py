@@ -12,8 +12,11 @@ SMB_FIELDS = (
     ConnectionField(
         "share",
         str,
-        required=True,
-        description="Name of the share to open, e.g. 'public' for \\\\host\\public",
+        description=(
+            "Name of the share to open, e.g. 'public' for \\\\host\\public; leave it empty"
+            " to browse every share (then '/' lists the shares and the first path segment"
+            " names one)"
+        ),
     ),
     ConnectionField("domain", str, description="Windows domain or workgroup of the user"),
 )
@@ -27,7 +30,7 @@ async def _open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
 
 @hookimpl
 def register_protocols() -> Sequence[ProtocolSpec]:
-    """``smb``: list, download, upload, mkdir, delete and rename on one share."""
+    """``smb``: list, download, upload, mkdir, delete and rename on one share or all of them."""
     return [
         ProtocolSpec(
             name="smb",

@@ -44,6 +44,7 @@ from smbprotocol.open import (
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
+from . import srvsvc
 from .errors import mapped
 
 CONNECT_TIMEOUT = 15
@@ -349,7 +350,10 @@ class SmbShare:
         """Delete a file, or a directory with everything in it."""
         smb = share_path(path)
         if not smb:
-            raise InvalidInput("The share root cannot be deleted")
+            raise InvalidInput(
+                "The share root cannot be deleted; delete what is in it one by one",
+                code="root_not_deletable",
+            )
         with mapped(path):
             self._remove(smb)
 
@@ -381,6 +385,36 @@ class SmbShare:
             ) as handle,
         ):
             self.rename_handle(handle, new, replace=False)
+
+
+_PIPE_ACCESS = (
+    FilePipePrinterAccessMask.FILE_READ_DATA
+    | FilePipePrinterAccessMask.FILE_WRITE_DATA
+    | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
+    | FilePipePrinterAccessMask.READ_CONTROL
+    | FilePipePrinterAccessMask.SYNCHRONIZE
+)
+
+
+def list_shares(target: ConnectionTarget) -> list[srvsvc.Share]:
+    """The shares the server offers (``NetrShareEnum`` on ``IPC$``), in its order."""
+    ipc = SmbShare(target, "IPC$")
+    ipc.connect()
+    try:
+        pipe_options = CreateOptions.FILE_NON_DIRECTORY_FILE
+        with (
+            mapped("the server's share list"),
+            ipc.opened("srvsvc", _PIPE_ACCESS, options=pipe_options) as pipe,
+        ):
+            pipe.write(srvsvc.bind_request(), 0)
+            srvsvc.check_bind_ack(pipe.read(0, srvsvc.FRAGMENT))
+            pipe.write(srvsvc.share_enum_request(), 0)
+            fragments = [pipe.read(0, srvsvc.FRAGMENT)]
+            while not srvsvc.is_last(fragments[-1]) and len(fragments) < 1000:
+                fragments.append(pipe.read(0, srvsvc.FRAGMENT))
+        return srvsvc.parse_share_enum(srvsvc.response_stub(fragments))
+    finally:
+        ipc.close()
 
 
 def _timestamp(value: Any) -> datetime | None:

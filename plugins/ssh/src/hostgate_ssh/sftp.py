@@ -409,9 +409,18 @@ class SftpFiles:
             raise _mapped(exc, path) from None
 
     async def remove(self, path: str) -> None:
-        """Delete a file or link, or a directory with everything below it."""
+        """Delete a file or link, or a directory with everything below it (never ``/``).
+
+        The kernel refuses ``/`` as written; a relative path such as ``../..`` is
+        resolved here, so it cannot reach the root either.
+        """
         attrs = await _call(path, self._sftp.lstat(path))
         if _is_dir(attrs) and not _is_link(attrs):
+            if await _call(path, self._sftp.realpath(path)) == "/":
+                raise InvalidInput(
+                    "The root directory cannot be deleted; delete what is in it one by one",
+                    code="root_not_deletable",
+                )
             await _call(path, self._sftp.rmtree(path))
         else:
             await _call(path, self._sftp.remove(path))

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from ...db.models.notifications import NotificationChannel
 from ...descriptors import ChannelSpec
-from ...errors import InvalidInput, NotFound
+from ...errors import InvalidInput, NotFound, validation_message
 from ...timefmt import utcnow
 from ..settings import SECRET_MASK
 from .rules import SPEC_CHANNELS
@@ -139,11 +139,9 @@ def validate(spec: ChannelSpec, config: Mapping[str, Any]) -> dict[str, Any]:
     try:
         model = spec.config_model.model_validate(dict(config))
     except ValidationError as exc:
-        parts = []
-        for item in exc.errors(include_url=False, include_context=False, include_input=False):
-            where = ".".join(str(p) for p in item.get("loc", ())) or "config"
-            parts.append(f"{where}: {item.get('msg')}")
-        raise InvalidInput(f"{spec.type} config: " + "; ".join(parts[:5])) from None
+        errors = exc.errors(include_url=False, include_input=False)
+        problems = validation_message(errors, dict(config))
+        raise InvalidInput(f"The {spec.type} configuration is not valid: {problems}") from None
     dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json")
     return dumped
 
