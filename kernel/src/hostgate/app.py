@@ -25,6 +25,8 @@ from .ws import blueprint_for as socket_blueprint
 from .ws import deflate
 
 API_PREFIX = "/api/v1"
+# Paths no page blueprint (register_pages) may answer.
+KERNEL_PATHS = ("/api/", "/ws/", "/health")
 log = logging.getLogger("hostgate.app")
 
 
@@ -73,12 +75,19 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         for blueprint in contributed:
             app.register_blueprint(blueprint, url_prefix=API_PREFIX)
     app.register_blueprint(socket_blueprint(kernel))
+    pages: set[str] = set()
+    for _, contributed in host.contributions("register_pages"):
+        for blueprint in contributed:
+            app.register_blueprint(blueprint)
+            pages.add(blueprint.name)
     app.add_url_rule("/health", "root_health", public(health.__wrapped__))  # type: ignore[attr-defined]
 
     @app.before_request
     async def _tag_request() -> None:
         request_id.set(request.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
         g.request_started = time.perf_counter()
+        if request.blueprint in pages and request.path.startswith(KERNEL_PATHS):
+            raise errors.NotFound("Not found")
 
     @app.after_request
     async def _headers(response: Response) -> Response:

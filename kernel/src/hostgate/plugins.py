@@ -23,6 +23,7 @@ CONTRIBUTION_HOOKS = (
     "register_settings",
     "register_permissions",
     "register_blueprints",
+    "register_pages",
 )
 
 
