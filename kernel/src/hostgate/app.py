@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from quart import Quart, Response, g, request
-from quart_schema import HttpSecurityScheme, Info, QuartSchema
+from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 
 from . import accesslog, errors, socketreads
 from .api import blueprints
@@ -80,7 +80,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         for blueprint in contributed:
             app.register_blueprint(blueprint)
             pages.add(blueprint.name)
-    app.add_url_rule("/health", "root_health", public(health.__wrapped__))  # type: ignore[attr-defined]
+    app.add_url_rule("/health", "root_health", public(hide(_root_health)))
 
     @app.before_request
     async def _tag_request() -> None:
@@ -118,6 +118,12 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         await kernel.shutdown()
 
     return app
+
+
+async def _root_health() -> dict[str, Any]:
+    """Liveness at the site root, for load balancers (documented as ``/api/v1/health``)."""
+    result: dict[str, Any] = await health.__wrapped__()  # type: ignore[attr-defined]
+    return result
 
 
 def _plain_json_responses(app: Quart) -> None:
