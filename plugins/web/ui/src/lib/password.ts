@@ -22,11 +22,16 @@ let checker: Promise<Checker> | null = null;
 
 function loadChecker(): Promise<Checker> {
   checker ??= (async () => {
-    const [{ ZxcvbnFactory }, common] = await Promise.all([
+    const [{ ZxcvbnFactory }, common, english] = await Promise.all([
       import("@zxcvbn-ts/core"),
       import("@zxcvbn-ts/language-common"),
+      import("@zxcvbn-ts/language-en"),
     ]);
-    const factory = new ZxcvbnFactory({ dictionary: { ...common.dictionary }, graphs: common.adjacencyGraphs });
+    const factory = new ZxcvbnFactory({
+      dictionary: { ...common.dictionary, ...english.dictionary },
+      graphs: common.adjacencyGraphs,
+      translations: english.translations,
+    });
     return (password: string, userInputs: string[]) => factory.check(password, userInputs);
   })();
   return checker;
