@@ -21,19 +21,7 @@ type Checker = (password: string, userInputs: string[]) => { score: number; feed
 let checker: Promise<Checker> | null = null;
 
 function loadChecker(): Promise<Checker> {
-  checker ??= (async () => {
-    const [{ ZxcvbnFactory }, common, english] = await Promise.all([
-      import("@zxcvbn-ts/core"),
-      import("@zxcvbn-ts/language-common"),
-      import("@zxcvbn-ts/language-en"),
-    ]);
-    const factory = new ZxcvbnFactory({
-      dictionary: { ...common.dictionary, ...english.dictionary },
-      graphs: common.adjacencyGraphs,
-      translations: english.translations,
-    });
-    return (password: string, userInputs: string[]) => factory.check(password, userInputs);
-  })();
+  checker ??= import("./passwordcheck").then((module) => module.check);
   return checker;
 }
 
