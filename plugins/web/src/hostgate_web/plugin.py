@@ -20,13 +20,14 @@ from .assets import STATIC
 # Vite names everything under assets/ by content hash: cached for a year, never revalidated.
 HASHED_PREFIX = "assets/"
 LONG_CACHE = "public, max-age=31536000, immutable"
-# No inline script anywhere (Vite emits only external modules); styles come from files
-# and the CSSOM; WebSockets and fetches go to this origin only.
+# No inline script anywhere (Vite emits only external modules), no eval; WebSockets and
+# fetches go to this origin only. Inline styles are allowed: xterm.js's renderers write
+# <style> elements and style attributes (colours, cell sizes) and cannot take a nonce.
 CONTENT_SECURITY_POLICY = "; ".join(
     [
         "default-src 'self'",
         "script-src 'self'",
-        "style-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data: blob:",
         "font-src 'self'",
         "connect-src 'self'",
