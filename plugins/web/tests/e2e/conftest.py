@@ -29,6 +29,7 @@ from testsupport.peers import peer_unavailable
 ROOT = Path(__file__).resolve().parents[4]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
 CHROMIUM = "/usr/bin/chromium"
+AXE_SOURCE = str(UI / "node_modules" / "axe-core" / "axe.min.js")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -142,7 +143,7 @@ def context(browser: Any) -> Iterator[Any]:
     """A fresh browser profile (cookies, storage) with axe-core injected into every page."""
     ctx = browser.new_context(viewport=DESKTOP, color_scheme="light", locale="en-GB")
     # an init script is injected by the browser itself, so the page's CSP does not apply
-    ctx.add_init_script(path=str(UI / "node_modules" / "axe-core" / "axe.min.js"))
+    ctx.add_init_script(path=AXE_SOURCE)
     yield ctx
     ctx.close()
 
