@@ -46,8 +46,6 @@ EXPECTED_CONSOLE = re.compile(
     r"Failed to load resource: the server responded with a status of 4\d\d"
 )
 
-pytestmark = pytest.mark.peer("chromium")
-
 
 @pytest.fixture(scope="session")
 def built_app() -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from testsupport.slapd import SlapdServer, slapd_server  # noqa: F401 - the fixture
 
 from .conftest import Gateway
+
+pytestmark = pytest.mark.peer("chromium")
 
 
 def test_sign_in_with_a_directory_account(

@@ -12,6 +12,8 @@ from testsupport.oidc import OidcProvider, oidc_provider  # noqa: F401 - the fix
 
 from .conftest import AXE_SOURCE, DESKTOP, Console, Gateway
 
+pytestmark = pytest.mark.peer("chromium")
+
 
 @pytest.fixture
 def sso_page(browser: Any) -> Iterator[Any]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from testsupport.gateway import ADMIN_PASSWORD
 
 from .conftest import Gateway
+
+pytestmark = pytest.mark.peer("chromium")
 
 # Registering belongs to the profile screen; until it exists, the page registers the
 # passkey itself through the documented routes, the way that screen will.

@@ -12,6 +12,8 @@ from testsupport.gateway import ADMIN_PASSWORD
 
 from .conftest import PHONE, Gateway, Screens, signed_in
 
+pytestmark = pytest.mark.peer("chromium")
+
 
 @pytest.fixture
 def gateway_env() -> dict[str, str]:

@@ -10,11 +10,14 @@ from typing import Any
 
 import httpx
 import pyotp
+import pytest
 from playwright.sync_api import expect
 
 from testsupport.gateway import ADMIN_PASSWORD
 
 from .conftest import Gateway, Screens, signed_in
+
+pytestmark = pytest.mark.peer("chromium")
 
 STRONG = "orbit canyon lantern 42 maple"
 

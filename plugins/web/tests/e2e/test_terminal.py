@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
 
 from .conftest import Gateway, Screens, signed_in
+
+pytestmark = pytest.mark.peer("chromium")
 
 # The WebGL renderer draws text on a canvas, which no test can read. Without WebGL2 (as on
 # GPUs that lack it) xterm's DOM renderer draws real text: these tests read that.
