@@ -76,10 +76,9 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
             app.register_blueprint(blueprint, url_prefix=API_PREFIX)
     app.register_blueprint(socket_blueprint(kernel))
     pages: set[str] = set()
-    for _, contributed in host.contributions("register_pages"):
-        for blueprint in contributed:
-            app.register_blueprint(blueprint)
-            pages.add(blueprint.name)
+    for _, blueprint in host.pages():
+        app.register_blueprint(blueprint)
+        pages.add(blueprint.name)
     app.add_url_rule("/health", "root_health", public(hide(_root_health)))
 
     @app.before_request

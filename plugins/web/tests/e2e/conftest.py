@@ -53,9 +53,13 @@ def built_app() -> None:
     ensure_built()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(built_app: None) -> Iterator[Any]:
-    """One headless Debian Chromium for the session."""
+    """One headless Debian Chromium per test module.
+
+    Playwright's sync API keeps an event loop running while it is open: a wider scope
+    would break every asyncio test that runs after these modules.
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as error:
