@@ -28,16 +28,31 @@ export async function loadSettings(): Promise<void> {
   document.title = setting("app.name", "hostgate");
 }
 
-/** Decide where to start: setup, sign-in or the app. */
+let providersRequest: Promise<Providers> | null = null;
+
+/** The login methods (GET /auth/providers), asked once and shared. */
+export function loadProviders(): Promise<Providers> {
+  providersRequest ??= call<Providers>(api.GET("/api/v1/auth/providers")).catch((error) => {
+    providersRequest = null;
+    throw error;
+  });
+  return providersRequest;
+}
+
+/** Decide where to start: setup, sign-in or the app (the first requests go out together). */
 export async function start(): Promise<void> {
   try {
+    const status = call<{ needsSetup: boolean }>(api.GET("/api/v1/auth/status"));
+    const me = refreshMe(false);
+    me.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+    void loadProviders().catch(() => undefined); // the sign-in screen will want them
     await loadSettings();
-    const status = await call<{ needsSetup: boolean }>(api.GET("/api/v1/auth/status"));
-    if (status.needsSetup) {
+    if ((await status).needsSetup) {
       session.phase = "setup";
       return;
     }
-    await refreshMe();
+    await me;
+    session.phase = session.me ? "app" : "signin";
   } catch (error) {
     if (session.phase === "loading") {
       session.notice = describeError(error);
@@ -46,14 +61,14 @@ export async function start(): Promise<void> {
   }
 }
 
-/** Fetch `/auth/me`: the app when signed in, the sign-in screen otherwise. */
-export async function refreshMe(): Promise<void> {
+/** Fetch `/auth/me`: the app when signed in, the sign-in screen otherwise (`show` false: only load). */
+export async function refreshMe(show = true): Promise<void> {
   try {
     session.me = await call<{ user: Me }>(api.GET("/api/v1/auth/me")).then((b) => b.user);
-    session.phase = "app";
+    if (show) session.phase = "app";
   } catch (error) {
     session.me = null;
-    session.phase = "signin";
+    if (show) session.phase = "signin";
     if (!(error instanceof Error && "status" in error && (error as { status: number }).status === 401)) {
       throw error;
     }
