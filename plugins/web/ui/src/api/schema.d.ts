@@ -435,6 +435,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/connections/health-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Whether each connection's target answers a TCP connect (3 s), with the latency.
+         * @description Only connections the caller may use are probed, through the network policy;
+         *     any other id answers unreachable. Rate-limited per user.
+         */
+        post: operations["post_health_check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/connections/import": {
         parameters: {
             query?: never;
@@ -625,6 +646,23 @@ export interface paths {
         };
         /** Liveness: 200 while the server runs. */
         get: operations["get_health"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Request, session, relay-byte, recording and notification-delivery figures. */
+        get: operations["get_metrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1441,7 +1479,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Running and latest version; ``force=true`` bypasses the 15-minute cache. */
+        /**
+         * Running and latest version, cached 15 minutes.
+         * @description ``force=true`` fetches anew for a signed-in caller (at most 5 a minute each); an
+         *     anonymous caller always gets the cached answer, so nobody outside can make the
+         *     gateway call out on demand.
+         */
         get: operations["get_version"];
         put?: never;
         post?: never;
@@ -1635,6 +1678,14 @@ export interface components {
             operator: "in" | "not_in" | "equals" | "not_equals" | "contains" | "not_contains" | "starts_with" | "ends_with" | "matches";
             /** Value */
             value: string[];
+        };
+        /**
+         * HealthCheckItem
+         * @description One connection to probe.
+         */
+        HealthCheckItem: {
+            /** Id */
+            id: string;
         };
         /**
          * InputEvent
@@ -2168,6 +2219,23 @@ export interface operations {
         requestBody?: never;
         responses: never;
     };
+    post_health_check: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** Checks */
+                    checks: components["schemas"]["HealthCheckItem"][];
+                };
+            };
+        };
+        responses: never;
+    };
     post_import_connections: {
         parameters: {
             query?: never;
@@ -2419,6 +2487,16 @@ export interface operations {
         responses: never;
     };
     get_health: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: never;
+    };
+    get_metrics: {
         parameters: {
             query?: never;
             header?: never;
