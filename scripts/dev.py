@@ -31,6 +31,10 @@ TEST_DEBIAN_PACKAGES = [
     "inetutils-telnetd",
     "asciinema",
     "xrdp",
+    # the browser app's end-to-end tests drive Debian's Chromium (Playwright cannot
+    # download its own here); a font so screenshots show text
+    "chromium",
+    "fonts-dejavu-core",
 ]
 # Commands whose presence shows each package is installed.
 PROBES = {
@@ -46,6 +50,8 @@ PROBES = {
     "inetutils-telnetd": "/usr/sbin/telnetd",
     "asciinema": "/usr/bin/asciinema",
     "xrdp": "/usr/sbin/xrdp",
+    "chromium": "/usr/bin/chromium",
+    "fonts-dejavu-core": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 }
 
 
@@ -91,7 +97,8 @@ def ensure_venv(dev: bool) -> None:
         str(BIN / "python"),
     ]
     if not dev:
-        args.append("--no-dev")
+        # Node and npm (the `ui` group) build the browser app for serve too
+        args += ["--no-dev", "--group", "ui"]
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(VENV)}
     run(*args, env=env)
     # Byte-compile our own sources too: every CLI subprocess then starts fast, even
@@ -99,6 +106,13 @@ def ensure_venv(dev: bool) -> None:
     sources = [str(p) for p in (ROOT / "kernel" / "src", ROOT / "testsupport") if p.exists()]
     sources += [str(p) for p in sorted((ROOT / "plugins").glob("*/src"))]
     run(str(BIN / "python"), "-m", "compileall", "-q", *sources, env=_bytecode_env())
+    build_web_assets()
+
+
+def build_web_assets() -> None:
+    """Compile the browser app (plugins/web/ui) when its assets are missing or stale."""
+    if (ROOT / "plugins" / "web" / "ui" / "package.json").exists():
+        run(str(BIN / "python"), "-m", "hostgate_web.assets", env=_bytecode_env())
 
 
 def _bytecode_env() -> dict[str, str]:

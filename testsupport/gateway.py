@@ -76,8 +76,8 @@ class GatewayProcess:
             HOSTGATE_CONFIG=str(config_file),
             HOSTGATE_ENCRYPTION_KEY=ENCRYPTION_KEY,
             HOSTGATE_LOG_LEVEL="WARNING",
-            **self.extra_env,
         )
+        env.update(self.extra_env)  # a test may override those too
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from quart import Quart, Response, g, request
-from quart_schema import HttpSecurityScheme, Info, QuartSchema
+from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 
 from . import accesslog, errors, socketreads
 from .api import blueprints
@@ -25,6 +25,8 @@ from .ws import blueprint_for as socket_blueprint
 from .ws import deflate
 
 API_PREFIX = "/api/v1"
+# Paths no page blueprint (register_pages) may answer.
+KERNEL_PATHS = ("/api/", "/ws/", "/health")
 log = logging.getLogger("hostgate.app")
 
 
@@ -73,12 +75,18 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         for blueprint in contributed:
             app.register_blueprint(blueprint, url_prefix=API_PREFIX)
     app.register_blueprint(socket_blueprint(kernel))
-    app.add_url_rule("/health", "root_health", public(health.__wrapped__))  # type: ignore[attr-defined]
+    pages: set[str] = set()
+    for _, blueprint in host.pages():
+        app.register_blueprint(blueprint)
+        pages.add(blueprint.name)
+    app.add_url_rule("/health", "root_health", public(hide(_root_health)))
 
     @app.before_request
     async def _tag_request() -> None:
         request_id.set(request.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
         g.request_started = time.perf_counter()
+        if request.blueprint in pages and request.path.startswith(KERNEL_PATHS):
+            raise errors.NotFound("Not found")
 
     @app.after_request
     async def _headers(response: Response) -> Response:
@@ -109,6 +117,12 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         await kernel.shutdown()
 
     return app
+
+
+async def _root_health() -> dict[str, Any]:
+    """Liveness at the site root, for load balancers (documented as ``/api/v1/health``)."""
+    result: dict[str, Any] = await health.__wrapped__()  # type: ignore[attr-defined]
+    return result
 
 
 def _plain_json_responses(app: Quart) -> None:

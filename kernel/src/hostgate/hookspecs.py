@@ -122,6 +122,25 @@ def register_blueprints() -> Sequence[Blueprint]:
 
 
 @hookspec
+def register_pages() -> Sequence[Blueprint]:
+    """Quart blueprints mounted at the site root: pages a browser loads (the web app).
+
+    ``/api/``, ``/ws/`` and ``/health`` stay the kernel's: a page route that
+    matches one of them answers 404 in the API's error shape instead of running
+    (a catch-all route should exclude them, or unknown API paths answer 405
+    where the page allows fewer methods). Every view must declare
+    its guard with ``hostgate.guards`` (pages are usually ``public``: the data
+    they show comes from the API, which checks the caller).
+
+    Example::
+
+        @hookimpl
+        def register_pages():
+            return [pages]  # a Blueprint with @pages.get("/") ...
+    """
+
+
+@hookspec
 def startup(kernel: Kernel) -> Any:
     """Called once the database is migrated and settings are loaded, before serving.
 

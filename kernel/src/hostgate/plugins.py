@@ -23,6 +23,7 @@ CONTRIBUTION_HOOKS = (
     "register_settings",
     "register_permissions",
     "register_blueprints",
+    "register_pages",
 )
 
 
@@ -147,10 +148,20 @@ class PluginHost:
                         f"{hook_name}: {name!r} is provided by both {other!r} and {plugin_name!r}"
                     )
                 registry[name] = (plugin_name, item)
-                self._note(plugin_name, f"{hook_name.removeprefix('register_')}:{name}")
+                self.note(plugin_name, f"{hook_name.removeprefix('register_')}:{name}")
         return registry
 
-    def _note(self, plugin_name: str, what: str) -> None:
+    def pages(self) -> list[tuple[str, Any]]:
+        """``(plugin_name, blueprint)`` of every ``register_pages`` blueprint, noted as provided."""
+        found = []
+        for plugin_name, blueprints in self.contributions("register_pages"):
+            for blueprint in blueprints:
+                self.note(plugin_name, f"pages:{blueprint.name}")
+                found.append((plugin_name, blueprint))
+        return found
+
+    def note(self, plugin_name: str, what: str) -> None:
+        """Record what a pack provides (``hostgate plugins`` lists it)."""
         for pack in self.packs:
             if pack.name == plugin_name:
                 pack.provides.append(what)

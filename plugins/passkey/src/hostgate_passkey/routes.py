@@ -241,7 +241,7 @@ async def delete_passkey(passkey_id: str) -> dict[str, Any]:
 @public
 @validate_request(LoginOptions)
 @tag(["auth"])
-async def login_options(data: LoginOptions) -> dict[str, Any]:
+async def passkey_login_options(data: LoginOptions) -> dict[str, Any]:
     """Options for ``navigator.credentials.get`` and the ``challengeId`` to answer with."""
     kernel = current_kernel()
     _require_enabled(kernel)
@@ -278,7 +278,7 @@ async def _failed(
 @public
 @validate_request(LoginVerify)
 @tag(["auth"])
-async def login(data: LoginVerify) -> Response:
+async def passkey_login(data: LoginVerify) -> Response:
     """Verify an assertion and log in: the same body and cookie as a local login."""
     kernel = current_kernel()
     _require_enabled(kernel)

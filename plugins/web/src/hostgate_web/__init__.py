@@ -1,0 +1,1 @@
+"""hostgate-web: the browser app, served at ``/`` by the gateway itself."""

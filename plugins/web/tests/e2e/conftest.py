@@ -1,0 +1,209 @@
+"""End-to-end fixtures: a real ``hostgate serve`` and Debian's Chromium driven by Playwright.
+
+- ``gateway``: a fresh server (temp data dir, free port, every installed pack).
+- ``page``: a Chromium page at 1280x800 in a fresh context; any console error or
+  uncaught exception fails the test (the browser's own "Failed to load resource"
+  lines for 4xx answers are expected where a test provokes them, and skipped).
+- ``screens``: ``screens.check(page, "name")`` runs axe-core (no serious or critical
+  violation) and writes screenshots at 1280 and 390 px, light and dark, into
+  ``test-artifacts/ui/`` at the repository root (git-ignored).
+
+Under CI=true a browser that cannot start fails the test; elsewhere it skips.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hostgate_web.assets import UI, ensure_built
+
+from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess
+from testsupport.peers import peer_unavailable
+
+ROOT = Path(__file__).resolve().parents[4]
+ARTIFACTS = ROOT / "test-artifacts" / "ui"
+CHROMIUM = "/usr/bin/chromium"
+AXE_SOURCE = str(UI / "node_modules" / "axe-core" / "axe.min.js")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+# Chromium logs every 4xx/5xx answer to fetch() as a console error; 4xx ones are the
+# API saying no (wrong password, 401 before sign-in), which the app handles. 5xx still fail.
+EXPECTED_CONSOLE = re.compile(
+    r"Failed to load resource: the server responded with a status of 4\d\d"
+)
+
+
+@pytest.fixture(scope="session")
+def built_app() -> None:
+    """The app's assets, built from ui/ if missing or stale."""
+    ensure_built()
+
+
+@pytest.fixture(scope="module")
+def browser(built_app: None) -> Iterator[Any]:
+    """One headless Debian Chromium per test module.
+
+    Playwright's sync API keeps an event loop running while it is open: a wider scope
+    would break every asyncio test that runs after these modules.
+    """
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as error:
+        peer_unavailable("chromium", f"playwright is not installed: {error}")
+    if not Path(CHROMIUM).exists():
+        peer_unavailable("chromium", f"{CHROMIUM} is missing (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        try:
+            instance = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            )
+        except Exception as error:  # noqa: BLE001 - any launch failure means no browser
+            peer_unavailable("chromium", f"cannot start: {error}")
+        yield instance
+        instance.close()
+
+
+class Gateway(GatewayProcess):
+    """A ``hostgate serve`` with API helpers for checking what the server saw."""
+
+    def api(self, method: str, path: str, token: str, **kwargs: Any) -> httpx.Response:
+        """One API call with a bearer token (``path`` under ``/api/v1``)."""
+        return httpx.request(
+            method,
+            f"{self.url}/api/v1{path}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+            **kwargs,
+        )
+
+    def set_settings(self, token: str, **values: Any) -> None:
+        """PUT /settings with dotted keys given as ``a__b`` (``security__idle_timeout_minutes``)."""
+        body = {key.replace("__", "."): value for key, value in values.items()}
+        response = self.api("PUT", "/settings", token, json=body)
+        assert response.status_code == 200, response.text
+
+    def audit_types(self, token: str) -> list[str]:
+        """Event types in the audit log, newest first."""
+        response = self.api("GET", "/audit", token, params={"limit": 200})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        entries = body["entries"] if isinstance(body, dict) else body
+        return [entry.get("eventType") or entry.get("event_type") for entry in entries]
+
+
+@pytest.fixture
+def gateway_env() -> dict[str, str]:
+    """Extra environment for the gateway (override in a test module)."""
+    return {}
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, built_app: None, gateway_env: dict[str, str]) -> Iterator[Gateway]:
+    """A fresh ``hostgate serve`` (no users yet)."""
+    process = Gateway(tmp_path / "data", env=gateway_env).start()
+    yield process
+    process.stop()
+    assert not process.unhandled(), process.unhandled()
+
+
+@pytest.fixture
+def admin_token(gateway: Gateway) -> str:
+    """The first admin created through the API (``admin`` / ADMIN_PASSWORD)."""
+    return gateway.setup_admin()
+
+
+@dataclass
+class Console:
+    """What the page logged that a test must not ignore."""
+
+    errors: list[str] = field(default_factory=list)
+
+    def on_message(self, message: Any) -> None:
+        if message.type == "error" and not EXPECTED_CONSOLE.search(message.text):
+            self.errors.append(f"console: {message.text}")
+
+    def on_page_error(self, error: Any) -> None:
+        self.errors.append(f"uncaught: {error}")
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    """A fresh browser profile (cookies, storage) with axe-core injected into every page."""
+    ctx = browser.new_context(viewport=DESKTOP, color_scheme="light", locale="en-GB")
+    # an init script is injected by the browser itself, so the page's CSP does not apply
+    ctx.add_init_script(path=AXE_SOURCE)
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def page(context: Any) -> Iterator[Any]:
+    """A page whose console errors and uncaught exceptions fail the test."""
+    console = Console()
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    tab.on("console", console.on_message)
+    tab.on("pageerror", console.on_page_error)
+    yield tab
+    assert not console.errors, "\n".join(console.errors)
+
+
+def signed_in(page: Any, gateway: Gateway, username: str = "admin") -> None:
+    """Sign in through the form (the admin password)."""
+    page.goto(gateway.url + "/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(ADMIN_PASSWORD)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.get_by_role("navigation", name="Connections").wait_for()
+
+
+AXE_RUN = """async () => {
+  const result = await axe.run(document, { resultTypes: ["violations"] });
+  return result.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" ")),
+  }));
+}"""
+
+
+class Screens:
+    """Accessibility check and screenshots of a screen in every size and theme."""
+
+    def check(self, page: Any, name: str) -> None:
+        """axe-core finds no serious/critical violation; screenshots at 1280/390, light/dark."""
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        original = page.viewport_size
+        try:
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                for label, size in (("1280", DESKTOP), ("390", PHONE)):
+                    page.set_viewport_size(size)
+                    page.wait_for_timeout(50)  # one frame for the layout to settle
+                    violations = [
+                        v for v in page.evaluate(AXE_RUN) if v["impact"] in {"serious", "critical"}
+                    ]
+                    assert not violations, f"{name} ({label}px, {scheme}): {violations}"
+                    page.screenshot(path=str(ARTIFACTS / f"{name}-{label}-{scheme}.png"))
+        finally:
+            page.emulate_media(color_scheme="light")
+            page.set_viewport_size(original)
+
+
+@pytest.fixture
+def screens() -> Screens:
+    """``screens.check(page, name)``."""
+    return Screens()

@@ -1,0 +1,97 @@
+// Response bodies. The gateway's OpenAPI document types requests and paths (schema.d.ts,
+// generated); most routes do not declare their responses there yet, so their shapes are
+// written here from docs/identity.md and docs/connections.md.
+
+export interface Providers {
+  local: boolean;
+  ldap: boolean;
+  oidc: boolean;
+  oidcButtonLabel: string | null;
+  passkey: boolean;
+}
+
+export interface Me {
+  id: string;
+  username: string;
+  displayName: string;
+  role: string;
+  permissions: string[];
+  dismissedWarnings: string[];
+}
+
+export type PublicSettings = Record<string, unknown>;
+
+export interface LoginResult {
+  token?: string;
+  user?: Me;
+  mfaRequired?: boolean;
+  mfaToken?: string;
+  mfaMethod?: string;
+}
+
+export interface ConnectionSummary {
+  id: string;
+  name: string;
+  protocol: string;
+  host: string;
+  port: number;
+  username: string;
+  tags: string[];
+  groupId: string | null;
+  isShared: boolean;
+  shared: boolean;
+  sortOrder: number;
+}
+
+export interface GroupNode {
+  id: string;
+  name: string;
+  parentId: string | null;
+  sortOrder: number;
+  children: GroupNode[];
+  connections: ConnectionSummary[];
+}
+
+export interface ConnectionListing {
+  groups: GroupNode[];
+  ungrouped: ConnectionSummary[];
+  sharedConnections: ConnectionSummary[];
+}
+
+export interface Connection extends ConnectionSummary {
+  ownerId: string;
+  skipCertValidation: boolean;
+  recordingEnabled: boolean;
+  extraConfig: Record<string, unknown>;
+  hasPassword: boolean;
+  hasPrivateKey: boolean;
+  canEdit: boolean;
+  canDelete: boolean;
+  canShare: boolean;
+  canUse: boolean;
+  createdAt: string;
+  updatedAt: string;
+  [flag: `has${string}`]: unknown;
+}
+
+export interface ProtocolField {
+  name: string;
+  type: "string" | "integer" | "boolean";
+  secret: boolean;
+  required: boolean;
+  default: unknown;
+  description: string;
+  setFlag?: string;
+}
+
+export interface Protocol {
+  name: string;
+  title: string;
+  defaultPort: number;
+  terminal: boolean;
+  files: boolean;
+  stream: boolean;
+  servesConnections: string[];
+  fields: ProtocolField[];
+  canUse: boolean;
+}

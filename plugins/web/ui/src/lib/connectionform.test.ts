@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import type { Connection, ProtocolField } from "../api/types";
+import { emptyForm, formFrom, toBody, validate } from "./connectionform";
+
+const fields: ProtocolField[] = [
+  { name: "passphrase", type: "string", secret: true, required: false, default: null, description: "", setFlag: "hasPassphrase" },
+  { name: "retries", type: "integer", secret: false, required: false, default: null, description: "" },
+  { name: "promptOnConnect", type: "boolean", secret: false, required: false, default: false, description: "" },
+];
+
+describe("toBody", () => {
+  it("creates with typed pack fields and no empty secrets", () => {
+    const form = { ...emptyForm("ssh", fields), name: " web ", host: "10.0.0.5", tags: "prod, , EU", password: "" };
+    form.extra.retries = "3";
+    expect(toBody(form, fields, true)).toEqual({
+      name: "web", protocol: "ssh", host: "10.0.0.5", port: null, username: "", tags: ["prod", "EU"], groupId: null,
+      extraConfig: { retries: 3, promptOnConnect: false },
+    });
+  });
+
+  it("keeps untouched secrets on update, clears removed ones", () => {
+    const stored = { id: "c1", name: "web", protocol: "ssh", host: "h", port: 22, username: "u", tags: [], groupId: null, extraConfig: { retries: 2 } } as unknown as Connection;
+    const form = formFrom(stored, fields);
+    expect(form.password).toBeUndefined();
+    form.privateKey = "";
+    form.extra.passphrase = "new secret";
+    form.extra.retries = "";
+    const body = toBody(form, fields, false);
+    expect("password" in body).toBe(false);
+    expect(body.privateKey).toBe("");
+    expect(body.extraConfig).toEqual({ passphrase: "new secret", retries: null, promptOnConnect: false });
+  });
+});
+
+describe("validate", () => {
+  it("names the fields that are wrong", () => {
+    const form = { ...emptyForm("ssh", fields), port: "99999" };
+    form.extra.retries = "two";
+    expect(Object.keys(validate(form, fields, true)).sort()).toEqual(["host", "name", "port", "retries"]);
+  });
+});

@@ -1,0 +1,99 @@
+// Turning the connection form's state into a create/update body (pure, tested with Vitest).
+import type { Connection, ProtocolField } from "../api/types";
+
+export interface FormState {
+  name: string;
+  protocol: string;
+  host: string;
+  port: string;
+  username: string;
+  tags: string;
+  groupId: string;
+  /** undefined keeps the stored secret, "" removes it, anything else replaces it. */
+  password: string | undefined;
+  privateKey: string | undefined;
+  /** Pack fields by name: strings from inputs, booleans from checkboxes, secrets as above. */
+  extra: Record<string, string | boolean | undefined>;
+}
+
+/** The form for a new connection of `protocol`, with the pack's defaults. */
+export function emptyForm(protocol: string, fields: ProtocolField[]): FormState {
+  const extra: FormState["extra"] = {};
+  for (const field of fields) extra[field.name] = initialValue(field, undefined);
+  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", password: undefined, privateKey: undefined, extra };
+}
+
+function initialValue(field: ProtocolField, stored: unknown): string | boolean | undefined {
+  if (field.secret) return undefined;
+  const value = stored ?? field.default;
+  if (field.type === "boolean") return Boolean(value);
+  return value === null || value === undefined ? "" : String(value);
+}
+
+/** The form for editing `connection` (secrets are never known: they stay "keep"). */
+export function formFrom(connection: Connection, fields: ProtocolField[]): FormState {
+  const extra: FormState["extra"] = {};
+  for (const field of fields) extra[field.name] = initialValue(field, connection.extraConfig[field.name]);
+  return {
+    name: connection.name,
+    protocol: connection.protocol,
+    host: connection.host,
+    port: String(connection.port ?? ""),
+    username: connection.username ?? "",
+    tags: connection.tags.join(", "),
+    groupId: connection.groupId ?? "",
+    password: undefined,
+    privateKey: undefined,
+    extra,
+  };
+}
+
+/** Client-side checks before sending; field name to message. */
+export function validate(form: FormState, fields: ProtocolField[], creating: boolean): Record<string, string> {
+  const errors: Record<string, string> = {};
+  if (!form.name.trim()) errors.name = "Enter a name.";
+  if (!form.host.trim()) errors.host = "Enter a host name or IP address.";
+  if (form.port.trim() && !/^\d+$/.test(form.port.trim())) errors.port = "The port is a number from 1 to 65535.";
+  else if (form.port.trim() && (Number(form.port) < 1 || Number(form.port) > 65535)) errors.port = "The port is a number from 1 to 65535.";
+  for (const field of fields) {
+    const value = form.extra[field.name];
+    if (field.type === "integer" && typeof value === "string" && value.trim() && !/^-?\d+$/.test(value.trim())) {
+      errors[field.name] = "Enter a whole number.";
+    }
+    if (field.required && !field.secret && (value === "" || value === undefined)) errors[field.name] = "This field is required.";
+    if (field.required && field.secret && creating && !value) errors[field.name] = "This field is required.";
+  }
+  return errors;
+}
+
+/** The JSON body for POST /connections (creating) or PUT /connections/:id. */
+export function toBody(form: FormState, fields: ProtocolField[], creating: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    name: form.name.trim(),
+    protocol: form.protocol,
+    host: form.host.trim(),
+    port: form.port.trim() ? Number(form.port) : null,
+    username: form.username.trim(),
+    tags: form.tags.split(",").map((t) => t.trim()).filter(Boolean),
+    groupId: form.groupId || null,
+  };
+  for (const key of ["password", "privateKey"] as const) {
+    const value = form[key];
+    if (value !== undefined && (value !== "" || !creating)) body[key] = value;
+  }
+  const extra: Record<string, unknown> = {};
+  for (const field of fields) {
+    const value = form.extra[field.name];
+    if (field.secret) {
+      if (value !== undefined && (value !== "" || !creating)) extra[field.name] = value;
+    } else if (field.type === "boolean") {
+      extra[field.name] = Boolean(value);
+    } else if (value === "" || value === undefined) {
+      if (!creating) extra[field.name] = null;
+    } else {
+      extra[field.name] = field.type === "integer" ? Number(value) : value;
+    }
+  }
+  body.extraConfig = extra;
+  return body;
+}

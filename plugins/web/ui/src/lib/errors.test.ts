@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { ApiError, describeError, formatWait } from "./errors";
+
+function response(status: number, headers: Record<string, string> = {}): Response {
+  return new Response(null, { status, headers });
+}
+
+describe("ApiError.from", () => {
+  it("reads the error shape and Retry-After", () => {
+    const error = ApiError.from(response(429, { "Retry-After": "90" }), {
+      error: "Too many requests",
+      code: "rate_limited",
+    });
+    expect([error.status, error.code, error.message, error.retryAfter]).toEqual([
+      429,
+      "rate_limited",
+      "Too many requests",
+      90,
+    ]);
+  });
+
+  it("survives a body that is not the error shape", () => {
+    const error = ApiError.from(response(502), "<html>");
+    expect(error.code).toBe("http_502");
+    expect(error.retryAfter).toBeNull();
+  });
+});
+
+describe("describeError", () => {
+  it("says wrong password plainly", () => {
+    expect(describeError(new ApiError(401, "invalid_credentials", "Invalid username or password"))).toBe(
+      "Wrong username or password.",
+    );
+  });
+
+  it("tells until when an account is locked", () => {
+    const now = new Date(2026, 0, 1, 10, 0, 0);
+    const text = describeError(new ApiError(429, "account_locked", "Account locked", 900), now);
+    expect(text).toContain("locked");
+    expect(text).toContain(new Date(2026, 0, 1, 10, 15).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+    expect(text).toContain("15 minutes");
+  });
+
+  it("tells how long to wait after a 429", () => {
+    expect(describeError(new ApiError(429, "rate_limited", "slow down", 45))).toBe(
+      "Too many attempts. Wait 45 seconds and try again.",
+    );
+  });
+
+  it("never shows a raw server failure", () => {
+    expect(describeError(new ApiError(500, "internal_error", "Traceback ..."))).not.toContain("Traceback");
+  });
+
+  it("keeps the gateway's own sentence for validation errors", () => {
+    expect(describeError(new ApiError(400, "invalid_input", "name is required"))).toBe("name is required.");
+  });
+
+  it("explains a network failure", () => {
+    expect(describeError(ApiError.network())).toContain("Cannot reach the gateway");
+  });
+});
+
+describe("formatWait", () => {
+  it("rounds up to useful units", () => {
+    expect(formatWait(1)).toBe("1 second");
+    expect(formatWait(61)).toBe("2 minutes");
+    expect(formatWait(3900)).toBe("1 hour 5 minutes");
+  });
+});

@@ -1,0 +1,109 @@
+// Every failure becomes one ApiError, and every ApiError a sentence a person understands.
+
+/** A failed API call: the HTTP status, the error shape's code and message, Retry-After. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly retryAfter: number | null;
+
+  constructor(status: number, code: string, message: string, retryAfter: number | null = null) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+    this.retryAfter = retryAfter;
+  }
+
+  /** Build from a response and its parsed body (the gateway's `{error, code}` shape). */
+  static from(response: Response, body: unknown): ApiError {
+    const shape = (body && typeof body === "object" ? body : {}) as { error?: unknown; code?: unknown };
+    const header = response.headers.get("Retry-After");
+    const seconds = header !== null && /^\d+$/.test(header.trim()) ? Number(header) : null;
+    return new ApiError(
+      response.status,
+      typeof shape.code === "string" ? shape.code : `http_${response.status}`,
+      typeof shape.error === "string" ? shape.error : response.statusText || "Request failed",
+      seconds,
+    );
+  }
+
+  /** The browser could not reach the gateway at all. */
+  static network(): ApiError {
+    return new ApiError(0, "network", "Network error");
+  }
+}
+
+/** Codes meaning "your session is gone": the app returns to sign-in. */
+export const SESSION_ENDED = new Set([
+  "not_authenticated",
+  "invalid_token",
+  "token_expired",
+  "session_revoked",
+  "session_expired",
+  "session_idle_timeout",
+]);
+
+/** "45 seconds", "2 minutes", "1 hour 5 minutes". */
+export function formatWait(seconds: number): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  if (s < 60) return `${s} second${s === 1 ? "" : "s"}`;
+  const minutes = Math.ceil(s / 60);
+  if (minutes < 60) return `${minutes} minute${minutes === 1 ? "" : "s"}`;
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  const h = `${hours} hour${hours === 1 ? "" : "s"}`;
+  return rest ? `${h} ${rest} minute${rest === 1 ? "" : "s"}` : h;
+}
+
+/** The local clock time `seconds` from `now`, as "14:05". */
+export function clockTime(seconds: number, now: Date = new Date()): string {
+  const at = new Date(now.getTime() + seconds * 1000);
+  return at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+/** The sentence shown next to the control that caused `error`. */
+export function describeError(error: unknown, now: Date = new Date()): string {
+  if (!(error instanceof ApiError)) {
+    return "Something went wrong in the app. Reload the page and try again.";
+  }
+  switch (error.code) {
+    case "network":
+      return "Cannot reach the gateway. Check your connection and try again.";
+    case "invalid_credentials":
+      return "Wrong username or password.";
+    case "account_locked":
+      return error.retryAfter !== null
+        ? `This account is locked after too many failed sign-ins, until ${clockTime(error.retryAfter, now)} (in ${formatWait(error.retryAfter)}). An administrator can unlock it sooner.`
+        : "This account is locked after too many failed sign-ins. Try again later, or ask an administrator to unlock it.";
+    case "rate_limited":
+      return error.retryAfter !== null
+        ? `Too many attempts. Wait ${formatWait(error.retryAfter)} and try again.`
+        : "Too many attempts. Wait a moment and try again.";
+    case "invalid_code":
+      return "That code is not right. Enter the current code from your authenticator app.";
+    case "invalid_mfa_token":
+      return "The sign-in took too long. Enter your password again.";
+    case "session_idle_timeout":
+      return "You were signed out because the session was idle too long.";
+    case "session_expired":
+    case "token_expired":
+      return "Your session has expired. Sign in again.";
+    case "session_revoked":
+      return "Your session was ended. Sign in again.";
+    case "local_login_disabled":
+      return "Password sign-in is turned off on this gateway.";
+    case "csrf_failed":
+      return "The request was refused because it did not come from this page. Reload and try again.";
+  }
+  if (error.status === 429) {
+    return error.retryAfter !== null
+      ? `Too many attempts. Wait ${formatWait(error.retryAfter)} and try again.`
+      : "Too many attempts. Wait a moment and try again.";
+  }
+  if (error.status >= 500) {
+    return "The gateway had a problem with this request. Try again; if it persists, tell an administrator.";
+  }
+  // the gateway's own messages are written for people ("name is required", ...)
+  const text = error.message.trim();
+  return text.endsWith(".") ? text : `${text}.`;
+}

@@ -1,0 +1,27 @@
+import { describe, expect, it } from "vitest";
+import { closeReason, parseServerText, terminalUrl } from "./socket";
+
+describe("terminalUrl", () => {
+  it("uses wss on https and escapes the parameters", () => {
+    const url = terminalUrl({ protocol: "https:", host: "gw.example:8443" }, "ssh", {
+      ticket: "a+b/c", connectionId: "c 1", sessionId: "s1", cols: 80, rows: 24,
+    });
+    expect(url).toBe("wss://gw.example:8443/ws/ssh?ticket=a%2Bb%2Fc&connectionId=c+1&sessionId=s1&cols=80&rows=24");
+  });
+  it("uses ws on http", () => {
+    expect(terminalUrl({ protocol: "http:", host: "h" }, "telnet", { ticket: "t", connectionId: "c", sessionId: "s", cols: 1, rows: 1 })).toMatch(/^ws:\/\/h\/ws\/telnet\?/);
+  });
+});
+
+describe("server frames", () => {
+  it("reads status and error frames", () => {
+    expect(parseServerText('{"type":"status","message":"Connected"}')).toEqual({ kind: "status", message: "Connected" });
+    expect(parseServerText('{"type":"error","message":"Host key changed"}')).toEqual({ kind: "error", message: "Host key changed" });
+    expect(parseServerText("plain")).toEqual({ kind: "other" });
+  });
+  it("prefers the error frame's full text over the cut close reason", () => {
+    expect(closeReason(4003, "Host key cha", "Host key changed: SHA256:a then SHA256:b")).toContain("SHA256:b");
+    expect(closeReason(1000, "Shell closed", "")).toBe("Shell closed");
+    expect(closeReason(1006, "", "")).toBe("The connection to the gateway was lost.");
+  });
+});

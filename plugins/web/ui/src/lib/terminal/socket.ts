@@ -1,0 +1,47 @@
+// The terminal WebSocket's frames (docs/terminals.md), pure so Vitest checks them.
+
+/** The socket URL for a terminal of `protocol` on this origin. */
+export function terminalUrl(
+  origin: { protocol: string; host: string },
+  protocol: string,
+  params: { ticket: string; connectionId: string; sessionId: string; cols: number; rows: number },
+): string {
+  const scheme = origin.protocol === "https:" ? "wss" : "ws";
+  const query = new URLSearchParams({
+    ticket: params.ticket,
+    connectionId: params.connectionId,
+    sessionId: params.sessionId,
+    cols: String(params.cols),
+    rows: String(params.rows),
+  });
+  return `${scheme}://${origin.host}/ws/${encodeURIComponent(protocol)}?${query}`;
+}
+
+export type ServerText = { kind: "status"; message: string } | { kind: "error"; message: string } | { kind: "other" };
+
+/** A text frame from the server: a status, an error (the reason before a close), or other. */
+export function parseServerText(text: string): ServerText {
+  try {
+    const frame = JSON.parse(text) as { type?: unknown; message?: unknown };
+    if (frame && typeof frame.message === "string") {
+      if (frame.type === "status") return { kind: "status", message: frame.message };
+      if (frame.type === "error") return { kind: "error", message: frame.message };
+    }
+  } catch {
+    // not JSON
+  }
+  return { kind: "other" };
+}
+
+/** Why the socket closed, in words: the server's error frame, else its close reason. */
+export function closeReason(code: number, reason: string, lastError: string): string {
+  if (lastError) return lastError;
+  if (reason) return reason;
+  if (code === 1006) return "The connection to the gateway was lost.";
+  return `The session ended (code ${code}).`;
+}
+
+/** 4001 means the login session is gone: the app returns to sign-in. */
+export function isSignedOut(code: number): boolean {
+  return code === 4001;
+}
