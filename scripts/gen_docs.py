@@ -122,9 +122,10 @@ def api_md(app: Any) -> str:
         HEADER,
         "Generated from the OpenAPI document the server serves at `/api/v1/openapi.json` "
         "(a browsable page is at `/api/v1/docs`). Errors always have the shape "
-        '`{"error": "...", "code": "..."}`.\n',
-        "| method | path | access | summary |",
-        "|---|---|---|---|",
+        '`{"error": "...", "code": "..."}`; **answers** lists the statuses an operation '
+        "can give (the first is its success; the document holds every body's schema).\n",
+        "| method | path | access | answers | summary |",
+        "|---|---|---|---|---|",
     ]
     for path, operations in sorted(schema.get("paths", {}).items()):
         rule_path = path.replace("{", "<").replace("}", ">")
@@ -135,7 +136,8 @@ def api_md(app: Any) -> str:
             summary = (operation.get("summary") or operation.get("description") or "").split("\n")[
                 0
             ]
-            lines.append(f"| {method.upper()} | `{path}` | {access} | {summary} |")
+            answers = ", ".join(operation.get("responses", {}))
+            lines.append(f"| {method.upper()} | `{path}` | {access} | {answers} | {summary} |")
     return "\n".join(lines) + "\n"
 
 

@@ -83,12 +83,13 @@ async def test_verify_enables_and_wrong_code_is_400(client, make_user, kernel):
     assert again.status_code == 409
 
 
-async def test_verify_without_setup_is_400(client, make_user):
+async def test_verify_without_setup_is_409(client, make_user):
     user = await make_user("oz")
     response = await client.post(
         f"{API}/profile/mfa/verify", headers=user.headers, json={"token": "123456"}
     )
-    assert response.status_code == 400
+    assert response.status_code == 409
+    assert (await response.get_json())["code"] == "mfa_not_started"
 
 
 async def test_login_with_mfa_and_replay_refusal(client, make_user, kernel):

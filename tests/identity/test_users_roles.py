@@ -71,7 +71,7 @@ async def test_create_user_rules(client, admin, kernel):
         return await client.post(f"{API}/users", headers=admin.headers, json=payload)
 
     assert (await create(password="short")).status_code == 400
-    assert (await create(role="no-such-role")).status_code == 400
+    assert (await create(role="no-such-role")).status_code == 404
     assert (await create(email="not-an-email")).status_code == 400
     assert (await create(unexpected=True)).status_code == 400
     assert (await create(username="")).status_code == 400
@@ -92,7 +92,7 @@ async def test_update_user_rules(client, admin, make_user):
     bad_role = await client.put(
         f"{API}/users/{user.id}", headers=admin.headers, json={"role": "nope"}
     )
-    assert bad_role.status_code == 400
+    assert bad_role.status_code == 404
     unknown_field = await client.put(
         f"{API}/users/{user.id}", headers=admin.headers, json={"username": "renamed"}
     )
@@ -105,7 +105,7 @@ async def test_update_user_rules(client, admin, make_user):
 
 async def test_cannot_delete_yourself(client, admin):
     response = await client.delete(f"{API}/users/{admin.id}", headers=admin.headers)
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert (await response.get_json())["error"] == "Cannot delete your own account"
 
 
@@ -235,11 +235,11 @@ async def test_builtin_roles_keep_name_and_description_and_reset(client, admin, 
     rename = await client.put(
         f"{API}/roles/{user_role['id']}", headers=admin.headers, json={"name": "people"}
     )
-    assert rename.status_code == 400
+    assert rename.status_code == 409
     describe = await client.put(
         f"{API}/roles/{user_role['id']}", headers=admin.headers, json={"description": "x"}
     )
-    assert describe.status_code == 400
+    assert describe.status_code == 409
     # sending the unchanged name with new permissions is fine
     changed = await client.put(
         f"{API}/roles/user",
@@ -249,7 +249,7 @@ async def test_builtin_roles_keep_name_and_description_and_reset(client, admin, 
     assert changed.status_code == 200
     assert (await changed.get_json())["permissions"] == ["connections.create"]
     delete = await client.delete(f"{API}/roles/{user_role['id']}", headers=admin.headers)
-    assert delete.status_code == 400
+    assert delete.status_code == 409
     reset = await client.post(f"{API}/roles/{user_role['id']}/reset", headers=admin.headers)
     assert reset.status_code == 200
     assert (await reset.get_json())["permissions"] == user_role["permissions"]
@@ -259,7 +259,7 @@ async def test_builtin_roles_keep_name_and_description_and_reset(client, admin, 
         await client.post(f"{API}/roles", headers=admin.headers, json={"name": "Temp"})
     ).get_json()
     not_builtin = await client.post(f"{API}/roles/{custom['id']}/reset", headers=admin.headers)
-    assert not_builtin.status_code == 400
+    assert not_builtin.status_code == 409
 
 
 async def test_permission_changes_apply_on_the_next_request(client, admin, make_user):

@@ -53,6 +53,7 @@ from .guards import (
     ticket,
 )
 from .markers import hookimpl, hookspec
+from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
 from .services.identity import Caller, ClientInfo, IssuedSession
 from .services.logins import LoginOutcome, Logins, check_login_name
 from .services.settings import SECRET_MASK
@@ -68,6 +69,12 @@ from .sessioncookie import (
 from .timefmt import iso, parse_iso, utcnow
 
 __all__ = [
+    "ErrorBody",
+    "MfaChallenge",
+    "Ok",
+    "Session",
+    "Success",
+    "answers",
     "FILE_OPERATIONS",
     "ApiError",
     "AuditEvent",

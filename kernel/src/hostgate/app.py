@@ -18,6 +18,7 @@ from .config import Config, load_config
 from .guards import public
 from .kernel import Kernel
 from .logs import request_id, silence_libraries
+from .openapi import Document
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
 from .services.version import current_version
@@ -60,6 +61,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         info=Info(title="hostgate", version=current_version()),
         security_schemes={"bearer": HttpSecurityScheme(scheme="bearer", bearer_format="JWT")},
         security=[{"bearer": []}],
+        openapi_provider_class=Document,
     )
     _plain_json_responses(app)
     errors.install(app)

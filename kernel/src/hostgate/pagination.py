@@ -8,11 +8,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
 from .errors import InvalidInput
 
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 200
 MAX_DIGITS = 9
+
+
+class Pagination(TypedDict):
+    """The ``page`` and ``limit`` a response repeats back."""
+
+    page: int
+    limit: int
+
+
+class PageQuery(BaseModel):
+    """``?page=&limit=`` as the OpenAPI document shows them (larger limits are clamped)."""
+
+    page: int = Field(default=1, ge=1, le=10**MAX_DIGITS - 1)
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=10**MAX_DIGITS - 1)
 
 
 @dataclass(frozen=True)
@@ -27,7 +44,7 @@ class Page:
         """Rows to skip."""
         return (self.page - 1) * self.limit
 
-    def echo(self) -> dict[str, int]:
+    def echo(self) -> Pagination:
         """The ``page`` and ``limit`` a response repeats back."""
         return {"page": self.page, "limit": self.limit}
 

@@ -144,10 +144,10 @@ async def test_user_filter_restricts_who_may_log_in(client, kernel, ldap_on):
     assert (await login(client, "bob", "bob-password")).status_code == 200
 
 
-async def test_disabled_answers_400(client, kernel, ldap_on):
+async def test_disabled_answers_403(client, kernel, ldap_on):
     await kernel.settings.update({"auth.ldap_enabled": False})
     answer = await login(client, "alice", "alice-password")
-    assert answer.status_code == 400
+    assert answer.status_code == 403
     assert (await answer.get_json())["code"] == "ldap_disabled"
 
 

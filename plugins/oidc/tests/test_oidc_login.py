@@ -152,7 +152,7 @@ async def test_disabled(flow, kernel, oidc_on):
     await kernel.settings.update({"auth.oidc_enabled": False})
     assert sso_error(await flow.callback({"code": "x", "state": "y"})) == "OIDC login is disabled"
     answer = await flow.client.get("/api/v1/auth/oidc/authorize")
-    assert answer.status_code == 400
+    assert answer.status_code == 403
     assert (await answer.get_json())["code"] == "oidc_disabled"
 
 

@@ -131,7 +131,7 @@ async def test_a_challenge_is_bound_to_its_user_and_purpose(
         json={"challengeId": start["challengeId"], "response": response, "name": "x"},
         headers=ivy.headers,
     )
-    assert stolen.status_code == 400
+    assert stolen.status_code == 404
     assert (await stolen.get_json())["code"] == "invalid_challenge"
     # A registration challenge is no login challenge.
     start = await (

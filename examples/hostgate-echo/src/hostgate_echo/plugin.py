@@ -11,6 +11,7 @@ from hostgate import (
     ProtocolSpec,
     SettingSpec,
     TerminalSize,
+    answers,
     current_kernel,
     hookimpl,
     public,
@@ -54,6 +55,7 @@ async def open_terminal(kernel: Any, target: ConnectionTarget, size: TerminalSiz
 
 @blueprint.get("/echo/ping")
 @public
+@answers(dict[str, Any])
 async def ping() -> dict[str, Any]:
     """Answer with the pack's name and its setting."""
     return {"pong": True, "shout": current_kernel().settings.get("echo.shout")}

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from pydantic import Field
 from quart import Blueprint, request
 from quart_schema import tag
+from typing_extensions import TypedDict
 
 from ..errors import InvalidInput
 from ..guards import authenticated, current_caller, current_kernel, requires
-from ..pagination import page_from
+from ..openapi import answers
+from ..pagination import PageQuery, Pagination, page_from
 from ..services import audit_query
 from ..timefmt import parse_iso
 
@@ -28,9 +32,67 @@ def _time(name: str) -> Any:
         raise InvalidInput(f"{name} must be an ISO 8601 timestamp") from None
 
 
+class AuditQuery(PageQuery):
+    """The filters of ``GET /audit``."""
+
+    search: str = Field(default="", max_length=audit_query.SEARCH_MAX)
+    eventType: str = Field(default="", description="comma-separated event types")
+    userId: str = ""
+    from_: datetime | None = Field(default=None, alias="from")
+    to: datetime | None = None
+
+
+class AuditEntry(TypedDict):
+    """One audit entry."""
+
+    id: str
+    eventType: str
+    userId: str | None
+    username: str | None
+    displayName: str | None
+    target: str | None
+    details: dict[str, Any]
+    ipAddress: str | None
+    timestamp: str
+
+
+class PagedTotal(Pagination):
+    """The page echoed, with the number of entries and pages."""
+
+    total: int
+    totalPages: int
+
+
+class AuditPage(TypedDict):
+    """One page of entries, newest first."""
+
+    entries: list[AuditEntry]
+    pagination: PagedTotal
+
+
+class EventTypes(TypedDict):
+    """Distinct event types."""
+
+    eventTypes: list[str]
+
+
+class AuditUser(TypedDict):
+    """A user that has entries."""
+
+    id: str
+    username: str | None
+
+
+class AuditUsers(TypedDict):
+    """Users that have entries."""
+
+    users: list[AuditUser]
+
+
 @blueprint.get("/audit")
 @authenticated
 @tag(["audit"])
+@answers(AuditPage, query=AuditQuery)
 async def list_entries() -> dict[str, Any]:
     """Filtered, paginated entries, newest first."""
     caller = current_caller()
@@ -55,6 +117,7 @@ async def list_entries() -> dict[str, Any]:
 @blueprint.get("/audit/event-types")
 @authenticated
 @tag(["audit"])
+@answers(EventTypes)
 async def event_types() -> dict[str, Any]:
     """Distinct event types (of the caller's own entries without ``audit.view_any``)."""
     caller = current_caller()
@@ -65,6 +128,7 @@ async def event_types() -> dict[str, Any]:
 @blueprint.get("/audit/users")
 @requires(VIEW_ANY)
 @tag(["audit"])
+@answers(AuditUsers)
 async def audit_users() -> dict[str, Any]:
     """Users that have entries."""
     return {"users": await audit_query.users_with_entries(current_kernel())}

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, Response, jsonify, request
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..guards import authenticated, current_caller, current_kernel, public, request_client
+from ..openapi import MfaChallenge, Ok, Session, answers
 from ..security.passwords import MAX_PASSWORD_LENGTH
 from ..services import accounts
 from ..services import profile as profiles
@@ -20,6 +22,8 @@ from ..sessioncookie import (
     set_trusted_device_cookie,
 )
 from .cachedjson import cached_json
+from .fields import DisplayName, NewPassword, Username
+from .profile import Me
 
 blueprint = Blueprint("auth", __name__)
 
@@ -28,9 +32,9 @@ class SetupBody(BaseModel):
     """The first admin."""
 
     model_config = ConfigDict(extra="forbid")
-    username: str = Field(min_length=1, max_length=200)
-    password: str = Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)
-    displayName: str = Field(default="", max_length=200)
+    username: Username
+    password: NewPassword
+    displayName: DisplayName | Literal[""] = ""
 
 
 class LoginBody(BaseModel):
@@ -48,9 +52,38 @@ class MfaLoginBody(BaseModel):
     trustDevice: bool = False
 
 
+class SetupStatus(TypedDict):
+    """Whether the first user is still to be created."""
+
+    needsSetup: bool
+
+
+class Providers(TypedDict, total=False):
+    """Which login methods are on; installed login packs add their keys."""
+
+    local: bool
+    ldap: bool
+    oidc: bool
+    oidcButtonLabel: str
+    passkey: bool
+
+
+class MeBody(TypedDict):
+    """The caller."""
+
+    user: Me
+
+
+class Ticket(TypedDict):
+    """A single-use WebSocket ticket."""
+
+    ticket: str
+
+
 @blueprint.get("/auth/status")
 @public
 @tag(["auth"])
+@answers(SetupStatus)
 async def status() -> dict[str, Any]:
     """``needsSetup`` is true until the first user exists."""
     return {"needsSetup": not await accounts.users_exist(current_kernel())}
@@ -60,6 +93,7 @@ async def status() -> dict[str, Any]:
 @public
 @validate_request(SetupBody)
 @tag(["auth"])
+@answers(Session, errors=(409, 429))
 async def setup(data: SetupBody) -> Response:
     """Create the first admin (only while no user exists) and log them in."""
     kernel = current_kernel()
@@ -80,6 +114,7 @@ async def setup(data: SetupBody) -> Response:
 @blueprint.get("/auth/providers")
 @public
 @tag(["auth"])
+@answers(Providers)
 async def providers() -> dict[str, Any]:
     """Which login methods are on; installed login packs add their keys."""
     kernel = current_kernel()
@@ -105,6 +140,7 @@ async def providers() -> dict[str, Any]:
 @public
 @validate_request(LoginBody)
 @tag(["auth"])
+@answers(Session | MfaChallenge, errors=(401, 403, 429))
 async def login(data: LoginBody) -> Response:
     """Local password login: a session, or ``mfaRequired`` with an ``mfaToken``."""
     kernel = current_kernel()
@@ -121,6 +157,7 @@ async def login(data: LoginBody) -> Response:
 @public
 @validate_request(MfaLoginBody)
 @tag(["auth"])
+@answers(Session, errors=(401, 429))
 async def login_mfa(data: MfaLoginBody) -> Response:
     """The TOTP step; ``trustDevice`` lets this browser skip it for 30 days."""
     kernel = current_kernel()
@@ -137,6 +174,7 @@ async def login_mfa(data: MfaLoginBody) -> Response:
 @blueprint.post("/auth/logout")
 @authenticated
 @tag(["auth"])
+@answers(Ok)
 async def logout() -> Response:
     """End the current session (its sockets close too) and clear the cookie."""
     await profiles.logout(current_kernel(), current_caller())
@@ -148,6 +186,7 @@ async def logout() -> Response:
 @blueprint.get("/auth/me")
 @authenticated
 @tag(["auth"])
+@answers(MeBody)
 async def me() -> Response:
     """The caller, with live role and permissions."""
     caller = current_caller()
@@ -162,6 +201,7 @@ async def me() -> Response:
 @blueprint.post("/auth/ws-ticket")
 @authenticated
 @tag(["auth"])
+@answers(Ticket)
 async def ws_ticket() -> dict[str, Any]:
     """A single-use ticket (30 s) for opening a terminal or desktop WebSocket."""
     kernel = current_kernel()

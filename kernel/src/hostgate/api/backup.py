@@ -11,10 +11,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..datadir import private_open
 from ..errors import InvalidInput, PayloadTooLarge, RateLimited
 from ..guards import current_caller, current_kernel, requires
+from ..openapi import answers
 from ..requestbody import streamed_body
 from ..security.ratelimit import PASSWORD_CHECK_PER_USER
 from ..services.backup import BadPassword
@@ -40,9 +42,26 @@ class ExportBody(BaseModel):
     includeRecordings: bool = False  # noqa: N815 - the spec's field name
 
 
+class BackupSize(TypedDict):
+    """Bytes a backup would hold."""
+
+    dbSize: int
+    recordingsSize: int
+    recordingCount: int
+
+
+class Restored(TypedDict):
+    """The backup was restored."""
+
+    ok: bool
+    message: str
+    recordingsRestored: int
+
+
 @blueprint.get("/backup/size")
 @requires("settings.backup")
 @tag(["backup"])
+@answers(BackupSize)
 async def backup_size() -> dict[str, Any]:
     """Bytes a backup would hold: the database and the recordings."""
     result: dict[str, Any] = await current_kernel().backups.size()
@@ -53,6 +72,7 @@ async def backup_size() -> dict[str, Any]:
 @requires("settings.backup")
 @validate_request(ExportBody)
 @tag(["backup"])
+@answers(None, media_type="application/octet-stream")
 async def export_backup(data: ExportBody) -> Response:
     """Download an encrypted archive (``.geb``), built while it streams."""
     kernel = current_kernel()
@@ -111,6 +131,12 @@ async def _receive(target: Path, limit: int) -> int:
 @blueprint.post("/backup/import")
 @requires("settings.backup")
 @tag(["backup"])
+@answers(
+    Restored,
+    errors=(400, 409, 413, 422, 429),
+    request_media_type="application/octet-stream",
+    request_headers=(PASSWORD_HEADER,),
+)
 async def import_backup() -> dict[str, Any]:
     """Restore an archive sent as the raw body; replaces all data (nothing on failure)."""
     kernel = current_kernel()

@@ -7,10 +7,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..db.models.connections import ConnectionGroup
 from ..errors import InvalidInput
 from ..guards import authenticated, current_caller, current_kernel
+from ..openapi import Success, answers
 from ..services.connection_input import check_sort_order
 
 blueprint = Blueprint("connection_groups", __name__)
@@ -53,6 +55,31 @@ class ReorderBody(BaseModel):
     items: list[OrderItem] = Field(max_length=2000)
 
 
+class Group(TypedDict):
+    """A group."""
+
+    id: str
+    name: str
+    parentId: str | None
+    sortOrder: int
+
+
+class GroupUpdated(TypedDict):
+    """The group as changed."""
+
+    success: bool
+    group: Group
+
+
+class GroupDeleted(TypedDict):
+    """Where the group's contents went."""
+
+    success: bool
+    movedTo: str | None
+    movedConnections: int
+    movedGroups: int
+
+
 def group_json(group: ConnectionGroup) -> dict[str, Any]:
     """A group (SPEC §2)."""
     return {
@@ -71,6 +98,7 @@ def _items(data: ReorderBody) -> list[tuple[str, int]]:
 @authenticated
 @validate_request(GroupCreate)
 @tag(["connections"])
+@answers(Group, status=201)
 async def create_group(data: GroupCreate) -> tuple[dict[str, Any], int]:
     """Create a group of the caller's (201)."""
     group = await current_kernel().connections.groups.create(
@@ -83,6 +111,7 @@ async def create_group(data: GroupCreate) -> tuple[dict[str, Any], int]:
 @authenticated
 @validate_request(ReorderBody)
 @tag(["connections"])
+@answers(Success, errors=(404,))
 async def reorder_groups(data: ReorderBody) -> dict[str, Any]:
     """Set the sort order of several groups at once (all or nothing)."""
     await current_kernel().connections.groups.reorder(current_caller(), _items(data))
@@ -93,6 +122,7 @@ async def reorder_groups(data: ReorderBody) -> dict[str, Any]:
 @authenticated
 @validate_request(GroupUpdate)
 @tag(["connections"])
+@answers(GroupUpdated, errors=(409,))
 async def update_group(group_id: str, data: GroupUpdate) -> dict[str, Any]:
     """Rename, move or re-sort a group; moving it below itself is refused."""
     changes = data.model_dump(exclude_unset=True)
@@ -105,6 +135,7 @@ async def update_group(group_id: str, data: GroupUpdate) -> dict[str, Any]:
 @blueprint.delete("/connections/groups/<group_id>")
 @authenticated
 @tag(["connections"])
+@answers(GroupDeleted)
 async def delete_group(group_id: str) -> dict[str, Any]:
     """Delete a group; its connections and sub-groups move to its parent."""
     result = await current_kernel().connections.groups.delete(current_caller(), group_id)
@@ -120,6 +151,7 @@ async def delete_group(group_id: str) -> dict[str, Any]:
 @authenticated
 @validate_request(ReorderBody)
 @tag(["connections"])
+@answers(Success, errors=(404,))
 async def reorder_connections(data: ReorderBody) -> dict[str, Any]:
     """Set the sort order of several connections (each must be editable; all or nothing)."""
     await current_kernel().connections.reorder(current_caller(), _items(data))

@@ -7,21 +7,42 @@ block: credentials move only through ``hostgate connection export --with-secrets
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from quart import Blueprint, Response, request
 from quart_schema import tag
+from typing_extensions import TypedDict
 
 from ..errors import InvalidInput
 from ..guards import current_caller, current_kernel, requires
+from ..openapi import answers
 from ..timefmt import utcnow
 
 blueprint = Blueprint("connection_transfer", __name__)
 
 
+class Imported(TypedDict):
+    """What the import created (and skipped, with ``skipInvalid``)."""
+
+    groupsCreated: int
+    connectionsCreated: int
+    newGroupIds: list[str]
+    newConnectionIds: list[str]
+    skipped: list[Any]
+    secretsIgnored: bool
+
+
+class ImportQuery(BaseModel):
+    """``?skipInvalid=``."""
+
+    skipInvalid: Literal["true", "false", "1", "0", "TRUE", "FALSE", "True", "False"] = "false"
+
+
 @blueprint.get("/connections/export")
 @requires("connections.import_export")
 @tag(["connections"])
+@answers(None, media_type="application/json")
 async def export_connections() -> Response:
     """The caller's groups and connections as a JSON download (no secrets)."""
     kernel = current_kernel()
@@ -49,6 +70,7 @@ async def export_connections() -> Response:
 @blueprint.post("/connections/import")
 @requires("connections.import_export")
 @tag(["connections"])
+@answers(Imported, query=ImportQuery, request=dict[str, Any])
 async def import_connections() -> dict[str, Any]:
     """Import an export document into the caller's account (new ids; all or nothing).
 

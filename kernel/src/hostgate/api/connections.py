@@ -7,15 +7,17 @@ are write-only (``hasPassword``/``hasPrivateKey``/``has<Field>`` report them).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..db.models.connections import Connection, ConnectionGroup
 from ..errors import InvalidInput, PermissionDenied
 from ..guards import authenticated, current_caller, current_kernel, requires
+from ..openapi import Success, answers
 from ..services import health_checks
 from ..services.connection_shares import ShareView
 from ..services.connections import EDIT_ANY, Access
@@ -76,6 +78,138 @@ class AcceptBody(BaseModel):
 
 
 # ----- shapes -------------------------------------------------------------------------
+
+
+class ListedConnection(TypedDict):
+    """A connection as listed."""
+
+    id: str
+    name: str
+    protocol: str
+    host: str
+    port: int
+    username: str
+    tags: list[str]
+    groupId: str | None
+    isShared: bool
+    shared: bool
+    sortOrder: int
+
+
+class GroupNode(TypedDict):
+    """A group with its sub-groups and connections."""
+
+    id: str
+    name: str
+    parentId: str | None
+    sortOrder: int
+    children: list[GroupNode]
+    connections: list[ListedConnection]
+
+
+class ConnectionListing(TypedDict):
+    """The caller's tree, ungrouped connections and connections shared with them."""
+
+    groups: list[GroupNode]
+    ungrouped: list[ListedConnection]
+    sharedConnections: list[ListedConnection]
+    otherConnections: NotRequired[list[ListedConnection]]
+
+
+class Share(TypedDict):
+    """One share."""
+
+    shareType: Literal["user", "role"]
+    targetId: str
+    targetName: str | None
+    createdAt: str
+
+
+class ConnectionDetail(TypedDict):
+    """One connection in full; secrets only as ``has*`` flags (``hasPassword``...)."""
+
+    id: str
+    name: str
+    protocol: str
+    host: str
+    port: int
+    username: str
+    groupId: str | None
+    tags: list[str]
+    shared: bool
+    isShared: bool
+    ownerId: str
+    skipCertValidation: bool
+    recordingEnabled: bool
+    sortOrder: int
+    extraConfig: dict[str, Any]
+    shares: list[Share]
+    canEdit: bool
+    canDelete: bool
+    canShare: bool
+    canUse: bool
+    createdAt: str
+    updatedAt: str
+
+
+class Updated(TypedDict):
+    """The connection as changed."""
+
+    success: bool
+    connection: ConnectionDetail
+
+
+class Shares(TypedDict):
+    """Who the connection is shared with."""
+
+    shares: list[Share]
+
+
+class SharesSet(Shares):
+    """The new share list."""
+
+    success: bool
+
+
+class SessionCredentials(TypedDict, total=False):
+    """What a browser client needs to log in itself (never a private key)."""
+
+    host: str
+    port: int
+    username: str
+
+
+class HostKey(TypedDict, total=False):
+    """A remembered SSH host key."""
+
+    fingerprint: str
+
+
+class HostKeys(TypedDict):
+    """The trusted key and a changed one waiting for acceptance."""
+
+    trusted: HostKey | None
+    pending: HostKey | None
+
+
+class HostKeyAccepted(TypedDict):
+    """The key now trusted."""
+
+    success: bool
+    trusted: HostKey
+
+
+class HostKeyForgotten(TypedDict):
+    """Whether keys were forgotten."""
+
+    success: bool
+    forgotten: Any
+
+
+class ListQuery(BaseModel):
+    """``?scope=``: ``all`` adds everyone else's connections."""
+
+    scope: Literal["", "own", "all"] = ""
 
 
 def list_item(connection: Connection, *, is_shared: bool) -> dict[str, Any]:
@@ -186,6 +320,7 @@ def _payload(data: ConnectionBody) -> dict[str, Any]:
 @blueprint.get("/connections")
 @authenticated
 @tag(["connections"])
+@answers(ConnectionListing, query=ListQuery)
 async def list_connections() -> Response:
     """The caller's group tree, ungrouped connections and connections shared with them.
 
@@ -223,6 +358,7 @@ async def list_connections() -> Response:
 @requires("connections.create")
 @validate_request(ConnectionBody)
 @tag(["connections"])
+@answers(ConnectionDetail, status=201, errors=(404,))
 async def create_connection(data: ConnectionBody) -> tuple[dict[str, Any], int]:
     """Create a connection owned by the caller (201 with the connection)."""
     kernel = current_kernel()
@@ -264,6 +400,7 @@ async def health_check(data: HealthCheckBody) -> dict[str, Any]:
 @blueprint.get("/connections/<connection_id>")
 @authenticated
 @tag(["connections"])
+@answers(ConnectionDetail)
 async def get_connection(connection_id: str) -> dict[str, Any]:
     """One connection (owner, shared with the caller, or edit_any/delete_any)."""
     connection, access = await current_kernel().connections.load(current_caller(), connection_id)
@@ -274,6 +411,7 @@ async def get_connection(connection_id: str) -> dict[str, Any]:
 @authenticated
 @validate_request(ConnectionBody)
 @tag(["connections"])
+@answers(Updated)
 async def update_connection(connection_id: str, data: ConnectionBody) -> dict[str, Any]:
     """Change a connection. Omitted fields stay; ``""``/null clears a secret."""
     kernel = current_kernel()
@@ -286,6 +424,7 @@ async def update_connection(connection_id: str, data: ConnectionBody) -> dict[st
 @blueprint.delete("/connections/<connection_id>")
 @authenticated
 @tag(["connections"])
+@answers(Success)
 async def delete_connection(connection_id: str) -> dict[str, Any]:
     """Delete a connection."""
     await current_kernel().connections.delete(current_caller(), connection_id)
@@ -295,6 +434,7 @@ async def delete_connection(connection_id: str) -> dict[str, Any]:
 @blueprint.get("/connections/<connection_id>/shares")
 @authenticated
 @tag(["connections"])
+@answers(Shares)
 async def get_shares(connection_id: str) -> dict[str, Any]:
     """Who the connection is shared with (owner or edit_any)."""
     views = await current_kernel().connections.sharing.get(current_caller(), connection_id)
@@ -305,6 +445,7 @@ async def get_shares(connection_id: str) -> dict[str, Any]:
 @authenticated
 @validate_request(SharesBody)
 @tag(["connections"])
+@answers(SharesSet)
 async def put_shares(connection_id: str, data: SharesBody) -> dict[str, Any]:
     """Replace the share list (connections.share and ownership or edit_any)."""
     views = await current_kernel().connections.sharing.replace(
@@ -316,6 +457,7 @@ async def put_shares(connection_id: str, data: SharesBody) -> dict[str, Any]:
 @blueprint.get("/connections/<connection_id>/session")
 @authenticated
 @tag(["connections"])
+@answers(SessionCredentials)
 async def session_credentials(connection_id: str) -> dict[str, Any]:
     """Credentials for browser clients that log in themselves (RDP); audited.
 
@@ -332,6 +474,7 @@ def _host_key_json(info: HostKeyInfo | None) -> dict[str, Any] | None:
 @blueprint.get("/connections/<connection_id>/host-key")
 @authenticated
 @tag(["connections"])
+@answers(HostKeys)
 async def get_host_key(connection_id: str) -> dict[str, Any]:
     """The trusted host key and a changed one waiting for acceptance, if any."""
     kernel = current_kernel()
@@ -353,6 +496,7 @@ async def _editable(connection_id: str) -> Connection:
 @blueprint.post("/connections/<connection_id>/host-key/accept")
 @authenticated
 @tag(["connections"])
+@answers(HostKeyAccepted, errors=(409,), request=AcceptBody)
 async def accept_host_key(connection_id: str) -> dict[str, Any]:
     """Trust the pending (changed) host key; body ``{fingerprint}`` optional but advised."""
     connection = await _editable(connection_id)
@@ -370,6 +514,7 @@ async def accept_host_key(connection_id: str) -> dict[str, Any]:
 @blueprint.delete("/connections/<connection_id>/host-key")
 @authenticated
 @tag(["connections"])
+@answers(HostKeyForgotten)
 async def forget_host_key(connection_id: str) -> dict[str, Any]:
     """Forget the remembered keys; the next connection trusts the key it sees."""
     connection = await _editable(connection_id)

@@ -2,23 +2,68 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from quart import Blueprint, Response, request
 from quart_schema import tag
+from typing_extensions import TypedDict
 
 from ..errors import InvalidInput
 from ..guards import authenticated, current_caller, current_kernel
-from ..pagination import page_from
+from ..openapi import answers
+from ..pagination import PageQuery, Pagination, page_from
 
 blueprint = Blueprint("file_sessions", __name__)
 
 EXPORT_TYPES = {"json": "application/json", "csv": "text/csv; charset=utf-8"}
 
 
+class FileSessionRecord(TypedDict):
+    """A file-transfer session."""
+
+    id: str
+    userId: str | None
+    protocol: str
+    startedAt: str
+    endedAt: str | None
+    connectionName: str | None
+    username: str | None
+    eventCount: int
+
+
+class FileSessionPage(Pagination):
+    """One page of file-transfer sessions, newest first."""
+
+    sessions: list[FileSessionRecord]
+
+
+class FileEventRecord(TypedDict):
+    """One file event."""
+
+    id: str
+    timestamp: str
+    action: str
+    path: str
+    detail: str
+
+
+class FileEvents(TypedDict):
+    """The events of one session, in order."""
+
+    events: list[FileEventRecord]
+
+
+class ExportQuery(BaseModel):
+    """``?format=``."""
+
+    format: Literal["json", "csv", "JSON", "CSV"] = "json"
+
+
 @blueprint.get("/file-sessions")
 @authenticated
 @tag(["sessions"])
+@answers(FileSessionPage, query=PageQuery)
 async def list_file_sessions() -> dict[str, Any]:
     """File-transfer sessions, newest first; every user's with ``sessions.view_any``."""
     page = page_from(request.args)
@@ -29,6 +74,7 @@ async def list_file_sessions() -> dict[str, Any]:
 @blueprint.get("/file-sessions/<session_id>/events")
 @authenticated
 @tag(["sessions"])
+@answers(FileEvents)
 async def file_session_events(session_id: str) -> dict[str, Any]:
     """The events of one file-transfer session, in order."""
     log = current_kernel().file_sessions
@@ -39,6 +85,7 @@ async def file_session_events(session_id: str) -> dict[str, Any]:
 @blueprint.get("/file-sessions/<session_id>/export")
 @authenticated
 @tag(["sessions"])
+@answers(None, media_type=("application/json", "text/csv"), query=ExportQuery)
 async def export_file_session(session_id: str) -> Response:
     """Download one session's events as ``json`` (default) or ``csv``."""
     kind = request.args.get("format", "json").lower() or "json"

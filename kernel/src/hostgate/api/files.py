@@ -12,12 +12,13 @@ import asyncio
 import logging
 import stat as stat_module
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field, StrictInt, StrictStr
+from pydantic import BaseModel, Field, StrictInt
 from quart import Blueprint, Response, g, request
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import http_date, parse_range_header
 
@@ -25,9 +26,17 @@ from ..adapters import RemoteEntry, RemoteFiles
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError, InvalidInput, NotFound, error_response
 from ..guards import authenticated, current_caller, current_kernel
+from ..openapi import Success, answers
 from ..requestbody import streamed_body
 from ..services.file_sessions import SessionRef, client_key_of, entries_detail, human_size
-from ..services.files import FileLease, check_not_root, check_path, keeps_session, translate
+from ..services.files import (
+    FileLease,
+    RemotePath,
+    check_not_root,
+    check_path,
+    keeps_session,
+    translate,
+)
 from ..services.netpolicy import conceal
 from ..timefmt import iso
 
@@ -55,37 +64,60 @@ QUICK_TIMEOUT = 120.0
 """Seconds for operations that do not move file contents (list, stat, mkdir, rename, chmod)."""
 
 
+REMOTE = (502, 504)
+"""What a route that talks to the remote server adds: it failed, or did not answer."""
+
+
 class PathBody(BaseModel):
     """A remote path."""
 
-    path: StrictStr
+    path: RemotePath
 
 
 class ListBody(BaseModel):
     """A directory to list; empty means the session's starting directory."""
 
-    path: StrictStr = ""
+    path: RemotePath | Literal[""] = ""
 
 
 class RenameBody(BaseModel):
     """Rename or move."""
 
-    oldPath: StrictStr  # noqa: N815 - the spec's field name
-    newPath: StrictStr  # noqa: N815
+    oldPath: RemotePath  # noqa: N815 - the spec's field name
+    newPath: RemotePath  # noqa: N815
 
 
 class ChmodBody(BaseModel):
     """New Unix permission bits (an integer such as 420 for 0644)."""
 
-    path: StrictStr
+    path: RemotePath
     mode: StrictInt = Field(ge=0, le=0o7777)
 
 
 class CopyBody(BaseModel):
     """Server-side copy of a file or a directory tree."""
 
-    srcPath: StrictStr  # noqa: N815
-    destPath: StrictStr  # noqa: N815
+    srcPath: RemotePath  # noqa: N815
+    destPath: RemotePath  # noqa: N815
+
+
+class FileEntry(TypedDict):
+    """A directory entry: name and the protocol's attributes."""
+
+    filename: str
+    fileAttributes: dict[str, Any]
+
+
+class Listing(TypedDict):
+    """A directory's entries."""
+
+    files: list[FileEntry]
+
+
+class PathQuery(BaseModel):
+    """``?path=``: the remote path."""
+
+    path: RemotePath
 
 
 class FileContext:
@@ -207,6 +239,7 @@ def stat_json(entry: RemoteEntry, spec: ProtocolSpec) -> dict[str, Any]:
 @authenticated
 @validate_request(ListBody)
 @tag(["files"])
+@answers(Listing, errors=REMOTE)
 async def list_directory(protocol: str, connection_id: str, data: ListBody) -> dict[str, Any]:
     """The entries of a remote directory."""
     path = check_path(data.path, allow_empty=True) or "."
@@ -221,6 +254,7 @@ async def list_directory(protocol: str, connection_id: str, data: ListBody) -> d
 @authenticated
 @validate_request(PathBody)
 @tag(["files"])
+@answers(dict[str, Any], errors=REMOTE)
 async def stat_path(protocol: str, connection_id: str, data: PathBody) -> dict[str, Any]:
     """Attributes of one remote path, flat."""
     path = check_path(data.path)
@@ -236,6 +270,7 @@ async def stat_path(protocol: str, connection_id: str, data: PathBody) -> dict[s
 @authenticated
 @validate_request(PathBody)
 @tag(["files"])
+@answers(Success, errors=REMOTE)
 async def make_directory(protocol: str, connection_id: str, data: PathBody) -> dict[str, Any]:
     """Create a remote directory."""
     path = check_path(data.path)
@@ -248,6 +283,7 @@ async def make_directory(protocol: str, connection_id: str, data: PathBody) -> d
 @blueprint.delete(f"{BASE}/file")
 @authenticated
 @tag(["files"])
+@answers(Success, errors=REMOTE, query=PathQuery)
 async def delete_path(protocol: str, connection_id: str) -> dict[str, Any]:
     """Delete a remote file, or a directory with everything in it (never the root)."""
     path = check_not_root(query_path())
@@ -261,6 +297,7 @@ async def delete_path(protocol: str, connection_id: str) -> dict[str, Any]:
 @authenticated
 @validate_request(RenameBody)
 @tag(["files"])
+@answers(Success, errors=REMOTE)
 async def rename_path(protocol: str, connection_id: str, data: RenameBody) -> dict[str, Any]:
     """Rename or move a remote file or directory."""
     old = check_path(data.oldPath, "oldPath")
@@ -275,6 +312,7 @@ async def rename_path(protocol: str, connection_id: str, data: RenameBody) -> di
 @authenticated
 @validate_request(ChmodBody)
 @tag(["files"])
+@answers(Success, errors=REMOTE)
 async def change_mode(protocol: str, connection_id: str, data: ChmodBody) -> dict[str, Any]:
     """Change the Unix permission bits of a remote path."""
     path = check_path(data.path)
@@ -288,6 +326,7 @@ async def change_mode(protocol: str, connection_id: str, data: ChmodBody) -> dic
 @authenticated
 @validate_request(CopyBody)
 @tag(["files"])
+@answers(Success, errors=REMOTE)
 async def copy_path(protocol: str, connection_id: str, data: CopyBody) -> dict[str, Any]:
     """Copy a remote file or directory tree on the server side."""
     src = check_path(data.srcPath, "srcPath")
@@ -301,6 +340,7 @@ async def copy_path(protocol: str, connection_id: str, data: CopyBody) -> dict[s
 @blueprint.post(f"{BASE}/upload")
 @authenticated
 @tag(["files"])
+@answers(Success, errors=REMOTE, query=PathQuery, request_media_type="application/octet-stream")
 async def upload_file(protocol: str, connection_id: str) -> dict[str, Any]:
     """Stream the raw request body into a remote file (temporary name, renamed on success)."""
     path = query_path()
@@ -486,6 +526,9 @@ class DownloadStream:
 @blueprint.get(f"{BASE}/download")
 @authenticated
 @tag(["files"])
+@answers(
+    None, status=200, media_type="application/octet-stream", errors=(*REMOTE, 416), query=PathQuery
+)
 async def download_file(protocol: str, connection_id: str) -> Response:
     """Stream a remote file: Content-Length, attachment name, single byte ranges (206/416)."""
     path = query_path()

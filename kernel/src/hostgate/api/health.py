@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from quart import Blueprint, current_app, request
 from quart_schema import tag
+from typing_extensions import TypedDict
 
 from ..guards import optional_caller, public
+from ..openapi import answers
 from ..services.version import FORCE_BUCKET, FORCE_PER_USER
 from ..timefmt import iso, utcnow
 
 blueprint = Blueprint("health", __name__)
 
 
+class Health(TypedDict):
+    """The server runs."""
+
+    status: Literal["ok"]
+    timestamp: str
+
+
+class Version(TypedDict):
+    """Running and latest version."""
+
+    current: str
+    latest: str | None
+    updateAvailable: bool
+    releaseUrl: str | None
+    fetchError: str | None
+
+
 @blueprint.get("/health")
 @public
 @tag(["meta"])
+@answers(Health)
 async def health() -> dict[str, Any]:
     """Liveness: 200 while the server runs."""
     return {"status": "ok", "timestamp": iso(utcnow())}
@@ -25,6 +45,7 @@ async def health() -> dict[str, Any]:
 @blueprint.get("/version")
 @public
 @tag(["meta"])
+@answers(Version, errors=(429,))
 async def version() -> dict[str, Any]:
     """Running and latest version, cached 15 minutes.
 

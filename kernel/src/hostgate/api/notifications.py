@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from quart import Blueprint, request
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from .. import jsoninput
 from ..errors import InvalidInput, NotFound
 from ..guards import current_caller, current_kernel, requires
-from ..pagination import page_from
+from ..openapi import Ok, answers
+from ..pagination import PageQuery, Pagination, page_from
 from ..services.notifications.logbook import entry_json
 from ..services.notifications.rulebook import rule_json
 from ..services.notifications.rules import RuleIn, RulePatch
@@ -36,6 +39,145 @@ class RetentionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     retention_days: StrictInt = Field(alias="retentionDays", ge=1, le=36_500)
+
+
+class ChannelState(TypedDict):
+    """A channel: on or off, its config with secrets masked."""
+
+    id: str
+    enabled: bool
+    config: dict[str, Any]
+
+
+class Channels(TypedDict):
+    """Every channel type."""
+
+    channels: list[ChannelState]
+
+
+class TestSent(TypedDict):
+    """The test message was sent."""
+
+    ok: bool
+    entryId: str
+
+
+class Rule(TypedDict):
+    """A notification rule."""
+
+    id: str
+    name: str
+    enabled: bool
+    events: list[str]
+    conditionLogic: str
+    conditions: list[dict[str, Any]]
+    cadence: Any
+    actions: list[dict[str, Any]]
+    createdAt: str
+    lastTriggeredAt: str | None
+
+
+class Rules(TypedDict):
+    """Every rule."""
+
+    rules: list[Rule]
+
+
+class RuleBody(TypedDict):
+    """One rule."""
+
+    rule: Rule
+
+
+class Toggled(TypedDict):
+    """The rule's new state."""
+
+    ok: bool
+    enabled: bool
+
+
+class Recipient(TypedDict):
+    """A user a rule may notify."""
+
+    id: str
+    username: str
+    email: str | None
+
+
+class RecipientRole(TypedDict):
+    """A role a rule may notify."""
+
+    id: str
+    name: str
+
+
+class Recipients(TypedDict):
+    """Users and roles a rule's smtp action may name."""
+
+    users: list[Recipient]
+    roles: list[RecipientRole]
+
+
+class LogEntry(TypedDict):
+    """One delivery attempt."""
+
+    id: str
+    ruleId: str | None
+    ruleName: str | None
+    channel: str
+    status: str
+    sentAt: str | None
+    error: str | None
+    attempt: int
+    retryOf: str | None
+
+
+class LogPage(Pagination):
+    """One page of delivery attempts, newest first."""
+
+    entries: list[LogEntry]
+    total: int
+
+
+class Retried(TypedDict):
+    """The new delivery attempt."""
+
+    ok: bool
+    entry: LogEntry
+
+
+class Cleared(TypedDict):
+    """How many entries were deleted."""
+
+    ok: bool
+    deleted: int
+
+
+class Retention(TypedDict):
+    """Days delivery attempts are kept."""
+
+    retentionDays: int
+
+
+class RetentionSet(Retention):
+    """The new retention."""
+
+    ok: bool
+
+
+class LogQuery(PageQuery):
+    """The filters of ``GET /notifications/log``."""
+
+    status: Literal["sent", "failed", "pending", ""] = ""
+    rule_id: str = ""
+
+
+class ClearQuery(BaseModel):
+    """The filters of ``DELETE /notifications/log``."""
+
+    status: Literal["sent", "failed", "pending", ""] = ""
+    rule_id: str = ""
+    before: datetime | None = None
 
 
 def _known_channel(channel_type: str) -> None:
@@ -64,6 +206,7 @@ async def _optional_json() -> dict[str, Any]:
 @blueprint.get("/notifications/channels")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Channels)
 async def list_channels() -> dict[str, Any]:
     """Every channel with its config; secret values masked."""
     return {"channels": await current_kernel().notifications.channels.listing()}
@@ -73,6 +216,7 @@ async def list_channels() -> dict[str, Any]:
 @requires(PERMISSION)
 @validate_request(ChannelBody)
 @tag(["notifications"])
+@answers(Ok)
 async def update_channel(channel_type: str, data: ChannelBody) -> dict[str, Any]:
     """Enable or disable a channel and merge its config; the mask keeps a stored secret."""
     _known_channel(channel_type)
@@ -85,6 +229,7 @@ async def update_channel(channel_type: str, data: ChannelBody) -> dict[str, Any]
 @blueprint.post("/notifications/channels/<channel_type>/test")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(TestSent, errors=(400, 502, 504))
 async def test_channel(channel_type: str) -> dict[str, Any]:
     """Send a real test message (stored config plus optional overrides); report the error."""
     _known_channel(channel_type)
@@ -123,6 +268,7 @@ async def test_channel(channel_type: str) -> dict[str, Any]:
 @blueprint.get("/notifications/rules")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Rules)
 async def list_rules() -> dict[str, Any]:
     """Every rule."""
     return {"rules": await current_kernel().notifications.rules.listing()}
@@ -132,6 +278,7 @@ async def list_rules() -> dict[str, Any]:
 @requires(PERMISSION)
 @validate_request(RuleIn)
 @tag(["notifications"])
+@answers(RuleBody, status=201)
 async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
     """Create a rule (201)."""
     rule = await current_kernel().notifications.rules.create(data, actor=current_caller())
@@ -142,6 +289,7 @@ async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
 @requires(PERMISSION)
 @validate_request(RulePatch)
 @tag(["notifications"])
+@answers(RuleBody)
 async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
     """Change any subset of a rule's fields."""
     rule, _ = await current_kernel().notifications.rules.update(
@@ -153,6 +301,7 @@ async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
 @blueprint.patch("/notifications/rules/<rule_id>/toggle")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Toggled)
 async def toggle_rule(rule_id: str) -> dict[str, Any]:
     """Flip a rule between enabled and disabled."""
     rule = await current_kernel().notifications.rules.toggle(rule_id, actor=current_caller())
@@ -162,6 +311,7 @@ async def toggle_rule(rule_id: str) -> dict[str, Any]:
 @blueprint.delete("/notifications/rules/<rule_id>")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Ok)
 async def delete_rule(rule_id: str) -> dict[str, Any]:
     """Delete a rule (its delivery log stays)."""
     await current_kernel().notifications.rules.delete(rule_id, actor=current_caller())
@@ -171,6 +321,7 @@ async def delete_rule(rule_id: str) -> dict[str, Any]:
 @blueprint.get("/notifications/recipients")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Recipients)
 async def recipients() -> dict[str, Any]:
     """Users (with e-mail) and roles an smtp action may name."""
     return await current_kernel().notifications.rules.recipients()  # type: ignore[no-any-return]
@@ -182,6 +333,7 @@ async def recipients() -> dict[str, Any]:
 @blueprint.get("/notifications/log")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(LogPage, query=LogQuery)
 async def list_log() -> dict[str, Any]:
     """Delivery attempts, newest first; filters ``status`` and ``rule_id``; paged."""
     page = page_from(request.args)
@@ -194,6 +346,7 @@ async def list_log() -> dict[str, Any]:
 @blueprint.post("/notifications/log/<entry_id>/retry")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Retried, errors=(409, 502, 504))
 async def retry_delivery(entry_id: str) -> dict[str, Any]:
     """Re-send a failed delivery now with the channel's current config (a new entry)."""
     kernel = current_kernel()
@@ -221,6 +374,7 @@ async def retry_delivery(entry_id: str) -> dict[str, Any]:
 @blueprint.delete("/notifications/log/<entry_id>")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Ok)
 async def delete_log_entry(entry_id: str) -> dict[str, Any]:
     """Delete one log entry."""
     await current_kernel().notifications.log.delete_one(entry_id, actor=current_caller())
@@ -230,6 +384,7 @@ async def delete_log_entry(entry_id: str) -> dict[str, Any]:
 @blueprint.delete("/notifications/log")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Cleared, query=ClearQuery)
 async def clear_log() -> dict[str, Any]:
     """Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none)."""
     deleted = await current_kernel().notifications.log.delete_matching(
@@ -247,6 +402,7 @@ async def clear_log() -> dict[str, Any]:
 @blueprint.get("/notifications/settings")
 @requires(PERMISSION)
 @tag(["notifications"])
+@answers(Retention)
 async def get_settings() -> dict[str, Any]:
     """The delivery log's retention."""
     return {"retentionDays": current_kernel().notifications.retention_days()}
@@ -256,6 +412,7 @@ async def get_settings() -> dict[str, Any]:
 @requires(PERMISSION)
 @validate_request(RetentionBody)
 @tag(["notifications"])
+@answers(RetentionSet)
 async def put_settings(data: RetentionBody) -> dict[str, Any]:
     """Change the retention (whole days, at least 1); applied at once."""
     _, after = await current_kernel().notifications.set_retention(

@@ -7,10 +7,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..guards import authenticated, current_caller, current_kernel
-from ..security.passwords import MAX_PASSWORD_LENGTH
+from ..openapi import Ok, Success, answers
 from ..services import profile
+from .fields import DisplayName, Email, NewPassword, Password
 
 blueprint = Blueprint("profile", __name__)
 
@@ -21,8 +23,8 @@ class ProfileBody(BaseModel):
     """Any subset of displayName, email, avatarText; ``""`` clears email and avatarText."""
 
     model_config = ConfigDict(extra="forbid")
-    displayName: str | None = Field(default=None, max_length=200)
-    email: str | None = Field(default=None, max_length=320)
+    displayName: DisplayName | None = None
+    email: Email | None = None
     avatarText: str | None = Field(default=None, max_length=16)
 
 
@@ -30,8 +32,8 @@ class PasswordBody(BaseModel):
     """The current password and a new one (at least 8 characters)."""
 
     model_config = ConfigDict(extra="forbid")
-    currentPassword: str = Field(max_length=MAX_PASSWORD_LENGTH)
-    newPassword: str = Field(max_length=MAX_PASSWORD_LENGTH)
+    currentPassword: Password
+    newPassword: NewPassword
 
 
 class SshPrefsBody(BaseModel):
@@ -55,7 +57,7 @@ class CodeBody(BaseModel):
 class PasswordOnlyBody(BaseModel):
     """The current password."""
 
-    password: str = Field(max_length=MAX_PASSWORD_LENGTH)
+    password: Password
 
 
 class WarningBody(BaseModel):
@@ -64,9 +66,74 @@ class WarningBody(BaseModel):
     warning: str = Field(min_length=1, max_length=100)
 
 
+class Me(TypedDict):
+    """The caller, with live role and permissions."""
+
+    id: str
+    username: str
+    displayName: str
+    role: str
+    permissions: list[str]
+    dismissedWarnings: list[str]
+
+
+class Profile(Me):
+    """The caller's profile; strings are never null."""
+
+    email: str
+    avatarText: str
+    authProvider: str
+    mfaEnabled: bool
+
+
+class SshPrefs(TypedDict):
+    """Terminal preferences."""
+
+    fontFamily: str
+    fontSize: int | float
+    cursorStyle: CursorStyle
+    cursorBlink: bool
+    theme: str
+    scrollback: int
+
+
+class MfaStatus(TypedDict):
+    """Whether TOTP is on."""
+
+    enabled: bool
+
+
+class MfaSetup(TypedDict):
+    """A new TOTP secret, as text, QR code and otpauth URL."""
+
+    secret: str
+    qrDataUrl: str
+    otpauthUrl: str
+
+
+class LoginSession(TypedDict):
+    """One live login session of the caller."""
+
+    id: str
+    browser: str
+    os: str
+    ipAddress: str
+    createdAt: str
+    lastUsedAt: str | None
+    isCurrent: bool
+    method: str
+
+
+class LoginSessions(TypedDict):
+    """The caller's live login sessions."""
+
+    sessions: list[LoginSession]
+
+
 @blueprint.get("/profile")
 @authenticated
 @tag(["profile"])
+@answers(Profile)
 async def get_profile() -> dict[str, Any]:
     """The caller's profile."""
     return await profile.profile(current_kernel(), current_caller())
@@ -76,6 +143,7 @@ async def get_profile() -> dict[str, Any]:
 @authenticated
 @validate_request(ProfileBody)
 @tag(["profile"])
+@answers(Success)
 async def update_profile(data: ProfileBody) -> dict[str, Any]:
     """Change display name, e-mail, avatar text."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
@@ -87,6 +155,7 @@ async def update_profile(data: ProfileBody) -> dict[str, Any]:
 @authenticated
 @validate_request(PasswordBody)
 @tag(["profile"])
+@answers(Success, errors=(429,))
 async def change_password(data: PasswordBody) -> dict[str, Any]:
     """Change the password; other sessions end."""
     await profile.change_password(
@@ -98,6 +167,7 @@ async def change_password(data: PasswordBody) -> dict[str, Any]:
 @blueprint.get("/profile/ssh-prefs")
 @authenticated
 @tag(["profile"])
+@answers(SshPrefs)
 async def get_ssh_prefs() -> dict[str, Any]:
     """Terminal preferences: the instance defaults overlaid with the caller's."""
     return await profile.ssh_prefs(current_kernel(), current_caller())
@@ -107,6 +177,7 @@ async def get_ssh_prefs() -> dict[str, Any]:
 @authenticated
 @validate_request(SshPrefsBody)
 @tag(["profile"])
+@answers(Ok)
 async def put_ssh_prefs(data: SshPrefsBody) -> dict[str, Any]:
     """Store some preferences (the rest keep their values)."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
@@ -117,6 +188,7 @@ async def put_ssh_prefs(data: SshPrefsBody) -> dict[str, Any]:
 @blueprint.delete("/profile/ssh-prefs")
 @authenticated
 @tag(["profile"])
+@answers(Ok)
 async def delete_ssh_prefs() -> dict[str, Any]:
     """Back to the instance defaults."""
     await profile.update_ssh_prefs(current_kernel(), current_caller(), None)
@@ -126,6 +198,7 @@ async def delete_ssh_prefs() -> dict[str, Any]:
 @blueprint.get("/profile/mfa/status")
 @authenticated
 @tag(["profile"])
+@answers(MfaStatus)
 async def mfa_status() -> dict[str, Any]:
     """Whether TOTP is on."""
     return await profile.mfa_status(current_kernel(), current_caller())
@@ -134,6 +207,7 @@ async def mfa_status() -> dict[str, Any]:
 @blueprint.post("/profile/mfa/setup")
 @authenticated
 @tag(["profile"])
+@answers(MfaSetup, errors=(409,))
 async def mfa_setup() -> dict[str, Any]:
     """A new TOTP secret and its QR code (enabled once verified)."""
     return await profile.mfa_setup(current_kernel(), current_caller())
@@ -143,6 +217,7 @@ async def mfa_setup() -> dict[str, Any]:
 @authenticated
 @validate_request(CodeBody)
 @tag(["profile"])
+@answers(Ok, errors=(409, 429))
 async def mfa_verify(data: CodeBody) -> dict[str, Any]:
     """Enable TOTP with a code from the authenticator app."""
     await profile.mfa_verify(current_kernel(), current_caller(), data.token)
@@ -153,6 +228,7 @@ async def mfa_verify(data: CodeBody) -> dict[str, Any]:
 @authenticated
 @validate_request(PasswordOnlyBody)
 @tag(["profile"])
+@answers(Ok, errors=(429,))
 async def mfa_disable(data: PasswordOnlyBody) -> dict[str, Any]:
     """Turn TOTP off (needs the current password)."""
     await profile.mfa_disable(current_kernel(), current_caller(), data.password)
@@ -163,6 +239,7 @@ async def mfa_disable(data: PasswordOnlyBody) -> dict[str, Any]:
 @authenticated
 @validate_request(WarningBody)
 @tag(["profile"])
+@answers(Ok)
 async def dismiss_warning(data: WarningBody) -> dict[str, Any]:
     """Remember that a warning was dismissed."""
     await profile.dismiss_warning(current_kernel(), current_caller(), data.warning)
@@ -172,6 +249,7 @@ async def dismiss_warning(data: WarningBody) -> dict[str, Any]:
 @blueprint.get("/profile/login-sessions")
 @authenticated
 @tag(["profile"])
+@answers(LoginSessions)
 async def list_login_sessions() -> dict[str, Any]:
     """The caller's live login sessions."""
     return {"sessions": await profile.login_sessions(current_kernel(), current_caller())}
@@ -180,6 +258,7 @@ async def list_login_sessions() -> dict[str, Any]:
 @blueprint.delete("/profile/login-sessions/<session_id>")
 @authenticated
 @tag(["profile"])
+@answers(Ok)
 async def revoke_login_session(session_id: str) -> dict[str, Any]:
     """End one of the caller's sessions (the current one too)."""
     await profile.revoke_login_session(current_kernel(), current_caller(), session_id)
@@ -189,6 +268,7 @@ async def revoke_login_session(session_id: str) -> dict[str, Any]:
 @blueprint.delete("/profile/login-sessions")
 @authenticated
 @tag(["profile"])
+@answers(Ok)
 async def revoke_other_sessions() -> dict[str, Any]:
     """End every session but the current one."""
     await profile.revoke_other_sessions(current_kernel(), current_caller())

@@ -7,9 +7,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..guards import current_caller, current_kernel, requires
+from ..openapi import Success, answers
 from ..services import roles
+from .fields import Name, Permission
 
 blueprint = Blueprint("roles", __name__)
 
@@ -20,22 +23,47 @@ class CreateRoleBody(BaseModel):
     """A custom role."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
+    name: Name
     description: str = Field(default="", max_length=1000)
-    permissions: list[str] = Field(default_factory=list, max_length=1000)
+    permissions: list[Permission] = Field(default_factory=list, max_length=1000)
 
 
 class UpdateRoleBody(BaseModel):
     """Any subset of name, description, permissions."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Name | None = None
     description: str | None = Field(default=None, max_length=1000)
-    permissions: list[str] | None = Field(default=None, max_length=1000)
+    permissions: list[Permission] | None = Field(default=None, max_length=1000)
+
+
+class RoleRecord(TypedDict):
+    """A role and its permissions."""
+
+    id: str
+    name: str
+    description: str
+    isBuiltin: bool
+    permissions: list[str]
+    createdAt: str
+    updatedAt: str
+
+
+class RoleList(TypedDict):
+    """Built-in roles first, then custom roles by name."""
+
+    roles: list[RoleRecord]
+
+
+class PermissionGroups(TypedDict):
+    """Every permission name, by group."""
+
+    permissionGroups: dict[str, list[str]]
 
 
 @blueprint.get("/roles")
 @requires(MANAGE)
+@answers(RoleList)
 @tag(["roles"])
 async def list_roles() -> dict[str, Any]:
     """Built-in roles first, then custom roles by name."""
@@ -44,6 +72,7 @@ async def list_roles() -> dict[str, Any]:
 
 @blueprint.get("/roles/permissions")
 @requires(MANAGE)
+@answers(PermissionGroups)
 @tag(["roles"])
 async def permission_groups() -> dict[str, Any]:
     """Every permission name, by group (packs add theirs)."""
@@ -53,6 +82,7 @@ async def permission_groups() -> dict[str, Any]:
 @blueprint.post("/roles")
 @requires(MANAGE)
 @validate_request(CreateRoleBody)
+@answers(RoleRecord, status=201, errors=(409,))
 @tag(["roles"])
 async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
     """Create a custom role (201)."""
@@ -69,6 +99,7 @@ async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
 @blueprint.put("/roles/<role_id>")
 @requires(MANAGE)
 @validate_request(UpdateRoleBody)
+@answers(RoleRecord, errors=(409,))
 @tag(["roles"])
 async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
     """Change a role; built-in roles keep their name and description."""
@@ -78,6 +109,7 @@ async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
 
 @blueprint.post("/roles/<role_id>/reset")
 @requires(MANAGE)
+@answers(RoleRecord, errors=(409,))
 @tag(["roles"])
 async def reset_role(role_id: str) -> dict[str, Any]:
     """Restore a built-in role's default permissions."""
@@ -86,6 +118,7 @@ async def reset_role(role_id: str) -> dict[str, Any]:
 
 @blueprint.delete("/roles/<role_id>")
 @requires(MANAGE)
+@answers(Success, errors=(409,))
 @tag(["roles"])
 async def delete_role(role_id: str) -> dict[str, Any]:
     """Delete a custom role no user holds."""

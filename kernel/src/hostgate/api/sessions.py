@@ -10,10 +10,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..errors import ApiError, NotFound, PermissionDenied
 from ..guards import authenticated, current_caller, current_kernel, requires
-from ..pagination import page_from
+from ..openapi import Ok, answers
+from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.recordings import stream_plaintext
 from ..services.session_history import SessionHistory
@@ -86,9 +88,100 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     return start, min(end, size - 1)
 
 
+class SessionRecord(TypedDict):
+    """A terminal or RDP session."""
+
+    id: str
+    userId: str | None
+    protocol: str
+    startedAt: str
+    endedAt: str | None
+    hasRecording: bool
+    fileSize: int | None
+    connectionName: str | None
+    username: str | None
+    connectionId: str | None
+    recordingState: str | None
+
+
+class SessionPage(Pagination):
+    """One page of sessions, newest first."""
+
+    sessions: list[SessionRecord]
+
+
+class Purged(TypedDict, total=False):
+    """What was deleted."""
+
+    ok: bool
+
+
+class StorageBytes(TypedDict):
+    """Bytes the recordings take on disk."""
+
+    bytes: int
+
+
+class ActiveSession(TypedDict):
+    """An open session."""
+
+    id: str
+    kind: str
+    protocol: str
+    userId: str
+    username: str
+    connectionId: str | None
+    connectionName: str
+    clientIp: str
+    startedAt: str
+
+
+class ActiveSessions(TypedDict):
+    """Open sessions."""
+
+    sessions: list[ActiveSession]
+
+
+class RdpSession(TypedDict):
+    """A session row for a browser RDP client."""
+
+    sessionId: str
+    shouldRecord: bool
+
+
+class CommandRecord(TypedDict):
+    """One logged command (``elapsed`` in milliseconds)."""
+
+    id: str
+    timestamp: str
+    elapsed: int | float
+    command: str
+    output_preview: str
+
+
+class Commands(TypedDict):
+    """The command log, in order."""
+
+    commands: list[CommandRecord]
+
+
+class InputEventRecord(TypedDict):
+    """One recorded input event."""
+
+    elapsed: int | float
+    event_type: str
+
+
+class InputEventList(TypedDict):
+    """Recorded input events."""
+
+    events: list[InputEventRecord]
+
+
 @blueprint.get("/sessions")
 @authenticated
 @tag(["sessions"])
+@answers(SessionPage, query=PageQuery)
 async def list_sessions() -> dict[str, Any]:
     """Terminal and RDP sessions, newest first; every user's with ``sessions.view_any``."""
     page = page_from(request.args)
@@ -99,6 +192,7 @@ async def list_sessions() -> dict[str, Any]:
 @blueprint.delete("/sessions")
 @requires("sessions.delete")
 @tag(["sessions"])
+@answers(Purged)
 async def purge_sessions() -> dict[str, Any]:
     """Delete all session history and recordings (open sessions stay) and file sessions."""
     counts = await _history().purge(actor=current_caller())
@@ -108,6 +202,7 @@ async def purge_sessions() -> dict[str, Any]:
 @blueprint.get("/sessions/storage")
 @requires("settings.manage")
 @tag(["sessions"])
+@answers(StorageBytes)
 async def storage() -> dict[str, Any]:
     """Bytes the recordings take on disk."""
     return {"bytes": await current_kernel().recordings.storage_bytes()}
@@ -116,6 +211,7 @@ async def storage() -> dict[str, Any]:
 @blueprint.get("/sessions/active")
 @authenticated
 @tag(["sessions"])
+@answers(ActiveSessions)
 async def active_sessions() -> dict[str, Any]:
     """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
     return {"sessions": _history().active(current_caller())}
@@ -124,6 +220,7 @@ async def active_sessions() -> dict[str, Any]:
 @blueprint.delete("/sessions/active/<session_id>")
 @authenticated
 @tag(["sessions"])
+@answers(Ok)
 async def end_active_session(session_id: str) -> dict[str, Any]:
     """End an open session: one's own, or anyone's with ``sessions.delete``."""
     kernel = current_kernel()
@@ -154,6 +251,7 @@ async def end_active_session(session_id: str) -> dict[str, Any]:
 @authenticated
 @validate_request(RdpSessionBody)
 @tag(["sessions"])
+@answers(RdpSession, errors=(404,))
 async def create_rdp_session(data: RdpSessionBody) -> dict[str, Any]:
     """Start the history row of a browser RDP session; says whether to record it."""
     session_id, should_record = await _history().create_rdp(current_caller(), data.connectionId)
@@ -163,6 +261,12 @@ async def create_rdp_session(data: RdpSessionBody) -> dict[str, Any]:
 @blueprint.get("/sessions/<session_id>/recording")
 @authenticated
 @tag(["sessions"])
+@answers(
+    None,
+    status=200,
+    media_type=("application/x-asciicast", "video/webm", "application/octet-stream"),
+    errors=(416,),
+)
 async def download_recording(session_id: str) -> Response:
     """The recording (asciicast for terminals, WebM for RDP), with HTTP Range support.
 
@@ -211,6 +315,7 @@ async def download_recording(session_id: str) -> Response:
 @blueprint.get("/sessions/<session_id>/commands")
 @authenticated
 @tag(["sessions"])
+@answers(Commands)
 async def session_commands(session_id: str) -> dict[str, Any]:
     """The command log of a terminal session, in order."""
     history = _history()
@@ -221,6 +326,7 @@ async def session_commands(session_id: str) -> dict[str, Any]:
 @blueprint.get("/sessions/<session_id>/recording/events")
 @authenticated
 @tag(["sessions"])
+@answers(InputEventList)
 async def recording_events(session_id: str) -> dict[str, Any]:
     """Recorded input events of an RDP session (read form)."""
     history = _history()
@@ -232,6 +338,7 @@ async def recording_events(session_id: str) -> dict[str, Any]:
 @authenticated
 @validate_request(InputEvents)
 @tag(["sessions"])
+@answers(Ok, errors=(409,))
 async def add_recording_events(session_id: str, data: InputEvents) -> dict[str, Any]:
     """Append input events (write form ``{elapsed, type}``) to one's own recorded session."""
     history = _history()
@@ -243,6 +350,7 @@ async def add_recording_events(session_id: str, data: InputEvents) -> dict[str, 
 @blueprint.post("/sessions/<session_id>/recording/chunk")
 @authenticated
 @tag(["sessions"])
+@answers(Ok, errors=(409,), request_media_type="application/octet-stream")
 async def upload_chunk(session_id: str) -> dict[str, Any]:
     """Append a raw WebM chunk (streamed to disk, encrypted) to one's own RDP recording."""
     row = await _history().owned(current_caller(), session_id)
@@ -253,6 +361,7 @@ async def upload_chunk(session_id: str) -> dict[str, Any]:
 @blueprint.post("/sessions/<session_id>/recording/finalize")
 @authenticated
 @tag(["sessions"])
+@answers(Ok, errors=(409,))
 async def finalize_recording(session_id: str) -> dict[str, Any]:
     """End one's own RDP session: its recording is complete."""
     row = await _history().owned(current_caller(), session_id)

@@ -6,16 +6,31 @@ from typing import Any
 
 from quart import Blueprint, current_app, request
 from quart_schema import tag
+from typing_extensions import TypedDict
 
 from ..errors import InvalidInput
 from ..guards import current_caller, public, requires
+from ..openapi import Success, answers
 
 blueprint = Blueprint("settings", __name__)
+
+
+class SettingValues(TypedDict):
+    """Setting keys and their values (see the settings reference)."""
+
+    settings: dict[str, Any]
+
+
+def changes_schema(kernel: Any) -> dict[str, Any]:
+    """The body ``PUT /settings`` takes, from the settings registry."""
+    schema: dict[str, Any] = kernel.settings.change_schema()
+    return schema
 
 
 @blueprint.get("/settings/public")
 @public
 @tag(["settings"])
+@answers(SettingValues)
 async def public_settings() -> dict[str, Any]:
     """The public subset of settings, readable without authentication."""
     return {"settings": current_app.extensions["hostgate"].settings.public()}
@@ -24,6 +39,7 @@ async def public_settings() -> dict[str, Any]:
 @blueprint.get("/settings")
 @requires("settings.manage")
 @tag(["settings"])
+@answers(SettingValues)
 async def all_settings() -> dict[str, Any]:
     """Every setting; secret values masked."""
     return {"settings": current_app.extensions["hostgate"].settings.admin_view()}
@@ -32,6 +48,7 @@ async def all_settings() -> dict[str, Any]:
 @blueprint.put("/settings")
 @requires("settings.manage")
 @tag(["settings"])
+@answers(Success, request=changes_schema)
 async def update_settings() -> dict[str, Any]:
     """Change one or more settings; the whole set is validated before anything is stored."""
     body = await request.get_json(force=True)

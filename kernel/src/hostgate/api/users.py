@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from ..guards import current_caller, current_kernel, requires
+from ..openapi import Success, answers
 from ..permissions import USER_ROLE
-from ..security.passwords import MAX_PASSWORD_LENGTH
 from ..services import accounts
+from .fields import DisplayName, Email, NewPassword, Username
 
 blueprint = Blueprint("users", __name__)
 
@@ -22,10 +24,10 @@ class CreateUserBody(BaseModel):
     """A new local user; ``role`` is a role name or id (default ``user``)."""
 
     model_config = ConfigDict(extra="forbid")
-    username: str = Field(min_length=1, max_length=200)
-    password: str = Field(max_length=MAX_PASSWORD_LENGTH)
-    displayName: str = Field(default="", max_length=200)
-    email: str | None = Field(default="", max_length=320)
+    username: Username
+    password: NewPassword
+    displayName: DisplayName | Literal[""] = ""
+    email: Email | None = ""
     role: str = Field(default=USER_ROLE, min_length=1, max_length=200)
 
 
@@ -33,8 +35,8 @@ class UpdateUserBody(BaseModel):
     """Any subset of displayName, email, role."""
 
     model_config = ConfigDict(extra="forbid")
-    displayName: str | None = Field(default=None, max_length=200)
-    email: str | None = Field(default=None, max_length=320)
+    displayName: DisplayName | None = None
+    email: Email | None = None
     role: str | None = Field(default=None, min_length=1, max_length=200)
 
 
@@ -42,11 +44,35 @@ class ResetPasswordBody(BaseModel):
     """The new password (at least 8 characters)."""
 
     model_config = ConfigDict(extra="forbid")
-    newPassword: str = Field(max_length=MAX_PASSWORD_LENGTH)
+    newPassword: NewPassword
+
+
+class UserRecord(TypedDict):
+    """A user as administrators see it."""
+
+    id: str
+    username: str
+    displayName: str
+    email: str
+    role: str
+    failedLoginCount: int
+    lockedUntil: str | None
+    lastLoginAt: str | None
+    authProvider: str
+    createdAt: NotRequired[str]
+    mfaEnabled: NotRequired[bool]
+    mfaMethod: NotRequired[Literal["totp"] | None]
+
+
+class UserList(TypedDict):
+    """Every user, oldest first."""
+
+    users: list[UserRecord]
 
 
 @blueprint.get("/users")
 @requires(MANAGE)
+@answers(UserList)
 @tag(["users"])
 async def list_users() -> dict[str, Any]:
     """Every user, oldest first."""
@@ -56,6 +82,7 @@ async def list_users() -> dict[str, Any]:
 @blueprint.post("/users")
 @requires(MANAGE)
 @validate_request(CreateUserBody)
+@answers(UserRecord, status=201, errors=(404, 409))
 @tag(["users"])
 async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
     """Create a local user (201)."""
@@ -74,6 +101,7 @@ async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
 @blueprint.put("/users/<user_id>")
 @requires(MANAGE)
 @validate_request(UpdateUserBody)
+@answers(Success, errors=(409,))
 @tag(["users"])
 async def update_user(user_id: str, data: UpdateUserBody) -> dict[str, Any]:
     """Change display name, e-mail and/or role."""
@@ -90,6 +118,7 @@ async def update_user(user_id: str, data: UpdateUserBody) -> dict[str, Any]:
 
 @blueprint.delete("/users/<user_id>")
 @requires(MANAGE)
+@answers(Success, errors=(409,))
 @tag(["users"])
 async def delete_user(user_id: str) -> dict[str, Any]:
     """Delete a user (not yourself, not the last manager)."""
@@ -100,6 +129,7 @@ async def delete_user(user_id: str) -> dict[str, Any]:
 @blueprint.post("/users/<user_id>/reset-password")
 @requires(MANAGE)
 @validate_request(ResetPasswordBody)
+@answers(Success)
 @tag(["users"])
 async def reset_password(user_id: str, data: ResetPasswordBody) -> dict[str, Any]:
     """Set a new password; every session of that user ends."""
@@ -111,6 +141,7 @@ async def reset_password(user_id: str, data: ResetPasswordBody) -> dict[str, Any
 
 @blueprint.post("/users/<user_id>/unlock")
 @requires(MANAGE)
+@answers(Success)
 @tag(["users"])
 async def unlock_user(user_id: str) -> dict[str, Any]:
     """Lift a lockout and reset the failure count."""

@@ -21,7 +21,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..db.models.identity import Role, User
 from ..db.models.settings import SystemValue
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ..permissions import ADMIN_ROLE, USER_ROLE
 from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
 from ..timefmt import as_utc, iso, utcnow
@@ -37,8 +37,14 @@ SETUP_GUARD = "setup_complete"
 MANAGE_PERMISSIONS = ("users.manage", "roles.manage")
 NAME_MAX = 200
 EMAIL_MAX = 320
-_USERNAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+USERNAME_PATTERN = r"^[^\s\x00-\x1f\x7f]{1,200}$"
+"""A local username: 1-200 characters, no spaces or control characters."""
+EMAIL_PATTERN = r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$"
+"""An e-mail address: something@somewhere, no spaces or control characters."""
+NOT_BLANK_PATTERN = r"[^\s\x1c-\x1f]"
+"""Holds a character that is not white space (Python's and JSON Schema's alike)."""
+_USERNAME = re.compile(USERNAME_PATTERN)
+_EMAIL = re.compile(EMAIL_PATTERN)
 
 
 # -- validation ---------------------------------------------------------------
@@ -131,7 +137,7 @@ async def resolve_role(session: AsyncSession, ref: str) -> Role | None:
 async def _role_or_400(session: AsyncSession, ref: str) -> Role:
     role = await resolve_role(session, ref)
     if role is None:
-        raise InvalidInput(f"Unknown role: {ref}", code="unknown_role")
+        raise NotFound(f"Unknown role: {ref}", code="unknown_role")
     return role
 
 
@@ -395,7 +401,7 @@ async def update_user(
 async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
     """Delete a user (their login sessions and connections go with them)."""
     if actor is not None and actor.user_id == user_id:
-        raise InvalidInput("Cannot delete your own account", code="cannot_delete_self")
+        raise PermissionDenied("Cannot delete your own account", code="cannot_delete_self")
     async with kernel.audit.atomic() as batch:
         session = batch.session
         await lock_roles(session)

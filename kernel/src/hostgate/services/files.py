@@ -19,7 +19,9 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import Field
 
 from ..adapters import ConnectionTarget, RemoteFiles
 from ..descriptors import ProtocolSpec
@@ -50,6 +52,12 @@ OPEN_TIMEOUT = 60.0
 HOLDER_CLEANUP_SECONDS = 8.0
 """How long a cancelled transfer may clean up before its adapter closes under it (the
 live registry bounds a closer at 10 s)."""
+
+
+RemotePath = Annotated[
+    str, Field(strict=True, min_length=1, max_length=MAX_PATH_BYTES, pattern=r"^[^\x00]*$")
+]
+"""A remote path in a request: not empty, no NUL (``check_path`` also counts its bytes)."""
 
 
 def check_path(value: str, name: str = "path", *, allow_empty: bool = False) -> str:

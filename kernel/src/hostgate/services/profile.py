@@ -236,7 +236,7 @@ async def mfa_verify(kernel: Kernel, caller: Caller, code: str) -> None:
     if user.mfa_enabled:
         raise Conflict("MFA is already enabled", code="mfa_enabled")
     if not user.mfa_pending_secret:
-        raise InvalidInput("Start MFA setup first", code="mfa_not_started")
+        raise Conflict("Start MFA setup first", code="mfa_not_started")
     secret = kernel.secrets.open(user.mfa_pending_secret)
     if not await mfa.accept_code(kernel, user.id, secret, code):
         raise InvalidInput("Invalid verification code", code="invalid_code")

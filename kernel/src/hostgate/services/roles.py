@@ -158,7 +158,7 @@ async def update_role(
         details: dict[str, Any] = {"roleId": role.id}
         if "name" in changes and changes["name"] != role.name:
             if role.is_builtin:
-                raise InvalidInput(
+                raise Conflict(
                     "Built-in roles keep their name and description", code="builtin_role"
                 )
             name = _check_name(changes["name"])
@@ -168,7 +168,7 @@ async def update_role(
             role.name = name
         if "description" in changes and changes["description"] != role.description:
             if role.is_builtin:
-                raise InvalidInput(
+                raise Conflict(
                     "Built-in roles keep their name and description", code="builtin_role"
                 )
             role.description = _check_description(changes["description"])
@@ -196,7 +196,7 @@ async def reset_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> dict[
         before_holders = await manager_holders(session)
         role = await _target_role(session, ref, actor, "reset")
         if not role.is_builtin or role.name not in defaults:
-            raise InvalidInput("Only built-in roles can be reset", code="not_builtin")
+            raise Conflict("Only built-in roles can be reset", code="not_builtin")
         description, granted = defaults[role.name]
         check_grant(actor, granted, what=f"the role {role.name!r}")
         details: dict[str, Any] = {"roleId": role.id, **_changes(list(role.permissions), granted)}
@@ -216,7 +216,7 @@ async def delete_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> None
         session = batch.session
         role = await _target_role(session, ref, actor, "delete")
         if role.is_builtin:
-            raise InvalidInput("Cannot delete built-in role", code="builtin_role")
+            raise Conflict("Cannot delete built-in role", code="builtin_role")
         count = (await session.exec(select(func.count()).where(col(User.role_id) == role.id))).one()
         if count:
             raise Conflict(

@@ -64,6 +64,26 @@ def coerce(spec: SettingSpec, value: Any) -> Any:
     return value
 
 
+def value_schema(spec: SettingSpec) -> dict[str, Any]:
+    """The JSON schema of the values ``coerce`` takes for ``spec``."""
+    schema: dict[str, Any] = {
+        "type": {bool: "boolean", int: "integer", float: "number", str: "string"}[spec.type]
+    }
+    if spec.type is str:
+        schema["maxLength"] = spec.max_length
+    if spec.minimum is not None:
+        schema["minimum"] = spec.minimum
+    if spec.maximum is not None:
+        schema["maximum"] = spec.maximum
+    if spec.choices is not None:
+        schema["enum"] = list(spec.choices)
+    if spec.description:
+        schema["description"] = spec.description
+    if spec.nullable:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    return schema
+
+
 class Settings:
     """Typed access to instance settings. Reads come from memory; writes go to the DB."""
 
@@ -132,6 +152,19 @@ class Settings:
             else:
                 out[key] = self.get(key)
         return out
+
+    def change_schema(self) -> dict[str, Any]:
+        """The JSON schema of a change set ``validate`` takes (read-only keys left out)."""
+        return {
+            "type": "object",
+            "properties": {
+                key: value_schema(spec)
+                for key, spec in sorted(self.specs.items())
+                if not spec.readonly
+            },
+            "additionalProperties": False,
+            "minProperties": 1,
+        }
 
     def validate(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Check a whole change set before any of it is stored; unknown keys are refused."""

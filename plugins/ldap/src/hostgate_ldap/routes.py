@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, NotRequired
 
 from hostgate import (
     SECRET_MASK,
     ClientInfo,
     InvalidInput,
+    PermissionDenied,
     RemoteUnreachable,
+    Session,
     User,
+    answers,
     check_login_name,
     current_caller,
     current_kernel,
@@ -25,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, Response, jsonify
 from quart_schema import tag, validate_request
 from sqlmodel import select
+from typing_extensions import TypedDict
 
 from .directory import (
     AmbiguousUser,
@@ -121,15 +125,23 @@ async def _authenticate(
     return entry
 
 
+class LdapTestResult(TypedDict):
+    """Whether the service bind and search worked; the error when not."""
+
+    success: bool
+    error: NotRequired[str]
+
+
 @blueprint.post("/auth/login/ldap")
 @public
 @validate_request(LdapLogin)
 @tag(["auth"])
+@answers(Session, errors=(401, 403, 429, 502, 504))
 async def ldap_login(data: LdapLogin) -> Response:
     """Log in with directory credentials; the account is created on first login."""
     kernel = current_kernel()
     if not kernel.settings.get("auth.ldap_enabled"):
-        raise InvalidInput(DISABLED, code="ldap_disabled")
+        raise PermissionDenied(DISABLED, code="ldap_disabled")
     client = request_client()
     username = check_login_name(data.username).strip()
     kernel.logins.limit_ip(client)
@@ -155,6 +167,7 @@ async def ldap_login(data: LdapLogin) -> Response:
 @requires("settings.manage")
 @validate_request(LdapTest)
 @tag(["auth"])
+@answers(LdapTestResult)
 async def ldap_test(data: LdapTest) -> dict[str, Any]:
     """Try a service bind and read the search base; ``{success}`` or ``{success, error}``."""
     kernel = current_kernel()

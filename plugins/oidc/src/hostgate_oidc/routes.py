@@ -14,10 +14,11 @@ from urllib.parse import quote
 from hostgate import (
     ApiError,
     ClientInfo,
-    InvalidInput,
+    PermissionDenied,
     RemoteError,
     RemoteUnreachable,
     User,
+    answers,
     current_kernel,
     public,
     request_client,
@@ -72,11 +73,12 @@ def _redirect_uri(settings: OidcSettings) -> str:
 @blueprint.get("/auth/oidc/authorize")
 @public
 @tag(["auth"])
+@answers(None, status=302, media_type="", errors=(403, 502, 504))
 async def oidc_authorize() -> Response:
     """Start a login: ``{url}`` of the identity provider to send the browser to."""
     kernel = current_kernel()
     if not kernel.settings.get("auth.oidc_enabled"):
-        raise InvalidInput(DISABLED, code="oidc_disabled")
+        raise PermissionDenied(DISABLED, code="oidc_disabled")
     try:
         oidc = _client(kernel)
         metadata = await oidc.metadata()
@@ -218,6 +220,7 @@ def _error_redirect(message: str) -> Response:
 @blueprint.get("/auth/oidc/callback")
 @public
 @tag(["auth"])
+@answers(None, status=302, media_type="")
 async def oidc_callback() -> Response:
     """The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``."""
     kernel = current_kernel()

@@ -11,7 +11,10 @@ from hostgate import (
     InvalidInput,
     NotAuthenticated,
     NotFound,
+    Ok,
+    Session,
     User,
+    answers,
     authenticated,
     current_caller,
     current_kernel,
@@ -24,6 +27,7 @@ from hostgate import (
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, Response, jsonify, request
 from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
 
 from .ceremonies import (
     CeremonyFailed,
@@ -42,6 +46,38 @@ from .store import PasskeyStore, public_view, stored
 log = logging.getLogger("hostgate.passkey")
 blueprint = Blueprint("passkey", __name__)
 PROVIDER = "passkey"
+
+
+class Challenge(TypedDict):
+    """WebAuthn options for the browser and the id of the challenge they carry."""
+
+    options: dict[str, Any]
+    challengeId: str
+
+
+class PasskeyView(TypedDict):
+    """A passkey (never any key material)."""
+
+    id: str
+    name: str
+    createdAt: str
+
+
+class Registered(TypedDict):
+    """The passkey registered."""
+
+    ok: bool
+    passkey: PasskeyView
+
+
+class Passkeys(TypedDict):
+    """The caller's passkeys and whether another may be added."""
+
+    passkeys: list[dict[str, Any]]
+    canAdd: bool
+    maxPasskeys: int
+
+
 DISABLED = "Passkeys are disabled"
 LOGIN_FAILED = "Passkey login failed"
 CHALLENGES_KEY = "passkey.challenges"
@@ -111,6 +147,7 @@ def _name(text: str) -> str:
 @blueprint.post("/profile/passkeys/register/options")
 @authenticated
 @tag(["profile"])
+@answers(Challenge, errors=(409,))
 async def register_options() -> dict[str, Any]:
     """Options for ``navigator.credentials.create`` and the ``challengeId`` to answer with."""
     kernel = current_kernel()
@@ -140,6 +177,7 @@ async def register_options() -> dict[str, Any]:
 @authenticated
 @validate_request(RegisterVerify)
 @tag(["profile"])
+@answers(Registered, errors=(409,))
 async def register_verify(data: RegisterVerify) -> dict[str, Any]:
     """Store a new passkey once its attestation verifies."""
     kernel = current_kernel()
@@ -148,7 +186,7 @@ async def register_verify(data: RegisterVerify) -> dict[str, Any]:
     name = _name(data.name)
     challenge = _challenges(kernel).take(data.challengeId, "register")
     if challenge is None or challenge.user_id != caller.user_id:
-        raise InvalidInput("Invalid or expired passkey challenge", code="invalid_challenge")
+        raise NotFound("Invalid or expired passkey challenge", code="invalid_challenge")
     try:
         passkey = verify_registration(challenge, data.response)
     except CeremonyFailed as exc:
@@ -174,6 +212,7 @@ async def register_verify(data: RegisterVerify) -> dict[str, Any]:
 @blueprint.get("/profile/passkeys")
 @authenticated
 @tag(["profile"])
+@answers(Passkeys)
 async def list_passkeys() -> dict[str, Any]:
     """The caller's passkeys (never any key material)."""
     kernel = current_kernel()
@@ -192,6 +231,7 @@ async def list_passkeys() -> dict[str, Any]:
 @authenticated
 @validate_request(Rename)
 @tag(["profile"])
+@answers(Ok)
 async def rename_passkey(passkey_id: str, data: Rename) -> dict[str, Any]:
     """Rename one of the caller's passkeys."""
     kernel = current_kernel()
@@ -215,6 +255,7 @@ async def rename_passkey(passkey_id: str, data: Rename) -> dict[str, Any]:
 @blueprint.delete("/profile/passkeys/<passkey_id>")
 @authenticated
 @tag(["profile"])
+@answers(Ok)
 async def delete_passkey(passkey_id: str) -> dict[str, Any]:
     """Remove one of the caller's passkeys."""
     kernel = current_kernel()
@@ -241,6 +282,7 @@ async def delete_passkey(passkey_id: str) -> dict[str, Any]:
 @public
 @validate_request(LoginOptions)
 @tag(["auth"])
+@answers(Challenge, errors=(429,))
 async def passkey_login_options(data: LoginOptions) -> dict[str, Any]:
     """Options for ``navigator.credentials.get`` and the ``challengeId`` to answer with."""
     kernel = current_kernel()
@@ -278,6 +320,7 @@ async def _failed(
 @public
 @validate_request(LoginVerify)
 @tag(["auth"])
+@answers(Session, errors=(401, 429))
 async def passkey_login(data: LoginVerify) -> Response:
     """Verify an assertion and log in: the same body and cookie as a local login."""
     kernel = current_kernel()
