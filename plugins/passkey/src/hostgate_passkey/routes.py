@@ -177,7 +177,7 @@ async def register_options() -> dict[str, Any]:
 @authenticated
 @validate_request(RegisterVerify)
 @tag(["profile"])
-@answers(Registered, errors=(409,))
+@answers(Registered, errors=(404, 409))
 async def register_verify(data: RegisterVerify) -> dict[str, Any]:
     """Store a new passkey once its attestation verifies."""
     kernel = current_kernel()
