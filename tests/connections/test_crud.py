@@ -166,8 +166,15 @@ BAD_INPUT = [
     ({"tags": "prod"}, "tags"),
     ({"tags": ["x" * 65]}, "tag"),
     ({"shared": "true"}, "shared"),
-    ({"groupId": "no-such-group"}, "groupId"),
 ]
+
+
+async def test_a_group_that_does_not_exist_is_a_404_and_stores_nothing(client, make_user):
+    alice = await make_user("alice")
+    error = await create(client, alice, expect=404, groupId="no-such-group")
+    assert "groupId" in error["error"]
+    listing = await get_json(client, "/connections", alice)
+    assert listing["ungrouped"] == []
 
 
 async def test_bad_input_is_a_400_naming_the_problem_and_stores_nothing(client, make_user):

@@ -70,7 +70,7 @@ async def test_rename_move_and_cycles(client, make_user, kernel):
     assert body["group"]["name"] == "B2" and body["group"]["parentId"] == a["id"]
     for parent in (a["id"], c["id"]):
         error = await send(
-            client, "PUT", f"/connections/groups/{a['id']}", alice, {"parentId": parent}, expect=400
+            client, "PUT", f"/connections/groups/{a['id']}", alice, {"parentId": parent}, expect=409
         )
         assert "itself" in error["error"]
     await send(client, "PUT", f"/connections/groups/{c['id']}", alice, {"parentId": None})
@@ -87,8 +87,8 @@ async def test_groups_of_other_users_are_out_of_reach(client, make_user):
     path = f"/connections/groups/{mine['id']}"
     await send(client, "PUT", path, bob, {"name": "x"}, expect=404)
     await send(client, "DELETE", path, bob, expect=404)
-    await make_group(client, bob, "under-alice", parent=mine["id"], expect=400)
-    await create(client, bob, groupId=mine["id"], expect=400)
+    await make_group(client, bob, "under-alice", parent=mine["id"], expect=404)
+    await create(client, bob, groupId=mine["id"], expect=404)
 
 
 async def test_deleting_a_group_moves_its_contents_to_the_parent(client, make_user, kernel):

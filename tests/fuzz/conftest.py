@@ -14,6 +14,7 @@ import pytest
 from testsupport.peers import free_port, wait_for_port
 
 PASSWORD = "fuzzing password 1"
+BACKUP_PASSWORD = "fuzzing backup 1"
 
 
 @dataclass
@@ -22,6 +23,8 @@ class LiveGateway:
     admin_token: str
     user_token: str
     process: subprocess.Popen[bytes]
+    backup: bytes
+    """A backup of the gateway as the fixture set it up (``BACKUP_PASSWORD``)."""
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +71,14 @@ def live_gateway(tmp_path_factory):
         f"{url}/api/v1/auth/login", json={"username": "fuzzuser", "password": PASSWORD}
     )
     assert login.status_code == 200, login.text
-    yield LiveGateway(url, admin, login.json()["token"], process)
+    backup = httpx.post(
+        f"{url}/api/v1/backup/export",
+        headers=headers,
+        json={"password": BACKUP_PASSWORD},
+        timeout=60,
+    )
+    assert backup.status_code == 200, backup.text
+    yield LiveGateway(url, admin, login.json()["token"], process, backup.content)
     process.send_signal(signal.SIGTERM)
     try:
         process.wait(30)

@@ -8,35 +8,53 @@ documented, valid requests accepted, invalid ones refused, authentication enforc
 A bounded, deterministic run is part of the suite (a few examples per operation and
 mode, derandomized). Run it at length with HOSTGATE_FUZZ_EXAMPLES=200.
 
-Operations that end the fuzzing identity (logout, revoking login sessions) run last,
-and the identity is restored (a fresh login) whenever one of them ended it.
+No operation is left out. Where a valid request needs a secret no schema can give
+(the current password, a TOTP code, a backup file and its password), schema-valid
+cases carry the fuzzing identity's real one, as schemathesis's "realistic values":
+so those operations are fuzzed through to success, not only to "wrong password".
+Operations that end the session (logout, revoking login sessions, restoring a
+backup) run last, and the identity logs in again whenever one of them ended it.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 import httpx
+import pyotp
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from .conftest import PASSWORD
+from .conftest import BACKUP_PASSWORD, PASSWORD
 
 EXAMPLES = int(os.environ.get("HOSTGATE_FUZZ_EXAMPLES", "3"))
+API = "/api/v1"
 
-# Run last: they end the fuzzing identity's session (they work; the session is renewed).
-ENDS_SESSION = ("/api/v1/auth/logout", "/api/v1/profile/login-sessions")
+# MFA is set up, verified, then turned off again, in this order.
+MFA_STEPS = (f"{API}/profile/mfa/setup", f"{API}/profile/mfa/verify", f"{API}/profile/mfa/disable")
+# They end the session: run last (the identity logs in again).
+ENDS_SESSION = (f"{API}/auth/logout", f"{API}/profile/login-sessions", f"{API}/backup/import")
+
+
+def order(operation: Any) -> tuple[int, int]:
+    """Everything else first, then the MFA steps in order, then what ends the session."""
+    if operation.path.startswith(ENDS_SESSION):
+        return (2, 0)
+    if operation.path in MFA_STEPS:
+        return (1, MFA_STEPS.index(operation.path))
+    return (0, 0)
 
 
 def operations(live_gateway):
-    schema = schemathesis.openapi.from_url(f"{live_gateway.url}/api/v1/openapi.json")
+    schema = schemathesis.openapi.from_url(f"{live_gateway.url}{API}/openapi.json")
     found = [result.ok() for result in schema.get_all_operations()]
     assert len(found) > 50, "the OpenAPI document lost most of the API"
-    return sorted(found, key=lambda op: op.path.startswith(ENDS_SESSION))
+    return sorted(found, key=order)
 
 
 def session_keeper(live_gateway, who: str) -> Callable[[], str]:
@@ -46,12 +64,10 @@ def session_keeper(live_gateway, who: str) -> Callable[[], str]:
 
     def current() -> str:
         nonlocal token
-        me = httpx.get(
-            f"{live_gateway.url}/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"}
-        )
+        me = httpx.get(f"{live_gateway.url}{API}/auth/me", headers=bearer(token))
         if me.status_code == 401:
             login = httpx.post(
-                f"{live_gateway.url}/api/v1/auth/login",
+                f"{live_gateway.url}{API}/auth/login",
                 json={"username": username, "password": PASSWORD},
             )
             assert login.status_code == 200, login.text
@@ -61,8 +77,27 @@ def session_keeper(live_gateway, who: str) -> Callable[[], str]:
     return current
 
 
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def with_real_secrets(case: Any, live_gateway: Any, known: dict[str, str]) -> None:
+    """Give a schema-valid case the secrets it needs (see the module docstring)."""
+    path = case.operation.path
+    if path == f"{API}/profile/password":
+        case.body = {"currentPassword": PASSWORD, "newPassword": PASSWORD}
+    elif path == f"{API}/profile/mfa/disable":
+        case.body = {"password": PASSWORD}
+    elif path == f"{API}/profile/mfa/verify" and "totp" in known:
+        case.body = {"token": pyotp.TOTP(known["totp"]).now()}
+    elif path == f"{API}/backup/import":
+        case.body = live_gateway.backup
+        case.headers = {**(case.headers or {}), "X-Backup-Password": BACKUP_PASSWORD}
+
+
 def fuzz(live_gateway, who):
     token = session_keeper(live_gateway, who)
+    known: dict[str, str] = {}
     failures = []
     calls = 0
     found = operations(live_gateway)
@@ -80,8 +115,12 @@ def fuzz(live_gateway, who):
             def run(case):
                 nonlocal calls
                 calls += 1
-                headers = {"Authorization": f"Bearer {token()}"}
-                response = case.call(base_url=live_gateway.url, headers=headers, timeout=30)
+                if case.meta is not None and case.meta.generation.mode.is_positive:
+                    with_real_secrets(case, live_gateway, known)
+                headers = bearer(token())
+                response = case.call(base_url=live_gateway.url, headers=headers, timeout=60)
+                if case.operation.path == MFA_STEPS[0] and response.status_code == 200:
+                    known["totp"] = response.json()["secret"]
                 # no ``checks``: every check schemathesis has, as ``--checks all``
                 case.validate_response(
                     response,
@@ -95,7 +134,7 @@ def fuzz(live_gateway, who):
                 continue  # nothing in this operation can be made invalid
             except (Exception, BaseExceptionGroup) as exc:  # collect them all, then report
                 first = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) else exc
-                text = " ".join(str(first).split())[:400]
+                text = " ".join(str(first).split())[:600]
                 failures.append(f"{operation.label} ({mode.value}): {text}")
     assert calls >= len(found), "fuzzing sent fewer requests than there are operations"
     return failures

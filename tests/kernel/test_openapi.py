@@ -80,3 +80,51 @@ async def test_request_schemas_say_what_the_server_enforces(config):
     assert properties["security.max_login_attempts"]["type"] == "integer"
     pages = {p["name"]: p for p in schema["paths"]["/api/v1/audit"]["get"]["parameters"]}
     assert pages["page"]["schema"]["minimum"] == 1
+
+
+def walk(node):
+    """Every dict inside a JSON document."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from walk(value)
+
+
+async def test_schemas_hold_only_json_schema_keywords(config):
+    """pydantic's own constraint names (``ge``, ``le``...) mean nothing to a client."""
+    schema = await document(all_pack_app(config))
+    leaked = [node for node in walk(schema) if {"ge", "le", "gt", "lt"} & set(node)]
+    assert leaked == []
+
+
+async def test_font_size_bounds_are_in_the_document_and_enforced(client, make_user, config):
+    paths = (await document(all_pack_app(config)))["paths"]
+    body = paths["/api/v1/profile/ssh-prefs"]["put"]["requestBody"]["content"]
+    font = body["application/json"]["schema"]["properties"]["fontSize"]
+    bounds = [(s.get("minimum"), s.get("maximum")) for s in walk(font) if "maximum" in s]
+    assert bounds and set(bounds) == {(6, 72)}
+    user = await make_user("fonts")
+    too_big = await client.put(
+        "/api/v1/profile/ssh-prefs", headers=user.headers, json={"fontSize": 72.5}
+    )
+    assert too_big.status_code == 400
+    whole = await client.put(
+        "/api/v1/profile/ssh-prefs", headers=user.headers, json={"fontSize": 14}
+    )
+    assert whole.status_code == 200
+    prefs = await (await client.get("/api/v1/profile/ssh-prefs", headers=user.headers)).get_json()
+    assert prefs["fontSize"] == 14 and isinstance(prefs["fontSize"], int)
+
+
+async def test_query_arguments_are_checked_against_the_document(client, admin):
+    unknown = await client.get("/api/v1/audit?pages=2", headers=admin.headers)
+    assert unknown.status_code == 400
+    assert "pages" in (await unknown.get_json())["error"]
+    assert (await client.get("/api/v1/audit?page=0", headers=admin.headers)).status_code == 400
+    ok = await client.get("/api/v1/audit?page=2&limit=5&heartbeat=1", headers=admin.headers)
+    assert ok.status_code == 200
+    scope = await client.get("/api/v1/connections?scope=everything", headers=admin.headers)
+    assert scope.status_code == 400

@@ -21,6 +21,8 @@ from .services.identity import Caller, ClientInfo
 GUARD_ATTR = "__hostgate_guard__"
 COOKIE_NAME = "hostgate_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+HEARTBEAT = "heartbeat"
+"""The query argument (``1``/``true``) of a request that is no activity for the idle timeout."""
 
 View = TypeVar("View", bound=Callable[..., Awaitable[Any]])
 
@@ -71,7 +73,7 @@ async def authenticate_request() -> Caller:
         raise NotAuthenticated("Authentication required")
     if from_cookie:
         _check_csrf()
-    touch = request.args.get("heartbeat") not in {"1", "true"}
+    touch = request.args.get(HEARTBEAT) not in {"1", "true"}
     caller = await _kernel().identity.authenticate(token, request_client(), touch=touch)
     g.caller = caller
     return caller  # type: ignore[no-any-return]

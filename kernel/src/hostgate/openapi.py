@@ -19,18 +19,21 @@ Request bodies come from the same pydantic models the server validates with
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypeVar
+from typing import Any, NotRequired, TypeVar, cast
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from quart import request
 from quart_schema import OpenAPIProvider
 from quart_schema.validation import QUART_SCHEMA_REQUEST_ATTRIBUTE
 from typing_extensions import TypedDict
 from werkzeug.routing.rules import Rule
 
-from .guards import current_kernel, guard_of
+from .errors import InvalidInput
+from .guards import HEARTBEAT, current_kernel, guard_of
 
 ANSWERS_ATTR = "__hostgate_answers__"
 REF = "#/components/schemas/{model}"
@@ -55,6 +58,13 @@ ERROR_TEXT = {
     504: "The remote server did not answer in time",
 }
 RETRY_AFTER = frozenset({429, 503})
+HEARTBEAT_PARAMETER = {
+    "name": HEARTBEAT,
+    "in": "query",
+    "required": False,
+    "description": "1 or true: this request does not count as activity (idle timeout)",
+    "schema": {"type": "string", "maxLength": 16},
+}
 
 
 class ErrorBody(TypedDict):
@@ -133,14 +143,16 @@ def answers(
     """Declare a view's success answer and the error statuses its work can cause.
 
     ``body`` is the JSON shape (a ``TypedDict`` or pydantic model), or ``None``
-    for a body of ``media_type`` that is not JSON (a download; ``""`` for none). ``errors`` lists
-    the statuses beyond those the route's guard, body and path already imply
-    (409, 422, 429, 502...). ``headers`` names response headers always sent.
+    for a body of ``media_type`` that is not JSON (a download; ``""`` for no
+    body at all, a redirect). ``errors`` lists the statuses beyond those the
+    route's guard, body and path already imply (409, 422, 429, 502...).
+    ``headers`` names response headers always sent.
     ``request`` documents a body the view reads itself (no ``validate_request``);
     the view must refuse, with 400, everything that schema refuses; it may
     also be a callable returning the JSON schema from the running kernel.
-    ``query`` (a pydantic model) documents the query arguments the view reads,
-    on the same terms. ``request_media_type`` documents a raw body (an upload),
+    ``query`` (a pydantic model) holds the query arguments the view reads: they
+    are checked against it before the view runs (after the guard), and an
+    unknown argument is refused. ``request_media_type`` documents a raw body (an upload),
     ``request_headers`` the request headers the view requires. ``ranges``: the
     view answers a ``Range`` request with 206 (and 416).
     """
@@ -159,10 +171,33 @@ def answers(
             request_headers=tuple(request_headers),
             ranges=ranges,
         )
+        if query is not None:
+            view = _checking_query(view, query)
         setattr(view, ANSWERS_ATTR, answer)
         return view
 
     return decorate
+
+
+def _checking_query(view: View, model: type[BaseModel]) -> View:
+    """``view``, refusing query arguments ``model`` does not take (400)."""
+    names = {field.alias or name for name, field in model.model_fields.items()}
+    names.add(HEARTBEAT)
+
+    @functools.wraps(view)
+    async def checked(*args: Any, **kwargs: Any) -> Any:
+        unknown = sorted(set(request.args) - names)
+        if unknown:
+            raise InvalidInput(f"unknown query parameter(s): {', '.join(unknown)[:200]}")
+        try:
+            model.model_validate(request.args.to_dict())
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise InvalidInput(f"query parameter {where}: {problem['msg']}") from None
+        return await view(*args, **kwargs)
+
+    return cast(View, checked)
 
 
 def answer_of(view: Callable[..., Any]) -> Answer | None:
@@ -203,6 +238,8 @@ class Document(OpenAPIProvider):
                 guard = guard_of(view)
                 if guard is not None and guard[0] == "public":
                     operation["security"] = []
+                if guard is not None and guard[0] in ("authenticated", "permission"):
+                    operation["parameters"].append(HEARTBEAT_PARAMETER)
                 operation["responses"] = self._responses(
                     rule, method, view, operation, answer, components
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
@@ -14,6 +15,7 @@ from ..errors import InvalidInput
 from ..guards import authenticated, current_caller, current_kernel
 from ..openapi import Success, answers
 from ..services.connection_input import check_sort_order
+from .fields import Name, SortOrder
 
 blueprint = Blueprint("connection_groups", __name__)
 
@@ -23,9 +25,9 @@ class GroupCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: str
+    name: Name
     parentId: str | None = None  # noqa: N815 - wire name
-    sortOrder: int | None = None  # noqa: N815
+    sortOrder: SortOrder | None = None  # noqa: N815
 
 
 class GroupUpdate(BaseModel):
@@ -33,9 +35,9 @@ class GroupUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: str | None = None
+    name: Name | SkipJsonSchema[None] = None
     parentId: str | None = None  # noqa: N815
-    sortOrder: int | None = None  # noqa: N815
+    sortOrder: SortOrder | SkipJsonSchema[None] = None  # noqa: N815
 
 
 class OrderItem(BaseModel):
@@ -44,7 +46,7 @@ class OrderItem(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     id: str = Field(min_length=1, max_length=64)
-    sortOrder: int  # noqa: N815
+    sortOrder: SortOrder  # noqa: N815
 
 
 class ReorderBody(BaseModel):

@@ -17,8 +17,10 @@ from typing_extensions import TypedDict
 from ..db.models.connections import Connection, ConnectionGroup
 from ..errors import InvalidInput, PermissionDenied
 from ..guards import authenticated, current_caller, current_kernel, requires
+from ..kernel import Kernel
 from ..openapi import Success, answers
 from ..services import health_checks
+from ..services.connection_input import input_schema
 from ..services.connection_shares import ShareView
 from ..services.connections import EDIT_ANY, Access
 from ..services.hostkeys import HostKeyInfo
@@ -212,6 +214,16 @@ class ListQuery(BaseModel):
     scope: Literal["", "own", "all"] = ""
 
 
+def create_schema(kernel: Kernel) -> dict[str, Any]:
+    """The body ``POST /connections`` takes, from the protocols the packs declare."""
+    return input_schema(kernel.protocols, creating=True)
+
+
+def update_schema(kernel: Kernel) -> dict[str, Any]:
+    """The body ``PUT /connections/:id`` takes."""
+    return input_schema(kernel.protocols, creating=False)
+
+
 def list_item(connection: Connection, *, is_shared: bool) -> dict[str, Any]:
     """A connection as listed (WIRE-FACTS §4); shared items carry ``groupId: null``."""
     return {
@@ -358,7 +370,7 @@ async def list_connections() -> Response:
 @requires("connections.create")
 @validate_request(ConnectionBody)
 @tag(["connections"])
-@answers(ConnectionDetail, status=201, errors=(404,))
+@answers(ConnectionDetail, status=201, errors=(404,), request=create_schema)
 async def create_connection(data: ConnectionBody) -> tuple[dict[str, Any], int]:
     """Create a connection owned by the caller (201 with the connection)."""
     kernel = current_kernel()
@@ -411,7 +423,7 @@ async def get_connection(connection_id: str) -> dict[str, Any]:
 @authenticated
 @validate_request(ConnectionBody)
 @tag(["connections"])
-@answers(Updated)
+@answers(Updated, request=update_schema)
 async def update_connection(connection_id: str, data: ConnectionBody) -> dict[str, Any]:
     """Change a connection. Omitted fields stay; ``""``/null clears a secret."""
     kernel = current_kernel()

@@ -21,6 +21,7 @@ from ..services.accounts import (
     NOT_BLANK_PATTERN,
     USERNAME_PATTERN,
 )
+from ..services.connection_input import SORT_LIMIT
 
 Username = Annotated[str, Field(min_length=1, max_length=200, pattern=USERNAME_PATTERN)]
 """A local username: no spaces or control characters."""
@@ -34,6 +35,8 @@ DisplayName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NO
 """A display name: not blank, stored verbatim."""
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK_PATTERN)]
 """The name of a role, connection, group or rule: not blank, stored verbatim."""
+SortOrder = Annotated[int, Field(ge=-SORT_LIMIT, le=SORT_LIMIT)]
+"""A position among siblings."""
 
 
 def listed_in(names: Callable[[Any], Iterable[str]]) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint
@@ -17,6 +17,8 @@ from .fields import DisplayName, Email, NewPassword, Password
 blueprint = Blueprint("profile", __name__)
 
 CursorStyle = Literal["block", "bar", "underline"]
+FontSize = Annotated[int, Field(ge=6, le=72)] | Annotated[float, Field(ge=6, le=72)]
+"""A font size in points, whole or not (a whole number stays one)."""
 
 
 class ProfileBody(BaseModel):
@@ -41,7 +43,7 @@ class SshPrefsBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     fontFamily: str | None = Field(default=None, min_length=1, max_length=200)
-    fontSize: int | float | None = Field(default=None, ge=6, le=72)
+    fontSize: FontSize | None = None
     cursorStyle: CursorStyle | None = None
     cursorBlink: bool | None = None
     theme: str | None = Field(default=None, min_length=1, max_length=64)

@@ -15,7 +15,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..db.models.connections import Connection, ConnectionGroup
-from ..errors import InvalidInput, NotFound
+from ..errors import Conflict, NotFound
 from .connection_input import check_name, check_sort_order
 
 if TYPE_CHECKING:
@@ -37,10 +37,10 @@ class GroupDeleted:
 async def owned_group(
     session: AsyncSession, owner_id: str, group_id: str, *, what: str = "groupId"
 ) -> ConnectionGroup:
-    """A group of ``owner_id``; InvalidInput when it is not one (for ids in bodies)."""
+    """A group of ``owner_id``; NotFound when it is not one (for ids in bodies)."""
     group = await session.get(ConnectionGroup, group_id)
     if group is None or group.owner_id != owner_id:
-        raise InvalidInput(f"{what} does not name one of the owner's connection groups")
+        raise NotFound(f"{what} does not name one of the owner's connection groups")
     return group
 
 
@@ -76,10 +76,10 @@ class ConnectionGroups:
         depth = 0
         while parent is not None:
             if group is not None and parent.id == group.id:
-                raise InvalidInput("a group cannot be moved into itself or one of its sub-groups")
+                raise Conflict("a group cannot be moved into itself or one of its sub-groups")
             depth += 1
             if depth >= MAX_DEPTH:
-                raise InvalidInput(f"groups nest at most {MAX_DEPTH} levels deep")
+                raise Conflict(f"groups nest at most {MAX_DEPTH} levels deep")
             parent = (
                 await session.get(ConnectionGroup, parent.parent_id) if parent.parent_id else None
             )

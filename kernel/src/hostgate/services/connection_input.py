@@ -288,3 +288,83 @@ def missing_required(
         if store.get(spec_field.name) in (None, ""):
             missing.append(spec_field.name)
     return missing
+
+
+# -- the JSON schema of what parse_input takes ----------------------------------------
+
+_NOT_BLANK = r"[^\s\x1c-\x1f]"
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _extra_schema(spec_field: ConnectionField) -> dict[str, Any]:
+    """What ``_extra_value`` takes: the field's type, or null/"" to clear it."""
+    kind: dict[str, Any] = {"type": "string", "maxLength": EXTRA_TEXT_MAX}
+    if spec_field.type is bool:
+        kind = {"type": "boolean"}
+    elif spec_field.type is int:
+        kind = {"type": "integer"}
+    schema: dict[str, Any] = {"anyOf": [kind, {"type": "null"}, {"const": ""}]}
+    if spec_field.description:
+        schema["description"] = spec_field.description
+    return schema
+
+
+def _base_schema() -> dict[str, dict[str, Any]]:
+    text = {"type": "string"}
+    return {
+        "name": {**text, "minLength": 1, "maxLength": NAME_MAX, "pattern": _NOT_BLANK},
+        "host": {
+            "anyOf": [
+                {"type": "string", "format": "ipv4"},
+                {"type": "string", "format": "ipv6"},
+                {"type": "string", "format": "hostname", "maxLength": HOST_MAX},
+            ],
+            "description": "A host name or IP address, without scheme, port or path",
+        },
+        "port": _nullable({"type": "integer", "minimum": 1, "maximum": 65535}),
+        "username": _nullable({**text, "maxLength": USERNAME_MAX}),
+        "password": _nullable({**text, "maxLength": PASSWORD_MAX}),
+        "privateKey": _nullable({**text, "maxLength": PRIVATE_KEY_MAX}),
+        "groupId": _nullable({**text, "maxLength": 64}),
+        "tags": _nullable(
+            {"type": "array", "items": {**text, "maxLength": TAG_MAX}, "maxItems": TAGS_MAX}
+        ),
+        "shared": {"type": "boolean"},
+        "skipCertValidation": {"type": "boolean"},
+        "sortOrder": {"type": "integer", "minimum": -SORT_LIMIT, "maximum": SORT_LIMIT},
+    }
+
+
+def input_schema(protocols: Mapping[str, ProtocolSpec], *, creating: bool) -> dict[str, Any]:
+    """The JSON schema of a create (``creating``) or update body ``parse_input`` takes.
+
+    One alternative per protocol: its declared fields are taken at the top level
+    and in ``extraConfig``; a create names the protocol, a name and a host, and
+    the protocol's required fields that have no default.
+    """
+    alternatives = []
+    for name, spec in sorted(protocols.items()):
+        declared = {f.name: _extra_schema(f) for f in spec.fields}
+        properties = {
+            "protocol": {"const": name},
+            **_base_schema(),
+            **declared,
+            "extraConfig": _nullable(
+                {"type": "object", "properties": declared, "additionalProperties": False}
+            ),
+        }
+        alternative: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": False,
+        }
+        if creating:
+            required = [f.name for f in spec.fields if f.required and f.default is None]
+            alternative["required"] = ["protocol", "name", "host", *required]
+        else:
+            alternative["minProperties"] = 1
+        alternatives.append(alternative)
+    return {"anyOf": alternatives} if alternatives else {"not": {}}

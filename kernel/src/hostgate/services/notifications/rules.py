@@ -6,7 +6,7 @@ import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,6 +30,9 @@ CADENCES = ("instant", "hourly", "daily")
 SPEC_CHANNELS = ("smtp", "telegram", "slack", "webhook")
 EVENT_PATTERN = re.compile(r"^(\*|[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*(\.\*)?)$")
 EMAIL_PATTERN = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+$")
+
+EventPattern = Annotated[str, Field(min_length=1, max_length=100, pattern=EVENT_PATTERN.pattern)]
+"""An event type, ``*`` or ``prefix.*``."""
 
 Field_ = Literal["ipAddress", "username", "userId", "eventType", "target"]
 Operator = Literal[
@@ -78,7 +81,7 @@ class RuleIn(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     enabled: bool = True
-    events: list[str] = Field(min_length=1, max_length=200)
+    events: list[EventPattern] = Field(min_length=1, max_length=200)
     condition_logic: Literal["and", "or"] = Field(default="and", alias="conditionLogic")
     conditions: list[ConditionIn] = Field(default_factory=list, max_length=100)
     cadence: Literal["instant", "hourly", "daily"] = "instant"
@@ -88,11 +91,11 @@ class RuleIn(BaseModel):
 class RulePatch(BaseModel):
     """The body of ``PUT /notifications/rules/:id``: any subset of the rule's fields."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
 
     name: str | None = Field(default=None, min_length=1, max_length=200)
     enabled: bool | None = None
-    events: list[str] | None = Field(default=None, min_length=1, max_length=200)
+    events: list[EventPattern] | None = Field(default=None, min_length=1, max_length=200)
     condition_logic: Literal["and", "or"] | None = Field(default=None, alias="conditionLogic")
     conditions: list[ConditionIn] | None = Field(default=None, max_length=100)
     cadence: Literal["instant", "hourly", "daily"] | None = None
