@@ -123,7 +123,11 @@ def api_md(app: Any) -> str:
         "Generated from the OpenAPI document the server serves at `/api/v1/openapi.json` "
         "(a browsable page is at `/api/v1/docs`). Errors always have the shape "
         '`{"error": "...", "code": "..."}`; **answers** lists the statuses an operation '
-        "can give (the first is its success; the document holds every body's schema).\n",
+        "can give (the first is its success; the document holds every body's schema). "
+        "Request bodies and query arguments are checked against the same models the "
+        "document is generated from: an unknown field or query argument, or a value outside "
+        "its schema, is a 400 (`heartbeat=1`, which keeps a poll from counting as activity "
+        "for the idle timeout, is accepted everywhere).\n",
         "| method | path | access | answers | summary |",
         "|---|---|---|---|---|",
     ]

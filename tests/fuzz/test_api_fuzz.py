@@ -61,14 +61,25 @@ def session_keeper(live_gateway, who: str) -> Callable[[], str]:
     """The identity's token, renewed by logging in again when an operation ended it."""
     username = "fuzzadmin" if who == "admin" else "fuzzuser"
     token = live_gateway.admin_token if who == "admin" else live_gateway.user_token
+    renewals = 0
 
     def current() -> str:
-        nonlocal token
+        nonlocal token, renewals
         me = httpx.get(f"{live_gateway.url}{API}/auth/me", headers=bearer(token))
         if me.status_code == 401:
+            # each renewal comes from its own client address (through the trusted proxy
+            # the fixture configures), so renewals never meet the per-IP login limit
+            # that the fuzzed login routes run into
+            renewals += 1
+            client = (
+                f"198.51.100.{renewals % 250 + 1}"
+                if who == "admin"
+                else f"203.0.113.{renewals % 250 + 1}"
+            )
             login = httpx.post(
                 f"{live_gateway.url}{API}/auth/login",
                 json={"username": username, "password": PASSWORD},
+                headers={"X-Forwarded-For": client},
             )
             assert login.status_code == 200, login.text
             token = login.json()["token"]

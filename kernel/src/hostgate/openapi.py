@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NotRequired, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.json_schema import SkipJsonSchema
 from quart import request
 from quart_schema import OpenAPIProvider
 from quart_schema.validation import QUART_SCHEMA_REQUEST_ATTRIBUTE
@@ -58,13 +59,11 @@ ERROR_TEXT = {
     504: "The remote server did not answer in time",
 }
 RETRY_AFTER = frozenset({429, 503})
-HEARTBEAT_PARAMETER = {
-    "name": HEARTBEAT,
-    "in": "query",
-    "required": False,
-    "description": "1 or true: this request does not count as activity (idle timeout)",
-    "schema": {"type": "string", "maxLength": 16},
-}
+
+
+Unset = SkipJsonSchema[None]
+"""``field: T | Unset = None``: the field may be left out, but the document (and the
+server) refuse an explicit null."""
 
 
 class ErrorBody(TypedDict):
@@ -238,8 +237,6 @@ class Document(OpenAPIProvider):
                 guard = guard_of(view)
                 if guard is not None and guard[0] == "public":
                     operation["security"] = []
-                if guard is not None and guard[0] in ("authenticated", "permission"):
-                    operation["parameters"].append(HEARTBEAT_PARAMETER)
                 operation["responses"] = self._responses(
                     rule, method, view, operation, answer, components
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import overload
 
 
 def utcnow() -> datetime:
@@ -18,6 +19,10 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
 def iso(value: datetime | None) -> str | None:
     """Render ``2026-11-21T20:40:21.123Z``; None stays None."""
     if value is None:

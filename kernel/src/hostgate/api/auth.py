@@ -84,7 +84,7 @@ class Ticket(TypedDict):
 @public
 @tag(["auth"])
 @answers(SetupStatus)
-async def status() -> dict[str, Any]:
+async def status() -> SetupStatus:
     """``needsSetup`` is true until the first user exists."""
     return {"needsSetup": not await accounts.users_exist(current_kernel())}
 
@@ -202,7 +202,7 @@ async def me() -> Response:
 @authenticated
 @tag(["auth"])
 @answers(Ticket)
-async def ws_ticket() -> dict[str, Any]:
+async def ws_ticket() -> Ticket:
     """A single-use ticket (30 s) for opening a terminal or desktop WebSocket."""
     kernel = current_kernel()
     caller = current_caller()

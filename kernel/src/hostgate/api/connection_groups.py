@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
@@ -13,7 +12,7 @@ from typing_extensions import TypedDict
 from ..db.models.connections import ConnectionGroup
 from ..errors import InvalidInput
 from ..guards import authenticated, current_caller, current_kernel
-from ..openapi import Success, answers
+from ..openapi import Success, Unset, answers
 from ..services.connection_input import check_sort_order
 from .fields import Name, SortOrder
 
@@ -35,9 +34,9 @@ class GroupUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: Name | SkipJsonSchema[None] = None
+    name: Name | Unset = None
     parentId: str | None = None  # noqa: N815
-    sortOrder: SortOrder | SkipJsonSchema[None] = None  # noqa: N815
+    sortOrder: SortOrder | Unset = None  # noqa: N815
 
 
 class OrderItem(BaseModel):
@@ -100,7 +99,7 @@ def _items(data: ReorderBody) -> list[tuple[str, int]]:
 @authenticated
 @validate_request(GroupCreate)
 @tag(["connections"])
-@answers(Group, status=201)
+@answers(Group, status=201, errors=(404, 409))
 async def create_group(data: GroupCreate) -> tuple[dict[str, Any], int]:
     """Create a group of the caller's (201)."""
     group = await current_kernel().connections.groups.create(
@@ -114,7 +113,7 @@ async def create_group(data: GroupCreate) -> tuple[dict[str, Any], int]:
 @validate_request(ReorderBody)
 @tag(["connections"])
 @answers(Success, errors=(404,))
-async def reorder_groups(data: ReorderBody) -> dict[str, Any]:
+async def reorder_groups(data: ReorderBody) -> Success:
     """Set the sort order of several groups at once (all or nothing)."""
     await current_kernel().connections.groups.reorder(current_caller(), _items(data))
     return {"success": True}
@@ -138,7 +137,7 @@ async def update_group(group_id: str, data: GroupUpdate) -> dict[str, Any]:
 @authenticated
 @tag(["connections"])
 @answers(GroupDeleted)
-async def delete_group(group_id: str) -> dict[str, Any]:
+async def delete_group(group_id: str) -> GroupDeleted:
     """Delete a group; its connections and sub-groups move to its parent."""
     result = await current_kernel().connections.groups.delete(current_caller(), group_id)
     return {
@@ -154,7 +153,7 @@ async def delete_group(group_id: str) -> dict[str, Any]:
 @validate_request(ReorderBody)
 @tag(["connections"])
 @answers(Success, errors=(404,))
-async def reorder_connections(data: ReorderBody) -> dict[str, Any]:
+async def reorder_connections(data: ReorderBody) -> Success:
     """Set the sort order of several connections (each must be editable; all or nothing)."""
     await current_kernel().connections.reorder(current_caller(), _items(data))
     return {"success": True}

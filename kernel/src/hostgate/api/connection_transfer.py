@@ -71,7 +71,7 @@ async def export_connections() -> Response:
 @requires("connections.import_export")
 @tag(["connections"])
 @answers(Imported, query=ImportQuery, request=dict[str, Any])
-async def import_connections() -> dict[str, Any]:
+async def import_connections() -> Imported:
     """Import an export document into the caller's account (new ids; all or nothing).
 
     ``?skipInvalid=true`` imports the valid items and lists the others in ``skipped``.

@@ -26,6 +26,7 @@ from ..services.connections import EDIT_ANY, Access
 from ..services.hostkeys import HostKeyInfo
 from ..timefmt import iso
 from .cachedjson import cached_json
+from .fields import Integer
 
 blueprint = Blueprint("connections", __name__)
 
@@ -42,7 +43,7 @@ class ConnectionBody(BaseModel):
     name: str | None = None
     protocol: str | None = None
     host: str | None = None
-    port: int | None = None
+    port: Integer | None = None
     username: str | None = None
     password: str | None = None
     privateKey: str | None = None  # noqa: N815 - the spec's field name
@@ -50,7 +51,7 @@ class ConnectionBody(BaseModel):
     tags: list[str] | None = None
     shared: bool | None = None
     skipCertValidation: bool | None = None  # noqa: N815
-    sortOrder: int | None = None  # noqa: N815
+    sortOrder: Integer | None = None  # noqa: N815
     extraConfig: dict[str, Any] | None = None  # noqa: N815
 
 
@@ -437,7 +438,7 @@ async def update_connection(connection_id: str, data: ConnectionBody) -> dict[st
 @authenticated
 @tag(["connections"])
 @answers(Success)
-async def delete_connection(connection_id: str) -> dict[str, Any]:
+async def delete_connection(connection_id: str) -> Success:
     """Delete a connection."""
     await current_kernel().connections.delete(current_caller(), connection_id)
     return {"success": True}
@@ -527,7 +528,7 @@ async def accept_host_key(connection_id: str) -> dict[str, Any]:
 @authenticated
 @tag(["connections"])
 @answers(HostKeyForgotten)
-async def forget_host_key(connection_id: str) -> dict[str, Any]:
+async def forget_host_key(connection_id: str) -> HostKeyForgotten:
     """Forget the remembered keys; the next connection trusts the key it sees."""
     connection = await _editable(connection_id)
     removed = await current_kernel().connections.host_keys.forget(

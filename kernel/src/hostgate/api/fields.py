@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from quart import has_app_context
 
 from ..guards import current_kernel
@@ -35,7 +35,18 @@ DisplayName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NO
 """A display name: not blank, stored verbatim."""
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK_PATTERN)]
 """The name of a role, connection, group or rule: not blank, stored verbatim."""
-SortOrder = Annotated[int, Field(ge=-SORT_LIMIT, le=SORT_LIMIT)]
+
+
+def _whole_number(value: Any) -> Any:
+    """``3.0`` is the integer 3 (as JSON Schema says); ``3.5`` and ``"3"`` stay refused."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Integer = Annotated[int, BeforeValidator(_whole_number)]
+"""A whole number, also when written ``3.0``; never a string or a boolean (strict models)."""
+SortOrder = Annotated[Integer, Field(ge=-SORT_LIMIT, le=SORT_LIMIT)]
 """A position among siblings."""
 
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field
 from quart import Blueprint, Response, g, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
@@ -39,6 +39,7 @@ from ..services.files import (
 )
 from ..services.netpolicy import conceal
 from ..timefmt import iso
+from .fields import Integer
 
 if TYPE_CHECKING:
     from ..adapters import ConnectionTarget
@@ -91,7 +92,7 @@ class ChmodBody(BaseModel):
     """New Unix permission bits (an integer such as 420 for 0644)."""
 
     path: RemotePath
-    mode: StrictInt = Field(ge=0, le=0o7777)
+    mode: Integer = Field(ge=0, le=0o7777)
 
 
 class CopyBody(BaseModel):
@@ -271,7 +272,7 @@ async def stat_path(protocol: str, connection_id: str, data: PathBody) -> dict[s
 @validate_request(PathBody)
 @tag(["files"])
 @answers(Success, errors=REMOTE)
-async def make_directory(protocol: str, connection_id: str, data: PathBody) -> dict[str, Any]:
+async def make_directory(protocol: str, connection_id: str, data: PathBody) -> Success:
     """Create a remote directory."""
     path = check_path(data.path)
     ctx = await context(protocol, connection_id)
@@ -284,7 +285,7 @@ async def make_directory(protocol: str, connection_id: str, data: PathBody) -> d
 @authenticated
 @tag(["files"])
 @answers(Success, errors=REMOTE, query=PathQuery)
-async def delete_path(protocol: str, connection_id: str) -> dict[str, Any]:
+async def delete_path(protocol: str, connection_id: str) -> Success:
     """Delete a remote file, or a directory with everything in it (never the root)."""
     path = check_not_root(query_path())
     ctx = await context(protocol, connection_id)
@@ -298,7 +299,7 @@ async def delete_path(protocol: str, connection_id: str) -> dict[str, Any]:
 @validate_request(RenameBody)
 @tag(["files"])
 @answers(Success, errors=REMOTE)
-async def rename_path(protocol: str, connection_id: str, data: RenameBody) -> dict[str, Any]:
+async def rename_path(protocol: str, connection_id: str, data: RenameBody) -> Success:
     """Rename or move a remote file or directory."""
     old = check_path(data.oldPath, "oldPath")
     new = check_path(data.newPath, "newPath")
@@ -313,7 +314,7 @@ async def rename_path(protocol: str, connection_id: str, data: RenameBody) -> di
 @validate_request(ChmodBody)
 @tag(["files"])
 @answers(Success, errors=REMOTE)
-async def change_mode(protocol: str, connection_id: str, data: ChmodBody) -> dict[str, Any]:
+async def change_mode(protocol: str, connection_id: str, data: ChmodBody) -> Success:
     """Change the Unix permission bits of a remote path."""
     path = check_path(data.path)
     ctx = await context(protocol, connection_id)
@@ -327,7 +328,7 @@ async def change_mode(protocol: str, connection_id: str, data: ChmodBody) -> dic
 @validate_request(CopyBody)
 @tag(["files"])
 @answers(Success, errors=REMOTE)
-async def copy_path(protocol: str, connection_id: str, data: CopyBody) -> dict[str, Any]:
+async def copy_path(protocol: str, connection_id: str, data: CopyBody) -> Success:
     """Copy a remote file or directory tree on the server side."""
     src = check_path(data.srcPath, "srcPath")
     dest = check_path(data.destPath, "destPath")
@@ -341,7 +342,7 @@ async def copy_path(protocol: str, connection_id: str, data: CopyBody) -> dict[s
 @authenticated
 @tag(["files"])
 @answers(Success, errors=REMOTE, query=PathQuery, request_media_type="application/octet-stream")
-async def upload_file(protocol: str, connection_id: str) -> dict[str, Any]:
+async def upload_file(protocol: str, connection_id: str) -> Success:
     """Stream the raw request body into a remote file (temporary name, renamed on success)."""
     path = query_path()
     ctx = await context(protocol, connection_id)

@@ -37,7 +37,7 @@ class Version(TypedDict):
 @public
 @tag(["meta"])
 @answers(Health)
-async def health() -> dict[str, Any]:
+async def health() -> Health:
     """Liveness: 200 while the server runs."""
     return {"status": "ok", "timestamp": iso(utcnow())}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from quart import Blueprint, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
@@ -18,6 +18,7 @@ from ..pagination import PageQuery, Pagination, page_from
 from ..services.notifications.logbook import entry_json
 from ..services.notifications.rulebook import rule_json
 from ..services.notifications.rules import RuleIn, RulePatch
+from .fields import Integer
 
 blueprint = Blueprint("notifications", __name__)
 
@@ -38,7 +39,7 @@ class RetentionBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    retention_days: StrictInt = Field(alias="retentionDays", ge=1, le=36_500)
+    retention_days: Integer = Field(alias="retentionDays", ge=1, le=36_500, strict=True)
 
 
 class ChannelState(TypedDict):
@@ -217,7 +218,7 @@ async def list_channels() -> dict[str, Any]:
 @validate_request(ChannelBody)
 @tag(["notifications"])
 @answers(Ok)
-async def update_channel(channel_type: str, data: ChannelBody) -> dict[str, Any]:
+async def update_channel(channel_type: str, data: ChannelBody) -> Ok:
     """Enable or disable a channel and merge its config; the mask keeps a stored secret."""
     _known_channel(channel_type)
     await current_kernel().notifications.channels.update(
@@ -230,7 +231,7 @@ async def update_channel(channel_type: str, data: ChannelBody) -> dict[str, Any]
 @requires(PERMISSION)
 @tag(["notifications"])
 @answers(TestSent, errors=(400, 502, 504))
-async def test_channel(channel_type: str) -> dict[str, Any]:
+async def test_channel(channel_type: str) -> TestSent:
     """Send a real test message (stored config plus optional overrides); report the error."""
     _known_channel(channel_type)
     body = await _optional_json()
@@ -302,7 +303,7 @@ async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
 @requires(PERMISSION)
 @tag(["notifications"])
 @answers(Toggled)
-async def toggle_rule(rule_id: str) -> dict[str, Any]:
+async def toggle_rule(rule_id: str) -> Toggled:
     """Flip a rule between enabled and disabled."""
     rule = await current_kernel().notifications.rules.toggle(rule_id, actor=current_caller())
     return {"ok": True, "enabled": rule.enabled}
@@ -312,7 +313,7 @@ async def toggle_rule(rule_id: str) -> dict[str, Any]:
 @requires(PERMISSION)
 @tag(["notifications"])
 @answers(Ok)
-async def delete_rule(rule_id: str) -> dict[str, Any]:
+async def delete_rule(rule_id: str) -> Ok:
     """Delete a rule (its delivery log stays)."""
     await current_kernel().notifications.rules.delete(rule_id, actor=current_caller())
     return {"ok": True}
@@ -375,7 +376,7 @@ async def retry_delivery(entry_id: str) -> dict[str, Any]:
 @requires(PERMISSION)
 @tag(["notifications"])
 @answers(Ok)
-async def delete_log_entry(entry_id: str) -> dict[str, Any]:
+async def delete_log_entry(entry_id: str) -> Ok:
     """Delete one log entry."""
     await current_kernel().notifications.log.delete_one(entry_id, actor=current_caller())
     return {"ok": True}
@@ -385,7 +386,7 @@ async def delete_log_entry(entry_id: str) -> dict[str, Any]:
 @requires(PERMISSION)
 @tag(["notifications"])
 @answers(Cleared, query=ClearQuery)
-async def clear_log() -> dict[str, Any]:
+async def clear_log() -> Cleared:
     """Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none)."""
     deleted = await current_kernel().notifications.log.delete_matching(
         status=request.args.get("status") or None,
@@ -403,7 +404,7 @@ async def clear_log() -> dict[str, Any]:
 @requires(PERMISSION)
 @tag(["notifications"])
 @answers(Retention)
-async def get_settings() -> dict[str, Any]:
+async def get_settings() -> Retention:
     """The delivery log's retention."""
     return {"retentionDays": current_kernel().notifications.retention_days()}
 
@@ -413,7 +414,7 @@ async def get_settings() -> dict[str, Any]:
 @validate_request(RetentionBody)
 @tag(["notifications"])
 @answers(RetentionSet)
-async def put_settings(data: RetentionBody) -> dict[str, Any]:
+async def put_settings(data: RetentionBody) -> RetentionSet:
     """Change the retention (whole days, at least 1); applied at once."""
     _, after = await current_kernel().notifications.set_retention(
         data.retention_days, actor=current_caller()

@@ -12,12 +12,12 @@ from typing_extensions import TypedDict
 from ..guards import authenticated, current_caller, current_kernel
 from ..openapi import Ok, Success, answers
 from ..services import profile
-from .fields import DisplayName, Email, NewPassword, Password
+from .fields import DisplayName, Email, Integer, NewPassword, Password
 
 blueprint = Blueprint("profile", __name__)
 
 CursorStyle = Literal["block", "bar", "underline"]
-FontSize = Annotated[int, Field(ge=6, le=72)] | Annotated[float, Field(ge=6, le=72)]
+FontSize = Annotated[Integer, Field(ge=6, le=72)] | Annotated[float, Field(ge=6, le=72)]
 """A font size in points, whole or not (a whole number stays one)."""
 
 
@@ -47,7 +47,7 @@ class SshPrefsBody(BaseModel):
     cursorStyle: CursorStyle | None = None
     cursorBlink: bool | None = None
     theme: str | None = Field(default=None, min_length=1, max_length=64)
-    scrollback: int | None = Field(default=None, ge=0, le=1_000_000)
+    scrollback: Annotated[Integer, Field(ge=0, le=1_000_000)] | None = None
 
 
 class CodeBody(BaseModel):
@@ -146,7 +146,7 @@ async def get_profile() -> dict[str, Any]:
 @validate_request(ProfileBody)
 @tag(["profile"])
 @answers(Success)
-async def update_profile(data: ProfileBody) -> dict[str, Any]:
+async def update_profile(data: ProfileBody) -> Success:
     """Change display name, e-mail, avatar text."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
     await profile.update_profile(current_kernel(), current_caller(), changes)
@@ -158,7 +158,7 @@ async def update_profile(data: ProfileBody) -> dict[str, Any]:
 @validate_request(PasswordBody)
 @tag(["profile"])
 @answers(Success, errors=(429,))
-async def change_password(data: PasswordBody) -> dict[str, Any]:
+async def change_password(data: PasswordBody) -> Success:
     """Change the password; other sessions end."""
     await profile.change_password(
         current_kernel(), current_caller(), data.currentPassword, data.newPassword
@@ -180,7 +180,7 @@ async def get_ssh_prefs() -> dict[str, Any]:
 @validate_request(SshPrefsBody)
 @tag(["profile"])
 @answers(Ok)
-async def put_ssh_prefs(data: SshPrefsBody) -> dict[str, Any]:
+async def put_ssh_prefs(data: SshPrefsBody) -> Ok:
     """Store some preferences (the rest keep their values)."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
     await profile.update_ssh_prefs(current_kernel(), current_caller(), changes)
@@ -191,7 +191,7 @@ async def put_ssh_prefs(data: SshPrefsBody) -> dict[str, Any]:
 @authenticated
 @tag(["profile"])
 @answers(Ok)
-async def delete_ssh_prefs() -> dict[str, Any]:
+async def delete_ssh_prefs() -> Ok:
     """Back to the instance defaults."""
     await profile.update_ssh_prefs(current_kernel(), current_caller(), None)
     return {"ok": True}
@@ -220,7 +220,7 @@ async def mfa_setup() -> dict[str, Any]:
 @validate_request(CodeBody)
 @tag(["profile"])
 @answers(Ok, errors=(409, 429))
-async def mfa_verify(data: CodeBody) -> dict[str, Any]:
+async def mfa_verify(data: CodeBody) -> Ok:
     """Enable TOTP with a code from the authenticator app."""
     await profile.mfa_verify(current_kernel(), current_caller(), data.token)
     return {"ok": True}
@@ -231,7 +231,7 @@ async def mfa_verify(data: CodeBody) -> dict[str, Any]:
 @validate_request(PasswordOnlyBody)
 @tag(["profile"])
 @answers(Ok, errors=(429,))
-async def mfa_disable(data: PasswordOnlyBody) -> dict[str, Any]:
+async def mfa_disable(data: PasswordOnlyBody) -> Ok:
     """Turn TOTP off (needs the current password)."""
     await profile.mfa_disable(current_kernel(), current_caller(), data.password)
     return {"ok": True}
@@ -242,7 +242,7 @@ async def mfa_disable(data: PasswordOnlyBody) -> dict[str, Any]:
 @validate_request(WarningBody)
 @tag(["profile"])
 @answers(Ok)
-async def dismiss_warning(data: WarningBody) -> dict[str, Any]:
+async def dismiss_warning(data: WarningBody) -> Ok:
     """Remember that a warning was dismissed."""
     await profile.dismiss_warning(current_kernel(), current_caller(), data.warning)
     return {"ok": True}
@@ -261,7 +261,7 @@ async def list_login_sessions() -> dict[str, Any]:
 @authenticated
 @tag(["profile"])
 @answers(Ok)
-async def revoke_login_session(session_id: str) -> dict[str, Any]:
+async def revoke_login_session(session_id: str) -> Ok:
     """End one of the caller's sessions (the current one too)."""
     await profile.revoke_login_session(current_kernel(), current_caller(), session_id)
     return {"ok": True}
@@ -271,7 +271,7 @@ async def revoke_login_session(session_id: str) -> dict[str, Any]:
 @authenticated
 @tag(["profile"])
 @answers(Ok)
-async def revoke_other_sessions() -> dict[str, Any]:
+async def revoke_other_sessions() -> Ok:
     """End every session but the current one."""
     await profile.revoke_other_sessions(current_kernel(), current_caller())
     return {"ok": True}

@@ -120,7 +120,7 @@ async def reset_role(role_id: str) -> dict[str, Any]:
 @requires(MANAGE)
 @answers(Success, errors=(409,))
 @tag(["roles"])
-async def delete_role(role_id: str) -> dict[str, Any]:
+async def delete_role(role_id: str) -> Success:
     """Delete a custom role no user holds."""
     await roles.delete_role(current_kernel(), role_id, actor=current_caller())
     return {"success": True}

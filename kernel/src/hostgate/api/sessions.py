@@ -203,7 +203,7 @@ async def purge_sessions() -> dict[str, Any]:
 @requires("settings.manage")
 @tag(["sessions"])
 @answers(StorageBytes)
-async def storage() -> dict[str, Any]:
+async def storage() -> StorageBytes:
     """Bytes the recordings take on disk."""
     return {"bytes": await current_kernel().recordings.storage_bytes()}
 
@@ -221,7 +221,7 @@ async def active_sessions() -> dict[str, Any]:
 @authenticated
 @tag(["sessions"])
 @answers(Ok)
-async def end_active_session(session_id: str) -> dict[str, Any]:
+async def end_active_session(session_id: str) -> Ok:
     """End an open session: one's own, or anyone's with ``sessions.delete``."""
     kernel = current_kernel()
     caller = current_caller()
@@ -252,7 +252,7 @@ async def end_active_session(session_id: str) -> dict[str, Any]:
 @validate_request(RdpSessionBody)
 @tag(["sessions"])
 @answers(RdpSession, errors=(404,))
-async def create_rdp_session(data: RdpSessionBody) -> dict[str, Any]:
+async def create_rdp_session(data: RdpSessionBody) -> RdpSession:
     """Start the history row of a browser RDP session; says whether to record it."""
     session_id, should_record = await _history().create_rdp(current_caller(), data.connectionId)
     return {"sessionId": session_id, "shouldRecord": should_record}
@@ -339,7 +339,7 @@ async def recording_events(session_id: str) -> dict[str, Any]:
 @validate_request(InputEvents)
 @tag(["sessions"])
 @answers(Ok, errors=(409,))
-async def add_recording_events(session_id: str, data: InputEvents) -> dict[str, Any]:
+async def add_recording_events(session_id: str, data: InputEvents) -> Ok:
     """Append input events (write form ``{elapsed, type}``) to one's own recorded session."""
     history = _history()
     row = await history.owned(current_caller(), session_id)
@@ -351,7 +351,7 @@ async def add_recording_events(session_id: str, data: InputEvents) -> dict[str, 
 @authenticated
 @tag(["sessions"])
 @answers(Ok, errors=(409,), request_media_type="application/octet-stream")
-async def upload_chunk(session_id: str) -> dict[str, Any]:
+async def upload_chunk(session_id: str) -> Ok:
     """Append a raw WebM chunk (streamed to disk, encrypted) to one's own RDP recording."""
     row = await _history().owned(current_caller(), session_id)
     await current_kernel().recordings.append_upload(row, streamed_body())
@@ -362,7 +362,7 @@ async def upload_chunk(session_id: str) -> dict[str, Any]:
 @authenticated
 @tag(["sessions"])
 @answers(Ok, errors=(409,))
-async def finalize_recording(session_id: str) -> dict[str, Any]:
+async def finalize_recording(session_id: str) -> Ok:
     """End one's own RDP session: its recording is complete."""
     row = await _history().owned(current_caller(), session_id)
     await current_kernel().recordings.finalize_upload(row)

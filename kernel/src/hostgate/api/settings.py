@@ -49,7 +49,7 @@ async def all_settings() -> dict[str, Any]:
 @requires("settings.manage")
 @tag(["settings"])
 @answers(Success, request=changes_schema)
-async def update_settings() -> dict[str, Any]:
+async def update_settings() -> Success:
     """Change one or more settings; the whole set is validated before anything is stored."""
     body = await request.get_json(force=True)
     if not isinstance(body, dict):

@@ -103,7 +103,7 @@ async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
 @validate_request(UpdateUserBody)
 @answers(Success, errors=(409,))
 @tag(["users"])
-async def update_user(user_id: str, data: UpdateUserBody) -> dict[str, Any]:
+async def update_user(user_id: str, data: UpdateUserBody) -> Success:
     """Change display name, e-mail and/or role."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items()}
     if changes.get("email") is None and "email" in changes:
@@ -120,7 +120,7 @@ async def update_user(user_id: str, data: UpdateUserBody) -> dict[str, Any]:
 @requires(MANAGE)
 @answers(Success, errors=(409,))
 @tag(["users"])
-async def delete_user(user_id: str) -> dict[str, Any]:
+async def delete_user(user_id: str) -> Success:
     """Delete a user (not yourself, not the last manager)."""
     await accounts.delete_user(current_kernel(), user_id, actor=current_caller())
     return {"success": True}
@@ -131,7 +131,7 @@ async def delete_user(user_id: str) -> dict[str, Any]:
 @validate_request(ResetPasswordBody)
 @answers(Success)
 @tag(["users"])
-async def reset_password(user_id: str, data: ResetPasswordBody) -> dict[str, Any]:
+async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
     """Set a new password; every session of that user ends."""
     await accounts.reset_password(
         current_kernel(), user_id, data.newPassword, actor=current_caller()
@@ -143,7 +143,7 @@ async def reset_password(user_id: str, data: ResetPasswordBody) -> dict[str, Any
 @requires(MANAGE)
 @answers(Success)
 @tag(["users"])
-async def unlock_user(user_id: str) -> dict[str, Any]:
+async def unlock_user(user_id: str) -> Success:
     """Lift a lockout and reset the failure count."""
     await accounts.unlock_user(current_kernel(), user_id, actor=current_caller())
     return {"success": True}

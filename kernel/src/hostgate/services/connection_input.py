@@ -158,6 +158,8 @@ def _extra_value(spec_field: ConnectionField, value: Any) -> Any:
     if spec_field.type is bool:
         return _flag(name, value)
     if spec_field.type is int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema's integer: 3.0 is 3
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidInput(f"{name} must be a whole number")
         return value

@@ -232,7 +232,7 @@ async def list_passkeys() -> dict[str, Any]:
 @validate_request(Rename)
 @tag(["profile"])
 @answers(Ok)
-async def rename_passkey(passkey_id: str, data: Rename) -> dict[str, Any]:
+async def rename_passkey(passkey_id: str, data: Rename) -> Ok:
     """Rename one of the caller's passkeys."""
     kernel = current_kernel()
     caller = current_caller()
@@ -256,7 +256,7 @@ async def rename_passkey(passkey_id: str, data: Rename) -> dict[str, Any]:
 @authenticated
 @tag(["profile"])
 @answers(Ok)
-async def delete_passkey(passkey_id: str) -> dict[str, Any]:
+async def delete_passkey(passkey_id: str) -> Ok:
     """Remove one of the caller's passkeys."""
     kernel = current_kernel()
     caller = current_caller()

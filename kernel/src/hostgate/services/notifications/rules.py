@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...descriptors import AuditEvent
 from ...errors import InvalidInput
+from ...openapi import Unset
 from .patterns import PatternError, compile_pattern, search
 
 CONDITION_FIELDS = ("ipAddress", "username", "userId", "eventType", "target")
@@ -89,17 +90,17 @@ class RuleIn(BaseModel):
 
 
 class RulePatch(BaseModel):
-    """The body of ``PUT /notifications/rules/:id``: any subset of the rule's fields."""
+    """The body of ``PUT /notifications/rules/:id``: any subset of the rule's fields (not null)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    enabled: bool | None = None
-    events: list[EventPattern] | None = Field(default=None, min_length=1, max_length=200)
-    condition_logic: Literal["and", "or"] | None = Field(default=None, alias="conditionLogic")
-    conditions: list[ConditionIn] | None = Field(default=None, max_length=100)
-    cadence: Literal["instant", "hourly", "daily"] | None = None
-    actions: list[ActionIn] | None = Field(default=None, max_length=50)
+    name: str | Unset = Field(default=None, min_length=1, max_length=200)
+    enabled: bool | Unset = None
+    events: list[EventPattern] | Unset = Field(default=None, min_length=1, max_length=200)
+    condition_logic: Literal["and", "or"] | Unset = Field(default=None, alias="conditionLogic")
+    conditions: list[ConditionIn] | Unset = Field(default=None, max_length=100)
+    cadence: Literal["instant", "hourly", "daily"] | Unset = None
+    actions: list[ActionIn] | Unset = Field(default=None, max_length=50)
 
 
 @dataclass(frozen=True)
