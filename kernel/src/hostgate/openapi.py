@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypeVar, cast
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.json_schema import SkipJsonSchema
-from quart import request
+from quart import has_app_context, request
 from quart_schema import OpenAPIProvider
 from quart_schema.validation import QUART_SCHEMA_REQUEST_ATTRIBUTE
 from typing_extensions import TypedDict
@@ -64,6 +64,20 @@ RETRY_AFTER = frozenset({429, 503})
 Unset = SkipJsonSchema[None]
 """``field: T | Unset = None``: the field may be left out, but the document (and the
 server) refuse an explicit null."""
+
+
+def listed_in(names: Callable[[Any], Iterable[str]]) -> Any:
+    """A ``Field`` for a string the running kernel's registry must hold.
+
+    The service refuses a name the registry lacks; the document lists the
+    registry's names (of the app serving it) as the field's ``enum``.
+    """
+
+    def extra(schema: dict[str, Any]) -> None:
+        if has_app_context():
+            schema["enum"] = sorted(names(current_kernel()))
+
+    return Field(json_schema_extra=extra)
 
 
 class ErrorBody(TypedDict):

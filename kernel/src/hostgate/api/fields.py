@@ -6,13 +6,11 @@ document is never refused for a rule it could not see.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
-from quart import has_app_context
 
-from ..guards import current_kernel
+from ..openapi import listed_in
 from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from ..services.accounts import (
     EMAIL_MAX,
@@ -44,24 +42,13 @@ def _whole_number(value: Any) -> Any:
     return value
 
 
-Integer = Annotated[int, BeforeValidator(_whole_number)]
+WHOLE = BeforeValidator(_whole_number)
+"""Put last in ``Annotated[int, Field(...bounds), WHOLE]`` (after the bounds, or the
+document loses them): a whole number, also when written ``3.0``."""
+Integer = Annotated[int, WHOLE]
 """A whole number, also when written ``3.0``; never a string or a boolean (strict models)."""
-SortOrder = Annotated[Integer, Field(ge=-SORT_LIMIT, le=SORT_LIMIT)]
+SortOrder = Annotated[int, Field(ge=-SORT_LIMIT, le=SORT_LIMIT), WHOLE]
 """A position among siblings."""
-
-
-def listed_in(names: Callable[[Any], Iterable[str]]) -> Any:
-    """A ``Field`` for a string the running kernel's registry must hold.
-
-    The service refuses a name the registry lacks; the document lists the
-    registry's names (of the app serving it) as the field's ``enum``.
-    """
-
-    def extra(schema: dict[str, Any]) -> None:
-        if has_app_context():
-            schema["enum"] = sorted(names(current_kernel()))
-
-    return Field(json_schema_extra=extra)
 
 
 Permission = Annotated[str, listed_in(lambda kernel: kernel.permission_names)]

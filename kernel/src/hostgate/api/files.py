@@ -12,7 +12,7 @@ import asyncio
 import logging
 import stat as stat_module
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field
@@ -39,7 +39,7 @@ from ..services.files import (
 )
 from ..services.netpolicy import conceal
 from ..timefmt import iso
-from .fields import Integer
+from .fields import WHOLE
 
 if TYPE_CHECKING:
     from ..adapters import ConnectionTarget
@@ -92,7 +92,7 @@ class ChmodBody(BaseModel):
     """New Unix permission bits (an integer such as 420 for 0644)."""
 
     path: RemotePath
-    mode: Integer = Field(ge=0, le=0o7777)
+    mode: Annotated[int, Field(ge=0, le=0o7777), WHOLE]
 
 
 class CopyBody(BaseModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from quart import Blueprint, request
@@ -18,7 +18,7 @@ from ..pagination import PageQuery, Pagination, page_from
 from ..services.notifications.logbook import entry_json
 from ..services.notifications.rulebook import rule_json
 from ..services.notifications.rules import RuleIn, RulePatch
-from .fields import Integer
+from .fields import WHOLE
 
 blueprint = Blueprint("notifications", __name__)
 
@@ -39,7 +39,9 @@ class RetentionBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    retention_days: Integer = Field(alias="retentionDays", ge=1, le=36_500, strict=True)
+    retention_days: Annotated[int, Field(ge=1, le=36_500, strict=True), WHOLE] = Field(
+        alias="retentionDays"
+    )
 
 
 class ChannelState(TypedDict):

@@ -12,12 +12,12 @@ from typing_extensions import TypedDict
 from ..guards import authenticated, current_caller, current_kernel
 from ..openapi import Ok, Success, answers
 from ..services import profile
-from .fields import DisplayName, Email, Integer, NewPassword, Password
+from .fields import WHOLE, DisplayName, Email, NewPassword, Password
 
 blueprint = Blueprint("profile", __name__)
 
 CursorStyle = Literal["block", "bar", "underline"]
-FontSize = Annotated[Integer, Field(ge=6, le=72)] | Annotated[float, Field(ge=6, le=72)]
+FontSize = Annotated[int, Field(ge=6, le=72), WHOLE] | Annotated[float, Field(ge=6, le=72)]
 """A font size in points, whole or not (a whole number stays one)."""
 
 
@@ -47,7 +47,7 @@ class SshPrefsBody(BaseModel):
     cursorStyle: CursorStyle | None = None
     cursorBlink: bool | None = None
     theme: str | None = Field(default=None, min_length=1, max_length=64)
-    scrollback: Annotated[Integer, Field(ge=0, le=1_000_000)] | None = None
+    scrollback: Annotated[int, Field(ge=0, le=1_000_000), WHOLE] | None = None
 
 
 class CodeBody(BaseModel):

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...descriptors import AuditEvent
 from ...errors import InvalidInput
-from ...openapi import Unset
+from ...openapi import Unset, listed_in
 from .patterns import PatternError, compile_pattern, search
 
 CONDITION_FIELDS = ("ipAddress", "username", "userId", "eventType", "target")
@@ -71,7 +71,11 @@ class ActionIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    channel: str = Field(min_length=1, max_length=32)
+    channel: Annotated[
+        str,
+        Field(min_length=1, max_length=32),
+        listed_in(lambda kernel: kernel.notifications.channels.types()),
+    ]
     recipients: list[str] = Field(default_factory=list, max_length=200)
 
 
