@@ -98,6 +98,9 @@ async def test_schemas_hold_only_json_schema_keywords(config):
     schema = await document(all_pack_app(config))
     leaked = [node for node in walk(schema) if {"ge", "le", "gt", "lt"} & set(node)]
     assert leaked == []
+    lengths = {"minLength", "maxLength"}
+    arrays = [n for n in walk(schema) if n.get("type") == "array" and lengths & set(n)]
+    assert arrays == [], "an array's size is minItems/maxItems"
 
 
 async def test_font_size_bounds_are_in_the_document_and_enforced(client, make_user, config):

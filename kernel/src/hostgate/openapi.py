@@ -308,7 +308,7 @@ class Document(OpenAPIProvider):
         success: dict[str, Any] = {"description": answer.description or _summary(view)}
         if answer.body is not None:
             schema, definitions = json_schema(answer.body)
-            name = getattr(answer.body, "__name__", None)
+            name = answer.body.__name__ if isinstance(answer.body, type) else None
             self._add_components(components, definitions)
             if name is not None and "$ref" not in schema:
                 self._add_components(components, {name: schema})

@@ -301,13 +301,18 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _extra_schema(spec_field: ConnectionField) -> dict[str, Any]:
-    """What ``_extra_value`` takes: the field's type, or null/"" to clear it."""
-    kind: dict[str, Any] = {"type": "string", "maxLength": EXTRA_TEXT_MAX}
+def _extra_schema(spec_field: ConnectionField, *, needed: bool = False) -> dict[str, Any]:
+    """What ``_extra_value`` takes: the field's type, or null/"" to clear it.
+
+    A ``needed`` field (required, without a default, on create) takes a value only.
+    """
+    kind: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": EXTRA_TEXT_MAX}
     if spec_field.type is bool:
         kind = {"type": "boolean"}
     elif spec_field.type is int:
         kind = {"type": "integer"}
+    if needed:
+        return {**kind, "description": spec_field.description} if spec_field.description else kind
     schema: dict[str, Any] = {"anyOf": [kind, {"type": "null"}, {"const": ""}]}
     if spec_field.description:
         schema["description"] = spec_field.description
@@ -350,10 +355,12 @@ def input_schema(protocols: Mapping[str, ProtocolSpec], *, creating: bool) -> di
     alternatives = []
     for name, spec in sorted(protocols.items()):
         declared = {f.name: _extra_schema(f) for f in spec.fields}
+        needed = [f for f in spec.fields if creating and f.required and f.default is None]
         properties = {
             "protocol": {"const": name},
             **_base_schema(),
             **declared,
+            **{f.name: _extra_schema(f, needed=True) for f in needed},
             "extraConfig": _nullable(
                 {"type": "object", "properties": declared, "additionalProperties": False}
             ),
@@ -363,9 +370,20 @@ def input_schema(protocols: Mapping[str, ProtocolSpec], *, creating: bool) -> di
             "properties": properties,
             "additionalProperties": False,
         }
+        if declared:
+            # a pack field goes at the top level or in extraConfig (parse_input refuses
+            # two different values; the document says: one place)
+            alternative["allOf"] = [
+                {
+                    "not": {
+                        "required": [field_name, "extraConfig"],
+                        "properties": {"extraConfig": {"type": "object", "required": [field_name]}},
+                    }
+                }
+                for field_name in declared
+            ]
         if creating:
-            required = [f.name for f in spec.fields if f.required and f.default is None]
-            alternative["required"] = ["protocol", "name", "host", *required]
+            alternative["required"] = ["protocol", "name", "host", *(f.name for f in needed)]
         else:
             alternative["minProperties"] = 1
         alternatives.append(alternative)

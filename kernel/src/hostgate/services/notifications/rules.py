@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.config import JsonDict
 
 from ...descriptors import AuditEvent
 from ...errors import InvalidInput
@@ -34,6 +35,9 @@ EMAIL_PATTERN = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+$")
 
 EventPattern = Annotated[str, Field(min_length=1, max_length=100, pattern=EVENT_PATTERN.pattern)]
 """An event type, ``*`` or ``prefix.*``."""
+
+Recipient = Annotated[str, Field(min_length=1, max_length=320, pattern=r"[^\s\x1c-\x1f]")]
+"""An action's recipient: not blank (smtp: an e-mail address, a user id or a role)."""
 
 Field_ = Literal["ipAddress", "username", "userId", "eventType", "target"]
 Operator = Literal[
@@ -66,17 +70,31 @@ class ConditionIn(BaseModel):
         return value
 
 
+SMTP_RECIPIENTS_SCHEMA: JsonDict = {
+    "if": {"properties": {"channel": {"const": "smtp"}}},
+    "then": {
+        "properties": {
+            "recipients": {
+                "items": {"pattern": r'^[^@\s<>,;"\x00-\x1f]+@[^@\s<>,;"\x00-\x1f]+$'},
+                "description": "e-mail addresses (user and role ids are taken too)",
+            }
+        }
+    },
+}
+"""What the document says of smtp recipients (``check_actions`` also takes known ids)."""
+
+
 class ActionIn(BaseModel):
     """``{channel, recipients}``: where a matching event is delivered."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=SMTP_RECIPIENTS_SCHEMA)
 
     channel: Annotated[
         str,
         Field(min_length=1, max_length=32),
         listed_in(lambda kernel: kernel.notifications.channels.types()),
     ]
-    recipients: list[str] = Field(default_factory=list, max_length=200)
+    recipients: list[Recipient] = Field(default_factory=list, max_length=200)
 
 
 class RuleIn(BaseModel):
@@ -100,11 +118,11 @@ class RulePatch(BaseModel):
 
     name: str | Unset = Field(default=None, min_length=1, max_length=200)
     enabled: bool | Unset = None
-    events: list[EventPattern] | Unset = Field(default=None, min_length=1, max_length=200)
+    events: Annotated[list[EventPattern], Field(min_length=1, max_length=200)] | Unset = None
     condition_logic: Literal["and", "or"] | Unset = Field(default=None, alias="conditionLogic")
-    conditions: list[ConditionIn] | Unset = Field(default=None, max_length=100)
+    conditions: Annotated[list[ConditionIn], Field(max_length=100)] | Unset = None
     cadence: Literal["instant", "hourly", "daily"] | Unset = None
-    actions: list[ActionIn] | Unset = Field(default=None, max_length=50)
+    actions: Annotated[list[ActionIn], Field(max_length=50)] | Unset = None
 
 
 @dataclass(frozen=True)
