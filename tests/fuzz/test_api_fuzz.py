@@ -144,8 +144,7 @@ def fuzz(live_gateway, who):
             except Unsatisfiable:
                 continue  # nothing in this operation can be made invalid
             except (Exception, BaseExceptionGroup) as exc:  # collect them all, then report
-                first = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) else exc
-                text = " ".join(str(first).split())[:1500]
+                text = " ".join(str(exc).split())[:1500]
                 failures.append(f"{operation.label} ({mode.value}): {text}")
     assert calls >= len(found), "fuzzing sent fewer requests than there are operations"
     return failures

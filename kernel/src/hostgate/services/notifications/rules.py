@@ -53,10 +53,48 @@ Operator = Literal[
 ]
 
 
+_OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+CONDITION_VALUES_SCHEMA: JsonDict = {
+    "allOf": [
+        {
+            "if": {
+                "properties": {
+                    "field": {"const": "ipAddress"},
+                    "operator": {"enum": ["in", "not_in"]},
+                },
+                "required": ["field", "operator"],
+            },
+            "then": {
+                "properties": {
+                    "value": {
+                        "items": {
+                            "anyOf": [
+                                {"pattern": f"^({_OCTET}\\.){{3}}{_OCTET}(/(3[0-2]|[12]?[0-9]))?$"},
+                                {"format": "ipv6"},
+                            ]
+                        },
+                        "description": "IP addresses or CIDR ranges",
+                    }
+                }
+            },
+        },
+        {
+            "if": {"properties": {"operator": {"const": "matches"}}, "required": ["operator"]},
+            "then": {
+                "properties": {
+                    "value": {"items": {"format": "regex", "maxLength": MAX_REGEX_LENGTH}}
+                }
+            },
+        },
+    ]
+}
+"""What the document says of condition values ``check_conditions`` checks."""
+
+
 class ConditionIn(BaseModel):
     """``{field, operator, value: [...]}``; the condition holds when any value matches."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=CONDITION_VALUES_SCHEMA)
 
     field: Field_
     operator: Operator
