@@ -395,10 +395,25 @@ class HealthCheckBody(BaseModel):
     checks: list[HealthCheckItem] = Field(max_length=health_checks.MAX_CHECKS)
 
 
+class HealthResult(TypedDict):
+    """Whether one connection's target answered, and how fast."""
+
+    id: str
+    reachable: bool
+    latencyMs: int | None
+
+
+class HealthResults(TypedDict):
+    """One result per distinct id, in the order asked."""
+
+    results: list[HealthResult]
+
+
 @blueprint.post("/connections/health-check")
 @authenticated
 @validate_request(HealthCheckBody)
 @tag(["connections"])
+@answers(HealthResults, errors=(429,))
 async def health_check(data: HealthCheckBody) -> dict[str, Any]:
     """Whether each connection's target answers a TCP connect (3 s), with the latency.
 
