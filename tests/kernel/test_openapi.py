@@ -131,3 +131,17 @@ async def test_query_arguments_are_checked_against_the_document(client, admin):
     assert ok.status_code == 200
     scope = await client.get("/api/v1/connections?scope=everything", headers=admin.headers)
     assert scope.status_code == 400
+
+
+async def test_integers_are_json_schema_integers(client, admin):
+    """3.0 is an integer to JSON Schema (and to the document's clients); 3.5 and "3" are not."""
+    url = "/api/v1/notifications/settings"
+    whole = await client.put(url, headers=admin.headers, json={"retentionDays": 30.0})
+    assert whole.status_code == 200 and (await whole.get_json())["retentionDays"] == 30
+    for bad in (30.5, "30", True):
+        refused = await client.put(url, headers=admin.headers, json={"retentionDays": bad})
+        assert refused.status_code == 400, bad
+    group = await client.post(
+        "/api/v1/connections/groups", headers=admin.headers, json={"name": "g", "sortOrder": 4.0}
+    )
+    assert group.status_code == 201 and (await group.get_json())["sortOrder"] == 4
