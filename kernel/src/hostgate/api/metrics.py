@@ -7,6 +7,7 @@ from quart_schema import tag
 
 from ..guards import current_kernel, requires
 from ..metrics import CONTENT_TYPE
+from ..openapi import answers
 
 blueprint = Blueprint("metrics", __name__)
 
@@ -14,6 +15,7 @@ blueprint = Blueprint("metrics", __name__)
 @blueprint.get("/metrics")
 @requires("system.metrics")
 @tag(["meta"])
+@answers(None, media_type=CONTENT_TYPE.split(";")[0])
 async def metrics() -> Response:
     """Request, session, relay-byte, recording and notification-delivery figures."""
     return Response(current_kernel().metrics.render(), content_type=CONTENT_TYPE)

@@ -14,7 +14,7 @@ from pydantic.config import JsonDict
 from ...descriptors import AuditEvent
 from ...errors import InvalidInput
 from ...openapi import Unset, listed_in
-from .patterns import PatternError, compile_pattern, search
+from .patterns import MAX_PATTERN_LENGTH, PatternError, compile_pattern, search
 
 CONDITION_FIELDS = ("ipAddress", "username", "userId", "eventType", "target")
 OPERATORS = (
@@ -82,7 +82,10 @@ CONDITION_VALUES_SCHEMA: JsonDict = {
             "if": {"properties": {"operator": {"const": "matches"}}, "required": ["operator"]},
             "then": {
                 "properties": {
-                    "value": {"items": {"format": "regex", "maxLength": MAX_REGEX_LENGTH}}
+                    "value": {
+                        "items": {"format": "regex", "maxLength": MAX_PATTERN_LENGTH},
+                        "description": "RE2 syntax: no backreferences or lookaround",
+                    }
                 }
             },
         },
