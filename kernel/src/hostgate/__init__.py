@@ -55,7 +55,7 @@ from .guards import (
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
 from .services.identity import Caller, ClientInfo, IssuedSession
-from .services.logins import LoginOutcome, Logins, check_login_name
+from .services.logins import LOGIN_NAME_PATTERN, LoginOutcome, Logins, check_login_name
 from .services.settings import SECRET_MASK
 from .services.terminal_sessions import SessionClosed
 from .sessioncookie import (
@@ -69,6 +69,7 @@ from .sessioncookie import (
 from .timefmt import iso, parse_iso, utcnow
 
 __all__ = [
+    "LOGIN_NAME_PATTERN",
     "ErrorBody",
     "MfaChallenge",
     "Ok",

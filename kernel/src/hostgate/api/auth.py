@@ -15,6 +15,7 @@ from ..openapi import MfaChallenge, Ok, Session, answers
 from ..security.passwords import MAX_PASSWORD_LENGTH
 from ..services import accounts
 from ..services import profile as profiles
+from ..services.logins import LOGIN_NAME_PATTERN
 from ..sessioncookie import (
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,
@@ -40,7 +41,9 @@ class SetupBody(BaseModel):
 class LoginBody(BaseModel):
     """Username and password."""
 
-    username: str = Field(min_length=1, max_length=1000)
+    username: str = Field(
+        min_length=1, max_length=1000, json_schema_extra={"pattern": LOGIN_NAME_PATTERN}
+    )
     password: str = Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)
 
 

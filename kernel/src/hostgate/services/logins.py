@@ -57,6 +57,9 @@ MFA_LIMIT_MESSAGE = "Too many MFA attempts. Please try again later."
 TRUSTED_DEVICE_LIFETIME = timedelta(days=30)
 MAX_PHANTOMS = 10_000
 USERNAME_MAX = 200
+LOGIN_NAME_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+"""A username typed at a login: no control characters. ``check_login_name`` refuses
+the others (400 ``invalid_username``); login bodies show this pattern in the document."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, NotRequired
 
 from hostgate import (
+    LOGIN_NAME_PATTERN,
     SECRET_MASK,
     ClientInfo,
     InvalidInput,
@@ -53,7 +54,9 @@ class LdapLogin(BaseModel):
     """Directory credentials."""
 
     model_config = ConfigDict(extra="forbid")
-    username: str = Field(min_length=1, max_length=256)
+    username: str = Field(
+        min_length=1, max_length=256, json_schema_extra={"pattern": LOGIN_NAME_PATTERN}
+    )
     password: str = Field(min_length=1, max_length=1024)
 
 

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from hostgate import (
+    LOGIN_NAME_PATTERN,
     ClientInfo,
     Conflict,
     InvalidInput,
@@ -103,7 +104,9 @@ class LoginOptions(BaseModel):
     """Optionally the username, to offer only that user's passkeys."""
 
     model_config = ConfigDict(extra="forbid")
-    username: str | None = Field(default=None, max_length=200)
+    username: str | None = Field(
+        default=None, max_length=200, json_schema_extra={"pattern": LOGIN_NAME_PATTERN}
+    )
 
 
 class LoginVerify(BaseModel):
