@@ -6,13 +6,15 @@ protocol and fields appear without changing the app.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 from quart import Blueprint
 from quart_schema import tag
+from typing_extensions import TypedDict
 
 from ..descriptors import ConnectionField, ProtocolSpec
 from ..guards import authenticated, current_caller, current_kernel
+from ..openapi import answers
 
 blueprint = Blueprint("protocols", __name__)
 
@@ -49,9 +51,42 @@ def protocol_json(spec: ProtocolSpec, permissions: frozenset[str] | set[str]) ->
     }
 
 
+class FieldInfo(TypedDict):
+    """A field a pack declares for its connections."""
+
+    name: str
+    type: str
+    secret: bool
+    required: bool
+    default: Any
+    description: str
+    setFlag: NotRequired[str]
+
+
+class ProtocolInfo(TypedDict):
+    """A loaded protocol."""
+
+    name: str
+    title: str
+    defaultPort: int
+    terminal: bool
+    files: bool
+    stream: bool
+    servesConnections: list[str]
+    fields: list[FieldInfo]
+    canUse: bool
+
+
+class Protocols(TypedDict):
+    """Every loaded protocol."""
+
+    protocols: list[ProtocolInfo]
+
+
 @blueprint.get("/protocols")
 @authenticated
 @tag(["connections"])
+@answers(Protocols)
 async def list_protocols() -> dict[str, Any]:
     """Every loaded protocol with its default port, abilities and declared fields."""
     permissions = set(current_caller().permissions)
