@@ -79,6 +79,13 @@ def value_schema(spec: SettingSpec) -> dict[str, Any]:
         schema["enum"] = list(spec.choices)
     if spec.description:
         schema["description"] = spec.description
+    if spec.validate is not None:
+        # A syntax JSON Schema cannot state (an LDAP filter, network rules, a PEM
+        # certificate): named as a format of its own, with the default as a known-good
+        # example, so generators and clients know the value is checked further.
+        schema["format"] = f"setting:{spec.key}"
+        if spec.default is not None:
+            schema["examples"] = [spec.default]
     if spec.nullable:
         schema = {"anyOf": [schema, {"type": "null"}]}
     return schema

@@ -1555,7 +1555,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a remote file, or a directory with everything in it. */
+        /** Delete a remote file, or a directory with everything in it (never the root). */
         delete: operations["delete_delete_path"];
         options?: never;
         head?: never;
@@ -1656,10 +1656,178 @@ export interface components {
          * @description ``{channel, recipients}``: where a matching event is delivered.
          */
         ActionIn: {
-            /** Channel */
-            channel: string;
+            /**
+             * Channel
+             * @enum {string}
+             */
+            channel: "slack" | "smtp" | "telegram" | "webhook";
             /** Recipients */
             recipients?: string[];
+        };
+        /**
+         * ActiveSession
+         * @description An open session.
+         */
+        ActiveSession: {
+            /** Clientip */
+            clientIp: string;
+            /** Connectionid */
+            connectionId: string | null;
+            /** Connectionname */
+            connectionName: string;
+            /** Id */
+            id: string;
+            /** Kind */
+            kind: string;
+            /** Protocol */
+            protocol: string;
+            /** Startedat */
+            startedAt: string;
+            /** Userid */
+            userId: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * ActiveSessions
+         * @description Open sessions.
+         */
+        ActiveSessions: {
+            /** Sessions */
+            sessions: components["schemas"]["ActiveSession"][];
+        };
+        /**
+         * AuditEntry
+         * @description One audit entry.
+         */
+        AuditEntry: {
+            /** Details */
+            details: {
+                [key: string]: unknown;
+            };
+            /** Displayname */
+            displayName: string | null;
+            /** Eventtype */
+            eventType: string;
+            /** Id */
+            id: string;
+            /** Ipaddress */
+            ipAddress: string | null;
+            /** Target */
+            target: string | null;
+            /** Timestamp */
+            timestamp: string;
+            /** Userid */
+            userId: string | null;
+            /** Username */
+            username: string | null;
+        };
+        /**
+         * AuditPage
+         * @description One page of entries, newest first.
+         */
+        AuditPage: {
+            /** Entries */
+            entries: components["schemas"]["AuditEntry"][];
+            pagination: components["schemas"]["PagedTotal"];
+        };
+        /**
+         * AuditUser
+         * @description A user that has entries.
+         */
+        AuditUser: {
+            /** Id */
+            id: string;
+            /** Username */
+            username: string | null;
+        };
+        /**
+         * AuditUsers
+         * @description Users that have entries.
+         */
+        AuditUsers: {
+            /** Users */
+            users: components["schemas"]["AuditUser"][];
+        };
+        /**
+         * BackupSize
+         * @description Bytes a backup would hold.
+         */
+        BackupSize: {
+            /** Dbsize */
+            dbSize: number;
+            /** Recordingcount */
+            recordingCount: number;
+            /** Recordingssize */
+            recordingsSize: number;
+        };
+        /**
+         * Challenge
+         * @description WebAuthn options for the browser and the id of the challenge they carry.
+         */
+        Challenge: {
+            /** Challengeid */
+            challengeId: string;
+            /** Options */
+            options: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * ChannelState
+         * @description A channel: on or off, its config with secrets masked.
+         */
+        ChannelState: {
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /** Enabled */
+            enabled: boolean;
+            /** Id */
+            id: string;
+        };
+        /**
+         * Channels
+         * @description Every channel type.
+         */
+        Channels: {
+            /** Channels */
+            channels: components["schemas"]["ChannelState"][];
+        };
+        /**
+         * Cleared
+         * @description How many entries were deleted.
+         */
+        Cleared: {
+            /** Deleted */
+            deleted: number;
+            /** Ok */
+            ok: boolean;
+        };
+        /**
+         * CommandRecord
+         * @description One logged command (``elapsed`` in milliseconds).
+         */
+        CommandRecord: {
+            /** Command */
+            command: string;
+            /** Elapsed */
+            elapsed: number;
+            /** Id */
+            id: string;
+            /** Output Preview */
+            output_preview: string;
+            /** Timestamp */
+            timestamp: string;
+        };
+        /**
+         * Commands
+         * @description The command log, in order.
+         */
+        Commands: {
+            /** Commands */
+            commands: components["schemas"]["CommandRecord"][];
         };
         /**
          * ConditionIn
@@ -1678,6 +1846,248 @@ export interface components {
             operator: "in" | "not_in" | "equals" | "not_equals" | "contains" | "not_contains" | "starts_with" | "ends_with" | "matches";
             /** Value */
             value: string[];
+        } & (unknown & unknown);
+        /**
+         * ConnectionDetail
+         * @description One connection in full; secrets only as ``has*`` flags (``hasPassword``...).
+         */
+        ConnectionDetail: {
+            /** Candelete */
+            canDelete: boolean;
+            /** Canedit */
+            canEdit: boolean;
+            /** Canshare */
+            canShare: boolean;
+            /** Canuse */
+            canUse: boolean;
+            /** Createdat */
+            createdAt: string;
+            /** Extraconfig */
+            extraConfig: {
+                [key: string]: unknown;
+            };
+            /** Groupid */
+            groupId: string | null;
+            /** Host */
+            host: string;
+            /** Id */
+            id: string;
+            /** Isshared */
+            isShared: boolean;
+            /** Name */
+            name: string;
+            /** Ownerid */
+            ownerId: string;
+            /** Port */
+            port: number;
+            /** Protocol */
+            protocol: string;
+            /** Recordingenabled */
+            recordingEnabled: boolean;
+            /** Shared */
+            shared: boolean;
+            /** Shares */
+            shares: components["schemas"]["Share"][];
+            /** Skipcertvalidation */
+            skipCertValidation: boolean;
+            /** Sortorder */
+            sortOrder: number;
+            /** Tags */
+            tags: string[];
+            /** Updatedat */
+            updatedAt: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * ConnectionListing
+         * @description The caller's tree, ungrouped connections and connections shared with them.
+         */
+        ConnectionListing: {
+            /** Groups */
+            groups: components["schemas"]["GroupNode"][];
+            /** Otherconnections */
+            otherConnections?: components["schemas"]["ListedConnection"][];
+            /** Sharedconnections */
+            sharedConnections: components["schemas"]["ListedConnection"][];
+            /** Ungrouped */
+            ungrouped: components["schemas"]["ListedConnection"][];
+        };
+        /**
+         * ErrorBody
+         * @description Every error: a human message and a stable snake_case code.
+         */
+        ErrorBody: {
+            /** Code */
+            code: string;
+            /** Error */
+            error: string;
+        };
+        /**
+         * EventTypes
+         * @description Distinct event types.
+         */
+        EventTypes: {
+            /** Eventtypes */
+            eventTypes: string[];
+        };
+        /**
+         * FieldInfo
+         * @description A field a pack declares for its connections.
+         */
+        FieldInfo: {
+            /** Default */
+            default: unknown;
+            /** Description */
+            description: string;
+            /** Name */
+            name: string;
+            /** Required */
+            required: boolean;
+            /** Secret */
+            secret: boolean;
+            /** Setflag */
+            setFlag?: string;
+            /** Type */
+            type: string;
+        };
+        /**
+         * FileEntry
+         * @description A directory entry: name and the protocol's attributes.
+         */
+        FileEntry: {
+            /** Fileattributes */
+            fileAttributes: {
+                [key: string]: unknown;
+            };
+            /** Filename */
+            filename: string;
+        };
+        /**
+         * FileEventRecord
+         * @description One file event.
+         */
+        FileEventRecord: {
+            /** Action */
+            action: string;
+            /** Detail */
+            detail: string;
+            /** Id */
+            id: string;
+            /** Path */
+            path: string;
+            /** Timestamp */
+            timestamp: string;
+        };
+        /**
+         * FileEvents
+         * @description The events of one session, in order.
+         */
+        FileEvents: {
+            /** Events */
+            events: components["schemas"]["FileEventRecord"][];
+        };
+        /**
+         * FileSessionPage
+         * @description One page of file-transfer sessions, newest first.
+         */
+        FileSessionPage: {
+            /** Limit */
+            limit: number;
+            /** Page */
+            page: number;
+            /** Sessions */
+            sessions: components["schemas"]["FileSessionRecord"][];
+        };
+        /**
+         * FileSessionRecord
+         * @description A file-transfer session.
+         */
+        FileSessionRecord: {
+            /** Connectionname */
+            connectionName: string | null;
+            /** Endedat */
+            endedAt: string | null;
+            /** Eventcount */
+            eventCount: number;
+            /** Id */
+            id: string;
+            /** Protocol */
+            protocol: string;
+            /** Startedat */
+            startedAt: string;
+            /** Userid */
+            userId: string | null;
+            /** Username */
+            username: string | null;
+        };
+        /**
+         * Group
+         * @description A group.
+         */
+        Group: {
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+            /** Parentid */
+            parentId: string | null;
+            /** Sortorder */
+            sortOrder: number;
+        };
+        /**
+         * GroupDeleted
+         * @description Where the group's contents went.
+         */
+        GroupDeleted: {
+            /** Movedconnections */
+            movedConnections: number;
+            /** Movedgroups */
+            movedGroups: number;
+            /** Movedto */
+            movedTo: string | null;
+            /** Success */
+            success: boolean;
+        };
+        /**
+         * GroupNode
+         * @description A group with its sub-groups and connections.
+         */
+        GroupNode: {
+            /** Children */
+            children: components["schemas"]["GroupNode"][];
+            /** Connections */
+            connections: components["schemas"]["ListedConnection"][];
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+            /** Parentid */
+            parentId: string | null;
+            /** Sortorder */
+            sortOrder: number;
+        };
+        /**
+         * GroupUpdated
+         * @description The group as changed.
+         */
+        GroupUpdated: {
+            group: components["schemas"]["Group"];
+            /** Success */
+            success: boolean;
+        };
+        /**
+         * Health
+         * @description The server runs.
+         */
+        Health: {
+            /**
+             * Status
+             * @constant
+             */
+            status: "ok";
+            /** Timestamp */
+            timestamp: string;
         };
         /**
          * HealthCheckItem
@@ -1686,6 +2096,79 @@ export interface components {
         HealthCheckItem: {
             /** Id */
             id: string;
+        };
+        /**
+         * HealthResult
+         * @description Whether one connection's target answered, and how fast.
+         */
+        HealthResult: {
+            /** Id */
+            id: string;
+            /** Latencyms */
+            latencyMs: number | null;
+            /** Reachable */
+            reachable: boolean;
+        };
+        /**
+         * HealthResults
+         * @description One result per distinct id, in the order asked.
+         */
+        HealthResults: {
+            /** Results */
+            results: components["schemas"]["HealthResult"][];
+        };
+        /**
+         * HostKey
+         * @description A remembered SSH host key.
+         */
+        HostKey: {
+            /** Fingerprint */
+            fingerprint?: string;
+        };
+        /**
+         * HostKeyAccepted
+         * @description The key now trusted.
+         */
+        HostKeyAccepted: {
+            /** Success */
+            success: boolean;
+            trusted: components["schemas"]["HostKey"];
+        };
+        /**
+         * HostKeyForgotten
+         * @description Whether keys were forgotten.
+         */
+        HostKeyForgotten: {
+            /** Forgotten */
+            forgotten: unknown;
+            /** Success */
+            success: boolean;
+        };
+        /**
+         * HostKeys
+         * @description The trusted key and a changed one waiting for acceptance.
+         */
+        HostKeys: {
+            pending: components["schemas"]["HostKey"] | null;
+            trusted: components["schemas"]["HostKey"] | null;
+        };
+        /**
+         * Imported
+         * @description What the import created (and skipped, with ``skipInvalid``).
+         */
+        Imported: {
+            /** Connectionscreated */
+            connectionsCreated: number;
+            /** Groupscreated */
+            groupsCreated: number;
+            /** Newconnectionids */
+            newConnectionIds: string[];
+            /** Newgroupids */
+            newGroupIds: string[];
+            /** Secretsignored */
+            secretsIgnored: boolean;
+            /** Skipped */
+            skipped: unknown[];
         };
         /**
          * InputEvent
@@ -1698,6 +2181,203 @@ export interface components {
             type: string;
         };
         /**
+         * InputEventList
+         * @description Recorded input events.
+         */
+        InputEventList: {
+            /** Events */
+            events: components["schemas"]["InputEventRecord"][];
+        };
+        /**
+         * InputEventRecord
+         * @description One recorded input event.
+         */
+        InputEventRecord: {
+            /** Elapsed */
+            elapsed: number;
+            /** Event Type */
+            event_type: string;
+        };
+        /**
+         * LdapTestResult
+         * @description Whether the service bind and search worked; the error when not.
+         */
+        LdapTestResult: {
+            /** Error */
+            error?: string;
+            /** Success */
+            success: boolean;
+        };
+        /**
+         * ListedConnection
+         * @description A connection as listed.
+         */
+        ListedConnection: {
+            /** Groupid */
+            groupId: string | null;
+            /** Host */
+            host: string;
+            /** Id */
+            id: string;
+            /** Isshared */
+            isShared: boolean;
+            /** Name */
+            name: string;
+            /** Port */
+            port: number;
+            /** Protocol */
+            protocol: string;
+            /** Shared */
+            shared: boolean;
+            /** Sortorder */
+            sortOrder: number;
+            /** Tags */
+            tags: string[];
+            /** Username */
+            username: string;
+        };
+        /**
+         * Listing
+         * @description A directory's entries.
+         */
+        Listing: {
+            /** Files */
+            files: components["schemas"]["FileEntry"][];
+        };
+        /**
+         * LogEntry
+         * @description One delivery attempt.
+         */
+        LogEntry: {
+            /** Attempt */
+            attempt: number;
+            /** Channel */
+            channel: string;
+            /** Error */
+            error: string | null;
+            /** Id */
+            id: string;
+            /** Retryof */
+            retryOf: string | null;
+            /** Ruleid */
+            ruleId: string | null;
+            /** Rulename */
+            ruleName: string | null;
+            /** Sentat */
+            sentAt: string | null;
+            /** Status */
+            status: string;
+        };
+        /**
+         * LogPage
+         * @description One page of delivery attempts, newest first.
+         */
+        LogPage: {
+            /** Entries */
+            entries: components["schemas"]["LogEntry"][];
+            /** Limit */
+            limit: number;
+            /** Page */
+            page: number;
+            /** Total */
+            total: number;
+        };
+        /**
+         * LoginSession
+         * @description One live login session of the caller.
+         */
+        LoginSession: {
+            /** Browser */
+            browser: string;
+            /** Createdat */
+            createdAt: string;
+            /** Id */
+            id: string;
+            /** Ipaddress */
+            ipAddress: string;
+            /** Iscurrent */
+            isCurrent: boolean;
+            /** Lastusedat */
+            lastUsedAt: string | null;
+            /** Method */
+            method: string;
+            /** Os */
+            os: string;
+        };
+        /**
+         * LoginSessions
+         * @description The caller's live login sessions.
+         */
+        LoginSessions: {
+            /** Sessions */
+            sessions: components["schemas"]["LoginSession"][];
+        };
+        /**
+         * Me
+         * @description The caller, with live role and permissions.
+         */
+        Me: {
+            /** Dismissedwarnings */
+            dismissedWarnings: string[];
+            /** Displayname */
+            displayName: string;
+            /** Id */
+            id: string;
+            /** Permissions */
+            permissions: string[];
+            /** Role */
+            role: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * MeBody
+         * @description The caller.
+         */
+        MeBody: {
+            user: components["schemas"]["Me"];
+        };
+        /**
+         * MfaChallenge
+         * @description The password was right; the TOTP step follows with ``mfaToken``.
+         */
+        MfaChallenge: {
+            /** Mfamethod */
+            mfaMethod: string;
+            /** Mfarequired */
+            mfaRequired: boolean;
+            /** Mfatoken */
+            mfaToken: string;
+        };
+        /**
+         * MfaSetup
+         * @description A new TOTP secret, as text, QR code and otpauth URL.
+         */
+        MfaSetup: {
+            /** Otpauthurl */
+            otpauthUrl: string;
+            /** Qrdataurl */
+            qrDataUrl: string;
+            /** Secret */
+            secret: string;
+        };
+        /**
+         * MfaStatus
+         * @description Whether TOTP is on.
+         */
+        MfaStatus: {
+            /** Enabled */
+            enabled: boolean;
+        };
+        /**
+         * Ok
+         * @description The change was made.
+         */
+        Ok: {
+            /** Ok */
+            ok: boolean;
+        };
+        /**
          * OrderItem
          * @description One ``{id, sortOrder}``.
          */
@@ -1706,6 +2386,409 @@ export interface components {
             id: string;
             /** Sortorder */
             sortOrder: number;
+        };
+        /**
+         * PagedTotal
+         * @description The page echoed, with the number of entries and pages.
+         */
+        PagedTotal: {
+            /** Limit */
+            limit: number;
+            /** Page */
+            page: number;
+            /** Total */
+            total: number;
+            /** Totalpages */
+            totalPages: number;
+        };
+        /**
+         * PasskeyView
+         * @description A passkey (never any key material).
+         */
+        PasskeyView: {
+            /** Createdat */
+            createdAt: string;
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+        };
+        /**
+         * Passkeys
+         * @description The caller's passkeys and whether another may be added.
+         */
+        Passkeys: {
+            /** Canadd */
+            canAdd: boolean;
+            /** Maxpasskeys */
+            maxPasskeys: number;
+            /** Passkeys */
+            passkeys: {
+                [key: string]: unknown;
+            }[];
+        };
+        /**
+         * PermissionGroups
+         * @description Every permission name, by group.
+         */
+        PermissionGroups: {
+            /** Permissiongroups */
+            permissionGroups: {
+                [key: string]: string[];
+            };
+        };
+        /**
+         * Profile
+         * @description The caller's profile; strings are never null.
+         */
+        Profile: {
+            /** Authprovider */
+            authProvider: string;
+            /** Avatartext */
+            avatarText: string;
+            /** Dismissedwarnings */
+            dismissedWarnings: string[];
+            /** Displayname */
+            displayName: string;
+            /** Email */
+            email: string;
+            /** Id */
+            id: string;
+            /** Mfaenabled */
+            mfaEnabled: boolean;
+            /** Permissions */
+            permissions: string[];
+            /** Role */
+            role: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * ProtocolInfo
+         * @description A loaded protocol.
+         */
+        ProtocolInfo: {
+            /** Canuse */
+            canUse: boolean;
+            /** Defaultport */
+            defaultPort: number;
+            /** Fields */
+            fields: components["schemas"]["FieldInfo"][];
+            /** Files */
+            files: boolean;
+            /** Name */
+            name: string;
+            /** Servesconnections */
+            servesConnections: string[];
+            /** Stream */
+            stream: boolean;
+            /** Terminal */
+            terminal: boolean;
+            /** Title */
+            title: string;
+        };
+        /**
+         * Protocols
+         * @description Every loaded protocol.
+         */
+        Protocols: {
+            /** Protocols */
+            protocols: components["schemas"]["ProtocolInfo"][];
+        };
+        /**
+         * Providers
+         * @description Which login methods are on; installed login packs add their keys.
+         */
+        Providers: {
+            /** Ldap */
+            ldap?: boolean;
+            /** Local */
+            local?: boolean;
+            /** Oidc */
+            oidc?: boolean;
+            /** Oidcbuttonlabel */
+            oidcButtonLabel?: string;
+            /** Passkey */
+            passkey?: boolean;
+        };
+        /**
+         * Purged
+         * @description What was deleted.
+         */
+        Purged: {
+            /** Ok */
+            ok?: boolean;
+        };
+        /**
+         * RdpSession
+         * @description A session row for a browser RDP client.
+         */
+        RdpSession: {
+            /** Sessionid */
+            sessionId: string;
+            /** Shouldrecord */
+            shouldRecord: boolean;
+        };
+        /**
+         * Recipient
+         * @description A user a rule may notify.
+         */
+        Recipient: {
+            /** Email */
+            email: string | null;
+            /** Id */
+            id: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * RecipientRole
+         * @description A role a rule may notify.
+         */
+        RecipientRole: {
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+        };
+        /**
+         * Recipients
+         * @description Users and roles a rule's smtp action may name.
+         */
+        Recipients: {
+            /** Roles */
+            roles: components["schemas"]["RecipientRole"][];
+            /** Users */
+            users: components["schemas"]["Recipient"][];
+        };
+        /**
+         * Registered
+         * @description The passkey registered.
+         */
+        Registered: {
+            /** Ok */
+            ok: boolean;
+            passkey: components["schemas"]["PasskeyView"];
+        };
+        /**
+         * Restored
+         * @description The backup was restored.
+         */
+        Restored: {
+            /** Message */
+            message: string;
+            /** Ok */
+            ok: boolean;
+            /** Recordingsrestored */
+            recordingsRestored: number;
+        };
+        /**
+         * Retention
+         * @description Days delivery attempts are kept.
+         */
+        Retention: {
+            /** Retentiondays */
+            retentionDays: number;
+        };
+        /**
+         * RetentionSet
+         * @description The new retention.
+         */
+        RetentionSet: {
+            /** Ok */
+            ok: boolean;
+            /** Retentiondays */
+            retentionDays: number;
+        };
+        /**
+         * Retried
+         * @description The new delivery attempt.
+         */
+        Retried: {
+            entry: components["schemas"]["LogEntry"];
+            /** Ok */
+            ok: boolean;
+        };
+        /**
+         * RoleList
+         * @description Built-in roles first, then custom roles by name.
+         */
+        RoleList: {
+            /** Roles */
+            roles: components["schemas"]["RoleRecord"][];
+        };
+        /**
+         * RoleRecord
+         * @description A role and its permissions.
+         */
+        RoleRecord: {
+            /** Createdat */
+            createdAt: string;
+            /** Description */
+            description: string;
+            /** Id */
+            id: string;
+            /** Isbuiltin */
+            isBuiltin: boolean;
+            /** Name */
+            name: string;
+            /** Permissions */
+            permissions: string[];
+            /** Updatedat */
+            updatedAt: string;
+        };
+        /**
+         * Rule
+         * @description A notification rule.
+         */
+        Rule: {
+            /** Actions */
+            actions: {
+                [key: string]: unknown;
+            }[];
+            /** Cadence */
+            cadence: unknown;
+            /** Conditionlogic */
+            conditionLogic: string;
+            /** Conditions */
+            conditions: {
+                [key: string]: unknown;
+            }[];
+            /** Createdat */
+            createdAt: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Events */
+            events: string[];
+            /** Id */
+            id: string;
+            /** Lasttriggeredat */
+            lastTriggeredAt: string | null;
+            /** Name */
+            name: string;
+        };
+        /**
+         * RuleBody
+         * @description One rule.
+         */
+        RuleBody: {
+            rule: components["schemas"]["Rule"];
+        };
+        /**
+         * Rules
+         * @description Every rule.
+         */
+        Rules: {
+            /** Rules */
+            rules: components["schemas"]["Rule"][];
+        };
+        /**
+         * Session
+         * @description A session token (also set as the HttpOnly cookie).
+         */
+        Session: {
+            /** Token */
+            token: string;
+            user: components["schemas"]["SessionUser"];
+        };
+        /**
+         * SessionCredentials
+         * @description What a browser client needs to log in itself (never a private key).
+         */
+        SessionCredentials: {
+            /** Host */
+            host?: string;
+            /** Port */
+            port?: number;
+            /** Username */
+            username?: string;
+        };
+        /**
+         * SessionPage
+         * @description One page of sessions, newest first.
+         */
+        SessionPage: {
+            /** Limit */
+            limit: number;
+            /** Page */
+            page: number;
+            /** Sessions */
+            sessions: components["schemas"]["SessionRecord"][];
+        };
+        /**
+         * SessionRecord
+         * @description A terminal or RDP session.
+         */
+        SessionRecord: {
+            /** Connectionid */
+            connectionId: string | null;
+            /** Connectionname */
+            connectionName: string | null;
+            /** Endedat */
+            endedAt: string | null;
+            /** Filesize */
+            fileSize: number | null;
+            /** Hasrecording */
+            hasRecording: boolean;
+            /** Id */
+            id: string;
+            /** Protocol */
+            protocol: string;
+            /** Recordingstate */
+            recordingState: string | null;
+            /** Startedat */
+            startedAt: string;
+            /** Userid */
+            userId: string | null;
+            /** Username */
+            username: string | null;
+        };
+        /**
+         * SessionUser
+         * @description Who logged in.
+         */
+        SessionUser: {
+            /** Id */
+            id: string;
+            /** Role */
+            role?: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * SettingValues
+         * @description Setting keys and their values (see the settings reference).
+         */
+        SettingValues: {
+            /** Settings */
+            settings: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * SetupStatus
+         * @description Whether the first user is still to be created.
+         */
+        SetupStatus: {
+            /** Needssetup */
+            needsSetup: boolean;
+        };
+        /**
+         * Share
+         * @description One share.
+         */
+        Share: {
+            /** Createdat */
+            createdAt: string;
+            /**
+             * Sharetype
+             * @enum {string}
+             */
+            shareType: "user" | "role";
+            /** Targetid */
+            targetId: string;
+            /** Targetname */
+            targetName: string | null;
         };
         /**
          * ShareItem
@@ -1720,6 +2803,152 @@ export interface components {
             /** Targetid */
             targetId: string;
         };
+        /**
+         * Shares
+         * @description Who the connection is shared with.
+         */
+        Shares: {
+            /** Shares */
+            shares: components["schemas"]["Share"][];
+        };
+        /**
+         * SharesSet
+         * @description The new share list.
+         */
+        SharesSet: {
+            /** Shares */
+            shares: components["schemas"]["Share"][];
+            /** Success */
+            success: boolean;
+        };
+        /**
+         * SshPrefs
+         * @description Terminal preferences.
+         */
+        SshPrefs: {
+            /** Cursorblink */
+            cursorBlink: boolean;
+            /**
+             * Cursorstyle
+             * @enum {string}
+             */
+            cursorStyle: "block" | "bar" | "underline";
+            /** Fontfamily */
+            fontFamily: string;
+            /** Fontsize */
+            fontSize: number;
+            /** Scrollback */
+            scrollback: number;
+            /** Theme */
+            theme: string;
+        };
+        /**
+         * StorageBytes
+         * @description Bytes the recordings take on disk.
+         */
+        StorageBytes: {
+            /** Bytes */
+            bytes: number;
+        };
+        /**
+         * Success
+         * @description The change was made.
+         */
+        Success: {
+            /** Success */
+            success: boolean;
+        };
+        /**
+         * TestSent
+         * @description The test message was sent.
+         */
+        TestSent: {
+            /** Entryid */
+            entryId: string;
+            /** Ok */
+            ok: boolean;
+        };
+        /**
+         * Ticket
+         * @description A single-use WebSocket ticket.
+         */
+        Ticket: {
+            /** Ticket */
+            ticket: string;
+        };
+        /**
+         * Toggled
+         * @description The rule's new state.
+         */
+        Toggled: {
+            /** Enabled */
+            enabled: boolean;
+            /** Ok */
+            ok: boolean;
+        };
+        /**
+         * Updated
+         * @description The connection as changed.
+         */
+        Updated: {
+            connection: components["schemas"]["ConnectionDetail"];
+            /** Success */
+            success: boolean;
+        };
+        /**
+         * UserList
+         * @description Every user, oldest first.
+         */
+        UserList: {
+            /** Users */
+            users: components["schemas"]["UserRecord"][];
+        };
+        /**
+         * UserRecord
+         * @description A user as administrators see it.
+         */
+        UserRecord: {
+            /** Authprovider */
+            authProvider: string;
+            /** Createdat */
+            createdAt?: string;
+            /** Displayname */
+            displayName: string;
+            /** Email */
+            email: string;
+            /** Failedlogincount */
+            failedLoginCount: number;
+            /** Id */
+            id: string;
+            /** Lastloginat */
+            lastLoginAt: string | null;
+            /** Lockeduntil */
+            lockedUntil: string | null;
+            /** Mfaenabled */
+            mfaEnabled?: boolean;
+            /** Mfamethod */
+            mfaMethod?: "totp" | null;
+            /** Role */
+            role: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * Version
+         * @description Running and latest version.
+         */
+        Version: {
+            /** Current */
+            current: string;
+            /** Fetcherror */
+            fetchError: string | null;
+            /** Latest */
+            latest: string | null;
+            /** Releaseurl */
+            releaseUrl: string | null;
+            /** Updateavailable */
+            updateAvailable: boolean;
+        };
     };
     responses: never;
     parameters: never;
@@ -1731,13 +2960,59 @@ export type $defs = Record<string, never>;
 export interface operations {
     get_list_entries: {
         parameters: {
-            query?: never;
+            query?: {
+                page?: number;
+                limit?: number;
+                search?: string;
+                /** @description comma-separated event types */
+                eventType?: string;
+                userId?: string;
+                from?: string | null;
+                to?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Filtered, paginated entries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_event_types: {
         parameters: {
@@ -1747,7 +3022,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Distinct event types (of the caller's own entries without ``audit.view_any``). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypes"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_audit_users: {
         parameters: {
@@ -1757,7 +3060,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Users that have entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditUsers"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_ldap_test: {
         parameters: {
@@ -1766,7 +3097,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -1786,7 +3117,63 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Try a service bind and read the search base; ``{success}`` or ``{success, error}``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LdapTestResult"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_login: {
         parameters: {
@@ -1795,7 +3182,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Password */
@@ -1805,7 +3192,73 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Local password login: a session, or ``mfaRequired`` with an ``mfaToken``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"] | components["schemas"]["MfaChallenge"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_ldap_login: {
         parameters: {
@@ -1814,7 +3267,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Password */
@@ -1824,7 +3277,91 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Log in with directory credentials; the account is created on first login. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_login_mfa: {
         parameters: {
@@ -1833,7 +3370,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Code */
@@ -1848,7 +3385,64 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description The TOTP step; ``trustDevice`` lets this browser skip it for 30 days. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_passkey_login: {
         parameters: {
@@ -1857,7 +3451,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Challengeid */
@@ -1869,7 +3463,64 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Verify an assertion and log in: the same body and cookie as a local login. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_passkey_login_options: {
         parameters: {
@@ -1878,7 +3529,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -1889,7 +3540,55 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Options for ``navigator.credentials.get`` and the ``challengeId`` to answer with. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Challenge"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_logout: {
         parameters: {
@@ -1899,7 +3598,45 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description End the current session (its sockets close too) and clear the cookie. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_me: {
         parameters: {
@@ -1909,7 +3646,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The caller, with live role and permissions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_oidc_authorize: {
         parameters: {
@@ -1919,7 +3684,42 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Start a login: ``{url}`` of the identity provider to send the browser to. */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_oidc_callback: {
         parameters: {
@@ -1929,7 +3729,15 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``. */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
     };
     get_providers: {
         parameters: {
@@ -1939,7 +3747,17 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Which login methods are on; installed login packs add their keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Providers"];
+                };
+            };
+        };
     };
     post_setup: {
         parameters: {
@@ -1948,14 +3766,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
                      * Displayname
                      * @default
                      */
-                    displayName?: string;
+                    displayName?: string | "";
                     /** Password */
                     password: string;
                     /** Username */
@@ -1963,7 +3781,64 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Create the first admin (only while no user exists) and log them in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_status: {
         parameters: {
@@ -1973,7 +3848,17 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description ``needsSetup`` is true until the first user exists. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetupStatus"];
+                };
+            };
+        };
     };
     post_ws_ticket: {
         parameters: {
@@ -1983,7 +3868,45 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description A single-use ticket (30 s) for opening a terminal or desktop WebSocket. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ticket"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_export_backup: {
         parameters: {
@@ -1992,7 +3915,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -2005,17 +3928,163 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Download an encrypted archive (``.geb``), built while it streams. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_import_backup: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                "X-Backup-Password": string;
+            };
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
-        responses: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Restore an archive sent as the raw body; replaces all data (nothing on failure). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restored"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Well-formed but refused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_backup_size: {
         parameters: {
@@ -2025,17 +4094,84 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Bytes a backup would hold: the database and the recordings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupSize"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_connections: {
         parameters: {
-            query?: never;
+            query?: {
+                scope?: "" | "own" | "all";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The caller's group tree, ungrouped connections and connections shared with them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionListing"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_create_connection: {
         parameters: {
@@ -2044,82 +4180,217 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Extraconfig
-                     * @default null
-                     */
+                "application/json": ({
                     extraConfig?: {
-                        [key: string]: unknown;
+                        /** @description Explicit FTPS: upgrade with AUTH TLS before login (certificates verified unless the connection skips certificate validation) */
+                        ftps?: boolean | null | "";
                     } | null;
-                    /**
-                     * Groupid
-                     * @default null
-                     */
+                    /** @description Explicit FTPS: upgrade with AUTH TLS before login (certificates verified unless the connection skips certificate validation) */
+                    ftps?: boolean | null | "";
                     groupId?: string | null;
-                    /**
-                     * Host
-                     * @default null
-                     */
-                    host?: string | null;
-                    /**
-                     * Name
-                     * @default null
-                     */
-                    name?: string | null;
-                    /**
-                     * Password
-                     * @default null
-                     */
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host: string;
+                    name: string;
                     password?: string | null;
-                    /**
-                     * Port
-                     * @default null
-                     */
                     port?: number | null;
-                    /**
-                     * Privatekey
-                     * @default null
-                     */
                     privateKey?: string | null;
-                    /**
-                     * Protocol
-                     * @default null
-                     */
-                    protocol?: string | null;
-                    /**
-                     * Shared
-                     * @default null
-                     */
-                    shared?: boolean | null;
-                    /**
-                     * Skipcertvalidation
-                     * @default null
-                     */
-                    skipCertValidation?: boolean | null;
-                    /**
-                     * Sortorder
-                     * @default null
-                     */
-                    sortOrder?: number | null;
-                    /**
-                     * Tags
-                     * @default null
-                     */
+                    /** @constant */
+                    protocol: "ftp";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
                     tags?: string[] | null;
-                    /**
-                     * Username
-                     * @default null
-                     */
                     username?: string | null;
-                } & {
-                    [key: string]: unknown;
+                } & unknown) | {
+                    extraConfig?: Record<string, never> | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host: string;
+                    name: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol: "rdp";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } | ({
+                    extraConfig?: {
+                        /** @description Passphrase of the private key */
+                        passphrase?: string | null | "";
+                    } | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host: string;
+                    name: string;
+                    /** @description Passphrase of the private key */
+                    passphrase?: string | null | "";
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol: "sftp";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } & unknown) | ({
+                    /** @description Windows domain or workgroup of the user */
+                    domain?: string | null | "";
+                    extraConfig?: {
+                        /** @description Windows domain or workgroup of the user */
+                        domain?: string | null | "";
+                        /** @description Name of the share to open, e.g. 'public' for \\host\public; leave it empty to browse every share (then '/' lists the shares and the first path segment names one) */
+                        share?: string | null | "";
+                    } | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host: string;
+                    name: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol: "smb";
+                    /** @description Name of the share to open, e.g. 'public' for \\host\public; leave it empty to browse every share (then '/' lists the shares and the first path segment names one) */
+                    share?: string | null | "";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } & (unknown & unknown)) | ({
+                    extraConfig?: {
+                        /** @description Passphrase of the private key */
+                        passphrase?: string | null | "";
+                        /** @description The browser sends the password when a terminal opens (never stored) */
+                        promptOnConnect?: boolean | null | "";
+                    } | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host: string;
+                    name: string;
+                    /** @description Passphrase of the private key */
+                    passphrase?: string | null | "";
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @description The browser sends the password when a terminal opens (never stored) */
+                    promptOnConnect?: boolean | null | "";
+                    /** @constant */
+                    protocol: "ssh";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } & (unknown & unknown)) | {
+                    extraConfig?: Record<string, never> | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host: string;
+                    name: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol: "telnet";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } | {
+                    extraConfig?: Record<string, never> | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host: string;
+                    name: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol: "vnc";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Create a connection owned by the caller (201 with the connection). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionDetail"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_export_connections: {
         parameters: {
@@ -2129,7 +4400,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The caller's groups and connections as a JSON download (no secrets). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_create_group: {
         parameters: {
@@ -2138,7 +4437,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Name */
@@ -2156,7 +4455,81 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Create a group of the caller's (201). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_reorder_groups: {
         parameters: {
@@ -2165,7 +4538,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Items */
@@ -2173,7 +4546,72 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Set the sort order of several groups at once (all or nothing). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_group: {
         parameters: {
@@ -2184,14 +4622,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
                      * Name
                      * @default null
                      */
-                    name?: string | null;
+                    name?: string;
                     /**
                      * Parentid
                      * @default null
@@ -2201,11 +4639,85 @@ export interface operations {
                      * Sortorder
                      * @default null
                      */
-                    sortOrder?: number | null;
+                    sortOrder?: number;
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Rename, move or re-sort a group; moving it below itself is refused. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupUpdated"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_group: {
         parameters: {
@@ -2217,7 +4729,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete a group; its connections and sub-groups move to its parent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupDeleted"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_health_check: {
         parameters: {
@@ -2226,7 +4785,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Checks */
@@ -2234,17 +4793,147 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Whether each connection's target answers a TCP connect (3 s), with the latency. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthResults"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_import_connections: {
         parameters: {
-            query?: never;
+            query?: {
+                skipInvalid?: "true" | "false" | "1" | "0" | "TRUE" | "FALSE" | "True" | "False";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
-        responses: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Import an export document into the caller's account (new ids; all or nothing). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_reorder_connections: {
         parameters: {
@@ -2253,7 +4942,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Items */
@@ -2261,7 +4950,72 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Set the sort order of several connections (each must be editable; all or nothing). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_get_connection: {
         parameters: {
@@ -2273,7 +5027,44 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description One connection (owner, shared with the caller, or edit_any/delete_any). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionDetail"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_connection: {
         parameters: {
@@ -2284,82 +5075,217 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Extraconfig
-                     * @default null
-                     */
+                "application/json": ({
                     extraConfig?: {
-                        [key: string]: unknown;
+                        /** @description Explicit FTPS: upgrade with AUTH TLS before login (certificates verified unless the connection skips certificate validation) */
+                        ftps?: boolean | null | "";
                     } | null;
-                    /**
-                     * Groupid
-                     * @default null
-                     */
+                    /** @description Explicit FTPS: upgrade with AUTH TLS before login (certificates verified unless the connection skips certificate validation) */
+                    ftps?: boolean | null | "";
                     groupId?: string | null;
-                    /**
-                     * Host
-                     * @default null
-                     */
-                    host?: string | null;
-                    /**
-                     * Name
-                     * @default null
-                     */
-                    name?: string | null;
-                    /**
-                     * Password
-                     * @default null
-                     */
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host?: string;
+                    name?: string;
                     password?: string | null;
-                    /**
-                     * Port
-                     * @default null
-                     */
                     port?: number | null;
-                    /**
-                     * Privatekey
-                     * @default null
-                     */
                     privateKey?: string | null;
-                    /**
-                     * Protocol
-                     * @default null
-                     */
-                    protocol?: string | null;
-                    /**
-                     * Shared
-                     * @default null
-                     */
-                    shared?: boolean | null;
-                    /**
-                     * Skipcertvalidation
-                     * @default null
-                     */
-                    skipCertValidation?: boolean | null;
-                    /**
-                     * Sortorder
-                     * @default null
-                     */
-                    sortOrder?: number | null;
-                    /**
-                     * Tags
-                     * @default null
-                     */
+                    /** @constant */
+                    protocol?: "ftp";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
                     tags?: string[] | null;
-                    /**
-                     * Username
-                     * @default null
-                     */
                     username?: string | null;
-                } & {
-                    [key: string]: unknown;
+                } & unknown) | {
+                    extraConfig?: Record<string, never> | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host?: string;
+                    name?: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol?: "rdp";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } | ({
+                    extraConfig?: {
+                        /** @description Passphrase of the private key */
+                        passphrase?: string | null | "";
+                    } | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host?: string;
+                    name?: string;
+                    /** @description Passphrase of the private key */
+                    passphrase?: string | null | "";
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol?: "sftp";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } & unknown) | ({
+                    /** @description Windows domain or workgroup of the user */
+                    domain?: string | null | "";
+                    extraConfig?: {
+                        /** @description Windows domain or workgroup of the user */
+                        domain?: string | null | "";
+                        /** @description Name of the share to open, e.g. 'public' for \\host\public; leave it empty to browse every share (then '/' lists the shares and the first path segment names one) */
+                        share?: string | null | "";
+                    } | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host?: string;
+                    name?: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol?: "smb";
+                    /** @description Name of the share to open, e.g. 'public' for \\host\public; leave it empty to browse every share (then '/' lists the shares and the first path segment names one) */
+                    share?: string | null | "";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } & (unknown & unknown)) | ({
+                    extraConfig?: {
+                        /** @description Passphrase of the private key */
+                        passphrase?: string | null | "";
+                        /** @description The browser sends the password when a terminal opens (never stored) */
+                        promptOnConnect?: boolean | null | "";
+                    } | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host?: string;
+                    name?: string;
+                    /** @description Passphrase of the private key */
+                    passphrase?: string | null | "";
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @description The browser sends the password when a terminal opens (never stored) */
+                    promptOnConnect?: boolean | null | "";
+                    /** @constant */
+                    protocol?: "ssh";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } & (unknown & unknown)) | {
+                    extraConfig?: Record<string, never> | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host?: string;
+                    name?: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol?: "telnet";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
+                } | {
+                    extraConfig?: Record<string, never> | null;
+                    groupId?: string | null;
+                    /** @description A host name or IP address, without scheme, port or path */
+                    host?: string;
+                    name?: string;
+                    password?: string | null;
+                    port?: number | null;
+                    privateKey?: string | null;
+                    /** @constant */
+                    protocol?: "vnc";
+                    shared?: boolean;
+                    skipCertValidation?: boolean;
+                    sortOrder?: number;
+                    tags?: string[] | null;
+                    username?: string | null;
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change a connection. Omitted fields stay; ``""``/null clears a secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Updated"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_connection: {
         parameters: {
@@ -2371,7 +5297,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete a connection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_get_host_key: {
         parameters: {
@@ -2383,7 +5356,44 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The trusted host key and a changed one waiting for acceptance, if any. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostKeys"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_forget_host_key: {
         parameters: {
@@ -2395,7 +5405,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Forget the remembered keys; the next connection trusts the key it sees. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostKeyForgotten"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_accept_host_key: {
         parameters: {
@@ -2406,8 +5463,92 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Fingerprint
+                     * @default null
+                     */
+                    fingerprint?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Trust the pending (changed) host key; body ``{fingerprint}`` optional but advised. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostKeyAccepted"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_session_credentials: {
         parameters: {
@@ -2419,7 +5560,44 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Credentials for browser clients that log in themselves (RDP); audited. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCredentials"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_get_shares: {
         parameters: {
@@ -2431,7 +5609,44 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Who the connection is shared with (owner or edit_any). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shares"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_put_shares: {
         parameters: {
@@ -2442,7 +5657,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Shares */
@@ -2450,17 +5665,122 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Replace the share list (connections.share and ownership or edit_any). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharesSet"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_file_sessions: {
         parameters: {
-            query?: never;
+            query?: {
+                page?: number;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description File-transfer sessions, newest first; every user's with ``sessions.view_any``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileSessionPage"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_file_session_events: {
         parameters: {
@@ -2472,11 +5792,50 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The events of one file-transfer session, in order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileEvents"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_export_file_session: {
         parameters: {
-            query?: never;
+            query?: {
+                format?: "json" | "csv" | "JSON" | "CSV";
+            };
             header?: never;
             path: {
                 session_id: string;
@@ -2484,7 +5843,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Download one session's events as ``json`` (default) or ``csv``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "text/csv": unknown;
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_health: {
         parameters: {
@@ -2494,7 +5900,17 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Liveness: 200 while the server runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
     };
     get_metrics: {
         parameters: {
@@ -2504,7 +5920,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Request, session, relay-byte, recording and notification-delivery figures. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": unknown;
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_channels: {
         parameters: {
@@ -2514,7 +5958,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Every channel with its config; secret values masked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channels"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_channel: {
         parameters: {
@@ -2525,7 +5997,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -2543,7 +6015,72 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Enable or disable a channel and merge its config; the mask keeps a stored secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_test_channel: {
         parameters: {
@@ -2555,27 +6092,194 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Send a real test message (stored config plus optional overrides); report the error. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSent"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_log: {
         parameters: {
-            query?: never;
+            query?: {
+                page?: number;
+                limit?: number;
+                status?: "sent" | "failed" | "pending" | "";
+                rule_id?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delivery attempts, newest first; filters ``status`` and ``rule_id``; paged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogPage"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_clear_log: {
         parameters: {
-            query?: never;
+            query?: {
+                status?: "sent" | "failed" | "pending" | "";
+                rule_id?: string;
+                before?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cleared"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_log_entry: {
         parameters: {
@@ -2587,7 +6291,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete one log entry. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_retry_delivery: {
         parameters: {
@@ -2599,7 +6350,81 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Re-send a failed delivery now with the channel's current config (a new entry). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retried"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_recipients: {
         parameters: {
@@ -2609,7 +6434,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Users (with e-mail) and roles an smtp action may name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recipients"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_rules: {
         parameters: {
@@ -2619,7 +6472,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Every rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rules"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_create_rule: {
         parameters: {
@@ -2628,7 +6509,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Actions */
@@ -2659,7 +6540,63 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Create a rule (201). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleBody"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_rule: {
         parameters: {
@@ -2670,48 +6607,115 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
                      * Actions
                      * @default null
                      */
-                    actions?: components["schemas"]["ActionIn"][] | null;
+                    actions?: components["schemas"]["ActionIn"][];
                     /**
                      * Cadence
                      * @default null
+                     * @enum {string}
                      */
-                    cadence?: ("instant" | "hourly" | "daily") | null;
+                    cadence?: "instant" | "hourly" | "daily";
                     /**
                      * Conditionlogic
                      * @default null
+                     * @enum {string}
                      */
-                    conditionLogic?: ("and" | "or") | null;
+                    conditionLogic?: "and" | "or";
                     /**
                      * Conditions
                      * @default null
                      */
-                    conditions?: components["schemas"]["ConditionIn"][] | null;
+                    conditions?: components["schemas"]["ConditionIn"][];
                     /**
                      * Enabled
                      * @default null
                      */
-                    enabled?: boolean | null;
+                    enabled?: boolean;
                     /**
                      * Events
                      * @default null
                      */
-                    events?: string[] | null;
+                    events?: string[];
                     /**
                      * Name
                      * @default null
                      */
-                    name?: string | null;
+                    name?: string;
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change any subset of a rule's fields. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleBody"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_rule: {
         parameters: {
@@ -2723,7 +6727,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete a rule (its delivery log stays). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     patch_toggle_rule: {
         parameters: {
@@ -2735,7 +6786,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Flip a rule between enabled and disabled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Toggled"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_get_settings: {
         parameters: {
@@ -2745,7 +6843,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The delivery log's retention. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retention"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_put_settings: {
         parameters: {
@@ -2754,7 +6880,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Retentiondays */
@@ -2762,7 +6888,63 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change the retention (whole days, at least 1); applied at once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionSet"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_get_profile: {
         parameters: {
@@ -2772,7 +6954,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The caller's profile. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_profile: {
         parameters: {
@@ -2781,7 +6991,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -2802,7 +7012,63 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change display name, e-mail, avatar text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_dismiss_warning: {
         parameters: {
@@ -2811,7 +7077,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Warning */
@@ -2819,7 +7085,63 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Remember that a warning was dismissed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_login_sessions: {
         parameters: {
@@ -2829,7 +7151,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The caller's live login sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoginSessions"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_revoke_other_sessions: {
         parameters: {
@@ -2839,7 +7189,45 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description End every session but the current one. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_revoke_login_session: {
         parameters: {
@@ -2851,7 +7239,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description End one of the caller's sessions (the current one too). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_mfa_disable: {
         parameters: {
@@ -2860,7 +7295,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Password */
@@ -2868,7 +7303,73 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Turn TOTP off (needs the current password). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_mfa_setup: {
         parameters: {
@@ -2878,7 +7379,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description A new TOTP secret and its QR code (enabled once verified). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MfaSetup"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_mfa_status: {
         parameters: {
@@ -2888,7 +7436,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Whether TOTP is on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MfaStatus"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_mfa_verify: {
         parameters: {
@@ -2897,7 +7473,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Token */
@@ -2905,7 +7481,82 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Enable TOTP with a code from the authenticator app. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_passkeys: {
         parameters: {
@@ -2915,7 +7566,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The caller's passkeys (never any key material). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Passkeys"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_register_options: {
         parameters: {
@@ -2925,7 +7604,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Options for ``navigator.credentials.create`` and the ``challengeId`` to answer with. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Challenge"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_register_verify: {
         parameters: {
@@ -2934,7 +7660,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Challengeid */
@@ -2951,7 +7677,81 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Store a new passkey once its attestation verifies. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Registered"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_rename_passkey: {
         parameters: {
@@ -2962,7 +7762,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Name */
@@ -2970,7 +7770,72 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Rename one of the caller's passkeys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_passkey: {
         parameters: {
@@ -2982,7 +7847,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Remove one of the caller's passkeys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_change_password: {
         parameters: {
@@ -2991,7 +7903,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Currentpassword */
@@ -3001,7 +7913,73 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change the password; other sessions end. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_get_ssh_prefs: {
         parameters: {
@@ -3011,7 +7989,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Terminal preferences: the instance defaults overlaid with the caller's. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshPrefs"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_put_ssh_prefs: {
         parameters: {
@@ -3020,7 +8026,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -3042,7 +8048,7 @@ export interface operations {
                      * Fontsize
                      * @default null
                      */
-                    fontSize?: (number) | null;
+                    fontSize?: number | null;
                     /**
                      * Scrollback
                      * @default null
@@ -3056,7 +8062,63 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Store some preferences (the rest keep their values). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_ssh_prefs: {
         parameters: {
@@ -3066,7 +8128,45 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Back to the instance defaults. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_protocols: {
         parameters: {
@@ -3076,7 +8176,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Every loaded protocol with its default port, abilities and declared fields. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Protocols"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_roles: {
         parameters: {
@@ -3086,7 +8214,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Built-in roles first, then custom roles by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_create_role: {
         parameters: {
@@ -3095,7 +8251,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -3106,11 +8262,76 @@ export interface operations {
                     /** Name */
                     name: string;
                     /** Permissions */
-                    permissions?: string[];
+                    permissions?: ("audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Create a custom role (201). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleRecord"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_permission_groups: {
         parameters: {
@@ -3120,7 +8341,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Every permission name, by group (packs add theirs). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PermissionGroups"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_role: {
         parameters: {
@@ -3131,7 +8380,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -3148,11 +8397,85 @@ export interface operations {
                      * Permissions
                      * @default null
                      */
-                    permissions?: string[] | null;
+                    permissions?: ("audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change a role; built-in roles keep their name and description. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleRecord"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_role: {
         parameters: {
@@ -3164,7 +8487,63 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete a custom role no user holds. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_reset_role: {
         parameters: {
@@ -3176,17 +8555,113 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Restore a built-in role's default permissions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleRecord"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_list_sessions: {
         parameters: {
-            query?: never;
+            query?: {
+                page?: number;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Terminal and RDP sessions, newest first; every user's with ``sessions.view_any``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPage"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_purge_sessions: {
         parameters: {
@@ -3196,7 +8671,45 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete all session history and recordings (open sessions stay) and file sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Purged"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_active_sessions: {
         parameters: {
@@ -3206,7 +8719,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Open sessions: the caller's own, or everyone's with ``sessions.view_any``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActiveSessions"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_end_active_session: {
         parameters: {
@@ -3218,7 +8759,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description End an open session: one's own, or anyone's with ``sessions.delete``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_create_rdp_session: {
         parameters: {
@@ -3227,7 +8815,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Connectionid */
@@ -3235,7 +8823,72 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Start the history row of a browser RDP session; says whether to record it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RdpSession"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_storage: {
         parameters: {
@@ -3245,7 +8898,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Bytes the recordings take on disk. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageBytes"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_session_commands: {
         parameters: {
@@ -3257,7 +8938,44 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The command log of a terminal session, in order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Commands"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_download_recording: {
         parameters: {
@@ -3269,7 +8987,55 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The recording (asciicast for terminals, WebM for RDP), with HTTP Range support. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                    "application/x-asciicast": unknown;
+                    "video/webm": unknown;
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Range not satisfiable */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_upload_chunk: {
         parameters: {
@@ -3280,8 +9046,86 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Append a raw WebM chunk (streamed to disk, encrypted) to one's own RDP recording. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_recording_events: {
         parameters: {
@@ -3293,7 +9137,44 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Recorded input events of an RDP session (read form). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InputEventList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_add_recording_events: {
         parameters: {
@@ -3304,12 +9185,86 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["InputEvent"][];
             };
         };
-        responses: never;
+        responses: {
+            /** @description Append input events (write form ``{elapsed, type}``) to one's own recorded session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_finalize_recording: {
         parameters: {
@@ -3321,7 +9276,63 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description End one's own RDP session: its recording is complete. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_all_settings: {
         parameters: {
@@ -3331,7 +9342,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Every setting; secret values masked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingValues"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_settings: {
         parameters: {
@@ -3340,8 +9379,194 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
-        responses: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    "app.logo"?: string | null;
+                    /** @description Instance name shown in the UI and in notifications */
+                    "app.name"?: string;
+                    /** @description Service bind DN */
+                    "auth.ldap_bind_dn"?: string;
+                    /** @description Password of the service bind DN (stored encrypted) */
+                    "auth.ldap_bind_password"?: string;
+                    /** @description PEM CA certificate(s) to trust for the directory instead of the system store */
+                    "auth.ldap_ca_cert"?: string;
+                    /** @description Attribute holding the display name (displayName on AD) */
+                    "auth.ldap_display_name_attr"?: string;
+                    /** @description Attribute holding the e-mail address */
+                    "auth.ldap_email_attr"?: string;
+                    /** @description LDAP login on/off */
+                    "auth.ldap_enabled"?: boolean;
+                    /** @description JSON object of group DN to role name; the first group the user is in decides the role of a new account (empty: default role) */
+                    "auth.ldap_group_role_map"?: string;
+                    /** @description Where to look for groups holding the user (empty: the search base) */
+                    "auth.ldap_group_search_base"?: string;
+                    /** @description User search base */
+                    "auth.ldap_search_base"?: string;
+                    /** @description Upgrade ldap:// connections with StartTLS */
+                    "auth.ldap_starttls"?: boolean;
+                    /** @description Connect and response timeout for directory requests */
+                    "auth.ldap_timeout_seconds"?: number;
+                    /** @description Verify the directory's TLS certificate (turn off only for labs) */
+                    "auth.ldap_tls_verify"?: boolean;
+                    /** @description ldap:// or ldaps:// URL */
+                    "auth.ldap_url"?: string;
+                    /** @description Extra LDAP filter ANDed with the username match, e.g. (objectClass=person); empty for none */
+                    "auth.ldap_user_filter"?: string;
+                    /** @description Attribute holding the login name */
+                    "auth.ldap_username_attr"?: string;
+                    /** @description Local password login on/off */
+                    "auth.local_enabled"?: boolean;
+                    /** @description Label of the SSO button */
+                    "auth.oidc_button_label"?: string;
+                    /** @description Extra PEM CA certificate(s) to trust for the provider */
+                    "auth.oidc_ca_cert"?: string;
+                    /** @description OIDC client id */
+                    "auth.oidc_client_id"?: string;
+                    /** @description Client secret registered at the identity provider (stored encrypted) */
+                    "auth.oidc_client_secret"?: string;
+                    /** @description Claim that becomes the display name */
+                    "auth.oidc_display_name_claim"?: string;
+                    /** @description OIDC login on/off */
+                    "auth.oidc_enabled"?: boolean;
+                    /** @description OIDC issuer URL */
+                    "auth.oidc_issuer"?: string;
+                    /** @description Callback URL registered at the provider, https://<host>/api/v1/auth/oidc/callback (empty: derived from the request) */
+                    "auth.oidc_redirect_uri"?: string;
+                    /** @description Claim holding group or role names for auth.oidc_role_map (e.g. groups) */
+                    "auth.oidc_role_claim"?: string;
+                    /** @description JSON object of claim value to role name; the first value the user has decides the role of a new account (empty: default role) */
+                    "auth.oidc_role_map"?: string;
+                    /** @description Scopes to request (must include openid) */
+                    "auth.oidc_scope"?: string;
+                    /** @description Timeout for requests to the provider */
+                    "auth.oidc_timeout_seconds"?: number;
+                    /** @description Verify the provider's TLS certificate (turn off only for labs) */
+                    "auth.oidc_tls_verify"?: boolean;
+                    /**
+                     * @description How the client authenticates at the token endpoint
+                     * @enum {string}
+                     */
+                    "auth.oidc_token_auth_method"?: "client_secret_basic" | "client_secret_post";
+                    /** @description Claim that becomes the username (falls back to email, then sub) */
+                    "auth.oidc_username_claim"?: string;
+                    /** @description Whether the UI polls connection reachability */
+                    "health_monitor.enabled"?: boolean;
+                    /** @description Targets the gateway may connect to: CIDR ranges, host patterns (*.example.com) or loopback/private/link-local/metadata; empty allows every target not in network.protected */
+                    "network.allow"?: string;
+                    /** @description Targets the gateway must never connect to (wins over network.allow) */
+                    "network.deny"?: string;
+                    /** @description Targets refused unless an entry of network.allow covers them: by default loopback, link-local and the cloud metadata services */
+                    "network.protected"?: string;
+                    /** @description Days the notification delivery log keeps entries */
+                    "notifications.log_retention_days"?: number;
+                    /** @description Record terminal and RDP sessions */
+                    "recordings.enabled"?: boolean;
+                    /** @description Cap per recording in MB (0 = no cap) */
+                    "recordings.max_size_mb"?: number;
+                    /** @description Free disk below which new recordings stop (with an audit event) */
+                    "recordings.min_free_disk_mb"?: number;
+                    /** @description Delete recordings older than this many days (0 = keep forever) */
+                    "recordings.retention_days"?: number;
+                    /** @description Delete the oldest recordings beyond this total size (0 = no cap) */
+                    "recordings.retention_max_total_mb"?: number;
+                    /** @description Idle minutes before a session ends (0 = never) */
+                    "security.idle_timeout_minutes"?: number;
+                    /** @description How long a locked account stays locked */
+                    "security.lockout_duration_minutes"?: number;
+                    /** @description Failed logins before an account locks */
+                    "security.max_login_attempts"?: number;
+                    /** @description Concurrent live terminal/desktop sessions per user */
+                    "security.max_sessions_per_user"?: number;
+                    /** @description Concurrent live terminal/desktop sessions on the instance */
+                    "security.max_sessions_total"?: number;
+                    /** @description Passkey (WebAuthn) registration and login on/off */
+                    "security.passkey_enabled"?: boolean;
+                    /** @description How many passkeys one user may register */
+                    "security.passkey_max_per_user"?: number;
+                    /** @description Origin(s) the browser uses, comma-separated, e.g. https://gateway.example.org (empty: the [plugins.passkey] origin config value, else the request's origin) */
+                    "security.passkey_origin"?: string;
+                    /** @description WebAuthn relying party id: the gateway's host name (empty: the [plugins.passkey] rp_id config value, else the request's host) */
+                    "security.passkey_rp_id"?: string;
+                    /** @description Lifetime of a session token */
+                    "security.session_lifetime_days"?: number;
+                    /** @description Default cursor blink */
+                    "ssh.cursor_blink"?: boolean;
+                    /**
+                     * @description Default cursor style
+                     * @enum {string}
+                     */
+                    "ssh.cursor_style"?: "block" | "bar" | "underline";
+                    /** @description Default terminal font */
+                    "ssh.font_family"?: string;
+                    /** @description Default terminal font size */
+                    "ssh.font_size"?: number;
+                    /** @description Default scrollback lines */
+                    "ssh.scrollback"?: number;
+                    /** @description Default terminal theme */
+                    "ssh.theme"?: string;
+                    /** @description Release feed /version checks for a newer release (PyPI JSON, or {version, url}); empty turns the check off: no outbound call at all */
+                    "updates.feed_url"?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Change one or more settings; the whole set is validated before anything is stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_public_settings: {
         parameters: {
@@ -3351,7 +9576,17 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description The public subset of settings, readable without authentication. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingValues"];
+                };
+            };
+        };
     };
     get_list_users: {
         parameters: {
@@ -3361,7 +9596,35 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Every user, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_create_user: {
         parameters: {
@@ -3370,14 +9633,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
                      * Displayname
                      * @default
                      */
-                    displayName?: string;
+                    displayName?: string | "";
                     /**
                      * Email
                      * @default
@@ -3395,7 +9658,81 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Create a local user (201). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserRecord"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     put_update_user: {
         parameters: {
@@ -3406,7 +9743,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -3427,7 +9764,81 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change display name, e-mail and/or role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_user: {
         parameters: {
@@ -3439,7 +9850,63 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete a user (not yourself, not the last manager). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_reset_password: {
         parameters: {
@@ -3450,7 +9917,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Newpassword */
@@ -3458,7 +9925,72 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Set a new password; every session of that user ends. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_unlock_user: {
         parameters: {
@@ -3470,7 +10002,54 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Lift a lockout and reset the failure count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_version: {
         parameters: {
@@ -3480,7 +10059,27 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Running and latest version, cached 15 minutes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_change_mode: {
         parameters: {
@@ -3492,7 +10091,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Mode */
@@ -3502,7 +10101,90 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Change the Unix permission bits of a remote path. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_copy_path: {
         parameters: {
@@ -3514,7 +10196,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Destpath */
@@ -3524,11 +10206,96 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Copy a remote file or directory tree on the server side. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     get_download_file: {
         parameters: {
-            query?: never;
+            query: {
+                path: string;
+            };
             header?: never;
             path: {
                 protocol: string;
@@ -3537,11 +10304,86 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Stream a remote file: Content-Length, attachment name, single byte ranges (206/416). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Range not satisfiable */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     delete_delete_path: {
         parameters: {
-            query?: never;
+            query: {
+                path: string;
+            };
             header?: never;
             path: {
                 protocol: string;
@@ -3550,7 +10392,81 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: never;
+        responses: {
+            /** @description Delete a remote file, or a directory with everything in it (never the root). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_list_directory: {
         parameters: {
@@ -3562,18 +10478,101 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
                      * Path
                      * @default
                      */
-                    path?: string;
+                    path?: string | "";
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description The entries of a remote directory. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Listing"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_make_directory: {
         parameters: {
@@ -3585,7 +10584,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Path */
@@ -3593,7 +10592,90 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Create a remote directory. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_rename_path: {
         parameters: {
@@ -3605,7 +10687,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Newpath */
@@ -3615,7 +10697,90 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Rename or move a remote file or directory. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_stat_path: {
         parameters: {
@@ -3627,7 +10792,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** Path */
@@ -3635,11 +10800,98 @@ export interface operations {
                 };
             };
         };
-        responses: never;
+        responses: {
+            /** @description Attributes of one remote path, flat. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
     post_upload_file: {
         parameters: {
-            query?: never;
+            query: {
+                path: string;
+            };
             header?: never;
             path: {
                 protocol: string;
@@ -3647,7 +10899,94 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Stream the raw request body into a remote file (temporary name, renamed on success). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
     };
 }
