@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 from quart import Blueprint, Response, g, request
-from quart_schema import tag, validate_request
+from quart_schema import document_querystring, tag, validate_request
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import http_date, parse_range_header
 
@@ -59,6 +59,12 @@ class PathBody(BaseModel):
     """A remote path."""
 
     path: StrictStr
+
+
+class PathQuery(BaseModel):
+    """``?path=``: the remote path of a download, upload or delete (read by ``query_path``)."""
+
+    path: str
 
 
 class ListBody(BaseModel):
@@ -247,6 +253,7 @@ async def make_directory(protocol: str, connection_id: str, data: PathBody) -> d
 
 @blueprint.delete(f"{BASE}/file")
 @authenticated
+@document_querystring(PathQuery)
 @tag(["files"])
 async def delete_path(protocol: str, connection_id: str) -> dict[str, Any]:
     """Delete a remote file, or a directory with everything in it."""
@@ -300,6 +307,7 @@ async def copy_path(protocol: str, connection_id: str, data: CopyBody) -> dict[s
 
 @blueprint.post(f"{BASE}/upload")
 @authenticated
+@document_querystring(PathQuery)
 @tag(["files"])
 async def upload_file(protocol: str, connection_id: str) -> dict[str, Any]:
     """Stream the raw request body into a remote file (temporary name, renamed on success)."""
@@ -485,6 +493,7 @@ class DownloadStream:
 
 @blueprint.get(f"{BASE}/download")
 @authenticated
+@document_querystring(PathQuery)
 @tag(["files"])
 async def download_file(protocol: str, connection_id: str) -> Response:
     """Stream a remote file: Content-Length, attachment name, single byte ranges (206/416)."""

@@ -3528,7 +3528,9 @@ export interface operations {
     };
     get_download_file: {
         parameters: {
-            query?: never;
+            query?: {
+                path?: string;
+            };
             header?: never;
             path: {
                 protocol: string;
@@ -3541,7 +3543,9 @@ export interface operations {
     };
     delete_delete_path: {
         parameters: {
-            query?: never;
+            query?: {
+                path?: string;
+            };
             header?: never;
             path: {
                 protocol: string;
@@ -3639,7 +3643,9 @@ export interface operations {
     };
     post_upload_file: {
         parameters: {
-            query?: never;
+            query?: {
+                path?: string;
+            };
             header?: never;
             path: {
                 protocol: string;
