@@ -183,8 +183,11 @@ AXE_RUN = """async () => {
 class Screens:
     """Accessibility check and screenshots of a screen in every size and theme."""
 
-    def check(self, page: Any, name: str) -> None:
-        """axe-core finds no serious/critical violation; screenshots at 1280/390, light/dark."""
+    def check(self, page: Any, name: str, scroll_to: Any = None) -> None:
+        """axe-core finds no serious/critical violation; screenshots at 1280/390, light/dark.
+
+        ``scroll_to`` (a locator) is scrolled into view in every size before the screenshot.
+        """
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         original = page.viewport_size
         try:
@@ -193,6 +196,8 @@ class Screens:
                 for label, size in (("1280", DESKTOP), ("390", PHONE)):
                     page.set_viewport_size(size)
                     page.wait_for_timeout(50)  # one frame for the layout to settle
+                    if scroll_to is not None:
+                        scroll_to.scroll_into_view_if_needed()
                     violations = [
                         v for v in page.evaluate(AXE_RUN) if v["impact"] in {"serious", "critical"}
                     ]

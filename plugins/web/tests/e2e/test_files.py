@@ -203,7 +203,7 @@ def test_sftp_browse_and_manage(
         re.compile(r"^keep\.txt: Could not delete: Permission denied")
     )
     assert (workdir / "locked" / "keep.txt").exists()
-    screens.check(page, "files-error")
+    screens.check(page, "files-error", scroll_to=page.get_by_role("alert"))
     (workdir / "locked").chmod(0o755)
 
     # the gateway grouped this tab's work (reload included) into one file session; the
@@ -448,7 +448,11 @@ def test_smb_and_ftp_browse_upload_download_manage(
     (local / "readme.txt").write_bytes(b"read me")
     (local / "sub").mkdir()
     signed_in(page, gateway)
-    open_files(page, gateway, connection_id, folder)
+    # from the connection's page, the way a person gets there
+    page.goto(f"{gateway.url}/connections/{connection_id}")
+    page.get_by_role("link", name="Browse files").click()
+    page.get_by_role("link", name=folder).click()
+    expect(page.get_by_role("cell", name="readme.txt")).to_be_visible()
     assert names(page) == ["sub", "readme.txt"]
     # no Unix permissions here: no column, no chmod or copy
     expect(page.get_by_role("columnheader", name="Permissions")).to_have_count(0)

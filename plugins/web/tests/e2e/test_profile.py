@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from testsupport.gateway import ADMIN_PASSWORD
 
 from .conftest import Gateway, Screens, signed_in
+from .test_terminal import NO_WEBGL
 
 FIREFOX_LINUX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 NEW_PASSWORD = "a much longer new passphrase"
@@ -110,8 +111,7 @@ def test_totp_set_up_with_the_qr_code_and_turned_off(
     assert page.evaluate("(img) => img.naturalWidth", qr.element_handle()) > 0
     key = page.get_by_text(re.compile(r"^Key: ")).inner_text().removeprefix("Key: ").strip()
     totp = pyotp.TOTP(key)
-    qr.scroll_into_view_if_needed()
-    screens.check(page, "profile-totp-setup")
+    screens.check(page, "profile-totp-setup", scroll_to=qr)
 
     code = page.get_by_label("Code from the app")
     code.fill("000000" if totp.now() != "000000" else "111111")
@@ -186,8 +186,7 @@ def test_passkeys_register_rename_delete(
     expect(keys).to_contain_text("Work laptop")
     stored = gateway.api("GET", "/profile/passkeys", admin_token).json()["passkeys"]
     assert [p["name"] for p in stored] == ["Work laptop"]
-    keys.scroll_into_view_if_needed()
-    screens.check(page, "profile-passkeys")
+    screens.check(page, "profile-passkeys", scroll_to=keys)
 
     page.get_by_role("button", name="Rename Work laptop").click()
     page.get_by_label("New name for Work laptop").fill("Old laptop")
@@ -226,8 +225,7 @@ def test_sessions_listed_and_revoked(
         )
         firefox = sessions.get_by_role("listitem").filter(has_text="Firefox on Linux")
         expect(firefox).to_contain_text("127.0.0.1")
-        sessions.scroll_into_view_if_needed()
-        screens.check(page, "profile-sessions")
+        screens.check(page, "profile-sessions", scroll_to=sessions)
 
         firefox.get_by_role("button", name=re.compile("^Sign out Firefox on Linux")).click()
         expect(page.get_by_text("Signed out Firefox on Linux.")).to_be_visible()
@@ -252,6 +250,7 @@ def test_sessions_listed_and_revoked(
 def test_terminal_preferences_stored(
     page: Any, gateway: Gateway, admin_token: str, screens: Screens
 ) -> None:
+    page.add_init_script(NO_WEBGL)  # the preview's text in the DOM, for the test to read
     signed_in(page, gateway)
     page.goto(gateway.url + "/profile")
     defaults = gateway.api("GET", "/profile/ssh-prefs", admin_token).json()
@@ -269,11 +268,14 @@ def test_terminal_preferences_stored(
     page.get_by_label("Colours").select_option(label="Dracula")
     page.get_by_label("Scrollback lines").fill("20000")
     page.get_by_label("Blinking cursor").set_checked(not defaults["cursorBlink"])
-    preview = page.get_by_role("img", name="Preview of the terminal with these settings")
+    # the live preview is the app's terminal (xterm.js), restyled as the form changes
+    preview = page.get_by_role("figure", name="Preview of the terminal with these settings")
+    expect(preview).to_contain_text("notes.txt")
     expect(preview).to_have_css("background-color", "rgb(40, 42, 54)")
-    expect(preview).to_have_css("font-size", "18px")
+    rows = page.get_by_text("you@server:~$ ls")
+    expect(rows).to_have_css("font-size", "18px")
     page.get_by_role("button", name="Save terminal settings").click()
-    expect(page.get_by_text("Saved. New terminals use these settings.")).to_be_visible()
+    expect(page.get_by_text("Your terminal settings are saved.")).to_be_visible()
     assert gateway.api("GET", "/profile/ssh-prefs", admin_token).json() == {
         "fontFamily": '"DejaVu Sans Mono", monospace',
         "fontSize": 18,
@@ -282,8 +284,7 @@ def test_terminal_preferences_stored(
         "theme": "dracula",
         "scrollback": 20000,
     }
-    preview.scroll_into_view_if_needed()
-    screens.check(page, "profile-terminal")
+    screens.check(page, "profile-terminal", scroll_to=preview)
 
     # after a reload the form shows what is stored
     page.reload()
