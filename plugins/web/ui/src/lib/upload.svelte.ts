@@ -2,6 +2,7 @@
 // browser streams it from disk and reports progress; nothing reads it into memory.
 import { ApiError } from "./errors";
 import { joinPath, type Picked } from "./files";
+import { randomId } from "./ids";
 
 /** This tab's file-session id for a connection (sessionStorage: per tab, kept on reload). */
 export function tabSessionId(connectionId: string): string {
@@ -9,11 +10,11 @@ export function tabSessionId(connectionId: string): string {
   try {
     const known = sessionStorage.getItem(key);
     if (known) return known;
-    const made = crypto.randomUUID();
+    const made = randomId();
     sessionStorage.setItem(key, made);
     return made;
   } catch {
-    return crypto.randomUUID();
+    return randomId();
   }
 }
 
@@ -21,7 +22,7 @@ export type TransferState = "queued" | "uploading" | "done" | "failed" | "cancel
 
 /** An upload as the transfer list shows it. */
 export class Transfer {
-  readonly id = crypto.randomUUID();
+  readonly id = randomId();
   readonly name: string;
   readonly path: string;
   readonly size: number;
