@@ -4,6 +4,8 @@
 - ``page``: a Chromium page at 1280x800 in a fresh context; any console error or
   uncaught exception fails the test (the browser's own "Failed to load resource"
   lines for 4xx answers are expected where a test provokes them, and skipped).
+- ``virtual_authenticator``: a CTAP2 authenticator in the page's Chromium (CDP
+  ``WebAuthn.addVirtualAuthenticator``) for passkey tests (origin ``http://localhost``).
 - ``screens``: ``screens.check(page, "name")`` runs axe-core (no serious or critical
   violation) and writes screenshots at 1280 and 390 px, light and dark, into
   ``test-artifacts/ui/`` at the repository root (git-ignored).
@@ -160,6 +162,29 @@ def page(context: Any) -> Iterator[Any]:
     tab.on("pageerror", console.on_page_error)
     yield tab
     assert not console.errors, "\n".join(console.errors)
+
+
+@pytest.fixture
+def virtual_authenticator(page: Any) -> Iterator[str]:
+    """A virtual CTAP2 authenticator in this page's Chromium (CDP WebAuthn domain)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable", {"enableUI": False})
+    added = cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+                "automaticPresenceSimulation": True,
+            }
+        },
+    )
+    yield added["authenticatorId"]
+    cdp.send("WebAuthn.disable")
+    cdp.detach()
 
 
 def signed_in(page: Any, gateway: Gateway, username: str = "admin") -> None:

@@ -26,6 +26,8 @@ from testsupport.sshd import SshdServer, sshd  # noqa: F401
 
 from .conftest import Gateway, Screens, signed_in
 
+pytestmark = pytest.mark.peer("chromium")
+
 MiB = 1024 * 1024
 
 

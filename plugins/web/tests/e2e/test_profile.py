@@ -7,7 +7,6 @@ what the screen shows.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,6 +18,8 @@ from testsupport.gateway import ADMIN_PASSWORD
 
 from .conftest import Gateway, Screens, signed_in
 from .test_terminal import NO_WEBGL
+
+pytestmark = pytest.mark.peer("chromium")
 
 FIREFOX_LINUX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 NEW_PASSWORD = "a much longer new passphrase"
@@ -140,31 +141,8 @@ def test_totp_set_up_with_the_qr_code_and_turned_off(
     assert gateway.api("GET", "/profile/mfa/status", admin_token).json() == {"enabled": False}
 
 
-@pytest.fixture
-def authenticator(page: Any) -> Iterator[str]:
-    """A virtual CTAP2 authenticator in this page's Chromium (CDP WebAuthn domain)."""
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("WebAuthn.enable", {"enableUI": False})
-    added = cdp.send(
-        "WebAuthn.addVirtualAuthenticator",
-        {
-            "options": {
-                "protocol": "ctap2",
-                "transport": "internal",
-                "hasResidentKey": True,
-                "hasUserVerification": True,
-                "isUserVerified": True,
-                "automaticPresenceSimulation": True,
-            }
-        },
-    )
-    yield added["authenticatorId"]
-    cdp.send("WebAuthn.disable")
-    cdp.detach()
-
-
 def test_passkeys_register_rename_delete(
-    page: Any, gateway: Gateway, admin_token: str, authenticator: str, screens: Screens
+    page: Any, gateway: Gateway, admin_token: str, virtual_authenticator: str, screens: Screens
 ) -> None:
     # WebAuthn needs a domain for the relying party: localhost, not 127.0.0.1
     origin = f"http://localhost:{gateway.port}"
