@@ -271,3 +271,16 @@ def test_terminal_preferences_stored(
     expect(page.get_by_text("Back to the gateway's defaults.")).to_be_visible()
     expect(page.get_by_label("Font size")).to_have_value(str(defaults["fontSize"]))
     assert gateway.api("GET", "/profile/ssh-prefs", admin_token).json() == defaults
+
+
+def test_passkeys_card_only_when_the_gateway_offers_passkeys(
+    page: Any, gateway: Gateway, admin_token: str
+) -> None:
+    signed_in(page, gateway)
+    # straight into /profile (a reload): the app asks /auth/providers itself
+    page.goto(gateway.url + "/profile")
+    expect(page.get_by_role("heading", name="Passkeys")).to_be_visible()
+    gateway.set_settings(admin_token, security__passkey_enabled=False)
+    page.reload()
+    expect(page.get_by_role("heading", name="Where you are signed in")).to_be_visible()
+    expect(page.get_by_role("heading", name="Passkeys")).to_have_count(0)
