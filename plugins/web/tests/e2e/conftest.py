@@ -4,6 +4,8 @@
 - ``page``: a Chromium page at 1280x800 in a fresh context; any console error or
   uncaught exception fails the test (the browser's own "Failed to load resource"
   lines for 4xx answers are expected where a test provokes them, and skipped).
+- ``virtual_authenticator``: a CTAP2 authenticator in the page's Chromium (CDP
+  ``WebAuthn.addVirtualAuthenticator``) for passkey tests (origin ``http://localhost``).
 - ``screens``: ``screens.check(page, "name")`` runs axe-core (no serious or critical
   violation) and writes screenshots at 1280 and 390 px, light and dark, into
   ``test-artifacts/ui/`` at the repository root (git-ignored).
@@ -162,6 +164,29 @@ def page(context: Any) -> Iterator[Any]:
     assert not console.errors, "\n".join(console.errors)
 
 
+@pytest.fixture
+def virtual_authenticator(page: Any) -> Iterator[str]:
+    """A virtual CTAP2 authenticator in this page's Chromium (CDP WebAuthn domain)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable", {"enableUI": False})
+    added = cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+                "automaticPresenceSimulation": True,
+            }
+        },
+    )
+    yield added["authenticatorId"]
+    cdp.send("WebAuthn.disable")
+    cdp.detach()
+
+
 def signed_in(page: Any, gateway: Gateway, username: str = "admin") -> None:
     """Sign in through the form (the admin password)."""
     page.goto(gateway.url + "/")
@@ -183,8 +208,11 @@ AXE_RUN = """async () => {
 class Screens:
     """Accessibility check and screenshots of a screen in every size and theme."""
 
-    def check(self, page: Any, name: str) -> None:
-        """axe-core finds no serious/critical violation; screenshots at 1280/390, light/dark."""
+    def check(self, page: Any, name: str, scroll_to: Any = None) -> None:
+        """axe-core finds no serious/critical violation; screenshots at 1280/390, light/dark.
+
+        ``scroll_to`` (a locator) is scrolled into view in every size before the screenshot.
+        """
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         original = page.viewport_size
         try:
@@ -193,6 +221,8 @@ class Screens:
                 for label, size in (("1280", DESKTOP), ("390", PHONE)):
                     page.set_viewport_size(size)
                     page.wait_for_timeout(50)  # one frame for the layout to settle
+                    if scroll_to is not None:
+                        scroll_to.scroll_into_view_if_needed()
                     violations = [
                         v for v in page.evaluate(AXE_RUN) if v["impact"] in {"serious", "critical"}
                     ]

@@ -9389,15 +9389,31 @@ export interface operations {
                     "auth.ldap_bind_dn"?: string;
                     /** @description Password of the service bind DN (stored encrypted) */
                     "auth.ldap_bind_password"?: string;
-                    /** @description PEM CA certificate(s) to trust for the directory instead of the system store */
+                    /**
+                     * Format: setting:auth.ldap_ca_cert
+                     * @description PEM CA certificate(s) to trust for the directory instead of the system store
+                     * @example
+                     */
                     "auth.ldap_ca_cert"?: string;
-                    /** @description Attribute holding the display name (displayName on AD) */
+                    /**
+                     * Format: setting:auth.ldap_display_name_attr
+                     * @description Attribute holding the display name (displayName on AD)
+                     * @example cn
+                     */
                     "auth.ldap_display_name_attr"?: string;
-                    /** @description Attribute holding the e-mail address */
+                    /**
+                     * Format: setting:auth.ldap_email_attr
+                     * @description Attribute holding the e-mail address
+                     * @example mail
+                     */
                     "auth.ldap_email_attr"?: string;
                     /** @description LDAP login on/off */
                     "auth.ldap_enabled"?: boolean;
-                    /** @description JSON object of group DN to role name; the first group the user is in decides the role of a new account (empty: default role) */
+                    /**
+                     * Format: setting:auth.ldap_group_role_map
+                     * @description JSON object of group DN to role name; the first group the user is in decides the role of a new account (empty: default role)
+                     * @example
+                     */
                     "auth.ldap_group_role_map"?: string;
                     /** @description Where to look for groups holding the user (empty: the search base) */
                     "auth.ldap_group_search_base"?: string;
@@ -9411,7 +9427,11 @@ export interface operations {
                     "auth.ldap_tls_verify"?: boolean;
                     /** @description ldap:// or ldaps:// URL */
                     "auth.ldap_url"?: string;
-                    /** @description Extra LDAP filter ANDed with the username match, e.g. (objectClass=person); empty for none */
+                    /**
+                     * Format: setting:auth.ldap_user_filter
+                     * @description Extra LDAP filter ANDed with the username match, e.g. (objectClass=person); empty for none
+                     * @example
+                     */
                     "auth.ldap_user_filter"?: string;
                     /** @description Attribute holding the login name */
                     "auth.ldap_username_attr"?: string;
@@ -9419,7 +9439,11 @@ export interface operations {
                     "auth.local_enabled"?: boolean;
                     /** @description Label of the SSO button */
                     "auth.oidc_button_label"?: string;
-                    /** @description Extra PEM CA certificate(s) to trust for the provider */
+                    /**
+                     * Format: setting:auth.oidc_ca_cert
+                     * @description Extra PEM CA certificate(s) to trust for the provider
+                     * @example
+                     */
                     "auth.oidc_ca_cert"?: string;
                     /** @description OIDC client id */
                     "auth.oidc_client_id"?: string;
@@ -9431,13 +9455,25 @@ export interface operations {
                     "auth.oidc_enabled"?: boolean;
                     /** @description OIDC issuer URL */
                     "auth.oidc_issuer"?: string;
-                    /** @description Callback URL registered at the provider, https://<host>/api/v1/auth/oidc/callback (empty: derived from the request) */
+                    /**
+                     * Format: setting:auth.oidc_redirect_uri
+                     * @description Callback URL registered at the provider, https://<host>/api/v1/auth/oidc/callback (empty: derived from the request)
+                     * @example
+                     */
                     "auth.oidc_redirect_uri"?: string;
                     /** @description Claim holding group or role names for auth.oidc_role_map (e.g. groups) */
                     "auth.oidc_role_claim"?: string;
-                    /** @description JSON object of claim value to role name; the first value the user has decides the role of a new account (empty: default role) */
+                    /**
+                     * Format: setting:auth.oidc_role_map
+                     * @description JSON object of claim value to role name; the first value the user has decides the role of a new account (empty: default role)
+                     * @example
+                     */
                     "auth.oidc_role_map"?: string;
-                    /** @description Scopes to request (must include openid) */
+                    /**
+                     * Format: setting:auth.oidc_scope
+                     * @description Scopes to request (must include openid)
+                     * @example openid email profile
+                     */
                     "auth.oidc_scope"?: string;
                     /** @description Timeout for requests to the provider */
                     "auth.oidc_timeout_seconds"?: number;
@@ -9452,11 +9488,23 @@ export interface operations {
                     "auth.oidc_username_claim"?: string;
                     /** @description Whether the UI polls connection reachability */
                     "health_monitor.enabled"?: boolean;
-                    /** @description Targets the gateway may connect to: CIDR ranges, host patterns (*.example.com) or loopback/private/link-local/metadata; empty allows every target not in network.protected */
+                    /**
+                     * Format: setting:network.allow
+                     * @description Targets the gateway may connect to: CIDR ranges, host patterns (*.example.com) or loopback/private/link-local/metadata; empty allows every target not in network.protected
+                     * @example
+                     */
                     "network.allow"?: string;
-                    /** @description Targets the gateway must never connect to (wins over network.allow) */
+                    /**
+                     * Format: setting:network.deny
+                     * @description Targets the gateway must never connect to (wins over network.allow)
+                     * @example
+                     */
                     "network.deny"?: string;
-                    /** @description Targets refused unless an entry of network.allow covers them: by default loopback, link-local and the cloud metadata services */
+                    /**
+                     * Format: setting:network.protected
+                     * @description Targets refused unless an entry of network.allow covers them: by default loopback, link-local and the cloud metadata services
+                     * @example loopback, link-local, metadata
+                     */
                     "network.protected"?: string;
                     /** @description Days the notification delivery log keeps entries */
                     "notifications.log_retention_days"?: number;
@@ -9484,9 +9532,17 @@ export interface operations {
                     "security.passkey_enabled"?: boolean;
                     /** @description How many passkeys one user may register */
                     "security.passkey_max_per_user"?: number;
-                    /** @description Origin(s) the browser uses, comma-separated, e.g. https://gateway.example.org (empty: the [plugins.passkey] origin config value, else the request's origin) */
+                    /**
+                     * Format: setting:security.passkey_origin
+                     * @description Origin(s) the browser uses, comma-separated, e.g. https://gateway.example.org (empty: the [plugins.passkey] origin config value, else the request's origin)
+                     * @example
+                     */
                     "security.passkey_origin"?: string;
-                    /** @description WebAuthn relying party id: the gateway's host name (empty: the [plugins.passkey] rp_id config value, else the request's host) */
+                    /**
+                     * Format: setting:security.passkey_rp_id
+                     * @description WebAuthn relying party id: the gateway's host name (empty: the [plugins.passkey] rp_id config value, else the request's host)
+                     * @example
+                     */
                     "security.passkey_rp_id"?: string;
                     /** @description Lifetime of a session token */
                     "security.session_lifetime_days"?: number;
@@ -9505,7 +9561,11 @@ export interface operations {
                     "ssh.scrollback"?: number;
                     /** @description Default terminal theme */
                     "ssh.theme"?: string;
-                    /** @description Release feed /version checks for a newer release (PyPI JSON, or {version, url}); empty turns the check off: no outbound call at all */
+                    /**
+                     * Format: setting:updates.feed_url
+                     * @description Release feed /version checks for a newer release (PyPI JSON, or {version, url}); empty turns the check off: no outbound call at all
+                     * @example https://pypi.org/pypi/hostgate/json
+                     */
                     "updates.feed_url"?: string;
                 };
             };

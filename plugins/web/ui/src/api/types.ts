@@ -95,3 +95,76 @@ export interface Protocol {
   fields: ProtocolField[];
   canUse: boolean;
 }
+
+export interface Profile extends Me {
+  email: string;
+  avatarText: string;
+  authProvider: string;
+  mfaEnabled: boolean;
+}
+
+export interface LoginSessionInfo {
+  id: string;
+  browser: string;
+  os: string;
+  ipAddress: string;
+  createdAt: string;
+  lastUsedAt: string;
+  isCurrent: boolean;
+  method: string;
+}
+
+export interface Passkey {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+export interface PasskeyList {
+  passkeys: Passkey[];
+  canAdd: boolean;
+  maxPasskeys: number;
+}
+
+export interface MfaSetup {
+  secret: string;
+  qrDataUrl: string;
+  otpauthUrl: string;
+}
+
+export interface SshPrefs {
+  fontFamily: string;
+  fontSize: number;
+  cursorStyle: "block" | "bar" | "underline";
+  cursorBlink: boolean;
+  theme: string;
+  scrollback: number;
+}
+
+/** One entry of a file listing (docs/files.md); SMB and FTP give only size and isDirectory. */
+export interface FileEntry {
+  filename: string;
+  fileAttributes: {
+    size: number;
+    isDirectory: boolean;
+    permissions?: string;
+    mode?: number;
+    uid?: number;
+    gid?: number;
+    atime?: string;
+    mtime?: string;
+  };
+}
+
+/** POST /stat: SFTP gives every field, FTP size, mtime and isDirectory. */
+export interface FileStat {
+  size: number;
+  isDirectory: boolean;
+  mode?: number;
+  permissions?: string;
+  uid?: number;
+  gid?: number;
+  atime?: string;
+  mtime?: string;
+}

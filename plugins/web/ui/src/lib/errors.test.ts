@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiError, describeError, formatWait } from "./errors";
+import { ApiError, describeError, fieldError, formatWait } from "./errors";
 
 function response(status: number, headers: Record<string, string> = {}): Response {
   return new Response(null, { status, headers });
@@ -65,5 +65,31 @@ describe("formatWait", () => {
     expect(formatWait(1)).toBe("1 second");
     expect(formatWait(61)).toBe("2 minutes");
     expect(formatWait(3900)).toBe("1 hour 5 minutes");
+  });
+});
+
+describe("fieldError", () => {
+  it("finds the field a validation message names and rewords the rest", () => {
+    const error = new ApiError(400, "invalid_input", "email must be an e-mail address (or empty)");
+    expect(fieldError(error, ["displayName", "email"])).toEqual({
+      field: "email",
+      message: "Must be an e-mail address (or empty).",
+    });
+  });
+
+  it("is null for other fields, other statuses and other errors", () => {
+    expect(fieldError(new ApiError(400, "invalid_input", "emailish is odd"), ["email"])).toBeNull();
+    expect(fieldError(new ApiError(500, "x", "email broke"), ["email"])).toBeNull();
+    expect(fieldError(new Error("email"), ["email"])).toBeNull();
+  });
+});
+
+describe("file errors", () => {
+  it("says permission denied, exists and no space in words", () => {
+    expect(describeError(new ApiError(403, "remote_permission_denied", "Permission denied"))).toContain("Permission denied");
+    expect(describeError(new ApiError(409, "already_exists", "exists"))).toContain("already exists");
+    expect(describeError(new ApiError(502, "remote_error", "Failure: No space left on device"))).toBe(
+      "The server has no space left for this file.",
+    );
   });
 });

@@ -92,8 +92,31 @@ export function describeError(error: unknown, now: Date = new Date()): string {
       return "Your session was ended. Sign in again.";
     case "local_login_disabled":
       return "Password sign-in is turned off on this gateway.";
+    case "wrong_password":
+      return "That is not your current password.";
+    case "remote_permission_denied":
+      return "Permission denied: the server does not allow this for the connection's account.";
+    case "already_exists":
+      return "Something with that name already exists here.";
+    case "directory_not_empty":
+      return "That folder is not empty.";
+    case "remote_not_found":
+      return "It is not there any more: it was moved or deleted. Refresh the list.";
+    case "remote_auth_failed":
+      return "The server refused the connection's stored credentials.";
+    case "remote_unreachable":
+      return "The server cannot be reached right now.";
+    case "remote_timeout":
+      return "The server did not answer in time. Try again.";
+    case "unsupported_operation":
+      return "This kind of connection cannot do that.";
+    case "upload_incomplete":
+      return "The upload stopped before the whole file arrived; nothing was replaced.";
     case "csrf_failed":
       return "The request was refused because it did not come from this page. Reload and try again.";
+  }
+  if (error.code === "remote_error" && /no space|disk full|quota/i.test(error.message)) {
+    return "The server has no space left for this file.";
   }
   if (error.status === 429) {
     return error.retryAfter !== null
@@ -106,4 +129,25 @@ export function describeError(error: unknown, now: Date = new Date()): string {
   // the gateway's own messages are written for people ("name is required", ...)
   const text = error.message.trim();
   return text.endsWith(".") ? text : `${text}.`;
+}
+
+/**
+ * Which of `fields` a validation error is about, and what to say next to it: the gateway's
+ * messages name the field first ("email must be an e-mail address"), so the rest of the
+ * sentence ("Must be an e-mail address.") can sit beside that field.
+ */
+export function fieldError<F extends string>(
+  error: unknown,
+  fields: readonly F[],
+): { field: F; message: string } | null {
+  if (!(error instanceof ApiError) || error.status !== 400) return null;
+  const text = error.message.trim();
+  for (const field of fields) {
+    if (text.startsWith(`${field} `)) {
+      const rest = text.slice(field.length + 1).trim();
+      const sentence = rest.charAt(0).toUpperCase() + rest.slice(1);
+      return { field, message: sentence.endsWith(".") ? sentence : `${sentence}.` };
+    }
+  }
+  return null;
 }

@@ -1,0 +1,29 @@
+// Sizes, speeds and dates as people read them; pure, so Vitest checks them.
+
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/** 0 B, 999 B, 1.5 KiB, 12 MiB, 1.0 GiB: three significant digits at most. */
+export function formatSize(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return "—";
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  if (unit === 0) return `${value} B`;
+  return `${value < 10 ? value.toFixed(1) : Math.round(value)} ${UNITS[unit]}`;
+}
+
+/** Bytes per second as "12 MiB/s". */
+export function formatSpeed(bytesPerSecond: number): string {
+  return `${formatSize(Math.max(0, Math.round(bytesPerSecond)))}/s`;
+}
+
+/** An ISO timestamp as the user's local date and time ("25 Nov 2026, 14:05"); "—" when absent. */
+export function formatDate(iso: string | null | undefined, locale?: string): string {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return "—";
+  return date.toLocaleString(locale, { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit" });
+}
