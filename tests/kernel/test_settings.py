@@ -1,6 +1,6 @@
 """The settings registry over HTTP."""
 
-from hostgate.builtin import KERNEL_SETTINGS
+from hostgate.default_settings import KERNEL_SETTINGS
 from hostgate.services.settings import SECRET_MASK
 
 SPEC_PUBLIC = {

@@ -1,5 +1,7 @@
 """Plugin loading: discovery, duplicates, failures, disabling, lifecycle and events."""
 
+import logging
+import re
 import sys
 import types
 
@@ -28,7 +30,7 @@ def test_duplicate_setting_key_is_refused(config):
     clash = make_plugin("clash", register_settings=lambda: [SettingSpec("app.name", str, "x")])
     with pytest.raises(PluginConflict) as info:
         create_app(config, plugins=[clash])
-    assert "hostgate.builtin" in str(info.value) and "clash" in str(info.value)
+    assert "hostgate.default_settings" in str(info.value) and "clash" in str(info.value)
 
 
 def test_misspelled_hook_is_caught(config):
@@ -46,19 +48,97 @@ async def test_lifecycle_and_event_hooks(config):
     def shutdown(kernel):
         calls.append("shutdown")
 
-    def event(event, kernel):
+    def track_event(event, kernel):
         calls.append(event.event_type)
 
-    def broken(event, kernel):
+    async def broken(event, kernel):
         raise RuntimeError("subscriber failure must not reach the caller")
 
-    watcher = make_plugin("watcher", startup=startup, shutdown=shutdown, event=event)
-    breaker = make_plugin("breaker", event=broken)
-    app = create_app(config, plugins=[watcher, breaker])
+    def broken_sync(event, kernel):
+        raise RuntimeError("a synchronous failure is isolated too")
+
+    breaker = make_plugin("breaker", track_event=broken)
+    watcher = make_plugin("watcher", startup=startup, shutdown=shutdown, track_event=track_event)
+    sync_breaker = make_plugin("sync_breaker", track_event=broken_sync)
+    app = create_app(config, plugins=[breaker, watcher, sync_breaker])
     async with app.test_app():
         kernel = kernel_of(app)
         await kernel.audit.record("test.happened", target="x")
     assert calls == ["startup", "test.happened", "shutdown"]
+
+
+async def test_event_hook_is_deprecated_but_still_called(config):
+    seen = []
+    legacy = make_plugin("legacy", event=lambda event, kernel: seen.append(event.event_type))
+    with pytest.warns(DeprecationWarning, match="'legacy' implements the hook 'event'"):
+        app = create_app(config, plugins=[legacy])
+    async with app.test_app():
+        await kernel_of(app).audit.record("test.legacy", target="x")
+    assert seen == ["test.legacy"]
+
+
+def test_each_contribution_hook_is_called_once(monkeypatch, config):
+    calls = []
+
+    def register_protocols():
+        calls.append("protocols")
+        return [ProtocolSpec("once", 1)]
+
+    def register_permissions():
+        calls.append("permissions")
+        return {"connections": ["connections.use_once"]}
+
+    class EntryPoint:
+        name = "counted"
+        dist = types.SimpleNamespace(name="hostgate-counted", version="1.0")
+
+        def load(self):
+            return make_plugin(
+                "counted_mod",
+                register_protocols=register_protocols,
+                register_permissions=register_permissions,
+            )
+
+    monkeypatch.setattr("hostgate.plugins._entry_points", lambda: [EntryPoint()])
+    app = create_app(config.with_overrides(load_entry_points=True))
+    kernel = kernel_of(app)
+    assert "once" in kernel.protocols
+    assert "connections.use_once" in kernel.permission_groups["connections"]
+    assert sorted(calls) == ["permissions", "protocols"]
+
+
+async def test_trace_logs_every_hook_call_with_plugin_and_duration(config, caplog):
+    async def startup(kernel):
+        pass
+
+    traced = make_plugin(
+        "traced",
+        register_settings=lambda: [SettingSpec("traced.flag", bool, False)],
+        startup=startup,
+        track_event=lambda event, kernel: None,
+    )
+    caplog.set_level(logging.INFO, logger="hostgate.plugins.trace")
+    app = create_app(config.with_overrides(trace_plugins=True), plugins=[traced])
+    async with app.test_app():
+        await kernel_of(app).audit.record("test.traced", target="x")
+    lines = [r.getMessage() for r in caplog.records if r.name == "hostgate.plugins.trace"]
+    pattern = re.compile(r"^hook (\w+) plugin (\S+) (awaited )?\d+\.\d{3} ms$")
+    calls = {(m[1], m[2]) for m in map(pattern.match, lines) if m}
+    assert len(calls) and all(pattern.match(line) for line in lines), lines
+    assert {
+        ("register_settings", "traced"),
+        ("register_settings", "hostgate.default_settings"),
+        ("startup", "traced"),
+        ("track_event", "traced"),
+        ("track_event", "hostgate.services.notifications.plugin"),
+    } <= calls
+    assert any(line.startswith("hook startup plugin traced awaited ") for line in lines)
+
+
+def test_no_trace_without_the_setting(config, caplog):
+    caplog.set_level(logging.INFO, logger="hostgate.plugins.trace")
+    create_app(config)
+    assert not [r for r in caplog.records if r.name == "hostgate.plugins.trace"]
 
 
 async def test_plugin_permissions_reach_builtin_roles(config):

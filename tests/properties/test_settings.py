@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from hostgate.builtin import KERNEL_SETTINGS
+from hostgate.default_settings import KERNEL_SETTINGS
 from hostgate.descriptors import SettingSpec
 from hostgate.errors import InvalidInput
 from hostgate.services.settings import SECRET_MASK, coerce

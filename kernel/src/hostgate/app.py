@@ -39,7 +39,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     """
     config = config or load_config()
     silence_libraries()
-    host = PluginHost()
+    host = PluginHost(trace=config.trace_plugins)
     host.load(
         entry_points=config.load_entry_points,
         disabled=config.disabled_plugins,

@@ -31,6 +31,7 @@ class Config:
     port: int = DEFAULT_PORT
     disabled_plugins: tuple[str, ...] = ()
     load_entry_points: bool = True
+    trace_plugins: bool = False
     log_level: str = "INFO"
     log_format: str = "text"
     access_log: bool = True
@@ -138,6 +139,10 @@ def load_config(
         "host": ("HOSTGATE_HOST", str),
         "port": ("HOSTGATE_PORT", lambda v: _int("HOSTGATE_PORT", v)),
         "disabled_plugins": ("HOSTGATE_DISABLE_PLUGINS", _names),
+        "trace_plugins": (
+            "HOSTGATE_TRACE_PLUGINS",
+            lambda v: _bool("HOSTGATE_TRACE_PLUGINS", str(v)),
+        ),
         "log_level": ("HOSTGATE_LOG_LEVEL", lambda v: str(v).upper()),
         "log_format": ("HOSTGATE_LOG_FORMAT", str),
         "access_log": ("HOSTGATE_ACCESS_LOG", lambda v: _bool("HOSTGATE_ACCESS_LOG", str(v))),

@@ -16,8 +16,8 @@ A pack implements hooks on a module or object and declares it under the
 # mypy: disable-error-code="empty-body"
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from .markers import hookspec
 
@@ -141,7 +141,7 @@ def register_pages() -> Sequence[Blueprint]:
 
 
 @hookspec
-def startup(kernel: Kernel) -> Any:
+def startup(kernel: Kernel) -> Awaitable[None] | None:
     """Called once the database is migrated and settings are loaded, before serving.
 
     Example::
@@ -153,7 +153,7 @@ def startup(kernel: Kernel) -> Any:
 
 
 @hookspec
-def shutdown(kernel: Kernel) -> Any:
+def shutdown(kernel: Kernel) -> Awaitable[None] | None:
     """Called when the server stops, after open sockets are closed.
 
     Example::
@@ -165,7 +165,7 @@ def shutdown(kernel: Kernel) -> Any:
 
 
 @hookspec
-def event(event: AuditEvent, kernel: Kernel) -> Any:
+def track_event(event: AuditEvent, kernel: Kernel) -> Awaitable[None] | None:
     """Called for every audit event after it is stored (may be async).
 
     Each implementation is called on its own; an exception is logged with the
@@ -174,6 +174,22 @@ def event(event: AuditEvent, kernel: Kernel) -> Any:
     Example::
 
         @hookimpl
-        def event(event, kernel):
+        def track_event(event, kernel):
             print(event.event_type, event.target)
+    """
+
+
+@hookspec
+def event(event: AuditEvent, kernel: Kernel) -> Awaitable[None] | None:
+    """Deprecated name of ``track_event``; still called, with a warning at registration.
+
+    A pack implementing ``event`` gets a ``DeprecationWarning`` when it is
+    registered and is called exactly like a ``track_event`` implementation.
+    Rename the function to ``track_event``.
+
+    Example::
+
+        @hookimpl
+        def event(event, kernel):  # DeprecationWarning: rename to track_event
+            print(event.event_type)
     """

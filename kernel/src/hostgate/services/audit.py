@@ -193,7 +193,8 @@ class AuditLog:
         for callback in batch.committed:
             callback()
         for entry in batch.entries:
-            await self.kernel.plugins.call_each("event", event=to_event(entry), kernel=self.kernel)
+            event = to_event(entry)
+            await self.kernel.plugins.call_each("track_event", event=event, kernel=self.kernel)
 
     def forget_chain_head(self) -> None:
         """Re-read the chain head and key on the next write (after a restore)."""

@@ -29,9 +29,8 @@ from ..db.models.connections import Connection
 from ..db.models.identity import User
 from ..db.models.sessions import RemoteSession, SessionCommand
 from ..db.types import new_id
-from ..descriptors import AuditEvent, ProtocolSpec
+from ..descriptors import ProtocolSpec
 from ..errors import ApiError, RemoteError
-from ..markers import hookimpl
 from ..permissions import use_permission
 from ..tasks import cancel_and_wait
 from ..timefmt import as_utc, utcnow
@@ -785,14 +784,3 @@ class TerminalSessions:
                 await self.tick()
             except Exception:
                 log.exception("session ticker failed")
-
-
-@hookimpl(specname="event")
-def revalidate_on_access_change(event: AuditEvent, kernel: Kernel) -> None:
-    """Role, user and connection changes make open sessions re-check their access at once."""
-    kind = event.event_type
-    if kind.startswith("connection.session_") or not kind.startswith(ACCESS_EVENT_PREFIXES):
-        return
-    sessions = getattr(kernel, "terminal_sessions", None)
-    if sessions is not None:
-        sessions.access_changed()

@@ -1,8 +1,8 @@
-"""The ``event`` hook that feeds every audit event to the notification rules.
+"""Default plugin: the ``track_event`` hook feeds every audit event to the notification rules.
 
-``builtin.py`` re-exports ``event``, so it is registered with the kernel's own
-plugin; the plugin host calls it in isolation, so a failure here is logged and
-never reaches the request that caused the event.
+Listed in ``hostgate.plugins.DEFAULT_PLUGINS``; the plugin host calls it in
+isolation, so a failure here is logged and never reaches the request that
+caused the event.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 @hookimpl
-def event(event: AuditEvent, kernel: Kernel) -> None:
+def track_event(event: AuditEvent, kernel: Kernel) -> None:
     """Match the event against the rules and queue deliveries (never blocks)."""
     notifications = getattr(kernel, "notifications", None)
     if notifications is not None:

@@ -1,17 +1,12 @@
-"""The kernel's own plugin: the spec's settings and the kernel's permission groups."""
+"""Default plugin: the spec's settings, owned by the kernel whether or not a pack uses them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from .descriptors import SettingSpec
 from .markers import hookimpl
-from .permissions import KERNEL_PERMISSIONS
 from .services.netpolicy import PROTECTED_DEFAULT, validate_rules
-from .services.notifications.plugin import event  # noqa: F401 - the notifications hook
-from .services.terminal_sessions import (  # noqa: F401 - open sessions re-check access
-    revalidate_on_access_change,
-)
 from .services.version import DEFAULT_FEED, validate_feed_url
 
 CURSOR_STYLES = ("block", "bar", "underline")
@@ -248,9 +243,3 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
 def register_settings() -> Sequence[SettingSpec]:
     """The spec's settings, owned by the kernel whether or not a pack uses them."""
     return KERNEL_SETTINGS
-
-
-@hookimpl
-def register_permissions() -> Mapping[str, Sequence[str]]:
-    """The kernel's six permission groups."""
-    return KERNEL_PERMISSIONS

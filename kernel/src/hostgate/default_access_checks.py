@@ -1,0 +1,23 @@
+"""Default plugin: role, user and connection changes make open sessions re-check access."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .markers import hookimpl
+from .services.terminal_sessions import ACCESS_EVENT_PREFIXES
+
+if TYPE_CHECKING:
+    from .descriptors import AuditEvent
+    from .kernel import Kernel
+
+
+@hookimpl
+def track_event(event: AuditEvent, kernel: Kernel) -> None:
+    """Tell open terminal and desktop sessions to re-check their access at once."""
+    kind = event.event_type
+    if kind.startswith("connection.session_") or not kind.startswith(ACCESS_EVENT_PREFIXES):
+        return
+    sessions = getattr(kernel, "terminal_sessions", None)
+    if sessions is not None:
+        sessions.access_changed()
