@@ -16,7 +16,7 @@ from .adapters import (
     Terminal,
     TerminalSize,
 )
-from .db.models.identity import AuthCredential, User
+from .contract import Account
 from .descriptors import (
     AuditEvent,
     ChannelSpec,
@@ -54,8 +54,9 @@ from .guards import (
 )
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
+from .services.credentials import DuplicateCredential, StoredCredential
 from .services.identity import Caller, ClientInfo, IssuedSession
-from .services.logins import LOGIN_NAME_PATTERN, LoginOutcome, Logins, check_login_name
+from .services.logins import LOGIN_NAME_PATTERN, check_login_name
 from .services.settings import SECRET_MASK
 from .services.terminal_sessions import SessionClosed
 from .sessioncookie import (
@@ -79,7 +80,7 @@ __all__ = [
     "FILE_OPERATIONS",
     "ApiError",
     "AuditEvent",
-    "AuthCredential",
+    "Account",
     "Caller",
     "ChannelSpec",
     "ClientInfo",
@@ -93,8 +94,7 @@ __all__ = [
     "NotFound",
     "NotificationMessage",
     "IssuedSession",
-    "LoginOutcome",
-    "Logins",
+    "DuplicateCredential",
     "PayloadTooLarge",
     "PermissionDenied",
     "ProtocolSpec",
@@ -116,7 +116,7 @@ __all__ = [
     "TRUSTED_DEVICE_COOKIE",
     "TerminalSize",
     "Unprocessable",
-    "User",
+    "StoredCredential",
     "authenticated",
     "check_login_name",
     "clear_session_cookie",

@@ -24,6 +24,7 @@ from .security.tickets import TicketStore
 from .services.audit import AuditLog
 from .services.backup import Backups
 from .services.connections import Connections
+from .services.credentials import Credentials
 from .services.file_sessions import FileSessionLog
 from .services.files import RemoteFilePool
 from .services.identity import Identity
@@ -93,6 +94,7 @@ class Kernel:
         self.audit = AuditLog(self)
         self.identity = Identity(self)
         self.logins = Logins(self)
+        self.credentials = Credentials(self.db)
         self.tickets = TicketStore()
         self.limits = RateLimiter()
         self.version = VersionChecker(self)

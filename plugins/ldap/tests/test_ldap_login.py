@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hostgate import User
+from hostgate.db.models.identity import User
 from sqlmodel import select
 
 from testsupport.slapd import SlapdServer

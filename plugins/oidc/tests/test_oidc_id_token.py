@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from authlib.jose import JsonWebKey, jwt
-from hostgate import User
+from hostgate.db.models.identity import User
 from hostgate_oidc.provider import OidcClient, OidcError, OidcSettings
 from sqlmodel import select
 

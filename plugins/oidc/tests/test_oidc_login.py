@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
 import pytest
-from hostgate import User
+from hostgate.db.models.identity import User
 from sqlmodel import select
 
 pytestmark = pytest.mark.peer("oidc-provider-mock")

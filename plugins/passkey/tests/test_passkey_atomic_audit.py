@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hostgate import AuthCredential
+from hostgate.db.models.identity import AuthCredential
 from sqlmodel import select
 
 from tests.faults.atomic_support import audit_writes_fail

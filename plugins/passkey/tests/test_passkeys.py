@@ -6,7 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hostgate import User, utcnow
+from hostgate import utcnow
+from hostgate.db.models.identity import User
 from sqlmodel import select
 
 pytestmark = pytest.mark.usefixtures("passkeys_on")

@@ -24,6 +24,7 @@ from ..errors import NotAuthenticated
 from ..timefmt import as_utc, utcnow
 
 if TYPE_CHECKING:
+    from ..contract import Account
     from ..kernel import Kernel
 
 SIGNING_KEY_NAME = "token_signing_key"
@@ -152,7 +153,7 @@ class Identity:
 
     async def issue_session(
         self,
-        user: User,
+        user: Account,
         client: ClientInfo,
         *,
         method: str = "local",

@@ -45,6 +45,7 @@ from . import mfa
 from .identity import ClientInfo, IssuedSession
 
 if TYPE_CHECKING:
+    from ..contract import Account
     from ..kernel import Kernel
 
 log = logging.getLogger("hostgate.logins")
@@ -143,7 +144,7 @@ class Logins:
         return phantom
 
     async def check_not_locked(
-        self, user: User | None, client: ClientInfo, *, username: str | None = None
+        self, user: Account | None, client: ClientInfo, *, username: str | None = None
     ) -> None:
         """Raise 429 (Retry-After until ``lockedUntil``) when the account is locked.
 
@@ -179,7 +180,7 @@ class Logins:
 
     async def record_failure(
         self,
-        user: User | None,
+        user: Account | None,
         username: str,
         client: ClientInfo,
         *,
@@ -280,7 +281,7 @@ class Logins:
 
     async def complete_login(
         self,
-        user: User,
+        user: Account,
         client: ClientInfo,
         *,
         method: str,
@@ -349,7 +350,7 @@ class Logins:
         display_name = clean_username(display_name)
         email = clean_username(email)[:320]
         for _ in range(3):
-            existing = await self._by_provider(provider, provider_id)
+            existing = await self.find_external(provider, provider_id)
             if existing is not None:
                 return await self._refresh_external(existing, display_name, email)
             try:
@@ -358,12 +359,13 @@ class Logins:
                 )
             except IntegrityError:
                 continue
-        existing = await self._by_provider(provider, provider_id)
+        existing = await self.find_external(provider, provider_id)
         if existing is None:
             raise PermissionDenied("Could not create a local account for this login")
         return existing
 
-    async def _by_provider(self, provider: str, provider_id: str) -> User | None:
+    async def find_external(self, provider: str, provider_id: str) -> User | None:
+        """The user linked to an external identity (``provider``, ``provider_id``)."""
         query = select(User).where(User.auth_provider == provider, User.provider_id == provider_id)
         async with self.kernel.db.session() as session:
             return (await session.exec(query)).first()

@@ -15,7 +15,6 @@ from hostgate import (
     PermissionDenied,
     RemoteUnreachable,
     Session,
-    User,
     answers,
     check_login_name,
     current_caller,
@@ -28,7 +27,6 @@ from hostgate import (
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, Response, jsonify
 from quart_schema import tag, validate_request
-from sqlmodel import select
 from typing_extensions import TypedDict
 
 from .directory import (
@@ -70,12 +68,6 @@ class LdapTest(BaseModel):
     searchBase: str = Field(max_length=1000)  # noqa: N815 - wire name
 
 
-async def _linked_user(kernel: Any, dn: str) -> User | None:
-    query = select(User).where(User.auth_provider == PROVIDER, User.provider_id == dn)
-    async with kernel.db.session() as session:
-        return (await session.exec(query)).first()
-
-
 async def _directory_down(
     kernel: Any, client: ClientInfo, username: str, error: DirectoryError
 ) -> RemoteUnreachable:
@@ -114,7 +106,7 @@ async def _authenticate(
             None, username, client, reason="user_not_found", provider=PROVIDER
         )
         raise logins.invalid_credentials()
-    linked = await _linked_user(kernel, entry.dn)
+    linked = await logins.find_external(PROVIDER, entry.dn)
     await logins.check_not_locked(linked, client, username=username)
     try:
         accepted = await asyncio.to_thread(check_password, settings, entry.dn, password)

@@ -12,12 +12,12 @@ from typing import Any
 from urllib.parse import quote
 
 from hostgate import (
+    Account,
     ApiError,
     ClientInfo,
     PermissionDenied,
     RemoteError,
     RemoteUnreachable,
-    User,
     answers,
     current_kernel,
     public,
@@ -155,7 +155,7 @@ def _text(claims: Mapping[str, Any], name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-async def _finish(kernel: Any, client: ClientInfo) -> User:
+async def _finish(kernel: Any, client: ClientInfo) -> Account:
     """Validate the callback, exchange the code, check the ID token, provision the user."""
     args = request.args
     if not kernel.settings.get("auth.oidc_enabled"):
@@ -200,7 +200,7 @@ async def _finish(kernel: Any, client: ClientInfo) -> User:
     except OidcError as exc:
         raise await _fail(kernel, client, exc) from None
     subject = str(claims["sub"])
-    user: User = await kernel.logins.provision_external(
+    user: Account = await kernel.logins.provision_external(
         PROVIDER,
         subject,
         _username(claims, settings.username_claim) or f"oidc_{subject}"[:MAX_USERNAME],

@@ -7,14 +7,15 @@ from typing import Any
 
 from hostgate import (
     LOGIN_NAME_PATTERN,
+    Account,
     ClientInfo,
     Conflict,
+    DuplicateCredential,
     InvalidInput,
     NotAuthenticated,
     NotFound,
     Ok,
     Session,
-    User,
     answers,
     authenticated,
     current_caller,
@@ -42,7 +43,7 @@ from .ceremonies import (
     verify_registration,
 )
 from .challenges import Challenges
-from .store import PasskeyStore, public_view, stored
+from .store import KIND, public_view, stored
 
 log = logging.getLogger("hostgate.passkey")
 blueprint = Blueprint("passkey", __name__)
@@ -156,8 +157,7 @@ async def register_options() -> dict[str, Any]:
     kernel = current_kernel()
     _require_enabled(kernel)
     caller = current_caller()
-    store = PasskeyStore(kernel)
-    existing = await store.for_user(caller.user_id)
+    existing = await kernel.credentials.for_user(caller.user_id, KIND)
     limit = int(kernel.settings.get("security.passkey_max_per_user"))
     if len(existing) >= limit:
         raise Conflict(f"You already have the maximum of {limit} passkeys", code="passkey_limit")
@@ -194,18 +194,28 @@ async def register_verify(data: RegisterVerify) -> dict[str, Any]:
         passkey = verify_registration(challenge, data.response)
     except CeremonyFailed as exc:
         raise InvalidInput(str(exc), code="passkey_invalid") from None
-    store = PasskeyStore(kernel)
     limit = int(kernel.settings.get("security.passkey_max_per_user"))
-    if await store.count(caller.user_id) >= limit:
+    if await kernel.credentials.count(caller.user_id, KIND) >= limit:
         raise Conflict(f"You already have the maximum of {limit} passkeys", code="passkey_limit")
-    async with kernel.audit.atomic() as batch:
-        row = await store.add(batch.session, caller.user_id, name, passkey)
-        batch.record(
-            "auth.passkey_registered",
-            actor=caller,
-            target=caller.username,
-            details={"passkeyId": row.id, "passkeyName": row.name},
-        )
+    try:
+        async with kernel.audit.atomic() as batch:
+            row = await kernel.credentials.add(
+                batch,
+                user_id=caller.user_id,
+                kind=KIND,
+                name=name,
+                credential_id=passkey.credential_id,
+                data=passkey.data,
+                sign_count=passkey.sign_count,
+            )
+            batch.record(
+                "auth.passkey_registered",
+                actor=caller,
+                target=caller.username,
+                details={"passkeyId": row.id, "passkeyName": row.name},
+            )
+    except DuplicateCredential:
+        raise Conflict("This passkey is already registered", code="passkey_exists") from None
     return {
         "ok": True,
         "passkey": {"id": row.id, "name": row.name, "createdAt": iso(row.created_at)},
@@ -220,7 +230,7 @@ async def list_passkeys() -> dict[str, Any]:
     """The caller's passkeys (never any key material)."""
     kernel = current_kernel()
     caller = current_caller()
-    rows = await PasskeyStore(kernel).for_user(caller.user_id)
+    rows = await kernel.credentials.for_user(caller.user_id, KIND)
     limit = int(kernel.settings.get("security.passkey_max_per_user"))
     enabled = bool(kernel.settings.get("security.passkey_enabled"))
     return {
@@ -239,13 +249,12 @@ async def rename_passkey(passkey_id: str, data: Rename) -> Ok:
     """Rename one of the caller's passkeys."""
     kernel = current_kernel()
     caller = current_caller()
-    store = PasskeyStore(kernel)
-    row = await store.get(passkey_id, caller.user_id)
+    row = await kernel.credentials.get(passkey_id, user_id=caller.user_id, kind=KIND)
     if row is None:
         raise NotFound("Passkey not found")
     name = _name(data.name)
     async with kernel.audit.atomic() as batch:
-        await store.rename(batch.session, row, name)
+        await kernel.credentials.rename(batch, row, name)
         batch.record(
             "auth.passkey_renamed",
             actor=caller,
@@ -263,12 +272,11 @@ async def delete_passkey(passkey_id: str) -> Ok:
     """Remove one of the caller's passkeys."""
     kernel = current_kernel()
     caller = current_caller()
-    store = PasskeyStore(kernel)
-    row = await store.get(passkey_id, caller.user_id)
+    row = await kernel.credentials.get(passkey_id, user_id=caller.user_id, kind=KIND)
     if row is None:
         raise NotFound("Passkey not found")
     async with kernel.audit.atomic() as batch:
-        await store.delete(batch.session, row)
+        await kernel.credentials.delete(batch, row)
         batch.record(
             "auth.passkey_removed",
             actor=caller,
@@ -297,7 +305,7 @@ async def passkey_login_options(data: LoginOptions) -> dict[str, Any]:
         user = await kernel.logins.find_user(data.username, provider=None)
         if user is not None:
             user_id = user.id
-            allowed = [stored(row) for row in await PasskeyStore(kernel).for_user(user.id)]
+            allowed = [stored(row) for row in await kernel.credentials.for_user(user.id, KIND)]
     party = _party(kernel)
     challenge_id, challenge = _challenges(kernel).issue(
         "login", user_id, party.rp_id, party.origins
@@ -309,7 +317,7 @@ async def passkey_login_options(data: LoginOptions) -> dict[str, Any]:
 
 
 async def _failed(
-    kernel: Any, client: ClientInfo, user: User | None, reason: str, detail: str = ""
+    kernel: Any, client: ClientInfo, user: Account | None, reason: str, detail: str = ""
 ) -> NotAuthenticated:
     if detail:
         log.info("passkey login failed (%s): %s", reason, detail)
@@ -334,16 +342,15 @@ async def passkey_login(data: LoginVerify) -> Response:
     challenge = _challenges(kernel).take(data.challengeId, "login")
     if challenge is None:
         raise await _failed(kernel, client, None, "passkey_invalid_challenge")
-    store = PasskeyStore(kernel)
     try:
         credential_id = credential_id_of(data.response)
         handle = user_handle_of(data.response)
     except CeremonyFailed as exc:
         raise await _failed(kernel, client, None, "passkey_malformed", str(exc)) from None
-    row = await store.by_credential_id(credential_id)
+    row = await kernel.credentials.find(KIND, credential_id)
     if row is None:
         raise await _failed(kernel, client, None, "passkey_unknown")
-    user = await store.user(row.user_id)
+    user = await kernel.credentials.owner(row)
     if user is None:
         raise await _failed(kernel, client, None, "passkey_unknown")
     if (challenge.user_id and challenge.user_id != user.id) or (handle and handle != user.id):
@@ -354,7 +361,7 @@ async def passkey_login(data: LoginVerify) -> Response:
     except CeremonyFailed as exc:
         reason = "passkey_counter" if "sign count" in str(exc).lower() else "passkey_invalid"
         raise await _failed(kernel, client, user, reason, str(exc)) from None
-    if not await store.record_use(row, new_count):
+    if not await kernel.credentials.record_use(row, new_count):
         raise await _failed(kernel, client, user, "passkey_counter", "concurrent use")
     issued, body = await logins.complete_login(
         user, client, method=PROVIDER, details={"passkeyId": row.id}
