@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import sys
 import tempfile
 from pathlib import Path
@@ -154,12 +155,160 @@ def _same(rule: str, path: str) -> bool:
     return norm(rule) == norm(path)
 
 
+def _annotation(value: Any) -> str:
+    return value if isinstance(value, str) else getattr(value, "__name__", repr(value))
+
+
+def signature(function: Any, name: str) -> str:
+    """``name(arg: Type = default, *, kw: Type) -> Return`` as the code declares it."""
+    sig = inspect.signature(function)
+    parts: list[str] = []
+    star = False
+    for param in sig.parameters.values():
+        if param.name in ("self", "cls"):
+            continue
+        if param.kind is param.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        text = param.name
+        if param.kind is param.VAR_POSITIONAL:
+            text, star = "*" + param.name, True
+        elif param.kind is param.VAR_KEYWORD:
+            text = "**" + param.name
+        if param.annotation is not param.empty:
+            text += f": {_annotation(param.annotation)}"
+        if param.default is not param.empty:
+            text += f" = {param.default!r}"
+        parts.append(text)
+    returns = sig.return_annotation
+    arrow = "" if returns is sig.empty else f" -> {_annotation(returns)}"
+    prefix = "async " if inspect.iscoroutinefunction(function) else ""
+    return f"{prefix}{name}({', '.join(parts)}){arrow}"
+
+
+def _summary(obj: Any) -> str:
+    return (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
+
+
+def protocol_members(protocol: type) -> list[tuple[str, str]]:
+    """``(signature, summary)`` of each member a Protocol declares, in order."""
+    members = []
+    for name, value in vars(protocol).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, property):
+            returns = inspect.signature(value.fget).return_annotation  # type: ignore[arg-type]
+            members.append((f"{name}: {_annotation(returns)}", _summary(value)))
+        elif inspect.isfunction(value):
+            members.append((signature(value, name), _summary(value)))
+    return members
+
+
+def kernel_md() -> str:
+    """The kernel object a pack receives: every attribute of KernelAPI with its signature."""
+    from hostgate import contract
+
+    lines = []
+    for member, summary in protocol_members(contract.KernelAPI):
+        name, _, type_name = member.partition(": ")
+        lines += [f"### `kernel.{name}: {type_name}`\n", summary + "\n"]
+        protocol = getattr(contract, type_name, None)
+        if isinstance(protocol, type) and protocol is not contract.KernelAPI:
+            for inner, inner_summary in protocol_members(protocol):
+                lines.append(f"- `{inner}`: {inner_summary}")
+                nested = getattr(contract, inner.partition(": ")[2], None)
+                if inner.partition(": ")[2] and isinstance(nested, type):
+                    for deep, deep_summary in protocol_members(nested):
+                        lines.append(f"  - `{deep}`: {deep_summary}")
+            lines.append("")
+    for protocol in (contract.AuditBatchAPI, contract.HttpResponse, contract.Account):
+        lines += [f"### `{protocol.__name__}`\n", _summary(protocol) + "\n"]
+        lines += [f"- `{m}`: {summary}" for m, summary in protocol_members(protocol)] + [""]
+    return "\n".join(lines)
+
+
+VALUE_HEADINGS = {
+    "HostKeyCheck": "HostKeyCheck = Callable[[str, bytes], Awaitable[None]]",
+    "hookimpl": "@hookimpl",
+    "hookspec": "@hookspec",
+}
+VALUE_NOTES = {
+    "FILE_OPERATIONS": "Every file operation a `RemoteFiles.operations` set may name.",
+    "SECRET_MASK": "What a GET shows instead of a stored secret; sent back, it means unchanged.",
+    "SESSION_COOKIE": "Name of the HttpOnly session cookie the web UI uses.",
+    "TRUSTED_DEVICE_COOKIE": "Name of the cookie that lets a known browser skip the TOTP step.",
+    "HostKeyCheck": "`await target.check_host_key(algorithm, key_blob)`: the kernel's "
+    "trust-on-first-use host key check, handed to SSH-like adapters in `ConnectionTarget`.",
+    "hookimpl": "The pluggy `HookimplMarker('hostgate')`: mark each hook implementation with it.",
+    "hookspec": "The pluggy `HookspecMarker('hostgate')` the kernel's hook specs use.",
+}
+
+
+def exports_md() -> str:
+    """One entry per name ``hostgate`` exports: its signature and what it is for."""
+    import dataclasses
+
+    import hostgate
+
+    lines = []
+    for name in sorted(hostgate.__all__, key=str.lower):
+        obj = getattr(hostgate, name)
+        if isinstance(obj, type) and getattr(obj, "_is_protocol", False):
+            heading = f"class {name}(Protocol)"
+            members = [m for m, _ in protocol_members(obj)]
+            body = "Members: " + ", ".join(f"`{m}`" for m in members) + "." if members else ""
+        elif isinstance(obj, type) and dataclasses.is_dataclass(obj):
+            heading = signature(obj, f"class {name}").removesuffix(" -> None")
+            body = ""
+        elif isinstance(obj, type):
+            base = obj.__mro__[1].__name__
+            owner = next(c for c in obj.__mro__ if "__init__" in vars(c) or c is object)
+            heading = (
+                f"class {name}({base})"
+                if owner in (object, Exception, BaseException)
+                else signature(vars(owner)["__init__"], f"class {name}").removesuffix(" -> None")
+            )
+            body = f"A subclass of `{base}`." if base != "object" else ""
+        elif callable(obj) and (inspect.isfunction(obj) or inspect.ismethod(obj)):
+            heading = signature(obj, name)
+            body = ""
+        elif isinstance(obj, frozenset):
+            heading = f"{name} = frozenset({sorted(obj)!r})"
+            body = ""
+        elif isinstance(obj, str):
+            heading = f"{name} = {obj!r}"
+            body = ""
+        else:
+            heading = VALUE_HEADINGS.get(name, name)
+            body = ""
+        summary = VALUE_NOTES.get(name) or _summary(obj)
+        lines += [f"#### `{heading}`\n", " ".join(p for p in (summary, body) if p) + "\n"]
+    return "\n".join(lines)
+
+
+def splice(text: str, name: str, block: str) -> str:
+    """Replace the generated block ``name`` in a hand-written page."""
+    begin = f"<!-- begin generated: {name} (scripts/gen_docs.py) -->\n"
+    end = f"<!-- end generated: {name} -->"
+    head, found, rest = text.partition(begin)
+    if not found:
+        raise SystemExit(f"marker {begin.strip()} missing")
+    _, found, tail = rest.partition(end)
+    if not found:
+        raise SystemExit(f"marker {end} missing")
+    return f"{head}{begin}\n{block.rstrip()}\n\n{end}{tail}"
+
+
 def generate() -> dict[Path, str]:
     app = _app()
+    guide = ROOT / "docs" / "plugins.md"
+    text = splice(guide.read_text(), "kernel", kernel_md())
+    text = splice(text, "exports", exports_md())
     return {
         REFERENCE / "settings.md": settings_md(app),
         REFERENCE / "cli.md": cli_md(),
         REFERENCE / "api.md": api_md(app),
+        guide: text,
     }
 
 

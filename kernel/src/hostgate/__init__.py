@@ -16,7 +16,25 @@ from .adapters import (
     Terminal,
     TerminalSize,
 )
-from .contract import Account
+from .contract import (
+    Account,
+    AuditAPI,
+    AuditBatchAPI,
+    ConfigAPI,
+    CredentialsAPI,
+    DatabaseAPI,
+    DuplicateCredential,
+    HttpResponse,
+    KernelAPI,
+    LiveSessionsAPI,
+    LoginsAPI,
+    NotificationsAPI,
+    OutboundAPI,
+    ReadCacheAPI,
+    SecretsAPI,
+    SettingsAPI,
+    StoredCredential,
+)
 from .descriptors import (
     AuditEvent,
     ChannelSpec,
@@ -54,8 +72,7 @@ from .guards import (
 )
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
-from .services.credentials import DuplicateCredential, StoredCredential
-from .services.identity import Caller, ClientInfo, IssuedSession
+from .principals import Caller, ClientInfo, IssuedSession
 from .services.logins import LOGIN_NAME_PATTERN, check_login_name
 from .services.settings import SECRET_MASK
 from .services.terminal_sessions import SessionClosed
@@ -77,6 +94,20 @@ __all__ = [
     "Session",
     "Success",
     "answers",
+    "AuditAPI",
+    "AuditBatchAPI",
+    "ConfigAPI",
+    "CredentialsAPI",
+    "DatabaseAPI",
+    "HttpResponse",
+    "KernelAPI",
+    "LiveSessionsAPI",
+    "LoginsAPI",
+    "NotificationsAPI",
+    "OutboundAPI",
+    "ReadCacheAPI",
+    "SecretsAPI",
+    "SettingsAPI",
     "FILE_OPERATIONS",
     "ApiError",
     "AuditEvent",

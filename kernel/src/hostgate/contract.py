@@ -1,15 +1,59 @@
 """The typed contract between the kernel and packs: what a pack may use of the kernel.
 
-Every name here is a ``typing.Protocol`` (or a plain value type) and imports
-nothing from the kernel's services, so services, the WebSocket layer, hook
-specs and descriptors can all depend on it without a circle. Packs get these
-through ``hostgate``.
+``KernelAPI`` is the kernel object every hook, factory and ``current_kernel()``
+hands a pack; each attribute is a small ``typing.Protocol`` naming only what a
+pack may call. The kernel's ``Kernel`` class satisfies it (mypy checks that where
+``current_kernel()`` returns it). This module imports no kernel service, so
+services, the WebSocket layer, hook specs and descriptors can all depend on it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from .timefmt import iso
+
+if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
+    from .errors import NotAuthenticated
+    from .principals import Caller, ClientInfo, IssuedSession
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One audit entry as handed to the ``track_event`` hook and rendered by the API."""
+
+    id: str
+    event_type: str
+    user_id: str | None
+    username: str | None
+    display_name: str | None
+    target: str
+    details: Mapping[str, Any]
+    ip_address: str
+    timestamp: datetime
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec's audit entry shape."""
+        return {
+            "id": self.id,
+            "userId": self.user_id or "",
+            "username": self.username or "",
+            "displayName": self.display_name or "",
+            "eventType": self.event_type,
+            "target": self.target,
+            "details": dict(self.details),
+            "ipAddress": self.ip_address,
+            "timestamp": iso(self.timestamp),
+        }
 
 
 class Account(Protocol):
@@ -38,3 +82,308 @@ class Account(Protocol):
     @property
     def locked_until(self) -> datetime | None:
         """When a lock after failed logins ends (None: not locked)."""
+
+
+@dataclass(frozen=True)
+class StoredCredential:
+    """One credential a login pack keeps for a user (a snapshot, not a live row)."""
+
+    id: str
+    user_id: str
+    kind: str
+    name: str
+    credential_id: str
+    data: Mapping[str, Any]
+    sign_count: int
+    created_at: datetime
+    last_used_at: datetime | None
+
+
+class DuplicateCredential(Exception):
+    """The credential id is already registered (to this user or another)."""
+
+
+class ConfigAPI(Protocol):
+    """``kernel.config``: the start-up configuration a pack may read."""
+
+    def plugin(self, name: str) -> Mapping[str, Any]:
+        """Options for one pack from the TOML file's ``[plugins.<name>]`` table."""
+
+
+class SettingsAPI(Protocol):
+    """``kernel.settings``: instance settings (the spec's and every pack's)."""
+
+    def get(self, key: str) -> Any:
+        """The current value of a setting (secrets decrypted); KeyError for an unknown key."""
+
+
+class SecretsAPI(Protocol):
+    """``kernel.secrets``: AES-256-GCM under the instance key."""
+
+    def seal(self, plaintext: str | bytes) -> str:
+        """Encrypt text or bytes into an envelope string."""
+
+    def open(self, envelope: str) -> str:
+        """Decrypt an envelope to text."""
+
+
+class AuditBatchAPI(Protocol):
+    """What ``async with kernel.audit.atomic() as batch`` gives: one commit for rows and entries."""
+
+    @property
+    def session(self) -> AsyncSession:
+        """The open database session, for the pack's own tables."""
+
+    def record(
+        self,
+        event_type: str,
+        *,
+        actor: Caller | None = None,
+        target: str = "",
+        details: Mapping[str, Any] | None = None,
+        ip_address: str | None = None,
+        user_id: str | None = None,
+        username: str | None = None,
+        display_name: str | None = None,
+    ) -> object:
+        """Add one audit entry, stored by the block's commit."""
+
+    def on_commit(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` once the block has committed."""
+
+
+class AuditAPI(Protocol):
+    """``kernel.audit``: the tamper-evident audit log."""
+
+    async def record(
+        self,
+        event_type: str,
+        *,
+        actor: Caller | None = None,
+        target: str = "",
+        details: Mapping[str, Any] | None = None,
+        ip_address: str | None = None,
+        user_id: str | None = None,
+        username: str | None = None,
+        display_name: str | None = None,
+    ) -> AuditEvent:
+        """Store one event (a fact, not a change) and notify subscribers."""
+
+    def atomic(self) -> AbstractAsyncContextManager[AuditBatchAPI]:
+        """A session whose changes and audit entries commit together."""
+
+
+class DatabaseAPI(Protocol):
+    """``kernel.db``: sessions for the pack's own tables (never the kernel's)."""
+
+    def session(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A session; commit explicitly, rolled back if the block raises."""
+
+
+class ReadCacheAPI(Protocol):
+    """``kernel.readcache``: values kept until anyone commits to the database."""
+
+    async def get(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> T:
+        """The cached value of ``key``, or ``await load()``."""
+
+
+class LoginsAPI(Protocol):
+    """``kernel.logins``: what every login method shares (limits, lockout, the session)."""
+
+    def limit_ip(self, client: ClientInfo) -> None:
+        """Count a login attempt from the client's IP; RateLimited (429) past the limit."""
+
+    def invalid_credentials(self) -> NotAuthenticated:
+        """The one 401 every failed login answers with."""
+
+    async def check_not_locked(
+        self, user: Account | None, client: ClientInfo, *, username: str | None = None
+    ) -> None:
+        """Raise 429 ``account_locked`` when the account (or unknown username) is locked."""
+
+    async def record_failure(
+        self,
+        user: Account | None,
+        username: str,
+        client: ClientInfo,
+        *,
+        reason: str,
+        provider: str = "local",
+    ) -> bool:
+        """Count a failed login (audited); True when this failure locked the account."""
+
+    async def complete_login(
+        self,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+    ) -> tuple[IssuedSession, dict[str, Any]]:
+        """Reset failures, issue the session, audit ``auth.login``; ``(issued, body)``."""
+
+    async def find_user(self, username: str, *, provider: str | None = "local") -> Account | None:
+        """A user by username (case-insensitive); ``provider`` None matches any."""
+
+    async def find_external(self, provider: str, provider_id: str) -> Account | None:
+        """The user linked to an external identity."""
+
+    async def provision_external(
+        self,
+        provider: str,
+        provider_id: str,
+        username: str,
+        display_name: str,
+        email: str,
+        role_name: str | None = None,
+    ) -> Account:
+        """The local user for an external identity, created on first login."""
+
+
+class CredentialsAPI(Protocol):
+    """``kernel.credentials``: credentials login packs keep for users (passkeys, ...)."""
+
+    async def for_user(self, user_id: str, kind: str) -> list[StoredCredential]:
+        """A user's credentials of one kind, oldest first."""
+
+    async def count(self, user_id: str, kind: str) -> int:
+        """How many credentials of one kind a user has."""
+
+    async def get(self, id: str, *, user_id: str, kind: str) -> StoredCredential | None:
+        """One of a user's credentials by its hostgate id."""
+
+    async def find(self, kind: str, credential_id: str) -> StoredCredential | None:
+        """The credential of ``kind`` with this authenticator-chosen id."""
+
+    async def add(
+        self,
+        batch: AuditBatchAPI,
+        *,
+        user_id: str,
+        kind: str,
+        name: str,
+        credential_id: str,
+        data: Mapping[str, Any],
+        sign_count: int = 0,
+    ) -> StoredCredential:
+        """Add a credential in ``batch``; DuplicateCredential when the id is known."""
+
+    async def rename(self, batch: AuditBatchAPI, credential: StoredCredential, name: str) -> None:
+        """Give a credential a new name in ``batch``."""
+
+    async def delete(self, batch: AuditBatchAPI, credential: StoredCredential) -> None:
+        """Remove a credential in ``batch``."""
+
+    async def record_use(self, credential: StoredCredential, sign_count: int) -> bool:
+        """Store a new sign counter unless someone used the credential meanwhile."""
+
+    async def owner(self, credential: StoredCredential) -> Account | None:
+        """The account a credential belongs to."""
+
+
+class LiveSessionsAPI(Protocol):
+    """``kernel.live``: every open terminal, desktop and file session."""
+
+    def count(self, *, user_id: str | None = None, kinds: tuple[str, ...] = ()) -> int:
+        """How many sessions are open (of a user, of some kinds)."""
+
+    async def close_where(self, reason: str, **match: Any) -> int:
+        """Close every session whose fields equal ``match``; how many were closed."""
+
+
+class HttpResponse(Protocol):
+    """What ``kernel.notifications.outbound.request`` returns."""
+
+    @property
+    def status(self) -> int:
+        """The HTTP status code."""
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The response headers."""
+
+    @property
+    def body(self) -> bytes:
+        """The first 64 KiB of the body."""
+
+    @property
+    def text(self) -> str:
+        """The body as text (invalid bytes replaced)."""
+
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is not JSON."""
+
+
+class OutboundAPI(Protocol):
+    """``kernel.notifications.outbound``: the one way a pack reaches an HTTP service."""
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        purpose: str = "webhook",
+    ) -> HttpResponse:
+        """One request to an address the network policy allows; Remote* errors on failure."""
+
+    async def check(self, host: str, port: int, *, purpose: str) -> str:
+        """Resolve ``host`` under the network policy; the address to connect to."""
+
+
+class NotificationsAPI(Protocol):
+    """``kernel.notifications``: what a channel pack uses."""
+
+    @property
+    def outbound(self) -> OutboundAPI:
+        """Outbound HTTP under the network policy."""
+
+
+class KernelAPI(Protocol):
+    """The kernel as a pack sees it: handed to hooks and factories, and ``current_kernel()``."""
+
+    @property
+    def config(self) -> ConfigAPI:
+        """Start-up configuration (``config.plugin(name)`` for the pack's own options)."""
+
+    @property
+    def settings(self) -> SettingsAPI:
+        """Instance settings."""
+
+    @property
+    def secrets(self) -> SecretsAPI:
+        """Encryption under the instance key."""
+
+    @property
+    def audit(self) -> AuditAPI:
+        """The audit log."""
+
+    @property
+    def db(self) -> DatabaseAPI:
+        """Database sessions for the pack's own tables."""
+
+    @property
+    def readcache(self) -> ReadCacheAPI:
+        """A cache of reads, dropped on every commit."""
+
+    @property
+    def logins(self) -> LoginsAPI:
+        """What login methods share."""
+
+    @property
+    def credentials(self) -> CredentialsAPI:
+        """The credential store for login packs."""
+
+    @property
+    def live(self) -> LiveSessionsAPI:
+        """Open sessions."""
+
+    @property
+    def notifications(self) -> NotificationsAPI:
+        """Outbound HTTP for channel packs."""
+
+    @property
+    def state(self) -> MutableMapping[str, Any]:
+        """A dict for packs' own in-memory state (key it by the pack's name)."""

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .timefmt import iso
+from .contract import AuditEvent
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from quart import Blueprint
 
     from .adapters import ConnectionTarget, RemoteFiles, Stream, Terminal, TerminalSize
-    from .kernel import Kernel
+    from .contract import KernelAPI
 
 
 @dataclass(frozen=True)
@@ -34,9 +33,9 @@ class ConnectionField:
     description: str = ""
 
 
-FilesFactory = Callable[["Kernel", "ConnectionTarget"], Awaitable["RemoteFiles"]]
-TerminalFactory = Callable[["Kernel", "ConnectionTarget", "TerminalSize"], Awaitable["Terminal"]]
-StreamFactory = Callable[["Kernel", "ConnectionTarget"], Awaitable["Stream"]]
+FilesFactory = Callable[["KernelAPI", "ConnectionTarget"], Awaitable["RemoteFiles"]]
+TerminalFactory = Callable[["KernelAPI", "ConnectionTarget", "TerminalSize"], Awaitable["Terminal"]]
+StreamFactory = Callable[["KernelAPI", "ConnectionTarget"], Awaitable["Stream"]]
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ class LoginMethod:
 
     name: str
     blueprint: Blueprint | None = None
-    providers: Callable[[Kernel], Mapping[str, Any]] | None = None
+    providers: Callable[[KernelAPI], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ class NotificationMessage:
     rule_name: str = ""
 
 
-ChannelSend = Callable[["Kernel", Mapping[str, Any], NotificationMessage], Awaitable[None]]
+ChannelSend = Callable[["KernelAPI", Mapping[str, Any], NotificationMessage], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -135,31 +134,16 @@ class SettingSpec:
     validate: Callable[[Any], None] | None = None
 
 
-@dataclass(frozen=True)
-class AuditEvent:
-    """One audit entry as handed to the ``event`` hook and rendered by the API."""
-
-    id: str
-    event_type: str
-    user_id: str | None
-    username: str | None
-    display_name: str | None
-    target: str
-    details: Mapping[str, Any]
-    ip_address: str
-    timestamp: datetime
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The spec's audit entry shape."""
-        return {
-            "id": self.id,
-            "userId": self.user_id or "",
-            "username": self.username or "",
-            "displayName": self.display_name or "",
-            "eventType": self.event_type,
-            "target": self.target,
-            "details": dict(self.details),
-            "ipAddress": self.ip_address,
-            "timestamp": iso(self.timestamp),
-        }
+__all__ = [
+    "AuditEvent",
+    "ChannelSend",
+    "ChannelSpec",
+    "ConnectionField",
+    "FilesFactory",
+    "LoginMethod",
+    "NotificationMessage",
+    "ProtocolSpec",
+    "SettingSpec",
+    "StreamFactory",
+    "TerminalFactory",
+]

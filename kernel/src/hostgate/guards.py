@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from quart import current_app, g, request
 
 from .errors import NotAuthenticated, PermissionDenied
+from .principals import Caller, ClientInfo
 from .security.clientinfo import client_ip, parse_user_agent
-from .services.identity import Caller, ClientInfo
+
+if TYPE_CHECKING:
+    from .contract import KernelAPI
+    from .kernel import Kernel
 
 GUARD_ATTR = "__hostgate_guard__"
 COOKIE_NAME = "hostgate_token"
@@ -27,12 +31,18 @@ HEARTBEAT = "heartbeat"
 View = TypeVar("View", bound=Callable[..., Awaitable[Any]])
 
 
-def current_kernel() -> Any:
-    """The Kernel of the app serving the current request."""
-    return current_app.extensions["hostgate"]
+def current_kernel() -> KernelAPI:
+    """The kernel of the app serving the current request, as the pack contract."""
+    return app_kernel()
 
 
-_kernel = current_kernel
+def app_kernel() -> Kernel:
+    """The kernel with every service, for the kernel's own routes (packs use current_kernel)."""
+    kernel: Kernel = current_app.extensions["hostgate"]
+    return kernel
+
+
+_kernel = app_kernel
 
 
 def request_client() -> ClientInfo:

@@ -2,7 +2,7 @@
 
 Contribution hooks take no arguments and *return descriptors* (a list, or a
 mapping for permissions); the kernel owns every registry and refuses duplicates
-at start-up, naming both plugins. Lifecycle hooks receive the ``Kernel``.
+at start-up, naming both plugins. Lifecycle hooks receive the kernel (``KernelAPI``).
 Any implementation may return an awaitable instead of a value.
 
 A pack implements hooks on a module or object and declares it under the
@@ -24,8 +24,8 @@ from .markers import hookspec
 if TYPE_CHECKING:
     from quart import Blueprint
 
+    from .contract import KernelAPI
     from .descriptors import AuditEvent, ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
-    from .kernel import Kernel
 
 
 @hookspec
@@ -141,7 +141,7 @@ def register_pages() -> Sequence[Blueprint]:
 
 
 @hookspec
-def startup(kernel: Kernel) -> Awaitable[None] | None:
+def startup(kernel: KernelAPI) -> Awaitable[None] | None:
     """Called once the database is migrated and settings are loaded, before serving.
 
     Example::
@@ -153,7 +153,7 @@ def startup(kernel: Kernel) -> Awaitable[None] | None:
 
 
 @hookspec
-def shutdown(kernel: Kernel) -> Awaitable[None] | None:
+def shutdown(kernel: KernelAPI) -> Awaitable[None] | None:
     """Called when the server stops, after open sockets are closed.
 
     Example::
@@ -165,7 +165,7 @@ def shutdown(kernel: Kernel) -> Awaitable[None] | None:
 
 
 @hookspec
-def track_event(event: AuditEvent, kernel: Kernel) -> Awaitable[None] | None:
+def track_event(event: AuditEvent, kernel: KernelAPI) -> Awaitable[None] | None:
     """Called for every audit event after it is stored (may be async).
 
     Each implementation is called on its own; an exception is logged with the
@@ -180,7 +180,7 @@ def track_event(event: AuditEvent, kernel: Kernel) -> Awaitable[None] | None:
 
 
 @hookspec
-def event(event: AuditEvent, kernel: Kernel) -> Awaitable[None] | None:
+def event(event: AuditEvent, kernel: KernelAPI) -> Awaitable[None] | None:
     """Deprecated name of ``track_event``; still called, with a warning at registration.
 
     A pack implementing ``event`` gets a ``DeprecationWarning`` when it is

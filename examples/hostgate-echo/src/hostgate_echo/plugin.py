@@ -8,6 +8,7 @@ from typing import Any
 
 from hostgate import (
     ConnectionTarget,
+    KernelAPI,
     ProtocolSpec,
     SettingSpec,
     TerminalSize,
@@ -48,7 +49,9 @@ class EchoTerminal:
         await self._queue.put(b"")
 
 
-async def open_terminal(kernel: Any, target: ConnectionTarget, size: TerminalSize) -> EchoTerminal:
+async def open_terminal(
+    kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
+) -> EchoTerminal:
     """Open an echo terminal for a stored ``echo`` connection."""
     return EchoTerminal(bool(kernel.settings.get("echo.shout")), size)
 

@@ -10,7 +10,7 @@ from quart import Blueprint, Response, jsonify, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..guards import authenticated, current_caller, current_kernel, public, request_client
+from ..guards import app_kernel, authenticated, current_caller, public, request_client
 from ..openapi import MfaChallenge, Ok, Session, answers
 from ..security.passwords import MAX_PASSWORD_LENGTH
 from ..services import accounts
@@ -89,7 +89,7 @@ class Ticket(TypedDict):
 @answers(SetupStatus)
 async def status() -> SetupStatus:
     """``needsSetup`` is true until the first user exists."""
-    return {"needsSetup": not await accounts.users_exist(current_kernel())}
+    return {"needsSetup": not await accounts.users_exist(app_kernel())}
 
 
 @blueprint.post("/auth/setup")
@@ -99,7 +99,7 @@ async def status() -> SetupStatus:
 @answers(Session, errors=(409, 429))
 async def setup(data: SetupBody) -> Response:
     """Create the first admin (only while no user exists) and log them in."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     client = request_client()
     user = await accounts.setup_first_admin(
         kernel,
@@ -120,7 +120,7 @@ async def setup(data: SetupBody) -> Response:
 @answers(Providers)
 async def providers() -> dict[str, Any]:
     """Which login methods are on; installed login packs add their keys."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     # the bundled packs' keys are false until their pack, if installed, reports itself
     result: dict[str, Any] = {
         "local": bool(kernel.settings.get("auth.local_enabled")),
@@ -146,7 +146,7 @@ async def providers() -> dict[str, Any]:
 @answers(Session | MfaChallenge, errors=(401, 403, 429))
 async def login(data: LoginBody) -> Response:
     """Local password login: a session, or ``mfaRequired`` with an ``mfaToken``."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     outcome = await kernel.logins.login_local(
         data.username, data.password, request_client(), request.cookies.get(TRUSTED_DEVICE_COOKIE)
     )
@@ -163,7 +163,7 @@ async def login(data: LoginBody) -> Response:
 @answers(Session, errors=(401, 429))
 async def login_mfa(data: MfaLoginBody) -> Response:
     """The TOTP step; ``trustDevice`` lets this browser skip it for 30 days."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     client = request_client()
     issued, body, user = await kernel.logins.login_mfa(data.mfaToken, data.code, client)
     response = jsonify(body)
@@ -180,7 +180,7 @@ async def login_mfa(data: MfaLoginBody) -> Response:
 @answers(Ok)
 async def logout() -> Response:
     """End the current session (its sockets close too) and clear the cookie."""
-    await profiles.logout(current_kernel(), current_caller())
+    await profiles.logout(app_kernel(), current_caller())
     response = jsonify({"ok": True})
     clear_session_cookie(response)
     return response
@@ -195,7 +195,7 @@ async def me() -> Response:
     caller = current_caller()
 
     async def build() -> dict[str, Any]:
-        return {"user": await profiles.me(current_kernel(), caller)}
+        return {"user": await profiles.me(app_kernel(), caller)}
 
     # every part of the body comes from the database: kept until it changes
     return await cached_json(("GET /auth/me", caller.user_id), build)
@@ -207,6 +207,6 @@ async def me() -> Response:
 @answers(Ticket)
 async def ws_ticket() -> Ticket:
     """A single-use ticket (30 s) for opening a terminal or desktop WebSocket."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     return {"ticket": kernel.tickets.issue(caller.user_id, caller.login_session_id or "")}

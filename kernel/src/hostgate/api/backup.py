@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from ..datadir import private_open
 from ..errors import InvalidInput, PayloadTooLarge, RateLimited
-from ..guards import current_caller, current_kernel, requires
+from ..guards import app_kernel, current_caller, requires
 from ..openapi import answers
 from ..requestbody import streamed_body
 from ..security.ratelimit import PASSWORD_CHECK_PER_USER
@@ -64,7 +64,7 @@ class Restored(TypedDict):
 @answers(BackupSize)
 async def backup_size() -> dict[str, Any]:
     """Bytes a backup would hold: the database and the recordings."""
-    result: dict[str, Any] = await current_kernel().backups.size()
+    result: dict[str, Any] = await app_kernel().backups.size()
     return result
 
 
@@ -75,7 +75,7 @@ async def backup_size() -> dict[str, Any]:
 @answers(None, media_type="application/octet-stream")
 async def export_backup(data: ExportBody) -> Response:
     """Download an encrypted archive (``.geb``), built while it streams."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     filename = f"hostgate-backup-{utcnow():%Y-%m-%d}.geb"
     stream = kernel.backups.export(data.password, include_recordings=data.includeRecordings)
     await kernel.audit.record(
@@ -139,7 +139,7 @@ async def _receive(target: Path, limit: int) -> int:
 )
 async def import_backup() -> dict[str, Any]:
     """Restore an archive sent as the raw body; replaces all data (nothing on failure)."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     backups = kernel.backups
     password = header_text(request.headers.get(PASSWORD_HEADER, ""))

@@ -7,7 +7,7 @@ from typing import Any
 
 from quart import Response, current_app
 
-from ..guards import current_kernel
+from ..guards import app_kernel
 
 
 async def cached_json(key: Hashable, build: Callable[[], Awaitable[Any]]) -> Response:
@@ -21,5 +21,5 @@ async def cached_json(key: Hashable, build: Callable[[], Awaitable[Any]]) -> Res
     async def render() -> bytes:
         return f"{current_app.json.dumps(await build())}\n".encode()
 
-    body = await current_kernel().readcache.get(key, render)
+    body = await app_kernel().readcache.get(key, render)
     return current_app.response_class(body, mimetype="application/json")

@@ -11,7 +11,7 @@ from typing_extensions import TypedDict
 
 from ..db.models.connections import ConnectionGroup
 from ..errors import InvalidInput
-from ..guards import authenticated, current_caller, current_kernel
+from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Success, Unset, answers
 from ..services.connection_input import check_sort_order
 from .fields import Name, SortOrder
@@ -102,7 +102,7 @@ def _items(data: ReorderBody) -> list[tuple[str, int]]:
 @answers(Group, status=201, errors=(404, 409))
 async def create_group(data: GroupCreate) -> tuple[dict[str, Any], int]:
     """Create a group of the caller's (201)."""
-    group = await current_kernel().connections.groups.create(
+    group = await app_kernel().connections.groups.create(
         current_caller(), data.name, data.parentId, data.sortOrder
     )
     return group_json(group), 201
@@ -115,7 +115,7 @@ async def create_group(data: GroupCreate) -> tuple[dict[str, Any], int]:
 @answers(Success, errors=(404,))
 async def reorder_groups(data: ReorderBody) -> Success:
     """Set the sort order of several groups at once (all or nothing)."""
-    await current_kernel().connections.groups.reorder(current_caller(), _items(data))
+    await app_kernel().connections.groups.reorder(current_caller(), _items(data))
     return {"success": True}
 
 
@@ -129,7 +129,7 @@ async def update_group(group_id: str, data: GroupUpdate) -> dict[str, Any]:
     changes = data.model_dump(exclude_unset=True)
     if changes.get("name", "") is None or ("sortOrder" in changes and changes["sortOrder"] is None):
         raise InvalidInput("name and sortOrder may not be null")
-    group = await current_kernel().connections.groups.update(current_caller(), group_id, changes)
+    group = await app_kernel().connections.groups.update(current_caller(), group_id, changes)
     return {"success": True, "group": group_json(group)}
 
 
@@ -139,7 +139,7 @@ async def update_group(group_id: str, data: GroupUpdate) -> dict[str, Any]:
 @answers(GroupDeleted)
 async def delete_group(group_id: str) -> GroupDeleted:
     """Delete a group; its connections and sub-groups move to its parent."""
-    result = await current_kernel().connections.groups.delete(current_caller(), group_id)
+    result = await app_kernel().connections.groups.delete(current_caller(), group_id)
     return {
         "success": True,
         "movedTo": result.group.parent_id,
@@ -155,5 +155,5 @@ async def delete_group(group_id: str) -> GroupDeleted:
 @answers(Success, errors=(404,))
 async def reorder_connections(data: ReorderBody) -> Success:
     """Set the sort order of several connections (each must be editable; all or nothing)."""
-    await current_kernel().connections.reorder(current_caller(), _items(data))
+    await app_kernel().connections.reorder(current_caller(), _items(data))
     return {"success": True}

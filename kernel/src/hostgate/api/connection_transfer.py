@@ -15,7 +15,7 @@ from quart_schema import tag
 from typing_extensions import TypedDict
 
 from ..errors import InvalidInput
-from ..guards import current_caller, current_kernel, requires
+from ..guards import app_kernel, current_caller, requires
 from ..openapi import answers
 from ..timefmt import utcnow
 
@@ -45,7 +45,7 @@ class ImportQuery(BaseModel):
 @answers(None, media_type="application/json")
 async def export_connections() -> Response:
     """The caller's groups and connections as a JSON download (no secrets)."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     document = await kernel.connections.transfer.export(owner_id=caller.user_id)
     await kernel.audit.record(
@@ -83,7 +83,7 @@ async def import_connections() -> Imported:
     if skip not in ("true", "false", "1", "0"):
         raise InvalidInput("skipInvalid must be true or false")
     caller = current_caller()
-    result = await current_kernel().connections.transfer.import_(
+    result = await app_kernel().connections.transfer.import_(
         document,
         owner_id=caller.user_id,
         caller=caller,

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from ..db.models.connections import Connection, ConnectionGroup
 from ..errors import InvalidInput, PermissionDenied
-from ..guards import authenticated, current_caller, current_kernel, requires
+from ..guards import app_kernel, authenticated, current_caller, requires
 from ..kernel import Kernel
 from ..openapi import Success, answers
 from ..services import health_checks
@@ -291,7 +291,7 @@ def share_json(view: ShareView) -> dict[str, Any]:
 
 async def detail(connection: Connection, access: Access) -> dict[str, Any]:
     """One connection in full, secrets reported only as ``has*`` flags."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     shares: list[ShareView] = []
     if access.owner or caller.can(EDIT_ANY):
@@ -347,7 +347,7 @@ async def list_connections() -> Response:
     include_others = scope == "all"
 
     async def build() -> dict[str, Any]:
-        listing = await current_kernel().connections.listing(caller, include_others=include_others)
+        listing = await app_kernel().connections.listing(caller, include_others=include_others)
         groups, ungrouped = group_tree(listing.groups, listing.own)
         body: dict[str, Any] = {
             "groups": groups,
@@ -360,7 +360,7 @@ async def list_connections() -> Response:
 
     if include_others:
         # checked before the cache: the key holds the role, not its permissions
-        current_kernel().connections.check_list_others(caller)
+        app_kernel().connections.check_list_others(caller)
     return await cached_json(
         ("GET /connections", caller.user_id, caller.role_id, include_others),
         build,
@@ -374,7 +374,7 @@ async def list_connections() -> Response:
 @answers(ConnectionDetail, status=201, errors=(404,), request=create_schema)
 async def create_connection(data: ConnectionBody) -> tuple[dict[str, Any], int]:
     """Create a connection owned by the caller (201 with the connection)."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     connection = await kernel.connections.create(caller, _payload(data))
     _, access = await kernel.connections.load(caller, connection.id)
@@ -421,7 +421,7 @@ async def health_check(data: HealthCheckBody) -> dict[str, Any]:
     any other id answers unreachable. Rate-limited per user.
     """
     ids = [item.id for item in data.checks]
-    results = await health_checks.check(current_kernel(), current_caller(), ids)
+    results = await health_checks.check(app_kernel(), current_caller(), ids)
     return {"results": results}
 
 
@@ -431,7 +431,7 @@ async def health_check(data: HealthCheckBody) -> dict[str, Any]:
 @answers(ConnectionDetail)
 async def get_connection(connection_id: str) -> dict[str, Any]:
     """One connection (owner, shared with the caller, or edit_any/delete_any)."""
-    connection, access = await current_kernel().connections.load(current_caller(), connection_id)
+    connection, access = await app_kernel().connections.load(current_caller(), connection_id)
     return await detail(connection, access)
 
 
@@ -442,7 +442,7 @@ async def get_connection(connection_id: str) -> dict[str, Any]:
 @answers(Updated, request=update_schema)
 async def update_connection(connection_id: str, data: ConnectionBody) -> dict[str, Any]:
     """Change a connection. Omitted fields stay; ``""``/null clears a secret."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     await kernel.connections.update(caller, connection_id, _payload(data))
     connection, access = await kernel.connections.load(caller, connection_id)
@@ -455,7 +455,7 @@ async def update_connection(connection_id: str, data: ConnectionBody) -> dict[st
 @answers(Success)
 async def delete_connection(connection_id: str) -> Success:
     """Delete a connection."""
-    await current_kernel().connections.delete(current_caller(), connection_id)
+    await app_kernel().connections.delete(current_caller(), connection_id)
     return {"success": True}
 
 
@@ -465,7 +465,7 @@ async def delete_connection(connection_id: str) -> Success:
 @answers(Shares)
 async def get_shares(connection_id: str) -> dict[str, Any]:
     """Who the connection is shared with (owner or edit_any)."""
-    views = await current_kernel().connections.sharing.get(current_caller(), connection_id)
+    views = await app_kernel().connections.sharing.get(current_caller(), connection_id)
     return {"shares": [share_json(v) for v in views]}
 
 
@@ -476,7 +476,7 @@ async def get_shares(connection_id: str) -> dict[str, Any]:
 @answers(SharesSet)
 async def put_shares(connection_id: str, data: SharesBody) -> dict[str, Any]:
     """Replace the share list (connections.share and ownership or edit_any)."""
-    views = await current_kernel().connections.sharing.replace(
+    views = await app_kernel().connections.sharing.replace(
         current_caller(), connection_id, [(s.shareType, s.targetId) for s in data.shares]
     )
     return {"success": True, "shares": [share_json(v) for v in views]}
@@ -492,7 +492,7 @@ async def session_credentials(connection_id: str) -> dict[str, Any]:
     Only for users who may use the connection; the password only for its owner;
     never a private key.
     """
-    return await current_kernel().connections.session_credentials(current_caller(), connection_id)
+    return await app_kernel().connections.session_credentials(current_caller(), connection_id)
 
 
 def _host_key_json(info: HostKeyInfo | None) -> dict[str, Any] | None:
@@ -505,14 +505,14 @@ def _host_key_json(info: HostKeyInfo | None) -> dict[str, Any] | None:
 @answers(HostKeys)
 async def get_host_key(connection_id: str) -> dict[str, Any]:
     """The trusted host key and a changed one waiting for acceptance, if any."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     connection, _ = await kernel.connections.load(current_caller(), connection_id)
     keys = await kernel.connections.host_keys.view(connection.id)
     return {"trusted": _host_key_json(keys["trusted"]), "pending": _host_key_json(keys["pending"])}
 
 
 async def _editable(connection_id: str) -> Connection:
-    kernel = current_kernel()
+    kernel = app_kernel()
     connection, access = await kernel.connections.load(current_caller(), connection_id)
     if not access.edit:
         raise PermissionDenied(
@@ -533,7 +533,7 @@ async def accept_host_key(connection_id: str) -> dict[str, Any]:
         body = AcceptBody.model_validate(raw if raw is not None else {})
     except ValidationError:
         raise InvalidInput('send {} or {"fingerprint": "SHA256:..."}') from None
-    info = await current_kernel().connections.host_keys.accept(
+    info = await app_kernel().connections.host_keys.accept(
         connection, expected=body.fingerprint, actor=current_caller()
     )
     return {"success": True, "trusted": info.to_json()}
@@ -546,7 +546,5 @@ async def accept_host_key(connection_id: str) -> dict[str, Any]:
 async def forget_host_key(connection_id: str) -> HostKeyForgotten:
     """Forget the remembered keys; the next connection trusts the key it sees."""
     connection = await _editable(connection_id)
-    removed = await current_kernel().connections.host_keys.forget(
-        connection, actor=current_caller()
-    )
+    removed = await app_kernel().connections.host_keys.forget(connection, actor=current_caller())
     return {"success": True, "forgotten": removed}

@@ -10,7 +10,7 @@ from quart_schema import tag
 from typing_extensions import TypedDict
 
 from ..errors import InvalidInput
-from ..guards import authenticated, current_caller, current_kernel
+from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import answers
 from ..pagination import PageQuery, Pagination, page_from
 
@@ -67,7 +67,7 @@ class ExportQuery(BaseModel):
 async def list_file_sessions() -> dict[str, Any]:
     """File-transfer sessions, newest first; every user's with ``sessions.view_any``."""
     page = page_from(request.args)
-    sessions = await current_kernel().file_sessions.page(current_caller(), page)
+    sessions = await app_kernel().file_sessions.page(current_caller(), page)
     return {"sessions": sessions, **page.echo()}
 
 
@@ -77,7 +77,7 @@ async def list_file_sessions() -> dict[str, Any]:
 @answers(FileEvents)
 async def file_session_events(session_id: str) -> dict[str, Any]:
     """The events of one file-transfer session, in order."""
-    log = current_kernel().file_sessions
+    log = app_kernel().file_sessions
     row = await log.visible(current_caller(), session_id)
     return {"events": await log.events(row.id)}
 
@@ -91,7 +91,7 @@ async def export_file_session(session_id: str) -> Response:
     kind = request.args.get("format", "json").lower() or "json"
     if kind not in EXPORT_TYPES:
         raise InvalidInput("format must be json or csv")
-    log = current_kernel().file_sessions
+    log = app_kernel().file_sessions
     row = await log.visible(current_caller(), session_id)
     body = log.export_csv(row) if kind == "csv" else log.export_json(row)
     filename = log.export_filename(row, kind)

@@ -25,7 +25,7 @@ from werkzeug.http import http_date, parse_range_header
 from ..adapters import RemoteEntry, RemoteFiles
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError, InvalidInput, NotFound, error_response
-from ..guards import authenticated, current_caller, current_kernel
+from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Success, answers
 from ..requestbody import streamed_body
 from ..services.file_sessions import SessionRef, client_key_of, entries_detail, human_size
@@ -183,7 +183,7 @@ def file_spec(kernel: Kernel, protocol: str) -> ProtocolSpec:
 
 async def context(protocol: str, connection_id: str) -> FileContext:
     """Protocol, caller and connection access for the current request."""
-    kernel: Kernel = current_kernel()
+    kernel: Kernel = app_kernel()
     spec = file_spec(kernel, protocol)
     caller = current_caller()
     target = await kernel.connections.target_for(caller, connection_id, spec)
@@ -259,7 +259,7 @@ async def list_directory(protocol: str, connection_id: str, data: ListBody) -> d
 async def stat_path(protocol: str, connection_id: str, data: PathBody) -> dict[str, Any]:
     """Attributes of one remote path, flat."""
     path = check_path(data.path)
-    spec = file_spec(current_kernel(), protocol)
+    spec = file_spec(app_kernel(), protocol)
     if not spec.stat_fields:
         raise NotFound(f"{spec.name} does not support stat", code="unsupported_operation")
     ctx = await context(protocol, connection_id)

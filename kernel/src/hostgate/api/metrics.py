@@ -5,7 +5,7 @@ from __future__ import annotations
 from quart import Blueprint, Response
 from quart_schema import tag
 
-from ..guards import current_kernel, requires
+from ..guards import app_kernel, requires
 from ..metrics import CONTENT_TYPE
 from ..openapi import answers
 
@@ -18,4 +18,4 @@ blueprint = Blueprint("metrics", __name__)
 @answers(None, media_type=CONTENT_TYPE.split(";")[0])
 async def metrics() -> Response:
     """Request, session, relay-byte, recording and notification-delivery figures."""
-    return Response(current_kernel().metrics.render(), content_type=CONTENT_TYPE)
+    return Response(app_kernel().metrics.render(), content_type=CONTENT_TYPE)

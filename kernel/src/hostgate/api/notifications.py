@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 
 from .. import jsoninput
 from ..errors import InvalidInput, NotFound
-from ..guards import current_caller, current_kernel, requires
+from ..guards import app_kernel, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
 from ..services.notifications.logbook import entry_json
@@ -184,7 +184,7 @@ class ClearQuery(BaseModel):
 
 
 def _known_channel(channel_type: str) -> None:
-    if channel_type not in current_kernel().notifications.channels.types():
+    if channel_type not in app_kernel().notifications.channels.types():
         raise NotFound(f"Unknown notification channel {channel_type!r}")
 
 
@@ -212,7 +212,7 @@ async def _optional_json() -> dict[str, Any]:
 @answers(Channels)
 async def list_channels() -> dict[str, Any]:
     """Every channel with its config; secret values masked."""
-    return {"channels": await current_kernel().notifications.channels.listing()}
+    return {"channels": await app_kernel().notifications.channels.listing()}
 
 
 @blueprint.put("/notifications/channels/<channel_type>")
@@ -223,7 +223,7 @@ async def list_channels() -> dict[str, Any]:
 async def update_channel(channel_type: str, data: ChannelBody) -> Ok:
     """Enable or disable a channel and merge its config; the mask keeps a stored secret."""
     _known_channel(channel_type)
-    await current_kernel().notifications.channels.update(
+    await app_kernel().notifications.channels.update(
         channel_type, data.enabled, data.config, actor=current_caller()
     )
     return {"ok": True}
@@ -245,7 +245,7 @@ async def test_channel(channel_type: str) -> TestSent:
     overrides = body.pop("config") if set(body) == {"config"} else body
     if not isinstance(overrides, dict):
         raise InvalidInput("config must be an object")
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     try:
         result = await kernel.notifications.test_channel(
@@ -274,7 +274,7 @@ async def test_channel(channel_type: str) -> TestSent:
 @answers(Rules)
 async def list_rules() -> dict[str, Any]:
     """Every rule."""
-    return {"rules": await current_kernel().notifications.rules.listing()}
+    return {"rules": await app_kernel().notifications.rules.listing()}
 
 
 @blueprint.post("/notifications/rules")
@@ -284,7 +284,7 @@ async def list_rules() -> dict[str, Any]:
 @answers(RuleBody, status=201)
 async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
     """Create a rule (201)."""
-    rule = await current_kernel().notifications.rules.create(data, actor=current_caller())
+    rule = await app_kernel().notifications.rules.create(data, actor=current_caller())
     return {"rule": rule_json(rule)}, 201
 
 
@@ -295,9 +295,7 @@ async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
 @answers(RuleBody)
 async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
     """Change any subset of a rule's fields."""
-    rule, _ = await current_kernel().notifications.rules.update(
-        rule_id, data, actor=current_caller()
-    )
+    rule, _ = await app_kernel().notifications.rules.update(rule_id, data, actor=current_caller())
     return {"rule": rule_json(rule)}
 
 
@@ -307,7 +305,7 @@ async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
 @answers(Toggled)
 async def toggle_rule(rule_id: str) -> Toggled:
     """Flip a rule between enabled and disabled."""
-    rule = await current_kernel().notifications.rules.toggle(rule_id, actor=current_caller())
+    rule = await app_kernel().notifications.rules.toggle(rule_id, actor=current_caller())
     return {"ok": True, "enabled": rule.enabled}
 
 
@@ -317,7 +315,7 @@ async def toggle_rule(rule_id: str) -> Toggled:
 @answers(Ok)
 async def delete_rule(rule_id: str) -> Ok:
     """Delete a rule (its delivery log stays)."""
-    await current_kernel().notifications.rules.delete(rule_id, actor=current_caller())
+    await app_kernel().notifications.rules.delete(rule_id, actor=current_caller())
     return {"ok": True}
 
 
@@ -327,7 +325,7 @@ async def delete_rule(rule_id: str) -> Ok:
 @answers(Recipients)
 async def recipients() -> dict[str, Any]:
     """Users (with e-mail) and roles an smtp action may name."""
-    return await current_kernel().notifications.rules.recipients()  # type: ignore[no-any-return]
+    return await app_kernel().notifications.rules.recipients()  # type: ignore[no-any-return]
 
 
 # -- the delivery log --------------------------------------------------------------
@@ -340,7 +338,7 @@ async def recipients() -> dict[str, Any]:
 async def list_log() -> dict[str, Any]:
     """Delivery attempts, newest first; filters ``status`` and ``rule_id``; paged."""
     page = page_from(request.args)
-    entries, total = await current_kernel().notifications.log.page(
+    entries, total = await app_kernel().notifications.log.page(
         page, status=request.args.get("status"), rule_id=request.args.get("rule_id") or None
     )
     return {"entries": entries, "total": total, **page.echo()}
@@ -352,7 +350,7 @@ async def list_log() -> dict[str, Any]:
 @answers(Retried, errors=(409, 502, 504))
 async def retry_delivery(entry_id: str) -> dict[str, Any]:
     """Re-send a failed delivery now with the channel's current config (a new entry)."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     try:
         entry = await kernel.notifications.retry(entry_id)
@@ -380,7 +378,7 @@ async def retry_delivery(entry_id: str) -> dict[str, Any]:
 @answers(Ok)
 async def delete_log_entry(entry_id: str) -> Ok:
     """Delete one log entry."""
-    await current_kernel().notifications.log.delete_one(entry_id, actor=current_caller())
+    await app_kernel().notifications.log.delete_one(entry_id, actor=current_caller())
     return {"ok": True}
 
 
@@ -390,7 +388,7 @@ async def delete_log_entry(entry_id: str) -> Ok:
 @answers(Cleared, query=ClearQuery)
 async def clear_log() -> Cleared:
     """Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none)."""
-    deleted = await current_kernel().notifications.log.delete_matching(
+    deleted = await app_kernel().notifications.log.delete_matching(
         status=request.args.get("status") or None,
         rule_id=request.args.get("rule_id") or None,
         before=request.args.get("before") or None,
@@ -408,7 +406,7 @@ async def clear_log() -> Cleared:
 @answers(Retention)
 async def get_settings() -> Retention:
     """The delivery log's retention."""
-    return {"retentionDays": current_kernel().notifications.retention_days()}
+    return {"retentionDays": app_kernel().notifications.retention_days()}
 
 
 @blueprint.put("/notifications/settings")
@@ -418,7 +416,7 @@ async def get_settings() -> Retention:
 @answers(RetentionSet)
 async def put_settings(data: RetentionBody) -> RetentionSet:
     """Change the retention (whole days, at least 1); applied at once."""
-    _, after = await current_kernel().notifications.set_retention(
+    _, after = await app_kernel().notifications.set_retention(
         data.retention_days, actor=current_caller()
     )
     return {"ok": True, "retentionDays": after}

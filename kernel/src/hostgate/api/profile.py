@@ -9,7 +9,7 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..guards import authenticated, current_caller, current_kernel
+from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Ok, Success, answers
 from ..services import profile
 from .fields import WHOLE, DisplayName, Email, NewPassword, Password
@@ -138,7 +138,7 @@ class LoginSessions(TypedDict):
 @answers(Profile)
 async def get_profile() -> dict[str, Any]:
     """The caller's profile."""
-    return await profile.profile(current_kernel(), current_caller())
+    return await profile.profile(app_kernel(), current_caller())
 
 
 @blueprint.put("/profile")
@@ -149,7 +149,7 @@ async def get_profile() -> dict[str, Any]:
 async def update_profile(data: ProfileBody) -> Success:
     """Change display name, e-mail, avatar text."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
-    await profile.update_profile(current_kernel(), current_caller(), changes)
+    await profile.update_profile(app_kernel(), current_caller(), changes)
     return {"success": True}
 
 
@@ -161,7 +161,7 @@ async def update_profile(data: ProfileBody) -> Success:
 async def change_password(data: PasswordBody) -> Success:
     """Change the password; other sessions end."""
     await profile.change_password(
-        current_kernel(), current_caller(), data.currentPassword, data.newPassword
+        app_kernel(), current_caller(), data.currentPassword, data.newPassword
     )
     return {"success": True}
 
@@ -172,7 +172,7 @@ async def change_password(data: PasswordBody) -> Success:
 @answers(SshPrefs)
 async def get_ssh_prefs() -> dict[str, Any]:
     """Terminal preferences: the instance defaults overlaid with the caller's."""
-    return await profile.ssh_prefs(current_kernel(), current_caller())
+    return await profile.ssh_prefs(app_kernel(), current_caller())
 
 
 @blueprint.put("/profile/ssh-prefs")
@@ -183,7 +183,7 @@ async def get_ssh_prefs() -> dict[str, Any]:
 async def put_ssh_prefs(data: SshPrefsBody) -> Ok:
     """Store some preferences (the rest keep their values)."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
-    await profile.update_ssh_prefs(current_kernel(), current_caller(), changes)
+    await profile.update_ssh_prefs(app_kernel(), current_caller(), changes)
     return {"ok": True}
 
 
@@ -193,7 +193,7 @@ async def put_ssh_prefs(data: SshPrefsBody) -> Ok:
 @answers(Ok)
 async def delete_ssh_prefs() -> Ok:
     """Back to the instance defaults."""
-    await profile.update_ssh_prefs(current_kernel(), current_caller(), None)
+    await profile.update_ssh_prefs(app_kernel(), current_caller(), None)
     return {"ok": True}
 
 
@@ -203,7 +203,7 @@ async def delete_ssh_prefs() -> Ok:
 @answers(MfaStatus)
 async def mfa_status() -> dict[str, Any]:
     """Whether TOTP is on."""
-    return await profile.mfa_status(current_kernel(), current_caller())
+    return await profile.mfa_status(app_kernel(), current_caller())
 
 
 @blueprint.post("/profile/mfa/setup")
@@ -212,7 +212,7 @@ async def mfa_status() -> dict[str, Any]:
 @answers(MfaSetup, errors=(409,))
 async def mfa_setup() -> dict[str, Any]:
     """A new TOTP secret and its QR code (enabled once verified)."""
-    return await profile.mfa_setup(current_kernel(), current_caller())
+    return await profile.mfa_setup(app_kernel(), current_caller())
 
 
 @blueprint.post("/profile/mfa/verify")
@@ -222,7 +222,7 @@ async def mfa_setup() -> dict[str, Any]:
 @answers(Ok, errors=(409, 429))
 async def mfa_verify(data: CodeBody) -> Ok:
     """Enable TOTP with a code from the authenticator app."""
-    await profile.mfa_verify(current_kernel(), current_caller(), data.token)
+    await profile.mfa_verify(app_kernel(), current_caller(), data.token)
     return {"ok": True}
 
 
@@ -233,7 +233,7 @@ async def mfa_verify(data: CodeBody) -> Ok:
 @answers(Ok, errors=(429,))
 async def mfa_disable(data: PasswordOnlyBody) -> Ok:
     """Turn TOTP off (needs the current password)."""
-    await profile.mfa_disable(current_kernel(), current_caller(), data.password)
+    await profile.mfa_disable(app_kernel(), current_caller(), data.password)
     return {"ok": True}
 
 
@@ -244,7 +244,7 @@ async def mfa_disable(data: PasswordOnlyBody) -> Ok:
 @answers(Ok)
 async def dismiss_warning(data: WarningBody) -> Ok:
     """Remember that a warning was dismissed."""
-    await profile.dismiss_warning(current_kernel(), current_caller(), data.warning)
+    await profile.dismiss_warning(app_kernel(), current_caller(), data.warning)
     return {"ok": True}
 
 
@@ -254,7 +254,7 @@ async def dismiss_warning(data: WarningBody) -> Ok:
 @answers(LoginSessions)
 async def list_login_sessions() -> dict[str, Any]:
     """The caller's live login sessions."""
-    return {"sessions": await profile.login_sessions(current_kernel(), current_caller())}
+    return {"sessions": await profile.login_sessions(app_kernel(), current_caller())}
 
 
 @blueprint.delete("/profile/login-sessions/<session_id>")
@@ -263,7 +263,7 @@ async def list_login_sessions() -> dict[str, Any]:
 @answers(Ok)
 async def revoke_login_session(session_id: str) -> Ok:
     """End one of the caller's sessions (the current one too)."""
-    await profile.revoke_login_session(current_kernel(), current_caller(), session_id)
+    await profile.revoke_login_session(app_kernel(), current_caller(), session_id)
     return {"ok": True}
 
 
@@ -273,5 +273,5 @@ async def revoke_login_session(session_id: str) -> Ok:
 @answers(Ok)
 async def revoke_other_sessions() -> Ok:
     """End every session but the current one."""
-    await profile.revoke_other_sessions(current_kernel(), current_caller())
+    await profile.revoke_other_sessions(app_kernel(), current_caller())
     return {"ok": True}

@@ -13,7 +13,7 @@ from quart_schema import tag
 from typing_extensions import TypedDict
 
 from ..descriptors import ConnectionField, ProtocolSpec
-from ..guards import authenticated, current_caller, current_kernel
+from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import answers
 
 blueprint = Blueprint("protocols", __name__)
@@ -90,5 +90,5 @@ class Protocols(TypedDict):
 async def list_protocols() -> dict[str, Any]:
     """Every loaded protocol with its default port, abilities and declared fields."""
     permissions = set(current_caller().permissions)
-    specs = sorted(current_kernel().protocols.values(), key=lambda s: s.name)
+    specs = sorted(app_kernel().protocols.values(), key=lambda s: s.name)
     return {"protocols": [protocol_json(spec, permissions) for spec in specs]}

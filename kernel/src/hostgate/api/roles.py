@@ -9,7 +9,7 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..guards import current_caller, current_kernel, requires
+from ..guards import app_kernel, current_caller, requires
 from ..openapi import Success, answers
 from ..services import roles
 from .fields import Name, Permission
@@ -67,7 +67,7 @@ class PermissionGroups(TypedDict):
 @tag(["roles"])
 async def list_roles() -> dict[str, Any]:
     """Built-in roles first, then custom roles by name."""
-    return {"roles": await roles.list_roles(current_kernel())}
+    return {"roles": await roles.list_roles(app_kernel())}
 
 
 @blueprint.get("/roles/permissions")
@@ -76,7 +76,7 @@ async def list_roles() -> dict[str, Any]:
 @tag(["roles"])
 async def permission_groups() -> dict[str, Any]:
     """Every permission name, by group (packs add theirs)."""
-    return {"permissionGroups": current_kernel().permission_groups}
+    return {"permissionGroups": app_kernel().permission_groups}
 
 
 @blueprint.post("/roles")
@@ -87,7 +87,7 @@ async def permission_groups() -> dict[str, Any]:
 async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
     """Create a custom role (201)."""
     role = await roles.create_role(
-        current_kernel(),
+        app_kernel(),
         name=data.name,
         description=data.description,
         permissions=data.permissions,
@@ -104,7 +104,7 @@ async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
 async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
     """Change a role; built-in roles keep their name and description."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
-    return await roles.update_role(current_kernel(), role_id, changes, actor=current_caller())
+    return await roles.update_role(app_kernel(), role_id, changes, actor=current_caller())
 
 
 @blueprint.post("/roles/<role_id>/reset")
@@ -113,7 +113,7 @@ async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
 @tag(["roles"])
 async def reset_role(role_id: str) -> dict[str, Any]:
     """Restore a built-in role's default permissions."""
-    return await roles.reset_role(current_kernel(), role_id, actor=current_caller())
+    return await roles.reset_role(app_kernel(), role_id, actor=current_caller())
 
 
 @blueprint.delete("/roles/<role_id>")
@@ -122,5 +122,5 @@ async def reset_role(role_id: str) -> dict[str, Any]:
 @tag(["roles"])
 async def delete_role(role_id: str) -> Success:
     """Delete a custom role no user holds."""
-    await roles.delete_role(current_kernel(), role_id, actor=current_caller())
+    await roles.delete_role(app_kernel(), role_id, actor=current_caller())
     return {"success": True}

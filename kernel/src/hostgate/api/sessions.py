@@ -13,7 +13,7 @@ from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
 from ..errors import ApiError, NotFound, PermissionDenied
-from ..guards import authenticated, current_caller, current_kernel, requires
+from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
@@ -47,7 +47,7 @@ class InputEvents(RootModel[list[InputEvent]]):
 
 
 def _history() -> SessionHistory:
-    return SessionHistory(current_kernel())
+    return SessionHistory(app_kernel())
 
 
 class RangeNotSatisfiable(ApiError):
@@ -205,7 +205,7 @@ async def purge_sessions() -> dict[str, Any]:
 @answers(StorageBytes)
 async def storage() -> StorageBytes:
     """Bytes the recordings take on disk."""
-    return {"bytes": await current_kernel().recordings.storage_bytes()}
+    return {"bytes": await app_kernel().recordings.storage_bytes()}
 
 
 @blueprint.get("/sessions/active")
@@ -223,7 +223,7 @@ async def active_sessions() -> dict[str, Any]:
 @answers(Ok)
 async def end_active_session(session_id: str) -> Ok:
     """End an open session: one's own, or anyone's with ``sessions.delete``."""
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     live = kernel.live.get(session_id)
     if live is None or (live.user_id != caller.user_id and not caller.can("sessions.view_any")):
@@ -272,7 +272,7 @@ async def download_recording(session_id: str) -> Response:
 
     Every request that starts at byte 0 (a playback or download) is audited.
     """
-    kernel = current_kernel()
+    kernel = app_kernel()
     caller = current_caller()
     row = await _history().visible(caller, session_id)
     reader = kernel.recordings.open_reader(row)
@@ -354,7 +354,7 @@ async def add_recording_events(session_id: str, data: InputEvents) -> Ok:
 async def upload_chunk(session_id: str) -> Ok:
     """Append a raw WebM chunk (streamed to disk, encrypted) to one's own RDP recording."""
     row = await _history().owned(current_caller(), session_id)
-    await current_kernel().recordings.append_upload(row, streamed_body())
+    await app_kernel().recordings.append_upload(row, streamed_body())
     return {"ok": True}
 
 
@@ -365,5 +365,5 @@ async def upload_chunk(session_id: str) -> Ok:
 async def finalize_recording(session_id: str) -> Ok:
     """End one's own RDP session: its recording is complete."""
     row = await _history().owned(current_caller(), session_id)
-    await current_kernel().recordings.finalize_upload(row)
+    await app_kernel().recordings.finalize_upload(row)
     return {"ok": True}

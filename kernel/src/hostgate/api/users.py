@@ -9,7 +9,7 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..guards import current_caller, current_kernel, requires
+from ..guards import app_kernel, current_caller, requires
 from ..openapi import Success, answers
 from ..permissions import USER_ROLE
 from ..services import accounts
@@ -76,7 +76,7 @@ class UserList(TypedDict):
 @tag(["users"])
 async def list_users() -> dict[str, Any]:
     """Every user, oldest first."""
-    return {"users": await accounts.list_users(current_kernel())}
+    return {"users": await accounts.list_users(app_kernel())}
 
 
 @blueprint.post("/users")
@@ -87,7 +87,7 @@ async def list_users() -> dict[str, Any]:
 async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
     """Create a local user (201)."""
     record = await accounts.create_user(
-        current_kernel(),
+        app_kernel(),
         username=data.username,
         password=data.password,
         display_name=data.displayName,
@@ -112,7 +112,7 @@ async def update_user(user_id: str, data: UpdateUserBody) -> Success:
         changes.pop("displayName")
     if "role" in changes and changes["role"] is None:
         changes.pop("role")
-    await accounts.update_user(current_kernel(), user_id, changes, actor=current_caller())
+    await accounts.update_user(app_kernel(), user_id, changes, actor=current_caller())
     return {"success": True}
 
 
@@ -122,7 +122,7 @@ async def update_user(user_id: str, data: UpdateUserBody) -> Success:
 @tag(["users"])
 async def delete_user(user_id: str) -> Success:
     """Delete a user (not yourself, not the last manager)."""
-    await accounts.delete_user(current_kernel(), user_id, actor=current_caller())
+    await accounts.delete_user(app_kernel(), user_id, actor=current_caller())
     return {"success": True}
 
 
@@ -133,9 +133,7 @@ async def delete_user(user_id: str) -> Success:
 @tag(["users"])
 async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
     """Set a new password; every session of that user ends."""
-    await accounts.reset_password(
-        current_kernel(), user_id, data.newPassword, actor=current_caller()
-    )
+    await accounts.reset_password(app_kernel(), user_id, data.newPassword, actor=current_caller())
     return {"success": True}
 
 
@@ -145,5 +143,5 @@ async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
 @tag(["users"])
 async def unlock_user(user_id: str) -> Success:
     """Lift a lockout and reset the failure count."""
-    await accounts.unlock_user(current_kernel(), user_id, actor=current_caller())
+    await accounts.unlock_user(app_kernel(), user_id, actor=current_caller())
     return {"success": True}

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import with_kernel
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 
 def register(subparsers: Any) -> None:
@@ -21,7 +24,7 @@ def run_verify(args: argparse.Namespace) -> int:
     """Walk the chain; exit 0 when intact, 1 at the first problem."""
     from ..services.audit_verify import verify_chain
 
-    async def work(kernel: Any) -> Any:
+    async def work(kernel: Kernel) -> Any:
         return await verify_chain(kernel)
 
     result = with_kernel(args, work)

@@ -8,11 +8,14 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..datadir import private_open
 from ..errors import ApiError
 from .common import with_kernel
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 PASSWORD_ENV = "HOSTGATE_BACKUP_PASSWORD"
 CLI_ACTOR = "cli"
@@ -126,7 +129,7 @@ def run_export(args: argparse.Namespace) -> int:
     bar = ProgressBar()
     partial = target.with_name(target.name + ".part")
 
-    async def work(kernel: Any) -> int:
+    async def work(kernel: Kernel) -> int:
         sizes = await kernel.backups.size()
         total = sizes["dbSize"] + (sizes["recordingsSize"] if args.include_recordings else 0)
         written = 0
@@ -171,7 +174,7 @@ def run_import(args: argparse.Namespace) -> int:
         return _fail(exc)
     bar = ProgressBar()
 
-    async def work(kernel: Any) -> Any:
+    async def work(kernel: Kernel) -> Any:
         async with kernel.backups.import_slot() as slot:
             result = await kernel.backups.restore(source, password, slot, progress=bar)
         await kernel.audit.record(

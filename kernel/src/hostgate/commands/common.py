@@ -6,9 +6,12 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import Config, load_config
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 T = TypeVar("T")
 
@@ -25,7 +28,7 @@ def config_from(args: argparse.Namespace, **overrides: Any) -> Config:
     return load_config(config_file=config_file, **overrides)
 
 
-def with_kernel(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) -> T:
+def with_kernel(args: argparse.Namespace, work: Callable[[Kernel], Awaitable[T]]) -> T:
     """Start the kernel (migrations, settings) without serving, run ``work``, stop."""
     from ..app import create_app, kernel_of
 

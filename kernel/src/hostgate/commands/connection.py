@@ -15,11 +15,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import jsoninput
 from ..errors import ApiError
 from .common import with_kernel
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 PASSPHRASE_ENV = "HOSTGATE_EXPORT_PASSPHRASE"
 
@@ -73,7 +76,7 @@ def read_passphrase(args: argparse.Namespace, *, confirm: bool) -> str:
     return first
 
 
-async def _user_id(kernel: Any, username: str | None) -> str | None:
+async def _user_id(kernel: Kernel, username: str | None) -> str | None:
     if username is None:
         return None
     from sqlmodel import select
@@ -104,7 +107,7 @@ def run_export(args: argparse.Namespace) -> int:
     """Export connections (credentials only encrypted, only when asked)."""
     passphrase = read_passphrase(args, confirm=True) if args.with_secrets else None
 
-    async def work(kernel: Any) -> dict[str, Any]:
+    async def work(kernel: Kernel) -> dict[str, Any]:
         owner_id = await _user_id(kernel, args.owner)
         document: dict[str, Any] = await kernel.connections.transfer.export(
             owner_id=owner_id, passphrase=passphrase
@@ -151,7 +154,7 @@ def run_import(args: argparse.Namespace) -> int:
         read_passphrase(args, confirm=False) if has_secrets and not args.without_secrets else None
     )
 
-    async def work(kernel: Any) -> Any:
+    async def work(kernel: Kernel) -> Any:
         owner_id = await _user_id(kernel, args.owner)
         return await kernel.connections.transfer.import_(
             document,

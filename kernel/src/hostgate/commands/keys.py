@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import with_kernel
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 
 def register(subparsers: Any) -> None:
@@ -23,7 +26,7 @@ def run_rotate(args: argparse.Namespace) -> int:
     """Rotate the encryption key."""
     from ..services.keyrotation import rotate_encryption_key
 
-    async def work(kernel: Any) -> Any:
+    async def work(kernel: Kernel) -> Any:
         return await rotate_encryption_key(kernel, args.new_key)
 
     result = with_kernel(args, work)
@@ -39,7 +42,7 @@ def run_rotate(args: argparse.Namespace) -> int:
 def run_rotate_signing(args: argparse.Namespace) -> int:
     """Rotate the token-signing key."""
 
-    async def work(kernel: Any) -> int:
+    async def work(kernel: Kernel) -> int:
         count: int = await kernel.identity.rotate_signing_key()
         return count
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ApiError
 from .common import with_kernel
 from .user import add_password_options, fail, read_password
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 USERNAME_ENV = "HOSTGATE_ADMIN_USERNAME"
 PASSWORD_ENV = "HOSTGATE_ADMIN_PASSWORD"
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         password = read_password(args, PASSWORD_ENV)
 
-        async def work(kernel: Any) -> Any:
+        async def work(kernel: Kernel) -> Any:
             return await accounts.setup_first_admin(
                 kernel, username=username, password=password, display_name=args.display_name
             )

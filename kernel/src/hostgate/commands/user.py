@@ -7,10 +7,13 @@ import getpass
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ApiError
 from .common import with_kernel
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 PASSWORD_ENV = "HOSTGATE_PASSWORD"
 
@@ -80,7 +83,7 @@ def fail(error: ApiError) -> int:
     return 1
 
 
-async def _user_id(kernel: Any, username: str) -> str:
+async def _user_id(kernel: Kernel, username: str) -> str:
     from ..errors import NotFound
     from ..services.accounts import user_by_name
 
@@ -97,7 +100,7 @@ def run_create(args: argparse.Namespace) -> int:
     try:
         password = read_password(args)
 
-        async def work(kernel: Any) -> dict[str, Any]:
+        async def work(kernel: Kernel) -> dict[str, Any]:
             return await accounts.create_user(
                 kernel,
                 username=args.username,
@@ -122,7 +125,7 @@ def run_reset(args: argparse.Namespace) -> int:
     try:
         password = read_password(args)
 
-        async def work(kernel: Any) -> None:
+        async def work(kernel: Kernel) -> None:
             user_id = await _user_id(kernel, args.username)
             await accounts.reset_password(kernel, user_id, password, actor=None)
 
@@ -137,7 +140,7 @@ def run_unlock(args: argparse.Namespace) -> int:
     """Unlock a user."""
     from ..services import accounts
 
-    async def work(kernel: Any) -> None:
+    async def work(kernel: Kernel) -> None:
         user_id = await _user_id(kernel, args.username)
         await accounts.unlock_user(kernel, user_id, actor=None)
 
@@ -153,7 +156,7 @@ def run_list(args: argparse.Namespace) -> int:
     """List users."""
     from ..services import accounts
 
-    async def work(kernel: Any) -> list[dict[str, Any]]:
+    async def work(kernel: Kernel) -> list[dict[str, Any]]:
         return await accounts.list_users(kernel)
 
     users = with_kernel(args, work)

@@ -8,39 +8,19 @@ so a credential and its audit entry are stored together or not at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, func, select
 
+from ..contract import DuplicateCredential, StoredCredential
 from ..db.models.identity import AuthCredential, User
 from ..timefmt import utcnow
 
 if TYPE_CHECKING:
+    from ..contract import AuditBatchAPI
     from ..db.engine import Database
-    from .audit import AuditBatch
-
-
-class DuplicateCredential(Exception):
-    """The credential id is already registered (to this user or another)."""
-
-
-@dataclass(frozen=True)
-class StoredCredential:
-    """One stored credential, as a pack sees it (a snapshot, not a live row)."""
-
-    id: str
-    user_id: str
-    kind: str
-    name: str
-    credential_id: str
-    data: Mapping[str, Any]
-    sign_count: int
-    created_at: datetime
-    last_used_at: datetime | None
 
 
 def _snapshot(row: AuthCredential) -> StoredCredential:
@@ -100,7 +80,7 @@ class Credentials:
 
     async def add(
         self,
-        batch: AuditBatch,
+        batch: AuditBatchAPI,
         *,
         user_id: str,
         kind: str,
@@ -125,13 +105,13 @@ class Credentials:
             raise DuplicateCredential(credential_id) from None
         return _snapshot(row)
 
-    async def rename(self, batch: AuditBatch, credential: StoredCredential, name: str) -> None:
+    async def rename(self, batch: AuditBatchAPI, credential: StoredCredential, name: str) -> None:
         """Give a credential a new name in ``batch``."""
         await batch.session.exec(
             update(AuthCredential).where(col(AuthCredential.id) == credential.id).values(name=name)
         )
 
-    async def delete(self, batch: AuditBatch, credential: StoredCredential) -> None:
+    async def delete(self, batch: AuditBatchAPI, credential: StoredCredential) -> None:
         """Remove a credential in ``batch``."""
         current = await batch.session.get(AuthCredential, credential.id)
         if current is not None:

@@ -10,7 +10,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from ..db.models.identity import LoginSession, Role, User
 from ..db.models.settings import SystemValue
 from ..errors import NotAuthenticated
+from ..principals import Caller, ClientInfo, IssuedSession
 from ..timefmt import as_utc, utcnow
 
 if TYPE_CHECKING:
@@ -32,36 +33,6 @@ TOUCH_INTERVAL = timedelta(seconds=60)
 MFA_TOKEN_SECONDS = 300
 ALGORITHM = "HS256"
 MAX_VERIFIED_TOKENS = 20_000
-
-
-@dataclass(frozen=True)
-class ClientInfo:
-    """Where a request came from."""
-
-    ip_address: str = ""
-    user_agent: str = ""
-    browser: str = "Unknown"
-    os: str = "Unknown"
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The authenticated caller of one request; permissions are read live each time."""
-
-    user_id: str
-    username: str
-    display_name: str
-    role_id: str
-    role_name: str
-    permissions: frozenset[str]
-    login_session_id: str | None
-    ip_address: str = ""
-    user_agent: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def can(self, permission: str) -> bool:
-        """True when the caller's role holds the permission."""
-        return permission in self.permissions
 
 
 @dataclass(frozen=True)
@@ -78,19 +49,6 @@ class LoginView:
     role_id: str
     role_name: str
     permissions: frozenset[str]
-
-
-@dataclass(frozen=True)
-class IssuedSession:
-    """A fresh session token and its row."""
-
-    token: str
-    session: LoginSession
-
-    @property
-    def max_age(self) -> int:
-        """Seconds until the session expires (the cookie's ``Max-Age``)."""
-        return max(0, int((as_utc(self.session.expires_at) - utcnow()).total_seconds()))
 
 
 class Identity:

@@ -10,7 +10,7 @@ single-use ticket itself.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from quart import Blueprint
 
@@ -20,8 +20,11 @@ from ..plugins import PluginConflict
 from .relay import serve_relay
 from .terminal import serve_terminal
 
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
-def _terminal_view(kernel: Any, spec: ProtocolSpec) -> Callable[[], Awaitable[None]]:
+
+def _terminal_view(kernel: Kernel, spec: ProtocolSpec) -> Callable[[], Awaitable[None]]:
     @ticket
     async def terminal_socket() -> None:
         """A terminal session socket."""
@@ -30,7 +33,7 @@ def _terminal_view(kernel: Any, spec: ProtocolSpec) -> Callable[[], Awaitable[No
     return terminal_socket
 
 
-def _relay_view(kernel: Any, spec: ProtocolSpec) -> Callable[..., Awaitable[None]]:
+def _relay_view(kernel: Kernel, spec: ProtocolSpec) -> Callable[..., Awaitable[None]]:
     @ticket
     async def relay_socket(connection_id: str | None = None) -> None:
         """A byte relay socket."""
@@ -39,7 +42,7 @@ def _relay_view(kernel: Any, spec: ProtocolSpec) -> Callable[..., Awaitable[None
     return relay_socket
 
 
-def _socket_names(kernel: Any) -> list[tuple[str, ProtocolSpec]]:
+def _socket_names(kernel: Kernel) -> list[tuple[str, ProtocolSpec]]:
     """(path name, protocol) for every socket: each name and alias, once."""
     owners: dict[str, str] = {}
     names: list[tuple[str, ProtocolSpec]] = []
@@ -57,7 +60,7 @@ def _socket_names(kernel: Any) -> list[tuple[str, ProtocolSpec]]:
     return names
 
 
-def blueprint_for(kernel: Any) -> Blueprint:
+def blueprint_for(kernel: Kernel) -> Blueprint:
     """The socket routes of the loaded protocols (and their ``socket_aliases``)."""
     blueprint = Blueprint("ws", __name__)
     for name, spec in _socket_names(kernel):

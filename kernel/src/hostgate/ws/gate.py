@@ -8,7 +8,7 @@ everything the caller may not do or the remote side refused.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from quart import g, websocket
 
@@ -19,10 +19,13 @@ from ..services.identity import ClientInfo
 from ..services.netpolicy import conceal
 from ..services.terminal_sessions import Admission, SessionClosed, close_code_for
 
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+
 MAX_CLIENT_SESSION_ID = 128
 
 
-def socket_client(kernel: Any) -> ClientInfo:
+def socket_client(kernel: Kernel) -> ClientInfo:
     """Client IP (trusted proxies honoured) and User-Agent of the current WebSocket."""
     agent = websocket.headers.get("User-Agent", "")
     browser, system = parse_user_agent(agent)
@@ -30,7 +33,7 @@ def socket_client(kernel: Any) -> ClientInfo:
     return ClientInfo(ip_address=ip, user_agent=agent[:512], browser=browser, os=system)
 
 
-async def admit(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> Admission:
+async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -> Admission:
     """Redeem the ``ticket`` query parameter and check access to the connection."""
     ticket = kernel.tickets.redeem(websocket.args.get("ticket"))
     if ticket is None:

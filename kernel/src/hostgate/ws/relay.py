@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from quart import websocket
 
@@ -19,6 +19,9 @@ from ..services.terminal_sessions import Attachment, RelaySession, SessionClosed
 from .frames import pump_output, run_socket
 from .gate import admit, close_socket
 
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+
 
 async def _receive_forever(session: RelaySession) -> None:
     while True:
@@ -26,7 +29,7 @@ async def _receive_forever(session: RelaySession) -> None:
         await session.write(frame.encode() if isinstance(frame, str) else frame)
 
 
-async def serve_relay(kernel: Any, spec: ProtocolSpec, connection_id: str | None) -> None:
+async def serve_relay(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -> None:
     """Run one relay socket from ticket to close."""
     await websocket.accept()
     try:

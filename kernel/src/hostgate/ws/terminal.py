@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from quart import websocket
 
@@ -27,6 +27,9 @@ from ..services.terminal_sessions import (
 )
 from .frames import control_message, pump_output, run_socket, send_json, size_of
 from .gate import admit, close_socket
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 log = logging.getLogger("hostgate.ws")
 
@@ -117,7 +120,7 @@ async def _receive_forever(session: TerminalSession) -> None:
         await handle_frame(session, await websocket.receive())
 
 
-async def serve_terminal(kernel: Any, spec: ProtocolSpec) -> None:
+async def serve_terminal(kernel: Kernel, spec: ProtocolSpec) -> None:
     """Run one terminal socket from ticket to close."""
     await websocket.accept()
     early: list[str | bytes] = []

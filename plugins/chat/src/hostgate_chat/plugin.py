@@ -19,6 +19,7 @@ from urllib.parse import quote, urlsplit
 from hostgate import (
     ChannelSpec,
     InvalidInput,
+    KernelAPI,
     NotificationMessage,
     RemoteAuthFailed,
     RemoteError,
@@ -111,7 +112,7 @@ def _failure(service: str, response: Any) -> RemoteError:
 
 
 async def send_telegram(
-    kernel: Any, config: Mapping[str, Any], message: NotificationMessage
+    kernel: KernelAPI, config: Mapping[str, Any], message: NotificationMessage
 ) -> None:
     """``POST <api>/bot<token>/sendMessage`` once per chat id."""
     settings = TelegramConfig.model_validate(dict(config))
@@ -144,7 +145,9 @@ async def send_telegram(
         raise _failure("Telegram", response)
 
 
-async def send_slack(kernel: Any, config: Mapping[str, Any], message: NotificationMessage) -> None:
+async def send_slack(
+    kernel: KernelAPI, config: Mapping[str, Any], message: NotificationMessage
+) -> None:
     """``POST <webhookUrl>`` with ``{text}``."""
     settings = SlackConfig.model_validate(dict(config))
     response = await kernel.notifications.outbound.request(
@@ -174,7 +177,7 @@ def webhook_body(message: NotificationMessage) -> dict[str, Any]:
 
 
 async def send_webhook(
-    kernel: Any, config: Mapping[str, Any], message: NotificationMessage
+    kernel: KernelAPI, config: Mapping[str, Any], message: NotificationMessage
 ) -> None:
     """``<method> <url>`` with the configured headers and a JSON body."""
     settings = WebhookConfig.model_validate(dict(config))

@@ -23,6 +23,7 @@ from hostgate import (
     Conflict,
     ConnectionTarget,
     InvalidInput,
+    KernelAPI,
     RemoteEntry,
     RemoteNotFound,
     RemotePermissionDenied,
@@ -122,7 +123,7 @@ async def send(stream: DataConnectionThrottleStreamIO, data: bytes) -> None:
         await stream.writer.drain()
 
 
-async def open_files(kernel: Any, target: ConnectionTarget) -> FtpFiles:
+async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> FtpFiles:
     """Log in to the target now (errors surface here) and return the adapter."""
     pool = Pool(target)
     home = await pool.start()

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from hostgate import ConnectionField, ConnectionTarget, ProtocolSpec, RemoteFiles, hookimpl
+from hostgate import (
+    ConnectionField,
+    ConnectionTarget,
+    KernelAPI,
+    ProtocolSpec,
+    RemoteFiles,
+    hookimpl,
+)
 
 FTP_FIELDS = (
     ConnectionField(
@@ -18,7 +24,7 @@ FTP_FIELDS = (
 )
 
 
-async def _open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
+async def _open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFiles:
     from .files import open_files
 
     return await open_files(kernel, target)

@@ -12,6 +12,7 @@ from hostgate import (
     SECRET_MASK,
     ClientInfo,
     InvalidInput,
+    KernelAPI,
     PermissionDenied,
     RemoteUnreachable,
     Session,
@@ -69,7 +70,7 @@ class LdapTest(BaseModel):
 
 
 async def _directory_down(
-    kernel: Any, client: ClientInfo, username: str, error: DirectoryError
+    kernel: KernelAPI, client: ClientInfo, username: str, error: DirectoryError
 ) -> RemoteUnreachable:
     """Audit an outage (it does not count against the account) and build the 502."""
     log.warning("LDAP login for %r failed: %s", username, error)
@@ -86,7 +87,7 @@ async def _directory_down(
 
 
 async def _authenticate(
-    kernel: Any, settings: DirectorySettings, username: str, password: str, client: ClientInfo
+    kernel: KernelAPI, settings: DirectorySettings, username: str, password: str, client: ClientInfo
 ) -> DirectoryUser:
     """Search, lockout check, user bind; every failure is counted and answered the same."""
     logins = kernel.logins

@@ -15,6 +15,7 @@ from hostgate import (
     Account,
     ApiError,
     ClientInfo,
+    KernelAPI,
     PermissionDenied,
     RemoteError,
     RemoteUnreachable,
@@ -46,12 +47,12 @@ MAX_USERNAME = 64
 MAX_ERROR_TEXT = 300
 
 
-def _pending(kernel: Any) -> PendingLogins:
+def _pending(kernel: KernelAPI) -> PendingLogins:
     store: PendingLogins = kernel.state.setdefault(PENDING_KEY, PendingLogins())
     return store
 
 
-def _client(kernel: Any) -> OidcClient:
+def _client(kernel: KernelAPI) -> OidcClient:
     try:
         settings = OidcSettings.from_settings(kernel.settings.get)
     except ValueError as exc:
@@ -124,7 +125,7 @@ class _Failed(Exception):
     """A callback failure that has been audited; the message goes to the browser."""
 
 
-async def _fail(kernel: Any, client: ClientInfo, error: OidcError) -> _Failed:
+async def _fail(kernel: KernelAPI, client: ClientInfo, error: OidcError) -> _Failed:
     log.info("OIDC login failed (%s): %s", error.reason, error)
     await kernel.logins.record_failure(None, "", client, reason=error.reason, provider=PROVIDER)
     return _Failed(str(error))
@@ -155,7 +156,7 @@ def _text(claims: Mapping[str, Any], name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-async def _finish(kernel: Any, client: ClientInfo) -> Account:
+async def _finish(kernel: KernelAPI, client: ClientInfo) -> Account:
     """Validate the callback, exchange the code, check the ID token, provision the user."""
     args = request.args
     if not kernel.settings.get("auth.oidc_enabled"):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hostgate import LoginMethod, SettingSpec, hookimpl
+from hostgate import KernelAPI, LoginMethod, SettingSpec, hookimpl
 
 from .settings import PASSKEY_SETTINGS
 
 
-def _providers(kernel: Any) -> Mapping[str, Any]:
+def _providers(kernel: KernelAPI) -> Mapping[str, Any]:
     return {"passkey": bool(kernel.settings.get("security.passkey_enabled"))}
 
 

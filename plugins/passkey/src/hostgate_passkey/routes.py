@@ -12,6 +12,7 @@ from hostgate import (
     Conflict,
     DuplicateCredential,
     InvalidInput,
+    KernelAPI,
     NotAuthenticated,
     NotFound,
     Ok,
@@ -118,12 +119,12 @@ class LoginVerify(BaseModel):
     response: dict[str, Any]
 
 
-def _challenges(kernel: Any) -> Challenges:
+def _challenges(kernel: KernelAPI) -> Challenges:
     store: Challenges = kernel.state.setdefault(CHALLENGES_KEY, Challenges())
     return store
 
 
-def _party(kernel: Any) -> RelyingParty:
+def _party(kernel: KernelAPI) -> RelyingParty:
     return relying_party(
         kernel.settings.get,
         kernel.config.plugin("passkey"),
@@ -133,7 +134,7 @@ def _party(kernel: Any) -> RelyingParty:
     )
 
 
-def _require_enabled(kernel: Any) -> None:
+def _require_enabled(kernel: KernelAPI) -> None:
     if not kernel.settings.get("security.passkey_enabled"):
         raise InvalidInput(DISABLED, code="passkey_disabled")
 
@@ -317,7 +318,7 @@ async def passkey_login_options(data: LoginOptions) -> dict[str, Any]:
 
 
 async def _failed(
-    kernel: Any, client: ClientInfo, user: Account | None, reason: str, detail: str = ""
+    kernel: KernelAPI, client: ClientInfo, user: Account | None, reason: str, detail: str = ""
 ) -> NotAuthenticated:
     if detail:
         log.info("passkey login failed (%s): %s", reason, detail)

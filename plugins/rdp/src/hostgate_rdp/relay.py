@@ -23,7 +23,7 @@ import logging
 import ssl
 from typing import Any
 
-from hostgate import ConnectionTarget, SessionClosed
+from hostgate import ConnectionTarget, KernelAPI, SessionClosed
 
 from . import rdcleanpath
 from .der import TAG_SEQUENCE, DerError, total_size
@@ -319,6 +319,6 @@ class RdpStream:
         await self._close_server()
 
 
-async def open_stream(kernel: Any, target: ConnectionTarget) -> RdpStream:
+async def open_stream(kernel: KernelAPI, target: ConnectionTarget) -> RdpStream:
     """A relay that connects once the browser's RDCleanPath request arrives."""
     return RdpStream(target)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hostgate import (
     ConnectionTarget,
     InvalidInput,
+    KernelAPI,
     RemoteEntry,
 )
 from smbprotocol.open import (
@@ -42,7 +43,7 @@ THREADS = 4
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename"})
 
 
-async def open_files(kernel: Any, target: ConnectionTarget) -> SmbFiles | SmbServerFiles:
+async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> SmbFiles | SmbServerFiles:
     """The target's share, or (no share named) the whole server; Remote* errors say what failed.
 
     Without a share nothing is opened yet: ``/`` lists the server's shares and the

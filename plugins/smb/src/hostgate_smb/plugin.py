@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from hostgate import ConnectionField, ConnectionTarget, ProtocolSpec, RemoteFiles, hookimpl
+from hostgate import (
+    ConnectionField,
+    ConnectionTarget,
+    KernelAPI,
+    ProtocolSpec,
+    RemoteFiles,
+    hookimpl,
+)
 
 SMB_FIELDS = (
     ConnectionField(
@@ -22,7 +28,7 @@ SMB_FIELDS = (
 )
 
 
-async def _open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
+async def _open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFiles:
     from .files import open_files
 
     return await open_files(kernel, target)
@@ -50,7 +56,7 @@ def register_permissions() -> Mapping[str, Sequence[str]]:
 
 
 @hookimpl
-def startup(kernel: Any) -> None:
+def startup(kernel: KernelAPI) -> None:
     """Keep smbprotocol below DEBUG: it renders every message (file data too) into its logs."""
     library = logging.getLogger("smbprotocol")
     library.setLevel(max(logging.INFO, library.getEffectiveLevel()))

@@ -20,6 +20,7 @@ import aiosmtplib
 from hostgate import (
     ChannelSpec,
     InvalidInput,
+    KernelAPI,
     NotificationMessage,
     RemoteAuthFailed,
     RemoteError,
@@ -107,7 +108,9 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-async def send_mail(kernel: Any, config: Mapping[str, Any], message: NotificationMessage) -> None:
+async def send_mail(
+    kernel: KernelAPI, config: Mapping[str, Any], message: NotificationMessage
+) -> None:
     """Send ``message`` as a plain-text e-mail to its recipients."""
     settings = SmtpConfig.model_validate(dict(config))
     if not message.recipients:

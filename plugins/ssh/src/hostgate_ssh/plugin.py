@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hostgate import (
     ConnectionField,
     ConnectionTarget,
+    KernelAPI,
     ProtocolSpec,
     RemoteFiles,
     Terminal,
@@ -29,13 +29,15 @@ TERMINAL_FIELDS = (
 )
 
 
-async def _open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
+async def _open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFiles:
     from .sftp import open_files
 
     return await open_files(kernel, target)
 
 
-async def _open_terminal(kernel: Any, target: ConnectionTarget, size: TerminalSize) -> Terminal:
+async def _open_terminal(
+    kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
+) -> Terminal:
     from .terminal import open_terminal
 
     return await open_terminal(kernel, target, size)

@@ -30,6 +30,7 @@ from hostgate import (
     Conflict,
     ConnectionTarget,
     InvalidInput,
+    KernelAPI,
     RemoteEntry,
     RemoteError,
     RemoteFiles,
@@ -518,7 +519,7 @@ async def _quietly(action: Awaitable[Any]) -> None:
         return
 
 
-async def open_files(kernel: Any, target: ConnectionTarget) -> RemoteFiles:
+async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFiles:
     """An SFTP session on the connection's server (host key checked by the kernel)."""
     connection = await connect(
         target,

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 import asyncssh
-from hostgate import ConnectionTarget, RemoteError, TerminalSize
+from hostgate import ConnectionTarget, KernelAPI, RemoteError, TerminalSize
 
 from .client import connect
 
@@ -83,7 +82,9 @@ class SSHTerminal:
             await asyncio.wait_for(self._connection.wait_closed(), CLOSE_TIMEOUT)
 
 
-async def open_terminal(kernel: Any, target: ConnectionTarget, size: TerminalSize) -> SSHTerminal:
+async def open_terminal(
+    kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
+) -> SSHTerminal:
     """Connect (host key checked by the kernel) and start a shell on a PTY."""
     connection = await connect(
         target,

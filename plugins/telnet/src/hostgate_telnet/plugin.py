@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from hostgate import ConnectionTarget, ProtocolSpec, Terminal, TerminalSize, hookimpl
+from hostgate import ConnectionTarget, KernelAPI, ProtocolSpec, Terminal, TerminalSize, hookimpl
 
 
-async def _open_terminal(kernel: Any, target: ConnectionTarget, size: TerminalSize) -> Terminal:
+async def _open_terminal(
+    kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
+) -> Terminal:
     from .terminal import open_terminal
 
     return await open_terminal(kernel, target, size)

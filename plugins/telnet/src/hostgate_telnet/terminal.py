@@ -13,9 +13,8 @@ import asyncio
 import contextlib
 import re
 import socket
-from typing import Any
 
-from hostgate import ConnectionTarget, RemoteTimeout, RemoteUnreachable, TerminalSize
+from hostgate import ConnectionTarget, KernelAPI, RemoteTimeout, RemoteUnreachable, TerminalSize
 
 from .protocol import TelnetCodec
 
@@ -139,7 +138,7 @@ class TelnetTerminal:
 
 
 async def open_terminal(
-    kernel: Any, target: ConnectionTarget, size: TerminalSize
+    kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
 ) -> TelnetTerminal:
     """Connect to the approved address; negotiation starts with the first read."""
     try:

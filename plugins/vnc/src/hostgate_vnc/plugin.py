@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from hostgate import ConnectionTarget, ProtocolSpec, Stream, hookimpl
+from hostgate import ConnectionTarget, KernelAPI, ProtocolSpec, Stream, hookimpl
 
 
-async def _open_stream(kernel: Any, target: ConnectionTarget) -> Stream:
+async def _open_stream(kernel: KernelAPI, target: ConnectionTarget) -> Stream:
     from .relay import open_stream
 
     return await open_stream(kernel, target)

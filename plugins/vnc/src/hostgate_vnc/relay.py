@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 from hostgate import (
     ConnectionTarget,
+    KernelAPI,
     RemoteError,
     RemoteTimeout,
     RemoteUnreachable,
@@ -102,7 +102,7 @@ class VncStream:
             await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT)
 
 
-async def open_stream(kernel: Any, target: ConnectionTarget) -> VncStream:
+async def open_stream(kernel: KernelAPI, target: ConnectionTarget) -> VncStream:
     """Connect and authenticate to the VNC server; raise hostgate Remote* errors on failure."""
     where = f"{target.host}:{target.port}"
     try:
