@@ -126,12 +126,13 @@ def serve(extra: list[str]) -> int:
 
 
 def lint() -> int:
-    """ruff (lint and format) and mypy over the whole tree."""
-    say("linting: ruff check, ruff format --check, mypy")
+    """ruff (lint and format), mypy and the import-linter layers over the whole tree."""
+    say("linting: ruff check, ruff format --check, mypy, lint-imports")
     checks = [
         [str(BIN / "ruff"), "check", "-q", "."],
         [str(BIN / "ruff"), "format", "--check", "-q", "."],
         [str(BIN / "mypy")],
+        [str(BIN / "lint-imports"), "--no-cache"],
     ]
     failed = 0
     for check in checks:

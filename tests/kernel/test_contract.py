@@ -1,6 +1,8 @@
 """The kernel contract: KernelAPI is what the Kernel offers, typed, documented, and used."""
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -63,3 +65,13 @@ def test_mypy_is_strict_for_every_pack():
     packs = {path.name for path in ROOT.glob("plugins/*/src/hostgate_*")}
     assert {module.removesuffix(".*") for module in strict["module"]} == packs
     assert strict["disallow_untyped_calls"] and strict["warn_return_any"]
+
+
+def test_import_layers_hold():
+    """The import-linter contracts in pyproject.toml (also run by scripts/dev.py lint)."""
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    result = subprocess.run(
+        [str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "0 broken" in result.stdout

@@ -9,11 +9,11 @@ from .services.terminal_sessions import ACCESS_EVENT_PREFIXES
 
 if TYPE_CHECKING:
     from .descriptors import AuditEvent
-    from .kernel import Kernel
+    from .services.registry import KernelServices
 
 
 @hookimpl
-def track_event(event: AuditEvent, kernel: Kernel) -> None:
+def track_event(event: AuditEvent, kernel: KernelServices) -> None:
     """Tell open terminal and desktop sessions to re-check their access at once."""
     kind = event.event_type
     if kind.startswith("connection.session_") or not kind.startswith(ACCESS_EVENT_PREFIXES):

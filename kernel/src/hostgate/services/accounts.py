@@ -29,9 +29,9 @@ from .live import USER_DELETED
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .audit import AuditBatch
     from .identity import Caller, ClientInfo
+    from .registry import KernelServices
 
 SETUP_GUARD = "setup_complete"
 MANAGE_PERMISSIONS = ("users.manage", "roles.manage")
@@ -163,7 +163,7 @@ def _check_role_grant(actor: Caller | None, role: Role) -> None:
     check_grant(actor, role.permissions, what=f"the role {role.name!r}")
 
 
-async def user_by_name(kernel: Kernel, username: str) -> User | None:
+async def user_by_name(kernel: KernelServices, username: str) -> User | None:
     """A user by username, case-insensitively (any login provider)."""
     query = select(User).where(User.username_key == username.strip().lower())
     async with kernel.db.session() as session:
@@ -175,7 +175,7 @@ async def role_names(session: AsyncSession) -> dict[str, str]:
     return {r.id: r.name for r in (await session.exec(select(Role))).all()}
 
 
-async def users_exist(kernel: Kernel) -> bool:
+async def users_exist(kernel: KernelServices) -> bool:
     """True once any user exists (``needsSetup`` is the opposite)."""
     async with kernel.db.session() as session:
         return (await session.exec(select(User.id).limit(1))).first() is not None
@@ -241,7 +241,7 @@ def audit(
 # -- operations ------------------------------------------------------------------
 
 
-async def list_users(kernel: Kernel) -> list[dict[str, Any]]:
+async def list_users(kernel: KernelServices) -> list[dict[str, Any]]:
     """Every user, oldest first."""
     async with kernel.db.session() as session:
         names = await role_names(session)
@@ -252,7 +252,7 @@ async def list_users(kernel: Kernel) -> list[dict[str, Any]]:
 
 
 async def create_user(
-    kernel: Kernel,
+    kernel: KernelServices,
     *,
     username: str,
     password: str,
@@ -294,7 +294,7 @@ async def create_user(
 
 
 async def setup_first_admin(
-    kernel: Kernel,
+    kernel: KernelServices,
     *,
     username: str,
     password: str,
@@ -356,7 +356,7 @@ async def setup_first_admin(
 
 
 async def update_user(
-    kernel: Kernel, user_id: str, changes: Mapping[str, Any], *, actor: Caller | None
+    kernel: KernelServices, user_id: str, changes: Mapping[str, Any], *, actor: Caller | None
 ) -> None:
     """Change displayName, email and/or role (by name or id)."""
     async with kernel.audit.atomic() as batch:
@@ -398,7 +398,7 @@ async def update_user(
         )
 
 
-async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
+async def delete_user(kernel: KernelServices, user_id: str, *, actor: Caller | None) -> None:
     """Delete a user (their login sessions and connections go with them)."""
     if actor is not None and actor.user_id == user_id:
         raise PermissionDenied("Cannot delete your own account", code="cannot_delete_self")
@@ -424,7 +424,7 @@ async def delete_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> 
 
 
 async def reset_password(
-    kernel: Kernel, user_id: str, new_password: str, *, actor: Caller | None
+    kernel: KernelServices, user_id: str, new_password: str, *, actor: Caller | None
 ) -> None:
     """Set a new password; every session of the user ends and the lock is lifted."""
     check_password(new_password, "newPassword")
@@ -444,7 +444,7 @@ async def reset_password(
     await kernel.live.close_where("password reset", user_id=user_id)
 
 
-async def unlock_user(kernel: Kernel, user_id: str, *, actor: Caller | None) -> None:
+async def unlock_user(kernel: KernelServices, user_id: str, *, actor: Caller | None) -> None:
     """Clear the failure count and any lock (succeeds when not locked too)."""
     async with kernel.audit.atomic() as batch:
         user = await _target_user(batch.session, user_id, actor, "unlock")

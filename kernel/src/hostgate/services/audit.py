@@ -21,8 +21,8 @@ from ..descriptors import AuditEvent
 from ..timefmt import iso, utcnow
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 log = logging.getLogger("hostgate.audit")
 
@@ -111,7 +111,7 @@ def to_event(entry: AuditEntry) -> AuditEvent:
 class AuditLog:
     """Writes audit entries and fans them out to the ``event`` hook."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._lock = asyncio.Lock()
         self._last_hash: str | None = None

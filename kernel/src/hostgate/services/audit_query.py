@@ -17,7 +17,7 @@ from .audit import to_event
 if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
 
-    from ..kernel import Kernel
+    from .registry import KernelServices
 
 SEARCH_MAX = 200
 
@@ -73,7 +73,9 @@ def conditions(flt: AuditFilter, dialect: str = "sqlite") -> list[ColumnElement[
     return where
 
 
-async def search(kernel: Kernel, flt: AuditFilter, page: Page) -> tuple[list[dict[str, Any]], int]:
+async def search(
+    kernel: KernelServices, flt: AuditFilter, page: Page
+) -> tuple[list[dict[str, Any]], int]:
     """One page of matching entries, newest first, and the number of matches.
 
     Indexed filters page through an index and count separately. A free-text
@@ -107,7 +109,7 @@ async def search(kernel: Kernel, flt: AuditFilter, page: Page) -> tuple[list[dic
     return [to_event(row).to_json() for row in rows], total
 
 
-async def event_types(kernel: Kernel, only_user: str | None = None) -> list[str]:
+async def event_types(kernel: KernelServices, only_user: str | None = None) -> list[str]:
     """Distinct event types in the log (of one user's entries when narrowed)."""
     query = select(AuditEntry.event_type).distinct()
     if only_user is not None:
@@ -116,7 +118,7 @@ async def event_types(kernel: Kernel, only_user: str | None = None) -> list[str]
         return sorted((await session.exec(query)).all())
 
 
-async def users_with_entries(kernel: Kernel) -> list[dict[str, str]]:
+async def users_with_entries(kernel: KernelServices) -> list[dict[str, str]]:
     """``{id, username, displayName}`` of every user id that has entries.
 
     Current names come from the user table; deleted users keep the names their

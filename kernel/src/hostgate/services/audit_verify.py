@@ -12,7 +12,7 @@ from ..db.models.audit import AuditEntry
 from .audit import chain_hash
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
+    from .registry import KernelServices
 
 BATCH = 5000
 
@@ -30,7 +30,7 @@ class VerifyResult:
     head_hash: str = ""
 
 
-async def _entries(kernel: Kernel) -> AsyncIterator[AuditEntry]:
+async def _entries(kernel: KernelServices) -> AsyncIterator[AuditEntry]:
     last = 0
     while True:
         query = (
@@ -48,7 +48,7 @@ async def _entries(kernel: Kernel) -> AsyncIterator[AuditEntry]:
         last = int(rows[-1].seq or 0)
 
 
-async def verify_chain(kernel: Kernel) -> VerifyResult:
+async def verify_chain(kernel: KernelServices) -> VerifyResult:
     """Check every entry's hash and link; stop at the first problem.
 
     - a stored hash that does not match the entry's content: the entry was edited

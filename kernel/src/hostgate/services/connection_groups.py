@@ -19,8 +19,8 @@ from ..errors import Conflict, NotFound
 from .connection_input import check_name, check_sort_order
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 MAX_DEPTH = 32
 
@@ -47,7 +47,7 @@ async def owned_group(
 class ConnectionGroups:
     """Create, rename, move, reorder and delete groups."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
 
     async def of_owner(self, owner_id: str) -> list[ConnectionGroup]:

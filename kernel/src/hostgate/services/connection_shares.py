@@ -21,10 +21,10 @@ from ..errors import InvalidInput, PermissionDenied
 from .live import NO_LONGER_SHARED
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .audit import AuditBatch
     from .connections import Connections
     from .identity import Caller
+    from .registry import KernelServices
 
 EDIT_ANY = "connections.edit_any"
 SHARE = "connections.share"
@@ -45,7 +45,7 @@ class ShareView:
 class ConnectionShares:
     """Who a connection is shared with."""
 
-    def __init__(self, kernel: Kernel, connections: Connections) -> None:
+    def __init__(self, kernel: KernelServices, connections: Connections) -> None:
         self.kernel = kernel
         self.connections = connections
 

@@ -36,8 +36,8 @@ from ..timefmt import iso, utcnow
 from .connection_input import check_name, check_sort_order, parse_input
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 FORMAT = "hostgate-connections"
 VERSION = 1
@@ -107,7 +107,7 @@ class ImportResult:
 class ConnectionTransfer:
     """Export and import for the CLI and the ``/connections/export|import`` routes."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
 
     async def export(

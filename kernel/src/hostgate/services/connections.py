@@ -34,8 +34,8 @@ from .hostkeys import HostKeys
 from .live import CONNECTION_DELETED
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
 DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
@@ -106,7 +106,7 @@ def _share_filter(user_id: str, role_id: str) -> Any:
 class Connections:
     """Stored connections and the targets adapters connect to."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self.groups = ConnectionGroups(kernel)
         self.host_keys = HostKeys(kernel)

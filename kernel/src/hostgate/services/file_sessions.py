@@ -30,8 +30,8 @@ from ..timefmt import iso, utcnow
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 IMPLICIT_GAP = timedelta(minutes=30)
 """Without a client session id, activity after a longer pause starts a new session."""
@@ -126,7 +126,7 @@ def event_json(row: FileEvent) -> dict[str, Any]:
 class FileSessionLog:
     """Records file events and serves the file-session history."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._locks: dict[tuple[str, str, str | None], asyncio.Lock] = {}
 

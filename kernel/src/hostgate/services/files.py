@@ -37,8 +37,8 @@ from ..tasks import cancel_and_wait
 from .live import LiveSession
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 log = logging.getLogger("hostgate.files")
 
@@ -193,7 +193,7 @@ class RemoteFilePool:
 
     def __init__(
         self,
-        kernel: Kernel,
+        kernel: KernelServices,
         *,
         idle_seconds: float = 60.0,
         max_per_key: int = 4,

@@ -21,8 +21,8 @@ from ..permissions import use_permission
 from ..security.ratelimit import Limit
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 BUCKET = "connections.health_check"
 PER_USER = Limit(12, 60)
@@ -45,7 +45,7 @@ async def probe(address: str, port: int, timeout: float = TIMEOUT_SECONDS) -> fl
     return elapsed
 
 
-async def check(kernel: Kernel, caller: Caller, ids: Sequence[str]) -> list[dict[str, Any]]:
+async def check(kernel: KernelServices, caller: Caller, ids: Sequence[str]) -> list[dict[str, Any]]:
     """``[{id, reachable, latencyMs}]`` for each distinct id, in the order asked."""
     kernel.limits.hit(
         BUCKET, caller.user_id, PER_USER, "Too many health checks; try again in a minute"

@@ -26,9 +26,9 @@ from ..errors import Conflict, NotFound
 from ..timefmt import iso, utcnow
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .audit import AuditBatch
     from .identity import Caller
+    from .registry import KernelServices
 
 TRUSTED = "trusted"
 PENDING = "pending"
@@ -126,7 +126,7 @@ async def delete_all(session: AsyncSession, connection_id: str) -> list[str]:
 class HostKeys:
     """Remembered host keys: check on connect, view, accept, forget."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
 
     def checker(self, connection: Connection, actor: Caller | None = None) -> HostKeyCheck:

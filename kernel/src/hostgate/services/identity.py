@@ -26,7 +26,7 @@ from ..timefmt import as_utc, utcnow
 
 if TYPE_CHECKING:
     from ..contract import Account
-    from ..kernel import Kernel
+    from .registry import KernelServices
 
 SIGNING_KEY_NAME = "token_signing_key"
 TOUCH_INTERVAL = timedelta(seconds=60)
@@ -54,7 +54,7 @@ class LoginView:
 class Identity:
     """Issues and checks session tokens; resolves callers."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._signing_key: str | None = None
         # session tokens whose signature was already checked: verifying an HMAC

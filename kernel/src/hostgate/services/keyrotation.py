@@ -20,7 +20,7 @@ from ..security.secretbox import (
 )
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
+    from .registry import KernelServices
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def sealed_columns() -> list[tuple[str, str, list[str]]]:
     return found
 
 
-async def rotate_encryption_key(kernel: Kernel, new_key_hex: str | None) -> RotationResult:
+async def rotate_encryption_key(kernel: KernelServices, new_key_hex: str | None) -> RotationResult:
     """Re-seal every envelope (columns, secret settings, system values) under a new key."""
     key_hex = new_key_hex or generate_key()
     new_box = SecretBox(parse_key(key_hex))

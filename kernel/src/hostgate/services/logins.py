@@ -46,7 +46,7 @@ from .identity import ClientInfo, IssuedSession
 
 if TYPE_CHECKING:
     from ..contract import Account
-    from ..kernel import Kernel
+    from .registry import KernelServices
 
 log = logging.getLogger("hostgate.logins")
 
@@ -109,7 +109,7 @@ def device_hash(value: str) -> str:
 class Logins:
     """Login steps shared by every login method."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._phantoms: OrderedDict[str, _Phantom] = OrderedDict()
         self._used_mfa_tokens: dict[str, float] = {}

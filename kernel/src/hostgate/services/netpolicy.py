@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, NoReturn
 from ..errors import ApiError, PermissionDenied, RemoteTimeout, RemoteUnreachable
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -236,7 +236,7 @@ def is_local_address(address: Address) -> bool:
 class NetworkPolicy:
     """Resolve-and-check for every outbound connection the gateway makes."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
 
     def rules(self) -> tuple[tuple[Rule, ...], tuple[Rule, ...], tuple[Rule, ...]]:

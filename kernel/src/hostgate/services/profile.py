@@ -17,8 +17,8 @@ from . import mfa
 from .accounts import check_display_name, check_email, check_password, initials
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 PASSWORD_BUCKET = "password_check"
 MFA_VERIFY_BUCKET = "mfa_verify"
@@ -36,7 +36,7 @@ SSH_PREF_SETTINGS = {
 }
 
 
-async def _user(kernel: Kernel, caller: Caller) -> User:
+async def _user(kernel: KernelServices, caller: Caller) -> User:
     """The caller's user row (from the read cache: read-only)."""
 
     async def load() -> User | None:
@@ -61,12 +61,12 @@ def me_json(user: User, caller: Caller) -> dict[str, Any]:
     }
 
 
-async def me(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+async def me(kernel: KernelServices, caller: Caller) -> dict[str, Any]:
     """The caller as ``/auth/me`` shows them."""
     return me_json(await _user(kernel, caller), caller)
 
 
-async def profile(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+async def profile(kernel: KernelServices, caller: Caller) -> dict[str, Any]:
     """``GET /profile``: strings are never null."""
     user = await _user(kernel, caller)
     return {
@@ -78,7 +78,9 @@ async def profile(kernel: Kernel, caller: Caller) -> dict[str, Any]:
     }
 
 
-async def update_profile(kernel: Kernel, caller: Caller, changes: Mapping[str, Any]) -> None:
+async def update_profile(
+    kernel: KernelServices, caller: Caller, changes: Mapping[str, Any]
+) -> None:
     """Change displayName, email, avatarText (``""`` clears email and avatarText)."""
     async with kernel.audit.atomic() as batch:
         user = await batch.session.get(User, caller.user_id)
@@ -115,7 +117,9 @@ async def update_profile(kernel: Kernel, caller: Caller, changes: Mapping[str, A
         )
 
 
-async def check_own_password(kernel: Kernel, user: User, password: str, message: str) -> None:
+async def check_own_password(
+    kernel: KernelServices, user: User, password: str, message: str
+) -> None:
     """Verify the caller's password, limited to 10 checks per 15 minutes (400 if wrong)."""
     kernel.limits.hit(
         PASSWORD_BUCKET,
@@ -128,7 +132,7 @@ async def check_own_password(kernel: Kernel, user: User, password: str, message:
     kernel.limits.reset(PASSWORD_BUCKET, user.id)
 
 
-async def change_password(kernel: Kernel, caller: Caller, current: str, new: str) -> None:
+async def change_password(kernel: KernelServices, caller: Caller, current: str, new: str) -> None:
     """Change the caller's password; every other login session ends."""
     check_password(new, "newPassword")
     user = await _user(kernel, caller)
@@ -150,12 +154,12 @@ async def change_password(kernel: Kernel, caller: Caller, current: str, new: str
 # -- SSH preferences -----------------------------------------------------------
 
 
-def ssh_defaults(kernel: Kernel) -> dict[str, Any]:
+def ssh_defaults(kernel: KernelServices) -> dict[str, Any]:
     """The instance's terminal defaults from the ``ssh.*`` settings."""
     return {name: kernel.settings.get(key) for name, key in SSH_PREF_SETTINGS.items()}
 
 
-async def ssh_prefs(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+async def ssh_prefs(kernel: KernelServices, caller: Caller) -> dict[str, Any]:
     """Global defaults overlaid with the caller's own choices."""
     user = await _user(kernel, caller)
     stored = {k: v for k, v in (user.ssh_prefs or {}).items() if k in SSH_PREF_SETTINGS}
@@ -163,7 +167,7 @@ async def ssh_prefs(kernel: Kernel, caller: Caller) -> dict[str, Any]:
 
 
 async def update_ssh_prefs(
-    kernel: Kernel, caller: Caller, changes: Mapping[str, Any] | None
+    kernel: KernelServices, caller: Caller, changes: Mapping[str, Any] | None
 ) -> None:
     """Merge validated preferences into the caller's (``None`` clears them all)."""
     async with kernel.db.session() as session:
@@ -178,7 +182,7 @@ async def update_ssh_prefs(
 # -- warnings ----------------------------------------------------------------------
 
 
-async def dismiss_warning(kernel: Kernel, caller: Caller, warning: str) -> None:
+async def dismiss_warning(kernel: KernelServices, caller: Caller, warning: str) -> None:
     """Remember a dismissed warning (once)."""
     warning = warning.strip()
     if not warning or len(warning) > WARNING_MAX:
@@ -200,13 +204,13 @@ async def dismiss_warning(kernel: Kernel, caller: Caller, warning: str) -> None:
 # -- MFA -------------------------------------------------------------------------
 
 
-async def mfa_status(kernel: Kernel, caller: Caller) -> dict[str, Any]:
+async def mfa_status(kernel: KernelServices, caller: Caller) -> dict[str, Any]:
     """``{enabled}``."""
     user = await _user(kernel, caller)
     return {"enabled": bool(user.mfa_enabled and user.mfa_secret)}
 
 
-async def mfa_setup(kernel: Kernel, caller: Caller) -> dict[str, str]:
+async def mfa_setup(kernel: KernelServices, caller: Caller) -> dict[str, str]:
     """A new pending secret, its QR code and ``otpauth://`` URL; enabled by ``mfa_verify``."""
     secret = mfa.new_secret()
     async with kernel.db.session() as session:
@@ -224,7 +228,7 @@ async def mfa_setup(kernel: Kernel, caller: Caller) -> dict[str, str]:
     return {"secret": secret, "qrDataUrl": mfa.qr_data_url(uri), "otpauthUrl": uri}
 
 
-async def mfa_verify(kernel: Kernel, caller: Caller, code: str) -> None:
+async def mfa_verify(kernel: KernelServices, caller: Caller, code: str) -> None:
     """Enable MFA with a valid code for the pending secret (5 tries per 5 minutes)."""
     kernel.limits.hit(
         MFA_VERIFY_BUCKET,
@@ -253,7 +257,7 @@ async def mfa_verify(kernel: Kernel, caller: Caller, code: str) -> None:
     kernel.limits.reset(MFA_VERIFY_BUCKET, caller.user_id)
 
 
-async def mfa_disable(kernel: Kernel, caller: Caller, password: str) -> None:
+async def mfa_disable(kernel: KernelServices, caller: Caller, password: str) -> None:
     """Turn MFA off (needs the current password); trusted devices are forgotten."""
     user = await _user(kernel, caller)
     await check_own_password(kernel, user, password, "Incorrect password")
@@ -276,7 +280,7 @@ async def mfa_disable(kernel: Kernel, caller: Caller, password: str) -> None:
 # -- login sessions ------------------------------------------------------------------
 
 
-async def login_sessions(kernel: Kernel, caller: Caller) -> list[dict[str, Any]]:
+async def login_sessions(kernel: KernelServices, caller: Caller) -> list[dict[str, Any]]:
     """The caller's live login sessions, most recently used first."""
     now = utcnow()
     idle = int(kernel.settings.get("security.idle_timeout_minutes") or 0)
@@ -310,7 +314,7 @@ async def login_sessions(kernel: Kernel, caller: Caller) -> list[dict[str, Any]]
     return out
 
 
-async def logout(kernel: Kernel, caller: Caller) -> None:
+async def logout(kernel: KernelServices, caller: Caller) -> None:
     """End the caller's current login session (its sockets close after the commit)."""
     session_id = caller.login_session_id
     revoked = False
@@ -324,7 +328,9 @@ async def logout(kernel: Kernel, caller: Caller) -> None:
         await kernel.identity.close_sessions([session_id], "logout")
 
 
-async def revoke_login_session(kernel: Kernel, caller: Caller, login_session_id: str) -> None:
+async def revoke_login_session(
+    kernel: KernelServices, caller: Caller, login_session_id: str
+) -> None:
     """End one of the caller's sessions; another user's id, or an unknown one, is a 404."""
     identity = kernel.identity
     async with kernel.audit.atomic() as batch:
@@ -342,7 +348,7 @@ async def revoke_login_session(kernel: Kernel, caller: Caller, login_session_id:
     await identity.close_sessions([login_session_id], "revoked")
 
 
-async def revoke_other_sessions(kernel: Kernel, caller: Caller) -> int:
+async def revoke_other_sessions(kernel: KernelServices, caller: Caller) -> int:
     """End every session of the caller but the current one."""
     identity = kernel.identity
     async with kernel.audit.atomic() as batch:

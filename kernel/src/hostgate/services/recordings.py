@@ -39,7 +39,7 @@ from .recording_format import (
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from ..kernel import Kernel
+    from .registry import KernelServices
 
 log = logging.getLogger("hostgate.recordings")
 
@@ -65,7 +65,7 @@ class Upload:
 class Recordings:
     """Recording files, their data keys, uploads, disk watermark and retention."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._uploads: dict[str, Upload] = {}
         self._disk_low = False

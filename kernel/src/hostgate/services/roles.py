@@ -26,8 +26,8 @@ from .accounts import resolve_role as _resolve
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 DESCRIPTION_MAX = 1000
 
@@ -45,7 +45,7 @@ def role_json(role: Role) -> dict[str, Any]:
     }
 
 
-def check_permissions(kernel: Kernel, names: Iterable[str]) -> list[str]:
+def check_permissions(kernel: KernelServices, names: Iterable[str]) -> list[str]:
     """Known permission names in the kernel's order; 400 naming any unknown ones."""
     wanted = list(names)
     known = kernel.permission_names
@@ -105,7 +105,7 @@ def _changes(before: list[str], after: list[str]) -> dict[str, Any]:
     return out
 
 
-async def list_roles(kernel: Kernel) -> list[dict[str, Any]]:
+async def list_roles(kernel: KernelServices) -> list[dict[str, Any]]:
     """Built-in roles first, then by name."""
     async with kernel.db.session() as session:
         roles = (await session.exec(select(Role))).all()
@@ -114,7 +114,7 @@ async def list_roles(kernel: Kernel) -> list[dict[str, Any]]:
 
 
 async def create_role(
-    kernel: Kernel,
+    kernel: KernelServices,
     *,
     name: str,
     description: str,
@@ -147,7 +147,7 @@ async def create_role(
 
 
 async def update_role(
-    kernel: Kernel, ref: str, changes: Mapping[str, Any], *, actor: Caller | None
+    kernel: KernelServices, ref: str, changes: Mapping[str, Any], *, actor: Caller | None
 ) -> dict[str, Any]:
     """Change name, description and/or permissions (built-ins: permissions only)."""
     async with kernel.audit.atomic() as batch:
@@ -187,7 +187,7 @@ async def update_role(
     return role_json(role)
 
 
-async def reset_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> dict[str, Any]:
+async def reset_role(kernel: KernelServices, ref: str, *, actor: Caller | None) -> dict[str, Any]:
     """Restore a built-in role's default permissions."""
     defaults = perms.builtin_defaults(kernel.permission_groups)
     async with kernel.audit.atomic() as batch:
@@ -210,7 +210,7 @@ async def reset_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> dict[
     return role_json(role)
 
 
-async def delete_role(kernel: Kernel, ref: str, *, actor: Caller | None) -> None:
+async def delete_role(kernel: KernelServices, ref: str, *, actor: Caller | None) -> None:
     """Delete a custom role that no user holds."""
     async with kernel.audit.atomic() as batch:
         session = batch.session

@@ -18,8 +18,8 @@ from ..timefmt import iso
 from .terminal_sessions import TerminalSession
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 VIEW_ANY = "sessions.view_any"
 DELETE_BATCH = 500
@@ -33,7 +33,7 @@ def _batches(items: Sequence[str], size: int = DELETE_BATCH) -> Iterable[Sequenc
 class SessionHistory:
     """Reads and maintains session rows; every read is checked against the caller."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
 
     # -- shaping ----------------------------------------------------------------------

@@ -14,8 +14,8 @@ from ..errors import InvalidInput
 from ..timefmt import utcnow
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 SECRET_MASK = "\u2022" * 8
 
@@ -94,7 +94,7 @@ def value_schema(spec: SettingSpec) -> dict[str, Any]:
 class Settings:
     """Typed access to instance settings. Reads come from memory; writes go to the DB."""
 
-    def __init__(self, kernel: Kernel, specs: Mapping[str, SettingSpec]) -> None:
+    def __init__(self, kernel: KernelServices, specs: Mapping[str, SettingSpec]) -> None:
         self.kernel = kernel
         self.specs = dict(specs)
         self._values: dict[str, Any] = {}

@@ -41,8 +41,8 @@ from .live import CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED, LiveSessio
 from .netpolicy import conceal
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
     from .identity import Caller
+    from .registry import KernelServices
 
 log = logging.getLogger("hostgate.sessions")
 
@@ -460,7 +460,7 @@ class RelaySession(LiveRemoteSession):
 class TerminalSessions:
     """Opens sessions (caps, backend, row, audit), ticks them, and ends them."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._sessions: dict[str, LiveRemoteSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()

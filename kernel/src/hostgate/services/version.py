@@ -19,7 +19,7 @@ from ..errors import ApiError, InvalidInput
 from ..security.ratelimit import Limit
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
+    from .registry import KernelServices
 
 CACHE_SECONDS = 15 * 60
 FEED_KEY = "updates.feed_url"
@@ -85,7 +85,7 @@ def parse_feed(payload: Any) -> tuple[str, str]:
 class VersionChecker:
     """Fetches the latest version at most every 15 minutes (``force`` skips the cache)."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._cached: dict[str, Any] | None = None
         self._cached_url = ""

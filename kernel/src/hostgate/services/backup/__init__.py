@@ -36,7 +36,7 @@ from .restore import (
 from .staging import Cancelled, Progress, StagedArchive, stage_archive
 
 if TYPE_CHECKING:
-    from ...kernel import Kernel
+    from ..registry import KernelServices
 
 __all__ = [
     "BadPassword",
@@ -96,7 +96,7 @@ class Backups:
     kdf_cost: KdfCost = DEFAULT_COST
     """argon2id cost of new archives (a restore uses whatever the archive's header says)."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self._busy = asyncio.Lock()
         self._commit_task: asyncio.Future[RestoreResult] | None = None

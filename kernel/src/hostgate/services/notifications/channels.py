@@ -19,8 +19,8 @@ from .rules import SPEC_CHANNELS
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from ...kernel import Kernel
     from ..identity import Caller
+    from ..registry import KernelServices
 
 SECRET_HEADER_WORDS = ("auth", "token", "secret", "key", "password", "cookie", "session")
 
@@ -159,7 +159,7 @@ class ChannelState:
 class ChannelStore:
     """Reads and writes channel rows; the only place channel secrets are sealed or opened."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
 
     def types(self) -> list[str]:

@@ -29,7 +29,7 @@ from ...timefmt import utcnow
 from .channels import redact, secret_values, validate
 
 if TYPE_CHECKING:
-    from ...kernel import Kernel
+    from ..registry import KernelServices
     from .service import Notifications
 
 log = logging.getLogger("hostgate.notifications")
@@ -51,7 +51,7 @@ def _failure(exc: BaseException) -> ApiError:
 class DeliveryQueue:
     """Queue, worker and retry scheduler for notification deliveries."""
 
-    def __init__(self, kernel: Kernel, service: Notifications) -> None:
+    def __init__(self, kernel: KernelServices, service: Notifications) -> None:
         self.kernel = kernel
         self.service = service
         self.retry_delays: tuple[float, ...] = (30.0, 300.0, 1800.0)

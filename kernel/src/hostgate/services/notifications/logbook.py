@@ -16,8 +16,8 @@ from ...timefmt import iso, parse_iso, utcnow
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from ...kernel import Kernel
     from ..identity import Caller
+    from ..registry import KernelServices
 
 STATUSES = ("sent", "failed", "pending")
 
@@ -49,7 +49,7 @@ def check_status(status: str | None) -> str | None:
 class Logbook:
     """Queries over the delivery log."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
 
     @staticmethod

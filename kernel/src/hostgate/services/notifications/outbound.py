@@ -27,7 +27,7 @@ from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, Remote
 from .channels import redact
 
 if TYPE_CHECKING:
-    from ...kernel import Kernel
+    from ..registry import KernelServices
 
 RESPONSE_LIMIT = 64 * 1024
 
@@ -75,7 +75,7 @@ def _url_secrets(*urls: httpx.URL) -> list[str]:
 class Outbound:
     """The one way channel packs reach the network."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self.timeout = 15.0
 

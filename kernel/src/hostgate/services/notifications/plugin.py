@@ -13,11 +13,11 @@ from ...markers import hookimpl
 
 if TYPE_CHECKING:
     from ...descriptors import AuditEvent
-    from ...kernel import Kernel
+    from ..registry import KernelServices
 
 
 @hookimpl
-def track_event(event: AuditEvent, kernel: Kernel) -> None:
+def track_event(event: AuditEvent, kernel: KernelServices) -> None:
     """Match the event against the rules and queue deliveries (never blocks)."""
     notifications = getattr(kernel, "notifications", None)
     if notifications is not None:

@@ -22,8 +22,8 @@ from .rules import (
 )
 
 if TYPE_CHECKING:
-    from ...kernel import Kernel
     from ..identity import Caller
+    from ..registry import KernelServices
 
 
 def rule_json(rule: NotificationRule) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def rule_json(rule: NotificationRule) -> dict[str, Any]:
 class RuleBook:
     """Stored rules; ``cache`` mirrors them for matching events without a query."""
 
-    def __init__(self, kernel: Kernel, channel_types: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, kernel: KernelServices, channel_types: Callable[[], Sequence[str]]) -> None:
         self.kernel = kernel
         self.channel_types = channel_types
         self.cache: dict[str, NotificationRule] = {}

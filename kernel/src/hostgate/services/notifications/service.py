@@ -30,9 +30,9 @@ from .rulebook import RuleBook
 from .rules import EMAIL_PATTERN, rule_matches
 
 if TYPE_CHECKING:
-    from ...kernel import Kernel
     from ..audit import AuditBatch
     from ..identity import Caller
+    from ..registry import KernelServices
 
 log = logging.getLogger("hostgate.notifications")
 
@@ -76,7 +76,7 @@ def _entries_for(
 class Notifications:
     """Rules and their matching, the delivery log, digests and retention."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self.channels = ChannelStore(kernel)
         self.log = Logbook(kernel)
