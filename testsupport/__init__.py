@@ -1,12 +1,11 @@
 """Test support shared by kernel and pack tests: app fixtures and real-peer launchers."""
 
 # The suite's peers listen on 127.0.0.1, which the gateway refuses by default
-# (network.protected). Every test gateway, in process (``fixtures.config``) or
+# (network.protected). Every test gateway, in process (``fixtures.config``, the test kit's ``hostgate_config``) or
 # served (``gateway.GatewayProcess``), starts with these setting defaults: this is
 # the one place that lets the suite reach loopback (and keeps the update check
 # off the internet). Tests of the shipped defaults build their app with
 # ``config.with_overrides(setting_defaults={})``.
-TEST_SETTING_DEFAULTS = {
-    "network.protected": "link-local, metadata",
-    "updates.feed_url": "http://127.0.0.1:9/unreachable",
-}
+from hostgate.testing import TEST_SETTING_DEFAULTS
+
+__all__ = ["TEST_SETTING_DEFAULTS"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -13,7 +12,6 @@ from typing import Any
 import pytest
 from hostgate.app import create_app, kernel_of
 from hostgate.config import Config
-from hostgate.db.engine import Database
 from hostgate.db.models.identity import Role, User
 from hostgate.kernel import Kernel
 from hostgate.security.passwords import hash_password_sync
@@ -22,7 +20,6 @@ from hostgate.services.identity import ClientInfo
 from quart import Quart
 from sqlmodel import select
 
-from testsupport import TEST_SETTING_DEFAULTS
 from testsupport.secretscan import (
     ScanningClient,
     SecretLedger,
@@ -30,7 +27,6 @@ from testsupport.secretscan import (
     set_current_ledger,
 )
 
-TEST_KEY = "0f" * 32
 PASSWORD = "correct horse battery"
 _PASSWORD_HASH = hash_password_sync(PASSWORD)
 
@@ -70,32 +66,15 @@ def secret_values(secret_scan: SecretLedger) -> set[str]:
 
 
 @pytest.fixture(scope="session")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file, copied into each test's data dir (migrating once is faster)."""
-    path = tmp_path_factory.mktemp("template") / "hostgate.db"
-
-    async def build() -> None:
-        db = Database(f"sqlite+aiosqlite:///{path}")
-        await db.migrate()
-        await db.close()
-
-    asyncio.run(build())
-    return path
+def template_db(hostgate_database_template: Path) -> Path:
+    """A migrated SQLite file to copy into each test's data dir (the test kit's)."""
+    return hostgate_database_template
 
 
 @pytest.fixture
-def config(tmp_path: Path, template_db: Path) -> Config:
-    """A config in a temporary data dir with a fixed key and no entry-point loading."""
-    data = tmp_path / "data"
-    data.mkdir()
-    shutil.copy(template_db, data / "hostgate.db")
-    return Config(
-        data_dir=data,
-        encryption_key=TEST_KEY,
-        load_entry_points=False,
-        version_timeout_seconds=1.0,
-        setting_defaults=TEST_SETTING_DEFAULTS,
-    )
+def config(hostgate_config: Config) -> Config:
+    """The test kit's config: a temporary data dir, a fixed key, no entry-point loading."""
+    return hostgate_config
 
 
 @pytest.fixture

@@ -9,44 +9,27 @@ accepts TCP connections and never says a word (a hung HTTP or SMTP peer).
 
 from __future__ import annotations
 
-import asyncio
 import email
 import email.policy
-import inspect
-import json
 import socket
 import ssl
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hostgate.testing import (
+    HttpReceiver,
+    Reply,
+    RunningReceiver,
+    eventually,
+    start_receiver,
+)
 
 from testsupport.peers import free_port, peer_unavailable, wait_for_port
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    """Poll ``check`` (sync or async) until it returns something truthy, yielding to the loop.
-
-    The app's delivery worker runs on the test's event loop, so waiting must
-    never block it. Fails the test after ``timeout`` seconds.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what or 'condition'} not reached within {timeout} s")
-        await asyncio.sleep(0.05)
-
 
 # -- SMTP ----------------------------------------------------------------------------
 
@@ -187,151 +170,47 @@ def server_tls_context(cert: Path, key: Path) -> ssl.SSLContext:
 # -- HTTP ----------------------------------------------------------------------------
 
 
-@dataclass
-class ReceivedRequest:
-    """One request as the HTTP server received it."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-@dataclass
-class HttpReceiver:
-    """A running HTTP server, what it received, and how it should answer."""
-
-    port: int
-    scheme: str = "http"
-    requests: list[ReceivedRequest] = field(default_factory=list)
-    fail_next: int = 0
-    failing: bool = False
-    fail_status: int = 500
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def base(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.port}"
-
-    def url(self, path: str) -> str:
-        return f"{self.base}{path}"
-
-    def received(self, prefix: str = "") -> list[ReceivedRequest]:
-        with self.lock:
-            return [r for r in self.requests if r.path.startswith(prefix)]
-
-    async def wait_for(
-        self, prefix: str = "", count: int = 1, timeout: float = 15.0
-    ) -> list[ReceivedRequest]:
-        """Wait until at least ``count`` requests under ``prefix`` arrived."""
-        await eventually(lambda: len(self.received(prefix)) >= count, timeout, "HTTP request")
-        return self.received(prefix)
-
-    def should_fail(self) -> bool:
-        with self.lock:
-            if self.failing:
-                return True
-            if self.fail_next > 0:
-                self.fail_next -= 1
-                return True
-            return False
-
-
-def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            with receiver.lock:
-                receiver.requests.append(
-                    ReceivedRequest(self.command, self.path, dict(self.headers.items()), body)
-                )
-            failing = receiver.should_fail()
-            telegram = "/sendMessage" in self.path
-            if telegram:
-                payload: Any = (
-                    {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
-                    if failing
-                    else {"ok": True, "result": {"message_id": len(receiver.requests)}}
-                )
-                status = 400 if failing else 200
-                data = json.dumps(payload).encode()
-                content_type = "application/json"
-            elif self.path.startswith("/slack"):
-                status = receiver.fail_status if failing else 200
-                data = b"no_service" if failing else b"ok"
-                content_type = "text/plain"
-            else:
-                status = receiver.fail_status if failing else 200
-                data = b'{"error": "receiver is down"}' if failing else b'{"received": true}'
-                content_type = "application/json"
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_POST = do_PUT = do_PATCH = do_GET = _answer  # noqa: N815
-
-    return Handler
-
-
-def _start_http(
-    ssl_context: ssl.SSLContext | None = None,
-) -> tuple[ThreadingHTTPServer, HttpReceiver]:
-    port = free_port()
-    receiver = HttpReceiver(port, scheme="https" if ssl_context else "http")
-    try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(receiver))
-    except OSError as exc:
-        peer_unavailable("http receiver", str(exc))
-        raise
-    if ssl_context is not None:
-        server.socket = ssl_context.wrap_socket(server.socket, server_side=True)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="http-receiver", daemon=True)
-    thread.start()
-    return server, receiver
-
-
-def _stop_http(server: ThreadingHTTPServer) -> None:
-    server.shutdown()
-    server.server_close()
+def _as_service_emulator(receiver: HttpReceiver) -> HttpReceiver:
+    """Answer ``/slack...`` like Slack's incoming webhooks and ``/bot...`` like Telegram."""
+    receiver.reply(
+        "/slack",
+        ok=Reply(200, b"ok", "text/plain"),
+        failing=Reply(None, b"no_service", "text/plain"),
+    )
+    receiver.reply(
+        "/bot",
+        ok=Reply(200, b'{"ok": true, "result": {"message_id": 1}}'),
+        failing=Reply(
+            400, b'{"ok": false, "error_code": 400, "description": "Bad Request: chat not found"}'
+        ),
+    )
+    return receiver
 
 
 @pytest.fixture
 def http_receiver() -> Iterator[HttpReceiver]:
     """An HTTP server on 127.0.0.1 answering as a webhook, Slack and the Telegram Bot API."""
-    server, receiver = _start_http()
+    running = start_receiver()
     try:
-        yield receiver
+        yield _as_service_emulator(running.receiver)
     finally:
-        _stop_http(server)
+        running.stop()
 
 
 @pytest.fixture
 def https_receiver_factory() -> Iterator[Callable[[Path, Path], HttpReceiver]]:
     """``start(cert_path, key_path)`` -> the same receiver behind TLS with that certificate."""
-    servers: list[ThreadingHTTPServer] = []
+    started: list[RunningReceiver] = []
 
     def start(cert: Path, key: Path) -> HttpReceiver:
-        server, receiver = _start_http(server_tls_context(cert, key))
-        servers.append(server)
-        return receiver
+        started.append(start_receiver(server_tls_context(cert, key)))
+        return _as_service_emulator(started[-1].receiver)
 
     try:
         yield start
     finally:
-        for server in servers:
-            _stop_http(server)
+        for running in started:
+            running.stop()
 
 
 # -- a peer that hangs ---------------------------------------------------------------

@@ -58,10 +58,13 @@ def test_plugins_command_lists_example_and_failed_pack(echo_installed, broken_pa
     assert packs["echo"]["state"] == "loaded"
     assert packs["echo"]["distribution"] == "hostgate-echo"
     assert "protocols:echo" in packs["echo"]["provides"]
+    assert packs["echo"]["settings"] == ["echo.shout"]
+    assert packs["echo"]["permissions"] == ["connections.use_echo"]
     assert packs["broken"]["state"] == "failed"
     assert "dependency_that_is_not_installed" in packs["broken"]["reason"]
     code, out, _ = run_cli("plugins", env=env)
     assert code == 0 and "echo" in out and "failed" in out
+    assert "settings echo.shout" in out and "permissions connections.use_echo" in out
 
 
 def test_plugins_command_honours_disable_list(echo_installed, run_cli):

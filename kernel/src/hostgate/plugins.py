@@ -62,8 +62,12 @@ class PackStatus:
     reason: str = ""
     provides: list[str] = field(default_factory=list)
 
+    def contributed(self, kind: str) -> list[str]:
+        """Names this pack registered of one kind (``settings``, ``permissions``, ...)."""
+        return [p.partition(":")[2] for p in self.provides if p.partition(":")[0] == kind]
+
     def to_json(self) -> dict[str, Any]:
-        """JSON form for ``hostgate plugins --json``."""
+        """JSON form for ``hostgate plugins --json`` (documented in docs/plugins.md)."""
         return {
             "name": self.name,
             "distribution": self.distribution,
@@ -71,6 +75,8 @@ class PackStatus:
             "state": self.state,
             "reason": self.reason,
             "provides": self.provides,
+            "settings": self.contributed("settings"),
+            "permissions": self.contributed("permissions"),
         }
 
 
@@ -254,8 +260,15 @@ class PluginHost:
                 found.append((plugin_name, blueprint))
         return found
 
+    def note_permissions(self) -> None:
+        """Record in each pack's status the permission names it registers."""
+        for plugin_name, groups in self.contributions("register_permissions"):
+            for names in groups.values():
+                for name in names:
+                    self.note(plugin_name, f"permissions:{name}")
+
     def note(self, plugin_name: str, what: str) -> None:
-        """Record what a pack provides (``hostgate plugins`` lists it)."""
+        """Add ``kind:name`` to what a pack's status says it provides."""
         for pack in self.packs:
             if pack.name == plugin_name and what not in pack.provides:
                 pack.provides.append(what)

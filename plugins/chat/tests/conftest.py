@@ -16,11 +16,14 @@ def chat_cert(tmp_path_factory: pytest.TempPathFactory) -> IssuedCert:
 
 
 @pytest.fixture
-def plugins() -> list[object]:
+def hostgate_packs() -> list[object]:
+    """The test kit's app loads this pack."""
     return [plugin]
 
 
 @pytest.fixture
-def config(config: Config, http_receiver: Any) -> Config:  # noqa: F811
-    """Telegram's API base is the local receiver."""
-    return config.with_overrides(plugin_options={"chat": {"telegram_api_base": http_receiver.base}})
+def hostgate_config(hostgate_config: Config, http_receiver: Any) -> Config:  # noqa: F811
+    """Telegram's API base is the local receiver (which answers as the Bot API)."""
+    return hostgate_config.with_overrides(
+        plugin_options={"chat": {"telegram_api_base": http_receiver.base}}
+    )

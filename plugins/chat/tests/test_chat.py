@@ -1,13 +1,19 @@
-"""The telegram, slack and webhook channels: config models, payloads, real HTTP receivers."""
+"""The telegram, slack and webhook channels: config models, payloads, real HTTP receivers.
+
+The app, the logged-in client and the webhook receiver come from the kernel's test
+kit (``hostgate.testing``), as in any third-party pack.
+"""
 
 import pytest
 from hostgate import NotificationMessage
+from hostgate.testing import eventually
 from hostgate_chat.plugin import SlackConfig, TelegramConfig, WebhookConfig, webhook_body
 from pydantic import ValidationError
 
-from testsupport.receivers import eventually, settled_entries
+from testsupport.receivers import settled_entries
 
 CHANNELS = "/api/v1/notifications/channels"
+SETTINGS = "/api/v1/settings"
 TOKEN = "987654:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 
 
@@ -80,29 +86,26 @@ def test_webhook_body_for_events_and_digests():
     assert "event" not in body
 
 
-async def put(client, admin, channel_type, config):
+async def put(client, channel_type, config):
     response = await client.put(
-        f"{CHANNELS}/{channel_type}",
-        headers=admin.headers,
-        json={"enabled": True, "config": config},
+        f"{CHANNELS}/{channel_type}", json={"enabled": True, "config": config}
     )
     assert response.status_code == 200, await response.get_data()
 
 
-async def test_webhook_method_and_headers(client, admin, http_receiver):
+async def test_webhook_method_and_headers(hostgate_client, hostgate_receiver):
     await put(
-        client,
-        admin,
+        hostgate_client,
         "webhook",
         {
-            "url": http_receiver.url("/in?source=hostgate"),
+            "url": hostgate_receiver.url("/in?source=hostgate"),
             "method": "PATCH",
             "headers": {"content-type": "application/vnd.hook+json", "X-Custom": "1"},
         },
     )
-    response = await client.post(f"{CHANNELS}/webhook/test", headers=admin.headers)
+    response = await hostgate_client.post(f"{CHANNELS}/webhook/test")
     assert response.status_code == 200, await response.get_data()
-    [request] = await http_receiver.wait_for("/in")
+    [request] = await hostgate_receiver.wait_for("/in")
     assert request.method == "PATCH"
     assert request.path == "/in?source=hostgate"
     assert request.headers["content-type"] == "application/vnd.hook+json"
@@ -110,11 +113,10 @@ async def test_webhook_method_and_headers(client, admin, http_receiver):
     assert request.json()["event"]["eventType"] == "test.notification"
 
 
-async def test_telegram_sends_once_per_chat_id(client, admin, kernel, http_receiver):
-    await put(client, admin, "telegram", {"botToken": TOKEN})
-    response = await client.post(
+async def test_telegram_sends_once_per_chat_id(hostgate_client, hostgate_kernel, http_receiver):
+    await put(hostgate_client, "telegram", {"botToken": TOKEN})
+    response = await hostgate_client.post(
         "/api/v1/notifications/rules",
-        headers=admin.headers,
         json={
             "name": "to two chats",
             "events": ["user.created"],
@@ -122,36 +124,40 @@ async def test_telegram_sends_once_per_chat_id(client, admin, kernel, http_recei
         },
     )
     assert response.status_code == 201
-    await kernel.audit.record("user.created", target="zoe")
-    entries = await settled_entries(client, admin.headers, count=2)
+    await hostgate_kernel.audit.record("user.created", target="zoe")
+    entries = await settled_entries(hostgate_client, {}, count=2)
     assert [e["status"] for e in entries] == ["sent", "sent"]
     requests = await http_receiver.wait_for(f"/bot{TOKEN}/sendMessage", count=2)
     assert sorted(r.json()["chat_id"] for r in requests) == ["111", "222"]
 
 
-async def test_telegram_without_any_chat_id_is_a_clear_error(client, admin):
-    await put(client, admin, "telegram", {"botToken": TOKEN})
-    response = await client.post(f"{CHANNELS}/telegram/test", headers=admin.headers)
+async def test_telegram_without_any_chat_id_is_a_clear_error(hostgate_client):
+    await put(hostgate_client, "telegram", {"botToken": TOKEN})
+    response = await hostgate_client.post(f"{CHANNELS}/telegram/test")
     assert response.status_code == 400
     assert "chat id" in (await response.get_json())["error"]
 
 
-async def test_tls_certificates_are_verified(client, admin, https_receiver_factory, chat_cert):
+async def test_tls_certificates_are_verified(hostgate_client, https_receiver_factory, chat_cert):
     receiver = https_receiver_factory(chat_cert.cert_path, chat_cert.key_path)
-    await put(client, admin, "slack", {"webhookUrl": receiver.url("/slack/x")})
-    response = await client.post(f"{CHANNELS}/slack/test", headers=admin.headers)
+    await put(hostgate_client, "slack", {"webhookUrl": receiver.url("/slack/x")})
+    response = await hostgate_client.post(f"{CHANNELS}/slack/test")
     assert response.status_code == 502
     assert "CERTIFICATE_VERIFY_FAILED" in (await response.get_json())["error"]
     assert receiver.received() == []
 
 
-async def test_a_denied_destination_never_gets_a_request(client, admin, kernel, http_receiver):
-    await kernel.settings.update({"network.allow": "10.0.0.0/8"})
-    await put(client, admin, "webhook", {"url": http_receiver.url("/in")})
-    response = await client.post(f"{CHANNELS}/webhook/test", headers=admin.headers)
+async def test_a_denied_destination_never_gets_a_request(hostgate_client, hostgate_receiver):
+    async def allow(rules):
+        response = await hostgate_client.put(SETTINGS, json={"network.allow": rules})
+        assert response.status_code == 200, await response.get_data()
+
+    await allow("10.0.0.0/8")
+    await put(hostgate_client, "webhook", {"url": hostgate_receiver.url("/in")})
+    response = await hostgate_client.post(f"{CHANNELS}/webhook/test")
     assert response.status_code == 403
     assert (await response.get_json())["code"] == "target_denied"
-    await kernel.settings.update({"network.allow": "loopback"})
-    response = await client.post(f"{CHANNELS}/webhook/test", headers=admin.headers)
+    await allow("loopback")
+    response = await hostgate_client.post(f"{CHANNELS}/webhook/test")
     assert response.status_code == 200
-    await eventually(lambda: len(http_receiver.received("/in")) == 1)
+    await eventually(lambda: len(hostgate_receiver.received("/in")) == 1)

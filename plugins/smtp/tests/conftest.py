@@ -16,14 +16,17 @@ def smtp_cert(tmp_path_factory: pytest.TempPathFactory) -> IssuedCert:
 
 
 @pytest.fixture
-def plugins() -> list[object]:
+def hostgate_packs() -> list[object]:
+    """The test kit's app loads this pack."""
     return [plugin]
 
 
 @pytest.fixture
-def config(config: Config, smtp_cert: IssuedCert) -> Config:
+def hostgate_config(hostgate_config: Config, smtp_cert: IssuedCert) -> Config:
     """The pack trusts the test CA (``[plugins.smtp] ca_file``)."""
-    return config.with_overrides(plugin_options={"smtp": {"ca_file": str(smtp_cert.ca_path)}})
+    return hostgate_config.with_overrides(
+        plugin_options={"smtp": {"ca_file": str(smtp_cert.ca_path)}}
+    )
 
 
 @pytest.fixture

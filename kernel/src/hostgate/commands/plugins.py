@@ -38,6 +38,7 @@ def inventory() -> list[dict[str, Any]]:
                 if pack.name in str(exc):
                     pack.state, pack.reason = "failed", str(exc)
     host.pages()
+    host.note_permissions()
     return [pack.to_json() for pack in sorted(host.packs, key=lambda p: p.name)]
 
 
@@ -53,7 +54,12 @@ def run(args: argparse.Namespace) -> int:
     for pack in packs:
         state = pack["state"] + (f": {pack['reason']}" if pack["reason"] else "")
         print(f"{pack['name']:<12} {pack['distribution']:<22} {pack['version']:<10} {state}")
-        provides = [p for p in pack["provides"] if not p.startswith("settings:")]
+        listed = ("settings:", "permissions:")
+        provides = [p for p in pack["provides"] if not p.startswith(listed)]
         if provides:
             print(f"{'':<12} provides {', '.join(provides)}")
+        if pack["settings"]:
+            print(f"{'':<12} settings {', '.join(pack['settings'])}")
+        if pack["permissions"]:
+            print(f"{'':<12} permissions {', '.join(pack['permissions'])}")
     return 0

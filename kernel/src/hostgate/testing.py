@@ -1,0 +1,344 @@
+"""The pack author's test kit: a pytest plugin shipped with ``hostgate-kernel``.
+
+Installed packs get it automatically (entry point ``pytest11``); every fixture
+name starts with ``hostgate_``. A pack's ``conftest.py`` names its plugin
+module and the tests use the rest::
+
+    import pytest
+    from hostgate_echo import plugin
+
+    @pytest.fixture
+    def hostgate_packs():
+        return [plugin]
+
+    async def test_settings(hostgate_client):
+        response = await hostgate_client.get("/api/v1/settings")
+        assert (await response.get_json())["echo.shout"] is False
+
+Fixtures: ``hostgate_packs`` (override it), ``hostgate_config`` (override it
+to set ``plugin_options``), ``hostgate_app`` (started, so ``startup`` hooks
+ran), ``hostgate_kernel`` (the ``KernelAPI`` your hooks receive),
+``hostgate_client`` (logged in as the first admin, through ``/auth/setup``)
+and ``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
+requests). Async tests need pytest-asyncio (``hostgate-kernel[testing]``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import shutil
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .app import create_app, kernel_of
+from .config import Config
+
+try:
+    from pytest_asyncio import fixture as async_fixture
+except ImportError:  # pragma: no cover - without pytest-asyncio async fixtures cannot run
+    async_fixture = pytest.fixture  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    import ssl
+
+    from quart import Quart, Response
+
+    from .contract import KernelAPI
+
+TEST_KEY = "0f" * 32
+# Test gateways reach local receivers on 127.0.0.1, which the shipped
+# ``network.protected`` default refuses, and never ask the internet for releases.
+TEST_SETTING_DEFAULTS = {
+    "network.protected": "link-local, metadata",
+    "updates.feed_url": "http://127.0.0.1:9/unreachable",
+}
+ADMIN_USERNAME = "admin"
+ADMIN_PASSWORD = "correct horse battery"
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
+    """Poll ``check`` (sync or async) until it returns something truthy; fail after ``timeout``.
+
+    Work the app does in the background (deliveries, sessions) runs on the
+    test's event loop, so waiting yields to it instead of sleeping.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what or 'condition'} not reached within {timeout} s")
+        await asyncio.sleep(0.05)
+
+
+# -- the app ---------------------------------------------------------------------
+
+
+def migrated_database(path: Path) -> Path:
+    """Create a migrated SQLite database file at ``path``."""
+    from .db.engine import Database
+
+    async def build() -> None:
+        db = Database(f"sqlite+aiosqlite:///{path}")
+        await db.migrate()
+        await db.close()
+
+    asyncio.run(build())
+    return path
+
+
+@pytest.fixture(scope="session")
+def hostgate_database_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied into each test's data dir (migrating once is faster)."""
+    return migrated_database(tmp_path_factory.mktemp("hostgate-template") / "hostgate.db")
+
+
+@pytest.fixture
+def hostgate_packs() -> list[object]:
+    """The plugin modules (or objects) to load; override it in your conftest."""
+    return []
+
+
+@pytest.fixture
+def hostgate_config(tmp_path: Path, hostgate_database_template: Path) -> Config:
+    """A config in a temporary data dir: fixed key, no entry-point loading, loopback reachable."""
+    data = tmp_path / "hostgate-data"
+    data.mkdir()
+    shutil.copy(hostgate_database_template, data / "hostgate.db")
+    return Config(
+        data_dir=data,
+        encryption_key=TEST_KEY,
+        load_entry_points=False,
+        version_timeout_seconds=1.0,
+        setting_defaults=TEST_SETTING_DEFAULTS,
+    )
+
+
+@async_fixture
+async def hostgate_app(
+    hostgate_config: Config, hostgate_packs: list[object]
+) -> AsyncIterator[Quart]:
+    """The app with ``hostgate_packs`` loaded, started (``startup`` ran) and stopped after."""
+    application = create_app(hostgate_config, plugins=hostgate_packs)
+    async with application.test_app():
+        yield application
+
+
+@pytest.fixture
+def hostgate_kernel(hostgate_app: Quart) -> KernelAPI:
+    """The kernel as your hooks receive it."""
+    return kernel_of(hostgate_app)
+
+
+class LoggedInClient:
+    """A Quart test client that sends a session token with every request."""
+
+    def __init__(self, client: Any, token: str, user: dict[str, Any]) -> None:
+        self.raw = client
+        self.token = token
+        self.user = user
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The ``Authorization`` header, for helpers that take headers."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Response:
+        """Send ``method path`` with the token (``headers``, ``json``... as Quart takes them)."""
+        headers = {**self.headers, **(kwargs.pop("headers", None) or {})}
+        response: Response = await self.raw.open(path, method=method, headers=headers, **kwargs)
+        return response
+
+    async def get(self, path: str, **kwargs: Any) -> Response:
+        """``GET path``."""
+        return await self.request("GET", path, **kwargs)
+
+    async def post(self, path: str, **kwargs: Any) -> Response:
+        """``POST path``."""
+        return await self.request("POST", path, **kwargs)
+
+    async def put(self, path: str, **kwargs: Any) -> Response:
+        """``PUT path``."""
+        return await self.request("PUT", path, **kwargs)
+
+    async def patch(self, path: str, **kwargs: Any) -> Response:
+        """``PATCH path``."""
+        return await self.request("PATCH", path, **kwargs)
+
+    async def delete(self, path: str, **kwargs: Any) -> Response:
+        """``DELETE path``."""
+        return await self.request("DELETE", path, **kwargs)
+
+
+@async_fixture
+async def hostgate_client(hostgate_app: Quart) -> LoggedInClient:
+    """A client logged in as the instance's first admin (created through ``/auth/setup``)."""
+    client = hostgate_app.test_client()
+    response = await client.post(
+        "/api/v1/auth/setup",
+        json={"username": ADMIN_USERNAME, "password": ADMIN_PASSWORD, "displayName": "Admin"},
+    )
+    body = await response.get_json()
+    if response.status_code != 200:
+        pytest.fail(f"setting up the first admin failed: {response.status_code} {body}")
+    return LoggedInClient(client, body["token"], body["user"])
+
+
+# -- a local HTTP receiver ---------------------------------------------------------
+
+
+@dataclass
+class ReceivedRequest:
+    """One request as the receiver got it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The body parsed as JSON."""
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How the receiver answers; ``status`` None means the receiver's ``fail_status``."""
+
+    status: int | None = 200
+    body: bytes = b'{"received": true}'
+    content_type: str = "application/json"
+
+
+@dataclass
+class HttpReceiver:
+    """A real HTTP server on 127.0.0.1: what it received, and how it answers.
+
+    By default every request gets ``200 {"received": true}``. ``reply(prefix,
+    ok=..., failing=...)`` sets the answers for paths under a prefix (the
+    longest prefix wins). ``fail_next = n`` fails the next n requests;
+    ``failing = True`` fails every request until set back.
+    """
+
+    port: int
+    scheme: str = "http"
+    requests: list[ReceivedRequest] = field(default_factory=list)
+    fail_next: int = 0
+    failing: bool = False
+    fail_status: int = 500
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    replies: dict[str, tuple[Reply, Reply]] = field(
+        default_factory=lambda: {
+            "": (Reply(), Reply(None, b'{"error": "receiver is down"}')),
+        }
+    )
+
+    @property
+    def base(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        """The receiver's URL for ``path``."""
+        return f"{self.base}{path}"
+
+    def reply(self, prefix: str, *, ok: Reply, failing: Reply | None = None) -> None:
+        """Answer requests under ``prefix`` with ``ok`` (``failing`` while failing)."""
+        self.replies[prefix] = (ok, failing or Reply(None, ok.body, ok.content_type))
+
+    def received(self, prefix: str = "") -> list[ReceivedRequest]:
+        """The requests whose path starts with ``prefix``, oldest first."""
+        with self.lock:
+            return [r for r in self.requests if r.path.startswith(prefix)]
+
+    async def wait_for(
+        self, prefix: str = "", count: int = 1, timeout: float = 15.0
+    ) -> list[ReceivedRequest]:
+        """Wait until at least ``count`` requests under ``prefix`` arrived; return them."""
+        await eventually(lambda: len(self.received(prefix)) >= count, timeout, "HTTP request")
+        return self.received(prefix)
+
+    def answer(self, request: ReceivedRequest) -> tuple[int, bytes, str]:
+        """Record ``request``; ``(status, body, content type)`` to answer with."""
+        with self.lock:
+            self.requests.append(request)
+            failing = self.failing or self.fail_next > 0
+            if self.fail_next > 0 and not self.failing:
+                self.fail_next -= 1
+            prefix = max((p for p in self.replies if request.path.startswith(p)), key=len)
+            ok, failed = self.replies[prefix]
+        chosen = failed if failing else ok
+        status = self.fail_status if chosen.status is None else chosen.status
+        return status, chosen.body, chosen.content_type
+
+
+def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            request = ReceivedRequest(self.command, self.path, dict(self.headers.items()), body)
+            status, data, content_type = receiver.answer(request)
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_POST = do_PUT = do_PATCH = do_GET = do_DELETE = _answer  # noqa: N815
+
+    return Handler
+
+
+@dataclass
+class RunningReceiver:
+    """A started receiver and its server (``stop()`` shuts it down)."""
+
+    receiver: HttpReceiver
+    server: ThreadingHTTPServer
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def start_receiver(ssl_context: ssl.SSLContext | None = None) -> RunningReceiver:
+    """Start an HttpReceiver on a free port of 127.0.0.1 (behind TLS with ``ssl_context``)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(HttpReceiver(0)))
+    port = server.server_address[1]
+    receiver = HttpReceiver(int(port), scheme="https" if ssl_context else "http")
+    server.RequestHandlerClass = _handler(receiver)
+    if ssl_context is not None:
+        server.socket = ssl_context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="http-receiver", daemon=True)
+    thread.start()
+    return RunningReceiver(receiver, server)
+
+
+@pytest.fixture
+def hostgate_receiver() -> Iterator[HttpReceiver]:
+    """A real HTTP server on 127.0.0.1 recording every request (see ``HttpReceiver``)."""
+    running = start_receiver()
+    try:
+        yield running.receiver
+    finally:
+        running.stop()

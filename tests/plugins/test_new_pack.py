@@ -1,0 +1,46 @@
+"""``hostgate new-pack NAME``: the generated pack passes its own tests and strict mypy at once."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_a_new_pack_passes_its_own_tests_and_mypy(tmp_path, run_cli):
+    code, out, err = run_cli("new-pack", "weather_desk", "--directory", str(tmp_path))
+    assert code == 0, err
+    pack = tmp_path / "hostgate-weather-desk"
+    assert (pack / "src" / "hostgate_weather_desk" / "plugin.py").is_file()
+    assert (pack / "src" / "hostgate_weather_desk" / "py.typed").is_file()
+    assert 'weather_desk = "hostgate_weather_desk.plugin"' in (pack / "pyproject.toml").read_text()
+    env = {**os.environ, "PYTHONPATH": str(pack / "src")}
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=pack,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert "4 passed" in tests.stdout
+    mypy = Path(sys.executable).parent / "mypy"
+    typed = subprocess.run(
+        [str(mypy), "--cache-dir", str(tmp_path / "mypy-cache")],
+        cwd=pack,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert typed.returncode == 0, typed.stdout[-3000:]
+
+
+def test_new_pack_refuses_bad_names_and_existing_directories(tmp_path, run_cli):
+    for name in ("Weather", "1pack", "has-dash", "a" * 41, ""):
+        code, _, err = run_cli("new-pack", name, "--directory", str(tmp_path))
+        assert code == 2 and "is not a pack name" in err, name
+    assert list(tmp_path.iterdir()) == []
+    assert run_cli("new-pack", "once", "--directory", str(tmp_path))[0] == 0
+    code, _, err = run_cli("new-pack", "once", "--directory", str(tmp_path))
+    assert code == 1 and "already exists" in err
