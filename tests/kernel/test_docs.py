@@ -60,3 +60,16 @@ def test_every_setting_and_command_is_in_the_reference():
     for action in parser._subparsers._group_actions:
         for name in action.choices:
             assert f"## `hostgate {name}`" in cli
+
+
+def test_the_architecture_page_names_every_layer_the_contract_declares():
+    import tomllib
+
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    for layer in layers:
+        for module in re.split(r"[|:]", layer):
+            name = module.strip().removeprefix("__main__")
+            if name:
+                assert name in page, f"docs/architecture.md does not mention the layer {name}"
