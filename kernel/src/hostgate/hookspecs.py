@@ -50,7 +50,7 @@ def register_login_methods() -> Sequence[LoginMethod]:
 
     Runs once at start-up. Each method's blueprint is mounted under ``/api/v1``;
     its ``providers(kernel)`` adds keys to ``GET /auth/providers``. A successful
-    login calls ``kernel.identity.issue_session(...)``, so every method ends in the
+    login calls ``kernel.logins.complete_login(...)``, so every method ends in the
     same session token.
 
     Example::
