@@ -10,9 +10,9 @@ import sys
 
 import pytest
 from hostgate.cli import main
+from hostgate.testing import TEST_KEY
 
 from tests.connections.support import PASSWORD, TOKEN, audit_entries, create, get_json, send
-from testsupport.fixtures import TEST_KEY
 
 PASSPHRASE = "correct horse battery staple"
 

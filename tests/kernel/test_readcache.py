@@ -11,8 +11,7 @@ import jwt
 import pytest
 from hostgate.db.engine import Database
 from hostgate.db.readcache import ReadCache
-
-from testsupport.fixtures import TEST_KEY
+from hostgate.testing import TEST_KEY
 
 
 def counting_loader(values: list[str]):
