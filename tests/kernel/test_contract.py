@@ -75,3 +75,16 @@ def test_import_layers_hold():
     )
     assert result.returncode == 0, result.stdout[-3000:]
     assert "0 broken" in result.stdout
+
+
+def test_every_kernel_module_has_a_layer_and_is_closed_to_packs():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contracts = config["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    placed = {m.strip() for layer in layers for m in re.split(r"[|:]", layer)}
+    (closed,) = [c["forbidden_modules"] for c in contracts if "public names" in c["name"]]
+    package = ROOT / "kernel" / "src" / "hostgate"
+    modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    assert modules <= placed, sorted(modules - placed)
+    assert {f"hostgate.{m}" for m in modules - {"__main__"}} <= set(closed)

@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from .services.registry import KernelServices
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 UNMATCHED_ROUTE = "unmatched"
@@ -65,7 +65,7 @@ class _SessionCollector(Collector):
 class Metrics:
     """The kernel's figures and the registry that exports them."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelServices) -> None:
         self.kernel = kernel
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(

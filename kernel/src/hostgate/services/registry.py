@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..db.engine import Database
     from ..db.readcache import ReadCache
     from ..descriptors import ChannelSpec, LoginMethod, ProtocolSpec
+    from ..metrics import Metrics
     from ..plugins import PluginHost
     from ..security.ratelimit import RateLimiter
     from ..security.secretbox import SecretBox
@@ -151,6 +152,10 @@ class KernelServices(Protocol):
     @property
     def notifications(self) -> Notifications:
         """Notification rules, channels and deliveries."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """The Prometheus registry."""
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` at start-up."""
