@@ -28,25 +28,26 @@ def test_telegram_config():
             TelegramConfig.model_validate({"botToken": token})
 
 
-async def test_any_token_without_whitespace_is_stored_and_tried_as_is(client, admin, http_receiver):
+async def test_any_token_without_whitespace_is_stored_and_tried_as_is(
+    hostgate_client, http_receiver
+):
+    client = hostgate_client
     odd = "bot-token.from_some_proxy"
-    await put(client, admin, "telegram", {"botToken": odd, "chatId": "42"})
-    response = await client.post(f"{CHANNELS}/telegram/test", headers=admin.headers)
+    await put(client, "telegram", {"botToken": odd, "chatId": "42"})
+    response = await client.post(f"{CHANNELS}/telegram/test")
     assert response.status_code == 200, await response.get_json()
     [request] = await http_receiver.wait_for(f"/bot{odd}/sendMessage")
     assert request.json()["chat_id"] == "42"
     # a token cannot steer the request to another path of the API
-    await put(client, admin, "telegram", {"botToken": "1:a/../../other?x=#", "chatId": "42"})
-    response = await client.post(f"{CHANNELS}/telegram/test", headers=admin.headers)
+    await put(client, "telegram", {"botToken": "1:a/../../other?x=#", "chatId": "42"})
+    response = await client.post(f"{CHANNELS}/telegram/test")
     assert response.status_code == 200, await response.get_json()
     await http_receiver.wait_for("/bot1:a%2F..%2F..%2Fother%3Fx%3D%23/sendMessage")
 
 
-async def test_whitespace_in_a_token_is_a_plain_400(client, admin):
-    response = await client.put(
-        f"{CHANNELS}/telegram",
-        json={"enabled": True, "config": {"botToken": "123 456"}},
-        headers=admin.headers,
+async def test_whitespace_in_a_token_is_a_plain_400(hostgate_client):
+    response = await hostgate_client.put(
+        f"{CHANNELS}/telegram", json={"enabled": True, "config": {"botToken": "123 456"}}
     )
     assert response.status_code == 400
     assert "botToken" in (await response.get_json())["error"]
