@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quart import Blueprint, current_app, request
 from quart_schema import tag
@@ -21,7 +21,11 @@ class SettingValues(TypedDict):
     settings: dict[str, Any]
 
 
-def changes_schema(kernel: Any) -> dict[str, Any]:
+if TYPE_CHECKING:
+    from ..services.registry import KernelServices
+
+
+def changes_schema(kernel: KernelServices) -> dict[str, Any]:
     """The body ``PUT /settings`` takes, from the settings registry."""
     schema: dict[str, Any] = kernel.settings.change_schema()
     return schema

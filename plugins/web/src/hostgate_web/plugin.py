@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hostgate import hookimpl
-from hostgate.guards import public
+from hostgate import hookimpl, public
 from quart import Blueprint, Response, send_from_directory
 from quart_schema import hide
 from werkzeug.routing import PathConverter
