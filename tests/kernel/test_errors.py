@@ -174,3 +174,11 @@ async def test_a_missing_field_and_a_wrong_body_type_are_plain_sentences(client,
     assert (await response.get_json())["error"] == "password is required."
     response = await client.post("/api/v1/auth/login", json=["bob", "pw"])
     assert (await response.get_json())["error"] == "The body must be an object."
+
+
+async def test_a_pattern_field_says_what_it_expects(client, admin):
+    response = await client.put(
+        "/api/v1/profile", json={"email": "not-an-address"}, headers=admin.headers
+    )
+    assert response.status_code == 400
+    assert (await response.get_json())["error"] == "email must be an e-mail address."

@@ -259,10 +259,24 @@ def _field_path(loc: tuple[Any, ...], data: Any, last_is_field: bool) -> str:
     return ".".join(parts)
 
 
+_PATTERNS: dict[str, str] = {}
+
+
+def describe_pattern(pattern: str, text: str) -> str:
+    """Say ``text`` ("must be an e-mail address") when a value does not match ``pattern``.
+
+    Returns ``pattern``, so a field type can declare both in one expression.
+    """
+    _PATTERNS[pattern] = text
+    return pattern
+
+
 def _plain(item: Mapping[str, Any], where: str) -> str:
     """One error as a sentence about the field ``where``."""
     kind = str(item.get("type", ""))
     context = item.get("ctx") or {}
+    if kind == "string_pattern_mismatch" and context.get("pattern") in _PATTERNS:
+        return f"{where} {_PATTERNS[context['pattern']]}."
     if kind in _PLAIN:
         return f"{where} {_PLAIN[kind]}."
     if kind in _BOUNDS and _BOUNDS[kind][0] in context:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
+from ..errors import describe_pattern
 from ..openapi import listed_in
 from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from ..services.accounts import (
@@ -21,17 +22,32 @@ from ..services.accounts import (
 )
 from ..services.connection_input import SORT_LIMIT
 
-Username = Annotated[str, Field(min_length=1, max_length=200, pattern=USERNAME_PATTERN)]
+NOT_BLANK = describe_pattern(NOT_BLANK_PATTERN, "must not be blank")
+
+Username = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=describe_pattern(USERNAME_PATTERN, "may not contain spaces or control characters"),
+    ),
+]
 """A local username: no spaces or control characters."""
 NewPassword = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
 """A password being set."""
 Password = Annotated[str, Field(max_length=MAX_PASSWORD_LENGTH)]
 """A password being checked."""
-Email = Annotated[str, Field(max_length=EMAIL_MAX, pattern=f"^({EMAIL_PATTERN[1:-1]})?$")]
+Email = Annotated[
+    str,
+    Field(
+        max_length=EMAIL_MAX,
+        pattern=describe_pattern(f"^({EMAIL_PATTERN[1:-1]})?$", "must be an e-mail address"),
+    ),
+]
 """An e-mail address, or ``""`` for none."""
-DisplayName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK_PATTERN)]
+DisplayName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK)]
 """A display name: not blank, stored verbatim."""
-Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK_PATTERN)]
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK)]
 """The name of a role, connection, group or rule: not blank, stored verbatim."""
 
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, Response, g, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
@@ -69,8 +69,14 @@ REMOTE = (502, 504)
 """What a route that talks to the remote server adds: it failed, or did not answer."""
 
 
+# Bodies take JSON types as they are: "0644" or true is never a mode.
+STRICT = ConfigDict(strict=True)
+
+
 class PathBody(BaseModel):
     """A remote path."""
+
+    model_config = STRICT
 
     path: RemotePath
 
@@ -78,11 +84,15 @@ class PathBody(BaseModel):
 class ListBody(BaseModel):
     """A directory to list; empty means the session's starting directory."""
 
+    model_config = STRICT
+
     path: RemotePath | Literal[""] = ""
 
 
 class RenameBody(BaseModel):
     """Rename or move."""
+
+    model_config = STRICT
 
     oldPath: RemotePath  # noqa: N815 - the spec's field name
     newPath: RemotePath  # noqa: N815
@@ -91,12 +101,16 @@ class RenameBody(BaseModel):
 class ChmodBody(BaseModel):
     """New Unix permission bits (an integer such as 420 for 0644)."""
 
+    model_config = STRICT
+
     path: RemotePath
     mode: Annotated[int, Field(ge=0, le=0o7777), WHOLE]
 
 
 class CopyBody(BaseModel):
     """Server-side copy of a file or a directory tree."""
+
+    model_config = STRICT
 
     srcPath: RemotePath  # noqa: N815
     destPath: RemotePath  # noqa: N815
