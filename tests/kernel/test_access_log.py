@@ -19,7 +19,7 @@ def access(caplog):
 async def test_each_request_is_logged_with_its_fields(client, admin, caplog, json_log):  # noqa: F811
     caplog.set_level(logging.INFO)
     response = await client.get(
-        f"/api/v1/connections?token={SECRET}&search={SECRET}",
+        f"/api/v1/audit?search={SECRET}&userId={SECRET}",
         headers={**admin.headers, "X-Request-Id": "req-abc-123"},
     )
     assert response.status_code == 200
@@ -29,14 +29,14 @@ async def test_each_request_is_logged_with_its_fields(client, admin, caplog, jso
     assert failed.status_code == 401
 
     [listing, login] = access(caplog)
-    assert listing.getMessage().startswith("GET /api/v1/connections 200 ")
+    assert listing.getMessage().startswith("GET /api/v1/audit 200 ")
     assert f"user={admin.id}" in listing.getMessage()
     assert listing.request_id == "req-abc-123"
     assert login.getMessage().startswith("POST /api/v1/auth/login 401 ")
     assert "user=-" in login.getMessage()
 
     [first, second] = json_log.lines("hostgate.access")
-    assert first["method"] == "GET" and first["path"] == "/api/v1/connections"
+    assert first["method"] == "GET" and first["path"] == "/api/v1/audit"
     assert first["status"] == 200 and first["user_id"] == admin.id
     assert first["request_id"] == "req-abc-123"
     assert isinstance(first["duration_ms"], float) and first["duration_ms"] >= 0
