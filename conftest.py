@@ -1,3 +1,3 @@
 """Fixtures shared by the kernel tests and every pack's tests."""
 
-pytest_plugins = ["testsupport.fixtures", "testsupport.postgres"]
+pytest_plugins = ["testsupport.fixtures", "testsupport.postgres", "testsupport.redisd"]

@@ -31,6 +31,10 @@ TEST_DEBIAN_PACKAGES = [
     "inetutils-telnetd",
     "asciinema",
     "xrdp",
+    # several gateway nodes (docs/admin.md "Scaling out"): the shared Redis, and the
+    # load balancer the multi-node tests put in front of them
+    "redis-server",
+    "haproxy",
     # the browser app's end-to-end tests drive Debian's Chromium (Playwright cannot
     # download its own here); a font so screenshots show text
     "chromium",
@@ -50,6 +54,8 @@ PROBES = {
     "inetutils-telnetd": "/usr/sbin/telnetd",
     "asciinema": "/usr/bin/asciinema",
     "xrdp": "/usr/sbin/xrdp",
+    "redis-server": "/usr/bin/redis-server",
+    "haproxy": "/usr/sbin/haproxy",
     "chromium": "/usr/bin/chromium",
     "fonts-dejavu-core": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 }
@@ -75,7 +81,18 @@ def ensure_debian_packages() -> None:
     run("apt-get", "update", "-q", env=env)
     run("apt-get", "install", "-y", "-q", "--no-install-recommends", *missing, env=env)
     # Debian starts some daemons on install; the tests start their own.
-    for service in ("ssh", "smbd", "nmbd", "vsftpd", "slapd", "postgresql", "xrdp", "xrdp-sesman"):
+    for service in (
+        "ssh",
+        "smbd",
+        "nmbd",
+        "vsftpd",
+        "slapd",
+        "postgresql",
+        "xrdp",
+        "xrdp-sesman",
+        "redis-server",
+        "haproxy",
+    ):
         subprocess.run(["service", service, "stop"], capture_output=True)
 
 
