@@ -241,10 +241,10 @@ async def test_ws_ticket_is_bound_and_single_use(client, make_user, kernel):
     assert response.status_code == 200
     ticket = (await response.get_json())["ticket"]
     assert len(ticket) >= 32
-    redeemed = kernel.tickets.redeem(ticket)
+    redeemed = await kernel.tickets.redeem(ticket)
     assert redeemed is not None and redeemed.user_id == user.id
     assert await kernel.identity.check_login_session(redeemed.login_session_id)
-    assert kernel.tickets.redeem(ticket) is None
+    assert await kernel.tickets.redeem(ticket) is None
 
 
 class ManualClock:
@@ -271,13 +271,13 @@ async def test_ws_ticket_expires_after_thirty_seconds(client, make_user, kernel)
 
     in_time, too_late = await issue(), await issue()
     clock.now += 29.5
-    redeemed = kernel.tickets.redeem(in_time)
+    redeemed = await kernel.tickets.redeem(in_time)
     assert redeemed is not None and redeemed.user_id == user.id
     clock.now += 1.0  # 30.5 s after issue
-    assert kernel.tickets.redeem(too_late) is None
+    assert await kernel.tickets.redeem(too_late) is None
     # a refused ticket is gone: it does not come back if the clock were to allow it
     clock.now -= 10.0
-    assert kernel.tickets.redeem(too_late) is None
+    assert await kernel.tickets.redeem(too_late) is None
 
 
 async def test_timestamps_are_iso(client, admin):

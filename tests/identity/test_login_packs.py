@@ -31,7 +31,7 @@ def build_pack():
         kernel = current_kernel()
         client = request_client()
         body = await request.get_json()
-        kernel.logins.limit_ip(client)
+        await kernel.logins.limit_ip(client)
         user = await kernel.logins.find_user(body["username"], provider="toy")
         await kernel.logins.check_not_locked(user, client, username=body["username"])
         if DIRECTORY.get(body["username"]) != body["password"]:

@@ -239,7 +239,7 @@ async def test_socket_check_honours_idle_timeout_and_revocation(client, make_use
     ticket = (await (await client.post(f"{API}/auth/ws-ticket", headers=user.headers)).get_json())[
         "ticket"
     ]
-    login_session_id = kernel.tickets.redeem(ticket).login_session_id
+    login_session_id = (await kernel.tickets.redeem(ticket)).login_session_id
     assert await kernel.identity.check_login_session(login_session_id)
     await kernel.settings.update({"security.idle_timeout_minutes": 5})
     await age_sessions(kernel, user.id, minutes=6)

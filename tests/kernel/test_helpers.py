@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pytest
 from hostgate.config import ConfigError, load_config
-from hostgate.errors import InvalidInput, RateLimited
+from hostgate.errors import InvalidInput
 from hostgate.pagination import MAX_LIMIT, page_from
 from hostgate.security.clientinfo import client_ip, parse_user_agent
-from hostgate.security.ratelimit import Limit, RateLimiter
 from hostgate.timefmt import iso, parse_iso
 from hypothesis import given
 from hypothesis import strategies as st
@@ -122,20 +121,6 @@ def test_client_ip_trusts_only_configured_proxies():
 )
 def test_user_agent_parsing(agent, expected):
     assert parse_user_agent(agent) == expected
-
-
-def test_rate_limiter_retry_after_and_window():
-    now = [1000.0]
-    limiter = RateLimiter(clock=lambda: now[0])
-    limit = Limit(3, 60)
-    for _ in range(3):
-        limiter.hit("login", "1.2.3.4", limit, "slow down")
-    with pytest.raises(RateLimited) as info:
-        limiter.hit("login", "1.2.3.4", limit, "slow down")
-    assert info.value.headers["Retry-After"] == "60"
-    limiter.hit("login", "5.6.7.8", limit, "other keys are independent")
-    now[0] += 61
-    limiter.hit("login", "1.2.3.4", limit, "window slid")
 
 
 def test_keys_rotate_cli(tmp_path, run_cli):

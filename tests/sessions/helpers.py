@@ -11,9 +11,9 @@ from testsupport.wire import STEP, Frames
 
 
 def ticket_for(kernel: Any, user: Any) -> str:
-    """A WebSocket ticket bound to the user's test session."""
+    """A WebSocket ticket bound to the user's test session (the in-memory store's)."""
     sid = kernel.identity.decode(user.token, "session")["sid"]
-    return kernel.tickets.issue(user.id, sid)
+    return kernel.tickets.issue_sync(user.id, sid)
 
 
 def socket_path(protocol: str, ticket: str | None, connection_id: str | None, **extra: Any) -> str:

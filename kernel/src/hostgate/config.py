@@ -43,6 +43,9 @@ class Config:
     version_timeout_seconds: float = 4.0
     max_body_bytes: int = 16 * 1024 * 1024
     database_busy_timeout_ms: int = 10_000
+    # the Redis (or Valkey) several gateway nodes share: tickets, rate limits, control
+    # messages (docs/admin.md "Scaling out"); empty = one node, everything in memory
+    redis_url: str = ""
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # defaults for instance settings (the TOML file's ``[settings]`` table): a value
     # stored with ``PUT /settings`` still wins; this replaces the built-in default
@@ -109,6 +112,19 @@ def _address(value: Any) -> str:
     return text
 
 
+def _redis_url(value: Any) -> str:
+    text = str(value).strip()
+    if not text:
+        return ""
+    scheme = text.partition("://")[0] if "://" in text else ""
+    if scheme not in {"redis", "rediss", "unix"}:
+        shown = text.split("@")[-1]  # never the password
+        raise ConfigError(
+            f"HOSTGATE_REDIS_URL must be a redis://, rediss:// or unix:// URL, not {shown!r}"
+        )
+    return text
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     items = value if isinstance(value, list) else value.split(",")
     return tuple(i.strip() for i in items if i.strip())
@@ -155,6 +171,7 @@ def load_config(
         "tls_key": ("HOSTGATE_TLS_KEY", Path),
         "tls_self_signed": ("HOSTGATE_TLS_SELF_SIGNED", lambda v: _bool("TLS", str(v))),
         "max_body_bytes": ("HOSTGATE_MAX_BODY_BYTES", lambda v: _int("MAX_BODY", v)),
+        "redis_url": ("HOSTGATE_REDIS_URL", _redis_url),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",
             lambda v: _int("HOSTGATE_DATABASE_BUSY_TIMEOUT_MS", v),

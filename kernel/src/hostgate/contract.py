@@ -190,7 +190,7 @@ class ReadCacheAPI(Protocol):
 class LoginsAPI(Protocol):
     """``kernel.logins``: what every login method shares (limits, lockout, the session)."""
 
-    def limit_ip(self, client: ClientInfo) -> None:
+    async def limit_ip(self, client: ClientInfo) -> None:
         """Count a login attempt from the client's IP; RateLimited (429) past the limit."""
 
     def invalid_credentials(self) -> NotAuthenticated:

@@ -163,6 +163,23 @@ class StorageUnavailable(ApiError):
     code = "storage_busy"
 
 
+class SharedStateUnavailable(ApiError):
+    """The state the gateway nodes share (Redis) cannot be reached (503, ``Retry-After``).
+
+    Raised by what needs it (WebSocket tickets, rate limits) instead of hanging or
+    letting the request through unchecked; the next request tries again.
+    """
+
+    status = 503
+    code = "shared_state_unavailable"
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(
+            message or "The gateway's shared state (Redis) is unavailable; try again in a moment",
+            headers={"Retry-After": "5"},
+        )
+
+
 _BUSY_SQLSTATES = {"55P03", "40001", "40P01"}
 _FULL_SQLSTATES = {"53100"}
 

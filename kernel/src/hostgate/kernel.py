@@ -10,6 +10,7 @@ from sqlmodel import select
 
 from . import datadir
 from . import permissions as perms
+from .cluster import Cluster, ClusterSetupError
 from .config import Config
 from .db.engine import Database
 from .db.models.identity import Role
@@ -18,9 +19,9 @@ from .db.readcache import ReadCache
 from .descriptors import ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
 from .metrics import Metrics
 from .plugins import PluginHost
-from .security.ratelimit import RateLimiter
+from .security.ratelimit import RateLimiter, rate_limiter
 from .security.secretbox import KeyError_, SecretBox, load_or_create_key
-from .security.tickets import TicketStore
+from .security.tickets import TicketStore, ticket_store
 from .services.audit import AuditLog
 from .services.backup import Backups
 from .services.connections import Connections
@@ -65,6 +66,8 @@ class Kernel:
             config.resolved_database_url, busy_timeout_ms=config.database_busy_timeout_ms
         )
         self.readcache = ReadCache(self.db)
+        # what several nodes share (HOSTGATE_REDIS_URL); nothing without it
+        self.cluster = Cluster(config)
         self.protocols: dict[str, ProtocolSpec] = {
             name: item
             for name, (_, item) in plugins.collect(
@@ -95,13 +98,13 @@ class Kernel:
         self.identity = Identity(self)
         self.logins = Logins(self)
         self.credentials = Credentials(self.db)
-        self.tickets = TicketStore()
-        self.limits = RateLimiter()
+        self.tickets: TicketStore = ticket_store(self.cluster.redis)
+        self.limits: RateLimiter = rate_limiter(self.cluster.redis)
         self.version = VersionChecker(self)
         self.netpolicy = NetworkPolicy(self)
         self.connections = Connections(self)
         self.backups = Backups(self)
-        self.live = LiveSessions()
+        self.live = LiveSessions(self.cluster.bus)
         self.recordings = Recordings(self)
         self.terminal_sessions = TerminalSessions(self)
         self.files = RemoteFilePool(self)
@@ -134,6 +137,10 @@ class Kernel:
     async def startup(self) -> None:
         """Migrate, check the key, load settings and roles, start services and plugins."""
         datadir.prepare(self.config.data_dir, self.config.resolved_database_url)
+        try:
+            await self.cluster.start()
+        except ClusterSetupError as exc:
+            raise StartupError(str(exc)) from None
         await self.db.migrate()
         await self._check_key()
         await self.settings.load()
@@ -160,6 +167,7 @@ class Kernel:
                 await hook()
             except Exception:
                 log.exception("shutdown hook failed")
+        await self.cluster.stop()
         await self.db.close()
         self.metrics.stop()
 

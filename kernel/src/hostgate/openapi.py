@@ -55,7 +55,10 @@ ERROR_TEXT = {
     422: "Well-formed but refused",
     429: "Too many attempts; retry after the Retry-After header's seconds",
     502: "The remote server refused or failed",
-    503: "Storage busy or full; retry after the Retry-After header's seconds",
+    503: (
+        "Storage busy or full, or the nodes' shared state (Redis) unreachable; "
+        "retry after the Retry-After header's seconds"
+    ),
     504: "The remote server did not answer in time",
 }
 RETRY_AFTER = frozenset({429, 503})

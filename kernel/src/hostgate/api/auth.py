@@ -209,4 +209,4 @@ async def ws_ticket() -> Ticket:
     """A single-use ticket (30 s) for opening a terminal or desktop WebSocket."""
     kernel = app_kernel()
     caller = current_caller()
-    return {"ticket": kernel.tickets.issue(caller.user_id, caller.login_session_id or "")}
+    return {"ticket": await kernel.tickets.issue(caller.user_id, caller.login_session_id or "")}

@@ -145,7 +145,7 @@ async def import_backup() -> dict[str, Any]:
     password = header_text(request.headers.get(PASSWORD_HEADER, ""))
     if not password:
         raise InvalidInput(f"Send the backup password in the {PASSWORD_HEADER} header")
-    wait = kernel.limits.retry_after(LIMIT_BUCKET, caller.user_id, PASSWORD_CHECK_PER_USER)
+    wait = await kernel.limits.retry_after(LIMIT_BUCKET, caller.user_id, PASSWORD_CHECK_PER_USER)
     if wait:
         raise RateLimited("Too many wrong backup passwords; try again later", retry_after=wait)
     declared = request.content_length
@@ -167,7 +167,7 @@ async def import_backup() -> dict[str, Any]:
             result = await backups.restore(upload, password, slot)
         except BadPassword:
             with contextlib.suppress(RateLimited):
-                kernel.limits.hit(LIMIT_BUCKET, caller.user_id, PASSWORD_CHECK_PER_USER, "")
+                await kernel.limits.hit(LIMIT_BUCKET, caller.user_id, PASSWORD_CHECK_PER_USER, "")
             raise
     await kernel.audit.record(
         "backup.imported",

@@ -45,7 +45,7 @@ async def health() -> Health:
 @blueprint.get("/version")
 @public
 @tag(["meta"])
-@answers(Version, errors=(429,))
+@answers(Version, errors=(429, 503))
 async def version() -> dict[str, Any]:
     """Running and latest version, cached 15 minutes.
 
@@ -59,7 +59,7 @@ async def version() -> dict[str, Any]:
     if caller is None:
         force = False
     elif force:
-        kernel.limits.hit(
+        await kernel.limits.hit(
             FORCE_BUCKET,
             caller.user_id,
             FORCE_PER_USER,

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             # (or is cancelled and removes its temporary file), then kernel shutdown closes them
             live = kernel_of(app).live
             for kind in SOCKET_KINDS:
-                await live.close_where("server shutting down", kind=kind)
+                await live.close_here("server shutting down", kind=kind)
 
         await serve(app, hyper, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
 

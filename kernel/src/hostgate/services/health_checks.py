@@ -47,7 +47,7 @@ async def probe(address: str, port: int, timeout: float = TIMEOUT_SECONDS) -> fl
 
 async def check(kernel: KernelServices, caller: Caller, ids: Sequence[str]) -> list[dict[str, Any]]:
     """``[{id, reachable, latencyMs}]`` for each distinct id, in the order asked."""
-    kernel.limits.hit(
+    await kernel.limits.hit(
         BUCKET, caller.user_id, PER_USER, "Too many health checks; try again in a minute"
     )
     gate = asyncio.Semaphore(PARALLEL)

@@ -2,7 +2,9 @@
 
 Whoever opens something long-lived registers it with a ``close`` callback; identity
 and connection changes (revoked login session, deleted/locked user, lost permission,
-unshared connection) call ``close_where`` so it ends at once.
+unshared connection) call ``close_where`` so it ends at once, on whichever gateway
+node holds it: the close is also published on the control bus, and every other
+node closes its matching sessions (``close_here``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cluster.bus import Bus, LocalBus
+from ..errors import ApiError
 from ..timefmt import utcnow
 
 log = logging.getLogger("hostgate.live")
@@ -23,6 +27,9 @@ log = logging.getLogger("hostgate.live")
 CONNECTION_DELETED = "the connection was deleted"
 NO_LONGER_SHARED = "the connection is no longer shared with you"
 USER_DELETED = "user deleted"
+
+CLOSE_TOPIC = "live.close"
+"""Bus topic of ``close_where``: ``{"reason": str, "match": {attribute: value}}``."""
 
 Closer = Callable[[str], Awaitable[None]]
 """``await close(reason)``: end the session, telling the client why."""
@@ -43,11 +50,16 @@ class LiveSession:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class LiveSessions:
-    """The registry (in memory: one instance; the seam for a shared one later)."""
+_MATCHABLE = frozenset(LiveSession.__dataclass_fields__) - {"close"}
 
-    def __init__(self) -> None:
+
+class LiveSessions:
+    """The registry of this node's sessions (closes reach the other nodes' through the bus)."""
+
+    def __init__(self, bus: Bus | None = None) -> None:
         self._sessions: dict[str, LiveSession] = {}
+        self._bus: Bus = bus or LocalBus()
+        self._bus.subscribe(CLOSE_TOPIC, self._closed_elsewhere)
 
     def add(self, session: LiveSession) -> None:
         """Register an open session."""
@@ -74,7 +86,28 @@ class LiveSessions:
         )
 
     async def close_where(self, reason: str, **match: Any) -> int:
-        """Close every session whose attributes equal ``match``; return how many."""
+        """Close every session whose attributes equal ``match``, on every node.
+
+        Returns how many were closed on this node. When the bus cannot reach the other
+        nodes (Redis down) it logs that and returns: their sessions' periodic access
+        check ends them instead.
+        """
+        closed = await self.close_here(reason, **match)
+        try:
+            await self._bus.publish(CLOSE_TOPIC, {"reason": reason, "match": match})
+        except ApiError as exc:
+            log.error("could not tell the other nodes to close sessions (%s): %s", match, exc)
+        return closed
+
+    async def _closed_elsewhere(self, message: dict[str, Any]) -> None:
+        match = message.get("match")
+        if not isinstance(match, dict) or not set(match) <= _MATCHABLE:
+            log.warning("ignoring a close message with unknown attributes: %s", match)
+            return
+        await self.close_here(str(message.get("reason", "")), **match)
+
+    async def close_here(self, reason: str, **match: Any) -> int:
+        """Close this node's sessions whose attributes equal ``match``; return how many."""
         chosen = [
             s
             for s in list(self._sessions.values())
@@ -89,5 +122,5 @@ class LiveSessions:
         return len(chosen)
 
     async def close_all(self, reason: str) -> int:
-        """Close everything (shutdown)."""
-        return await self.close_where(reason)
+        """Close everything on this node (shutdown)."""
+        return await self.close_here(reason)

@@ -116,9 +116,9 @@ class Logins:
 
     # -- limits and lockout -------------------------------------------------
 
-    def limit_ip(self, client: ClientInfo) -> None:
+    async def limit_ip(self, client: ClientInfo) -> None:
         """Count one login attempt for the client IP; 429 + Retry-After past 30 / 15 min."""
-        self.kernel.limits.hit(
+        await self.kernel.limits.hit(
             LOGIN_IP_BUCKET,
             client.ip_address or "-",
             LOGIN_PER_IP,
@@ -452,7 +452,7 @@ class Logins:
     ) -> LoginOutcome:
         """The local password step; a session, or an MFA challenge when TOTP is on."""
         check_login_name(username)
-        self.limit_ip(client)
+        await self.limit_ip(client)
         if not self.kernel.settings.get("auth.local_enabled"):
             raise PermissionDenied("Local authentication is disabled", code="local_login_disabled")
         user = await self.find_user(username)
@@ -513,7 +513,7 @@ class Logins:
         """The TOTP step: 5 attempts per 5 minutes per user; the token is single use."""
         claims = self._mfa_claims(mfa_token)
         user_id = str(claims["sub"])
-        self.kernel.limits.hit(MFA_LOGIN_BUCKET, user_id, MFA_PER_USER, MFA_LIMIT_MESSAGE)
+        await self.kernel.limits.hit(MFA_LOGIN_BUCKET, user_id, MFA_PER_USER, MFA_LIMIT_MESSAGE)
         user = await self.mfa_user(mfa_token)
         await self.check_not_locked(user, client)
         secret = self.kernel.secrets.open_optional(user.mfa_secret) if user.mfa_enabled else None
@@ -529,7 +529,7 @@ class Logins:
             )
             raise NotAuthenticated("Invalid verification code", code="invalid_code")
         self.consume_mfa_token(mfa_token)
-        self.kernel.limits.reset(MFA_LOGIN_BUCKET, user_id)
+        await self.kernel.limits.reset(MFA_LOGIN_BUCKET, user_id)
         return (
             *await self.complete_login(user, client, method="local", details={"mfa": True}),
             user,

@@ -121,7 +121,7 @@ async def check_own_password(
     kernel: KernelServices, user: User, password: str, message: str
 ) -> None:
     """Verify the caller's password, limited to 10 checks per 15 minutes (400 if wrong)."""
-    kernel.limits.hit(
+    await kernel.limits.hit(
         PASSWORD_BUCKET,
         user.id,
         PASSWORD_CHECK_PER_USER,
@@ -129,7 +129,7 @@ async def check_own_password(
     )
     if not await verify_password(user.password_hash, password):
         raise InvalidInput(message, code="wrong_password")
-    kernel.limits.reset(PASSWORD_BUCKET, user.id)
+    await kernel.limits.reset(PASSWORD_BUCKET, user.id)
 
 
 async def change_password(kernel: KernelServices, caller: Caller, current: str, new: str) -> None:
@@ -230,7 +230,7 @@ async def mfa_setup(kernel: KernelServices, caller: Caller) -> dict[str, str]:
 
 async def mfa_verify(kernel: KernelServices, caller: Caller, code: str) -> None:
     """Enable MFA with a valid code for the pending secret (5 tries per 5 minutes)."""
-    kernel.limits.hit(
+    await kernel.limits.hit(
         MFA_VERIFY_BUCKET,
         caller.user_id,
         MFA_PER_USER,
@@ -254,7 +254,7 @@ async def mfa_verify(kernel: KernelServices, caller: Caller, code: str) -> None:
         row.updated_at = utcnow()
         batch.session.add(row)
         batch.record("auth.mfa_enabled", actor=caller, target=caller.username)
-    kernel.limits.reset(MFA_VERIFY_BUCKET, caller.user_id)
+    await kernel.limits.reset(MFA_VERIFY_BUCKET, caller.user_id)
 
 
 async def mfa_disable(kernel: KernelServices, caller: Caller, password: str) -> None:

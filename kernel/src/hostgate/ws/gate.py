@@ -3,7 +3,8 @@
 Every failure becomes a ``SessionClosed`` carrying the close code of WIRE-FACTS
 §5.3: 4001 for a missing, used or expired ticket or a dead login session, 4002
 for a connection that is not there (or not of this protocol), 4003 for
-everything the caller may not do or the remote side refused.
+everything the caller may not do or the remote side refused; and 1013 (Try Again
+Later) when the shared state of several nodes (Redis) cannot check the ticket.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 from quart import g, websocket
 
 from ..descriptors import ProtocolSpec
-from ..errors import ApiError
+from ..errors import ApiError, SharedStateUnavailable
 from ..security.clientinfo import client_ip, parse_user_agent
 from ..services.identity import ClientInfo
 from ..services.netpolicy import conceal
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from ..kernel import Kernel
 
 MAX_CLIENT_SESSION_ID = 128
+TRY_AGAIN_LATER = 1013
 
 
 def socket_client(kernel: Kernel) -> ClientInfo:
@@ -35,7 +37,10 @@ def socket_client(kernel: Kernel) -> ClientInfo:
 
 async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -> Admission:
     """Redeem the ``ticket`` query parameter and check access to the connection."""
-    ticket = kernel.tickets.redeem(websocket.args.get("ticket"))
+    try:
+        ticket = await kernel.tickets.redeem(websocket.args.get("ticket"))
+    except SharedStateUnavailable as exc:
+        raise SessionClosed(TRY_AGAIN_LATER, exc.message) from None
     if ticket is None:
         raise SessionClosed(4001, "Invalid or expired ticket")
     if not connection_id:

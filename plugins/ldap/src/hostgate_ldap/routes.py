@@ -140,7 +140,7 @@ async def ldap_login(data: LdapLogin) -> Response:
         raise PermissionDenied(DISABLED, code="ldap_disabled")
     client = request_client()
     username = check_login_name(data.username).strip()
-    kernel.logins.limit_ip(client)
+    await kernel.logins.limit_ip(client)
     if not username:
         raise InvalidInput("username: must not be blank")
     settings = DirectorySettings.from_settings(kernel.settings.get)

@@ -227,7 +227,7 @@ async def oidc_callback() -> Response:
     kernel = current_kernel()
     client = request_client()
     try:
-        kernel.logins.limit_ip(client)
+        await kernel.logins.limit_ip(client)
         user = await _finish(kernel, client)
         issued, _ = await kernel.logins.complete_login(
             user, client, method=PROVIDER, details={"provider": PROVIDER}

@@ -299,7 +299,7 @@ async def passkey_login_options(data: LoginOptions) -> dict[str, Any]:
     """Options for ``navigator.credentials.get`` and the ``challengeId`` to answer with."""
     kernel = current_kernel()
     _require_enabled(kernel)
-    kernel.logins.limit_ip(request_client())
+    await kernel.logins.limit_ip(request_client())
     user_id: str | None = None
     allowed = []
     if data.username and data.username.strip():
@@ -339,7 +339,7 @@ async def passkey_login(data: LoginVerify) -> Response:
     _require_enabled(kernel)
     client = request_client()
     logins = kernel.logins
-    logins.limit_ip(client)
+    await logins.limit_ip(client)
     challenge = _challenges(kernel).take(data.challengeId, "login")
     if challenge is None:
         raise await _failed(kernel, client, None, "passkey_invalid_challenge")

@@ -3163,7 +3163,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3248,7 +3248,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3342,7 +3342,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3432,7 +3432,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3510,7 +3510,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3578,7 +3578,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3626,7 +3626,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3828,7 +3828,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3896,7 +3896,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -3974,7 +3974,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4074,7 +4074,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4380,7 +4380,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4519,7 +4519,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4601,7 +4601,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4707,7 +4707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4766,7 +4766,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4849,7 +4849,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -4923,7 +4923,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -5005,7 +5005,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -5275,7 +5275,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -5334,7 +5334,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -5442,7 +5442,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -5538,7 +5538,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -5720,7 +5720,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6070,7 +6070,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6147,7 +6147,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6269,7 +6269,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6328,7 +6328,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6405,7 +6405,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6586,7 +6586,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6705,7 +6705,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6764,7 +6764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6823,7 +6823,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -6934,7 +6934,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7058,7 +7058,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7131,7 +7131,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7217,7 +7217,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7276,7 +7276,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7359,7 +7359,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7416,7 +7416,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7546,7 +7546,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7641,7 +7641,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7741,7 +7741,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7825,7 +7825,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7884,7 +7884,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -7969,7 +7969,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8108,7 +8108,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8156,7 +8156,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8321,7 +8321,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8465,7 +8465,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8533,7 +8533,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8601,7 +8601,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8699,7 +8699,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8796,7 +8796,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -8878,7 +8878,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -9115,7 +9115,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -9254,7 +9254,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -9322,7 +9322,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -9616,7 +9616,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -9782,7 +9782,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -9888,7 +9888,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -9956,7 +9956,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10040,7 +10040,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10099,7 +10099,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10131,6 +10131,16 @@ export interface operations {
             };
             /** @description Too many attempts; retry after the Retry-After header's seconds */
             429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
                 headers: {
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -10225,7 +10235,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10330,7 +10340,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10507,7 +10517,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10613,7 +10623,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10716,7 +10726,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10821,7 +10831,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -10926,7 +10936,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;
@@ -11028,7 +11038,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage busy or full; retry after the Retry-After header's seconds */
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
             503: {
                 headers: {
                     "Retry-After": string;

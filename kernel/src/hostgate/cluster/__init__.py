@@ -1,0 +1,45 @@
+"""Several gateway nodes: the Redis they share, and control messages between them.
+
+Without ``HOSTGATE_REDIS_URL`` there is one node and nothing here talks to anyone
+(``Cluster.redis`` is None, the bus a ``LocalBus``). With it, the kernel's
+tickets and rate limits live in Redis and the live sessions hear about closes
+decided on other nodes through the ``RedisBus``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .bus import Bus, LocalBus, RedisBus
+from .shared import ClusterSetupError, check_server, connect, refusal
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from ..config import Config
+
+__all__ = ["Bus", "Cluster", "ClusterSetupError", "LocalBus", "RedisBus"]
+
+
+class Cluster:
+    """What this node shares with the others: the Redis client and the bus."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.redis: Redis | None = connect(config.redis_url) if config.redis_url else None
+        self.bus: Bus = LocalBus() if self.redis is None else RedisBus(self.redis)
+
+    async def start(self) -> None:
+        """Refuse a set-up that cannot work, check Redis, start listening to the bus."""
+        why = refusal(self.config)
+        if why:
+            raise ClusterSetupError(why)
+        if self.redis is not None:
+            await check_server(self.redis, self.config.redis_url)
+        await self.bus.start()
+
+    async def stop(self) -> None:
+        """Stop the bus and close the Redis connections."""
+        await self.bus.stop()
+        if self.redis is not None:
+            await self.redis.aclose()

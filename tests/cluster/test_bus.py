@@ -1,0 +1,91 @@
+"""The control bus: Redis pub/sub between nodes over a real redis-server, and the local one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from hostgate.cluster.bus import LocalBus, RedisBus
+from hostgate.cluster.shared import connect
+from hostgate.errors import SharedStateUnavailable
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.arrived.set()
+
+    async def next(self) -> dict[str, Any]:
+        await asyncio.wait_for(self.arrived.wait(), 5)
+        self.arrived.clear()
+        return self.messages[-1]
+
+
+async def until(condition: Any, timeout: float = 10.0) -> None:
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+@pytest.fixture
+async def two_buses(redis_server):
+    clients = [connect(redis_server.url), connect(redis_server.url)]
+    buses = [RedisBus(c) for c in clients]
+    inboxes = [Inbox(), Inbox()]
+    for bus, inbox in zip(buses, inboxes, strict=True):
+        bus.subscribe("test.topic", inbox)
+    for bus in buses:
+        await bus.start()
+    yield buses, inboxes
+    for bus in buses:
+        await bus.stop()
+    for client in clients:
+        await client.aclose()
+
+
+async def test_a_message_reaches_the_other_node_not_its_sender(two_buses):
+    (a, b), (inbox_a, inbox_b) = two_buses
+    await a.publish("test.topic", {"reason": "revoked", "match": {"user_id": "u1"}})
+    assert await inbox_b.next() == {"reason": "revoked", "match": {"user_id": "u1"}}
+    await b.publish("test.topic", {"n": 2})
+    assert await inbox_a.next() == {"n": 2}
+    # each saw only the other's message
+    assert inbox_a.messages == [{"n": 2}]
+    assert inbox_b.messages == [{"reason": "revoked", "match": {"user_id": "u1"}}]
+
+
+async def test_other_topics_are_not_delivered(two_buses):
+    (a, _), (_, inbox_b) = two_buses
+    await a.publish("another.topic", {"n": 1})
+    await a.publish("test.topic", {"n": 2})
+    assert await inbox_b.next() == {"n": 2}
+    assert inbox_b.messages == [{"n": 2}]
+
+
+async def test_redis_down_then_back_the_bus_subscribes_again(two_buses, redis_server):
+    (a, b), (_, inbox_b) = two_buses
+    redis_server.stop()
+    with pytest.raises(SharedStateUnavailable):
+        await a.publish("test.topic", {"n": 1})
+    await until(lambda: not b.ready.is_set())
+    redis_server.start()
+    await until(b.ready.is_set)
+    await a.publish("test.topic", {"n": 2})
+    assert await inbox_b.next() == {"n": 2}
+
+
+async def test_one_node_has_nobody_to_tell():
+    bus = LocalBus()
+    inbox = Inbox()
+    bus.subscribe("test.topic", inbox)
+    await bus.start()
+    await bus.publish("test.topic", {"n": 1})
+    await bus.stop()
+    assert inbox.messages == []

@@ -1,0 +1,117 @@
+"""HOSTGATE_REDIS_URL: configuration, and the set-ups start-up refuses with a clear message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hostgate.app import create_app, kernel_of
+from hostgate.cluster import shared
+from hostgate.cluster.bus import LocalBus, RedisBus
+from hostgate.cluster.shared import filesystem_type, redacted, refusal
+from hostgate.config import ConfigError, load_config
+from hostgate.kernel import StartupError
+from hostgate.security.ratelimit import MemoryRateLimiter, RedisRateLimiter
+from hostgate.security.tickets import MemoryTicketStore, RedisTicketStore
+
+from testsupport.peers import free_port
+
+
+def mountinfo(tmp_path: Path, point: Path, kind: str) -> Path:
+    """A mount table where ``point`` is a filesystem of type ``kind`` (spaces escaped)."""
+    escaped = str(point).replace(" ", "\\040")
+    text = (
+        "22 27 0:21 / / rw,relatime - ext4 /dev/vda rw\n"
+        f"90 22 0:50 / {escaped} rw,relatime shared:1 - {kind} server:/export rw,vers=4.2\n"
+    )
+    path = tmp_path / "mountinfo"
+    path.write_text(text)
+    return path
+
+
+def test_redis_url_from_the_environment_or_the_file(tmp_path):
+    assert load_config(env={}).redis_url == ""
+    env = {"HOSTGATE_REDIS_URL": "redis://10.0.0.5:6379/2"}
+    assert load_config(env=env).redis_url == "redis://10.0.0.5:6379/2"
+    toml = tmp_path / "hostgate.toml"
+    toml.write_text('redis_url = "rediss://:pw@redis.example:6380/0"\n')
+    assert load_config(env={}, config_file=toml).redis_url == "rediss://:pw@redis.example:6380/0"
+    assert load_config(env=env, config_file=toml).redis_url == "redis://10.0.0.5:6379/2"
+    assert load_config(env={"HOSTGATE_REDIS_URL": "unix:///run/redis.sock"}).redis_url
+
+
+def test_a_redis_url_of_another_scheme_is_refused_without_its_password():
+    with pytest.raises(ConfigError) as info:
+        load_config(env={"HOSTGATE_REDIS_URL": "http://:s3cret@redis.example:6379"})
+    assert "HOSTGATE_REDIS_URL must be a redis://, rediss:// or unix:// URL" in str(info.value)
+    assert "s3cret" not in str(info.value)
+
+
+def test_passwords_are_redacted_in_messages():
+    assert redacted("redis://:s3cret@h:6379/0") == "redis://:***@h:6379/0"
+    assert redacted("redis://user:s3cret@[::1]:6379") == "redis://user:***@[::1]:6379"
+    assert redacted("redis://h:6379/0") == "redis://h:6379/0"
+
+
+def test_filesystem_type_of_the_longest_mount_point(tmp_path):
+    share = tmp_path / "a share"
+    share.mkdir()
+    table = mountinfo(tmp_path, share, "nfs4")
+    assert filesystem_type(share / "data", table) == "nfs4"
+    assert filesystem_type(tmp_path / "elsewhere", table) == "ext4"
+    assert filesystem_type(tmp_path, tmp_path / "no-such-table") is None
+    # this machine's real table knows the test's directory
+    assert filesystem_type(tmp_path) not in (None, "nfs4")
+
+
+def test_sqlite_with_redis_is_refused_on_a_network_filesystem(tmp_path, config):
+    with_redis = config.with_overrides(redis_url="redis://127.0.0.1:1/0")
+    remote = mountinfo(tmp_path, config.data_dir, "nfs4")
+    message = refusal(with_redis, remote)
+    assert message is not None
+    assert "network filesystem (nfs4)" in message and "PostgreSQL" in message
+    assert str(config.data_dir) in message
+    # a local disk is fine (the workers of one machine), so is no Redis or PostgreSQL
+    assert refusal(with_redis, mountinfo(tmp_path, config.data_dir, "ext4")) is None
+    assert refusal(with_redis) is None
+    assert refusal(config, remote) is None
+    postgres = with_redis.with_overrides(database_url="postgresql+asyncpg://pg@db/hostgate")
+    assert refusal(postgres, remote) is None
+    memory = with_redis.with_overrides(database_url="sqlite+aiosqlite:///:memory:")
+    assert "in-memory SQLite" in (refusal(memory) or "")
+
+
+async def test_start_up_refuses_sqlite_on_a_network_filesystem(
+    tmp_path, config, redis_server, monkeypatch
+):
+    monkeypatch.setattr(shared, "MOUNTINFO", mountinfo(tmp_path, config.data_dir, "cifs"))
+    app = create_app(config.with_overrides(redis_url=redis_server.url))
+    # the test app reports the kernel's StartupError as its lifespan's failure
+    with pytest.raises(Exception, match=r"network filesystem \(cifs\)"):
+        async with app.test_app():
+            pass
+
+
+async def test_start_up_refuses_an_unreachable_redis_and_hides_its_password(config):
+    url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"
+    app = create_app(config.with_overrides(redis_url=url))
+    with pytest.raises(StartupError) as info:
+        await kernel_of(app).startup()
+    message = str(info.value)
+    assert message.startswith(f"Cannot reach Redis at {redacted(url)} (HOSTGATE_REDIS_URL)")
+    assert "s3cret" not in message
+
+
+async def test_the_kernel_shares_through_redis_only_when_configured(config, redis_server):
+    single = kernel_of(create_app(config))
+    assert single.cluster.redis is None
+    assert isinstance(single.tickets, MemoryTicketStore)
+    assert isinstance(single.limits, MemoryRateLimiter)
+    assert isinstance(single.cluster.bus, LocalBus)
+    app = create_app(config.with_overrides(redis_url=redis_server.url))
+    async with app.test_app():
+        node = kernel_of(app)
+        assert isinstance(node.tickets, RedisTicketStore)
+        assert isinstance(node.limits, RedisRateLimiter)
+        assert isinstance(node.cluster.bus, RedisBus)
+        assert node.cluster.bus.ready.is_set()
