@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hostgate.config import ConfigError, load_config
 from hostgate.kernel import StartupError
 from hostgate.security.ratelimit import MemoryRateLimiter, RedisRateLimiter
 from hostgate.security.tickets import MemoryTicketStore, RedisTicketStore
+from sqlalchemy import text
 
 from testsupport.peers import free_port
 
@@ -115,3 +117,30 @@ async def test_the_kernel_shares_through_redis_only_when_configured(config, redi
         assert isinstance(node.limits, RedisRateLimiter)
         assert isinstance(node.cluster.bus, RedisBus)
         assert node.cluster.bus.ready.is_set()
+
+
+async def test_nodes_sharing_a_redis_must_share_the_database(config, tmp_path, redis_server):
+    """Two hosts, each with its own SQLite file, one Redis: the second node does not start."""
+    first = config.with_overrides(redis_url=redis_server.url)
+    app = create_app(first)
+    async with app.test_app():
+        database_id = await kernel_of(app)._database_id()
+        # a second node on the same database joins
+        same = create_app(first)
+        async with same.test_app():
+            assert await kernel_of(same)._database_id() == database_id
+        elsewhere = tmp_path / "other-host"
+        elsewhere.mkdir()
+        shutil.copy(config.data_dir / "hostgate.db", elsewhere / "hostgate.db")
+        other = kernel_of(create_app(first.with_overrides(data_dir=elsewhere)))
+        async with other.db.session() as session:
+            await session.execute(text("DELETE FROM system_values WHERE name = 'database_id'"))
+            await session.commit()
+        with pytest.raises(StartupError) as info:
+            await other.startup()
+        await other.cluster.stop()
+        await other.db.close()
+    message = str(info.value)
+    assert f"use another database (id {database_id}; this node's is" in message
+    assert "PostgreSQL for nodes on several hosts" in message
+    assert "hostgate:database" in message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -44,6 +45,7 @@ log = logging.getLogger("hostgate.kernel")
 KEY_CHECK_NAME = "key_check"
 KEY_CHECK_TEXT = "hostgate-key-check"
 KNOWN_PERMISSIONS_NAME = "known_permissions"
+DATABASE_ID_NAME = "database_id"
 
 
 class StartupError(RuntimeError):
@@ -127,6 +129,8 @@ class Kernel:
     async def reload_state(self) -> None:
         """Make every in-memory copy of database state follow a replaced database."""
         self.readcache.clear()
+        if self.cluster.redis is not None:  # a restore may bring another database's id
+            await self.cluster.claim_database(await self._database_id(), replace=True)
         await self.settings.load()
         self.audit.forget_chain_head()
         await self.identity.start()
@@ -143,6 +147,11 @@ class Kernel:
             raise StartupError(str(exc)) from None
         await self.db.migrate()
         await self._check_key()
+        if self.cluster.redis is not None:
+            try:
+                await self.cluster.claim_database(await self._database_id())
+            except ClusterSetupError as exc:
+                raise StartupError(str(exc)) from None
         await self.settings.load()
         await self.identity.start()
         await self.sync_builtin_roles()
@@ -170,6 +179,24 @@ class Kernel:
         await self.cluster.stop()
         await self.db.close()
         self.metrics.stop()
+
+    async def _database_id(self) -> str:
+        """The database's random id, made on first need (nodes sharing a Redis share it)."""
+        from sqlalchemy.exc import IntegrityError
+
+        for _ in range(2):
+            async with self.db.session() as session:
+                row = await session.get(SystemValue, DATABASE_ID_NAME)
+                if row is not None:
+                    return row.value
+                value = uuid.uuid4().hex
+                session.add(SystemValue(name=DATABASE_ID_NAME, value=value))
+                try:
+                    await session.commit()
+                except IntegrityError:
+                    continue  # another node made it at the same time: read theirs
+                return value
+        raise StartupError("Cannot store the database id")
 
     async def _check_key(self) -> None:
         async with self.db.session() as session:

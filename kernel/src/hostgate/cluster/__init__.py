@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .bus import Bus, LocalBus, RedisBus
-from .shared import ClusterSetupError, check_server, connect, refusal
+from .shared import ClusterSetupError, check_server, claim_database, connect, refusal
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -37,6 +37,11 @@ class Cluster:
         if self.redis is not None:
             await check_server(self.redis, self.config.redis_url)
         await self.bus.start()
+
+    async def claim_database(self, database_id: str, *, replace: bool = False) -> None:
+        """Refuse to join nodes that share this Redis but use another database."""
+        if self.redis is not None:
+            await claim_database(self.redis, self.config.redis_url, database_id, replace=replace)
 
     async def stop(self) -> None:
         """Stop the bus and close the Redis connections."""

@@ -34,6 +34,8 @@ log = logging.getLogger("hostgate.cluster")
 
 KEY_PREFIX = "hostgate:"
 """Every key and channel the gateway uses starts with this."""
+DATABASE_KEY = f"{KEY_PREFIX}database"
+"""The id of the database the nodes sharing this Redis use (set by the first to start)."""
 TIMEOUT_SECONDS = 2.0
 MIN_VERSION = (6, 2)  # GETDEL, which redeems a ticket exactly once
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -125,6 +127,38 @@ async def check_server(client: Redis, url: str) -> None:
         wanted = ".".join(map(str, MIN_VERSION))
         raise ClusterSetupError(
             f"Redis at {redacted(url)} is version {version}; hostgate needs {wanted} or newer"
+        )
+
+
+async def claim_database(
+    client: Redis, url: str, database_id: str, *, replace: bool = False
+) -> None:
+    """Record this node's database id in Redis, or refuse when the nodes there use another.
+
+    Nodes that share a Redis must share one database: several hosts each with a
+    SQLite file of its own (or different PostgreSQL databases) would each have
+    their own users and connections. Every database has a random id (stored in
+    it on first start); the first node to start records its id in Redis, and a
+    node whose database has another id does not start. ``replace`` records this
+    node's id whatever was there (after a restore replaced the database).
+    """
+    from redis.exceptions import RedisError
+
+    try:
+        await client.set(DATABASE_KEY, database_id, nx=not replace)
+        current = await client.get(DATABASE_KEY)
+    except (RedisError, OSError) as exc:
+        raise ClusterSetupError(
+            f"Cannot reach Redis at {redacted(url)} (HOSTGATE_REDIS_URL): {exc}"
+        ) from None
+    shared = current.decode() if isinstance(current, bytes) else str(current)
+    if shared != database_id:
+        raise ClusterSetupError(
+            f"The gateway nodes that share Redis at {redacted(url)} use another database "
+            f"(id {shared}; this node's is {database_id}). Every node must use the same "
+            "database: PostgreSQL for nodes on several hosts (HOSTGATE_DATABASE_URL). If the "
+            "database was replaced on purpose, delete the Redis key "
+            f"{DATABASE_KEY} and start the nodes again."
         )
 
 
