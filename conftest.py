@@ -1,3 +1,8 @@
 """Fixtures shared by the kernel tests and every pack's tests."""
 
-pytest_plugins = ["testsupport.fixtures", "testsupport.postgres", "testsupport.redisd"]
+pytest_plugins = [
+    "testsupport.fixtures",
+    "testsupport.postgres",
+    "testsupport.redisd",
+    "testsupport.haproxy",
+]
