@@ -144,3 +144,20 @@ async def test_redis_down_answers_503_then_recovers_without_a_restart(
     async with client_b.websocket(socket_path("localshell", fresh, connection.id)) as socket:
         screen = Screen(socket)
         await screen.until("$ ")
+
+
+async def test_with_redis_down_a_logout_still_closes_this_nodes_sockets(
+    client, kernel, redis_server, shell_connection
+):
+    user, connection = shell_connection
+    ticket = await ticket_from(client, user)
+    async with client.websocket(socket_path("localshell", ticket, connection.id)) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        redis_server.stop()
+        # the revoke is in the database and this node's socket closes; the other nodes
+        # are not told (their periodic check ends theirs), and the request does not fail
+        response = await client.post(f"{API}/auth/logout", headers=user.headers)
+        assert response.status_code in (200, 204), await response.get_json()
+        assert await screen.until_closed() == 4001
+    assert kernel.live.all() == []

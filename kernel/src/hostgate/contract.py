@@ -191,7 +191,11 @@ class LoginsAPI(Protocol):
     """``kernel.logins``: what every login method shares (limits, lockout, the session)."""
 
     async def limit_ip(self, client: ClientInfo) -> None:
-        """Count a login attempt from the client's IP; RateLimited (429) past the limit."""
+        """Count a login attempt from the client's IP; RateLimited (429) past the limit.
+
+        With several nodes the count is shared through Redis; while Redis is down this
+        raises the 503 ``shared_state_unavailable`` instead of letting the attempt in.
+        """
 
     def invalid_credentials(self) -> NotAuthenticated:
         """The one 401 every failed login answers with."""
