@@ -18,6 +18,9 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from testsupport.gateway import write_test_config  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_KEY = "be" * 32
 
@@ -57,8 +60,21 @@ def hostgate_server(extra_env: dict[str, str] | None = None) -> Iterator[Server]
     port = free_port()
     env = {**os.environ, "HOSTGATE_ENCRYPTION_KEY": BENCH_KEY, "HOSTGATE_LOG_LEVEL": "WARNING"}
     env.update(extra_env or {})
+    # the peers run on loopback, which network.protected refuses by default
+    config = write_test_config(data / "bench.toml")
     process = subprocess.Popen(
-        [sys.executable, "-m", "hostgate", "--data-dir", str(data), "serve", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "hostgate",
+            "--data-dir",
+            str(data),
+            "--config",
+            str(config),
+            "serve",
+            "--port",
+            str(port),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

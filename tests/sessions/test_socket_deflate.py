@@ -1,14 +1,17 @@
-"""permessage-deflate: the gateway compresses at zlib level 1, and browsers that
-negotiate it (every one does) get the same terminal output as those that do not."""
+"""permessage-deflate: the gateway compresses at level 1 with ISA-L (zlib's stream
+format), sends small messages raw, and browsers that negotiate it (every one does)
+get the same terminal output as those that do not."""
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 import zlib
 
 import hypercorn.protocol.ws_stream as ws_stream
 import websockets
-from hostgate.ws.deflate import LEVEL, FastDeflate
+from hostgate.ws.deflate import DEFLATE, LEVEL, RAW_BELOW, FastDeflate
 from wsproto.frame_protocol import FrameProtocol, Opcode, RsvBits
 
 from .test_live_server import ticket
@@ -25,7 +28,7 @@ def test_outbound_frames_are_compressed_at_the_fast_level():
         proto, Opcode.BINARY, RsvBits(False, False, False), TEXT, True
     )
     assert rsv.rsv1
-    expected = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    expected = DEFLATE.compressobj(LEVEL, DEFLATE.DEFLATED, -15)
     assert first == (expected.compress(TEXT) + expected.flush(zlib.Z_SYNC_FLUSH))[:-4]
     # the context carries over to the next message, as wsproto's own does
     _, second = extension.frame_outbound(
@@ -36,6 +39,42 @@ def test_outbound_frames_are_compressed_at_the_fast_level():
     inflate = zlib.decompressobj(-15)
     tail = b"\x00\x00\xff\xff"
     assert inflate.decompress(first + tail) + inflate.decompress(second + tail) == TEXT * 2
+
+
+def test_isal_compresses_when_installed():
+    from isal import isal_zlib
+
+    assert DEFLATE is isal_zlib
+
+
+def test_small_messages_go_raw_and_the_stream_stays_in_step():
+    """A keystroke's echo is not deflated (RSV1 clear); a zlib inflater that is fed only
+    the compressed messages, as a browser does, reads every message back."""
+    extension = FastDeflate()
+    proto = FrameProtocol(client=False, extensions=[extension])
+    inflate = zlib.decompressobj(-15)
+    tail = b"\x00\x00\xff\xff"
+    received = []
+    for message in [TEXT, b"x", TEXT[:5000], b"$ ", b"y" * RAW_BELOW, TEXT]:
+        rsv, data = extension.frame_outbound(
+            proto, Opcode.BINARY, RsvBits(False, False, False), message, True
+        )
+        assert rsv.rsv1 == (len(message) >= RAW_BELOW)
+        received.append(inflate.decompress(data + tail) if rsv.rsv1 else data)
+    assert received == [TEXT, b"x", TEXT[:5000], b"$ ", b"y" * RAW_BELOW, TEXT]
+
+
+def test_a_smaller_window_asked_for_is_honoured():
+    extension = FastDeflate(server_max_window_bits=9)
+    extension.server_max_window_bits = 9
+    proto = FrameProtocol(client=False, extensions=[extension])
+    block = base64.b64encode(random.Random(7).randbytes(3000))  # repeats 4 KB back
+    _, data = extension.frame_outbound(
+        proto, Opcode.BINARY, RsvBits(False, False, False), block * 3, True
+    )
+    assert zlib.decompressobj(-9).decompress(data + b"\x00\x00\xff\xff") == block * 3
+    # no match reaches 4 KB back: each repeat costs as much as the first
+    assert len(data) > 2 * len(block)
 
 
 def test_control_frames_pass_untouched():
