@@ -309,13 +309,16 @@ def main() -> None:
         "--rounds", type=int, default=3, help="alternating direct/gateway throughput rounds"
     )
     parser.add_argument("--terminals", type=int, default=200)
+    parser.add_argument(
+        "--loop", default="auto", help="the gateway's event loop (HOSTGATE_EVENT_LOOP)"
+    )
     args = parser.parse_args()
 
     from testsupport.sshd import start_sshd
 
     server = start_sshd()
     try:
-        with hostgate_server() as hg:
+        with hostgate_server({"HOSTGATE_EVENT_LOOP": args.loop}) as hg:
             gateway = Gateway(hg.url)
             gateway.settings(
                 {"security.max_sessions_per_user": 10_000, "security.max_sessions_total": 10_000}

@@ -77,6 +77,39 @@ def test_serve_on_embedded_defaults(tmp_path):
     assert '"level": "INFO"' in output  # json log lines
 
 
+@pytest.mark.parametrize(
+    ("arguments", "env", "loop"),
+    [
+        ([], {}, "uvloop"),  # the default where uvloop is installed (it is a dependency)
+        (["--loop", "asyncio"], {}, "asyncio"),
+        ([], {"HOSTGATE_EVENT_LOOP": "asyncio"}, "asyncio"),
+    ],
+)
+def test_serve_runs_on_the_chosen_event_loop(tmp_path, arguments, env, loop):
+    """uvloop by default, the standard loop as the fallback; both serve the API."""
+    process, port = start(tmp_path, *arguments, env=env)
+    try:
+        assert httpx.get(f"http://127.0.0.1:{port}/health").json()["status"] == "ok"
+    finally:
+        code = stop_gracefully(process)
+    output = process.stdout.read().decode()
+    assert code == 0, output
+    assert f"({loop} event loop)" in output
+
+
+def test_serve_refuses_an_unknown_event_loop(tmp_path):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "hostgate", "--data-dir", str(tmp_path), "serve"],
+        env={**environment, "HOSTGATE_EVENT_LOOP": "trio"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "HOSTGATE_EVENT_LOOP must be one of auto, uvloop, asyncio, not 'trio'" in result.stderr
+
+
 def test_serve_with_self_signed_tls(tmp_path):
     process, port = start(tmp_path, "--tls-self-signed", env={"HOSTGATE_ENCRYPTION_KEY": "ab" * 32})
     try:

@@ -12,6 +12,7 @@ from typing import Any
 
 DEFAULT_PORT = 7443
 DEFAULT_HOST = "127.0.0.1"
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -46,6 +47,9 @@ class Config:
     # the Redis (or Valkey) several gateway nodes share: tickets, rate limits, control
     # messages (docs/admin.md "Scaling out"); empty = one node, everything in memory
     redis_url: str = ""
+    # the event loop ``hostgate serve`` runs on: "auto" (uvloop when installed),
+    # "uvloop" (refuses to start without it) or "asyncio" (the standard loop)
+    event_loop: str = "auto"
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # defaults for instance settings (the TOML file's ``[settings]`` table): a value
     # stored with ``PUT /settings`` still wins; this replaces the built-in default
@@ -172,6 +176,7 @@ def load_config(
         "tls_self_signed": ("HOSTGATE_TLS_SELF_SIGNED", lambda v: _bool("TLS", str(v))),
         "max_body_bytes": ("HOSTGATE_MAX_BODY_BYTES", lambda v: _int("MAX_BODY", v)),
         "redis_url": ("HOSTGATE_REDIS_URL", _redis_url),
+        "event_loop": ("HOSTGATE_EVENT_LOOP", lambda v: str(v).strip().lower()),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",
             lambda v: _int("HOSTGATE_DATABASE_BUSY_TIMEOUT_MS", v),
@@ -196,6 +201,11 @@ def load_config(
     config = Config(**values)
     if not 0 < config.port < 65536:
         raise ConfigError(f"HOSTGATE_PORT must be 1-65535, not {config.port}")
+    if config.event_loop not in EVENT_LOOPS:
+        choices = ", ".join(EVENT_LOOPS)
+        raise ConfigError(
+            f"HOSTGATE_EVENT_LOOP must be one of {choices}, not {config.event_loop!r}"
+        )
     if config.log_format not in {"text", "json"}:
         raise ConfigError("HOSTGATE_LOG_FORMAT must be text or json")
     if (config.tls_cert is None) != (config.tls_key is None):
