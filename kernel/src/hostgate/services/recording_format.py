@@ -117,12 +117,13 @@ class RecordingWriter:
                 self._tail = bytearray()
                 self._file.truncate(HEADER_SIZE + full * self.slot_size)
 
-    def _write_slot(self, index: int, plaintext: bytes) -> None:
+    def _write_slot(self, index: int, plaintext: bytes | memoryview) -> None:
         nonce = os.urandom(NONCE_SIZE)
         length = len(plaintext)
         sealed = self._aead.encrypt(nonce, plaintext, _aad(self._header, index, length))
         self._file.seek(HEADER_SIZE + index * self.slot_size)
-        self._file.write(nonce + struct.pack(">I", length) + sealed)
+        self._file.write(nonce + struct.pack(">I", length))
+        self._file.write(sealed)
 
     def write(self, data: bytes) -> None:
         """Append plaintext; full chunks are sealed and written at once."""
@@ -130,11 +131,22 @@ class RecordingWriter:
             raise RecordingFormatError("the recording is closed")
         if not data:
             return
-        self._tail += data
-        while len(self._tail) >= self.chunk:
-            self._write_slot(self._index, bytes(self._tail[: self.chunk]))
-            del self._tail[: self.chunk]
+        view = memoryview(data)
+        if self._tail:
+            # complete the partial chunk first
+            taken = min(self.chunk - len(self._tail), len(view))
+            self._tail += view[:taken]
+            view = view[taken:]
+            if len(self._tail) == self.chunk:
+                self._write_slot(self._index, bytes(self._tail))
+                self._tail.clear()
+                self._index += 1
+        # whole chunks straight from the caller's bytes, without going through the tail
+        while len(view) >= self.chunk:
+            self._write_slot(self._index, view[: self.chunk])
+            view = view[self.chunk :]
             self._index += 1
+        self._tail += view
         self._dirty = True
 
     def flush(self) -> None:
