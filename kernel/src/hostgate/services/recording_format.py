@@ -117,7 +117,7 @@ class RecordingWriter:
                 self._tail = bytearray()
                 self._file.truncate(HEADER_SIZE + full * self.slot_size)
 
-    def _write_slot(self, index: int, plaintext: bytes | memoryview) -> None:
+    def _write_slot(self, index: int, plaintext: bytes) -> None:
         nonce = os.urandom(NONCE_SIZE)
         length = len(plaintext)
         sealed = self._aead.encrypt(nonce, plaintext, _aad(self._header, index, length))
@@ -141,9 +141,9 @@ class RecordingWriter:
                 self._write_slot(self._index, bytes(self._tail))
                 self._tail.clear()
                 self._index += 1
-        # whole chunks straight from the caller's bytes, without going through the tail
+        # whole chunks straight from the caller's bytes, not through the tail
         while len(view) >= self.chunk:
-            self._write_slot(self._index, view[: self.chunk])
+            self._write_slot(self._index, bytes(view[: self.chunk]))
             view = view[self.chunk :]
             self._index += 1
         self._tail += view
