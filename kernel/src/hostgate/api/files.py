@@ -20,7 +20,7 @@ from quart import Blueprint, Response, g, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 from werkzeug.exceptions import HTTPException
-from werkzeug.http import http_date, parse_range_header
+from werkzeug.http import http_date
 
 from ..adapters import RemoteEntry, RemoteFiles
 from ..descriptors import ProtocolSpec
@@ -40,6 +40,7 @@ from ..services.files import (
 from ..services.netpolicy import conceal
 from ..timefmt import iso
 from .fields import WHOLE
+from .ranges import requested_range
 
 if TYPE_CHECKING:
     from ..adapters import ConnectionTarget
@@ -418,32 +419,6 @@ def validators(entry: RemoteEntry) -> tuple[str | None, str | None]:
     return f'"{entry.size:x}-{stamp:x}"', http_date(entry.mtime)
 
 
-def requested_range(size: int, etag: str | None, modified: str | None) -> tuple[int, int] | None:
-    """The one byte range to send as ``(start, stop)``, None for the whole file.
-
-    Raises 416 when a single well-formed range lies outside the file. Several
-    ranges, malformed headers and stale ``If-Range`` validators get the whole file.
-    """
-    header = request.headers.get("Range")
-    if not header:
-        return None
-    if_range = request.headers.get("If-Range")
-    if if_range is not None and if_range.strip() not in {etag, modified} - {None}:
-        return None
-    parsed = parse_range_header(header)
-    if parsed is None or parsed.units != "bytes" or len(parsed.ranges) != 1:
-        return None
-    chosen = parsed.range_for_length(size)
-    if chosen is None:
-        raise ApiError(
-            "Range not satisfiable",
-            code="range_not_satisfiable",
-            status=416,
-            headers={"Content-Range": f"bytes */{size}"},
-        )
-    return chosen
-
-
 class DownloadStream:
     """The response body of a download: remote chunks, lease released however it ends.
 
@@ -558,7 +533,12 @@ async def download_file(protocol: str, connection_id: str) -> Response:
             )
         size = max(0, int(entry.size))
         etag, modified = validators(entry)
-        chosen = requested_range(size, etag, modified)
+        chosen = requested_range(
+            request.headers.get("Range"),
+            size,
+            if_range=request.headers.get("If-Range"),
+            validators=(etag, modified),
+        )
     except BaseException as exc:
         healthy = isinstance(exc, Exception) and keeps_session(exc)
         await lease.release(healthy=healthy)
@@ -578,7 +558,7 @@ async def download_file(protocol: str, connection_id: str) -> Response:
         headers["Last-Modified"] = modified
     detail = human_size(length)
     if chosen is not None:
-        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{size}"
+        headers["Content-Range"] = chosen.content_range(size)
         detail = f"{detail} (bytes {start}-{stop - 1} of {size})"
     status = 206 if chosen is not None else 200
     if request.method == "HEAD":

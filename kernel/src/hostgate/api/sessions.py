@@ -12,13 +12,14 @@ from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..errors import ApiError, NotFound, PermissionDenied
+from ..errors import NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.recordings import stream_plaintext
 from ..services.session_history import SessionHistory
+from .ranges import requested_range
 
 blueprint = Blueprint("sessions", __name__)
 
@@ -48,44 +49,6 @@ class InputEvents(RootModel[list[InputEvent]]):
 
 def _history() -> SessionHistory:
     return SessionHistory(app_kernel())
-
-
-class RangeNotSatisfiable(ApiError):
-    """The requested byte range lies outside the recording (416)."""
-
-    status = 416
-    code = "range_not_satisfiable"
-
-
-def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
-    """One ``bytes=`` range as inclusive offsets; None means the whole file.
-
-    Several ranges, other units or malformed values are ignored (the whole file
-    is sent, as RFC 9110 allows); a range outside the file is a 416.
-    """
-    if not header:
-        return None
-    unit, _, spec = header.partition("=")
-    if unit.strip().lower() != "bytes" or "," in spec:
-        return None
-    first, dash, last = spec.strip().partition("-")
-    if not dash or not (first.isdigit() or last.isdigit()):
-        return None
-    if (first and not first.isdigit()) or (last and not last.isdigit()):
-        return None
-    unsatisfiable = RangeNotSatisfiable(
-        "Range not satisfiable", headers={"Content-Range": f"bytes */{size}"}
-    )
-    if not first:
-        suffix = int(last)
-        if suffix == 0 or size == 0:
-            raise unsatisfiable
-        return max(0, size - suffix), size - 1
-    start = int(first)
-    end = int(last) if last else size - 1
-    if start >= size or start > end:
-        raise unsatisfiable
-    return start, min(end, size - 1)
 
 
 class SessionRecord(TypedDict):
@@ -278,11 +241,11 @@ async def download_recording(session_id: str) -> Response:
     reader = kernel.recordings.open_reader(row)
     try:
         size = reader.size
-        chosen = parse_range(request.headers.get("Range"), size)
+        chosen = requested_range(request.headers.get("Range"), size)
     except BaseException:
         reader.close()
         raise
-    start, end = chosen if chosen is not None else (0, size - 1)
+    start, stop = chosen if chosen is not None else (0, size)
     if start == 0:
         await kernel.audit.record(
             "session.recording_viewed",
@@ -301,13 +264,13 @@ async def download_recording(session_id: str) -> Response:
         "Content-Type": CONTENT_TYPES.get(fmt, "application/octet-stream"),
         "Content-Disposition": f'inline; filename="session-{row.id}.{fmt}"',
         "Accept-Ranges": "bytes",
-        "Content-Length": str(max(0, end - start + 1)),
+        "Content-Length": str(max(0, stop - start)),
     }
     status = 200
     if chosen is not None:
         status = 206
-        headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-    response = Response(stream_plaintext(reader, start, end), status=status, headers=headers)
+        headers["Content-Range"] = chosen.content_range(size)
+    response = Response(stream_plaintext(reader, start, stop - 1), status=status, headers=headers)
     response.timeout = None
     return response
 
