@@ -17,8 +17,8 @@ from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
 from ..services.notifications.logbook import entry_json
 from ..services.notifications.rulebook import rule_json
-from ..services.notifications.rules import RuleIn, RulePatch
 from .fields import WHOLE
+from .notification_rules import RuleIn, RulePatch
 
 blueprint = Blueprint("notifications", __name__)
 
@@ -295,6 +295,12 @@ async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
 @answers(RuleBody)
 async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
     """Change any subset of a rule's fields."""
+    given = data.model_fields_set
+    if not given:
+        raise InvalidInput("No fields to update")
+    for name in given:
+        if getattr(data, name) is None:
+            raise InvalidInput(f"{name} may not be null")
     rule, _ = await app_kernel().notifications.rules.update(rule_id, data, actor=current_caller())
     return {"rule": rule_json(rule)}
 

@@ -9,13 +9,13 @@ from sqlmodel import col, select
 
 from ...db.models.identity import Role, User
 from ...db.models.notifications import NotificationRule
-from ...errors import InvalidInput, NotFound
+from ...errors import NotFound
 from ...timefmt import iso, utcnow
 from .rules import (
     EMAIL_PATTERN,
     Directory,
-    RuleIn,
-    RulePatch,
+    RuleChanges,
+    RuleFields,
     check_actions,
     check_conditions,
     check_events,
@@ -69,7 +69,7 @@ class RuleBook:
             role_names=frozenset(r[1] for r in roles),
         )
 
-    async def _check_actions(self, body: RuleIn | RulePatch) -> list[dict[str, Any]] | None:
+    async def _check_actions(self, body: RuleFields | RuleChanges) -> list[dict[str, Any]] | None:
         if body.actions is None:
             return None
         needs_directory = any(
@@ -89,7 +89,7 @@ class RuleBook:
             rows = (await session.exec(query)).all()
         return [rule_json(row) for row in rows]
 
-    async def create(self, body: RuleIn, *, actor: Caller) -> NotificationRule:
+    async def create(self, body: RuleFields, *, actor: Caller) -> NotificationRule:
         """Validate and store a new rule, audited as ``notifications.rule_created``."""
         rule = NotificationRule(
             name=body.name,
@@ -120,18 +120,12 @@ class RuleBook:
         return rule
 
     async def update(
-        self, rule_id: str, body: RulePatch, *, actor: Caller
+        self, rule_id: str, body: RuleChanges, *, actor: Caller
     ) -> tuple[NotificationRule, list[str]]:
-        """Apply any subset of the fields; the whole rule stays valid. Returns changed fields.
+        """Apply the fields that are not None; the whole rule stays valid. Returns changed fields.
 
         Audited as ``notifications.rule_updated``.
         """
-        given = body.model_fields_set
-        if not given:
-            raise InvalidInput("No fields to update")
-        for name in given:
-            if getattr(body, name) is None:
-                raise InvalidInput(f"{name} may not be null")
         changes: dict[str, Any] = {}
         if body.name is not None:
             changes["name"] = body.name

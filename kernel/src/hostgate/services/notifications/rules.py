@@ -1,4 +1,8 @@
-"""Notification rules: the request models, validation, and matching events against rules."""
+"""Notification rules: validation of what the API received, and matching events against rules.
+
+The request models (with their OpenAPI schema) are in ``api/notification_rules.py``;
+the service reads them through the ``*Fields`` protocols here.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,11 @@ import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.config import JsonDict
+from typing import Any, Protocol
 
 from ...descriptors import AuditEvent
 from ...errors import InvalidInput
-from ...openapi import Unset, listed_in
-from .patterns import MAX_PATTERN_LENGTH, PatternError, compile_pattern, search
+from .patterns import PatternError, compile_pattern, search
 
 CONDITION_FIELDS = ("ipAddress", "username", "userId", "eventType", "target")
 OPERATORS = (
@@ -33,137 +33,97 @@ SPEC_CHANNELS = ("smtp", "telegram", "slack", "webhook")
 EVENT_PATTERN = re.compile(r"^(\*|[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*(\.\*)?)$")
 EMAIL_PATTERN = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+$")
 
-EventPattern = Annotated[str, Field(min_length=1, max_length=100, pattern=EVENT_PATTERN.pattern)]
-"""An event type, ``*`` or ``prefix.*``."""
 
-Recipient = Annotated[str, Field(min_length=1, max_length=320, pattern=r"[^\s\x1c-\x1f]")]
-"""An action's recipient: not blank (smtp: an e-mail address, a user id or a role)."""
+class ConditionFields(Protocol):
+    """A condition as the API received it (``api.notification_rules.ConditionIn``)."""
 
-Field_ = Literal["ipAddress", "username", "userId", "eventType", "target"]
-Operator = Literal[
-    "in",
-    "not_in",
-    "equals",
-    "not_equals",
-    "contains",
-    "not_contains",
-    "starts_with",
-    "ends_with",
-    "matches",
-]
+    @property
+    def field(self) -> str:
+        """What the condition looks at (one of ``CONDITION_FIELDS``)."""
+
+    @property
+    def operator(self) -> str:
+        """How it compares (one of ``OPERATORS``)."""
+
+    @property
+    def value(self) -> list[str]:
+        """The values; the condition holds when any matches."""
 
 
-_OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-CONDITION_VALUES_SCHEMA: JsonDict = {
-    "allOf": [
-        {
-            "if": {
-                "properties": {
-                    "field": {"const": "ipAddress"},
-                    "operator": {"enum": ["in", "not_in"]},
-                },
-                "required": ["field", "operator"],
-            },
-            "then": {
-                "properties": {
-                    "value": {
-                        "items": {
-                            "anyOf": [
-                                {"pattern": f"^({_OCTET}\\.){{3}}{_OCTET}(/(3[0-2]|[12]?[0-9]))?$"},
-                                {"format": "ipv6"},
-                            ]
-                        },
-                        "description": "IP addresses or CIDR ranges",
-                    }
-                }
-            },
-        },
-        {
-            "if": {"properties": {"operator": {"const": "matches"}}, "required": ["operator"]},
-            "then": {
-                "properties": {
-                    "value": {
-                        "items": {"format": "regex", "maxLength": MAX_PATTERN_LENGTH},
-                        "description": "RE2 syntax: no backreferences or lookaround",
-                    }
-                }
-            },
-        },
-    ]
-}
-"""What the document says of condition values ``check_conditions`` checks."""
+class ActionFields(Protocol):
+    """An action as the API received it (``api.notification_rules.ActionIn``)."""
+
+    @property
+    def channel(self) -> str:
+        """The channel type."""
+
+    @property
+    def recipients(self) -> list[str]:
+        """Where the channel delivers."""
 
 
-class ConditionIn(BaseModel):
-    """``{field, operator, value: [...]}``; the condition holds when any value matches."""
+class RuleFields(Protocol):
+    """A new rule as the API received it (``api.notification_rules.RuleIn``)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=CONDITION_VALUES_SCHEMA)
+    @property
+    def name(self) -> str:
+        """The rule's name."""
 
-    field: Field_
-    operator: Operator
-    value: list[str] = Field(min_length=1, max_length=500)
+    @property
+    def enabled(self) -> bool:
+        """Whether it runs."""
 
-    @field_validator("value")
-    @classmethod
-    def _short_values(cls, value: list[str]) -> list[str]:
-        if any(len(item) > 1000 for item in value):
-            raise ValueError("condition values must be at most 1000 characters")
-        return value
+    @property
+    def events(self) -> Sequence[str]:
+        """Event patterns."""
 
+    @property
+    def condition_logic(self) -> str:
+        """``and`` or ``or``."""
 
-SMTP_RECIPIENTS_SCHEMA: JsonDict = {
-    "if": {"properties": {"channel": {"const": "smtp"}}},
-    "then": {
-        "properties": {
-            "recipients": {
-                "items": {"pattern": r'^[^@\s<>,;"\x00-\x1f]+@[^@\s<>,;"\x00-\x1f]+$'},
-                "description": "e-mail addresses (user and role ids are taken too)",
-            }
-        }
-    },
-}
-"""What the document says of smtp recipients (``check_actions`` also takes known ids)."""
+    @property
+    def conditions(self) -> Sequence[ConditionFields]:
+        """The conditions."""
 
+    @property
+    def cadence(self) -> str:
+        """``instant``, ``hourly`` or ``daily``."""
 
-class ActionIn(BaseModel):
-    """``{channel, recipients}``: where a matching event is delivered."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra=SMTP_RECIPIENTS_SCHEMA)
-
-    channel: Annotated[
-        str,
-        Field(min_length=1, max_length=32),
-        listed_in(lambda kernel: kernel.notifications.channels.types()),
-    ]
-    recipients: list[Recipient] = Field(default_factory=list, max_length=200)
+    @property
+    def actions(self) -> Sequence[ActionFields]:
+        """Where matching events go."""
 
 
-class RuleIn(BaseModel):
-    """The body of ``POST /notifications/rules``."""
+class RuleChanges(Protocol):
+    """Changes to a rule (``api.notification_rules.RulePatch``): None leaves a field as it is."""
 
-    model_config = ConfigDict(extra="forbid")
+    @property
+    def name(self) -> str | None:
+        """The rule's name."""
 
-    name: str = Field(min_length=1, max_length=200)
-    enabled: bool = True
-    events: list[EventPattern] = Field(min_length=1, max_length=200)
-    condition_logic: Literal["and", "or"] = Field(default="and", alias="conditionLogic")
-    conditions: list[ConditionIn] = Field(default_factory=list, max_length=100)
-    cadence: Literal["instant", "hourly", "daily"] = "instant"
-    actions: list[ActionIn] = Field(default_factory=list, max_length=50)
+    @property
+    def enabled(self) -> bool | None:
+        """Whether it runs."""
 
+    @property
+    def events(self) -> Sequence[str] | None:
+        """Event patterns."""
 
-class RulePatch(BaseModel):
-    """The body of ``PUT /notifications/rules/:id``: any subset of the rule's fields (not null)."""
+    @property
+    def condition_logic(self) -> str | None:
+        """``and`` or ``or``."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+    @property
+    def conditions(self) -> Sequence[ConditionFields] | None:
+        """The conditions."""
 
-    name: str | Unset = Field(default=None, min_length=1, max_length=200)
-    enabled: bool | Unset = None
-    events: Annotated[list[EventPattern], Field(min_length=1, max_length=200)] | Unset = None
-    condition_logic: Literal["and", "or"] | Unset = Field(default=None, alias="conditionLogic")
-    conditions: Annotated[list[ConditionIn], Field(max_length=100)] | Unset = None
-    cadence: Literal["instant", "hourly", "daily"] | Unset = None
-    actions: Annotated[list[ActionIn], Field(max_length=50)] | Unset = None
+    @property
+    def cadence(self) -> str | None:
+        """``instant``, ``hourly`` or ``daily``."""
+
+    @property
+    def actions(self) -> Sequence[ActionFields] | None:
+        """Where matching events go."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +156,7 @@ def _ip_value(value: str) -> None:
         raise InvalidInput(f"conditions: {value!r} is not an IP address or CIDR range") from None
 
 
-def check_conditions(conditions: Sequence[ConditionIn]) -> list[dict[str, Any]]:
+def check_conditions(conditions: Sequence[ConditionFields]) -> list[dict[str, Any]]:
     """Validate regexes and IP ranges now, so a broken rule is refused when it is saved."""
     clean: list[dict[str, Any]] = []
     for condition in conditions:
@@ -216,7 +176,7 @@ def check_conditions(conditions: Sequence[ConditionIn]) -> list[dict[str, Any]]:
 
 
 def check_actions(
-    actions: Sequence[ActionIn], channel_types: Sequence[str], directory: Directory
+    actions: Sequence[ActionFields], channel_types: Sequence[str], directory: Directory
 ) -> list[dict[str, Any]]:
     """Channels must exist; smtp recipients must be addresses, user ids or role ids."""
     clean: list[dict[str, Any]] = []
