@@ -11,14 +11,46 @@ from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
 from .. import jsoninput
+from ..db.models.notifications import NotificationLogEntry, NotificationRule
 from ..errors import InvalidInput, NotFound
 from ..guards import app_kernel, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
-from ..services.notifications.logbook import entry_json
-from ..services.notifications.rulebook import rule_json
+from ..timefmt import iso
 from .fields import WHOLE
 from .notification_rules import RuleIn, RulePatch
+
+
+def rule_json(rule: NotificationRule) -> Rule:
+    """The spec's rule shape."""
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "enabled": rule.enabled,
+        "events": list(rule.events),
+        "conditionLogic": rule.condition_logic,
+        "conditions": list(rule.conditions),
+        "cadence": rule.cadence,
+        "actions": list(rule.actions),
+        "createdAt": iso(rule.created_at),
+        "lastTriggeredAt": iso(rule.last_triggered_at),
+    }
+
+
+def entry_json(entry: NotificationLogEntry) -> LogEntry:
+    """The spec's log entry shape (plus ``attempt`` and ``retryOf``)."""
+    return {
+        "id": entry.id,
+        "ruleId": entry.rule_id,
+        "ruleName": entry.rule_name,
+        "channel": entry.channel,
+        "status": entry.status,
+        "sentAt": iso(entry.sent_at),
+        "error": entry.error,
+        "attempt": entry.attempt,
+        "retryOf": entry.retry_of,
+    }
+
 
 blueprint = Blueprint("notifications", __name__)
 
@@ -274,7 +306,7 @@ async def test_channel(channel_type: str) -> TestSent:
 @answers(Rules)
 async def list_rules() -> dict[str, Any]:
     """Every rule."""
-    return {"rules": await app_kernel().notifications.rules.listing()}
+    return {"rules": [rule_json(rule) for rule in await app_kernel().notifications.rules.listing()]}
 
 
 @blueprint.post("/notifications/rules")
@@ -347,7 +379,7 @@ async def list_log() -> dict[str, Any]:
     entries, total = await app_kernel().notifications.log.page(
         page, status=request.args.get("status"), rule_id=request.args.get("rule_id") or None
     )
-    return {"entries": entries, "total": total, **page.echo()}
+    return {"entries": [entry_json(e) for e in entries], "total": total, **page.echo()}
 
 
 @blueprint.post("/notifications/log/<entry_id>/retry")

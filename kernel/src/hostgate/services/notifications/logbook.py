@@ -11,7 +11,7 @@ from sqlmodel import col, select
 from ...db.models.notifications import NotificationLogEntry
 from ...errors import InvalidInput, NotFound
 from ...pagination import Page
-from ...timefmt import iso, parse_iso, utcnow
+from ...timefmt import parse_iso, utcnow
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
@@ -20,21 +20,6 @@ if TYPE_CHECKING:
     from ..registry import KernelServices
 
 STATUSES = ("sent", "failed", "pending")
-
-
-def entry_json(entry: NotificationLogEntry) -> dict[str, Any]:
-    """The spec's log entry shape (plus ``attempt`` and ``retryOf``)."""
-    return {
-        "id": entry.id,
-        "ruleId": entry.rule_id,
-        "ruleName": entry.rule_name,
-        "channel": entry.channel,
-        "status": entry.status,
-        "sentAt": iso(entry.sent_at),
-        "error": entry.error,
-        "attempt": entry.attempt,
-        "retryOf": entry.retry_of,
-    }
 
 
 def check_status(status: str | None) -> str | None:
@@ -67,7 +52,7 @@ class Logbook:
 
     async def page(
         self, page: Page, *, status: str | None = None, rule_id: str | None = None
-    ) -> tuple[list[dict[str, Any]], int]:
+    ) -> tuple[list[NotificationLogEntry], int]:
         """One page of entries, newest first, and the total matching the filters."""
         where = self._filters(check_status(status), rule_id)
         async with self.kernel.db.session() as session:
@@ -85,7 +70,7 @@ class Logbook:
                 .limit(page.limit)
             )
             rows = (await session.exec(query)).all()
-        return [entry_json(row) for row in rows], total
+        return list(rows), total
 
     async def get(self, entry_id: str) -> NotificationLogEntry:
         """One entry or 404."""

@@ -10,7 +10,7 @@ from sqlmodel import col, select
 from ...db.models.identity import Role, User
 from ...db.models.notifications import NotificationRule
 from ...errors import NotFound
-from ...timefmt import iso, utcnow
+from ...timefmt import utcnow
 from .rules import (
     EMAIL_PATTERN,
     Directory,
@@ -24,22 +24,6 @@ from .rules import (
 if TYPE_CHECKING:
     from ..identity import Caller
     from ..registry import KernelServices
-
-
-def rule_json(rule: NotificationRule) -> dict[str, Any]:
-    """The spec's rule shape."""
-    return {
-        "id": rule.id,
-        "name": rule.name,
-        "enabled": rule.enabled,
-        "events": list(rule.events),
-        "conditionLogic": rule.condition_logic,
-        "conditions": list(rule.conditions),
-        "cadence": rule.cadence,
-        "actions": list(rule.actions),
-        "createdAt": iso(rule.created_at),
-        "lastTriggeredAt": iso(rule.last_triggered_at),
-    }
 
 
 class RuleBook:
@@ -82,12 +66,11 @@ class RuleBook:
         )
         return check_actions(body.actions, self.channel_types(), directory)
 
-    async def listing(self) -> list[dict[str, Any]]:
+    async def listing(self) -> list[NotificationRule]:
         """Every rule, oldest first."""
         async with self.kernel.db.session() as session:
             query = select(NotificationRule).order_by(col(NotificationRule.created_at))
-            rows = (await session.exec(query)).all()
-        return [rule_json(row) for row in rows]
+            return list((await session.exec(query)).all())
 
     async def create(self, body: RuleFields, *, actor: Caller) -> NotificationRule:
         """Validate and store a new rule, audited as ``notifications.rule_created``."""
