@@ -9,9 +9,11 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
+from ..db.models.identity import Role
 from ..guards import app_kernel, current_caller, requires
 from ..openapi import Success, answers
 from ..services import roles
+from ..timefmt import iso
 from .fields import Name, Permission
 
 blueprint = Blueprint("roles", __name__)
@@ -49,6 +51,19 @@ class RoleRecord(TypedDict):
     updatedAt: str
 
 
+def role_json(role: Role) -> RoleRecord:
+    """The spec's role object."""
+    return {
+        "id": role.id,
+        "name": role.name,
+        "description": role.description,
+        "isBuiltin": role.is_builtin,
+        "permissions": list(role.permissions),
+        "createdAt": iso(role.created_at),
+        "updatedAt": iso(role.updated_at),
+    }
+
+
 class RoleList(TypedDict):
     """Built-in roles first, then custom roles by name."""
 
@@ -67,7 +82,7 @@ class PermissionGroups(TypedDict):
 @tag(["roles"])
 async def list_roles() -> dict[str, Any]:
     """Built-in roles first, then custom roles by name."""
-    return {"roles": await roles.list_roles(app_kernel())}
+    return {"roles": [role_json(r) for r in await roles.list_roles(app_kernel())]}
 
 
 @blueprint.get("/roles/permissions")
@@ -93,7 +108,7 @@ async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
         permissions=data.permissions,
         actor=current_caller(),
     )
-    return role, 201
+    return dict(role_json(role)), 201
 
 
 @blueprint.put("/roles/<role_id>")
@@ -104,7 +119,8 @@ async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
 async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
     """Change a role; built-in roles keep their name and description."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
-    return await roles.update_role(app_kernel(), role_id, changes, actor=current_caller())
+    role = await roles.update_role(app_kernel(), role_id, changes, actor=current_caller())
+    return dict(role_json(role))
 
 
 @blueprint.post("/roles/<role_id>/reset")
@@ -113,7 +129,7 @@ async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
 @tag(["roles"])
 async def reset_role(role_id: str) -> dict[str, Any]:
     """Restore a built-in role's default permissions."""
-    return await roles.reset_role(app_kernel(), role_id, actor=current_caller())
+    return dict(role_json(await roles.reset_role(app_kernel(), role_id, actor=current_caller())))
 
 
 @blueprint.delete("/roles/<role_id>")

@@ -20,7 +20,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from .. import permissions as perms
 from ..db.models.identity import Role, User
 from ..errors import Conflict, InvalidInput, NotFound
-from ..timefmt import iso, utcnow
+from ..timefmt import utcnow
 from .accounts import NAME_MAX, audit, ensure_managers_remain, lock_roles, manager_holders
 from .accounts import resolve_role as _resolve
 from .privileges import check_grant, check_target
@@ -30,19 +30,6 @@ if TYPE_CHECKING:
     from .registry import KernelServices
 
 DESCRIPTION_MAX = 1000
-
-
-def role_json(role: Role) -> dict[str, Any]:
-    """The spec's role object."""
-    return {
-        "id": role.id,
-        "name": role.name,
-        "description": role.description,
-        "isBuiltin": role.is_builtin,
-        "permissions": list(role.permissions),
-        "createdAt": iso(role.created_at),
-        "updatedAt": iso(role.updated_at),
-    }
 
 
 def check_permissions(kernel: KernelServices, names: Iterable[str]) -> list[str]:
@@ -105,12 +92,12 @@ def _changes(before: list[str], after: list[str]) -> dict[str, Any]:
     return out
 
 
-async def list_roles(kernel: KernelServices) -> list[dict[str, Any]]:
+async def list_roles(kernel: KernelServices) -> list[Role]:
     """Built-in roles first, then by name."""
     async with kernel.db.session() as session:
         roles = (await session.exec(select(Role))).all()
     ordered = sorted(roles, key=lambda r: (not r.is_builtin, r.name.lower()))
-    return [role_json(r) for r in ordered]
+    return ordered
 
 
 async def create_role(
@@ -120,7 +107,7 @@ async def create_role(
     description: str,
     permissions: Iterable[str],
     actor: Caller | None,
-) -> dict[str, Any]:
+) -> Role:
     """A new custom role."""
     name = _check_name(name)
     description = _check_description(description)
@@ -143,12 +130,12 @@ async def create_role(
             target=role.name,
             details={"roleId": role.id, "permissions": granted},
         )
-    return role_json(role)
+    return role
 
 
 async def update_role(
     kernel: KernelServices, ref: str, changes: Mapping[str, Any], *, actor: Caller | None
-) -> dict[str, Any]:
+) -> Role:
     """Change name, description and/or permissions (built-ins: permissions only)."""
     async with kernel.audit.atomic() as batch:
         session = batch.session
@@ -184,10 +171,10 @@ async def update_role(
             await session.flush()
             await ensure_managers_remain(session, before_holders)
             audit(batch, "role.updated", actor, target=role.name, details=details)
-    return role_json(role)
+    return role
 
 
-async def reset_role(kernel: KernelServices, ref: str, *, actor: Caller | None) -> dict[str, Any]:
+async def reset_role(kernel: KernelServices, ref: str, *, actor: Caller | None) -> Role:
     """Restore a built-in role's default permissions."""
     defaults = perms.builtin_defaults(kernel.permission_groups)
     async with kernel.audit.atomic() as batch:
@@ -207,7 +194,7 @@ async def reset_role(kernel: KernelServices, ref: str, *, actor: Caller | None) 
         await session.flush()
         await ensure_managers_remain(session, before_holders)
         audit(batch, "role.reset", actor, target=role.name, details=details)
-    return role_json(role)
+    return role
 
 
 async def delete_role(kernel: KernelServices, ref: str, *, actor: Caller | None) -> None:
