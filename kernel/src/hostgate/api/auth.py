@@ -24,7 +24,7 @@ from ..sessioncookie import (
 )
 from .cachedjson import cached_json
 from .fields import DisplayName, NewPassword, Username
-from .profile import Me
+from .profile import Me, me_json
 
 blueprint = Blueprint("auth", __name__)
 
@@ -195,7 +195,7 @@ async def me() -> Response:
     caller = current_caller()
 
     async def build() -> dict[str, Any]:
-        return {"user": await profiles.me(app_kernel(), caller)}
+        return {"user": me_json(await profiles.current_user(app_kernel(), caller), caller)}
 
     # every part of the body comes from the database: kept until it changes
     return await cached_json(("GET /auth/me", caller.user_id), build)

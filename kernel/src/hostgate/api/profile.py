@@ -9,9 +9,12 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
+from ..db.models.identity import User
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Ok, Success, answers
 from ..services import profile
+from ..services.accounts import initials
+from ..services.identity import Caller
 from .fields import WHOLE, DisplayName, Email, NewPassword, Password
 
 blueprint = Blueprint("profile", __name__)
@@ -88,6 +91,29 @@ class Profile(Me):
     mfaEnabled: bool
 
 
+def me_json(user: User, caller: Caller) -> Me:
+    """``GET /auth/me``'s user."""
+    return {
+        "id": user.id,
+        "username": user.username,
+        "displayName": user.display_name,
+        "role": caller.role_name,
+        "permissions": sorted(caller.permissions),
+        "dismissedWarnings": list(user.dismissed_warnings or []),
+    }
+
+
+def profile_json(user: User, caller: Caller) -> Profile:
+    """``GET /profile``: strings are never null."""
+    return {
+        **me_json(user, caller),
+        "email": user.email or "",
+        "avatarText": user.avatar_text or initials(user.display_name, user.username),
+        "authProvider": user.auth_provider,
+        "mfaEnabled": bool(user.mfa_enabled),
+    }
+
+
 class SshPrefs(TypedDict):
     """Terminal preferences."""
 
@@ -138,7 +164,8 @@ class LoginSessions(TypedDict):
 @answers(Profile)
 async def get_profile() -> dict[str, Any]:
     """The caller's profile."""
-    return await profile.profile(app_kernel(), current_caller())
+    caller = current_caller()
+    return dict(profile_json(await profile.current_user(app_kernel(), caller), caller))
 
 
 @blueprint.put("/profile")

@@ -14,7 +14,7 @@ from ..security.passwords import hash_password, verify_password
 from ..security.ratelimit import MFA_PER_USER, PASSWORD_CHECK_PER_USER
 from ..timefmt import as_utc, iso, utcnow
 from . import mfa
-from .accounts import check_display_name, check_email, check_password, initials
+from .accounts import check_display_name, check_email, check_password
 
 if TYPE_CHECKING:
     from .identity import Caller
@@ -49,33 +49,9 @@ async def _user(kernel: KernelServices, caller: Caller) -> User:
     return user
 
 
-def me_json(user: User, caller: Caller) -> dict[str, Any]:
-    """``GET /auth/me``'s user."""
-    return {
-        "id": user.id,
-        "username": user.username,
-        "displayName": user.display_name,
-        "role": caller.role_name,
-        "permissions": sorted(caller.permissions),
-        "dismissedWarnings": list(user.dismissed_warnings or []),
-    }
-
-
-async def me(kernel: KernelServices, caller: Caller) -> dict[str, Any]:
-    """The caller as ``/auth/me`` shows them."""
-    return me_json(await _user(kernel, caller), caller)
-
-
-async def profile(kernel: KernelServices, caller: Caller) -> dict[str, Any]:
-    """``GET /profile``: strings are never null."""
-    user = await _user(kernel, caller)
-    return {
-        **me_json(user, caller),
-        "email": user.email or "",
-        "avatarText": user.avatar_text or initials(user.display_name, user.username),
-        "authProvider": user.auth_provider,
-        "mfaEnabled": bool(user.mfa_enabled),
-    }
+async def current_user(kernel: KernelServices, caller: Caller) -> User:
+    """The caller's user row (cached until the database changes); 401 when it is gone."""
+    return await _user(kernel, caller)
 
 
 async def update_profile(
