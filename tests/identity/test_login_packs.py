@@ -11,7 +11,7 @@ from hostgate import (
     hookimpl,
     public,
     request_client,
-    set_session_cookie,
+    signed_in_response,
 )
 from hostgate.app import create_app
 from quart import Blueprint, jsonify, request
@@ -42,12 +42,10 @@ def build_pack():
         user = await kernel.logins.provision_external(
             "toy", f"uid={body['username']}", body["username"], "Dora Explorer", "dora@toy.test"
         )
-        issued, answer = await kernel.logins.complete_login(
+        signed = await kernel.logins.complete_login(
             user, client, method="toy", details={"provider": "toy"}
         )
-        response = jsonify(answer)
-        set_session_cookie(response, issued.token, issued.max_age)
-        return response
+        return signed_in_response(signed)
 
     @bp.post("/auth/toy/forget")
     @public

@@ -72,7 +72,7 @@ from .guards import (
 )
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
-from .principals import Caller, ClientInfo, IssuedSession
+from .principals import Caller, ClientInfo, IssuedSession, SignedIn
 from .services.logins import LOGIN_NAME_PATTERN, check_login_name
 from .services.settings import SECRET_MASK
 from .services.terminal_sessions import SessionClosed
@@ -83,6 +83,7 @@ from .sessioncookie import (
     request_is_secure,
     set_session_cookie,
     set_trusted_device_cookie,
+    signed_in_response,
 )
 from .timefmt import iso, parse_iso, utcnow
 
@@ -125,6 +126,7 @@ __all__ = [
     "NotFound",
     "NotificationMessage",
     "IssuedSession",
+    "SignedIn",
     "DuplicateCredential",
     "PayloadTooLarge",
     "PermissionDenied",
@@ -162,6 +164,7 @@ __all__ = [
     "request_is_secure",
     "requires",
     "set_session_cookie",
+    "signed_in_response",
     "set_trusted_device_cookie",
     "ticket",
     "utcnow",

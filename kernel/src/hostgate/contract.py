@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from .errors import NotAuthenticated
-    from .principals import Caller, ClientInfo, IssuedSession
+    from .principals import Caller, ClientInfo, SignedIn
 
 T = TypeVar("T")
 
@@ -223,8 +223,8 @@ class LoginsAPI(Protocol):
         *,
         method: str,
         details: dict[str, Any] | None = None,
-    ) -> tuple[IssuedSession, dict[str, Any]]:
-        """Reset failures, issue the session, audit ``auth.login``; ``(issued, body)``."""
+    ) -> SignedIn:
+        """Reset failures, issue the session, audit ``auth.login``; who signed in with what."""
 
     async def find_user(self, username: str, *, provider: str | None = "local") -> Account | None:
         """A user by username (case-insensitive); ``provider`` None matches any."""

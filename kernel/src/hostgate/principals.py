@@ -54,3 +54,13 @@ class IssuedSession:
     def max_age(self) -> int:
         """Seconds until the session expires (the cookie's ``Max-Age``)."""
         return max(0, int((as_utc(self.session.expires_at) - utcnow()).total_seconds()))
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """A completed login (``logins.complete_login``): the session and who holds it."""
+
+    issued: IssuedSession
+    user_id: str
+    username: str
+    role: str

@@ -11,8 +11,9 @@ import ipaddress
 from datetime import timedelta
 from typing import Any
 
-from quart import current_app, request
+from quart import Response, current_app, jsonify, request
 
+from .principals import SignedIn
 from .security.clientinfo import normalise_ip
 
 SESSION_COOKIE = "hostgate_token"
@@ -43,7 +44,8 @@ def _seconds(max_age: int | float | timedelta) -> int:
 def set_session_cookie(response: Any, token: str, max_age: int | float | timedelta) -> None:
     """Set the session cookie on a response (``max_age`` in seconds or a timedelta).
 
-    Use ``issued.max_age`` of the ``IssuedSession`` returned by ``complete_login``.
+    ``signed_in_response`` sets it with the login's answer; set it alone (with
+    ``signed.issued.max_age``) where a login answers otherwise, e.g. a redirect.
     """
     response.set_cookie(
         SESSION_COOKIE,
@@ -54,6 +56,20 @@ def set_session_cookie(response: Any, token: str, max_age: int | float | timedel
         httponly=True,
         samesite="Strict",
     )
+
+
+def signed_in_response(signed: SignedIn, *, with_role: bool = True) -> Response:
+    """The answer to a successful login, the same for every login method.
+
+    ``{token, user: {id, username, role}}`` (``with_role=False`` leaves the role
+    out, as the LDAP login answers) with the session cookie set.
+    """
+    user: dict[str, str] = {"id": signed.user_id, "username": signed.username}
+    if with_role:
+        user["role"] = signed.role
+    response = jsonify({"token": signed.issued.token, "user": user})
+    set_session_cookie(response, signed.issued.token, signed.issued.max_age)
+    return response
 
 
 def clear_session_cookie(response: Any) -> None:

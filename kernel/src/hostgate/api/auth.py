@@ -19,8 +19,8 @@ from ..services.logins import LOGIN_NAME_PATTERN
 from ..sessioncookie import (
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,
-    set_session_cookie,
     set_trusted_device_cookie,
+    signed_in_response,
 )
 from .cachedjson import cached_json
 from .fields import DisplayName, NewPassword, Username
@@ -108,10 +108,7 @@ async def setup(data: SetupBody) -> Response:
         display_name=data.displayName,
         client=client,
     )
-    issued, body = await kernel.logins.complete_login(user, client, method="setup")
-    response = jsonify(body)
-    set_session_cookie(response, issued.token, issued.max_age)
-    return response
+    return signed_in_response(await kernel.logins.complete_login(user, client, method="setup"))
 
 
 @blueprint.get("/auth/providers")
@@ -150,10 +147,13 @@ async def login(data: LoginBody) -> Response:
     outcome = await kernel.logins.login_local(
         data.username, data.password, request_client(), request.cookies.get(TRUSTED_DEVICE_COOKIE)
     )
-    response = jsonify(outcome.body)
-    if outcome.issued is not None:
-        set_session_cookie(response, outcome.issued.token, outcome.issued.max_age)
-    return response
+    if outcome.signed_in is not None:
+        return signed_in_response(outcome.signed_in)
+    assert outcome.challenge is not None
+    challenge = outcome.challenge
+    return jsonify(
+        {"mfaRequired": True, "mfaToken": challenge.token, "mfaMethod": challenge.method}
+    )
 
 
 @blueprint.post("/auth/login/mfa")
@@ -165,11 +165,10 @@ async def login_mfa(data: MfaLoginBody) -> Response:
     """The TOTP step; ``trustDevice`` lets this browser skip it for 30 days."""
     kernel = app_kernel()
     client = request_client()
-    issued, body, user = await kernel.logins.login_mfa(data.mfaToken, data.code, client)
-    response = jsonify(body)
-    set_session_cookie(response, issued.token, issued.max_age)
+    signed = await kernel.logins.login_mfa(data.mfaToken, data.code, client)
+    response = signed_in_response(signed)
     if data.trustDevice:
-        value, lifetime = await kernel.logins.trust_device(user.id, client)
+        value, lifetime = await kernel.logins.trust_device(signed.user_id, client)
         set_trusted_device_cookie(response, value, lifetime)
     return response
 

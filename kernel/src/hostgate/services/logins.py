@@ -9,9 +9,8 @@ limits, lockout, audit and session issuing behave identically:
 3. the method checks the credential; on failure ``await record_failure(...)``
    and ``raise logins.invalid_credentials()``.
 4. ``await complete_login(user, client, method=...)`` resets the failure count,
-   issues the session and audits ``auth.login``; it returns ``(issued, body)``.
-   Answer with ``body`` and call ``set_session_cookie(response, issued.token,
-   issued.max_age)``.
+   issues the session and audits ``auth.login``; it returns a ``SignedIn``.
+   Answer with ``signed_in_response(signed)`` (the JSON body and the cookie).
 
 External identities (LDAP, OIDC) become local user rows through
 ``await provision_external(...)``.
@@ -38,11 +37,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from ..db.models.identity import Role, TrustedDevice, User
 from ..errors import InvalidInput, NotAuthenticated, PermissionDenied, RateLimited
 from ..permissions import USER_ROLE
+from ..principals import SignedIn
 from ..security.passwords import verify_password
 from ..security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
 from ..timefmt import as_utc, iso, utcnow
 from . import mfa
-from .identity import ClientInfo, IssuedSession
+from .identity import ClientInfo
 
 if TYPE_CHECKING:
     from ..contract import Account
@@ -73,11 +73,19 @@ class _Phantom:
 
 
 @dataclass(frozen=True)
-class LoginOutcome:
-    """What the password step produced: a session, or an MFA challenge (``issued`` None)."""
+class MfaChallenge:
+    """A correct first factor for an account with TOTP: the second step's token."""
 
-    issued: IssuedSession | None
-    body: dict[str, Any]
+    token: str
+    method: str = "totp"
+
+
+@dataclass(frozen=True)
+class LoginOutcome:
+    """What the password step produced: a session, or an MFA challenge."""
+
+    signed_in: SignedIn | None = None
+    challenge: MfaChallenge | None = None
 
 
 def clean_username(text: str) -> str:
@@ -286,12 +294,12 @@ class Logins:
         *,
         method: str,
         details: dict[str, Any] | None = None,
-    ) -> tuple[IssuedSession, dict[str, Any]]:
-        """Reset failures, issue the session, audit ``auth.login``; return ``(issued, body)``.
+    ) -> SignedIn:
+        """Reset failures, issue the session, audit ``auth.login``; who signed in with what.
 
         The three are stored together or not at all: a login whose audit entry cannot
-        be written gets no session and leaves the failure count as it was.
-        ``body`` is ``{"token", "user": {"id", "username", "role"}}``.
+        be written gets no session and leaves the failure count as it was. Answer the
+        request with ``signed_in_response``.
         """
         self._phantoms.pop(user.username.lower(), None)
         role_name, _ = await self.kernel.identity.role_permissions(user.role_id)
@@ -309,11 +317,7 @@ class Logins:
                 details={"method": method, **(details or {})},
                 ip_address=client.ip_address,
             )
-        body = {
-            "token": issued.token,
-            "user": {"id": user.id, "username": user.username, "role": role_name},
-        }
-        return issued, body
+        return SignedIn(issued, user.id, user.username, role_name)
 
     # -- users ----------------------------------------------------------------
 
@@ -464,22 +468,17 @@ class Logins:
             raise self.invalid_credentials()
         if user.mfa_enabled and user.mfa_secret:
             if device and await self.device_trusted(user.id, device):
-                issued, body = await self.complete_login(
+                signed = await self.complete_login(
                     user, client, method="local", details={"mfa": True, "trustedDevice": True}
                 )
-                return LoginOutcome(issued, body)
+                return LoginOutcome(signed_in=signed)
             await self.reset_failures(user.id)
-            return LoginOutcome(None, self.mfa_challenge(user))
-        issued, body = await self.complete_login(user, client, method="local")
-        return LoginOutcome(issued, body)
+            return LoginOutcome(challenge=self.mfa_challenge(user))
+        return LoginOutcome(signed_in=await self.complete_login(user, client, method="local"))
 
-    def mfa_challenge(self, user: User) -> dict[str, Any]:
-        """The ``{mfaRequired, mfaToken, mfaMethod}`` answer after a correct first factor."""
-        return {
-            "mfaRequired": True,
-            "mfaToken": self.kernel.identity.issue_mfa_token(user.id),
-            "mfaMethod": "totp",
-        }
+    def mfa_challenge(self, user: User) -> MfaChallenge:
+        """The second step's token after a correct first factor."""
+        return MfaChallenge(self.kernel.identity.issue_mfa_token(user.id))
 
     def _mfa_claims(self, mfa_token: str) -> dict[str, Any]:
         try:
@@ -507,9 +506,7 @@ class Logins:
             self._used_mfa_tokens.pop(jti, None)
         self._used_mfa_tokens[str(claims.get("jti"))] = float(claims["exp"])
 
-    async def login_mfa(
-        self, mfa_token: str, code: str, client: ClientInfo
-    ) -> tuple[IssuedSession, dict[str, Any], User]:
+    async def login_mfa(self, mfa_token: str, code: str, client: ClientInfo) -> SignedIn:
         """The TOTP step: 5 attempts per 5 minutes per user; the token is single use."""
         claims = self._mfa_claims(mfa_token)
         user_id = str(claims["sub"])
@@ -530,10 +527,7 @@ class Logins:
             raise NotAuthenticated("Invalid verification code", code="invalid_code")
         self.consume_mfa_token(mfa_token)
         await self.kernel.limits.reset(MFA_LOGIN_BUCKET, user_id)
-        return (
-            *await self.complete_login(user, client, method="local", details={"mfa": True}),
-            user,
-        )
+        return await self.complete_login(user, client, method="local", details={"mfa": True})
 
     # -- trusted devices -------------------------------------------------------
 

@@ -23,10 +23,10 @@ from hostgate import (
     public,
     request_client,
     requires,
-    set_session_cookie,
+    signed_in_response,
 )
 from pydantic import BaseModel, ConfigDict, Field
-from quart import Blueprint, Response, jsonify
+from quart import Blueprint, Response
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
@@ -151,12 +151,10 @@ async def ldap_login(data: LdapLogin) -> Response:
     user = await kernel.logins.provision_external(
         PROVIDER, entry.dn, entry.username, entry.display_name, entry.email, role
     )
-    issued, body = await kernel.logins.complete_login(
+    signed = await kernel.logins.complete_login(
         user, client, method=PROVIDER, details={"provider": PROVIDER}
     )
-    response = jsonify({"token": body["token"], "user": {"id": user.id, "username": user.username}})
-    set_session_cookie(response, issued.token, issued.max_age)
-    return response
+    return signed_in_response(signed, with_role=False)
 
 
 @blueprint.post("/auth/ldap/test")

@@ -229,7 +229,7 @@ async def oidc_callback() -> Response:
     try:
         await kernel.logins.limit_ip(client)
         user = await _finish(kernel, client)
-        issued, _ = await kernel.logins.complete_login(
+        signed = await kernel.logins.complete_login(
             user, client, method=PROVIDER, details={"provider": PROVIDER}
         )
     except _Failed as exc:
@@ -243,7 +243,7 @@ async def oidc_callback() -> Response:
         )
         return _error_redirect("Single sign-on failed; see the server log")
     response: Response = redirect("/?sso=success")  # type: ignore[assignment]
-    set_session_cookie(response, issued.token, issued.max_age)
+    set_session_cookie(response, signed.issued.token, signed.issued.max_age)
     response.delete_cookie(
         BROWSER_COOKIE, path=COOKIE_PATH, secure=request_is_secure(), httponly=True, samesite="Lax"
     )

@@ -25,10 +25,10 @@ from hostgate import (
     public,
     request_client,
     request_is_secure,
-    set_session_cookie,
+    signed_in_response,
 )
 from pydantic import BaseModel, ConfigDict, Field
-from quart import Blueprint, Response, jsonify, request
+from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
@@ -364,9 +364,7 @@ async def passkey_login(data: LoginVerify) -> Response:
         raise await _failed(kernel, client, user, reason, str(exc)) from None
     if not await kernel.credentials.record_use(row, new_count):
         raise await _failed(kernel, client, user, "passkey_counter", "concurrent use")
-    issued, body = await logins.complete_login(
+    signed = await logins.complete_login(
         user, client, method=PROVIDER, details={"passkeyId": row.id}
     )
-    response = jsonify(body)
-    set_session_cookie(response, issued.token, issued.max_age)
-    return response
+    return signed_in_response(signed)
