@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -9,10 +14,13 @@ from quart import Blueprint, Response, request
 from quart_schema import tag
 from typing_extensions import TypedDict
 
+from ..db.models.files import FileEvent, FileSession
 from ..errors import InvalidInput
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import answers
 from ..pagination import PageQuery, Pagination, page_from
+from ..services.file_sessions import FileSessionLog
+from ..timefmt import iso
 
 blueprint = Blueprint("file_sessions", __name__)
 
@@ -60,6 +68,106 @@ class ExportQuery(BaseModel):
     format: Literal["json", "csv", "JSON", "CSV"] = "json"
 
 
+CSV_HEADER = (
+    "session_id",
+    "connection",
+    "username",
+    "protocol",
+    "session_started",
+    "session_ended",
+    "timestamp",
+    "action",
+    "path",
+    "detail",
+)
+
+
+def session_json(row: FileSession) -> FileSessionRecord:
+    """The spec's file-transfer-session list entry."""
+    return {
+        "id": row.id,
+        "userId": row.user_id,
+        "protocol": row.protocol,
+        "startedAt": iso(row.started_at),
+        "endedAt": iso(row.ended_at),
+        "connectionName": row.connection_name,
+        "username": row.username,
+        "eventCount": row.event_count,
+    }
+
+
+def event_json(row: FileEvent) -> FileEventRecord:
+    """The spec's file event."""
+    return {
+        "id": row.id,
+        "timestamp": iso(row.timestamp),
+        "action": row.action,
+        "path": row.path,
+        "detail": row.detail,
+    }
+
+
+def _csv_cell(value: str) -> str:
+    """Neutralise spreadsheet formulas in a CSV cell (remote file names are untrusted)."""
+    if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def export_filename(row: FileSession, extension: str) -> str:
+    """``file-activity_<connection>_<YYYYmmddHHMMSS>.<ext>`` (safe characters only)."""
+    name = re.sub(r"[^A-Za-z0-9]+", "_", row.connection_name).strip("_") or "connection"
+    return f"file-activity_{name[:60]}_{row.started_at:%Y%m%d%H%M%S}.{extension}"
+
+
+async def export_json(log: FileSessionLog, row: FileSession) -> AsyncIterator[bytes]:
+    """The session and its events as one JSON document, streamed."""
+    head = {
+        "id": row.id,
+        "connectionName": row.connection_name,
+        "username": row.username,
+        "protocol": row.protocol,
+        "startedAt": iso(row.started_at),
+        "endedAt": iso(row.ended_at),
+    }
+    yield b'{"session":' + json.dumps(head, ensure_ascii=False).encode() + b',"events":['
+    first = True
+    async for event in log.events(row.id):
+        prefix = b"" if first else b","
+        first = False
+        yield prefix + json.dumps(event_json(event), ensure_ascii=False).encode()
+    yield b"]}"
+
+
+async def export_csv(log: FileSessionLog, row: FileSession) -> AsyncIterator[bytes]:
+    """The events as RFC 4180 CSV with the session's columns repeated on each row."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
+    writer.writerow(CSV_HEADER)
+    yield buffer.getvalue().encode()
+    fixed = [
+        row.id,
+        _csv_cell(row.connection_name),
+        _csv_cell(row.username),
+        row.protocol,
+        iso(row.started_at) or "",
+        iso(row.ended_at) or "",
+    ]
+    async for event in log.events(row.id):
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow(
+            [
+                *fixed,
+                iso(event.timestamp) or "",
+                event.action,
+                _csv_cell(event.path),
+                _csv_cell(event.detail),
+            ]
+        )
+        yield buffer.getvalue().encode()
+
+
 @blueprint.get("/file-sessions")
 @authenticated
 @tag(["sessions"])
@@ -68,7 +176,7 @@ async def list_file_sessions() -> dict[str, Any]:
     """File-transfer sessions, newest first; every user's with ``sessions.view_any``."""
     page = page_from(request.args)
     sessions = await app_kernel().file_sessions.page(current_caller(), page)
-    return {"sessions": sessions, **page.echo()}
+    return {"sessions": [session_json(row) for row in sessions], **page.echo()}
 
 
 @blueprint.get("/file-sessions/<session_id>/events")
@@ -79,7 +187,7 @@ async def file_session_events(session_id: str) -> dict[str, Any]:
     """The events of one file-transfer session, in order."""
     log = app_kernel().file_sessions
     row = await log.visible(current_caller(), session_id)
-    return {"events": await log.events(row.id)}
+    return {"events": [event_json(event) async for event in log.events(row.id)]}
 
 
 @blueprint.get("/file-sessions/<session_id>/export")
@@ -93,8 +201,8 @@ async def export_file_session(session_id: str) -> Response:
         raise InvalidInput("format must be json or csv")
     log = app_kernel().file_sessions
     row = await log.visible(current_caller(), session_id)
-    body = log.export_csv(row) if kind == "csv" else log.export_json(row)
-    filename = log.export_filename(row, kind)
+    body = export_csv(log, row) if kind == "csv" else export_json(log, row)
+    filename = export_filename(row, kind)
     response = Response(
         body,
         headers={

@@ -9,14 +9,11 @@ that saw activity within ``IMPLICIT_GAP``. ``endedAt`` is the last activity.
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
-import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, update
 from sqlalchemy.exc import IntegrityError
@@ -25,7 +22,7 @@ from sqlmodel import col, select
 from ..db.models.files import FileEvent, FileSession
 from ..errors import NotFound
 from ..pagination import Page
-from ..timefmt import iso, utcnow
+from ..timefmt import utcnow
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
@@ -40,18 +37,6 @@ CLIENT_KEY_MAX = 128
 ACTIONS = frozenset({"browse", "download", "upload", "mkdir", "delete", "rename", "chmod", "copy"})
 _CLIENT_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 _EXPORT_BATCH = 500
-CSV_HEADER = (
-    "session_id",
-    "connection",
-    "username",
-    "protocol",
-    "session_started",
-    "session_ended",
-    "timestamp",
-    "action",
-    "path",
-    "detail",
-)
 
 
 def human_size(size: int) -> str:
@@ -79,13 +64,6 @@ def client_key_of(header: str | None) -> str | None:
     return value if _CLIENT_KEY.match(value) else None
 
 
-def _csv_cell(value: str) -> str:
-    """Neutralise spreadsheet formulas in a CSV cell (remote file names are untrusted)."""
-    if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 @dataclass(frozen=True)
 class SessionRef:
     """Where an operation is logged: who, on which connection, with which file protocol."""
@@ -96,31 +74,6 @@ class SessionRef:
     connection_name: str
     protocol: str
     client_key: str | None
-
-
-def session_json(row: FileSession) -> dict[str, Any]:
-    """The spec's file-transfer-session list entry."""
-    return {
-        "id": row.id,
-        "userId": row.user_id,
-        "protocol": row.protocol,
-        "startedAt": iso(row.started_at),
-        "endedAt": iso(row.ended_at),
-        "connectionName": row.connection_name,
-        "username": row.username,
-        "eventCount": row.event_count,
-    }
-
-
-def event_json(row: FileEvent) -> dict[str, Any]:
-    """The spec's file event."""
-    return {
-        "id": row.id,
-        "timestamp": iso(row.timestamp),
-        "action": row.action,
-        "path": row.path,
-        "detail": row.detail,
-    }
 
 
 class FileSessionLog:
@@ -213,15 +166,14 @@ class FileSessionLog:
                 return again.id, False
             return row.id, True
 
-    async def page(self, caller: Caller, page: Page) -> list[dict[str, Any]]:
+    async def page(self, caller: Caller, page: Page) -> list[FileSession]:
         """Sessions newest first: every user's with ``sessions.view_any``, else the caller's."""
         query = select(FileSession)
         if not caller.can("sessions.view_any"):
             query = query.where(FileSession.user_id == caller.user_id)
         query = query.order_by(col(FileSession.started_at).desc(), col(FileSession.id))
         async with self.kernel.db.session() as db:
-            rows = (await db.exec(query.offset(page.offset).limit(page.limit))).all()
-        return [session_json(row) for row in rows]
+            return list((await db.exec(query.offset(page.offset).limit(page.limit))).all())
 
     async def visible(self, caller: Caller, session_id: str) -> FileSession:
         """One session the caller may see, else NotFound."""
@@ -231,11 +183,8 @@ class FileSessionLog:
             raise NotFound("File session not found")
         return row
 
-    async def events(self, session_id: str) -> list[dict[str, Any]]:
-        """Every event of a session in order."""
-        return [event async for event in self._iter_events(session_id)]
-
-    async def _iter_events(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
+    async def events(self, session_id: str) -> AsyncIterator[FileEvent]:
+        """Every event of a session in order, read in batches (an export streams them)."""
         after = 0
         while True:
             async with self.kernel.db.session() as db:
@@ -248,62 +197,10 @@ class FileSessionLog:
                     )
                 ).all()
             for row in rows:
-                yield event_json(row)
+                yield row
             if len(rows) < _EXPORT_BATCH:
                 return
             after = rows[-1].seq or after
-
-    @staticmethod
-    def export_filename(row: FileSession, extension: str) -> str:
-        """``file-activity_<connection>_<YYYYmmddHHMMSS>.<ext>`` (safe characters only)."""
-        name = re.sub(r"[^A-Za-z0-9]+", "_", row.connection_name).strip("_") or "connection"
-        return f"file-activity_{name[:60]}_{row.started_at:%Y%m%d%H%M%S}.{extension}"
-
-    async def export_json(self, row: FileSession) -> AsyncIterator[bytes]:
-        """The session and its events as one JSON document, streamed."""
-        head = {
-            "id": row.id,
-            "connectionName": row.connection_name,
-            "username": row.username,
-            "protocol": row.protocol,
-            "startedAt": iso(row.started_at),
-            "endedAt": iso(row.ended_at),
-        }
-        yield b'{"session":' + json.dumps(head, ensure_ascii=False).encode() + b',"events":['
-        first = True
-        async for event in self._iter_events(row.id):
-            prefix = b"" if first else b","
-            first = False
-            yield prefix + json.dumps(event, ensure_ascii=False).encode()
-        yield b"]}"
-
-    async def export_csv(self, row: FileSession) -> AsyncIterator[bytes]:
-        """The events as RFC 4180 CSV with the session's columns repeated on each row."""
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
-        writer.writerow(CSV_HEADER)
-        yield buffer.getvalue().encode()
-        fixed = [
-            row.id,
-            _csv_cell(row.connection_name),
-            _csv_cell(row.username),
-            row.protocol,
-            iso(row.started_at) or "",
-            iso(row.ended_at) or "",
-        ]
-        async for event in self._iter_events(row.id):
-            buffer.seek(0)
-            buffer.truncate()
-            writer.writerow(
-                [
-                    *fixed,
-                    event["timestamp"],
-                    event["action"],
-                    _csv_cell(event["path"]),
-                    _csv_cell(event["detail"]),
-                ]
-            )
-            yield buffer.getvalue().encode()
 
     async def purge(self) -> int:
         """Delete every file session and event; returns how many sessions were deleted."""
