@@ -35,6 +35,7 @@ from .services.logins import Logins
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
 from .services.recordings import Recordings
+from .services.session_history import SessionHistory
 from .services.settings import Settings
 from .services.terminal_sessions import TerminalSessions
 from .services.version import VersionChecker
@@ -111,6 +112,14 @@ class Kernel:
         self.terminal_sessions = TerminalSessions(self)
         self.files = RemoteFilePool(self)
         self.file_sessions = FileSessionLog(self)
+        self.session_history = SessionHistory(
+            db=self.db,
+            audit=self.audit,
+            connections=self.connections,
+            recordings=self.recordings,
+            terminal_sessions=self.terminal_sessions,
+            live=self.live,
+        )
         self.notifications = Notifications(self)
         self.metrics = Metrics(self)
 

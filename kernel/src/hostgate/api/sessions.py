@@ -12,6 +12,7 @@ from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
+from ..db.models.sessions import RemoteSession
 from ..errors import NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
@@ -19,6 +20,7 @@ from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.recordings import stream_plaintext
 from ..services.session_history import SessionHistory
+from ..timefmt import iso
 from .ranges import requested_range
 
 blueprint = Blueprint("sessions", __name__)
@@ -48,7 +50,7 @@ class InputEvents(RootModel[list[InputEvent]]):
 
 
 def _history() -> SessionHistory:
-    return SessionHistory(app_kernel())
+    return app_kernel().session_history
 
 
 class SessionRecord(TypedDict):
@@ -65,6 +67,24 @@ class SessionRecord(TypedDict):
     username: str | None
     connectionId: str | None
     recordingState: str | None
+
+
+def session_json(history: SessionHistory, row: RemoteSession) -> SessionRecord:
+    """The spec's session list entry (plus ``connectionId`` and ``recordingState``)."""
+    recorded = history.has_recording(row)
+    return {
+        "id": row.id,
+        "userId": row.user_id,
+        "protocol": row.protocol,
+        "startedAt": iso(row.started_at),
+        "endedAt": iso(row.ended_at),
+        "hasRecording": recorded,
+        "fileSize": history.recording_size(row, recorded),
+        "connectionName": row.connection_name,
+        "username": row.username,
+        "connectionId": row.connection_id,
+        "recordingState": row.recording_state,
+    }
 
 
 class SessionPage(Pagination):
@@ -148,8 +168,9 @@ class InputEventList(TypedDict):
 async def list_sessions() -> dict[str, Any]:
     """Terminal and RDP sessions, newest first; every user's with ``sessions.view_any``."""
     page = page_from(request.args)
-    sessions = await _history().page(current_caller(), page)
-    return {"sessions": sessions, **page.echo()}
+    history = _history()
+    rows = await history.page(current_caller(), page)
+    return {"sessions": [session_json(history, row) for row in rows], **page.echo()}
 
 
 @blueprint.delete("/sessions")

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .netpolicy import NetworkPolicy
     from .notifications import Notifications
     from .recordings import Recordings
+    from .session_history import SessionHistory
     from .settings import Settings
     from .terminal_sessions import TerminalSessions
     from .version import VersionChecker
@@ -148,6 +149,10 @@ class KernelServices(Protocol):
     @property
     def file_sessions(self) -> FileSessionLog:
         """The file-session log."""
+
+    @property
+    def session_history(self) -> SessionHistory:
+        """Terminal and desktop session history."""
 
     @property
     def notifications(self) -> Notifications:

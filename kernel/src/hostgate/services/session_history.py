@@ -15,11 +15,16 @@ from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ..pagination import Page
 from ..permissions import use_permission
 from ..timefmt import iso
-from .terminal_sessions import TerminalSession
+from .file_sessions import FileSessionLog
+from .terminal_sessions import TerminalSession, TerminalSessions
 
 if TYPE_CHECKING:
+    from ..db.engine import Database
+    from .audit import AuditLog
+    from .connections import Connections
     from .identity import Caller
-    from .registry import KernelServices
+    from .live import LiveSessions
+    from .recordings import Recordings
 
 VIEW_ANY = "sessions.view_any"
 DELETE_BATCH = 500
@@ -33,48 +38,46 @@ def _batches(items: Sequence[str], size: int = DELETE_BATCH) -> Iterable[Sequenc
 class SessionHistory:
     """Reads and maintains session rows; every read is checked against the caller."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        db: Database,
+        audit: AuditLog,
+        connections: Connections,
+        recordings: Recordings,
+        terminal_sessions: TerminalSessions,
+        live: LiveSessions,
+    ) -> None:
+        self.db = db
+        self.audit = audit
+        self.connections = connections
+        self.recordings = recordings
+        self.terminal_sessions = terminal_sessions
+        self.live = live
 
     # -- shaping ----------------------------------------------------------------------
 
     def has_recording(self, row: RemoteSession) -> bool:
         """True when the session has a readable recording file."""
-        path = self.kernel.recordings.path_of(row)
+        path = self.recordings.path_of(row)
         return (
             row.recording_state in ("recording", "complete", "stopped")
             and path is not None
             and path.exists()
         )
 
-    def _size(self, row: RemoteSession, recorded: bool) -> int:
+    def recording_size(self, row: RemoteSession, recorded: bool) -> int:
+        """Plaintext bytes recorded so far (a live terminal's recorder knows best)."""
         if not recorded:
             return 0
-        live = self.kernel.terminal_sessions.get(row.id)
+        live = self.terminal_sessions.get(row.id)
         if isinstance(live, TerminalSession) and live.recorder is not None:
             return live.recorder.size
         return row.recording_size
 
-    def session_json(self, row: RemoteSession) -> dict[str, Any]:
-        """The spec's session list entry (plus ``connectionId`` and ``recordingState``)."""
-        recorded = self.has_recording(row)
-        return {
-            "id": row.id,
-            "userId": row.user_id,
-            "protocol": row.protocol,
-            "startedAt": iso(row.started_at),
-            "endedAt": iso(row.ended_at),
-            "hasRecording": recorded,
-            "fileSize": self._size(row, recorded),
-            "connectionName": row.connection_name,
-            "username": row.username,
-            "connectionId": row.connection_id,
-            "recordingState": row.recording_state,
-        }
-
     # -- reading ----------------------------------------------------------------------
 
-    async def page(self, caller: Caller, page: Page) -> list[dict[str, Any]]:
+    async def page(self, caller: Caller, page: Page) -> list[RemoteSession]:
         """Sessions newest first: the caller's own, or everyone's with ``sessions.view_any``."""
         query = select(RemoteSession)
         if not caller.can(VIEW_ANY):
@@ -84,13 +87,12 @@ class SessionHistory:
             .offset(page.offset)
             .limit(page.limit)
         )
-        async with self.kernel.db.session() as db:
-            rows = (await db.exec(query)).all()
-        return [self.session_json(row) for row in rows]
+        async with self.db.session() as db:
+            return list((await db.exec(query)).all())
 
     async def visible(self, caller: Caller, session_id: str) -> RemoteSession:
         """A session the caller owns or may view (``sessions.view_any``)."""
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             row = await db.get(RemoteSession, session_id)
         if row is None:
             raise NotFound("Session not found")
@@ -100,7 +102,7 @@ class SessionHistory:
 
     async def owned(self, caller: Caller, session_id: str) -> RemoteSession:
         """A session the caller owns (uploads and input events are the owner's alone)."""
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             row = await db.get(RemoteSession, session_id)
         if row is None:
             raise NotFound("Session not found")
@@ -115,7 +117,7 @@ class SessionHistory:
             .where(SessionCommand.session_id == session_id)
             .order_by(col(SessionCommand.elapsed), col(SessionCommand.timestamp))
         )
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             rows = (await db.exec(query)).all()
         return [
             {
@@ -135,7 +137,7 @@ class SessionHistory:
             .where(SessionInputEvent.session_id == session_id)
             .order_by(col(SessionInputEvent.elapsed))
         )
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             rows = (await db.exec(query)).all()
         return [{"elapsed": row.elapsed, "event_type": row.event_type} for row in rows]
 
@@ -143,7 +145,7 @@ class SessionHistory:
 
     async def create_rdp(self, caller: Caller, connection_id: str) -> tuple[str, bool]:
         """A session row for a browser RDP session; ``shouldRecord`` from the settings."""
-        connection = await self.kernel.connections.visible(caller, connection_id)
+        connection = await self.connections.visible(caller, connection_id)
         if connection.protocol != "rdp":
             raise InvalidInput("Connection is not an RDP connection", code="wrong_protocol")
         permission = use_permission("rdp")
@@ -158,10 +160,10 @@ class SessionHistory:
             client_ip=caller.ip_address,
         )
         if connection.recording_enabled:
-            writer = await self.kernel.recordings.create(row, "webm")
+            writer = await self.recordings.create(row, "webm")
             if writer is not None:
                 writer.close()
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             db.add(row)
             await db.commit()
         return row.id, row.recording_state == "recording"
@@ -172,7 +174,7 @@ class SessionHistory:
         """Store input events of a recorded session; Conflict when it is not recorded."""
         if row.recording_state == "none":
             raise Conflict("This session is not being recorded", code="not_recording")
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             for elapsed, kind in events:
                 db.add(SessionInputEvent(session_id=row.id, elapsed=elapsed, event_type=kind))
             await db.commit()
@@ -183,7 +185,7 @@ class SessionHistory:
     def active(self, caller: Caller) -> list[dict[str, Any]]:
         """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
         out = []
-        for live in self.kernel.live.all():
+        for live in self.live.all():
             if live.user_id != caller.user_id and not caller.can(VIEW_ANY):
                 continue
             out.append(
@@ -210,13 +212,13 @@ class SessionHistory:
         The rows go in one commit with the ``sessions.purged`` entry; the recording
         files are deleted once that commit succeeded.
         """
-        recordings = self.kernel.recordings
-        async with self.kernel.db.session() as db:
+        recordings = self.recordings
+        async with self.db.session() as db:
             rows = (await db.exec(select(RemoteSession))).all()
         busy = {
             row.id
             for row in rows
-            if self.kernel.live.get(row.id) is not None or recordings.uploading(row.id)
+            if self.live.get(row.id) is not None or recordings.uploading(row.id)
         }
         doomed = [row for row in rows if row.id not in busy]
         ids = [row.id for row in doomed]
@@ -232,7 +234,7 @@ class SessionHistory:
                 for entry in os.scandir(recordings.directory)
                 if entry.is_file() and entry.name not in keep_files
             ]
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             db = batch.session
             for chunk in _batches(ids):
                 await db.exec(
@@ -245,7 +247,7 @@ class SessionHistory:
             counts = {
                 "deletedSessions": len(ids),
                 "deletedRecordings": len(files),
-                "deletedFileSessions": await self.kernel.file_sessions.delete_all(db),
+                "deletedFileSessions": await FileSessionLog.delete_all(db),
             }
             batch.record("sessions.purged", actor=actor, target="all", details=counts)
         for path in files:
