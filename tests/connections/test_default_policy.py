@@ -167,8 +167,9 @@ async def test_the_default_refuses_for_terminals_files_and_relays(
 async def test_the_gateways_own_port_is_refused_even_when_allowed(
     app, client, kernel, admin, make_user, listener
 ):
-    # the listener stands in for the gateway's own socket
-    kernel.config = kernel.config.with_overrides(port=listener.port)
+    # the listener stands in for the gateway's own socket (the policy holds the config
+    # the kernel was assembled with)
+    kernel.netpolicy.config = kernel.config.with_overrides(port=listener.port)
     await send(
         client, "PUT", "/settings", admin, {"network.allow": "loopback", "network.protected": ""}
     )

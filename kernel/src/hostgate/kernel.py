@@ -17,7 +17,7 @@ from .db.engine import Database
 from .db.models.identity import Role
 from .db.models.settings import SystemValue
 from .db.readcache import ReadCache
-from .descriptors import ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+from .descriptors import AuditEvent, ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
 from .metrics import Metrics
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter, rate_limiter
@@ -96,22 +96,27 @@ class Kernel:
         self.permission_groups = perms.merge_groups(
             result for _, result in plugins.contributions("register_permissions")
         )
-        self.settings = Settings(self, setting_specs)
-        self.audit = AuditLog(self)
+        self.audit = AuditLog(db=self.db, secrets=self.secrets, announce=self._announce)
+        self.settings = Settings(
+            setting_specs,
+            db=self.db,
+            secrets=self.secrets,
+            audit=self.audit,
+            configured=config.setting_defaults,
+        )
         self.identity = Identity(self)
         self.logins = Logins(self)
         self.credentials = Credentials(self.db)
         self.tickets: TicketStore = ticket_store(self.cluster.redis)
         self.limits: RateLimiter = rate_limiter(self.cluster.redis)
-        self.version = VersionChecker(self)
-        self.netpolicy = NetworkPolicy(self)
+        self.netpolicy = NetworkPolicy(settings=self.settings, config=config, audit=self.audit)
         self.connections = Connections(self)
         self.backups = Backups(self)
         self.live = LiveSessions(self.cluster.bus)
         self.recordings = Recordings(self)
         self.terminal_sessions = TerminalSessions(self)
         self.files = RemoteFilePool(self)
-        self.file_sessions = FileSessionLog(self)
+        self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
         self.session_history = SessionHistory(
             db=self.db,
             audit=self.audit,
@@ -121,7 +126,16 @@ class Kernel:
             live=self.live,
         )
         self.notifications = Notifications(self)
+        self.version = VersionChecker(
+            settings=self.settings,
+            outbound=self.notifications.outbound,
+            timeout=config.version_timeout_seconds,
+        )
         self.metrics = Metrics(self)
+
+    async def _announce(self, event: AuditEvent) -> None:
+        """Hand a committed audit entry to every pack's ``track_event`` hook."""
+        await self.plugins.call_each("track_event", event=event, kernel=self)
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` at start-up, after the database and settings are ready."""

@@ -8,7 +8,7 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +21,9 @@ from ..descriptors import AuditEvent
 from ..timefmt import iso, utcnow
 
 if TYPE_CHECKING:
+    from ..db.engine import Database
+    from ..security.secretbox import SecretBox
     from .identity import Caller
-    from .registry import KernelServices
 
 log = logging.getLogger("hostgate.audit")
 
@@ -111,8 +112,17 @@ def to_event(entry: AuditEntry) -> AuditEvent:
 class AuditLog:
     """Writes audit entries and fans them out to the ``event`` hook."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        db: Database,
+        secrets: SecretBox,
+        announce: Callable[[AuditEvent], Awaitable[object]],
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        # hands each committed entry to the packs (the kernel's ``track_event`` hook)
+        self.announce = announce
         self._lock = asyncio.Lock()
         self._last_hash: str | None = None
         self._key: bytes | None = None
@@ -121,11 +131,11 @@ class AuditLog:
         """The HMAC key of the hash chain (created sealed in the database on first use)."""
         if self._key is not None:
             return self._key
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             row = await session.get(SystemValue, CHAIN_KEY_NAME)
             if row is None:
                 key = secrets.token_hex(32)
-                session.add(SystemValue(name=CHAIN_KEY_NAME, value=self.kernel.secrets.seal(key)))
+                session.add(SystemValue(name=CHAIN_KEY_NAME, value=self.secrets.seal(key)))
                 try:
                     await session.commit()
                 except IntegrityError:
@@ -133,9 +143,9 @@ class AuditLog:
                     row = await session.get(SystemValue, CHAIN_KEY_NAME)
                     if row is None:
                         raise
-                    key = self.kernel.secrets.open(row.value)
+                    key = self.secrets.open(row.value)
             else:
-                key = self.kernel.secrets.open(row.value)
+                key = self.secrets.open(row.value)
         self._key = bytes.fromhex(key)
         return self._key
 
@@ -181,7 +191,7 @@ class AuditLog:
         Other audited writes wait while the block runs (the chain has one head).
         """
         key = await self.chain_key()
-        async with self._lock, self.kernel.db.session() as session:
+        async with self._lock, self.db.session() as session:
             if self._last_hash is None:
                 newest = AuditEntry.seq.desc()  # type: ignore[union-attr]
                 query = select(AuditEntry.hash).order_by(newest).limit(1)
@@ -194,7 +204,7 @@ class AuditLog:
             callback()
         for entry in batch.entries:
             event = to_event(entry)
-            await self.kernel.plugins.call_each("track_event", event=event, kernel=self.kernel)
+            await self.announce(event)
 
     def forget_chain_head(self) -> None:
         """Re-read the chain head and key on the next write (after a restore)."""

@@ -27,8 +27,9 @@ from ..timefmt import utcnow
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
+    from ..db.engine import Database
+    from .audit import AuditLog
     from .identity import Caller
-    from .registry import KernelServices
 
 IMPLICIT_GAP = timedelta(minutes=30)
 """Without a client session id, activity after a longer pause starts a new session."""
@@ -79,8 +80,9 @@ class SessionRef:
 class FileSessionLog:
     """Records file events and serves the file-session history."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, *, db: Database, audit: AuditLog) -> None:
+        self.db = db
+        self.audit = audit
         self._locks: dict[tuple[str, str, str | None], asyncio.Lock] = {}
 
     def _lock(self, key: tuple[str, str, str | None]) -> asyncio.Lock:
@@ -101,7 +103,7 @@ class FileSessionLog:
         async with self._lock(key):
             session_id, started = await self._find_or_start(ref)
             now = utcnow()
-            async with self.kernel.db.session() as db:
+            async with self.db.session() as db:
                 db.add(
                     FileEvent(
                         session_id=session_id,
@@ -118,7 +120,7 @@ class FileSessionLog:
                 )
                 await db.commit()
         if started:
-            await self.kernel.audit.record(
+            await self.audit.record(
                 "connection.session_started",
                 actor=actor,
                 target=ref.connection_id,
@@ -131,7 +133,7 @@ class FileSessionLog:
         return session_id
 
     async def _find_or_start(self, ref: SessionRef) -> tuple[str, bool]:
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             query = select(FileSession).where(
                 FileSession.user_id == ref.user_id,
                 FileSession.connection_id == ref.connection_id,
@@ -172,12 +174,12 @@ class FileSessionLog:
         if not caller.can("sessions.view_any"):
             query = query.where(FileSession.user_id == caller.user_id)
         query = query.order_by(col(FileSession.started_at).desc(), col(FileSession.id))
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             return list((await db.exec(query.offset(page.offset).limit(page.limit))).all())
 
     async def visible(self, caller: Caller, session_id: str) -> FileSession:
         """One session the caller may see, else NotFound."""
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             row = await db.get(FileSession, session_id)
         if row is None or (row.user_id != caller.user_id and not caller.can("sessions.view_any")):
             raise NotFound("File session not found")
@@ -187,7 +189,7 @@ class FileSessionLog:
         """Every event of a session in order, read in batches (an export streams them)."""
         after = 0
         while True:
-            async with self.kernel.db.session() as db:
+            async with self.db.session() as db:
                 rows = (
                     await db.exec(
                         select(FileEvent)
@@ -204,7 +206,7 @@ class FileSessionLog:
 
     async def purge(self) -> int:
         """Delete every file session and event; returns how many sessions were deleted."""
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             count = await self.delete_all(db)
             await db.commit()
         return count

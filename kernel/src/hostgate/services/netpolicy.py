@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING, NoReturn
 from ..errors import ApiError, PermissionDenied, RemoteTimeout, RemoteUnreachable
 
 if TYPE_CHECKING:
+    from ..config import Config
+    from .audit import AuditLog
     from .identity import Caller
-    from .registry import KernelServices
+    from .settings import Settings
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -236,12 +238,14 @@ def is_local_address(address: Address) -> bool:
 class NetworkPolicy:
     """Resolve-and-check for every outbound connection the gateway makes."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, *, settings: Settings, config: Config, audit: AuditLog) -> None:
+        self.settings = settings
+        self.config = config
+        self.audit = audit
 
     def rules(self) -> tuple[tuple[Rule, ...], tuple[Rule, ...], tuple[Rule, ...]]:
         """The current ``(allow, deny, protected)`` rules."""
-        settings = self.kernel.settings
+        settings = self.settings
         return (
             parse_rules(str(settings.get(ALLOW_KEY) or "")),
             parse_rules(str(settings.get(DENY_KEY) or "")),
@@ -250,7 +254,7 @@ class NetworkPolicy:
 
     def is_gateway(self, address: Address, port: int) -> bool:
         """True when ``address:port`` reaches this gateway's own listening socket."""
-        config = self.kernel.config
+        config = self.config
         if port != config.port:
             return False
         try:
@@ -330,7 +334,7 @@ class NetworkPolicy:
     ) -> NoReturn:
         """Audit ``network.denied`` (when asked to) and raise the 403 ``target_denied``."""
         if audit:
-            await self.kernel.audit.record(
+            await self.audit.record(
                 "network.denied",
                 actor=actor,
                 target=f"{host}:{port}",

@@ -14,8 +14,10 @@ from ..errors import InvalidInput
 from ..timefmt import utcnow
 
 if TYPE_CHECKING:
+    from ..db.engine import Database
+    from ..security.secretbox import SecretBox
+    from .audit import AuditLog
     from .identity import Caller
-    from .registry import KernelServices
 
 SECRET_MASK = "\u2022" * 8
 
@@ -94,11 +96,22 @@ def value_schema(spec: SettingSpec) -> dict[str, Any]:
 class Settings:
     """Typed access to instance settings. Reads come from memory; writes go to the DB."""
 
-    def __init__(self, kernel: KernelServices, specs: Mapping[str, SettingSpec]) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        specs: Mapping[str, SettingSpec],
+        *,
+        db: Database,
+        secrets: SecretBox,
+        audit: AuditLog,
+        configured: Mapping[str, Any],
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        self.audit = audit
         self.specs = dict(specs)
         self._values: dict[str, Any] = {}
-        self.defaults = self._configured_defaults(kernel.config.setting_defaults)
+        # the config file's ``[settings]`` table
+        self.defaults = self._configured_defaults(configured)
 
     def _configured_defaults(self, configured: Mapping[str, Any]) -> dict[str, Any]:
         """The config file's ``[settings]`` values, checked; they replace the specs' defaults."""
@@ -119,7 +132,7 @@ class Settings:
 
     async def load(self) -> None:
         """Read stored values (call at start-up and after a restore)."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             rows = (await session.exec(select(SettingValue))).all()
         values: dict[str, Any] = {}
         for row in rows:
@@ -131,7 +144,7 @@ class Settings:
 
     def _computed(self, key: str) -> Any:
         if key == "system.insecure_key":
-            return self.kernel.secrets.insecure
+            return self.secrets.insecure
         return None
 
     def get(self, key: str) -> Any:
@@ -143,7 +156,7 @@ class Settings:
             return self.defaults.get(key, spec.default)
         value = self._values[key]
         if spec.secret and isinstance(value, str) and value:
-            return self.kernel.secrets.open(value)
+            return self.secrets.open(value)
         return value
 
     def public(self) -> dict[str, Any]:
@@ -198,11 +211,11 @@ class Settings:
         """
         clean = self.validate(changes)
         if actor is None:
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 before, after = await self.write(session, clean)
                 await session.commit()
         else:
-            async with self.kernel.audit.atomic() as batch:
+            async with self.audit.atomic() as batch:
                 before, after = await self.write(batch.session, clean)
                 if after:
                     batch.record(
@@ -229,7 +242,7 @@ class Settings:
             before[key] = self._display(spec, self.get(key))
             stored = value
             if spec.secret and isinstance(value, str) and value:
-                stored = self.kernel.secrets.seal(value)
+                stored = self.secrets.seal(value)
             row = await session.get(SettingValue, key)
             if row is None:
                 session.add(SettingValue(key=key, value=stored))
@@ -245,7 +258,7 @@ class Settings:
         for key, value in clean.items():
             spec = self.specs[key]
             if spec.secret and isinstance(value, str) and value:
-                self._values[key] = self.kernel.secrets.seal(value)
+                self._values[key] = self.secrets.seal(value)
             else:
                 self._values[key] = value
 

@@ -19,7 +19,8 @@ from ..errors import ApiError, InvalidInput
 from ..security.ratelimit import Limit
 
 if TYPE_CHECKING:
-    from .registry import KernelServices
+    from .notifications.outbound import Outbound
+    from .settings import Settings
 
 CACHE_SECONDS = 15 * 60
 FEED_KEY = "updates.feed_url"
@@ -85,8 +86,10 @@ def parse_feed(payload: Any) -> tuple[str, str]:
 class VersionChecker:
     """Fetches the latest version at most every 15 minutes (``force`` skips the cache)."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, *, settings: Settings, outbound: Outbound, timeout: float) -> None:
+        self.settings = settings
+        self.outbound = outbound
+        self.timeout = timeout
         self._cached: dict[str, Any] | None = None
         self._cached_url = ""
         self._cached_at = 0.0
@@ -95,7 +98,7 @@ class VersionChecker:
     async def info(self, *, force: bool = False) -> dict[str, Any]:
         """The spec's version info (a changed feed URL is fetched anew)."""
         async with self._lock:
-            url = str(self.kernel.settings.get(FEED_KEY) or "")
+            url = str(self.settings.get(FEED_KEY) or "")
             fresh = time.monotonic() - self._cached_at < CACHE_SECONDS
             if self._cached is not None and fresh and not force and url == self._cached_url:
                 return dict(self._cached)
@@ -115,8 +118,8 @@ class VersionChecker:
         }
         if not url:
             return result  # the check is off: no outbound call at all
-        timeout = self.kernel.config.version_timeout_seconds
-        outbound = self.kernel.notifications.outbound
+        timeout = self.timeout
+        outbound = self.outbound
         try:
             response = await asyncio.wait_for(
                 outbound.request(
