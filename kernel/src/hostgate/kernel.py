@@ -37,7 +37,7 @@ from .services.notifications import Notifications
 from .services.recordings import Recordings
 from .services.session_history import SessionHistory
 from .services.settings import Settings
-from .services.terminal_sessions import TerminalSessions
+from .services.terminal_sessions import LiveRemoteSession, TerminalSessions
 from .services.version import VersionChecker
 from .timefmt import utcnow
 
@@ -113,9 +113,19 @@ class Kernel:
         self.connections = Connections(self)
         self.backups = Backups(self)
         self.live = LiveSessions(self.cluster.bus)
-        self.recordings = Recordings(self)
+        self.metrics = Metrics(live=self.live, relays=self._relays)
+        self.recordings = Recordings(
+            data_dir=config.data_dir,
+            db=self.db,
+            secrets=self.secrets,
+            settings=self.settings,
+            audit=self.audit,
+            live=self.live,
+            metrics=self.metrics,
+            lifecycle=self,
+        )
         self.terminal_sessions = TerminalSessions(self)
-        self.files = RemoteFilePool(self)
+        self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
         self.session_history = SessionHistory(
             db=self.db,
@@ -131,7 +141,10 @@ class Kernel:
             outbound=self.notifications.outbound,
             timeout=config.version_timeout_seconds,
         )
-        self.metrics = Metrics(self)
+
+    def _relays(self) -> list[LiveRemoteSession]:
+        """The open terminal and desktop sessions (the metrics read their byte counts)."""
+        return self.terminal_sessions.all()
 
     async def _announce(self, event: AuditEvent) -> None:
         """Hand a committed audit entry to every pack's ``track_event`` hook."""

@@ -12,15 +12,32 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from .services.registry import KernelServices
+    from .services.live import LiveSessions
+
+
+class RelayCounts(Protocol):
+    """What a terminal or desktop session counts (``TerminalSessions.all()`` items)."""
+
+    @property
+    def protocol(self) -> str:
+        """The session's protocol."""
+
+    @property
+    def bytes_in(self) -> int:
+        """Bytes from the browser so far."""
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes from the remote server so far."""
+
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 UNMATCHED_ROUTE = "unmatched"
@@ -33,15 +50,20 @@ class _SessionCollector(Collector):
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
 
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples: registering needs no session yet."""
+        yield GaugeMetricFamily("hostgate_sessions_live", "", labels=["protocol", "kind"])
+        yield CounterMetricFamily("hostgate_relay_bytes", "", labels=["protocol", "direction"])
+
     def collect(self) -> Iterator[Metric]:
-        kernel = self.metrics.kernel
+        metrics = self.metrics
         live = GaugeMetricFamily(
             "hostgate_sessions_live",
             "Sessions open now, by protocol and kind (terminal, stream, files)",
             labels=["protocol", "kind"],
         )
         counts: dict[tuple[str, str], int] = defaultdict(int)
-        for entry in list(kernel.live.all()):
+        for entry in list(metrics.live.all()):
             counts[(entry.protocol, entry.kind)] += 1
         for (protocol, kind), count in sorted(counts.items()):
             live.add_metric([protocol, kind], count)
@@ -54,7 +76,7 @@ class _SessionCollector(Collector):
             labels=["protocol", "direction"],
         )
         totals = self.metrics.ended_bytes()
-        for session in list(kernel.terminal_sessions.all()):
+        for session in list(metrics.relays()):
             totals[(session.protocol, "in")] += session.bytes_in
             totals[(session.protocol, "out")] += session.bytes_out
         for (protocol, direction), value in sorted(totals.items()):
@@ -65,8 +87,10 @@ class _SessionCollector(Collector):
 class Metrics:
     """The kernel's figures and the registry that exports them."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, *, live: LiveSessions, relays: Callable[[], Iterable[RelayCounts]]) -> None:
+        self.live = live
+        # the open terminal and desktop sessions, read when scraped
+        self.relays = relays
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "hostgate_http_requests",

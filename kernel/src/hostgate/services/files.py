@@ -37,8 +37,10 @@ from ..tasks import cancel_and_wait
 from .live import LiveSession
 
 if TYPE_CHECKING:
+    from ..contract import KernelAPI
     from .identity import Caller
-    from .registry import KernelServices
+    from .lifecycle import Lifecycle
+    from .live import LiveSessions
 
 log = logging.getLogger("hostgate.files")
 
@@ -193,13 +195,17 @@ class RemoteFilePool:
 
     def __init__(
         self,
-        kernel: KernelServices,
         *,
+        live: LiveSessions,
+        api: KernelAPI,
+        lifecycle: Lifecycle,
         idle_seconds: float = 60.0,
         max_per_key: int = 4,
         wait_seconds: float = 30.0,
     ) -> None:
-        self.kernel = kernel
+        self.live = live
+        # handed to the protocol pack that opens the remote files
+        self.api = api
         self.idle_seconds = idle_seconds
         self.max_per_key = max_per_key
         self.wait_seconds = wait_seconds
@@ -207,8 +213,8 @@ class RemoteFilePool:
         self._entries: dict[str, PooledFiles] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._stopping = False
-        kernel.on_start(self.start)
-        kernel.on_stop(self.stop)
+        lifecycle.on_start(self.start)
+        lifecycle.on_stop(self.stop)
 
     async def start(self) -> None:
         """Start closing idle adapters in the background."""
@@ -260,7 +266,7 @@ class RemoteFilePool:
             adapter = await self._open(spec, target)
             entry = PooledFiles(id=str(uuid.uuid4()), key=key, adapter=adapter)
             self._entries[entry.id] = entry
-            self.kernel.live.add(
+            self.live.add(
                 LiveSession(
                     id=entry.id,
                     kind="files",
@@ -281,7 +287,7 @@ class RemoteFilePool:
     async def _open(self, spec: ProtocolSpec, target: ConnectionTarget) -> RemoteFiles:
         assert spec.open_files is not None
         try:
-            return await asyncio.wait_for(spec.open_files(self.kernel, target), OPEN_TIMEOUT)
+            return await asyncio.wait_for(spec.open_files(self.api, target), OPEN_TIMEOUT)
         except Exception as exc:
             raise translate(exc, spec.name) from None
 
@@ -309,7 +315,7 @@ class RemoteFilePool:
 
     async def _close(self, entry: PooledFiles, reason: str) -> None:
         """Close one adapter (idempotent); also the ``kernel.live`` closer."""
-        self.kernel.live.remove(entry.id)
+        self.live.remove(entry.id)
         self._entries.pop(entry.id, None)
         slot = self._slots.get(entry.key)
         if slot is not None and entry in slot.idle:

@@ -39,7 +39,13 @@ from .recording_format import (
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from .registry import KernelServices
+    from ..db.engine import Database
+    from ..metrics import Metrics
+    from ..security.secretbox import SecretBox
+    from .audit import AuditLog
+    from .lifecycle import Lifecycle
+    from .live import LiveSessions
+    from .settings import Settings
 
 log = logging.getLogger("hostgate.recordings")
 
@@ -65,21 +71,38 @@ class Upload:
 class Recordings:
     """Recording files, their data keys, uploads, disk watermark and retention."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        db: Database,
+        secrets: SecretBox,
+        settings: Settings,
+        audit: AuditLog,
+        live: LiveSessions,
+        metrics: Metrics,
+        lifecycle: Lifecycle,
+    ) -> None:
+        self.data_dir = data_dir
+        self.db = db
+        self.secrets = secrets
+        self.settings = settings
+        self.audit = audit
+        self.live = live
+        self.metrics = metrics
         self._uploads: dict[str, Upload] = {}
         self._disk_low = False
         self._disk_checked = 0.0
         self._task: asyncio.Task[None] | None = None
-        kernel.on_start(self.start)
-        kernel.on_stop(self.stop)
-        kernel.on_reload(self.reload)
-        kernel.on_reload(self.repair)
+        lifecycle.on_start(self.start)
+        lifecycle.on_stop(self.stop)
+        lifecycle.on_reload(self.reload)
+        lifecycle.on_reload(self.repair)
 
     @property
     def directory(self) -> Path:
         """Where recording files live."""
-        return self.kernel.config.data_dir / "recordings"
+        return self.data_dir / "recordings"
 
     def path_of(self, row: RemoteSession) -> Path | None:
         """The file of a session's recording, or None."""
@@ -91,11 +114,11 @@ class Recordings:
 
     def enabled(self) -> bool:
         """``recordings.enabled``."""
-        return bool(self.kernel.settings.get("recordings.enabled"))
+        return bool(self.settings.get("recordings.enabled"))
 
     def size_limit(self) -> int | None:
         """``recordings.max_size_mb`` in bytes, None for no cap."""
-        megabytes = float(self.kernel.settings.get("recordings.max_size_mb") or 0)
+        megabytes = float(self.settings.get("recordings.max_size_mb") or 0)
         return int(megabytes * MIB) if megabytes > 0 else None
 
     # -- disk watermark ---------------------------------------------------------------
@@ -110,14 +133,14 @@ class Recordings:
         if not force and now - self._disk_checked < DISK_CHECK_INTERVAL:
             return not self._disk_low
         self._disk_checked = now
-        minimum = int(float(self.kernel.settings.get("recordings.min_free_disk_mb") or 0) * MIB)
+        minimum = int(float(self.settings.get("recordings.min_free_disk_mb") or 0) * MIB)
         private_dir(self.directory)
         free = shutil.disk_usage(self.directory).free
         low = free < minimum
         if low and not self._disk_low:
             self._disk_low = True
             log.warning("free disk %d bytes is below the recordings watermark", free)
-            await self.kernel.audit.record(
+            await self.audit.record(
                 "recordings.disk_low",
                 target="recordings",
                 user_id="system",
@@ -138,7 +161,7 @@ class Recordings:
         if not self.enabled() or not await self.disk_ok():
             return None
         key = new_key()
-        row.recording_key = self.kernel.secrets.seal(key)
+        row.recording_key = self.secrets.seal(key)
         row.recording_file = f"{row.id}.{fmt}"
         row.recording_format = fmt
         row.recording_state = "recording"
@@ -149,7 +172,7 @@ class Recordings:
         """The data key of a session's recording."""
         if not row.recording_key:
             raise NotFound("Recording not found")
-        return self.kernel.secrets.open_bytes(row.recording_key)
+        return self.secrets.open_bytes(row.recording_key)
 
     def open_reader(self, row: RemoteSession) -> RecordingReader:
         """A reader of a session's recording; NotFound when there is none."""
@@ -163,7 +186,7 @@ class Recordings:
 
     async def store_state(self, session_id: str, *, state: str, size: int, note: str = "") -> None:
         """Record a recording's state and plaintext size in its row."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             row = await session.get(RemoteSession, session_id)
             if row is None:
                 return
@@ -235,14 +258,14 @@ class Recordings:
             async with upload.lock:
                 upload.writer.close()
                 size = upload.writer.size
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             stored = await session.get(RemoteSession, row.id)
             if stored is None:
                 return
             if stored.recording_state == "recording":
                 stored.recording_state = "complete"
                 stored.recording_size = size
-                self.kernel.metrics.recording_written(stored.recording_format or "")
+                self.metrics.recording_written(stored.recording_format or "")
             if stored.ended_at is None:
                 stored.ended_at = utcnow()
                 stored.end_reason = reason
@@ -282,10 +305,10 @@ class Recordings:
         """Mark sessions left open by a crash or restart as ended; size their recordings."""
         now = utcnow()
         repaired = 0
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             query = select(RemoteSession).where(col(RemoteSession.ended_at).is_(None))
             for row in (await session.exec(query)).all():
-                if self.kernel.live.get(row.id) is not None:
+                if self.live.get(row.id) is not None:
                     continue
                 row.ended_at = row.updated_at if row.updated_at > row.started_at else now
                 row.end_reason = row.end_reason or "server restarted"
@@ -333,7 +356,7 @@ class Recordings:
         for upload in list(self._uploads.values()):
             if now - upload.last_activity < UPLOAD_ABANDONED_AFTER:
                 continue
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 row = await session.get(RemoteSession, upload.session_id)
             if row is not None:
                 await self.finalize_upload(row, reason="upload abandoned")
@@ -341,7 +364,7 @@ class Recordings:
     # -- retention and storage ---------------------------------------------------------
 
     def _busy(self, session_id: str) -> bool:
-        return session_id in self._uploads or self.kernel.live.get(session_id) is not None
+        return session_id in self._uploads or self.live.get(session_id) is not None
 
     async def apply_retention(self) -> int:
         """Apply the retention settings; return how many recordings were deleted.
@@ -349,11 +372,11 @@ class Recordings:
         Deletes recordings older than ``recordings.retention_days`` and, oldest first,
         beyond ``recordings.retention_max_total_mb``. Session rows stay (without a file).
         """
-        days = int(self.kernel.settings.get("recordings.retention_days") or 0)
-        max_total = float(self.kernel.settings.get("recordings.retention_max_total_mb") or 0)
+        days = int(self.settings.get("recordings.retention_days") or 0)
+        max_total = float(self.settings.get("recordings.retention_max_total_mb") or 0)
         if days <= 0 and max_total <= 0:
             return 0
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             query = (
                 select(RemoteSession)
                 .where(col(RemoteSession.recording_file).is_not(None))
@@ -380,7 +403,7 @@ class Recordings:
         if not doomed:
             return 0
         freed = sum(self._disk_size(row) for row in doomed)
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             await self._forget_files(batch.session, doomed, state="purged")
             batch.record(
                 "recordings.retention_purged",
@@ -412,7 +435,7 @@ class Recordings:
         """
         freed = self._unlink(rows)
         if state is not None:
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 await self._forget_files(session, rows, state=state)
                 await session.commit()
         return freed
