@@ -104,15 +104,28 @@ class Kernel:
             audit=self.audit,
             configured=config.setting_defaults,
         )
-        self.identity = Identity(self)
-        self.logins = Logins(self)
-        self.credentials = Credentials(self.db)
+        self.live = LiveSessions(self.cluster.bus)
+        self.identity = Identity(
+            db=self.db,
+            secrets=self.secrets,
+            settings=self.settings,
+            readcache=self.readcache,
+            live=self.live,
+        )
         self.tickets: TicketStore = ticket_store(self.cluster.redis)
         self.limits: RateLimiter = rate_limiter(self.cluster.redis)
+        self.logins = Logins(
+            db=self.db,
+            secrets=self.secrets,
+            settings=self.settings,
+            audit=self.audit,
+            identity=self.identity,
+            limits=self.limits,
+        )
+        self.credentials = Credentials(self.db)
         self.netpolicy = NetworkPolicy(settings=self.settings, config=config, audit=self.audit)
         self.connections = Connections(self)
         self.backups = Backups(self)
-        self.live = LiveSessions(self.cluster.bus)
         self.metrics = Metrics(live=self.live, relays=self._relays)
         self.recordings = Recordings(
             data_dir=config.data_dir,

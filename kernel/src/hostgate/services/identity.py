@@ -26,7 +26,11 @@ from ..timefmt import as_utc, utcnow
 
 if TYPE_CHECKING:
     from ..contract import Account
-    from .registry import KernelServices
+    from ..db.engine import Database
+    from ..db.readcache import ReadCache
+    from ..security.secretbox import SecretBox
+    from .live import LiveSessions
+    from .settings import Settings
 
 SIGNING_KEY_NAME = "token_signing_key"
 TOUCH_INTERVAL = timedelta(seconds=60)
@@ -54,8 +58,20 @@ class LoginView:
 class Identity:
     """Issues and checks session tokens; resolves callers."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        db: Database,
+        secrets: SecretBox,
+        settings: Settings,
+        readcache: ReadCache,
+        live: LiveSessions,
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        self.settings = settings
+        self.readcache = readcache
+        self.live = live
         self._signing_key: str | None = None
         # session tokens whose signature was already checked: verifying an HMAC
         # through PyJWT is a tenth of a small request; expiry is still checked each time
@@ -63,15 +79,15 @@ class Identity:
 
     async def start(self) -> None:
         """Load (or create) the token-signing key, sealed in the database."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             row = await session.get(SystemValue, SIGNING_KEY_NAME)
             if row is None:
                 key = secrets.token_hex(32)
-                session.add(SystemValue(name=SIGNING_KEY_NAME, value=self.kernel.secrets.seal(key)))
+                session.add(SystemValue(name=SIGNING_KEY_NAME, value=self.secrets.seal(key)))
                 await session.commit()
                 self._signing_key = key
             else:
-                self._signing_key = self.kernel.secrets.open(row.value)
+                self._signing_key = self.secrets.open(row.value)
         self._verified.clear()
 
     async def rotate_signing_key(self) -> int:
@@ -79,9 +95,9 @@ class Identity:
         key = secrets.token_hex(32)
         now = utcnow()
         revoked = 0
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             row = await session.get(SystemValue, SIGNING_KEY_NAME)
-            sealed = self.kernel.secrets.seal(key)
+            sealed = self.secrets.seal(key)
             if row is None:
                 session.add(SystemValue(name=SIGNING_KEY_NAME, value=sealed))
             else:
@@ -107,7 +123,7 @@ class Identity:
 
     def session_lifetime(self) -> timedelta:
         """From ``security.session_lifetime_days``."""
-        return timedelta(days=float(self.kernel.settings.get("security.session_lifetime_days")))
+        return timedelta(days=float(self.settings.get("security.session_lifetime_days")))
 
     async def issue_session(
         self,
@@ -135,7 +151,7 @@ class Identity:
             expires_at=expires,
         )
         if session is None:
-            async with self.kernel.db.session() as own:
+            async with self.db.session() as own:
                 await _store_login(own, row, user.id)
                 await own.commit()
         else:
@@ -193,7 +209,7 @@ class Identity:
 
     async def role_permissions(self, role_id: str) -> tuple[str, frozenset[str]]:
         """``(role name, permissions)`` of a role, read live."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             role = await session.get(Role, role_id)
         if role is None:
             return "", frozenset()
@@ -209,7 +225,7 @@ class Identity:
                 .outerjoin(Role, col(Role.id) == col(User.role_id))
                 .where(col(LoginSession.id) == login_session_id)
             )
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 found = (await session.exec(query)).first()
             if found is None:
                 return None
@@ -227,7 +243,7 @@ class Identity:
                 permissions=frozenset(role.permissions) if role else frozenset(),
             )
 
-        return await self.kernel.readcache.get(("login", login_session_id), load)
+        return await self.readcache.get(("login", login_session_id), load)
 
     async def authenticate(self, token: str, client: ClientInfo, *, touch: bool = True) -> Caller:
         """Resolve a session token to a Caller, enforcing revocation, lifetime and idle timeout."""
@@ -239,7 +255,7 @@ class Identity:
         problem = self._not_live(view, now)
         if problem is not None:
             if problem.code == "session_idle_timeout":
-                async with self.kernel.db.session() as session:
+                async with self.db.session() as session:
                     await self.mark_session_revoked(
                         session, view.login_session_id, user_id=view.user_id, reason="idle_timeout"
                     )
@@ -265,7 +281,7 @@ class Identity:
             return NotAuthenticated("Session has been revoked", code="session_revoked")
         if view.expires_at <= now:
             return NotAuthenticated("Session expired", code="session_expired")
-        idle = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
+        idle = int(self.settings.get("security.idle_timeout_minutes") or 0)
         if idle > 0 and now - view.last_used_at > timedelta(minutes=idle):
             return NotAuthenticated(
                 "Session expired due to inactivity", code="session_idle_timeout"
@@ -274,7 +290,7 @@ class Identity:
 
     async def _touch(self, login_session_id: str, now: datetime) -> None:
         """Record activity on a login session that is still live."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             login = await session.get(LoginSession, login_session_id)
             if login is None or login.revoked_at is not None:
                 return
@@ -294,7 +310,7 @@ class Identity:
         self, user_id: str, login_session_id: str | None, client: ClientInfo
     ) -> Caller | None:
         """A Caller for a user id (WebSocket handlers after a ticket); None if gone."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             user = await session.get(User, user_id)
             if user is None:
                 return None
@@ -316,7 +332,7 @@ class Identity:
 
         Open sockets of the revoked sessions are closed as well.
         """
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             revoked = await self.mark_sessions_revoked(session, user_id, reason=reason, keep=keep)
             await session.commit()
         await self.close_sessions(revoked, reason)
@@ -324,7 +340,7 @@ class Identity:
 
     async def revoke_session(self, login_session_id: str, *, user_id: str, reason: str) -> bool:
         """Revoke one login session of a user and close its sockets; False if not theirs."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             if not await self.mark_session_revoked(
                 session, login_session_id, user_id=user_id, reason=reason
             ):
@@ -379,7 +395,7 @@ class Identity:
     async def close_sessions(self, login_session_ids: Iterable[str], reason: str) -> None:
         """Close the open sockets of revoked login sessions (after their revoke committed)."""
         for login_id in login_session_ids:
-            await self.kernel.live.close_where(reason, login_session_id=login_id)
+            await self.live.close_where(reason, login_session_id=login_id)
 
 
 async def _store_login(session: AsyncSession, row: LoginSession, user_id: str) -> None:

@@ -46,7 +46,12 @@ from .identity import ClientInfo
 
 if TYPE_CHECKING:
     from ..contract import Account
-    from .registry import KernelServices
+    from ..db.engine import Database
+    from ..security.ratelimit import RateLimiter
+    from ..security.secretbox import SecretBox
+    from .audit import AuditLog
+    from .identity import Identity
+    from .settings import Settings
 
 log = logging.getLogger("hostgate.logins")
 
@@ -117,8 +122,22 @@ def device_hash(value: str) -> str:
 class Logins:
     """Login steps shared by every login method."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        db: Database,
+        secrets: SecretBox,
+        settings: Settings,
+        audit: AuditLog,
+        identity: Identity,
+        limits: RateLimiter,
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        self.settings = settings
+        self.audit = audit
+        self.identity = identity
+        self.limits = limits
         self._phantoms: OrderedDict[str, _Phantom] = OrderedDict()
         self._used_mfa_tokens: dict[str, float] = {}
 
@@ -126,7 +145,7 @@ class Logins:
 
     async def limit_ip(self, client: ClientInfo) -> None:
         """Count one login attempt for the client IP; 429 + Retry-After past 30 / 15 min."""
-        await self.kernel.limits.hit(
+        await self.limits.hit(
             LOGIN_IP_BUCKET,
             client.ip_address or "-",
             LOGIN_PER_IP,
@@ -139,8 +158,8 @@ class Logins:
         return NotAuthenticated(INVALID_CREDENTIALS, code="invalid_credentials")
 
     def _lockout_settings(self) -> tuple[int, timedelta]:
-        attempts = int(self.kernel.settings.get("security.max_login_attempts"))
-        minutes = float(self.kernel.settings.get("security.lockout_duration_minutes"))
+        attempts = int(self.settings.get("security.max_login_attempts"))
+        minutes = float(self.settings.get("security.lockout_duration_minutes"))
         return attempts, timedelta(minutes=minutes)
 
     def _phantom(self, username: str) -> _Phantom:
@@ -171,7 +190,7 @@ class Logins:
             name = clean_username(username)
         if locked_until is None or locked_until <= now:
             return
-        await self.kernel.audit.record(
+        await self.audit.record(
             "auth.locked_account_attempt",
             user_id=user.id if user else None,
             username=name,
@@ -205,7 +224,7 @@ class Logins:
         now = utcnow()
         locked_until: datetime | None = None
         # the failure count and any lock commit with their audit entries
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             if user is not None:
                 count, locked_until = await self._count_failure(
                     batch.session, user.id, now, attempts, duration
@@ -281,7 +300,7 @@ class Logins:
 
     async def reset_failures(self, user_id: str) -> None:
         """Forget failed logins and any lock (successful login, admin unlock)."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             await session.exec(_reset_failures(user_id))
             await session.commit()
 
@@ -302,10 +321,10 @@ class Logins:
         request with ``signed_in_response``.
         """
         self._phantoms.pop(user.username.lower(), None)
-        role_name, _ = await self.kernel.identity.role_permissions(user.role_id)
-        async with self.kernel.audit.atomic() as batch:
+        role_name, _ = await self.identity.role_permissions(user.role_id)
+        async with self.audit.atomic() as batch:
             await batch.session.exec(_reset_failures(user.id))
-            issued = await self.kernel.identity.issue_session(
+            issued = await self.identity.issue_session(
                 user, client, method=method, session=batch.session
             )
             batch.record(
@@ -332,7 +351,7 @@ class Logins:
         query = select(User).where(User.username_key == key)
         if provider is not None:
             query = query.where(User.auth_provider == provider)
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             return (await session.exec(query)).first()
 
     async def provision_external(
@@ -371,7 +390,7 @@ class Logins:
     async def find_external(self, provider: str, provider_id: str) -> User | None:
         """The user linked to an external identity (``provider``, ``provider_id``)."""
         query = select(User).where(User.auth_provider == provider, User.provider_id == provider_id)
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             return (await session.exec(query)).first()
 
     async def _refresh_external(self, user: User, display_name: str, email: str) -> User:
@@ -382,7 +401,7 @@ class Logins:
             user.email, changed = email, True
         if changed:
             user.updated_at = utcnow()
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 session.add(user)
                 await session.commit()
         return user
@@ -397,7 +416,7 @@ class Logins:
         role_name: str | None,
     ) -> User:
         base = clean_username(username) or f"{provider}_{provider_id}"[:USERNAME_MAX]
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             session = batch.session
             role = (
                 await session.exec(select(Role).where(Role.name == (role_name or USER_ROLE)))
@@ -457,7 +476,7 @@ class Logins:
         """The local password step; a session, or an MFA challenge when TOTP is on."""
         check_login_name(username)
         await self.limit_ip(client)
-        if not self.kernel.settings.get("auth.local_enabled"):
+        if not self.settings.get("auth.local_enabled"):
             raise PermissionDenied("Local authentication is disabled", code="local_login_disabled")
         user = await self.find_user(username)
         await self.check_not_locked(user, client, username=username)
@@ -478,11 +497,11 @@ class Logins:
 
     def mfa_challenge(self, user: User) -> MfaChallenge:
         """The second step's token after a correct first factor."""
-        return MfaChallenge(self.kernel.identity.issue_mfa_token(user.id))
+        return MfaChallenge(self.identity.issue_mfa_token(user.id))
 
     def _mfa_claims(self, mfa_token: str) -> dict[str, Any]:
         try:
-            claims = self.kernel.identity.decode(mfa_token, "mfa")
+            claims = self.identity.decode(mfa_token, "mfa")
         except NotAuthenticated:
             raise NotAuthenticated(INVALID_MFA_TOKEN, code="invalid_mfa_token") from None
         if claims.get("jti") in self._used_mfa_tokens:
@@ -492,7 +511,7 @@ class Logins:
     async def mfa_user(self, mfa_token: str) -> User:
         """The user an unused, unexpired ``mfaToken`` names (401 otherwise)."""
         claims = self._mfa_claims(mfa_token)
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             user = await session.get(User, claims["sub"])
         if user is None:
             raise NotAuthenticated(INVALID_MFA_TOKEN, code="invalid_mfa_token")
@@ -510,12 +529,12 @@ class Logins:
         """The TOTP step: 5 attempts per 5 minutes per user; the token is single use."""
         claims = self._mfa_claims(mfa_token)
         user_id = str(claims["sub"])
-        await self.kernel.limits.hit(MFA_LOGIN_BUCKET, user_id, MFA_PER_USER, MFA_LIMIT_MESSAGE)
+        await self.limits.hit(MFA_LOGIN_BUCKET, user_id, MFA_PER_USER, MFA_LIMIT_MESSAGE)
         user = await self.mfa_user(mfa_token)
         await self.check_not_locked(user, client)
-        secret = self.kernel.secrets.open_optional(user.mfa_secret) if user.mfa_enabled else None
-        if not secret or not await mfa.accept_code(self.kernel, user.id, secret, code):
-            await self.kernel.audit.record(
+        secret = self.secrets.open_optional(user.mfa_secret) if user.mfa_enabled else None
+        if not secret or not await mfa.accept_code(self.db, user.id, secret, code):
+            await self.audit.record(
                 "auth.login_failed",
                 user_id=user.id,
                 username=user.username,
@@ -526,7 +545,7 @@ class Logins:
             )
             raise NotAuthenticated("Invalid verification code", code="invalid_code")
         self.consume_mfa_token(mfa_token)
-        await self.kernel.limits.reset(MFA_LOGIN_BUCKET, user_id)
+        await self.limits.reset(MFA_LOGIN_BUCKET, user_id)
         return await self.complete_login(user, client, method="local", details={"mfa": True})
 
     # -- trusted devices -------------------------------------------------------
@@ -535,7 +554,7 @@ class Logins:
         """A new trusted-device cookie value for a user, valid 30 days."""
         value = secrets.token_urlsafe(48)
         now = utcnow()
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             await session.exec(delete(TrustedDevice).where(col(TrustedDevice.expires_at) <= now))
             session.add(
                 TrustedDevice(
@@ -556,13 +575,13 @@ class Logins:
         query = select(TrustedDevice).where(
             TrustedDevice.token_hash == device_hash(value), TrustedDevice.user_id == user_id
         )
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             row = (await session.exec(query)).first()
         return row is not None and as_utc(row.expires_at) > utcnow()
 
     async def forget_devices(self, user_id: str) -> None:
         """Drop every trusted device of a user (MFA disabled, password reset)."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             await session.exec(delete(TrustedDevice).where(col(TrustedDevice.user_id) == user_id))
             await session.commit()
 

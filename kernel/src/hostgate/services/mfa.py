@@ -17,7 +17,7 @@ from sqlmodel import col
 from ..db.models.identity import User
 
 if TYPE_CHECKING:
-    from .registry import KernelServices
+    from ..db.engine import Database
 
 DIGITS = 6
 INTERVAL = 30
@@ -59,7 +59,7 @@ def matching_step(secret: str, code: str, now: float | None = None) -> int | Non
     return None
 
 
-async def accept_code(kernel: KernelServices, user_id: str, secret: str, code: str) -> bool:
+async def accept_code(db: Database, user_id: str, secret: str, code: str) -> bool:
     """True when ``code`` is valid for ``secret`` and its step was never used before.
 
     The step is recorded in ``users.mfa_last_step`` with a conditional update, so
@@ -76,7 +76,7 @@ async def accept_code(kernel: KernelServices, user_id: str, secret: str, code: s
         )
         .values(mfa_last_step=step)
     )
-    async with kernel.db.session() as session:
+    async with db.session() as session:
         result = await session.exec(statement)
         await session.commit()
     return bool(result.rowcount == 1)

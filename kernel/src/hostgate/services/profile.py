@@ -218,7 +218,7 @@ async def mfa_verify(kernel: KernelServices, caller: Caller, code: str) -> None:
     if not user.mfa_pending_secret:
         raise Conflict("Start MFA setup first", code="mfa_not_started")
     secret = kernel.secrets.open(user.mfa_pending_secret)
-    if not await mfa.accept_code(kernel, user.id, secret, code):
+    if not await mfa.accept_code(kernel.db, user.id, secret, code):
         raise InvalidInput("Invalid verification code", code="invalid_code")
     async with kernel.audit.atomic() as batch:
         row = await batch.session.get(User, user.id)
