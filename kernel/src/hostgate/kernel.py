@@ -124,7 +124,14 @@ class Kernel:
         )
         self.credentials = Credentials(self.db)
         self.netpolicy = NetworkPolicy(settings=self.settings, config=config, audit=self.audit)
-        self.connections = Connections(self)
+        self.connections = Connections(
+            db=self.db,
+            secrets=self.secrets,
+            audit=self.audit,
+            live=self.live,
+            netpolicy=self.netpolicy,
+            protocols=self.protocols,
+        )
         self.backups = Backups(self)
         self.metrics = Metrics(live=self.live, relays=self._relays)
         self.recordings = Recordings(

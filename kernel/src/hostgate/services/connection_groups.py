@@ -19,8 +19,9 @@ from ..errors import Conflict, NotFound
 from .connection_input import check_name, check_sort_order
 
 if TYPE_CHECKING:
+    from ..db.engine import Database
+    from .audit import AuditLog
     from .identity import Caller
-    from .registry import KernelServices
 
 MAX_DEPTH = 32
 
@@ -47,12 +48,13 @@ async def owned_group(
 class ConnectionGroups:
     """Create, rename, move, reorder and delete groups."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, *, db: Database, audit: AuditLog) -> None:
+        self.db = db
+        self.audit = audit
 
     async def of_owner(self, owner_id: str) -> list[ConnectionGroup]:
         """Every group of one user."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             query = select(ConnectionGroup).where(ConnectionGroup.owner_id == owner_id)
             return list((await session.exec(query)).all())
 
@@ -91,7 +93,7 @@ class ConnectionGroups:
         group = ConnectionGroup(owner_id=caller.user_id, name=check_name(name))
         if sort_order is not None:
             group.sort_order = check_sort_order(sort_order)
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             if parent_id is not None:
                 await self._check_parent(batch.session, None, caller.user_id, str(parent_id))
                 group.parent_id = str(parent_id)
@@ -108,7 +110,7 @@ class ConnectionGroups:
         self, caller: Caller, group_id: str, changes: Mapping[str, Any]
     ) -> ConnectionGroup:
         """Rename (``name``), move (``parentId``, null = top level) or re-sort (``sortOrder``)."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             session = batch.session
             group = await self._editable(session, caller, group_id, "connections.edit_any")
             before = {
@@ -145,7 +147,7 @@ class ConnectionGroups:
 
     async def reorder(self, caller: Caller, items: Sequence[tuple[str, int]]) -> int:
         """Set ``sortOrder`` of several groups; all must be editable, else nothing changes."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             groups = []
             for group_id, order in items:
                 group = await self._editable(session, caller, group_id, "connections.edit_any")
@@ -158,7 +160,7 @@ class ConnectionGroups:
 
     async def delete(self, caller: Caller, group_id: str) -> GroupDeleted:
         """Delete a group; its connections and child groups move to its parent."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             session = batch.session
             group = await self._editable(session, caller, group_id, "connections.delete_any")
             parent_id = group.parent_id

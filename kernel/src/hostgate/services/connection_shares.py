@@ -21,10 +21,11 @@ from ..errors import InvalidInput, PermissionDenied
 from .live import NO_LONGER_SHARED
 
 if TYPE_CHECKING:
-    from .audit import AuditBatch
+    from ..db.engine import Database
+    from .audit import AuditBatch, AuditLog
     from .connections import Connections
     from .identity import Caller
-    from .registry import KernelServices
+    from .live import LiveSessions
 
 EDIT_ANY = "connections.edit_any"
 SHARE = "connections.share"
@@ -45,9 +46,13 @@ class ShareView:
 class ConnectionShares:
     """Who a connection is shared with."""
 
-    def __init__(self, kernel: KernelServices, connections: Connections) -> None:
-        self.kernel = kernel
+    def __init__(
+        self, connections: Connections, *, db: Database, audit: AuditLog, live: LiveSessions
+    ) -> None:
         self.connections = connections
+        self.db = db
+        self.audit_log = audit
+        self.live = live
 
     async def get(self, caller: Caller, connection_id: str) -> list[ShareView]:
         """Who a connection is shared with (owner or ``edit_any`` only)."""
@@ -58,7 +63,7 @@ class ConnectionShares:
 
     async def views(self, connection_id: str) -> list[ShareView]:
         """The shares of a connection (no access check)."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             rows = (
                 await session.exec(
                     select(ConnectionShare).where(ConnectionShare.connection_id == connection_id)
@@ -107,7 +112,7 @@ class ConnectionShares:
             )
         if len(items) > MAX_SHARES:
             raise InvalidInput(f"at most {MAX_SHARES} shares per connection")
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit_log.atomic() as batch:
             session = batch.session
             wanted: list[tuple[str, str]] = []
             for share_type, target in items:
@@ -159,13 +164,13 @@ class ConnectionShares:
 
     async def close_lost_access(self, connection: Connection) -> None:
         """End live sessions of users who can no longer see the connection."""
-        for live in self.kernel.live.all():
+        for live in self.live.all():
             if live.connection_id != connection.id:
                 continue
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 user = await session.get(User, live.user_id)
                 still = user is not None and await self.connections.is_visible(
                     session, user.id, user.role_id, connection
                 )
             if not still:
-                await self.kernel.live.close_where(NO_LONGER_SHARED, id=live.id)
+                await self.live.close_where(NO_LONGER_SHARED, id=live.id)

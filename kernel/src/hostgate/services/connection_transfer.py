@@ -36,8 +36,12 @@ from ..timefmt import iso, utcnow
 from .connection_input import check_name, check_sort_order, parse_input
 
 if TYPE_CHECKING:
+    from ..db.engine import Database
+    from ..descriptors import ProtocolSpec
+    from ..security.secretbox import SecretBox
+    from .audit import AuditLog
+    from .connections import Connections
     from .identity import Caller
-    from .registry import KernelServices
 
 FORMAT = "hostgate-connections"
 VERSION = 1
@@ -107,14 +111,26 @@ class ImportResult:
 class ConnectionTransfer:
     """Export and import for the CLI and the ``/connections/export|import`` routes."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        connections: Connections,
+        *,
+        db: Database,
+        secrets: SecretBox,
+        audit: AuditLog,
+        protocols: Mapping[str, ProtocolSpec],
+    ) -> None:
+        self.connections = connections
+        self.db = db
+        self.secrets = secrets
+        self.audit = audit
+        self.protocols = protocols
 
     async def export(
         self, *, owner_id: str | None = None, passphrase: str | None = None
     ) -> dict[str, Any]:
         """The export document (one owner's, or everyone's); secrets only with a passphrase."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             users = {u.id: u.username for u in (await session.exec(select(User))).all()}
             group_query = select(ConnectionGroup)
             connection_query = select(Connection)
@@ -136,7 +152,7 @@ class ConnectionTransfer:
         }  # fmt: skip
         connections_doc: list[dict[str, Any]] = document["connections"]
         secrets: dict[str, Any] = {}
-        box = self.kernel.secrets
+        box = self.secrets
         for c in sorted(connections, key=lambda c: (c.owner_id, c.sort_order, c.name)):
             connections_doc.append(
                 {"id": c.id, "name": c.name, "protocol": c.protocol, "host": c.host,
@@ -195,7 +211,7 @@ class ConnectionTransfer:
             secrets = open_secrets(document["secrets"], passphrase)
             result.secrets_imported = True
 
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             users = {u.username: u.id for u in (await session.exec(select(User))).all()}
         problems: list[str] = []
 
@@ -252,7 +268,7 @@ class ConnectionTransfer:
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InvalidInput(f"nothing imported: {shown}{more}")
         result.skipped = problems
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             for group in self._parents_first(list(new_groups.values())):
                 batch.session.add(group)
                 await batch.session.flush()
@@ -303,7 +319,7 @@ class ConnectionTransfer:
             extra_secrets = stored.get("extra") or {}
             if extra_secrets:
                 payload["extraConfig"] = {**(payload.get("extraConfig") or {}), **extra_secrets}
-        parsed = parse_input(payload, self.kernel.protocols)
+        parsed = parse_input(payload, self.protocols)
         if (
             parsed.columns.get("shared")
             and caller is not None
@@ -311,7 +327,7 @@ class ConnectionTransfer:
         ):
             raise PermissionDenied("shared connections need connections.share")
         connection = Connection(owner_id=owner, name="", protocol="", host="", port=0)
-        self.kernel.connections.apply_input(connection, parsed)
+        self.connections.apply_input(connection, parsed)
         group = groups.get(str(item.get("groupId"))) if item.get("groupId") else None
         connection.group_id = group.id if group is not None and group.owner_id == owner else None
         return connection

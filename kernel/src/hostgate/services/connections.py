@@ -34,8 +34,12 @@ from .hostkeys import HostKeys
 from .live import CONNECTION_DELETED
 
 if TYPE_CHECKING:
+    from ..db.engine import Database
+    from ..security.secretbox import SecretBox
+    from .audit import AuditLog
     from .identity import Caller
-    from .registry import KernelServices
+    from .live import LiveSessions
+    from .netpolicy import NetworkPolicy
 
 EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
 DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
@@ -106,12 +110,28 @@ def _share_filter(user_id: str, role_id: str) -> Any:
 class Connections:
     """Stored connections and the targets adapters connect to."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
-        self.groups = ConnectionGroups(kernel)
-        self.host_keys = HostKeys(kernel)
-        self.transfer = ConnectionTransfer(kernel)
-        self.sharing = ConnectionShares(kernel, self)
+    def __init__(
+        self,
+        *,
+        db: Database,
+        secrets: SecretBox,
+        audit: AuditLog,
+        live: LiveSessions,
+        netpolicy: NetworkPolicy,
+        protocols: Mapping[str, ProtocolSpec],
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        self.audit = audit
+        self.live = live
+        self.netpolicy = netpolicy
+        self.protocols = protocols
+        self.groups = ConnectionGroups(db=db, audit=audit)
+        self.host_keys = HostKeys(db=db, audit=audit)
+        self.transfer = ConnectionTransfer(
+            self, db=db, secrets=secrets, audit=audit, protocols=protocols
+        )
+        self.sharing = ConnectionShares(self, db=db, audit=audit, live=live)
 
     # ----- access -------------------------------------------------------------------
 
@@ -128,7 +148,7 @@ class Connections:
 
     async def visible(self, caller: Caller, connection_id: str) -> Connection:
         """A connection the caller owns or that is shared with them; else NotFound."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             connection = await session.get(Connection, connection_id)
             if connection is None or not await self.is_visible(
                 session, caller.user_id, caller.role_id, connection
@@ -138,7 +158,7 @@ class Connections:
 
     async def load(self, caller: Caller, connection_id: str) -> tuple[Connection, Access]:
         """A connection the caller may at least read, with their rights; else NotFound."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             connection = await session.get(Connection, connection_id)
             if connection is None:
                 raise NotFound("Connection not found")
@@ -159,7 +179,7 @@ class Connections:
         """The caller's groups and connections, and those shared with them."""
         if include_others:
             self.check_list_others(caller)
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             shared_ids = select(ConnectionShare.connection_id).where(
                 _share_filter(caller.user_id, caller.role_id)
             )
@@ -198,7 +218,7 @@ class Connections:
             "hasPassword": connection.password is not None,
             "hasPrivateKey": connection.private_key is not None,
         }
-        spec = self.kernel.protocols.get(connection.protocol)
+        spec = self.protocols.get(connection.protocol)
         stored = self._open_secrets(connection)
         for spec_field in spec.fields if spec else ():
             if spec_field.secret:
@@ -208,7 +228,7 @@ class Connections:
 
     def public_extra(self, connection: Connection) -> dict[str, Any]:
         """Non-secret extra fields, with the pack's defaults for unset ones."""
-        spec = self.kernel.protocols.get(connection.protocol)
+        spec = self.protocols.get(connection.protocol)
         extra: dict[str, Any] = {}
         for spec_field in spec.fields if spec else ():
             if not spec_field.secret and spec_field.default is not None:
@@ -219,7 +239,7 @@ class Connections:
     def _open_secrets(self, connection: Connection) -> dict[str, Any]:
         if not connection.extra_secrets:
             return {}
-        opened = json.loads(self.kernel.secrets.open(connection.extra_secrets))
+        opened = json.loads(self.secrets.open(connection.extra_secrets))
         return opened if isinstance(opened, dict) else {}
 
     # ----- writing ------------------------------------------------------------------
@@ -231,7 +251,7 @@ class Connections:
 
     def apply_input(self, connection: Connection, parsed: ParsedInput) -> None:
         """Write checked changes onto a row (secrets sealed)."""
-        box = self.kernel.secrets
+        box = self.secrets
         for column, value in parsed.columns.items():
             setattr(connection, column, value)
         for column, value in parsed.credentials.items():
@@ -270,12 +290,12 @@ class Connections:
 
     async def create(self, caller: Caller, payload: Mapping[str, Any]) -> Connection:
         """A new connection owned by the caller."""
-        parsed = parse_input(payload, self.kernel.protocols)
+        parsed = parse_input(payload, self.protocols)
         if parsed.columns.get("shared") and not caller.can(SHARE):
             raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
         connection = Connection(owner_id=caller.user_id, name="", protocol="", host="", port=0)
         self.apply_input(connection, parsed)
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             await self._check_group(batch.session, caller.user_id, parsed)
             batch.session.add(connection)
             batch.record(
@@ -308,7 +328,7 @@ class Connections:
         if not payload:
             raise InvalidInput("No fields to update")
         old_protocol = connection.protocol
-        parsed = parse_input(payload, self.kernel.protocols, current_protocol=old_protocol)
+        parsed = parse_input(payload, self.protocols, current_protocol=old_protocol)
         sharing_changes = parsed.columns.get("shared", connection.shared) != connection.shared
         if sharing_changes and not access.share:
             raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
@@ -317,7 +337,7 @@ class Connections:
             and parsed.protocol != old_protocol
             and "port" not in payload
         ):
-            old_spec = self.kernel.protocols.get(old_protocol)
+            old_spec = self.protocols.get(old_protocol)
             if parsed.spec is not None and (
                 old_spec is None or connection.port == old_spec.default_port
             ):
@@ -327,7 +347,7 @@ class Connections:
         self.apply_input(connection, parsed)
         connection.updated_at = utcnow()
         sharing_changed = "shared" in parsed.columns and before["shared"] != connection.shared
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             session = batch.session
             await self._check_group(session, connection.owner_id, parsed)
             session.add(connection)
@@ -372,7 +392,7 @@ class Connections:
                 "Insufficient permissions: deleting requires "
                 f"{DELETE_OWN if access.owner else DELETE_ANY}"
             )
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             row = await batch.session.get(Connection, connection.id)
             if row is not None:
                 await batch.session.delete(row)
@@ -382,7 +402,7 @@ class Connections:
                 target=f"{connection.protocol}://{connection.host}:{connection.port}",
                 details={"connectionId": connection.id, "name": connection.name},
             )
-        await self.kernel.live.close_where(CONNECTION_DELETED, connection_id=connection.id)
+        await self.live.close_where(CONNECTION_DELETED, connection_id=connection.id)
         return connection
 
     async def reorder(self, caller: Caller, items: Sequence[tuple[str, int]]) -> int:
@@ -393,7 +413,7 @@ class Connections:
             if not access.edit:
                 raise PermissionDenied(f"Insufficient permissions to reorder {connection.name!r}")
             rows.append(connection)
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             for connection, (_, order) in zip(rows, items, strict=True):
                 connection.sort_order = order
                 session.add(connection)
@@ -413,12 +433,12 @@ class Connections:
         permission = use_permission(connection.protocol)
         if not caller.can(permission):
             raise PermissionDenied(f"Insufficient permissions: requires {permission}")
-        spec = self.kernel.protocol(connection.protocol)
+        spec = self.protocols.get(connection.protocol)
         handed_out = connection.owner_id == caller.user_id and not (
             spec is not None and spec.relay_authenticates
         )
-        password = self.kernel.secrets.open_optional(connection.password) if handed_out else None
-        await self.kernel.audit.record(
+        password = self.secrets.open_optional(connection.password) if handed_out else None
+        await self.audit.record(
             "connection.credentials_requested",
             actor=caller,
             target=f"{connection.protocol}://{connection.host}:{connection.port}",
@@ -443,7 +463,7 @@ class Connections:
 
     async def resolve_address(self, host: str, port: int, *, actor: Caller | None = None) -> str:
         """The one IP address the adapter must connect to, approved by the network policy."""
-        return await self.kernel.netpolicy.resolve_allowed(host, port, actor=actor)
+        return await self.netpolicy.resolve_allowed(host, port, actor=actor)
 
     async def target_for(
         self, caller: Caller, connection_id: str, spec: ProtocolSpec
@@ -465,7 +485,7 @@ class Connections:
 
         No access check: callers check access first (``target_for``).
         """
-        box = self.kernel.secrets
+        box = self.secrets
         extra = self.public_extra(connection)
         extra.update(self._open_secrets(connection))
         address = await self.resolve_address(connection.host, connection.port, actor=actor)

@@ -26,9 +26,9 @@ from ..errors import Conflict, NotFound
 from ..timefmt import iso, utcnow
 
 if TYPE_CHECKING:
-    from .audit import AuditBatch
+    from ..db.engine import Database
+    from .audit import AuditBatch, AuditLog
     from .identity import Caller
-    from .registry import KernelServices
 
 TRUSTED = "trusted"
 PENDING = "pending"
@@ -126,8 +126,9 @@ async def delete_all(session: AsyncSession, connection_id: str) -> list[str]:
 class HostKeys:
     """Remembered host keys: check on connect, view, accept, forget."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, *, db: Database, audit: AuditLog) -> None:
+        self.db = db
+        self.audit = audit
 
     def checker(self, connection: Connection, actor: Caller | None = None) -> HostKeyCheck:
         """The ``check_host_key`` callable handed to adapters in a ConnectionTarget."""
@@ -138,7 +139,7 @@ class HostKeys:
         return check
 
     async def _rows(self, connection_id: str) -> dict[str, HostKey]:
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             return await _rows_in(session, connection_id)
 
     async def _remember(
@@ -151,7 +152,7 @@ class HostKeys:
         details: dict[str, Any],
     ) -> None:
         """Store ``(algorithm, fingerprint, encoded key)`` as ``state`` with its audit entry."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             await _store(batch.session, connection.id, state, *key)
             _record(batch, event_type, connection, actor, details)
 
@@ -225,7 +226,7 @@ class HostKeys:
         self, connection: Connection, *, expected: str | None, actor: Caller
     ) -> HostKeyInfo:
         """Promote the pending key to trusted; ``expected`` must match its fingerprint."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             session = batch.session
             rows = await _rows_in(session, connection.id)
             pending = rows.get(PENDING)
@@ -261,7 +262,7 @@ class HostKeys:
 
     async def forget(self, connection: Connection, *, actor: Caller | None) -> int:
         """Forget every remembered key (the next connect trusts on first use again)."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             removed = await delete_all(batch.session, connection.id)
             if removed:
                 _record(
