@@ -144,7 +144,18 @@ class Kernel:
             metrics=self.metrics,
             lifecycle=self,
         )
-        self.terminal_sessions = TerminalSessions(self)
+        self.terminal_sessions = TerminalSessions(
+            db=self.db,
+            settings=self.settings,
+            audit=self.audit,
+            identity=self.identity,
+            connections=self.connections,
+            live=self.live,
+            recordings=self.recordings,
+            metrics=self.metrics,
+            api=self,
+            lifecycle=self,
+        )
         self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
         self.session_history = SessionHistory(

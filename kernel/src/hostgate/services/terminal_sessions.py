@@ -41,8 +41,16 @@ from .live import CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED, LiveSessio
 from .netpolicy import conceal
 
 if TYPE_CHECKING:
-    from .identity import Caller
-    from .registry import KernelServices
+    from ..contract import KernelAPI
+    from ..db.engine import Database
+    from ..metrics import Metrics
+    from .audit import AuditLog
+    from .connections import Connections
+    from .identity import Caller, Identity
+    from .lifecycle import Lifecycle
+    from .live import LiveSessions
+    from .recordings import Recordings
+    from .settings import Settings
 
 log = logging.getLogger("hostgate.sessions")
 
@@ -131,7 +139,6 @@ class LiveRemoteSession:
 
     def __init__(self, service: TerminalSessions, admission: Admission, session_id: str) -> None:
         self.service = service
-        self.kernel = service.kernel
         self.id = session_id
         self.admission = admission
         self.caller = admission.caller
@@ -180,7 +187,7 @@ class LiveRemoteSession:
             await self.end(1001, "Server shutting down")
             return
         login = self.caller.login_session_id
-        live = login is not None and await self.kernel.identity.check_login_session(login)
+        live = login is not None and await self.service.identity.check_login_session(login)
         await self.end(4003 if live else 4001, reason)
 
     # -- sockets ----------------------------------------------------------------------
@@ -216,7 +223,7 @@ class LiveRemoteSession:
 
     async def tick(self, now: float) -> None:
         """Once a second: idle, grace and login-session checks."""
-        idle_minutes = int(self.kernel.settings.get("security.idle_timeout_minutes") or 0)
+        idle_minutes = int(self.service.settings.get("security.idle_timeout_minutes") or 0)
         if idle_minutes > 0 and now - self.last_input > idle_minutes * 60:
             await self.end(4003, f"Closed after {idle_minutes} minute(s) without input")
             return
@@ -229,25 +236,25 @@ class LiveRemoteSession:
 
     async def access_problem(self) -> tuple[int, str] | None:
         """Why the user may no longer use this session (close code, reason), or None."""
-        kernel = self.kernel
+        service = self.service
         login = self.caller.login_session_id
-        if login is not None and not await kernel.identity.check_login_session(login):
+        if login is not None and not await service.identity.check_login_session(login):
             return 4001, "Session has been revoked"
-        async with kernel.db.session() as db:
+        async with service.db.session() as db:
             user = await db.get(User, self.caller.user_id)
         if user is None:
             return 4001, USER_DELETED
         if user.locked_until is not None and as_utc(user.locked_until) > utcnow():
             return 4003, "The account is locked"
-        caller = await kernel.identity.caller_for_user(
+        caller = await service.identity.caller_for_user(
             user.id, login, ClientInfo(ip_address=self.caller.ip_address)
         )
         if caller is None:
             return 4001, USER_DELETED
         try:
-            connection = await kernel.connections.visible(caller, self.target.connection_id)
+            connection = await service.connections.visible(caller, self.target.connection_id)
         except ApiError:
-            async with kernel.db.session() as db:
+            async with service.db.session() as db:
                 gone = await db.get(Connection, self.target.connection_id) is None
             return 4003, CONNECTION_DELETED if gone else NO_LONGER_SHARED
         permission = use_permission(connection.protocol)
@@ -276,8 +283,8 @@ class LiveRemoteSession:
         if self.ended:
             return
         self.ended = True
-        self.kernel.live.remove(self.id)
-        self.kernel.metrics.session_ended(self.protocol, self.bytes_in, self.bytes_out)
+        self.service.live.remove(self.id)
+        self.service.metrics.session_ended(self.protocol, self.bytes_in, self.bytes_out)
         self.service.forget(self)
         reader = self._reader
         if reader is not None and reader is not asyncio.current_task():
@@ -289,7 +296,7 @@ class LiveRemoteSession:
                 log.debug("closing the backend of session %s failed", self.id, exc_info=True)
             state, size, note = await self._finish_recording()
             if state in ("complete", "stopped"):
-                self.kernel.metrics.recording_written(self.recording_format)
+                self.service.metrics.recording_written(self.recording_format)
             await self.service.store_end(self, reason=reason, state=state, size=size, note=note)
         finally:
             if self.attachment is not None:
@@ -387,7 +394,7 @@ class TerminalSession(LiveRemoteSession):
     async def tick(self, now: float) -> None:
         """Flush the recording, collect command-log entries, then the common checks."""
         if self.recorder is not None:
-            if not await self.kernel.recordings.disk_ok(force=False):
+            if not await self.service.recordings.disk_ok(force=False):
                 self.recorder.stop("disk_low")
             self.recorder.writer.flush()
         if self.tracker is not None:
@@ -460,15 +467,37 @@ class RelaySession(LiveRemoteSession):
 class TerminalSessions:
     """Opens sessions (caps, backend, row, audit), ticks them, and ends them."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        db: Database,
+        settings: Settings,
+        audit: AuditLog,
+        identity: Identity,
+        connections: Connections,
+        live: LiveSessions,
+        recordings: Recordings,
+        metrics: Metrics,
+        api: KernelAPI,
+        lifecycle: Lifecycle,
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.audit = audit
+        self.identity = identity
+        self.connections = connections
+        self.live = live
+        self.recordings = recordings
+        self.metrics = metrics
+        # handed to the protocol pack that opens the terminal or stream
+        self.api = api
         self._sessions: dict[str, LiveRemoteSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._commands: list[tuple[str, CommandEntry]] = []
         self._ticker: asyncio.Task[None] | None = None
         self._revalidating = False
-        kernel.on_start(self.start)
-        kernel.on_stop(self.stop)
+        lifecycle.on_start(self.start)
+        lifecycle.on_stop(self.stop)
 
     # -- registry ---------------------------------------------------------------------
 
@@ -512,11 +541,11 @@ class TerminalSessions:
 
     def check_caps(self, caller: Caller) -> None:
         """Refuse (4008) when the per-user or the instance cap of live sessions is reached."""
-        per_user = int(self.kernel.settings.get("security.max_sessions_per_user"))
-        total = int(self.kernel.settings.get("security.max_sessions_total"))
-        if self.kernel.live.count(kinds=LIVE_KINDS) >= total:
+        per_user = int(self.settings.get("security.max_sessions_per_user"))
+        total = int(self.settings.get("security.max_sessions_total"))
+        if self.live.count(kinds=LIVE_KINDS) >= total:
             raise SessionClosed(4008, "Server session limit reached. Please try again later.")
-        if self.kernel.live.count(user_id=caller.user_id, kinds=LIVE_KINDS) >= per_user:
+        if self.live.count(user_id=caller.user_id, kinds=LIVE_KINDS) >= per_user:
             raise SessionClosed(4008, f"Maximum {per_user} concurrent sessions per user.")
 
     async def _connect(self, session: LiveRemoteSession, opening: Awaitable[Any]) -> Any:
@@ -530,28 +559,28 @@ class TerminalSessions:
 
         entry = session.live_entry()
         entry.close = abort
-        self.kernel.live.add(entry)
+        self.live.add(entry)
         try:
             return await task
         except asyncio.CancelledError:
-            self.kernel.live.remove(session.id)
+            self.live.remove(session.id)
             if session.abort_reason is not None:
                 raise SessionClosed(4003, session.abort_reason) from None
             raise
         except ApiError as exc:
-            self.kernel.live.remove(session.id)
+            self.live.remove(session.id)
             await self._audit_failure(session, exc.message)
             shown = conceal(session.caller, exc)
             raise SessionClosed(close_code_for(shown), shown.message[:500]) from None
         except Exception as exc:
-            self.kernel.live.remove(session.id)
+            self.live.remove(session.id)
             log.exception("opening %s session failed", session.protocol)
             await self._audit_failure(session, str(exc))
             shown = conceal(session.caller, RemoteError(f"Connection failed: {exc}"))
             raise SessionClosed(4003, shown.message[:500]) from None
 
     async def _audit_failure(self, session: LiveRemoteSession, message: str) -> None:
-        await self.kernel.audit.record(
+        await self.audit.record(
             "connection.session_failed",
             actor=session.caller,
             target=f"{session.target.host}:{session.target.port}",
@@ -569,13 +598,11 @@ class TerminalSessions:
         if opener is None:
             raise SessionClosed(4002, f"{admission.spec.name} has no terminal")
         session = TerminalSession(self, admission, new_id(), size)
-        terminal: Terminal = await self._connect(
-            session, opener(self.kernel, admission.target, size)
-        )
+        terminal: Terminal = await self._connect(session, opener(self.api, admission.target, size))
         row = self._new_row(session)
         try:
             if await self._records(admission.target.connection_id):
-                writer = await self.kernel.recordings.create(row, "cast")
+                writer = await self.recordings.create(row, "cast")
                 if writer is not None:
                     session.recorder = CastRecorder(
                         writer,
@@ -588,12 +615,12 @@ class TerminalSessions:
                             "TERM": str(getattr(terminal, "term_type", "xterm-256color")),
                             "SHELL": str(getattr(terminal, "shell", CAST_ENV_SHELL)),
                         },
-                        limit=self.kernel.recordings.size_limit(),
+                        limit=self.recordings.size_limit(),
                     )
                 session.tracker = CommandTracker(session.elapsed_ms, columns=size.cols)
             await self._start(session, row)
         except BaseException:
-            self.kernel.live.remove(session.id)
+            self.live.remove(session.id)
             self.forget(session)
             if session.recorder is not None:
                 session.recorder.writer.close()
@@ -609,13 +636,13 @@ class TerminalSessions:
         if opener is None:
             raise SessionClosed(4002, f"{admission.spec.name} has no relay")
         placeholder = LiveRemoteSession(self, admission, new_id())
-        stream: Stream = await self._connect(placeholder, opener(self.kernel, admission.target))
+        stream: Stream = await self._connect(placeholder, opener(self.api, admission.target))
         session = RelaySession(self, admission, placeholder.id, stream)
         session.abort_reason = placeholder.abort_reason
         try:
             await self._start(session, self._new_row(session))
         except BaseException:
-            self.kernel.live.remove(session.id)
+            self.live.remove(session.id)
             self.forget(session)
             with contextlib.suppress(Exception):
                 await stream.close()
@@ -624,9 +651,9 @@ class TerminalSessions:
         return session
 
     async def _records(self, connection_id: str) -> bool:
-        if not self.kernel.recordings.enabled():
+        if not self.recordings.enabled():
             return False
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             connection = await db.get(Connection, connection_id)
         return connection is None or connection.recording_enabled
 
@@ -643,14 +670,14 @@ class TerminalSessions:
 
     async def _start(self, session: LiveRemoteSession, row: RemoteSession) -> None:
         if session.abort_reason is not None:
-            self.kernel.live.remove(session.id)
+            self.live.remove(session.id)
             raise SessionClosed(4003, session.abort_reason)
-        self.kernel.live.add(session.live_entry())
+        self.live.add(session.live_entry())
         self._sessions[session.id] = session
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             db.add(row)
             await db.commit()
-        await self.kernel.audit.record(
+        await self.audit.record(
             "connection.session_started",
             actor=session.caller,
             target=f"{session.target.host}:{session.target.port}",
@@ -674,7 +701,7 @@ class TerminalSessions:
         if not self._commands:
             return
         batch, self._commands = self._commands, []
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             for session_id, entry in batch:
                 db.add(
                     SessionCommand(
@@ -698,7 +725,7 @@ class TerminalSessions:
     ) -> None:
         """Write the end of a session to its row and the audit log."""
         await self.flush_commands()
-        async with self.kernel.db.session() as db:
+        async with self.db.session() as db:
             row = await db.get(RemoteSession, session.id)
             if row is not None:
                 row.ended_at = utcnow()
@@ -710,7 +737,7 @@ class TerminalSessions:
                 row.updated_at = utcnow()
                 db.add(row)
                 await db.commit()
-        await self.kernel.audit.record(
+        await self.audit.record(
             "connection.session_ended",
             actor=session.caller,
             target=f"{session.target.host}:{session.target.port}",
