@@ -132,7 +132,14 @@ class Kernel:
             netpolicy=self.netpolicy,
             protocols=self.protocols,
         )
-        self.backups = Backups(self)
+        self.backups = Backups(
+            data_dir=config.data_dir,
+            db=self.db,
+            secrets=self.secrets,
+            live=self.live,
+            reload_state=self.reload_state,
+            lifecycle=self,
+        )
         self.metrics = Metrics(live=self.live, relays=self._relays)
         self.recordings = Recordings(
             data_dir=config.data_dir,

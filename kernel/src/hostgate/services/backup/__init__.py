@@ -11,7 +11,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
@@ -36,7 +36,10 @@ from .restore import (
 from .staging import Cancelled, Progress, StagedArchive, stage_archive
 
 if TYPE_CHECKING:
-    from ..registry import KernelServices
+    from ...db.engine import Database
+    from ...security.secretbox import SecretBox
+    from ..lifecycle import Lifecycle
+    from ..live import LiveSessions
 
 __all__ = [
     "BadPassword",
@@ -96,16 +99,30 @@ class Backups:
     kdf_cost: KdfCost = DEFAULT_COST
     """argon2id cost of new archives (a restore uses whatever the archive's header says)."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        db: Database,
+        secrets: SecretBox,
+        live: LiveSessions,
+        reload_state: Callable[[], Awaitable[None]],
+        lifecycle: Lifecycle,
+    ) -> None:
+        self._data_dir = data_dir
+        self.db = db
+        self.secrets = secrets
+        self.live = live
+        # re-reads every in-memory copy of database state after a restore
+        self.reload_state = reload_state
         self._busy = asyncio.Lock()
         self._commit_task: asyncio.Future[RestoreResult] | None = None
-        kernel.on_start(self.recover)
+        lifecycle.on_start(self.recover)
 
     @property
     def data_dir(self) -> Path:
         """The instance's data directory."""
-        return self.kernel.config.data_dir
+        return self._data_dir
 
     @property
     def recordings_dir(self) -> Path:
@@ -127,7 +144,7 @@ class Backups:
         }
 
     async def _database_size(self) -> int:
-        engine = self.kernel.db.engine
+        engine = self.db.engine
         if engine.dialect.name == "sqlite":
             path = engine.url.database
             return os.path.getsize(path) if path and os.path.exists(path) else 0
@@ -145,8 +162,8 @@ class Backups:
         """The archive's bytes, produced while they are read (see ``export_archive``)."""
         check_password(password)
         return export_archive(
-            self.kernel.db.engine,
-            self.kernel.secrets,
+            self.db.engine,
+            self.secrets,
             self.recordings_dir,
             password,
             include_recordings=include_recordings,
@@ -193,9 +210,9 @@ class Backups:
                 archive,
                 password,
                 slot,
-                live=self.kernel.secrets,
+                live=self.secrets,
                 write_recordings=True,
-                target_dialect=self.kernel.db.dialect,
+                target_dialect=self.db.dialect,
                 prepare=prepare_restore(slot.name),
                 progress=progress,
                 cancel=cancel,
@@ -222,12 +239,12 @@ class Backups:
         }
         await asyncio.to_thread(write_journal, self._journal_path, journal)
         # Open terminals and file sessions belong to the data being replaced.
-        await self.kernel.live.close_all("the instance is being restored from a backup")
+        await self.live.close_all("the instance is being restored from a backup")
         total = sum(staged.rows.values())
         try:
-            await swap_database(self.kernel.db.engine, staged.database, total, progress)
+            await swap_database(self.db.engine, staged.database, total, progress)
         except Exception as exc:
-            if await read_marker(self.kernel.db.engine) != restore_id:
+            if await read_marker(self.db.engine) != restore_id:
                 await asyncio.to_thread(finish_journal, self.data_dir, journal, False)
                 if isinstance(exc, DBAPIError):
                     detail = str(exc.orig).splitlines()[0][:300]
@@ -251,7 +268,7 @@ class Backups:
 
     async def _reload(self) -> None:
         """Make in-memory state follow the restored database."""
-        await self.kernel.reload_state()
+        await self.reload_state()
 
     def _try_lock(self) -> IO[str] | None:
         """The data dir's restore lock (across processes), or None when someone holds it."""
@@ -278,7 +295,7 @@ class Backups:
                     log.error("unreadable restore journal %s: removed", self._journal_path)
                     self._journal_path.unlink()
                 else:
-                    committed = await read_marker(self.kernel.db.engine) == restore_id
+                    committed = await read_marker(self.db.engine) == restore_id
                     await asyncio.to_thread(finish_journal, self.data_dir, journal, committed)
                     log.warning(
                         "an interrupted backup restore was %s",
