@@ -173,7 +173,18 @@ class Kernel:
             terminal_sessions=self.terminal_sessions,
             live=self.live,
         )
-        self.notifications = Notifications(self)
+        self.notifications = Notifications(
+            db=self.db,
+            secrets=self.secrets,
+            settings=self.settings,
+            audit=self.audit,
+            metrics=self.metrics,
+            netpolicy=self.netpolicy,
+            channel_specs=self.channels,
+            options=config.plugin("notifications"),
+            api=self,
+            lifecycle=self,
+        )
         self.version = VersionChecker(
             settings=self.settings,
             outbound=self.notifications.outbound,

@@ -19,8 +19,10 @@ from .rules import SPEC_CHANNELS
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
+    from ...db.engine import Database
+    from ...security.secretbox import SecretBox
+    from ..audit import AuditLog
     from ..identity import Caller
-    from ..registry import KernelServices
 
 SECRET_HEADER_WORDS = ("auth", "token", "secret", "key", "password", "cookie", "session")
 
@@ -159,17 +161,28 @@ class ChannelState:
 class ChannelStore:
     """Reads and writes channel rows; the only place channel secrets are sealed or opened."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        *,
+        db: Database,
+        secrets: SecretBox,
+        audit: AuditLog,
+        specs: Mapping[str, ChannelSpec],
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        self.audit = audit
+        # the channel types packs registered
+        self.specs = specs
 
     def types(self) -> list[str]:
         """The spec's four channel types, then any other installed channel."""
-        extra = sorted(t for t in self.kernel.channels if t not in SPEC_CHANNELS)
+        extra = sorted(t for t in self.specs if t not in SPEC_CHANNELS)
         return [*SPEC_CHANNELS, *extra]
 
     def spec(self, channel_type: str) -> ChannelSpec:
         """The installed pack's descriptor, or a clear 400/404."""
-        spec: ChannelSpec | None = self.kernel.channels.get(channel_type)
+        spec: ChannelSpec | None = self.specs.get(channel_type)
         if spec is not None:
             return spec
         if channel_type in SPEC_CHANNELS:
@@ -182,14 +195,14 @@ class ChannelStore:
     def _full(self, row: NotificationChannel) -> dict[str, Any]:
         secret: dict[str, Any] = {}
         if row.secrets:
-            secret = json.loads(self.kernel.secrets.open(row.secrets))
+            secret = json.loads(self.secrets.open(row.secrets))
         return join_secrets(row.config or {}, secret)
 
     async def state(self, channel_type: str) -> ChannelState:
         """The stored state of one channel (an unconfigured channel has ``{}``)."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             row = await session.get(NotificationChannel, channel_type)
-        installed = channel_type in self.kernel.channels
+        installed = channel_type in self.specs
         if row is None:
             return ChannelState(channel_type, False, {}, installed)
         return ChannelState(channel_type, row.enabled, self._full(row), installed)
@@ -199,7 +212,7 @@ class ChannelStore:
         out = []
         for channel_type in self.types():
             state = await self.state(channel_type)
-            spec = self.kernel.channels.get(channel_type)
+            spec = self.specs.get(channel_type)
             shown = mask(spec, state.config) if spec is not None else {}
             if spec is None and state.config:
                 shown = {k: SECRET_MASK for k in state.config}
@@ -237,13 +250,13 @@ class ChannelStore:
             merged = validate(spec, merged)
         changed = sorted(k for k in merged if merged.get(k) != state.config.get(k))
         plain, secret = split_secrets(spec, merged)
-        sealed = self.kernel.secrets.seal(json.dumps(secret)) if secret else None
+        sealed = self.secrets.seal(json.dumps(secret)) if secret else None
         if actor is None:
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 await _store(session, channel_type, new_enabled, plain, sealed)
                 await session.commit()
             return changed
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             await _store(batch.session, channel_type, new_enabled, plain, sealed)
             batch.record(
                 "notifications.channel_updated",

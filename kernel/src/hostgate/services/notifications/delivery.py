@@ -29,7 +29,10 @@ from ...timefmt import utcnow
 from .channels import redact, secret_values, validate
 
 if TYPE_CHECKING:
-    from ..registry import KernelServices
+    from ...contract import KernelAPI
+    from ...db.engine import Database
+    from ...descriptors import ChannelSpec
+    from ...metrics import Metrics
     from .service import Notifications
 
 log = logging.getLogger("hostgate.notifications")
@@ -51,9 +54,21 @@ def _failure(exc: BaseException) -> ApiError:
 class DeliveryQueue:
     """Queue, worker and retry scheduler for notification deliveries."""
 
-    def __init__(self, kernel: KernelServices, service: Notifications) -> None:
-        self.kernel = kernel
+    def __init__(
+        self,
+        service: Notifications,
+        *,
+        db: Database,
+        metrics: Metrics,
+        specs: Mapping[str, ChannelSpec],
+        api: KernelAPI,
+    ) -> None:
         self.service = service
+        self.db = db
+        self.metrics = metrics
+        self.specs = specs
+        # handed to the channel pack that sends
+        self.api = api
         self.retry_delays: tuple[float, ...] = (30.0, 300.0, 1800.0)
         self.concurrency = 4
         self.send_timeout = 60.0
@@ -70,7 +85,7 @@ class DeliveryQueue:
         """Re-queue entries left pending by the last run; start the worker and scheduler."""
         self._queue = asyncio.Queue()
         self._wake = asyncio.Event()
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             query = (
                 select(NotificationLogEntry.id)
                 .where(NotificationLogEntry.status == "pending")
@@ -144,13 +159,13 @@ class DeliveryQueue:
         """
         token = delivering.set(True)
         try:
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 entry = await session.get(NotificationLogEntry, entry_id)
             if entry is None or entry.status != "pending":
                 return entry, None
             error = await self._send(entry, config)
             now = utcnow()
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 current = await session.get(NotificationLogEntry, entry_id)
                 if current is None:
                     return None, error
@@ -165,7 +180,7 @@ class DeliveryQueue:
                         current.next_attempt_at = now + timedelta(seconds=delay)
                 session.add(current)
                 await session.commit()
-            self.kernel.metrics.delivery(current.channel, current.status)
+            self.metrics.delivery(current.channel, current.status)
             if current.next_attempt_at is not None:
                 self.wake()
             return current, error
@@ -175,7 +190,7 @@ class DeliveryQueue:
     async def _send(
         self, entry: NotificationLogEntry, override: Mapping[str, Any] | None
     ) -> ApiError | None:
-        spec = self.kernel.channels.get(entry.channel)
+        spec = self.specs.get(entry.channel)
         if spec is None:
             return InvalidInput(f'Channel "{entry.channel}" is not installed')
         if override is not None:
@@ -206,7 +221,7 @@ class DeliveryQueue:
             rule_name=entry.rule_name,
         )
         try:
-            await asyncio.wait_for(spec.send(self.kernel, config, message), self.send_timeout)
+            await asyncio.wait_for(spec.send(self.api, config, message), self.send_timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -225,7 +240,7 @@ class DeliveryQueue:
         by_user: dict[str, str] = {}
         by_role: dict[str, list[str]] = {}
         if names:
-            async with self.kernel.db.session() as session:
+            async with self.db.session() as session:
                 users = (await session.exec(select(User).where(col(User.id).in_(names)))).all()
                 by_user = {u.id: u.email for u in users}
                 roles = (
@@ -269,7 +284,7 @@ class DeliveryQueue:
         """Turn every due scheduled retry into a new pending entry; return the next due time."""
         now = now or utcnow()
         created: list[str] = []
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             query = select(NotificationLogEntry).where(
                 col(NotificationLogEntry.next_attempt_at).is_not(None)
             )

@@ -16,8 +16,9 @@ from ...timefmt import parse_iso, utcnow
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
+    from ...db.engine import Database
+    from ..audit import AuditLog
     from ..identity import Caller
-    from ..registry import KernelServices
 
 STATUSES = ("sent", "failed", "pending")
 
@@ -34,8 +35,9 @@ def check_status(status: str | None) -> str | None:
 class Logbook:
     """Queries over the delivery log."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, *, db: Database, audit: AuditLog) -> None:
+        self.db = db
+        self.audit = audit
 
     @staticmethod
     def _filters(
@@ -55,7 +57,7 @@ class Logbook:
     ) -> tuple[list[NotificationLogEntry], int]:
         """One page of entries, newest first, and the total matching the filters."""
         where = self._filters(check_status(status), rule_id)
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             count_query = select(func.count()).select_from(NotificationLogEntry).where(*where)
             total = int((await session.exec(count_query)).one())
             query = (
@@ -74,7 +76,7 @@ class Logbook:
 
     async def get(self, entry_id: str) -> NotificationLogEntry:
         """One entry or 404."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             entry = await session.get(NotificationLogEntry, entry_id)
         if entry is None:
             raise NotFound("Log entry not found")
@@ -82,7 +84,7 @@ class Logbook:
 
     async def delete_one(self, entry_id: str, *, actor: Caller) -> NotificationLogEntry:
         """Delete one entry, audited as ``notifications.log_entry_deleted``; returns it."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             entry = await batch.session.get(NotificationLogEntry, entry_id)
             if entry is None:
                 raise NotFound("Log entry not found")
@@ -113,7 +115,7 @@ class Logbook:
         filters = {k: v for k, v in (("status", status), ("rule_id", rule_id)) if v}
         if before is not None:
             filters["before"] = before
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             statement = delete(NotificationLogEntry).where(*where)
             result = await batch.session.exec(statement)
             deleted = int(result.rowcount or 0)

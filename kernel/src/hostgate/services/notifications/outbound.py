@@ -27,7 +27,7 @@ from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, Remote
 from .channels import redact
 
 if TYPE_CHECKING:
-    from ..registry import KernelServices
+    from ..netpolicy import NetworkPolicy
 
 RESPONSE_LIMIT = 64 * 1024
 
@@ -75,13 +75,13 @@ def _url_secrets(*urls: httpx.URL) -> list[str]:
 class Outbound:
     """The one way channel packs reach the network."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
+    def __init__(self, netpolicy: NetworkPolicy | None) -> None:
+        self.netpolicy = netpolicy
         self.timeout = 15.0
 
     async def check(self, host: str, port: int, *, purpose: str) -> str:
         """Resolve ``host`` under the network policy; return the address to connect to."""
-        policy = getattr(self.kernel, "netpolicy", None)
+        policy = self.netpolicy
         if policy is None:
             return host
         address: str = await policy.resolve_allowed(host, port, purpose=purpose)

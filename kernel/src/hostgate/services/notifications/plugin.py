@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from ...markers import hookimpl
 
 if TYPE_CHECKING:
+    from ...contract import KernelAPI
     from ...descriptors import AuditEvent
-    from ..registry import KernelServices
 
 
 @hookimpl
-def track_event(event: AuditEvent, kernel: KernelServices) -> None:
+def track_event(event: AuditEvent, kernel: KernelAPI) -> None:
     """Match the event against the rules and queue deliveries (never blocks)."""
     notifications = getattr(kernel, "notifications", None)
     if notifications is not None:

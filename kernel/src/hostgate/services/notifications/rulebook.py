@@ -22,21 +22,25 @@ from .rules import (
 )
 
 if TYPE_CHECKING:
+    from ...db.engine import Database
+    from ..audit import AuditLog
     from ..identity import Caller
-    from ..registry import KernelServices
 
 
 class RuleBook:
     """Stored rules; ``cache`` mirrors them for matching events without a query."""
 
-    def __init__(self, kernel: KernelServices, channel_types: Callable[[], Sequence[str]]) -> None:
-        self.kernel = kernel
+    def __init__(
+        self, channel_types: Callable[[], Sequence[str]], *, db: Database, audit: AuditLog
+    ) -> None:
+        self.db = db
+        self.audit = audit
         self.channel_types = channel_types
         self.cache: dict[str, NotificationRule] = {}
 
     async def reload(self) -> None:
         """Re-read every rule into the cache (at start, and after a restore)."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             rows = (await session.exec(select(NotificationRule))).all()
         self.cache = {row.id: row for row in rows}
 
@@ -44,7 +48,7 @@ class RuleBook:
         self.cache[rule.id] = rule
 
     async def _directory(self) -> Directory:
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             users = (await session.exec(select(User.id))).all()
             roles = (await session.exec(select(Role.id, Role.name))).all()
         return Directory(
@@ -68,7 +72,7 @@ class RuleBook:
 
     async def listing(self) -> list[NotificationRule]:
         """Every rule, oldest first."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             query = select(NotificationRule).order_by(col(NotificationRule.created_at))
             return list((await session.exec(query)).all())
 
@@ -83,7 +87,7 @@ class RuleBook:
             cadence=body.cadence,
             actions=await self._check_actions(body) or [],
         )
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             batch.session.add(rule)
             batch.record(
                 "notifications.rule_created",
@@ -96,7 +100,7 @@ class RuleBook:
 
     async def get(self, rule_id: str) -> NotificationRule:
         """One rule or 404."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             rule = await session.get(NotificationRule, rule_id)
         if rule is None:
             raise NotFound("Rule not found")
@@ -125,7 +129,7 @@ class RuleBook:
         actions = await self._check_actions(body)
         if actions is not None:
             changes["actions"] = actions
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             rule = await batch.session.get(NotificationRule, rule_id)
             if rule is None:
                 raise NotFound("Rule not found")
@@ -145,7 +149,7 @@ class RuleBook:
 
     async def toggle(self, rule_id: str, *, actor: Caller) -> NotificationRule:
         """Flip ``enabled``, audited as ``notifications.rule_enabled`` or ``rule_disabled``."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             rule = await batch.session.get(NotificationRule, rule_id)
             if rule is None:
                 raise NotFound("Rule not found")
@@ -166,7 +170,7 @@ class RuleBook:
 
         Audited as ``notifications.rule_deleted``.
         """
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             rule = await batch.session.get(NotificationRule, rule_id)
             if rule is None:
                 raise NotFound("Rule not found")
@@ -182,7 +186,7 @@ class RuleBook:
 
     async def recipients(self) -> dict[str, Any]:
         """Users and roles a rule's smtp action may name."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             users = (await session.exec(select(User).order_by(col(User.username_key)))).all()
             roles = (await session.exec(select(Role).order_by(col(Role.name)))).all()
         return {

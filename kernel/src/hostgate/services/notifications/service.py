@@ -30,9 +30,16 @@ from .rulebook import RuleBook
 from .rules import EMAIL_PATTERN, rule_matches
 
 if TYPE_CHECKING:
-    from ..audit import AuditBatch
+    from ...contract import KernelAPI
+    from ...db.engine import Database
+    from ...descriptors import ChannelSpec
+    from ...metrics import Metrics
+    from ...security.secretbox import SecretBox
+    from ..audit import AuditBatch, AuditLog
     from ..identity import Caller
-    from ..registry import KernelServices
+    from ..lifecycle import Lifecycle
+    from ..netpolicy import NetworkPolicy
+    from ..settings import Settings
 
 log = logging.getLogger("hostgate.notifications")
 
@@ -76,26 +83,40 @@ def _entries_for(
 class Notifications:
     """Rules and their matching, the delivery log, digests and retention."""
 
-    def __init__(self, kernel: KernelServices) -> None:
-        self.kernel = kernel
-        self.channels = ChannelStore(kernel)
-        self.log = Logbook(kernel)
-        self.outbound = Outbound(kernel)
-        self.delivery = DeliveryQueue(kernel, self)
-        options = kernel.config.plugin("notifications")
+    def __init__(
+        self,
+        *,
+        db: Database,
+        secrets: SecretBox,
+        settings: Settings,
+        audit: AuditLog,
+        metrics: Metrics,
+        netpolicy: NetworkPolicy,
+        channel_specs: Mapping[str, ChannelSpec],
+        options: Mapping[str, Any],
+        api: KernelAPI,
+        lifecycle: Lifecycle,
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.audit = audit
+        self.channels = ChannelStore(db=db, secrets=secrets, audit=audit, specs=channel_specs)
+        self.log = Logbook(db=db, audit=audit)
+        self.outbound = Outbound(netpolicy)
+        self.delivery = DeliveryQueue(self, db=db, metrics=metrics, specs=channel_specs, api=api)
         self.housekeeping_seconds = float(options.get("housekeeping_seconds", 60.0))
         self.first_housekeeping_delay = float(options.get("first_housekeeping_delay", 5.0))
         self.purge_interval = float(options.get("purge_interval_seconds", 6 * 3600.0))
         if "retry_delays" in options:
             self.delivery.retry_delays = tuple(float(d) for d in options["retry_delays"])
-        self.rules = RuleBook(kernel, self.channels.types)
+        self.rules = RuleBook(self.channels.types, db=db, audit=audit)
         self._intake: asyncio.Queue[tuple[AuditEvent, list[str]]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._last_purge = 0.0
         self._busy = False
-        kernel.on_start(self.start)
-        kernel.on_reload(self.reload_rules)
-        kernel.on_stop(self.stop)
+        lifecycle.on_start(self.start)
+        lifecycle.on_reload(self.reload_rules)
+        lifecycle.on_stop(self.stop)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -170,11 +191,11 @@ class Notifications:
 
     async def _accept(self, event: AuditEvent, rule_ids: Sequence[str]) -> list[str]:
         """Store pending entries (instant rules) or digest items; stamp lastTriggeredAt."""
-        app_name = str(self.kernel.settings.get("app.name"))
+        app_name = str(self.settings.get("app.name"))
         event_json = event.to_json()
         created: list[str] = []
         now = utcnow()
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             for rule_id in rule_ids:
                 rule = await session.get(NotificationRule, rule_id)
                 if rule is None:
@@ -210,10 +231,10 @@ class Notifications:
     async def flush_digests(self, now: datetime | None = None) -> int:
         """Send one message per rule for every digest period that has ended; return the count."""
         now = now or utcnow()
-        app_name = str(self.kernel.settings.get("app.name"))
+        app_name = str(self.settings.get("app.name"))
         created: list[str] = []
         messages = 0
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             query = (
                 select(NotificationDigestItem)
                 .where(col(NotificationDigestItem.period_end) <= now)
@@ -257,11 +278,11 @@ class Notifications:
 
     def retention_days(self) -> int:
         """The delivery log's retention in days."""
-        return int(self.kernel.settings.get(RETENTION_KEY))
+        return int(self.settings.get(RETENTION_KEY))
 
     async def purge(self, now: datetime | None = None) -> int:
         """Delete log entries older than the retention; audited when anything went."""
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             deleted = await self._purge(batch, self.retention_days(), now)
         self._last_purge = time.monotonic()
         return deleted
@@ -293,10 +314,10 @@ class Notifications:
 
         The setting, the entries it purges and their audit entries commit together.
         """
-        settings = self.kernel.settings
+        settings = self.settings
         before = self.retention_days()
         clean = settings.validate({RETENTION_KEY: days})
-        async with self.kernel.audit.atomic() as batch:
+        async with self.audit.atomic() as batch:
             await settings.write(batch.session, clean)
             await self._purge(batch, days)
             batch.record(
@@ -320,7 +341,7 @@ class Notifications:
         """Send a real test message with the stored config plus ``overrides``; raise on failure."""
         config = await self.channels.effective(channel_type, overrides)
         event = channel_test_event(caller.username, caller.ip_address, utcnow())
-        app_name = str(self.kernel.settings.get("app.name"))
+        app_name = str(self.settings.get("app.name"))
         subject, text = render_event(app_name, TEST_RULE_NAME, event)
         targets = [r.strip() for r in recipients or [] if r.strip()]
         if channel_type == "smtp":
@@ -328,7 +349,7 @@ class Notifications:
                 if not EMAIL_PATTERN.match(target):
                     raise InvalidInput(f"recipients: {target!r} is not an e-mail address")
             if not targets:
-                async with self.kernel.db.session() as session:
+                async with self.db.session() as session:
                     user = await session.get(User, caller.user_id)
                 own = user.email if user is not None else ""
                 targets = [own or str(config.get("from") or "")]
@@ -339,7 +360,7 @@ class Notifications:
             payload={"subject": subject, "text": text, "event": event, "recipients": targets},
             automatic_retries=False,
         )
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             session.add(entry)
             await session.commit()
         done, error = await self.delivery.attempt(entry.id, config=config)
@@ -350,7 +371,7 @@ class Notifications:
 
     async def retry(self, entry_id: str) -> NotificationLogEntry:
         """Re-send a failed delivery now, with the channel's current config, as a new entry."""
-        async with self.kernel.db.session() as session:
+        async with self.db.session() as session:
             old = await session.get(NotificationLogEntry, entry_id)
             if old is None:
                 raise NotFound("Log entry not found")
