@@ -35,6 +35,7 @@ from .services.logins import Logins
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
 from .services.recordings import Recordings
+from .services.roles import Roles
 from .services.session_history import SessionHistory
 from .services.settings import Settings
 from .services.terminal_sessions import LiveRemoteSession, TerminalSessions
@@ -123,6 +124,7 @@ class Kernel:
             limits=self.limits,
         )
         self.credentials = Credentials(self.db)
+        self.roles = Roles(audit=self.audit, db=self.db, permission_groups=self.permission_groups)
         self.netpolicy = NetworkPolicy(settings=self.settings, config=config, audit=self.audit)
         self.connections = Connections(
             db=self.db,

@@ -12,7 +12,6 @@ from typing_extensions import TypedDict
 from ..db.models.identity import Role
 from ..guards import app_kernel, current_caller, requires
 from ..openapi import Success, answers
-from ..services import roles
 from ..timefmt import iso
 from .fields import Name, Permission
 
@@ -82,7 +81,7 @@ class PermissionGroups(TypedDict):
 @tag(["roles"])
 async def list_roles() -> dict[str, Any]:
     """Built-in roles first, then custom roles by name."""
-    return {"roles": [role_json(r) for r in await roles.list_roles(app_kernel())]}
+    return {"roles": [role_json(r) for r in await app_kernel().roles.list_roles()]}
 
 
 @blueprint.get("/roles/permissions")
@@ -101,8 +100,7 @@ async def permission_groups() -> dict[str, Any]:
 @tag(["roles"])
 async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
     """Create a custom role (201)."""
-    role = await roles.create_role(
-        app_kernel(),
+    role = await app_kernel().roles.create_role(
         name=data.name,
         description=data.description,
         permissions=data.permissions,
@@ -119,7 +117,7 @@ async def create_role(data: CreateRoleBody) -> tuple[dict[str, Any], int]:
 async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
     """Change a role; built-in roles keep their name and description."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
-    role = await roles.update_role(app_kernel(), role_id, changes, actor=current_caller())
+    role = await app_kernel().roles.update_role(role_id, changes, actor=current_caller())
     return dict(role_json(role))
 
 
@@ -129,7 +127,7 @@ async def update_role(role_id: str, data: UpdateRoleBody) -> dict[str, Any]:
 @tag(["roles"])
 async def reset_role(role_id: str) -> dict[str, Any]:
     """Restore a built-in role's default permissions."""
-    return dict(role_json(await roles.reset_role(app_kernel(), role_id, actor=current_caller())))
+    return dict(role_json(await app_kernel().roles.reset_role(role_id, actor=current_caller())))
 
 
 @blueprint.delete("/roles/<role_id>")
@@ -138,5 +136,5 @@ async def reset_role(role_id: str) -> dict[str, Any]:
 @tag(["roles"])
 async def delete_role(role_id: str) -> Success:
     """Delete a custom role no user holds."""
-    await roles.delete_role(app_kernel(), role_id, actor=current_caller())
+    await app_kernel().roles.delete_role(role_id, actor=current_caller())
     return {"success": True}

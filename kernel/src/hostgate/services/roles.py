@@ -26,23 +26,11 @@ from .accounts import resolve_role as _resolve
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
+    from ..db.engine import Database
+    from .audit import AuditLog
     from .identity import Caller
-    from .registry import KernelServices
 
 DESCRIPTION_MAX = 1000
-
-
-def check_permissions(kernel: KernelServices, names: Iterable[str]) -> list[str]:
-    """Known permission names in the kernel's order; 400 naming any unknown ones."""
-    wanted = list(names)
-    known = kernel.permission_names
-    unknown = sorted({n for n in wanted if n not in known})
-    if unknown:
-        raise InvalidInput(
-            f"Unknown permission(s): {', '.join(unknown)}", code="unknown_permission"
-        )
-    chosen = set(wanted)
-    return [n for n in known if n in chosen]
 
 
 def _check_name(name: str) -> str:
@@ -92,128 +80,162 @@ def _changes(before: list[str], after: list[str]) -> dict[str, Any]:
     return out
 
 
-async def list_roles(kernel: KernelServices) -> list[Role]:
-    """Built-in roles first, then by name."""
-    async with kernel.db.session() as session:
-        roles = (await session.exec(select(Role))).all()
-    ordered = sorted(roles, key=lambda r: (not r.is_builtin, r.name.lower()))
-    return ordered
+class Roles:
+    """Custom and built-in roles: create, change, reset, delete (audited)."""
 
+    def __init__(
+        self,
+        *,
+        audit: AuditLog,
+        db: Database,
+        permission_groups: dict[str, list[str]],
+    ) -> None:
+        self.audit = audit
+        self.db = db
+        self.permission_groups = permission_groups
 
-async def create_role(
-    kernel: KernelServices,
-    *,
-    name: str,
-    description: str,
-    permissions: Iterable[str],
-    actor: Caller | None,
-) -> Role:
-    """A new custom role."""
-    name = _check_name(name)
-    description = _check_description(description)
-    granted = check_permissions(kernel, permissions)
-    check_grant(actor, granted, what=f"the role {name!r}")
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        if await _name_taken(session, name):
-            raise Conflict(f"A role named {name!r} already exists", code="role_exists")
-        role = Role(name=name, description=description, permissions=granted)
-        session.add(role)
-        try:
-            await session.flush()
-        except IntegrityError:
-            raise Conflict(f"A role named {name!r} already exists", code="role_exists") from None
-        audit(
-            batch,
-            "role.created",
-            actor,
-            target=role.name,
-            details={"roleId": role.id, "permissions": granted},
-        )
-    return role
+    @property
+    def permission_names(self) -> list[str]:
+        """Every known permission name, in the kernel's order."""
+        return perms.all_names(self.permission_groups)
 
+    def check_permissions(self, names: Iterable[str]) -> list[str]:
+        """Known permission names in the kernel's order; 400 naming any unknown ones."""
+        wanted = list(names)
+        known = self.permission_names
+        unknown = sorted({n for n in wanted if n not in known})
+        if unknown:
+            raise InvalidInput(
+                f"Unknown permission(s): {', '.join(unknown)}", code="unknown_permission"
+            )
+        chosen = set(wanted)
+        return [n for n in known if n in chosen]
 
-async def update_role(
-    kernel: KernelServices, ref: str, changes: Mapping[str, Any], *, actor: Caller | None
-) -> Role:
-    """Change name, description and/or permissions (built-ins: permissions only)."""
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        await lock_roles(session)
-        before_holders = await manager_holders(session)
-        role = await _target_role(session, ref, actor, "edit")
-        details: dict[str, Any] = {"roleId": role.id}
-        if "name" in changes and changes["name"] != role.name:
-            if role.is_builtin:
-                raise Conflict(
-                    "Built-in roles keep their name and description", code="builtin_role"
-                )
-            name = _check_name(changes["name"])
-            if await _name_taken(session, name, except_id=role.id):
+    async def list_roles(self) -> list[Role]:
+        """Built-in roles first, then by name."""
+        async with self.db.session() as session:
+            roles = (await session.exec(select(Role))).all()
+        ordered = sorted(roles, key=lambda r: (not r.is_builtin, r.name.lower()))
+        return ordered
+
+    async def create_role(
+        self,
+        *,
+        name: str,
+        description: str,
+        permissions: Iterable[str],
+        actor: Caller | None,
+    ) -> Role:
+        """A new custom role."""
+        name = _check_name(name)
+        description = _check_description(description)
+        granted = self.check_permissions(permissions)
+        check_grant(actor, granted, what=f"the role {name!r}")
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            if await _name_taken(session, name):
                 raise Conflict(f"A role named {name!r} already exists", code="role_exists")
-            details["nameChanged"] = {"from": role.name, "to": name}
-            role.name = name
-        if "description" in changes and changes["description"] != role.description:
-            if role.is_builtin:
+            role = Role(name=name, description=description, permissions=granted)
+            session.add(role)
+            try:
+                await session.flush()
+            except IntegrityError:
                 raise Conflict(
-                    "Built-in roles keep their name and description", code="builtin_role"
-                )
-            role.description = _check_description(changes["description"])
-            details["descriptionChanged"] = True
-        if "permissions" in changes:
-            granted = check_permissions(kernel, changes["permissions"])
+                    f"A role named {name!r} already exists", code="role_exists"
+                ) from None
+            audit(
+                batch,
+                "role.created",
+                actor,
+                target=role.name,
+                details={"roleId": role.id, "permissions": granted},
+            )
+        return role
+
+    async def update_role(
+        self, ref: str, changes: Mapping[str, Any], *, actor: Caller | None
+    ) -> Role:
+        """Change name, description and/or permissions (built-ins: permissions only)."""
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            await lock_roles(session)
+            before_holders = await manager_holders(session)
+            role = await _target_role(session, ref, actor, "edit")
+            details: dict[str, Any] = {"roleId": role.id}
+            if "name" in changes and changes["name"] != role.name:
+                if role.is_builtin:
+                    raise Conflict(
+                        "Built-in roles keep their name and description", code="builtin_role"
+                    )
+                name = _check_name(changes["name"])
+                if await _name_taken(session, name, except_id=role.id):
+                    raise Conflict(f"A role named {name!r} already exists", code="role_exists")
+                details["nameChanged"] = {"from": role.name, "to": name}
+                role.name = name
+            if "description" in changes and changes["description"] != role.description:
+                if role.is_builtin:
+                    raise Conflict(
+                        "Built-in roles keep their name and description", code="builtin_role"
+                    )
+                role.description = _check_description(changes["description"])
+                details["descriptionChanged"] = True
+            if "permissions" in changes:
+                granted = self.check_permissions(changes["permissions"])
+                check_grant(actor, granted, what=f"the role {role.name!r}")
+                details.update(_changes(list(role.permissions), granted))
+                role.permissions = granted
+            if len(details) > 1:
+                role.updated_at = utcnow()
+                session.add(role)
+                await session.flush()
+                await ensure_managers_remain(session, before_holders)
+                audit(batch, "role.updated", actor, target=role.name, details=details)
+        return role
+
+    async def reset_role(self, ref: str, *, actor: Caller | None) -> Role:
+        """Restore a built-in role's default permissions."""
+        defaults = perms.builtin_defaults(self.permission_groups)
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            await lock_roles(session)
+            before_holders = await manager_holders(session)
+            role = await _target_role(session, ref, actor, "reset")
+            if not role.is_builtin or role.name not in defaults:
+                raise Conflict("Only built-in roles can be reset", code="not_builtin")
+            description, granted = defaults[role.name]
             check_grant(actor, granted, what=f"the role {role.name!r}")
-            details.update(_changes(list(role.permissions), granted))
-            role.permissions = granted
-        if len(details) > 1:
+            details: dict[str, Any] = {
+                "roleId": role.id,
+                **_changes(list(role.permissions), granted),
+            }
+            role.permissions = list(granted)
+            role.description = description
             role.updated_at = utcnow()
             session.add(role)
             await session.flush()
             await ensure_managers_remain(session, before_holders)
-            audit(batch, "role.updated", actor, target=role.name, details=details)
-    return role
+            audit(batch, "role.reset", actor, target=role.name, details=details)
+        return role
 
-
-async def reset_role(kernel: KernelServices, ref: str, *, actor: Caller | None) -> Role:
-    """Restore a built-in role's default permissions."""
-    defaults = perms.builtin_defaults(kernel.permission_groups)
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        await lock_roles(session)
-        before_holders = await manager_holders(session)
-        role = await _target_role(session, ref, actor, "reset")
-        if not role.is_builtin or role.name not in defaults:
-            raise Conflict("Only built-in roles can be reset", code="not_builtin")
-        description, granted = defaults[role.name]
-        check_grant(actor, granted, what=f"the role {role.name!r}")
-        details: dict[str, Any] = {"roleId": role.id, **_changes(list(role.permissions), granted)}
-        role.permissions = list(granted)
-        role.description = description
-        role.updated_at = utcnow()
-        session.add(role)
-        await session.flush()
-        await ensure_managers_remain(session, before_holders)
-        audit(batch, "role.reset", actor, target=role.name, details=details)
-    return role
-
-
-async def delete_role(kernel: KernelServices, ref: str, *, actor: Caller | None) -> None:
-    """Delete a custom role that no user holds."""
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        role = await _target_role(session, ref, actor, "delete")
-        if role.is_builtin:
-            raise Conflict("Cannot delete built-in role", code="builtin_role")
-        count = (await session.exec(select(func.count()).where(col(User.role_id) == role.id))).one()
-        if count:
-            raise Conflict(
-                f"Cannot delete role: {count} user(s) still assigned to it", code="role_in_use"
-            )
-        await session.delete(role)
-        try:
-            await session.flush()
-        except IntegrityError:
-            raise Conflict(
-                "Cannot delete role: users are assigned to it", code="role_in_use"
-            ) from None
-        audit(batch, "role.deleted", actor, target=role.name, details={"roleId": role.id})
+    async def delete_role(self, ref: str, *, actor: Caller | None) -> None:
+        """Delete a custom role that no user holds."""
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            role = await _target_role(session, ref, actor, "delete")
+            if role.is_builtin:
+                raise Conflict("Cannot delete built-in role", code="builtin_role")
+            count = (
+                await session.exec(select(func.count()).where(col(User.role_id) == role.id))
+            ).one()
+            if count:
+                raise Conflict(
+                    f"Cannot delete role: {count} user(s) still assigned to it", code="role_in_use"
+                )
+            await session.delete(role)
+            try:
+                await session.flush()
+            except IntegrityError:
+                raise Conflict(
+                    "Cannot delete role: users are assigned to it", code="role_in_use"
+                ) from None
+            audit(batch, "role.deleted", actor, target=role.name, details={"roleId": role.id})
