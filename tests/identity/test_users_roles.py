@@ -2,7 +2,6 @@
 
 import pytest
 from hostgate.errors import Conflict
-from hostgate.services import accounts
 
 from tests.identity.helpers import API, ISO, audit_entries, login_token
 
@@ -149,7 +148,7 @@ async def test_last_manager_cannot_be_deleted(client, make_user, kernel):
     response = await client.delete(f"{API}/users/{boss.id}", headers=users_only.headers)
     assert response.status_code == 403
     with pytest.raises(Conflict) as refused:
-        await accounts.delete_user(kernel, boss.id, actor=None)
+        await kernel.accounts.delete_user(boss.id, actor=None)
     assert refused.value.code == "last_manager"  # boss is the only one with roles.manage
     assert (await client.get(f"{API}/auth/me", headers=boss.headers)).status_code == 200
 

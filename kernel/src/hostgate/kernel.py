@@ -23,17 +23,21 @@ from .plugins import PluginHost
 from .security.ratelimit import RateLimiter, rate_limiter
 from .security.secretbox import KeyError_, SecretBox, load_or_create_key
 from .security.tickets import TicketStore, ticket_store
+from .services.accounts import Accounts
 from .services.audit import AuditLog
+from .services.audit_query import AuditQuery
 from .services.backup import Backups
 from .services.connections import Connections
 from .services.credentials import Credentials
 from .services.file_sessions import FileSessionLog
 from .services.files import RemoteFilePool
+from .services.health_checks import HealthChecks
 from .services.identity import Identity
 from .services.live import LiveSessions
 from .services.logins import Logins
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
+from .services.profile import Profiles
 from .services.recordings import Recordings
 from .services.roles import Roles
 from .services.session_history import SessionHistory
@@ -126,6 +130,24 @@ class Kernel:
         self.credentials = Credentials(self.db)
         self.roles = Roles(audit=self.audit, db=self.db, permission_groups=self.permission_groups)
         self.netpolicy = NetworkPolicy(settings=self.settings, config=config, audit=self.audit)
+        self.accounts = Accounts(
+            audit=self.audit,
+            db=self.db,
+            identity=self.identity,
+            live=self.live,
+            logins=self.logins,
+        )
+        self.profiles = Profiles(
+            audit=self.audit,
+            db=self.db,
+            identity=self.identity,
+            limits=self.limits,
+            logins=self.logins,
+            readcache=self.readcache,
+            secrets=self.secrets,
+            settings=self.settings,
+        )
+        self.audit_query = AuditQuery(db=self.db)
         self.connections = Connections(
             db=self.db,
             secrets=self.secrets,
@@ -133,6 +155,9 @@ class Kernel:
             live=self.live,
             netpolicy=self.netpolicy,
             protocols=self.protocols,
+        )
+        self.health_checks = HealthChecks(
+            connections=self.connections, limits=self.limits, netpolicy=self.netpolicy
         )
         self.backups = Backups(
             data_dir=config.data_dir,

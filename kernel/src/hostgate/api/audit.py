@@ -109,7 +109,7 @@ async def list_entries() -> dict[str, Any]:
         end=_time("to"),
         only_user=None if caller.can(VIEW_ANY) else caller.user_id,
     )
-    entries, total = await audit_query.search(app_kernel(), flt, page)
+    entries, total = await app_kernel().audit_query.search(flt, page)
     pages = (total + page.limit - 1) // page.limit
     return {"entries": entries, "pagination": {**page.echo(), "total": total, "totalPages": pages}}
 
@@ -122,7 +122,7 @@ async def event_types() -> dict[str, Any]:
     """Distinct event types (of the caller's own entries without ``audit.view_any``)."""
     caller = current_caller()
     only = None if caller.can(VIEW_ANY) else caller.user_id
-    return {"eventTypes": await audit_query.event_types(app_kernel(), only)}
+    return {"eventTypes": await app_kernel().audit_query.event_types(only)}
 
 
 @blueprint.get("/audit/users")
@@ -131,4 +131,4 @@ async def event_types() -> dict[str, Any]:
 @answers(AuditUsers)
 async def audit_users() -> dict[str, Any]:
     """Users that have entries."""
-    return {"users": await audit_query.users_with_entries(app_kernel())}
+    return {"users": await app_kernel().audit_query.users_with_entries()}

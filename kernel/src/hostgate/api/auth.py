@@ -13,8 +13,6 @@ from typing_extensions import TypedDict
 from ..guards import app_kernel, authenticated, current_caller, public, request_client
 from ..openapi import MfaChallenge, Ok, Session, answers
 from ..security.passwords import MAX_PASSWORD_LENGTH
-from ..services import accounts
-from ..services import profile as profiles
 from ..services.logins import LOGIN_NAME_PATTERN
 from ..sessioncookie import (
     TRUSTED_DEVICE_COOKIE,
@@ -89,7 +87,7 @@ class Ticket(TypedDict):
 @answers(SetupStatus)
 async def status() -> SetupStatus:
     """``needsSetup`` is true until the first user exists."""
-    return {"needsSetup": not await accounts.users_exist(app_kernel())}
+    return {"needsSetup": not await app_kernel().accounts.users_exist()}
 
 
 @blueprint.post("/auth/setup")
@@ -101,8 +99,7 @@ async def setup(data: SetupBody) -> Response:
     """Create the first admin (only while no user exists) and log them in."""
     kernel = app_kernel()
     client = request_client()
-    user = await accounts.setup_first_admin(
-        kernel,
+    user = await kernel.accounts.setup_first_admin(
         username=data.username,
         password=data.password,
         display_name=data.displayName,
@@ -179,7 +176,7 @@ async def login_mfa(data: MfaLoginBody) -> Response:
 @answers(Ok)
 async def logout() -> Response:
     """End the current session (its sockets close too) and clear the cookie."""
-    await profiles.logout(app_kernel(), current_caller())
+    await app_kernel().profiles.logout(current_caller())
     response = jsonify({"ok": True})
     clear_session_cookie(response)
     return response
@@ -194,7 +191,7 @@ async def me() -> Response:
     caller = current_caller()
 
     async def build() -> dict[str, Any]:
-        return {"user": me_json(await profiles.current_user(app_kernel(), caller), caller)}
+        return {"user": me_json(await app_kernel().profiles.current_user(caller), caller)}
 
     # every part of the body comes from the database: kept until it changes
     return await cached_json(("GET /auth/me", caller.user_id), build)

@@ -421,7 +421,7 @@ async def health_check(data: HealthCheckBody) -> dict[str, Any]:
     any other id answers unreachable. Rate-limited per user.
     """
     ids = [item.id for item in data.checks]
-    results = await health_checks.check(app_kernel(), current_caller(), ids)
+    results = await app_kernel().health_checks.check(current_caller(), ids)
     return {"results": results}
 
 

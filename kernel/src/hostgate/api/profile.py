@@ -12,7 +12,6 @@ from typing_extensions import TypedDict
 from ..db.models.identity import User
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Ok, Success, answers
-from ..services import profile
 from ..services.accounts import initials
 from ..services.identity import Caller
 from .fields import WHOLE, DisplayName, Email, NewPassword, Password
@@ -165,7 +164,7 @@ class LoginSessions(TypedDict):
 async def get_profile() -> dict[str, Any]:
     """The caller's profile."""
     caller = current_caller()
-    return dict(profile_json(await profile.current_user(app_kernel(), caller), caller))
+    return dict(profile_json(await app_kernel().profiles.current_user(caller), caller))
 
 
 @blueprint.put("/profile")
@@ -176,7 +175,7 @@ async def get_profile() -> dict[str, Any]:
 async def update_profile(data: ProfileBody) -> Success:
     """Change display name, e-mail, avatar text."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
-    await profile.update_profile(app_kernel(), current_caller(), changes)
+    await app_kernel().profiles.update_profile(current_caller(), changes)
     return {"success": True}
 
 
@@ -187,8 +186,8 @@ async def update_profile(data: ProfileBody) -> Success:
 @answers(Success, errors=(429,))
 async def change_password(data: PasswordBody) -> Success:
     """Change the password; other sessions end."""
-    await profile.change_password(
-        app_kernel(), current_caller(), data.currentPassword, data.newPassword
+    await app_kernel().profiles.change_password(
+        current_caller(), data.currentPassword, data.newPassword
     )
     return {"success": True}
 
@@ -199,7 +198,7 @@ async def change_password(data: PasswordBody) -> Success:
 @answers(SshPrefs)
 async def get_ssh_prefs() -> dict[str, Any]:
     """Terminal preferences: the instance defaults overlaid with the caller's."""
-    return await profile.ssh_prefs(app_kernel(), current_caller())
+    return await app_kernel().profiles.ssh_prefs(current_caller())
 
 
 @blueprint.put("/profile/ssh-prefs")
@@ -210,7 +209,7 @@ async def get_ssh_prefs() -> dict[str, Any]:
 async def put_ssh_prefs(data: SshPrefsBody) -> Ok:
     """Store some preferences (the rest keep their values)."""
     changes = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None}
-    await profile.update_ssh_prefs(app_kernel(), current_caller(), changes)
+    await app_kernel().profiles.update_ssh_prefs(current_caller(), changes)
     return {"ok": True}
 
 
@@ -220,7 +219,7 @@ async def put_ssh_prefs(data: SshPrefsBody) -> Ok:
 @answers(Ok)
 async def delete_ssh_prefs() -> Ok:
     """Back to the instance defaults."""
-    await profile.update_ssh_prefs(app_kernel(), current_caller(), None)
+    await app_kernel().profiles.update_ssh_prefs(current_caller(), None)
     return {"ok": True}
 
 
@@ -230,7 +229,7 @@ async def delete_ssh_prefs() -> Ok:
 @answers(MfaStatus)
 async def mfa_status() -> dict[str, Any]:
     """Whether TOTP is on."""
-    return await profile.mfa_status(app_kernel(), current_caller())
+    return await app_kernel().profiles.mfa_status(current_caller())
 
 
 @blueprint.post("/profile/mfa/setup")
@@ -239,7 +238,7 @@ async def mfa_status() -> dict[str, Any]:
 @answers(MfaSetup, errors=(409,))
 async def mfa_setup() -> dict[str, Any]:
     """A new TOTP secret and its QR code (enabled once verified)."""
-    return await profile.mfa_setup(app_kernel(), current_caller())
+    return await app_kernel().profiles.mfa_setup(current_caller())
 
 
 @blueprint.post("/profile/mfa/verify")
@@ -249,7 +248,7 @@ async def mfa_setup() -> dict[str, Any]:
 @answers(Ok, errors=(409, 429))
 async def mfa_verify(data: CodeBody) -> Ok:
     """Enable TOTP with a code from the authenticator app."""
-    await profile.mfa_verify(app_kernel(), current_caller(), data.token)
+    await app_kernel().profiles.mfa_verify(current_caller(), data.token)
     return {"ok": True}
 
 
@@ -260,7 +259,7 @@ async def mfa_verify(data: CodeBody) -> Ok:
 @answers(Ok, errors=(429,))
 async def mfa_disable(data: PasswordOnlyBody) -> Ok:
     """Turn TOTP off (needs the current password)."""
-    await profile.mfa_disable(app_kernel(), current_caller(), data.password)
+    await app_kernel().profiles.mfa_disable(current_caller(), data.password)
     return {"ok": True}
 
 
@@ -271,7 +270,7 @@ async def mfa_disable(data: PasswordOnlyBody) -> Ok:
 @answers(Ok)
 async def dismiss_warning(data: WarningBody) -> Ok:
     """Remember that a warning was dismissed."""
-    await profile.dismiss_warning(app_kernel(), current_caller(), data.warning)
+    await app_kernel().profiles.dismiss_warning(current_caller(), data.warning)
     return {"ok": True}
 
 
@@ -281,7 +280,7 @@ async def dismiss_warning(data: WarningBody) -> Ok:
 @answers(LoginSessions)
 async def list_login_sessions() -> dict[str, Any]:
     """The caller's live login sessions."""
-    return {"sessions": await profile.login_sessions(app_kernel(), current_caller())}
+    return {"sessions": await app_kernel().profiles.login_sessions(current_caller())}
 
 
 @blueprint.delete("/profile/login-sessions/<session_id>")
@@ -290,7 +289,7 @@ async def list_login_sessions() -> dict[str, Any]:
 @answers(Ok)
 async def revoke_login_session(session_id: str) -> Ok:
     """End one of the caller's sessions (the current one too)."""
-    await profile.revoke_login_session(app_kernel(), current_caller(), session_id)
+    await app_kernel().profiles.revoke_login_session(current_caller(), session_id)
     return {"ok": True}
 
 
@@ -300,5 +299,5 @@ async def revoke_login_session(session_id: str) -> Ok:
 @answers(Ok)
 async def revoke_other_sessions() -> Ok:
     """End every session but the current one."""
-    await profile.revoke_other_sessions(app_kernel(), current_caller())
+    await app_kernel().profiles.revoke_other_sessions(current_caller())
     return {"ok": True}

@@ -12,7 +12,6 @@ from typing_extensions import TypedDict
 from ..guards import app_kernel, current_caller, requires
 from ..openapi import Success, answers
 from ..permissions import USER_ROLE
-from ..services import accounts
 from .fields import DisplayName, Email, NewPassword, Username
 
 blueprint = Blueprint("users", __name__)
@@ -76,7 +75,7 @@ class UserList(TypedDict):
 @tag(["users"])
 async def list_users() -> dict[str, Any]:
     """Every user, oldest first."""
-    return {"users": await accounts.list_users(app_kernel())}
+    return {"users": await app_kernel().accounts.list_users()}
 
 
 @blueprint.post("/users")
@@ -86,8 +85,7 @@ async def list_users() -> dict[str, Any]:
 @tag(["users"])
 async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
     """Create a local user (201)."""
-    record = await accounts.create_user(
-        app_kernel(),
+    record = await app_kernel().accounts.create_user(
         username=data.username,
         password=data.password,
         display_name=data.displayName,
@@ -112,7 +110,7 @@ async def update_user(user_id: str, data: UpdateUserBody) -> Success:
         changes.pop("displayName")
     if "role" in changes and changes["role"] is None:
         changes.pop("role")
-    await accounts.update_user(app_kernel(), user_id, changes, actor=current_caller())
+    await app_kernel().accounts.update_user(user_id, changes, actor=current_caller())
     return {"success": True}
 
 
@@ -122,7 +120,7 @@ async def update_user(user_id: str, data: UpdateUserBody) -> Success:
 @tag(["users"])
 async def delete_user(user_id: str) -> Success:
     """Delete a user (not yourself, not the last manager)."""
-    await accounts.delete_user(app_kernel(), user_id, actor=current_caller())
+    await app_kernel().accounts.delete_user(user_id, actor=current_caller())
     return {"success": True}
 
 
@@ -133,7 +131,7 @@ async def delete_user(user_id: str) -> Success:
 @tag(["users"])
 async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
     """Set a new password; every session of that user ends."""
-    await accounts.reset_password(app_kernel(), user_id, data.newPassword, actor=current_caller())
+    await app_kernel().accounts.reset_password(user_id, data.newPassword, actor=current_caller())
     return {"success": True}
 
 
@@ -143,5 +141,5 @@ async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
 @tag(["users"])
 async def unlock_user(user_id: str) -> Success:
     """Lift a lockout and reset the failure count."""
-    await accounts.unlock_user(app_kernel(), user_id, actor=current_caller())
+    await app_kernel().accounts.unlock_user(user_id, actor=current_caller())
     return {"success": True}

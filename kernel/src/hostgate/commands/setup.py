@@ -29,8 +29,6 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Create the first admin; exit 1 when setup was already done."""
-    from ..services import accounts
-
     username = args.username or os.environ.get(USERNAME_ENV, "")
     if not username:
         print(f"hostgate: give --username or set ${USERNAME_ENV}", file=sys.stderr)
@@ -39,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
         password = read_password(args, PASSWORD_ENV)
 
         async def work(kernel: Kernel) -> Any:
-            return await accounts.setup_first_admin(
-                kernel, username=username, password=password, display_name=args.display_name
+            return await kernel.accounts.setup_first_admin(
+                username=username, password=password, display_name=args.display_name
             )
 
         user = with_kernel(args, work)

@@ -85,9 +85,8 @@ def fail(error: ApiError) -> int:
 
 async def _user_id(kernel: Kernel, username: str) -> str:
     from ..errors import NotFound
-    from ..services.accounts import user_by_name
 
-    user = await user_by_name(kernel, username)
+    user = await kernel.accounts.user_by_name(username)
     if user is None:
         raise NotFound(f"no user named {username!r}")
     return user.id
@@ -95,14 +94,11 @@ async def _user_id(kernel: Kernel, username: str) -> str:
 
 def run_create(args: argparse.Namespace) -> int:
     """Create a user."""
-    from ..services import accounts
-
     try:
         password = read_password(args)
 
         async def work(kernel: Kernel) -> dict[str, Any]:
-            return await accounts.create_user(
-                kernel,
+            return await kernel.accounts.create_user(
                 username=args.username,
                 password=password,
                 display_name=args.display_name,
@@ -120,14 +116,12 @@ def run_create(args: argparse.Namespace) -> int:
 
 def run_reset(args: argparse.Namespace) -> int:
     """Reset a password."""
-    from ..services import accounts
-
     try:
         password = read_password(args)
 
         async def work(kernel: Kernel) -> None:
             user_id = await _user_id(kernel, args.username)
-            await accounts.reset_password(kernel, user_id, password, actor=None)
+            await kernel.accounts.reset_password(user_id, password, actor=None)
 
         with_kernel(args, work)
     except ApiError as error:
@@ -138,11 +132,10 @@ def run_reset(args: argparse.Namespace) -> int:
 
 def run_unlock(args: argparse.Namespace) -> int:
     """Unlock a user."""
-    from ..services import accounts
 
     async def work(kernel: Kernel) -> None:
         user_id = await _user_id(kernel, args.username)
-        await accounts.unlock_user(kernel, user_id, actor=None)
+        await kernel.accounts.unlock_user(user_id, actor=None)
 
     try:
         with_kernel(args, work)
@@ -154,10 +147,9 @@ def run_unlock(args: argparse.Namespace) -> int:
 
 def run_list(args: argparse.Namespace) -> int:
     """List users."""
-    from ..services import accounts
 
     async def work(kernel: Kernel) -> list[dict[str, Any]]:
-        return await accounts.list_users(kernel)
+        return await kernel.accounts.list_users()
 
     users = with_kernel(args, work)
     if args.json:

@@ -29,9 +29,11 @@ from .live import USER_DELETED
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
-    from .audit import AuditBatch
-    from .identity import Caller, ClientInfo
-    from .registry import KernelServices
+    from ..db.engine import Database
+    from .audit import AuditBatch, AuditLog
+    from .identity import Caller, ClientInfo, Identity
+    from .live import LiveSessions
+    from .logins import Logins
 
 SETUP_GUARD = "setup_complete"
 MANAGE_PERMISSIONS = ("users.manage", "roles.manage")
@@ -163,22 +165,9 @@ def _check_role_grant(actor: Caller | None, role: Role) -> None:
     check_grant(actor, role.permissions, what=f"the role {role.name!r}")
 
 
-async def user_by_name(kernel: KernelServices, username: str) -> User | None:
-    """A user by username, case-insensitively (any login provider)."""
-    query = select(User).where(User.username_key == username.strip().lower())
-    async with kernel.db.session() as session:
-        return (await session.exec(query)).first()
-
-
 async def role_names(session: AsyncSession) -> dict[str, str]:
     """``{role id: role name}``."""
     return {r.id: r.name for r in (await session.exec(select(Role))).all()}
-
-
-async def users_exist(kernel: KernelServices) -> bool:
-    """True once any user exists (``needsSetup`` is the opposite)."""
-    async with kernel.db.session() as session:
-        return (await session.exec(select(User.id).limit(1))).first() is not None
 
 
 # -- the last manager -----------------------------------------------------------
@@ -241,217 +230,248 @@ def audit(
 # -- operations ------------------------------------------------------------------
 
 
-async def list_users(kernel: KernelServices) -> list[dict[str, Any]]:
-    """Every user, oldest first."""
-    async with kernel.db.session() as session:
-        names = await role_names(session)
-        users = (
-            await session.exec(select(User).order_by(col(User.created_at), col(User.id)))
-        ).all()
-    return [user_record(u, names.get(u.role_id, "")) for u in users]
+class Accounts:
+    """User accounts: list, create, change, delete, reset passwords, unlock (audited)."""
 
+    def __init__(
+        self,
+        *,
+        audit: AuditLog,
+        db: Database,
+        identity: Identity,
+        live: LiveSessions,
+        logins: Logins,
+    ) -> None:
+        self.audit = audit
+        self.db = db
+        self.identity = identity
+        self.live = live
+        self.logins = logins
 
-async def create_user(
-    kernel: KernelServices,
-    *,
-    username: str,
-    password: str,
-    display_name: str = "",
-    email: str = "",
-    role: str = USER_ROLE,
-    actor: Caller | None,
-) -> dict[str, Any]:
-    """Create a local user; returns the record without createdAt and MFA fields."""
-    check_username(username)
-    check_password(password)
-    email = check_email(email)
-    display_name = check_display_name(display_name) if display_name else username
-    password_hash = await hash_password(password)
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        role_row = await _role_or_400(session, role)
-        _check_role_grant(actor, role_row)
-        taken = await session.exec(select(User.id).where(User.username_key == username.lower()))
-        if taken.first() is not None:
-            raise Conflict("Username already exists", code="username_taken")
-        user = User(
-            username=username,
-            username_key=username.lower(),
-            display_name=display_name,
-            email=email,
-            password_hash=password_hash,
-            role_id=role_row.id,
-        )
-        session.add(user)
-        try:
-            await session.flush()
-        except IntegrityError:
-            raise Conflict("Username already exists", code="username_taken") from None
-        record = user_record(user, role_row.name, full=False)
-        after = {k: record[k] for k in ("username", "displayName", "email", "role")}
-        audit(batch, "user.created", actor, target=username, details={"after": after})
-    return record
+    async def user_by_name(self, username: str) -> User | None:
+        """A user by username, case-insensitively (any login provider)."""
+        query = select(User).where(User.username_key == username.strip().lower())
+        async with self.db.session() as session:
+            return (await session.exec(query)).first()
 
+    async def users_exist(self) -> bool:
+        """True once any user exists (``needsSetup`` is the opposite)."""
+        async with self.db.session() as session:
+            return (await session.exec(select(User.id).limit(1))).first() is not None
 
-async def setup_first_admin(
-    kernel: KernelServices,
-    *,
-    username: str,
-    password: str,
-    display_name: str = "",
-    client: ClientInfo | None = None,
-) -> User:
-    """Create the first admin while no user exists; 409 otherwise, even when two race.
+    async def list_users(self) -> list[dict[str, Any]]:
+        """Every user, oldest first."""
+        async with self.db.session() as session:
+            names = await role_names(session)
+            users = (
+                await session.exec(select(User).order_by(col(User.created_at), col(User.id)))
+            ).all()
+        return [user_record(u, names.get(u.role_id, "")) for u in users]
 
-    A guard row in ``system_values`` is inserted in the same transaction as the
-    user, so of two concurrent setups exactly one commits.
-    """
-    check_username(username)
-    check_password(password)
-    display_name = check_display_name(display_name) if display_name else username
-    password_hash = await hash_password(password)
-    done = Conflict("Setup already completed", code="setup_completed")
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        if (await session.exec(select(User.id).limit(1))).first() is not None:
-            raise done
-        stale = await session.get(SystemValue, SETUP_GUARD)
-        if stale is not None:
-            # No user is left (removed outside the API): setup may run again, but
-            # only one of several racing callers may remove the old guard.
-            result = await session.exec(
-                delete(SystemValue).where(
-                    col(SystemValue.name) == SETUP_GUARD, col(SystemValue.value) == stale.value
-                )
+    async def create_user(
+        self,
+        *,
+        username: str,
+        password: str,
+        display_name: str = "",
+        email: str = "",
+        role: str = USER_ROLE,
+        actor: Caller | None,
+    ) -> dict[str, Any]:
+        """Create a local user; returns the record without createdAt and MFA fields."""
+        check_username(username)
+        check_password(password)
+        email = check_email(email)
+        display_name = check_display_name(display_name) if display_name else username
+        password_hash = await hash_password(password)
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            role_row = await _role_or_400(session, role)
+            _check_role_grant(actor, role_row)
+            taken = await session.exec(select(User.id).where(User.username_key == username.lower()))
+            if taken.first() is not None:
+                raise Conflict("Username already exists", code="username_taken")
+            user = User(
+                username=username,
+                username_key=username.lower(),
+                display_name=display_name,
+                email=email,
+                password_hash=password_hash,
+                role_id=role_row.id,
             )
-            if result.rowcount != 1:
+            session.add(user)
+            try:
+                await session.flush()
+            except IntegrityError:
+                raise Conflict("Username already exists", code="username_taken") from None
+            record = user_record(user, role_row.name, full=False)
+            after = {k: record[k] for k in ("username", "displayName", "email", "role")}
+            audit(batch, "user.created", actor, target=username, details={"after": after})
+        return record
+
+    async def setup_first_admin(
+        self,
+        *,
+        username: str,
+        password: str,
+        display_name: str = "",
+        client: ClientInfo | None = None,
+    ) -> User:
+        """Create the first admin while no user exists; 409 otherwise, even when two race.
+
+        A guard row in ``system_values`` is inserted in the same transaction as the
+        user, so of two concurrent setups exactly one commits.
+        """
+        check_username(username)
+        check_password(password)
+        display_name = check_display_name(display_name) if display_name else username
+        password_hash = await hash_password(password)
+        done = Conflict("Setup already completed", code="setup_completed")
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            if (await session.exec(select(User.id).limit(1))).first() is not None:
                 raise done
-        role = (await session.exec(select(Role).where(Role.name == ADMIN_ROLE))).one()
-        session.add(SystemValue(name=SETUP_GUARD, value=uuid.uuid4().hex))
-        user = User(
-            username=username,
-            username_key=username.lower(),
-            display_name=display_name,
-            password_hash=password_hash,
-            role_id=role.id,
-        )
-        session.add(user)
-        try:
+            stale = await session.get(SystemValue, SETUP_GUARD)
+            if stale is not None:
+                # No user is left (removed outside the API): setup may run again, but
+                # only one of several racing callers may remove the old guard.
+                result = await session.exec(
+                    delete(SystemValue).where(
+                        col(SystemValue.name) == SETUP_GUARD, col(SystemValue.value) == stale.value
+                    )
+                )
+                if result.rowcount != 1:
+                    raise done
+            role = (await session.exec(select(Role).where(Role.name == ADMIN_ROLE))).one()
+            session.add(SystemValue(name=SETUP_GUARD, value=uuid.uuid4().hex))
+            user = User(
+                username=username,
+                username_key=username.lower(),
+                display_name=display_name,
+                password_hash=password_hash,
+                role_id=role.id,
+            )
+            session.add(user)
+            try:
+                await session.flush()
+                # Inside the write transaction now: a setup that committed meanwhile is seen.
+                if (await session.exec(select(func.count()).select_from(User))).one() != 1:
+                    raise done
+            except IntegrityError:
+                raise done from None
+            batch.record(
+                "user.setup",
+                user_id=user.id,
+                username=user.username,
+                display_name=user.display_name,
+                target=user.username,
+                details={"role": ADMIN_ROLE} if client else {"role": ADMIN_ROLE, "via": "cli"},
+                ip_address=client.ip_address if client else "",
+            )
+        return user
+
+    async def update_user(
+        self, user_id: str, changes: Mapping[str, Any], *, actor: Caller | None
+    ) -> None:
+        """Change displayName, email and/or role (by name or id)."""
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            await lock_roles(session)
+            before_holders = await manager_holders(session)
+            user = await _target_user(session, user_id, actor, "change")
+            names = await role_names(session)
+            before: dict[str, Any] = {}
+            after: dict[str, Any] = {}
+            if "displayName" in changes and changes["displayName"] != user.display_name:
+                value = check_display_name(changes["displayName"])
+                before["displayName"], after["displayName"] = user.display_name, value
+                user.display_name = value
+            if "email" in changes:
+                value = check_email(changes["email"])
+                if value != user.email:
+                    before["email"], after["email"] = user.email, value
+                    user.email = value
+            if "role" in changes:
+                role = await _role_or_400(session, changes["role"])
+                if role.id != user.role_id:
+                    _check_role_grant(actor, role)
+                    before["role"], after["role"] = names.get(user.role_id, ""), role.name
+                    user.role_id = role.id
+            if not after:
+                return
+            user.updated_at = utcnow()
+            session.add(user)
             await session.flush()
-            # Inside the write transaction now: a setup that committed meanwhile is seen.
-            if (await session.exec(select(func.count()).select_from(User))).one() != 1:
-                raise done
-        except IntegrityError:
-            raise done from None
-        batch.record(
-            "user.setup",
-            user_id=user.id,
-            username=user.username,
-            display_name=user.display_name,
-            target=user.username,
-            details={"role": ADMIN_ROLE} if client else {"role": ADMIN_ROLE, "via": "cli"},
-            ip_address=client.ip_address if client else "",
-        )
-    return user
+            if "role" in after:
+                await ensure_managers_remain(session, before_holders)
+            audit(
+                batch,
+                "user.updated",
+                actor,
+                target=user.username,
+                details={"before": before, "after": after},
+            )
 
-
-async def update_user(
-    kernel: KernelServices, user_id: str, changes: Mapping[str, Any], *, actor: Caller | None
-) -> None:
-    """Change displayName, email and/or role (by name or id)."""
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        await lock_roles(session)
-        before_holders = await manager_holders(session)
-        user = await _target_user(session, user_id, actor, "change")
-        names = await role_names(session)
-        before: dict[str, Any] = {}
-        after: dict[str, Any] = {}
-        if "displayName" in changes and changes["displayName"] != user.display_name:
-            value = check_display_name(changes["displayName"])
-            before["displayName"], after["displayName"] = user.display_name, value
-            user.display_name = value
-        if "email" in changes:
-            value = check_email(changes["email"])
-            if value != user.email:
-                before["email"], after["email"] = user.email, value
-                user.email = value
-        if "role" in changes:
-            role = await _role_or_400(session, changes["role"])
-            if role.id != user.role_id:
-                _check_role_grant(actor, role)
-                before["role"], after["role"] = names.get(user.role_id, ""), role.name
-                user.role_id = role.id
-        if not after:
-            return
-        user.updated_at = utcnow()
-        session.add(user)
-        await session.flush()
-        if "role" in after:
+    async def delete_user(self, user_id: str, *, actor: Caller | None) -> None:
+        """Delete a user (their login sessions and connections go with them)."""
+        if actor is not None and actor.user_id == user_id:
+            raise PermissionDenied("Cannot delete your own account", code="cannot_delete_self")
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            await lock_roles(session)
+            before_holders = await manager_holders(session)
+            user = await _target_user(session, user_id, actor, "delete")
+            names = await role_names(session)
+            snapshot = {
+                "username": user.username,
+                "displayName": user.display_name,
+                "email": user.email,
+                "role": names.get(user.role_id, ""),
+            }
+            await session.delete(user)
+            await session.flush()
             await ensure_managers_remain(session, before_holders)
-        audit(
-            batch,
-            "user.updated",
-            actor,
-            target=user.username,
-            details={"before": before, "after": after},
-        )
+            audit(
+                batch,
+                "user.deleted",
+                actor,
+                target=snapshot["username"],
+                details={"before": snapshot},
+            )
+        await self.live.close_where(USER_DELETED, user_id=user_id)
 
+    async def reset_password(
+        self, user_id: str, new_password: str, *, actor: Caller | None
+    ) -> None:
+        """Set a new password; every session of the user ends and the lock is lifted."""
+        check_password(new_password, "newPassword")
+        password_hash = await hash_password(new_password)
+        async with self.audit.atomic() as batch:
+            user = await _target_user(batch.session, user_id, actor, "reset the password of")
+            user.password_hash = password_hash
+            user.failed_login_count = 0
+            user.locked_until = None
+            user.updated_at = utcnow()
+            batch.session.add(user)
+            audit(
+                batch,
+                "user.password_reset",
+                actor,
+                target=user.username,
+                details={"userId": user_id},
+            )
+        await self.identity.revoke_sessions(user_id, reason="password_reset")
+        await self.logins.forget_devices(user_id)
+        await self.live.close_where("password reset", user_id=user_id)
 
-async def delete_user(kernel: KernelServices, user_id: str, *, actor: Caller | None) -> None:
-    """Delete a user (their login sessions and connections go with them)."""
-    if actor is not None and actor.user_id == user_id:
-        raise PermissionDenied("Cannot delete your own account", code="cannot_delete_self")
-    async with kernel.audit.atomic() as batch:
-        session = batch.session
-        await lock_roles(session)
-        before_holders = await manager_holders(session)
-        user = await _target_user(session, user_id, actor, "delete")
-        names = await role_names(session)
-        snapshot = {
-            "username": user.username,
-            "displayName": user.display_name,
-            "email": user.email,
-            "role": names.get(user.role_id, ""),
-        }
-        await session.delete(user)
-        await session.flush()
-        await ensure_managers_remain(session, before_holders)
-        audit(
-            batch, "user.deleted", actor, target=snapshot["username"], details={"before": snapshot}
-        )
-    await kernel.live.close_where(USER_DELETED, user_id=user_id)
-
-
-async def reset_password(
-    kernel: KernelServices, user_id: str, new_password: str, *, actor: Caller | None
-) -> None:
-    """Set a new password; every session of the user ends and the lock is lifted."""
-    check_password(new_password, "newPassword")
-    password_hash = await hash_password(new_password)
-    async with kernel.audit.atomic() as batch:
-        user = await _target_user(batch.session, user_id, actor, "reset the password of")
-        user.password_hash = password_hash
-        user.failed_login_count = 0
-        user.locked_until = None
-        user.updated_at = utcnow()
-        batch.session.add(user)
-        audit(
-            batch, "user.password_reset", actor, target=user.username, details={"userId": user_id}
-        )
-    await kernel.identity.revoke_sessions(user_id, reason="password_reset")
-    await kernel.logins.forget_devices(user_id)
-    await kernel.live.close_where("password reset", user_id=user_id)
-
-
-async def unlock_user(kernel: KernelServices, user_id: str, *, actor: Caller | None) -> None:
-    """Clear the failure count and any lock (succeeds when not locked too)."""
-    async with kernel.audit.atomic() as batch:
-        user = await _target_user(batch.session, user_id, actor, "unlock")
-        # what ``logins.reset_failures`` does, in this transaction
-        await batch.session.exec(
-            update(User)
-            .where(col(User.id) == user_id)
-            .values(failed_login_count=0, locked_until=None)
-        )
-        audit(batch, "user.unlocked", actor, target=user.username, details={"userId": user_id})
+    async def unlock_user(self, user_id: str, *, actor: Caller | None) -> None:
+        """Clear the failure count and any lock (succeeds when not locked too)."""
+        async with self.audit.atomic() as batch:
+            user = await _target_user(batch.session, user_id, actor, "unlock")
+            # what ``logins.reset_failures`` does, in this transaction
+            await batch.session.exec(
+                update(User)
+                .where(col(User.id) == user_id)
+                .values(failed_login_count=0, locked_until=None)
+            )
+            audit(batch, "user.unlocked", actor, target=user.username, details={"userId": user_id})

@@ -17,7 +17,7 @@ from .audit import to_event
 if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
 
-    from .registry import KernelServices
+    from ..db.engine import Database
 
 SEARCH_MAX = 200
 
@@ -73,88 +73,95 @@ def conditions(flt: AuditFilter, dialect: str = "sqlite") -> list[ColumnElement[
     return where
 
 
-async def search(
-    kernel: KernelServices, flt: AuditFilter, page: Page
-) -> tuple[list[dict[str, Any]], int]:
-    """One page of matching entries, newest first, and the number of matches.
+class AuditQuery:
+    """Searches of the audit log: filters, pages, the event types and users it holds."""
 
-    Indexed filters page through an index and count separately. A free-text
-    search scans the entries anyway, so the page and the count come from one scan
-    (a window count) instead of two.
-    """
-    where = conditions(flt, kernel.db.dialect)
-    order = (col(AuditEntry.timestamp).desc(), col(AuditEntry.seq).desc())
-    count_query = select(func.count()).select_from(AuditEntry).where(*where)
-    async with kernel.db.session() as session:
-        if flt.search:
-            windowed = (
-                select(AuditEntry, func.count().over().label("total"))
-                .where(*where)
-                .order_by(*order)
-                .offset(page.offset)
-                .limit(page.limit)
-            )
-            pairs = (await session.exec(windowed)).all()
-            rows = [pair[0] for pair in pairs]
-            if pairs:
-                total = int(pairs[0][1])
-            elif page.offset == 0:
-                total = 0
+    def __init__(
+        self,
+        *,
+        db: Database,
+    ) -> None:
+        self.db = db
+
+    async def search(self, flt: AuditFilter, page: Page) -> tuple[list[dict[str, Any]], int]:
+        """One page of matching entries, newest first, and the number of matches.
+
+        Indexed filters page through an index and count separately. A free-text
+        search scans the entries anyway, so the page and the count come from one scan
+        (a window count) instead of two.
+        """
+        where = conditions(flt, self.db.dialect)
+        order = (col(AuditEntry.timestamp).desc(), col(AuditEntry.seq).desc())
+        count_query = select(func.count()).select_from(AuditEntry).where(*where)
+        async with self.db.session() as session:
+            if flt.search:
+                windowed = (
+                    select(AuditEntry, func.count().over().label("total"))
+                    .where(*where)
+                    .order_by(*order)
+                    .offset(page.offset)
+                    .limit(page.limit)
+                )
+                pairs = (await session.exec(windowed)).all()
+                rows = [pair[0] for pair in pairs]
+                if pairs:
+                    total = int(pairs[0][1])
+                elif page.offset == 0:
+                    total = 0
+                else:
+                    total = int((await session.exec(count_query)).one())
             else:
+                query = select(AuditEntry).where(*where).order_by(*order)
+                rows = list((await session.exec(query.offset(page.offset).limit(page.limit))).all())
                 total = int((await session.exec(count_query)).one())
-        else:
-            query = select(AuditEntry).where(*where).order_by(*order)
-            rows = list((await session.exec(query.offset(page.offset).limit(page.limit))).all())
-            total = int((await session.exec(count_query)).one())
-    return [to_event(row).to_json() for row in rows], total
+        return [to_event(row).to_json() for row in rows], total
 
+    async def event_types(self, only_user: str | None = None) -> list[str]:
+        """Distinct event types in the log (of one user's entries when narrowed)."""
+        query = select(AuditEntry.event_type).distinct()
+        if only_user is not None:
+            query = query.where(col(AuditEntry.user_id) == only_user)
+        async with self.db.session() as session:
+            return sorted((await session.exec(query)).all())
 
-async def event_types(kernel: KernelServices, only_user: str | None = None) -> list[str]:
-    """Distinct event types in the log (of one user's entries when narrowed)."""
-    query = select(AuditEntry.event_type).distinct()
-    if only_user is not None:
-        query = query.where(col(AuditEntry.user_id) == only_user)
-    async with kernel.db.session() as session:
-        return sorted((await session.exec(query)).all())
+    async def users_with_entries(self) -> list[dict[str, str]]:
+        """``{id, username, displayName}`` of every user id that has entries.
 
-
-async def users_with_entries(kernel: KernelServices) -> list[dict[str, str]]:
-    """``{id, username, displayName}`` of every user id that has entries.
-
-    Current names come from the user table; deleted users keep the names their
-    newest entry recorded.
-    """
-    async with kernel.db.session() as session:
-        ids = [
-            i
-            for i in (
-                await session.exec(
-                    select(AuditEntry.user_id)
-                    .where(col(AuditEntry.user_id).is_not(None))
-                    .distinct()
-                )
-            ).all()
-            if i
-        ]
-        users = {
-            u.id: u for u in (await session.exec(select(User).where(col(User.id).in_(ids)))).all()
-        }
-        out = []
-        for user_id in ids:
-            user = users.get(user_id)
-            if user is not None:
-                out.append(
-                    {"id": user.id, "username": user.username, "displayName": user.display_name}
-                )
-                continue
-            newest = (
-                await session.exec(
-                    select(AuditEntry.username, AuditEntry.display_name)
-                    .where(col(AuditEntry.user_id) == user_id)
-                    .order_by(col(AuditEntry.seq).desc())
-                    .limit(1)
-                )
-            ).first()
-            username, display = newest if newest else ("", "")
-            out.append({"id": user_id, "username": username, "displayName": display})
-    return sorted(out, key=lambda u: u["username"].lower())
+        Current names come from the user table; deleted users keep the names their
+        newest entry recorded.
+        """
+        async with self.db.session() as session:
+            ids = [
+                i
+                for i in (
+                    await session.exec(
+                        select(AuditEntry.user_id)
+                        .where(col(AuditEntry.user_id).is_not(None))
+                        .distinct()
+                    )
+                ).all()
+                if i
+            ]
+            users = {
+                u.id: u
+                for u in (await session.exec(select(User).where(col(User.id).in_(ids)))).all()
+            }
+            out = []
+            for user_id in ids:
+                user = users.get(user_id)
+                if user is not None:
+                    out.append(
+                        {"id": user.id, "username": user.username, "displayName": user.display_name}
+                    )
+                    continue
+                newest = (
+                    await session.exec(
+                        select(AuditEntry.username, AuditEntry.display_name)
+                        .where(col(AuditEntry.user_id) == user_id)
+                        .order_by(col(AuditEntry.seq).desc())
+                        .limit(1)
+                    )
+                ).first()
+                username, display = newest if newest else ("", "")
+                out.append({"id": user_id, "username": username, "displayName": display})
+        return sorted(out, key=lambda u: u["username"].lower())

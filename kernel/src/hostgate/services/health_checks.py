@@ -21,8 +21,10 @@ from ..permissions import use_permission
 from ..security.ratelimit import Limit
 
 if TYPE_CHECKING:
+    from ..security.ratelimit import RateLimiter
+    from .connections import Connections
     from .identity import Caller
-    from .registry import KernelServices
+    from .netpolicy import NetworkPolicy
 
 BUCKET = "connections.health_check"
 PER_USER = Limit(12, 60)
@@ -45,33 +47,47 @@ async def probe(address: str, port: int, timeout: float = TIMEOUT_SECONDS) -> fl
     return elapsed
 
 
-async def check(kernel: KernelServices, caller: Caller, ids: Sequence[str]) -> list[dict[str, Any]]:
-    """``[{id, reachable, latencyMs}]`` for each distinct id, in the order asked."""
-    await kernel.limits.hit(
-        BUCKET, caller.user_id, PER_USER, "Too many health checks; try again in a minute"
-    )
-    gate = asyncio.Semaphore(PARALLEL)
+class HealthChecks:
+    """Reachability checks of stored connections, under the network policy and a rate limit."""
 
-    async def one(connection_id: str) -> dict[str, Any]:
-        latency = None
-        try:
-            connection = await kernel.connections.visible(caller, connection_id)
-            if caller.can(use_permission(connection.protocol)):
-                address = await kernel.netpolicy.resolve_allowed(
-                    connection.host,
-                    connection.port,
-                    actor=caller,
-                    purpose="health check",
-                    audit=False,
-                )
-                async with gate:
-                    latency = await probe(address, connection.port)
-        except ApiError:
+    def __init__(
+        self,
+        *,
+        connections: Connections,
+        limits: RateLimiter,
+        netpolicy: NetworkPolicy,
+    ) -> None:
+        self.connections = connections
+        self.limits = limits
+        self.netpolicy = netpolicy
+
+    async def check(self, caller: Caller, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """``[{id, reachable, latencyMs}]`` for each distinct id, in the order asked."""
+        await self.limits.hit(
+            BUCKET, caller.user_id, PER_USER, "Too many health checks; try again in a minute"
+        )
+        gate = asyncio.Semaphore(PARALLEL)
+
+        async def one(connection_id: str) -> dict[str, Any]:
             latency = None
-        return {
-            "id": connection_id,
-            "reachable": latency is not None,
-            "latencyMs": None if latency is None else round(latency),
-        }
+            try:
+                connection = await self.connections.visible(caller, connection_id)
+                if caller.can(use_permission(connection.protocol)):
+                    address = await self.netpolicy.resolve_allowed(
+                        connection.host,
+                        connection.port,
+                        actor=caller,
+                        purpose="health check",
+                        audit=False,
+                    )
+                    async with gate:
+                        latency = await probe(address, connection.port)
+            except ApiError:
+                latency = None
+            return {
+                "id": connection_id,
+                "reachable": latency is not None,
+                "latencyMs": None if latency is None else round(latency),
+            }
 
-    return list(await asyncio.gather(*(one(i) for i in dict.fromkeys(ids))))
+        return list(await asyncio.gather(*(one(i) for i in dict.fromkeys(ids))))
