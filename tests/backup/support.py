@@ -20,7 +20,6 @@ from hostgate.db.models.identity import LoginSession, Role, User
 from hostgate.db.models.sessions import RemoteSession
 from hostgate.kernel import Kernel
 from hostgate.security.passwords import hash_password_sync
-from hostgate.services.audit_verify import verify_chain
 from hostgate.services.backup import KdfCost
 from hostgate.services.identity import ClientInfo
 from hostgate.timefmt import utcnow
@@ -217,14 +216,14 @@ async def check_restored(kernel: Kernel, markers: Markers, *, with_recordings: b
     assert markers_logged >= 3
     assert kernel.settings.get("app.name") == "Marker Instance"
     assert kernel.settings.get(SECRET_SETTING) == "tok-secret-7"
-    chain = await verify_chain(kernel)
+    chain = await kernel.audit.verify_chain()
     assert chain.ok, chain.problem
     # The restored signing key works: a restored user gets a session that authenticates.
     issued = await kernel.identity.issue_session(alice, ClientInfo(ip_address="127.0.0.1"))
     caller = await kernel.identity.authenticate(issued.token, ClientInfo(ip_address="127.0.0.1"))
     assert caller.username == "marker-alice" and caller.can("settings.backup")
     await kernel.audit.record("after.restore", actor=caller)
-    assert (await verify_chain(kernel)).ok
+    assert (await kernel.audit.verify_chain()).ok
     if with_recordings:
         recordings = kernel.config.data_dir / "recordings"
         for name, content in markers.recording_bytes.items():

@@ -20,7 +20,6 @@ from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.connections import Connection
 from hostgate.errors import storage_error
 from hostgate.kernel import Kernel
-from hostgate.services.audit_verify import verify_chain
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
@@ -138,7 +137,7 @@ async def _succeeded(world: World, case: Case | KernelCase, before: int) -> None
     assert await case.stored(world)
     entries = await audit_entries(world.kernel)
     assert [e.event_type for e in entries[before:]] == list(case.entries or (case.event,))
-    result = await verify_chain(world.kernel)
+    result = await world.kernel.audit.verify_chain()
     assert result.ok, result.problem
 
 

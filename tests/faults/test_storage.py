@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from hostgate.app import create_app
 from hostgate.config import Config
-from hostgate.services.audit_verify import verify_chain
 from sqlalchemy import event
 
 BUSY_MS = 300
@@ -82,7 +81,7 @@ class TestLocked:
         version = await client.get("/api/v1/version?force=true", headers=admin.headers)
         assert version.status_code == 200
         assert await audit_count(kernel) == before + 1
-        assert (await verify_chain(kernel)).ok
+        assert (await kernel.audit.verify_chain()).ok
 
 
 def _mount_tmpfs(path: Path, size: str) -> bool:
@@ -198,7 +197,7 @@ class TestFullDisk:
         version = await client.get("/api/v1/version?force=true", headers=admin.headers)
         assert version.status_code == 200
         assert await audit_count(kernel) == count + 1
-        assert (await verify_chain(kernel)).ok
+        assert (await kernel.audit.verify_chain()).ok
 
 
 async def test_an_audit_entry_longer_than_its_columns_is_stored_on_postgres(
@@ -236,7 +235,7 @@ async def test_an_audit_entry_longer_than_its_columns_is_stored_on_postgres(
         [entry] = (await audit.get_json())["entries"]
         assert len(entry["target"]) == 1000 and entry["target"].endswith("\u2026")
         assert entry["details"]["after"]["app.name"] == "Everything At Once"
-        assert (await verify_chain(kernel)).ok
+        assert (await kernel.audit.verify_chain()).ok
 
 
 async def test_a_failed_audit_write_leaves_a_chain_that_verifies_on_postgres(
@@ -262,6 +261,6 @@ async def test_a_failed_audit_write_leaves_a_chain_that_verifies_on_postgres(
                 )
                 raise RuntimeError("the write fails before its commit")
         await kernel.audit.record("test.after", target="b")
-        result = await verify_chain(kernel)
+        result = await kernel.audit.verify_chain()
         assert result.ok, result.problem
         assert result.checked == 2 and result.head_seq == 3

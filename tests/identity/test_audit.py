@@ -5,7 +5,6 @@ from datetime import timedelta
 from hostgate import hookimpl
 from hostgate.app import create_app
 from hostgate.db.models.audit import AuditEntry
-from hostgate.services.audit_verify import verify_chain
 from hostgate.timefmt import iso, utcnow
 from sqlmodel import select
 
@@ -117,7 +116,7 @@ async def test_secret_looking_details_are_scrubbed(kernel, admin):
 
 async def test_chain_is_keyed_and_verifies(kernel, admin):
     await seed(kernel, admin, 5)
-    result = await verify_chain(kernel)
+    result = await kernel.audit.verify_chain()
     assert result.ok and result.checked == 5
     async with kernel.db.session() as session:
         rows = (await session.exec(select(AuditEntry).order_by(AuditEntry.seq))).all()

@@ -5,7 +5,6 @@ import json
 import sqlite3
 
 from hostgate.db.models.audit import AuditEntry
-from hostgate.services.audit_verify import verify_chain
 from sqlalchemy import delete, update
 from sqlmodel import col
 
@@ -97,7 +96,7 @@ def test_refusals_and_tamper_report(tmp_path, monkeypatch, capsys):
 async def test_verify_names_the_first_tampered_entry(kernel, admin):
     for i in range(6):
         await kernel.audit.record("demo.event", actor=None, target=f"t{i}")
-    assert (await verify_chain(kernel)).ok
+    assert (await kernel.audit.verify_chain()).ok
 
     async def change(statement):
         async with kernel.db.session() as session:
@@ -106,19 +105,19 @@ async def test_verify_names_the_first_tampered_entry(kernel, admin):
 
     # edited: content changes, stored hash kept
     await change(update(AuditEntry).where(col(AuditEntry.seq) == 3).values(target="forged"))
-    result = await verify_chain(kernel)
+    result = await kernel.audit.verify_chain()
     assert not result.ok and result.seq == 3 and "edited" in result.problem
     await change(update(AuditEntry).where(col(AuditEntry.seq) == 3).values(target="t2"))
-    assert (await verify_chain(kernel)).ok
+    assert (await kernel.audit.verify_chain()).ok
 
     # deleted: a gap in the sequence
     await change(delete(AuditEntry).where(col(AuditEntry.seq) == 4))
-    result = await verify_chain(kernel)
+    result = await kernel.audit.verify_chain()
     assert not result.ok and result.seq == 5 and "deleted" in result.problem
 
     # deleted and renumbered: the link breaks
     await change(update(AuditEntry).where(col(AuditEntry.seq) == 5).values(seq=4))
-    result = await verify_chain(kernel)
+    result = await kernel.audit.verify_chain()
     assert not result.ok and result.seq == 4 and "does not link" in result.problem
 
 
@@ -147,5 +146,5 @@ async def test_verify_detects_an_inserted_entry(kernel, admin):
         )
         session.add(forged)
         await session.commit()
-    result = await verify_chain(kernel)
+    result = await kernel.audit.verify_chain()
     assert not result.ok and result.seq == last.seq and "inserted" in result.problem

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hostgate.app import create_app
-from hostgate.services.keyrotation import rotate_encryption_key
 
 from tests.sessions.test_retention import rdp_connection_id
 
@@ -22,7 +21,7 @@ async def test_rotation_keeps_recordings_readable(config, plugins, client, kerne
     on_disk = file.read_bytes()
 
     new_key = "7c" * 32
-    result = await rotate_encryption_key(kernel, new_key)
+    result = await kernel.key_rotation.rotate_encryption_key(new_key)
     assert result.count > 0
     assert file.read_bytes() == on_disk
 

@@ -49,7 +49,7 @@ async def test_starting_with_the_wrong_key_fails_clearly(config):
 
 
 async def test_rotation_reencrypts_every_secret(config, tmp_path):
-    from hostgate.services.keyrotation import rotate_encryption_key, sealed_columns
+    from hostgate.services.keyrotation import sealed_columns
 
     assert ("connections", "password", ["id"]) in sealed_columns()
     app = create_app(config)
@@ -60,7 +60,7 @@ async def test_rotation_reencrypts_every_secret(config, tmp_path):
         )
         await kernel.settings.update({"test.secret": "s3cret"})
         new_key = generate_key()
-        result = await rotate_encryption_key(kernel, new_key)
+        result = await kernel.key_rotation.rotate_encryption_key(new_key)
         assert result.count >= 3  # setting, signing key, key check
     rotated = create_app(config.with_overrides(encryption_key=new_key))
     async with rotated.test_app():

@@ -8,12 +8,12 @@ from .markers import hookimpl
 from .services.terminal_sessions import ACCESS_EVENT_PREFIXES
 
 if TYPE_CHECKING:
+    from .contract import KernelAPI
     from .descriptors import AuditEvent
-    from .services.registry import KernelServices
 
 
 @hookimpl
-def track_event(event: AuditEvent, kernel: KernelServices) -> None:
+def track_event(event: AuditEvent, kernel: KernelAPI) -> None:
     """Tell open terminal and desktop sessions to re-check their access at once."""
     kind = event.event_type
     if kind.startswith("connection.session_") or not kind.startswith(ACCESS_EVENT_PREFIXES):

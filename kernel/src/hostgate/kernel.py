@@ -33,6 +33,7 @@ from .services.file_sessions import FileSessionLog
 from .services.files import RemoteFilePool
 from .services.health_checks import HealthChecks
 from .services.identity import Identity
+from .services.keyrotation import KeyRotation
 from .services.live import LiveSessions
 from .services.logins import Logins
 from .services.netpolicy import NetworkPolicy
@@ -148,6 +149,7 @@ class Kernel:
             settings=self.settings,
         )
         self.audit_query = AuditQuery(db=self.db)
+        self.key_rotation = KeyRotation(config=config, db=self.db, secrets=self.secrets)
         self.connections = Connections(
             db=self.db,
             secrets=self.secrets,

@@ -22,10 +22,10 @@ class SettingValues(TypedDict):
 
 
 if TYPE_CHECKING:
-    from ..services.registry import KernelServices
+    from ..kernel import Kernel
 
 
-def changes_schema(kernel: KernelServices) -> dict[str, Any]:
+def changes_schema(kernel: Kernel) -> dict[str, Any]:
     """The body ``PUT /settings`` takes, from the settings registry."""
     schema: dict[str, Any] = kernel.settings.change_schema()
     return schema

@@ -22,10 +22,9 @@ def register(subparsers: Any) -> None:
 
 def run_verify(args: argparse.Namespace) -> int:
     """Walk the chain; exit 0 when intact, 1 at the first problem."""
-    from ..services.audit_verify import verify_chain
 
     async def work(kernel: Kernel) -> Any:
-        return await verify_chain(kernel)
+        return await kernel.audit.verify_chain()
 
     result = with_kernel(args, work)
     if not result.ok:

@@ -24,10 +24,9 @@ def register(subparsers: Any) -> None:
 
 def run_rotate(args: argparse.Namespace) -> int:
     """Rotate the encryption key."""
-    from ..services.keyrotation import rotate_encryption_key
 
     async def work(kernel: Kernel) -> Any:
-        return await rotate_encryption_key(kernel, args.new_key)
+        return await kernel.key_rotation.rotate_encryption_key(args.new_key)
 
     result = with_kernel(args, work)
     print(f"re-encrypted {result.count} secrets under key {result.key_id}")

@@ -23,6 +23,7 @@ from ..timefmt import iso, utcnow
 if TYPE_CHECKING:
     from ..db.engine import Database
     from ..security.secretbox import SecretBox
+    from .audit_verify import VerifyResult
     from .identity import Caller
 
 log = logging.getLogger("hostgate.audit")
@@ -205,6 +206,12 @@ class AuditLog:
         for entry in batch.entries:
             event = to_event(entry)
             await self.announce(event)
+
+    async def verify_chain(self) -> VerifyResult:
+        """Check every entry's hash and link (``hostgate audit verify``); the first problem."""
+        from .audit_verify import verify_chain
+
+        return await verify_chain(self)
 
     def forget_chain_head(self) -> None:
         """Re-read the chain head and key on the next write (after a restore)."""

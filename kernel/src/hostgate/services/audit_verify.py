@@ -12,7 +12,8 @@ from ..db.models.audit import AuditEntry
 from .audit import chain_hash
 
 if TYPE_CHECKING:
-    from .registry import KernelServices
+    from ..db.engine import Database
+    from .audit import AuditLog
 
 BATCH = 5000
 
@@ -30,7 +31,7 @@ class VerifyResult:
     head_hash: str = ""
 
 
-async def _entries(kernel: KernelServices) -> AsyncIterator[AuditEntry]:
+async def _entries(db: Database) -> AsyncIterator[AuditEntry]:
     last = 0
     while True:
         query = (
@@ -39,7 +40,7 @@ async def _entries(kernel: KernelServices) -> AsyncIterator[AuditEntry]:
             .order_by(col(AuditEntry.seq))
             .limit(BATCH)
         )
-        async with kernel.db.session() as session:
+        async with db.session() as session:
             rows = (await session.exec(query)).all()
         if not rows:
             return
@@ -48,7 +49,7 @@ async def _entries(kernel: KernelServices) -> AsyncIterator[AuditEntry]:
         last = int(rows[-1].seq or 0)
 
 
-async def verify_chain(kernel: KernelServices) -> VerifyResult:
+async def verify_chain(audit: AuditLog) -> VerifyResult:
     """Check every entry's hash and link; stop at the first problem.
 
     - a stored hash that does not match the entry's content: the entry was edited
@@ -57,7 +58,7 @@ async def verify_chain(kernel: KernelServices) -> VerifyResult:
       gap in ``seq`` alone is not a deletion: PostgreSQL skips the values of
       inserts that were rolled back, e.g. an audit write that failed).
     """
-    key = await kernel.audit.chain_key()
+    key = await audit.chain_key()
     checked = 0
     prev: AuditEntry | None = None
     suspect: AuditEntry | None = None
@@ -66,7 +67,7 @@ async def verify_chain(kernel: KernelServices) -> VerifyResult:
     def fail(problem: str, entry: AuditEntry) -> VerifyResult:
         return VerifyResult(False, checked, problem, entry.seq, entry.id)
 
-    async for entry in _entries(kernel):
+    async for entry in _entries(audit.db):
         seq = int(entry.seq or 0)
         if suspect is not None:
             # The previous entry did not hash correctly: if this one links to the

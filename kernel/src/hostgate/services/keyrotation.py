@@ -20,7 +20,9 @@ from ..security.secretbox import (
 )
 
 if TYPE_CHECKING:
-    from .registry import KernelServices
+    from ..config import Config
+    from ..db.engine import Database
+    from ..security.secretbox import SecretBox
 
 
 @dataclass(frozen=True)
@@ -44,42 +46,60 @@ def sealed_columns() -> list[tuple[str, str, list[str]]]:
     return found
 
 
-async def rotate_encryption_key(kernel: KernelServices, new_key_hex: str | None) -> RotationResult:
-    """Re-seal every envelope (columns, secret settings, system values) under a new key."""
-    key_hex = new_key_hex or generate_key()
-    new_box = SecretBox(parse_key(key_hex))
-    old = kernel.secrets
-    count = 0
+class KeyRotation:
+    """Re-seals every stored secret under a new instance key (hostgate keys rotate)."""
 
-    def reseal(value: str) -> str:
-        return new_box.seal(old.open_bytes(value))
+    def __init__(
+        self,
+        *,
+        config: Config,
+        db: Database,
+        secrets: SecretBox,
+    ) -> None:
+        self.config = config
+        self.db = db
+        self.secrets = secrets
 
-    async with kernel.db.engine.begin() as conn:
-        for table_name, column_name, pk in sealed_columns():
-            table = metadata.tables[table_name]
-            column = table.c[column_name]
-            rows = (await conn.execute(select(*[table.c[p] for p in pk], column))).all()
-            for row in rows:
-                value = row[-1]
-                if not value:
-                    continue
-                where = [table.c[p] == row[i] for i, p in enumerate(pk)]
-                await conn.execute(update(table).where(*where).values({column_name: reseal(value)}))
-                count += 1
-        state_tables = (
-            (SettingValue.__table__, "key", "value"),  # type: ignore[attr-defined]
-            (SystemValue.__table__, "name", "value"),  # type: ignore[attr-defined]
-        )
-        for table, key_col, value_col in state_tables:
-            rows = (await conn.execute(select(table.c[key_col], table.c[value_col]))).all()
-            for state_row in rows:
-                name, value = state_row[0], state_row[1]
-                if isinstance(value, str) and envelope_key_id(value) == old.key_id:
-                    statement = update(table).where(table.c[key_col] == name)
-                    await conn.execute(statement.values({value_col: reseal(value)}))
+    async def rotate_encryption_key(self, new_key_hex: str | None) -> RotationResult:
+        """Re-seal every envelope (columns, secret settings, system values) under a new key."""
+        key_hex = new_key_hex or generate_key()
+        new_box = SecretBox(parse_key(key_hex))
+        old = self.secrets
+        count = 0
+
+        def reseal(value: str) -> str:
+            return new_box.seal(old.open_bytes(value))
+
+        async with self.db.engine.begin() as conn:
+            for table_name, column_name, pk in sealed_columns():
+                table = metadata.tables[table_name]
+                column = table.c[column_name]
+                rows = (await conn.execute(select(*[table.c[p] for p in pk], column))).all()
+                for row in rows:
+                    value = row[-1]
+                    if not value:
+                        continue
+                    where = [table.c[p] == row[i] for i, p in enumerate(pk)]
+                    await conn.execute(
+                        update(table).where(*where).values({column_name: reseal(value)})
+                    )
                     count += 1
-    key_file = None
-    if kernel.config.encryption_key is None:
-        key_file = kernel.config.data_dir / "encryption.key"
-        write_key_file(key_file, key_hex)
-    return RotationResult(count=count, key_id=new_box.key_id, key_hex=key_hex, key_file=key_file)
+            state_tables = (
+                (SettingValue.__table__, "key", "value"),  # type: ignore[attr-defined]
+                (SystemValue.__table__, "name", "value"),  # type: ignore[attr-defined]
+            )
+            for table, key_col, value_col in state_tables:
+                rows = (await conn.execute(select(table.c[key_col], table.c[value_col]))).all()
+                for state_row in rows:
+                    name, value = state_row[0], state_row[1]
+                    if isinstance(value, str) and envelope_key_id(value) == old.key_id:
+                        statement = update(table).where(table.c[key_col] == name)
+                        await conn.execute(statement.values({value_col: reseal(value)}))
+                        count += 1
+        key_file = None
+        if self.config.encryption_key is None:
+            key_file = self.config.data_dir / "encryption.key"
+            write_key_file(key_file, key_hex)
+        return RotationResult(
+            count=count, key_id=new_box.key_id, key_hex=key_hex, key_file=key_file
+        )
