@@ -1,7 +1,7 @@
 """The settings registry over HTTP."""
 
+from hostgate import SECRET_MASK
 from hostgate.default_settings import KERNEL_SETTINGS
-from hostgate.services.settings import SECRET_MASK
 
 SPEC_PUBLIC = {
     "app.name",

@@ -2,9 +2,9 @@
 
 import json
 
+from hostgate import SECRET_MASK
 from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.notifications import NotificationChannel
-from hostgate.services.settings import SECRET_MASK
 from sqlmodel import select
 
 CHANNELS = "/api/v1/notifications/channels"

@@ -7,10 +7,11 @@ import math
 from typing import Any
 
 import pytest
+from hostgate import SECRET_MASK
 from hostgate.default_settings import KERNEL_SETTINGS
 from hostgate.descriptors import SettingSpec
 from hostgate.errors import InvalidInput
-from hostgate.services.settings import SECRET_MASK, coerce
+from hostgate.services.settings import coerce
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -12,11 +12,13 @@ from .adapters import (
     HostKeyCheck,
     RemoteEntry,
     RemoteFiles,
+    SessionClosed,
     Stream,
     Terminal,
     TerminalSize,
 )
 from .contract import (
+    SECRET_MASK,
     Account,
     AuditAPI,
     AuditBatchAPI,
@@ -74,8 +76,6 @@ from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
 from .services.logins import LOGIN_NAME_PATTERN, check_login_name
-from .services.settings import SECRET_MASK
-from .services.terminal_sessions import SessionClosed
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,

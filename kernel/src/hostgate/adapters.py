@@ -129,6 +129,18 @@ class Terminal(Protocol):
         ...
 
 
+class SessionClosed(Exception):
+    """A session could not open or had to end: the WebSocket close code and reason.
+
+    A relay's ``Stream.read()`` may raise it to end the socket with that code.
+    """
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
 @runtime_checkable
 class Stream(Protocol):
     """A byte pipe for relays (VNC, RDP)."""

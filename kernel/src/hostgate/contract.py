@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+SECRET_MASK = "\u2022" * 8
+"""What a GET shows in place of a stored secret (eight bullets); sent back, it keeps the secret."""
+
 
 @dataclass(frozen=True)
 class AuditEvent:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import select
 
+from ..contract import SECRET_MASK
 from ..db.models.settings import SettingValue
 from ..descriptors import SettingSpec
 from ..errors import InvalidInput
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
     from ..security.secretbox import SecretBox
     from .audit import AuditLog
     from .identity import Caller
-
-SECRET_MASK = "\u2022" * 8
 
 
 def coerce(spec: SettingSpec, value: Any) -> Any:

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..adapters import ConnectionTarget, Stream, Terminal, TerminalSize
+from ..adapters import ConnectionTarget, SessionClosed, Stream, Terminal, TerminalSize
 from ..db.models.connections import Connection
 from ..db.models.identity import User
 from ..db.models.sessions import RemoteSession, SessionCommand
@@ -66,18 +66,6 @@ CAST_ENV_SHELL = "/bin/sh"
 SHUTDOWN_WORDS = "shutting down"
 ACCESS_EVENT_PREFIXES = ("role.", "user.", "connection.", "auth.account_locked")
 """Audit events after which open sessions re-check that their user may still use them."""
-
-
-class SessionClosed(Exception):
-    """A session could not open or had to end: the WebSocket close code and reason.
-
-    A relay's ``Stream.read()`` may raise it to end the socket with that code.
-    """
-
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from quart import websocket
 
+from ..adapters import SessionClosed
 from ..descriptors import ProtocolSpec
-from ..services.terminal_sessions import Attachment, RelaySession, SessionClosed
+from ..services.terminal_sessions import Attachment, RelaySession
 from .frames import pump_output, run_socket
 from .gate import admit, close_socket
 

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ...contract import SECRET_MASK
 from ...db.models.notifications import NotificationChannel
 from ...descriptors import ChannelSpec
 from ...errors import InvalidInput, NotFound, validation_message
 from ...timefmt import utcnow
-from ..settings import SECRET_MASK
 from .rules import SPEC_CHANNELS
 
 if TYPE_CHECKING:
