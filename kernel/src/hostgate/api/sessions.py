@@ -12,12 +12,13 @@ from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..db.models.sessions import RemoteSession
+from ..db.models.sessions import RemoteSession, SessionCommand
 from ..errors import NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
+from ..services.live import LiveSession
 from ..services.recordings import stream_plaintext
 from ..services.session_history import SessionHistory
 from ..timefmt import iso
@@ -161,6 +162,32 @@ class InputEventList(TypedDict):
     events: list[InputEventRecord]
 
 
+def active_json(live: LiveSession) -> ActiveSession:
+    """An open session as ``/sessions/active`` lists it."""
+    return {
+        "id": live.id,
+        "kind": live.kind,
+        "protocol": live.protocol,
+        "userId": live.user_id,
+        "username": live.info.get("username", ""),
+        "connectionId": live.connection_id,
+        "connectionName": live.info.get("connectionName", ""),
+        "clientIp": live.info.get("clientIp", ""),
+        "startedAt": iso(live.started_at),
+    }
+
+
+def command_json(row: SessionCommand) -> CommandRecord:
+    """One command of a session's command log."""
+    return {
+        "id": row.id,
+        "timestamp": iso(row.timestamp),
+        "elapsed": row.elapsed,
+        "command": row.command,
+        "output_preview": row.output_preview or "",
+    }
+
+
 @blueprint.get("/sessions")
 @authenticated
 @tag(["sessions"])
@@ -198,7 +225,7 @@ async def storage() -> StorageBytes:
 @answers(ActiveSessions)
 async def active_sessions() -> dict[str, Any]:
     """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
-    return {"sessions": _history().active(current_caller())}
+    return {"sessions": [active_json(live) for live in _history().active(current_caller())]}
 
 
 @blueprint.delete("/sessions/active/<session_id>")
@@ -304,7 +331,7 @@ async def session_commands(session_id: str) -> dict[str, Any]:
     """The command log of a terminal session, in order."""
     history = _history()
     row = await history.visible(current_caller(), session_id)
-    return {"commands": await history.commands(row.id)}
+    return {"commands": [command_json(c) for c in await history.commands(row.id)]}
 
 
 @blueprint.get("/sessions/<session_id>/recording/events")
@@ -315,7 +342,12 @@ async def recording_events(session_id: str) -> dict[str, Any]:
     """Recorded input events of an RDP session (read form)."""
     history = _history()
     row = await history.visible(current_caller(), session_id)
-    return {"events": await history.input_events(row.id)}
+    return {
+        "events": [
+            {"elapsed": e.elapsed, "event_type": e.event_type}
+            for e in await history.input_events(row.id)
+        ]
+    }
 
 
 @blueprint.post("/sessions/<session_id>/recording/events")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete
 from sqlmodel import col, select
@@ -14,7 +14,6 @@ from ..db.models.sessions import RemoteSession, SessionCommand, SessionInputEven
 from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ..pagination import Page
 from ..permissions import use_permission
-from ..timefmt import iso
 from .file_sessions import FileSessionLog
 from .terminal_sessions import TerminalSession, TerminalSessions
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from .audit import AuditLog
     from .connections import Connections
     from .identity import Caller
-    from .live import LiveSessions
+    from .live import LiveSession, LiveSessions
     from .recordings import Recordings
 
 VIEW_ANY = "sessions.view_any"
@@ -110,7 +109,7 @@ class SessionHistory:
             raise PermissionDenied("Forbidden")
         return row
 
-    async def commands(self, session_id: str) -> list[dict[str, Any]]:
+    async def commands(self, session_id: str) -> list[SessionCommand]:
         """The command log, in order (``elapsed`` in milliseconds)."""
         query = (
             select(SessionCommand)
@@ -118,28 +117,17 @@ class SessionHistory:
             .order_by(col(SessionCommand.elapsed), col(SessionCommand.timestamp))
         )
         async with self.db.session() as db:
-            rows = (await db.exec(query)).all()
-        return [
-            {
-                "id": row.id,
-                "timestamp": iso(row.timestamp),
-                "elapsed": row.elapsed,
-                "command": row.command,
-                "output_preview": row.output_preview or "",
-            }
-            for row in rows
-        ]
+            return list((await db.exec(query)).all())
 
-    async def input_events(self, session_id: str) -> list[dict[str, Any]]:
-        """Recorded input events in the read form ``{elapsed, event_type}``."""
+    async def input_events(self, session_id: str) -> list[SessionInputEvent]:
+        """Recorded input events, in order."""
         query = (
             select(SessionInputEvent)
             .where(SessionInputEvent.session_id == session_id)
             .order_by(col(SessionInputEvent.elapsed))
         )
         async with self.db.session() as db:
-            rows = (await db.exec(query)).all()
-        return [{"elapsed": row.elapsed, "event_type": row.event_type} for row in rows]
+            return list((await db.exec(query)).all())
 
     # -- RDP sessions recorded by the browser ---------------------------------------------
 
@@ -182,27 +170,14 @@ class SessionHistory:
 
     # -- live sessions ------------------------------------------------------------------
 
-    def active(self, caller: Caller) -> list[dict[str, Any]]:
-        """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
-        out = []
-        for live in self.live.all():
-            if live.user_id != caller.user_id and not caller.can(VIEW_ANY):
-                continue
-            out.append(
-                {
-                    "id": live.id,
-                    "kind": live.kind,
-                    "protocol": live.protocol,
-                    "userId": live.user_id,
-                    "username": live.info.get("username", ""),
-                    "connectionId": live.connection_id,
-                    "connectionName": live.info.get("connectionName", ""),
-                    "clientIp": live.info.get("clientIp", ""),
-                    "startedAt": iso(live.started_at),
-                }
-            )
-        out.sort(key=lambda item: item["startedAt"] or "", reverse=True)
-        return out
+    def active(self, caller: Caller) -> list[LiveSession]:
+        """Open sessions, newest first: the caller's own, or all with ``sessions.view_any``."""
+        visible = [
+            live
+            for live in self.live.all()
+            if live.user_id == caller.user_id or caller.can(VIEW_ANY)
+        ]
+        return sorted(visible, key=lambda live: live.started_at, reverse=True)
 
     # -- purge --------------------------------------------------------------------------
 
