@@ -30,6 +30,7 @@ from .services.backup import Backups
 from .services.connections import Connections
 from .services.credentials import Credentials
 from .services.file_sessions import FileSessionLog
+from .services.file_transfers import FileTransfers
 from .services.files import RemoteFilePool
 from .services.health_checks import HealthChecks
 from .services.identity import Identity
@@ -194,6 +195,12 @@ class Kernel:
         )
         self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
+        self.file_transfers = FileTransfers(
+            pool=self.files,
+            log=self.file_sessions,
+            connections=self.connections,
+            protocols=self.protocols,
+        )
         self.session_history = SessionHistory(
             db=self.db,
             audit=self.audit,

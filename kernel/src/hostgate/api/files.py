@@ -1,17 +1,17 @@
 """``/<protocol>/<connectionId>/...``: file management, once for every file protocol (SPEC 4.1).
 
 The protocol segment names a loaded ProtocolSpec with ``open_files`` (``sftp``,
-``smb``, ``ftp``). Every view authenticates, checks the caller may use the
-connection, leases a pooled remote session, runs the adapter operation, logs a
-file event after success and maps every failure to the error shape.
+``smb``, ``ftp``). Views do only HTTP (the body, query, Range and headers);
+``kernel.file_transfers`` (services/file_transfers.py) checks the caller may use
+the connection, leases a pooled remote session, runs the adapter operation,
+records the file event and translates failures into the error shape.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import stat as stat_module
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -22,20 +22,18 @@ from typing_extensions import TypedDict
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import http_date
 
-from ..adapters import RemoteEntry, RemoteFiles
+from ..adapters import RemoteEntry
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError, InvalidInput, NotFound, error_response
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Success, answers
 from ..requestbody import streamed_body
-from ..services.file_sessions import SessionRef, client_key_of, entries_detail, human_size
+from ..services.file_sessions import client_key_of, entries_detail, human_size
+from ..services.file_transfers import FileWork
 from ..services.files import (
-    FileLease,
     RemotePath,
     check_not_root,
     check_path,
-    keeps_session,
-    translate,
 )
 from ..services.netpolicy import conceal
 from ..timefmt import iso
@@ -43,9 +41,7 @@ from .fields import WHOLE
 from .ranges import requested_range
 
 if TYPE_CHECKING:
-    from ..adapters import ConnectionTarget
-    from ..kernel import Kernel
-    from ..services.identity import Caller
+    pass
 
 log = logging.getLogger("hostgate.api.files")
 
@@ -60,10 +56,6 @@ async def _remote_failure(error: ApiError) -> Response:
 
 BASE = "/<protocol>/<connection_id>"
 SESSION_HEADER = "X-File-Session-Id"
-CLEANUP_SECONDS = 15.0
-"""How long an adapter may take to close a stream; after that its session is discarded."""
-QUICK_TIMEOUT = 120.0
-"""Seconds for operations that do not move file contents (list, stat, mkdir, rename, chmod)."""
 
 
 REMOTE = (502, 504)
@@ -136,73 +128,12 @@ class PathQuery(BaseModel):
     path: RemotePath
 
 
-class FileContext:
-    """What one file request works with: protocol, caller, resolved target, session ref.
-
-    Built inside the request (it reads the session header), usable after it
-    (a streamed download logs its event when the body is done).
-    """
-
-    def __init__(
-        self, kernel: Kernel, spec: ProtocolSpec, caller: Caller, target: ConnectionTarget
-    ) -> None:
-        self.kernel = kernel
-        self.spec = spec
-        self.caller = caller
-        self.target = target
-        self.ref = SessionRef(
-            user_id=caller.user_id,
-            username=caller.username,
-            connection_id=target.connection_id,
-            connection_name=target.name,
-            protocol=spec.name,
-            client_key=client_key_of(request.headers.get(SESSION_HEADER)),
-        )
-
-    async def run(
-        self,
-        operation: str,
-        action: Callable[[RemoteFiles], Awaitable[Any]],
-        *,
-        retry: bool = False,
-        timeout: float | None = QUICK_TIMEOUT,
-    ) -> Any:
-        """Run an adapter operation on a pooled session."""
-
-        async def guarded(adapter: RemoteFiles) -> Any:
-            require(adapter, self.spec, operation)
-            return await action(adapter)
-
-        return await self.kernel.files.call(
-            self.caller, self.spec, self.target, guarded, retry=retry, timeout=timeout
-        )
-
-    async def log(self, action: str, path: str, detail: str = "") -> None:
-        """Record a file event for this request's session."""
-        await self.kernel.file_sessions.record(self.ref, action, path, detail, actor=self.caller)
-
-
-def require(adapter: RemoteFiles, spec: ProtocolSpec, operation: str) -> None:
-    """Refuse an operation the protocol does not offer (404, like a route that is not there)."""
-    if operation not in adapter.operations:
-        raise NotFound(f"{spec.name} does not support {operation}", code="unsupported_operation")
-
-
-def file_spec(kernel: Kernel, protocol: str) -> ProtocolSpec:
-    """The loaded protocol with file access named by the URL, else 404."""
-    spec = kernel.protocols.get(protocol)
-    if spec is None or spec.open_files is None:
-        raise NotFound(f"No file protocol named {protocol[:40]!r}", code="unknown_protocol")
-    return spec
-
-
-async def context(protocol: str, connection_id: str) -> FileContext:
+async def context(protocol: str, connection_id: str) -> FileWork:
     """Protocol, caller and connection access for the current request."""
-    kernel: Kernel = app_kernel()
-    spec = file_spec(kernel, protocol)
-    caller = current_caller()
-    target = await kernel.connections.target_for(caller, connection_id, spec)
-    return FileContext(kernel, spec, caller, target)
+    client_key = client_key_of(request.headers.get(SESSION_HEADER))
+    return await app_kernel().file_transfers.open(
+        protocol, connection_id, current_caller(), client_key
+    )
 
 
 def query_path(name: str = "path") -> str:
@@ -274,7 +205,7 @@ async def list_directory(protocol: str, connection_id: str, data: ListBody) -> d
 async def stat_path(protocol: str, connection_id: str, data: PathBody) -> dict[str, Any]:
     """Attributes of one remote path, flat."""
     path = check_path(data.path)
-    spec = file_spec(app_kernel(), protocol)
+    spec = app_kernel().file_transfers.spec(protocol)
     if not spec.stat_fields:
         raise NotFound(f"{spec.name} does not support stat", code="unsupported_operation")
     ctx = await context(protocol, connection_id)
@@ -386,19 +317,7 @@ async def upload_file(protocol: str, connection_id: str) -> Success:
                 code="upload_incomplete",
             )
 
-    lease = await ctx.kernel.files.acquire(ctx.caller, ctx.spec, ctx.target)
-    healthy = False
-    try:
-        require(lease.adapter, ctx.spec, "upload")
-        written = await lease.adapter.write(path, chunks())
-        healthy = True
-    except Exception as exc:
-        # a transfer broken off half-way may leave protocol state behind: start afresh
-        healthy = keeps_session(exc) and received == 0
-        raise translate(exc, ctx.spec.name) from None
-    finally:
-        await lease.release(healthy=healthy)
-    await ctx.log("upload", path, human_size(written if isinstance(written, int) else received))
+    await ctx.upload(path, chunks(), lambda: received)
     return {"success": True}
 
 
@@ -419,100 +338,6 @@ def validators(entry: RemoteEntry) -> tuple[str | None, str | None]:
     return f'"{entry.size:x}-{stamp:x}"', http_date(entry.mtime)
 
 
-class DownloadStream:
-    """The response body of a download: remote chunks, lease released however it ends.
-
-    ``prime`` opens the remote file and reads the first chunk before the
-    response starts, so a file that cannot be read still gets a proper status.
-    """
-
-    def __init__(
-        self,
-        ctx: FileContext,
-        lease: FileLease,
-        path: str,
-        offset: int,
-        length: int,
-        detail: str,
-    ) -> None:
-        self._ctx = ctx
-        self._lease = lease
-        self._path = path
-        self._offset = offset
-        self._length = length
-        self._detail = detail
-        self._sent = 0
-        self._chunks: AsyncIterator[bytes] | None = None
-        self._first: bytes | None = None
-        self._exhausted = False
-        self._done = False
-
-    async def prime(self) -> None:
-        """Open the remote file and fetch the first chunk (errors raise here, untranslated)."""
-        try:
-            self._chunks = aiter(self._lease.adapter.read(self._path, self._offset, self._length))
-            self._first = await anext(self._chunks)
-        except StopAsyncIteration:
-            self._exhausted = True
-        except BaseException as exc:
-            await self._finish(False, exc)
-            raise
-
-    def __aiter__(self) -> DownloadStream:
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self._done:
-            raise StopAsyncIteration
-        try:
-            while True:
-                remaining = self._length - self._sent
-                if self._first is not None:
-                    chunk, self._first = self._first, None
-                elif self._exhausted or remaining <= 0 or self._chunks is None:
-                    raise StopAsyncIteration
-                else:
-                    chunk = await anext(self._chunks)
-                if len(chunk) > remaining:
-                    chunk = chunk[:remaining]
-                if chunk:
-                    self._sent += len(chunk)
-                    return chunk
-        except StopAsyncIteration:
-            await self._finish(self._sent == self._length)
-            if self._sent != self._length:
-                raise translate(
-                    EOFError(f"file ended after {self._sent} of {self._length} bytes"),
-                    self._ctx.spec.name,
-                ) from None
-            raise
-        except BaseException as exc:
-            await self._finish(False, exc)
-            raise
-
-    async def aclose(self) -> None:
-        """Called when the response ends, also when it was never iterated."""
-        await self._finish(False)
-
-    async def _finish(self, ok: bool, error: BaseException | None = None) -> None:
-        if self._done:
-            return
-        self._done = True
-        healthy = ok or (isinstance(error, Exception) and keeps_session(error))
-        if self._chunks is not None and hasattr(self._chunks, "aclose"):
-            try:
-                await asyncio.wait_for(self._chunks.aclose(), CLEANUP_SECONDS)
-            except Exception as exc:
-                log.debug("closing a download stream failed: %s", exc)
-                healthy = False
-        await self._lease.release(healthy=healthy)
-        if ok:
-            try:
-                await self._ctx.log("download", self._path, self._detail)
-            except Exception:
-                log.exception("recording a download event failed")
-
-
 @blueprint.get(f"{BASE}/download")
 @authenticated
 @tag(["files"])
@@ -523,16 +348,10 @@ async def download_file(protocol: str, connection_id: str) -> Response:
     """Stream a remote file: Content-Length, attachment name, single byte ranges (206/416)."""
     path = query_path()
     ctx = await context(protocol, connection_id)
-    lease = await ctx.kernel.files.acquire(ctx.caller, ctx.spec, ctx.target)
+    download = await ctx.start_download(path)
+    size = max(0, int(download.entry.size))
+    etag, modified = validators(download.entry)
     try:
-        require(lease.adapter, ctx.spec, "download")
-        entry = await lease.adapter.stat(path)
-        if entry.is_dir:
-            raise InvalidInput(
-                "path is a directory; download files one at a time", code="is_directory"
-            )
-        size = max(0, int(entry.size))
-        etag, modified = validators(entry)
         chosen = requested_range(
             request.headers.get("Range"),
             size,
@@ -540,11 +359,7 @@ async def download_file(protocol: str, connection_id: str) -> Response:
             validators=(etag, modified),
         )
     except BaseException as exc:
-        healthy = isinstance(exc, Exception) and keeps_session(exc)
-        await lease.release(healthy=healthy)
-        if isinstance(exc, Exception):
-            raise translate(exc, ctx.spec.name) from None
-        raise
+        await download.abandon(exc)
     start, stop = chosen if chosen is not None else (0, size)
     length = stop - start
     headers = {
@@ -562,14 +377,10 @@ async def download_file(protocol: str, connection_id: str) -> Response:
         detail = f"{detail} (bytes {start}-{stop - 1} of {size})"
     status = 206 if chosen is not None else 200
     if request.method == "HEAD":
-        await lease.release(healthy=True)
+        await download.release()
         response = Response(b"", status=status, headers=headers)
     else:
-        stream = DownloadStream(ctx, lease, path, start, length, detail)
-        try:
-            await stream.prime()
-        except Exception as exc:
-            raise translate(exc, ctx.spec.name) from None
+        stream = await download.stream(start, length, detail)
         response = Response(stream, status=status, headers=headers)
     response.content_length = length
     response.timeout = None
