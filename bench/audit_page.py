@@ -89,8 +89,8 @@ def explain(db: Path, kernel_query: str, params: tuple[object, ...]) -> str:
 async def measure(data: Path, users: list[str], newest: datetime, repeat: int) -> list[Row]:
     from hostgate.app import create_app, kernel_of
     from hostgate.config import Config
-    from hostgate.services import accounts
-    from hostgate.services.identity import ClientInfo
+    from hostgate.services.identity import accounts
+    from hostgate.services.identity.identity import ClientInfo
 
     config = Config(data_dir=data, encryption_key=BENCH_KEY, load_entry_points=False)
     app = create_app(config)

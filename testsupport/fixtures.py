@@ -16,7 +16,7 @@ from hostgate.db.models.identity import Role, User
 from hostgate.kernel import Kernel
 from hostgate.security.passwords import hash_password_sync
 from hostgate.security.secretbox import SecretBox
-from hostgate.services.identity import ClientInfo
+from hostgate.services.identity.identity import ClientInfo
 from quart import Quart
 from sqlmodel import select
 

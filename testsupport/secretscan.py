@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from hostgate.security.secretbox import SecretBox
-from hostgate.services.audit import REDACTED
+from hostgate.services.audit.audit import REDACTED
 from hostgate.services.settings import SECRET_MASK
 from quart import Response
 from quart.testing import QuartClient

@@ -21,7 +21,7 @@ from hostgate.db.models.sessions import RemoteSession
 from hostgate.kernel import Kernel
 from hostgate.security.passwords import hash_password_sync
 from hostgate.services.backup import KdfCost
-from hostgate.services.identity import ClientInfo
+from hostgate.services.identity.identity import ClientInfo
 from hostgate.timefmt import utcnow
 from quart import Quart
 from sqlmodel import col, func, select

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from hostgate.services import health_checks
+from hostgate.services.connections import health_checks
 from hostgate.services.netpolicy import PROTECTED_DEFAULT
 
 from tests.connections.support import audit_entries, send

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostgate.services.live import LiveSession
+from hostgate.services.sessions.live import LiveSession
 
 from tests.connections.support import (
     PASSWORD,

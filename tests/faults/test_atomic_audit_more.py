@@ -38,8 +38,8 @@ from hostgate.db.models.sessions import RemoteSession
 from hostgate.db.models.settings import SettingValue
 from hostgate.errors import Conflict
 from hostgate.kernel import Kernel
-from hostgate.services.hostkeys import fingerprint
-from hostgate.services.identity import ClientInfo
+from hostgate.services.connections.hostkeys import fingerprint
+from hostgate.services.identity.identity import ClientInfo
 from hostgate.timefmt import utcnow
 from sqlmodel import select
 

@@ -6,7 +6,7 @@ from hostgate import LoginMethod, hookimpl
 from hostgate.app import create_app
 from hostgate.db.models.identity import User
 from hostgate.security.tickets import TICKET_TTL_SECONDS
-from hostgate.services import accounts
+from hostgate.services.identity import accounts
 from sqlmodel import select
 
 from tests.identity.helpers import API, ISO, audit_entries, bearer, login, login_token

@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hostgate.services.asciicast import CastRecorder
-from hostgate.services.recording_format import (
+from hostgate.services.sessions.asciicast import CastRecorder
+from hostgate.services.sessions.recording_format import (
     RecordingFormatError,
     RecordingReader,
     RecordingWriter,

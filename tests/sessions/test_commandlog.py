@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hostgate.services.commandlog import CommandTracker
-from hostgate.services.terminal_lines import LineBuffer
+from hostgate.services.sessions.commandlog import CommandTracker
+from hostgate.services.sessions.terminal_lines import LineBuffer
 
 
 class Clock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hostgate.services.recording_format import (
+from hostgate.services.sessions.recording_format import (
     HEADER_SIZE,
     RecordingFormatError,
     RecordingReader,

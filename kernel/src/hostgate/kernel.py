@@ -23,28 +23,28 @@ from .plugins import PluginHost
 from .security.ratelimit import RateLimiter, rate_limiter
 from .security.secretbox import KeyError_, SecretBox, load_or_create_key
 from .security.tickets import TicketStore, ticket_store
-from .services.accounts import Accounts
-from .services.audit import AuditLog
-from .services.audit_query import AuditQuery
+from .services.audit.audit import AuditLog
+from .services.audit.audit_query import AuditQuery
 from .services.backup import Backups
-from .services.connections import Connections
-from .services.credentials import Credentials
-from .services.file_sessions import FileSessionLog
-from .services.file_transfers import FileTransfers
-from .services.files import RemoteFilePool
-from .services.health_checks import HealthChecks
-from .services.identity import Identity
+from .services.connections.connections import Connections
+from .services.connections.health_checks import HealthChecks
+from .services.identity.accounts import Accounts
+from .services.identity.credentials import Credentials
+from .services.identity.identity import Identity
+from .services.identity.logins import Logins
+from .services.identity.profile import Profiles
+from .services.identity.roles import Roles
 from .services.keyrotation import KeyRotation
-from .services.live import LiveSessions
-from .services.logins import Logins
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
-from .services.profile import Profiles
-from .services.recordings import Recordings
-from .services.roles import Roles
-from .services.session_history import SessionHistory
+from .services.sessions.file_sessions import FileSessionLog
+from .services.sessions.file_transfers import FileTransfers
+from .services.sessions.files import RemoteFilePool
+from .services.sessions.live import LiveSessions
+from .services.sessions.recordings import Recordings
+from .services.sessions.session_history import SessionHistory
+from .services.sessions.terminal_sessions import LiveRemoteSession, TerminalSessions
 from .services.settings import Settings
-from .services.terminal_sessions import LiveRemoteSession, TerminalSessions
 from .services.version import VersionChecker
 from .timefmt import utcnow
 

@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from .services.live import LiveSessions
+    from .services.sessions.live import LiveSessions
 
 
 class RelayCounts(Protocol):

@@ -14,7 +14,7 @@ from ..errors import InvalidInput
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import answers
 from ..pagination import PageQuery, Pagination, page_from
-from ..services import audit_query
+from ..services.audit import audit_query
 from ..timefmt import parse_iso
 
 blueprint = Blueprint("audit", __name__)

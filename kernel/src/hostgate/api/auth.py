@@ -13,7 +13,7 @@ from typing_extensions import TypedDict
 from ..guards import app_kernel, authenticated, current_caller, public, request_client
 from ..openapi import MfaChallenge, Ok, Session, answers
 from ..security.passwords import MAX_PASSWORD_LENGTH
-from ..services.logins import LOGIN_NAME_PATTERN
+from ..services.identity.logins import LOGIN_NAME_PATTERN
 from ..sessioncookie import (
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,

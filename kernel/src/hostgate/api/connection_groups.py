@@ -13,7 +13,7 @@ from ..db.models.connections import ConnectionGroup
 from ..errors import InvalidInput
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Success, Unset, answers
-from ..services.connection_input import check_sort_order
+from ..services.connections.connection_input import check_sort_order
 from .fields import Name, SortOrder
 
 blueprint = Blueprint("connection_groups", __name__)

@@ -19,11 +19,11 @@ from ..errors import InvalidInput, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..kernel import Kernel
 from ..openapi import Success, answers
-from ..services import health_checks
-from ..services.connection_input import input_schema
-from ..services.connection_shares import ShareView
-from ..services.connections import EDIT_ANY, Access
-from ..services.hostkeys import HostKeyInfo
+from ..services.connections import health_checks
+from ..services.connections.connection_input import input_schema
+from ..services.connections.connection_shares import ShareView
+from ..services.connections.connections import EDIT_ANY, Access
+from ..services.connections.hostkeys import HostKeyInfo
 from ..timefmt import iso
 from .cachedjson import cached_json
 from .fields import Integer

@@ -13,14 +13,14 @@ from pydantic import BeforeValidator, Field
 from ..errors import describe_pattern
 from ..openapi import listed_in
 from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from ..services.accounts import (
+from ..services.connections.connection_input import SORT_LIMIT
+from ..services.identity.accounts import (
     EMAIL_MAX,
     EMAIL_PATTERN,
     NAME_MAX,
     NOT_BLANK_PATTERN,
     USERNAME_PATTERN,
 )
-from ..services.connection_input import SORT_LIMIT
 
 NOT_BLANK = describe_pattern(NOT_BLANK_PATTERN, "must not be blank")
 

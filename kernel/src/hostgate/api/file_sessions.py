@@ -19,7 +19,7 @@ from ..errors import InvalidInput
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import answers
 from ..pagination import PageQuery, Pagination, page_from
-from ..services.file_sessions import FileSessionLog
+from ..services.sessions.file_sessions import FileSessionLog
 from ..timefmt import iso
 
 blueprint = Blueprint("file_sessions", __name__)

@@ -2,7 +2,7 @@
 
 The protocol segment names a loaded ProtocolSpec with ``open_files`` (``sftp``,
 ``smb``, ``ftp``). Views do only HTTP (the body, query, Range and headers);
-``kernel.file_transfers`` (services/file_transfers.py) checks the caller may use
+``kernel.file_transfers`` (services/sessions/file_transfers.py) checks the caller may use
 the connection, leases a pooled remote session, runs the adapter operation,
 records the file event and translates failures into the error shape.
 """
@@ -28,14 +28,14 @@ from ..errors import ApiError, InvalidInput, NotFound, error_response
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Success, answers
 from ..requestbody import streamed_body
-from ..services.file_sessions import client_key_of, entries_detail, human_size
-from ..services.file_transfers import FileWork
-from ..services.files import (
+from ..services.netpolicy import conceal
+from ..services.sessions.file_sessions import client_key_of, entries_detail, human_size
+from ..services.sessions.file_transfers import FileWork
+from ..services.sessions.files import (
     RemotePath,
     check_not_root,
     check_path,
 )
-from ..services.netpolicy import conceal
 from ..timefmt import iso
 from .fields import WHOLE
 from .ranges import requested_range

@@ -12,8 +12,8 @@ from typing_extensions import TypedDict
 from ..db.models.identity import User
 from ..guards import app_kernel, authenticated, current_caller
 from ..openapi import Ok, Success, answers
-from ..services.accounts import initials
-from ..services.identity import Caller
+from ..services.identity.accounts import initials
+from ..services.identity.identity import Caller
 from .fields import WHOLE, DisplayName, Email, NewPassword, Password
 
 blueprint = Blueprint("profile", __name__)

@@ -18,9 +18,9 @@ from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
-from ..services.live import LiveSession
-from ..services.recordings import stream_plaintext
-from ..services.session_history import SessionHistory
+from ..services.sessions.live import LiveSession
+from ..services.sessions.recordings import stream_plaintext
+from ..services.sessions.session_history import SessionHistory
 from ..timefmt import iso
 from .ranges import requested_range
 

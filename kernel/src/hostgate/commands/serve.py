@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from hypercorn.asyncio import serve
 
     from ..app import create_app, kernel_of
-    from ..services.terminal_sessions import LIVE_KINDS as SOCKET_KINDS
+    from ..services.sessions.terminal_sessions import LIVE_KINDS as SOCKET_KINDS
 
     app = create_app(config)
     hyper = hypercorn_config(config)

@@ -34,8 +34,8 @@ from ..errors import ApiError, PermissionDenied, RemoteTimeout, RemoteUnreachabl
 
 if TYPE_CHECKING:
     from ..config import Config
-    from .audit import AuditLog
-    from .identity import Caller
+    from .audit.audit import AuditLog
+    from .identity.identity import Caller
     from .settings import Settings
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address

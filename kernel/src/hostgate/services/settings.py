@@ -17,8 +17,8 @@ from ..timefmt import utcnow
 if TYPE_CHECKING:
     from ..db.engine import Database
     from ..security.secretbox import SecretBox
-    from .audit import AuditLog
-    from .identity import Caller
+    from .audit.audit import AuditLog
+    from .identity.identity import Caller
 
 
 def coerce(spec: SettingSpec, value: Any) -> Any:

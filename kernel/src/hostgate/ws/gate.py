@@ -17,9 +17,9 @@ from ..adapters import SessionClosed
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError, SharedStateUnavailable
 from ..security.clientinfo import client_ip, parse_user_agent
-from ..services.identity import ClientInfo
+from ..services.identity.identity import ClientInfo
 from ..services.netpolicy import conceal
-from ..services.terminal_sessions import Admission, close_code_for
+from ..services.sessions.terminal_sessions import Admission, close_code_for
 
 if TYPE_CHECKING:
     from ..kernel import Kernel

@@ -19,7 +19,7 @@ from quart import websocket
 from ..adapters import TerminalSize
 from ..descriptors import ProtocolSpec
 from ..errors import InvalidInput
-from ..services.terminal_sessions import (
+from ..services.sessions.terminal_sessions import (
     Admission,
     Attachment,
     SessionClosed,

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ...db.engine import Database
     from ...security.secretbox import SecretBox
     from ..lifecycle import Lifecycle
-    from ..live import LiveSessions
+    from ..sessions.live import LiveSessions
 
 __all__ = [
     "BadPassword",

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
     from ...db.engine import Database
     from ...security.secretbox import SecretBox
-    from ..audit import AuditLog
-    from ..identity import Caller
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
 
 SECRET_HEADER_WORDS = ("auth", "token", "secret", "key", "password", "cookie", "session")
 

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from ...db.engine import Database
-    from ..audit import AuditLog
-    from ..identity import Caller
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
 
 STATUSES = ("sent", "failed", "pending")
 

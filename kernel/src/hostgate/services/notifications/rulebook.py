@@ -23,8 +23,8 @@ from .rules import (
 
 if TYPE_CHECKING:
     from ...db.engine import Database
-    from ..audit import AuditLog
-    from ..identity import Caller
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
 
 
 class RuleBook:

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from ...descriptors import ChannelSpec
     from ...metrics import Metrics
     from ...security.secretbox import SecretBox
-    from ..audit import AuditBatch, AuditLog
-    from ..identity import Caller
+    from ..audit.audit import AuditBatch, AuditLog
+    from ..identity.identity import Caller
     from ..lifecycle import Lifecycle
     from ..netpolicy import NetworkPolicy
     from ..settings import Settings

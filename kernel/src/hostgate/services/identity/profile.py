@@ -8,23 +8,23 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from ..db.models.identity import LoginSession, User
-from ..errors import Conflict, InvalidInput, NotAuthenticated, NotFound
-from ..security.passwords import hash_password, verify_password
-from ..security.ratelimit import MFA_PER_USER, PASSWORD_CHECK_PER_USER
-from ..timefmt import as_utc, iso, utcnow
+from ...db.models.identity import LoginSession, User
+from ...errors import Conflict, InvalidInput, NotAuthenticated, NotFound
+from ...security.passwords import hash_password, verify_password
+from ...security.ratelimit import MFA_PER_USER, PASSWORD_CHECK_PER_USER
+from ...timefmt import as_utc, iso, utcnow
 from . import mfa
 from .accounts import check_display_name, check_email, check_password
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from ..db.readcache import ReadCache
-    from ..security.ratelimit import RateLimiter
-    from ..security.secretbox import SecretBox
-    from .audit import AuditLog
+    from ...db.engine import Database
+    from ...db.readcache import ReadCache
+    from ...security.ratelimit import RateLimiter
+    from ...security.secretbox import SecretBox
+    from ..audit.audit import AuditLog
+    from ..settings import Settings
     from .identity import Caller, Identity
     from .logins import Logins
-    from .settings import Settings
 
 PASSWORD_BUCKET = "password_check"
 MFA_VERIFY_BUCKET = "mfa_verify"

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
-from ..db.models.audit import AuditEntry
+from ...db.models.audit import AuditEntry
 from .audit import chain_hash
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
+    from ...db.engine import Database
     from .audit import AuditLog
 
 BATCH = 5000

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from ..adapters import ConnectionTarget, RemoteFiles
-from ..descriptors import ProtocolSpec
-from ..errors import (
+from ...adapters import ConnectionTarget, RemoteFiles
+from ...descriptors import ProtocolSpec
+from ...errors import (
     ApiError,
     InvalidInput,
     RateLimited,
@@ -33,13 +33,13 @@ from ..errors import (
     RemoteTimeout,
     RemoteUnreachable,
 )
-from ..tasks import cancel_and_wait
+from ...tasks import cancel_and_wait
 from .live import LiveSession
 
 if TYPE_CHECKING:
-    from ..contract import KernelAPI
-    from .identity import Caller
-    from .lifecycle import Lifecycle
+    from ...contract import KernelAPI
+    from ..identity.identity import Caller
+    from ..lifecycle import Lifecycle
     from .live import LiveSessions
 
 log = logging.getLogger("hostgate.files")

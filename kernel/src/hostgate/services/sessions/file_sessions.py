@@ -19,17 +19,17 @@ from sqlalchemy import delete, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from ..db.models.files import FileEvent, FileSession
-from ..errors import NotFound
-from ..pagination import Page
-from ..timefmt import utcnow
+from ...db.models.files import FileEvent, FileSession
+from ...errors import NotFound
+from ...pagination import Page
+from ...timefmt import utcnow
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from ..db.engine import Database
-    from .audit import AuditLog
-    from .identity import Caller
+    from ...db.engine import Database
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
 
 IMPLICIT_GAP = timedelta(minutes=30)
 """Without a client session id, activity after a longer pause starts a new session."""

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..timefmt import utcnow
+from ...timefmt import utcnow
 from .terminal_lines import MAX_LINE, LineBuffer, TypedLine
 
 PROMPT = re.compile(r"[$#%>\u00bb]\s*$")

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..db.models.connections import Connection, ConnectionShare
-from ..db.models.identity import Role, User
-from ..errors import InvalidInput, PermissionDenied
-from .live import NO_LONGER_SHARED
+from ...db.models.connections import Connection, ConnectionShare
+from ...db.models.identity import Role, User
+from ...errors import InvalidInput, PermissionDenied
+from ..sessions.live import NO_LONGER_SHARED
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from .audit import AuditBatch, AuditLog
+    from ...db.engine import Database
+    from ..audit.audit import AuditBatch, AuditLog
+    from ..identity.identity import Caller
+    from ..sessions.live import LiveSessions
     from .connections import Connections
-    from .identity import Caller
-    from .live import LiveSessions
 
 EDIT_ANY = "connections.edit_any"
 SHARE = "connections.share"

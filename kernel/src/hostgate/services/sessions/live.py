@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cluster.bus import Bus, LocalBus
-from ..errors import ApiError
-from ..timefmt import utcnow
+from ...cluster.bus import Bus, LocalBus
+from ...errors import ApiError
+from ...timefmt import utcnow
 
 log = logging.getLogger("hostgate.live")
 

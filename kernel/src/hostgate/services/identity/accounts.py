@@ -19,20 +19,20 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..db.models.identity import Role, User
-from ..db.models.settings import SystemValue
-from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from ..permissions import ADMIN_ROLE, USER_ROLE
-from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
-from ..timefmt import as_utc, iso, utcnow
-from .live import USER_DELETED
+from ...db.models.identity import Role, User
+from ...db.models.settings import SystemValue
+from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from ...permissions import ADMIN_ROLE, USER_ROLE
+from ...security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
+from ...timefmt import as_utc, iso, utcnow
+from ..sessions.live import USER_DELETED
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from .audit import AuditBatch, AuditLog
+    from ...db.engine import Database
+    from ..audit.audit import AuditBatch, AuditLog
+    from ..sessions.live import LiveSessions
     from .identity import Caller, ClientInfo, Identity
-    from .live import LiveSessions
     from .logins import Logins
 
 SETUP_GUARD = "setup_complete"

@@ -14,13 +14,13 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, func, select
 
-from ..contract import DuplicateCredential, StoredCredential
-from ..db.models.identity import AuthCredential, User
-from ..timefmt import utcnow
+from ...contract import DuplicateCredential, StoredCredential
+from ...db.models.identity import AuthCredential, User
+from ...timefmt import utcnow
 
 if TYPE_CHECKING:
-    from ..contract import AuditBatchAPI
-    from ..db.engine import Database
+    from ...contract import AuditBatchAPI
+    from ...db.engine import Database
 
 
 def _snapshot(row: AuthCredential) -> StoredCredential:

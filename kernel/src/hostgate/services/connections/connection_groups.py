@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..db.models.connections import Connection, ConnectionGroup
-from ..errors import Conflict, NotFound
+from ...db.models.connections import Connection, ConnectionGroup
+from ...errors import Conflict, NotFound
 from .connection_input import check_name, check_sort_order
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from .audit import AuditLog
-    from .identity import Caller
+    from ...db.engine import Database
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
 
 MAX_DEPTH = 32
 

@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete
 from sqlmodel import col, select
 
-from ..db.models.sessions import RemoteSession, SessionCommand, SessionInputEvent
-from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from ..pagination import Page
-from ..permissions import use_permission
+from ...db.models.sessions import RemoteSession, SessionCommand, SessionInputEvent
+from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from ...pagination import Page
+from ...permissions import use_permission
 from .file_sessions import FileSessionLog
 from .terminal_sessions import TerminalSession, TerminalSessions
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from .audit import AuditLog
-    from .connections import Connections
-    from .identity import Caller
+    from ...db.engine import Database
+    from ..audit.audit import AuditLog
+    from ..connections.connections import Connections
+    from ..identity.identity import Caller
     from .live import LiveSession, LiveSessions
     from .recordings import Recordings
 

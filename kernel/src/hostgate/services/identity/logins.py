@@ -34,24 +34,24 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..db.models.identity import Role, TrustedDevice, User
-from ..errors import InvalidInput, NotAuthenticated, PermissionDenied, RateLimited
-from ..permissions import USER_ROLE
-from ..principals import SignedIn
-from ..security.passwords import verify_password
-from ..security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
-from ..timefmt import as_utc, iso, utcnow
+from ...db.models.identity import Role, TrustedDevice, User
+from ...errors import InvalidInput, NotAuthenticated, PermissionDenied, RateLimited
+from ...permissions import USER_ROLE
+from ...principals import SignedIn
+from ...security.passwords import verify_password
+from ...security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
+from ...timefmt import as_utc, iso, utcnow
 from . import mfa
 from .identity import ClientInfo
 
 if TYPE_CHECKING:
-    from ..contract import Account
-    from ..db.engine import Database
-    from ..security.ratelimit import RateLimiter
-    from ..security.secretbox import SecretBox
-    from .audit import AuditLog
+    from ...contract import Account
+    from ...db.engine import Database
+    from ...security.ratelimit import RateLimiter
+    from ...security.secretbox import SecretBox
+    from ..audit.audit import AuditLog
+    from ..settings import Settings
     from .identity import Identity
-    from .settings import Settings
 
 log = logging.getLogger("hostgate.logins")
 

@@ -14,18 +14,18 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..adapters import RemoteEntry, RemoteFiles
-from ..descriptors import ProtocolSpec
-from ..errors import InvalidInput, NotFound
+from ...adapters import RemoteEntry, RemoteFiles
+from ...descriptors import ProtocolSpec
+from ...errors import InvalidInput, NotFound
 from .file_sessions import SessionRef, human_size
 from .files import FileLease, keeps_session, translate
 
 if TYPE_CHECKING:
-    from ..adapters import ConnectionTarget
-    from .connections import Connections
+    from ...adapters import ConnectionTarget
+    from ..connections.connections import Connections
+    from ..identity.identity import Caller
     from .file_sessions import FileSessionLog
     from .files import RemoteFilePool
-    from .identity import Caller
 
 log = logging.getLogger("hostgate.files")
 

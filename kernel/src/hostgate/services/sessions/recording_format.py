@@ -24,7 +24,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ..datadir import private_open
+from ...datadir import private_open
 
 MAGIC = b"HGREC\x00\x01\x00"
 HEADER_SIZE = 16

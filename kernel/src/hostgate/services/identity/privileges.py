@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..errors import PermissionDenied
+from ...errors import PermissionDenied
 
 if TYPE_CHECKING:
     from .identity import Caller

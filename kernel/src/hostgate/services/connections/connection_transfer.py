@@ -29,19 +29,19 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from sqlmodel import select
 
-from ..db.models.connections import Connection, ConnectionGroup
-from ..db.models.identity import User
-from ..errors import InvalidInput, PermissionDenied, Unprocessable
-from ..timefmt import iso, utcnow
+from ...db.models.connections import Connection, ConnectionGroup
+from ...db.models.identity import User
+from ...errors import InvalidInput, PermissionDenied, Unprocessable
+from ...timefmt import iso, utcnow
 from .connection_input import check_name, check_sort_order, parse_input
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from ..descriptors import ProtocolSpec
-    from ..security.secretbox import SecretBox
-    from .audit import AuditLog
+    from ...db.engine import Database
+    from ...descriptors import ProtocolSpec
+    from ...security.secretbox import SecretBox
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
     from .connections import Connections
-    from .identity import Caller
 
 FORMAT = "hostgate-connections"
 VERSION = 1

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
-from ..datadir import private_dir
-from ..db.models.sessions import RemoteSession
-from ..errors import Conflict, NotFound, PayloadTooLarge
-from ..tasks import cancel_and_wait
-from ..timefmt import utcnow
+from ...datadir import private_dir
+from ...db.models.sessions import RemoteSession
+from ...errors import Conflict, NotFound, PayloadTooLarge
+from ...tasks import cancel_and_wait
+from ...timefmt import utcnow
 from .recording_format import (
     RecordingFormatError,
     RecordingReader,
@@ -39,13 +39,13 @@ from .recording_format import (
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from ..db.engine import Database
-    from ..metrics import Metrics
-    from ..security.secretbox import SecretBox
-    from .audit import AuditLog
-    from .lifecycle import Lifecycle
+    from ...db.engine import Database
+    from ...metrics import Metrics
+    from ...security.secretbox import SecretBox
+    from ..audit.audit import AuditLog
+    from ..lifecycle import Lifecycle
+    from ..settings import Settings
     from .live import LiveSessions
-    from .settings import Settings
 
 log = logging.getLogger("hostgate.recordings")
 

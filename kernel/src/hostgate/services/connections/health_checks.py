@@ -16,15 +16,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ApiError
-from ..permissions import use_permission
-from ..security.ratelimit import Limit
+from ...errors import ApiError
+from ...permissions import use_permission
+from ...security.ratelimit import Limit
 
 if TYPE_CHECKING:
-    from ..security.ratelimit import RateLimiter
+    from ...security.ratelimit import RateLimiter
+    from ..identity.identity import Caller
+    from ..netpolicy import NetworkPolicy
     from .connections import Connections
-    from .identity import Caller
-    from .netpolicy import NetworkPolicy
 
 BUCKET = "connections.health_check"
 PER_USER = Limit(12, 60)

@@ -19,27 +19,27 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import col, or_, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..adapters import ConnectionTarget
-from ..db.models.connections import Connection, ConnectionShare
-from ..descriptors import ProtocolSpec
-from ..errors import InvalidInput, NotFound, PermissionDenied
-from ..permissions import use_permission
-from ..timefmt import utcnow
+from ...adapters import ConnectionTarget
+from ...db.models.connections import Connection, ConnectionShare
+from ...descriptors import ProtocolSpec
+from ...errors import InvalidInput, NotFound, PermissionDenied
+from ...permissions import use_permission
+from ...timefmt import utcnow
+from ..sessions.live import CONNECTION_DELETED
 from . import hostkeys
 from .connection_groups import ConnectionGroups, owned_group
 from .connection_input import ParsedInput, missing_required, parse_input
 from .connection_shares import ConnectionShares
 from .connection_transfer import ConnectionTransfer
 from .hostkeys import HostKeys
-from .live import CONNECTION_DELETED
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from ..security.secretbox import SecretBox
-    from .audit import AuditLog
-    from .identity import Caller
-    from .live import LiveSessions
-    from .netpolicy import NetworkPolicy
+    from ...db.engine import Database
+    from ...security.secretbox import SecretBox
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
+    from ..netpolicy import NetworkPolicy
+    from ..sessions.live import LiveSessions
 
 EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
 DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"

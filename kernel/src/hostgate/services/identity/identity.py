@@ -18,19 +18,19 @@ import jwt
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..db.models.identity import LoginSession, Role, User
-from ..db.models.settings import SystemValue
-from ..errors import NotAuthenticated
-from ..principals import Caller, ClientInfo, IssuedSession
-from ..timefmt import as_utc, utcnow
+from ...db.models.identity import LoginSession, Role, User
+from ...db.models.settings import SystemValue
+from ...errors import NotAuthenticated
+from ...principals import Caller, ClientInfo, IssuedSession
+from ...timefmt import as_utc, utcnow
 
 if TYPE_CHECKING:
-    from ..contract import Account
-    from ..db.engine import Database
-    from ..db.readcache import ReadCache
-    from ..security.secretbox import SecretBox
-    from .live import LiveSessions
-    from .settings import Settings
+    from ...contract import Account
+    from ...db.engine import Database
+    from ...db.readcache import ReadCache
+    from ...security.secretbox import SecretBox
+    from ..sessions.live import LiveSessions
+    from ..settings import Settings
 
 SIGNING_KEY_NAME = "token_signing_key"
 TOUCH_INTERVAL = timedelta(seconds=60)

@@ -14,10 +14,10 @@ from qrcode.image.pure import PyPNGImage
 from sqlalchemy import or_, update
 from sqlmodel import col
 
-from ..db.models.identity import User
+from ...db.models.identity import User
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
+    from ...db.engine import Database
 
 DIGITS = 6
 INTERVAL = 30

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..descriptors import ConnectionField, ProtocolSpec
-from ..errors import InvalidInput
+from ...descriptors import ConnectionField, ProtocolSpec
+from ...errors import InvalidInput
 
 BASE_FIELDS = frozenset(
     {

@@ -17,17 +17,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from .. import permissions as perms
-from ..db.models.identity import Role, User
-from ..errors import Conflict, InvalidInput, NotFound
-from ..timefmt import utcnow
+from ... import permissions as perms
+from ...db.models.identity import Role, User
+from ...errors import Conflict, InvalidInput, NotFound
+from ...timefmt import utcnow
 from .accounts import NAME_MAX, audit, ensure_managers_remain, lock_roles, manager_holders
 from .accounts import resolve_role as _resolve
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from .audit import AuditLog
+    from ...db.engine import Database
+    from ..audit.audit import AuditLog
     from .identity import Caller
 
 DESCRIPTION_MAX = 1000

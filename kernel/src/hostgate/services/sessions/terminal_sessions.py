@@ -24,33 +24,33 @@ from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..adapters import ConnectionTarget, SessionClosed, Stream, Terminal, TerminalSize
-from ..db.models.connections import Connection
-from ..db.models.identity import User
-from ..db.models.sessions import RemoteSession, SessionCommand
-from ..db.types import new_id
-from ..descriptors import ProtocolSpec
-from ..errors import ApiError, RemoteError
-from ..permissions import use_permission
-from ..tasks import cancel_and_wait
-from ..timefmt import as_utc, utcnow
+from ...adapters import ConnectionTarget, SessionClosed, Stream, Terminal, TerminalSize
+from ...db.models.connections import Connection
+from ...db.models.identity import User
+from ...db.models.sessions import RemoteSession, SessionCommand
+from ...db.types import new_id
+from ...descriptors import ProtocolSpec
+from ...errors import ApiError, RemoteError
+from ...permissions import use_permission
+from ...tasks import cancel_and_wait
+from ...timefmt import as_utc, utcnow
+from ..identity.identity import ClientInfo
+from ..netpolicy import conceal
 from .asciicast import CastRecorder
 from .commandlog import CommandEntry, CommandTracker
-from .identity import ClientInfo
 from .live import CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED, LiveSession
-from .netpolicy import conceal
 
 if TYPE_CHECKING:
-    from ..contract import KernelAPI
-    from ..db.engine import Database
-    from ..metrics import Metrics
-    from .audit import AuditLog
-    from .connections import Connections
-    from .identity import Caller, Identity
-    from .lifecycle import Lifecycle
+    from ...contract import KernelAPI
+    from ...db.engine import Database
+    from ...metrics import Metrics
+    from ..audit.audit import AuditLog
+    from ..connections.connections import Connections
+    from ..identity.identity import Caller, Identity
+    from ..lifecycle import Lifecycle
+    from ..settings import Settings
     from .live import LiveSessions
     from .recordings import Recordings
-    from .settings import Settings
 
 log = logging.getLogger("hostgate.sessions")
 

@@ -20,15 +20,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..adapters import HostKeyCheck
-from ..db.models.connections import Connection, HostKey
-from ..errors import Conflict, NotFound
-from ..timefmt import iso, utcnow
+from ...adapters import HostKeyCheck
+from ...db.models.connections import Connection, HostKey
+from ...errors import Conflict, NotFound
+from ...timefmt import iso, utcnow
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from .audit import AuditBatch, AuditLog
-    from .identity import Caller
+    from ...db.engine import Database
+    from ..audit.audit import AuditBatch, AuditLog
+    from ..identity.identity import Caller
 
 TRUSTED = "trusted"
 PENDING = "pending"

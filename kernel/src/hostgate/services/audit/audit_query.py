@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Text, func, or_, type_coerce
 from sqlmodel import col, select
 
-from ..db.models.audit import AuditEntry
-from ..db.models.identity import User
-from ..pagination import Page
+from ...db.models.audit import AuditEntry
+from ...db.models.identity import User
+from ...pagination import Page
 from .audit import to_event
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
 
-    from ..db.engine import Database
+    from ...db.engine import Database
 
 SEARCH_MAX = 200
 

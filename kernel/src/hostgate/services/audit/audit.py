@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from ..db.models.audit import AuditEntry
-from ..db.models.settings import SystemValue
-from ..descriptors import AuditEvent
-from ..timefmt import iso, utcnow
+from ...db.models.audit import AuditEntry
+from ...db.models.settings import SystemValue
+from ...descriptors import AuditEvent
+from ...timefmt import iso, utcnow
 
 if TYPE_CHECKING:
-    from ..db.engine import Database
-    from ..security.secretbox import SecretBox
+    from ...db.engine import Database
+    from ...security.secretbox import SecretBox
+    from ..identity.identity import Caller
     from .audit_verify import VerifyResult
-    from .identity import Caller
 
 log = logging.getLogger("hostgate.audit")
 

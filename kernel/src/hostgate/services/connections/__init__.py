@@ -1,0 +1,1 @@
+"""Stored connections: their fields and secrets, groups, sharing, host keys, import and export."""

@@ -1,0 +1,1 @@
+"""Who people are: session tokens, logins, accounts, profiles, roles, TOTP, stored credentials."""

@@ -1,0 +1,1 @@
+"""Open and past sessions: terminals and relays, live registry, recordings, command logs, files."""
