@@ -41,6 +41,7 @@ from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
 from .services.sessions.files import RemoteFilePool
 from .services.sessions.live import LiveSessions
+from .services.sessions.live_view import LiveView
 from .services.sessions.recordings import Recordings
 from .services.sessions.session_history import SessionHistory
 from .services.sessions.terminal_sessions import LiveRemoteSession, TerminalSessions
@@ -192,6 +193,9 @@ class Kernel:
             metrics=self.metrics,
             api=self,
             lifecycle=self,
+        )
+        self.live_view = LiveView(
+            audit=self.audit, terminal_sessions=self.terminal_sessions, lifecycle=self
         )
         self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)

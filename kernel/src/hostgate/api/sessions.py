@@ -1,11 +1,13 @@
 """``/sessions``: session history, recordings and command log (SPEC 4.3).
 
-Also ``/sessions/active`` to list and end live sessions.
+Also ``/sessions/active`` to list and end live sessions (their live view is the
+``/ws/sessions/<id>/watch`` socket, ws/watch.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from quart import Blueprint, Response, request
@@ -13,21 +15,66 @@ from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
 from ..db.models.sessions import RemoteSession, SessionCommand
-from ..errors import NotFound, PermissionDenied
+from ..errors import InvalidInput, NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.sessions.live import LiveSession
 from ..services.sessions.recordings import stream_plaintext
-from ..services.sessions.session_history import SessionHistory
-from ..timefmt import iso
+from ..services.sessions.session_history import SEARCH_MAX, SessionFilter, SessionHistory
+from ..timefmt import iso, parse_iso
 from .ranges import requested_range
 
 blueprint = Blueprint("sessions", __name__)
 
 CONTENT_TYPES = {"cast": "application/x-asciicast", "webm": "video/webm"}
 MAX_EVENTS = 10_000
+REASON_MAX = 200
+
+
+class SessionQuery(PageQuery):
+    """The filters of ``GET /sessions`` (all optional, combined with AND)."""
+
+    protocol: str = Field(default="", max_length=200, description="comma-separated protocols")
+    userId: str = Field(default="", max_length=64)  # noqa: N815 - the API's name
+    search: str = Field(
+        default="", max_length=SEARCH_MAX, description="part of the connection name or username"
+    )
+    from_: datetime | None = Field(default=None, alias="from", description="started at or after")
+    to: datetime | None = Field(default=None, description="started at or before")
+    recorded: Literal["true", "false", ""] = Field(
+        default="", description="only sessions with (true) or without (false) a recording"
+    )
+
+
+class TerminateQuery(BaseModel):
+    """``DELETE /sessions/active/:id``: why (shown to the user whose session ends)."""
+
+    reason: str = Field(default="", max_length=REASON_MAX)
+
+
+def _time(name: str) -> datetime | None:
+    raw = request.args.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_iso(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be an ISO 8601 timestamp") from None
+
+
+def _session_filter() -> SessionFilter:
+    args = request.args
+    recorded = args.get("recorded", "")
+    return SessionFilter(
+        protocols=tuple(p.strip() for p in args.get("protocol", "").split(",") if p.strip()),
+        user_id=args.get("userId", "").strip() or None,
+        search=args.get("search", "").strip(),
+        start=_time("from"),
+        end=_time("to"),
+        recorded=None if recorded == "" else recorded == "true",
+    )
 
 
 class RdpSessionBody(BaseModel):
@@ -89,9 +136,20 @@ def session_json(history: SessionHistory, row: RemoteSession) -> SessionRecord:
 
 
 class SessionPage(Pagination):
-    """One page of sessions, newest first."""
+    """One page of sessions, newest first, and how many match the filters."""
 
     sessions: list[SessionRecord]
+    total: int
+
+
+class SessionDetail(SessionRecord):
+    """One session with what the list leaves out."""
+
+    clientIp: str
+    endReason: str
+    recordingFormat: str | None
+    recordingNote: str
+    live: bool
 
 
 class Purged(TypedDict, total=False):
@@ -191,13 +249,17 @@ def command_json(row: SessionCommand) -> CommandRecord:
 @blueprint.get("/sessions")
 @authenticated
 @tag(["sessions"])
-@answers(SessionPage, query=PageQuery)
+@answers(SessionPage, query=SessionQuery)
 async def list_sessions() -> dict[str, Any]:
     """Terminal and RDP sessions, newest first; every user's with ``sessions.view_any``."""
     page = page_from(request.args)
     history = _history()
-    rows = await history.page(current_caller(), page)
-    return {"sessions": [session_json(history, row) for row in rows], **page.echo()}
+    rows, total = await history.page(current_caller(), page, _session_filter())
+    return {
+        "sessions": [session_json(history, row) for row in rows],
+        **page.echo(),
+        "total": total,
+    }
 
 
 @blueprint.delete("/sessions")
@@ -231,9 +293,12 @@ async def active_sessions() -> dict[str, Any]:
 @blueprint.delete("/sessions/active/<session_id>")
 @authenticated
 @tag(["sessions"])
-@answers(Ok)
+@answers(Ok, query=TerminateQuery)
 async def end_active_session(session_id: str) -> Ok:
-    """End an open session: one's own, or anyone's with ``sessions.delete``."""
+    """End an open session: one's own, or anyone's with ``sessions.delete``.
+
+    ``reason`` (optional) is shown to the session's user after who ended it.
+    """
     kernel = app_kernel()
     caller = current_caller()
     live = kernel.live.get(session_id)
@@ -241,7 +306,8 @@ async def end_active_session(session_id: str) -> Ok:
         raise NotFound("Session not found")
     if live.user_id != caller.user_id and not caller.can("sessions.delete"):
         raise PermissionDenied("Insufficient permissions: requires sessions.delete")
-    reason = f"Terminated by {caller.username}"
+    why = " ".join(request.args.get("reason", "").split())
+    reason = f"Terminated by {caller.username}" + (f": {why}" if why else "")
     if not await kernel.terminal_sessions.terminate(session_id, reason):
         await kernel.live.close_where(reason, id=session_id)
     await kernel.audit.record(
@@ -253,9 +319,28 @@ async def end_active_session(session_id: str) -> Ok:
             "protocol": live.protocol,
             "connectionId": live.connection_id,
             "ownerId": live.user_id,
+            "reason": why,
         },
     )
     return {"ok": True}
+
+
+@blueprint.get("/sessions/<session_id>")
+@authenticated
+@tag(["sessions"])
+@answers(SessionDetail)
+async def session_detail(session_id: str) -> SessionDetail:
+    """One session: one's own, or anyone's with ``sessions.view_any``."""
+    history = _history()
+    row = await history.visible(current_caller(), session_id)
+    return {
+        **session_json(history, row),
+        "clientIp": row.client_ip,
+        "endReason": row.end_reason,
+        "recordingFormat": row.recording_format,
+        "recordingNote": row.recording_note,
+        "live": app_kernel().live.get(row.id) is not None,
+    }
 
 
 @blueprint.post("/sessions/rdp-session")

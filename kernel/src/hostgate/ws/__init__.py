@@ -3,8 +3,9 @@
 ``blueprint_for(kernel)`` mounts ``/ws/<name>`` for every loaded protocol with a
 terminal, and ``/ws/<name>`` plus ``/ws/<name>/<connectionId>`` for every
 protocol with a byte relay; the same again for each of a protocol's
-``socket_aliases``. Each view is guarded by ``@ticket``: it redeems the
-single-use ticket itself.
+``socket_aliases``; and ``/ws/sessions/<id>/watch``, the live view of a running
+terminal (``sessions`` is no protocol's socket name). Each view is guarded by
+``@ticket``: it redeems the single-use ticket itself.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..guards import ticket
 from ..plugins import PluginConflict
 from .relay import serve_relay
 from .terminal import serve_terminal
+from .watch import serve_watch
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -42,9 +44,18 @@ def _relay_view(kernel: Kernel, spec: ProtocolSpec) -> Callable[..., Awaitable[N
     return relay_socket
 
 
+def _watch_view(kernel: Kernel) -> Callable[..., Awaitable[None]]:
+    @ticket
+    async def watch_socket(session_id: str) -> None:
+        """A read-only live view of a running terminal session."""
+        await serve_watch(kernel, session_id)
+
+    return watch_socket
+
+
 def _socket_names(kernel: Kernel) -> list[tuple[str, ProtocolSpec]]:
     """(path name, protocol) for every socket: each name and alias, once."""
-    owners: dict[str, str] = {}
+    owners: dict[str, str] = {"sessions": "the kernel's live view"}
     names: list[tuple[str, ProtocolSpec]] = []
     for name, spec in sorted(kernel.protocols.items()):
         if spec.open_terminal is None and spec.open_stream is None:
@@ -70,4 +81,5 @@ def blueprint_for(kernel: Kernel) -> Blueprint:
             view = _relay_view(kernel, spec)
             blueprint.add_websocket(f"/ws/{name}", f"relay_{name}", view)
             blueprint.add_websocket(f"/ws/{name}/<connection_id>", f"relay_{name}_id", view)
+    blueprint.add_websocket("/ws/sessions/<session_id>/watch", "watch", _watch_view(kernel))
     return blueprint

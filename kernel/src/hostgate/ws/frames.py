@@ -61,15 +61,19 @@ async def send_json(message: dict[str, Any]) -> None:
 
 
 async def pump_output(attachment: Attachment) -> None:
-    """Send queued output as binary frames (coalesced) until the session ends."""
+    """Send queued output as binary frames (coalesced), and queued text frames, until the end."""
     queue = attachment.queue
     while True:
         item = await queue.get()
         if item is None:
             return
+        if isinstance(item, str):
+            await websocket.send(item)
+            continue
         parts = [item]
         size = len(item)
         finished = False
+        text: str | None = None
         while size < MAX_FRAME:
             try:
                 more = queue.get_nowait()
@@ -78,9 +82,14 @@ async def pump_output(attachment: Attachment) -> None:
             if more is None:
                 finished = True
                 break
+            if isinstance(more, str):
+                text = more
+                break
             parts.append(more)
             size += len(more)
         await websocket.send(parts[0] if len(parts) == 1 else b"".join(parts))
+        if text is not None:
+            await websocket.send(text)
         if finished:
             return
 

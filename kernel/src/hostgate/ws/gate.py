@@ -23,6 +23,7 @@ from ..services.sessions.terminal_sessions import Admission, close_code_for
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
+    from ..principals import Caller
 
 MAX_CLIENT_SESSION_ID = 128
 TRY_AGAIN_LATER = 1013
@@ -36,16 +37,14 @@ def socket_client(kernel: Kernel) -> ClientInfo:
     return ClientInfo(ip_address=ip, user_agent=agent[:512], browser=browser, os=system)
 
 
-async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -> Admission:
-    """Redeem the ``ticket`` query parameter and check access to the connection."""
+async def socket_caller(kernel: Kernel) -> Caller:
+    """Redeem the ``ticket`` query parameter: the caller, whose login session is live."""
     try:
         ticket = await kernel.tickets.redeem(websocket.args.get("ticket"))
     except SharedStateUnavailable as exc:
         raise SessionClosed(TRY_AGAIN_LATER, exc.message) from None
     if ticket is None:
         raise SessionClosed(4001, "Invalid or expired ticket")
-    if not connection_id:
-        raise SessionClosed(4001, "Missing connectionId")
     if not await kernel.identity.check_login_session(ticket.login_session_id):
         raise SessionClosed(4001, "Session has been revoked")
     caller = await kernel.identity.caller_for_user(
@@ -54,6 +53,14 @@ async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -
     if caller is None:
         raise SessionClosed(4001, "User not found")
     g.caller = caller  # the access log names the user
+    return caller
+
+
+async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -> Admission:
+    """Redeem the ``ticket`` query parameter and check access to the connection."""
+    caller = await socket_caller(kernel)
+    if not connection_id:
+        raise SessionClosed(4001, "Missing connectionId")
     try:
         target = await kernel.connections.target_for(caller, connection_id, spec)
     except ApiError as exc:

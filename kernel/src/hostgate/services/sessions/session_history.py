@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete
+from sqlalchemy import delete, func, or_
 from sqlmodel import col, select
 
 from ...db.models.sessions import RemoteSession, SessionCommand, SessionInputEvent
@@ -27,6 +29,49 @@ if TYPE_CHECKING:
 
 VIEW_ANY = "sessions.view_any"
 DELETE_BATCH = 500
+RECORDED_STATES = ("recording", "complete", "stopped")
+SEARCH_MAX = 200
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """What ``GET /sessions`` narrows the list to (every field optional)."""
+
+    protocols: tuple[str, ...] = ()
+    user_id: str | None = None
+    search: str = ""
+    """A substring of the connection name or the username (case-insensitive)."""
+    start: datetime | None = None
+    """Sessions started at or after this time."""
+    end: datetime | None = None
+    """Sessions started at or before this time."""
+    recorded: bool | None = None
+
+    def conditions(self) -> list[Any]:
+        """The WHERE clauses."""
+        where: list[Any] = []
+        if self.protocols:
+            where.append(col(RemoteSession.protocol).in_(self.protocols))
+        if self.user_id:
+            where.append(col(RemoteSession.user_id) == self.user_id)
+        if self.search:
+            escaped = self.search.lower().replace("\\", "\\\\").replace("%", "\\%")
+            pattern = "%" + escaped.replace("_", "\\_") + "%"
+            where.append(
+                or_(
+                    func.lower(col(RemoteSession.connection_name)).like(pattern, escape="\\"),
+                    func.lower(col(RemoteSession.username)).like(pattern, escape="\\"),
+                )
+            )
+        if self.start is not None:
+            where.append(col(RemoteSession.started_at) >= self.start)
+        if self.end is not None:
+            where.append(col(RemoteSession.started_at) <= self.end)
+        if self.recorded is True:
+            where.append(col(RemoteSession.recording_state).in_(RECORDED_STATES))
+        elif self.recorded is False:
+            where.append(col(RemoteSession.recording_state).not_in(RECORDED_STATES))
+        return where
 
 
 def _batches(items: Sequence[str], size: int = DELETE_BATCH) -> Iterable[Sequence[str]]:
@@ -76,18 +121,28 @@ class SessionHistory:
 
     # -- reading ----------------------------------------------------------------------
 
-    async def page(self, caller: Caller, page: Page) -> list[RemoteSession]:
-        """Sessions newest first: the caller's own, or everyone's with ``sessions.view_any``."""
-        query = select(RemoteSession)
+    async def page(
+        self, caller: Caller, page: Page, flt: SessionFilter | None = None
+    ) -> tuple[list[RemoteSession], int]:
+        """Matching sessions newest first, and how many match.
+
+        The caller's own, or everyone's with ``sessions.view_any``.
+        """
+        where = (flt or SessionFilter()).conditions()
         if not caller.can(VIEW_ANY):
-            query = query.where(RemoteSession.user_id == caller.user_id)
+            where.append(col(RemoteSession.user_id) == caller.user_id)
         query = (
-            query.order_by(col(RemoteSession.started_at).desc(), col(RemoteSession.id))
+            select(RemoteSession)
+            .where(*where)
+            .order_by(col(RemoteSession.started_at).desc(), col(RemoteSession.id))
             .offset(page.offset)
             .limit(page.limit)
         )
+        counting = select(func.count()).select_from(RemoteSession).where(*where)
         async with self.db.session() as db:
-            return list((await db.exec(query)).all())
+            rows = list((await db.exec(query)).all())
+            total = int((await db.exec(counting)).one())
+        return rows, total
 
     async def visible(self, caller: Caller, session_id: str) -> RemoteSession:
         """A session the caller owns or may view (``sessions.view_any``)."""

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,8 @@ log = logging.getLogger("hostgate.sessions")
 
 OUTPUT_QUEUE_CHUNKS = 8
 REPLAY_BYTES = 512 * 1024
+RECENT_BYTES = 64 * 1024
+"""Output every terminal keeps: what a live viewer's first screen is drawn from."""
 REATTACH_GRACE = {"telnet": 30.0}
 DEFAULT_REATTACH_GRACE = 120.0
 TICK_SECONDS = 1.0
@@ -79,15 +81,31 @@ class Admission:
 
 
 class Attachment:
-    """One WebSocket watching a session: a bounded queue of output and how it ended."""
+    """One WebSocket watching a session: a bounded queue of output and how it ended.
+
+    The queue holds output (bytes) and, rarely, a text frame (str) such as the
+    notice that someone is watching the session.
+    """
 
     def __init__(self, maxsize: int = OUTPUT_QUEUE_CHUNKS) -> None:
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize)
+        self.queue: asyncio.Queue[bytes | str | None] = asyncio.Queue(maxsize)
         self.finished = False
         self.ended = asyncio.Event()
         self.code = 1000
         self.reason = ""
         self._closer: asyncio.Task[None] | None = None
+        self._notices: set[asyncio.Task[None]] = set()
+
+    def notify(self, text: str) -> None:
+        """Send a text frame after the output queued so far."""
+        if self.finished:
+            return
+        try:
+            self.queue.put_nowait(text)
+        except asyncio.QueueFull:
+            task = asyncio.ensure_future(self.queue.put(text))
+            self._notices.add(task)
+            task.add_done_callback(self._notices.discard)
 
     def finish(self, code: int, reason: str) -> None:
         """End the socket after the queued output: the sender sees ``None`` last."""
@@ -313,6 +331,10 @@ class TerminalSession(LiveRemoteSession):
         self._input_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._replay: deque[bytes] = deque()
         self._replay_size = 0
+        self.viewers: list[Callable[[bytes], None]] = []
+        """Live viewers (services/live_view.py), handed every output chunk."""
+        self.notice: str | None = None
+        """A text frame for every socket that attaches (who is watching), or None."""
 
     @property
     def reattach_grace(self) -> float:
@@ -348,14 +370,16 @@ class TerminalSession(LiveRemoteSession):
             self.recorder.output(data, time.monotonic())
         if self.tracker is not None:
             self.tracker.output(self._decoder.decode(data))
-        if self.reattach_grace > 0:
-            self._replay.append(data)
-            self._replay_size += len(data)
-            while self._replay_size > REPLAY_BYTES and len(self._replay) > 1:
-                self._replay_size -= len(self._replay.popleft())
+        self._replay.append(data)
+        self._replay_size += len(data)
+        keep = REPLAY_BYTES if self.reattach_grace > 0 else RECENT_BYTES
+        while self._replay_size > keep and len(self._replay) > 1:
+            self._replay_size -= len(self._replay.popleft())
+        for viewer in self.viewers:
+            viewer(data)
 
     def replay(self) -> bytes:
-        """The recent output a re-attaching socket is shown first."""
+        """The recent output: a re-attaching socket is shown it first, live viewers its screen."""
         return b"".join(self._replay)
 
     async def write(self, data: bytes) -> None:

@@ -1237,7 +1237,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** End an open session: one's own, or anyone's with ``sessions.delete``. */
+        /**
+         * End an open session: one's own, or anyone's with ``sessions.delete``.
+         * @description ``reason`` (optional) is shown to the session's user after who ended it.
+         */
         delete: operations["delete_end_active_session"];
         options?: never;
         head?: never;
@@ -1270,6 +1273,23 @@ export interface paths {
         };
         /** Bytes the recordings take on disk. */
         get: operations["get_storage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One session: one's own, or anyone's with ``sessions.view_any``. */
+        get: operations["get_session_detail"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2704,8 +2724,46 @@ export interface components {
             username?: string;
         };
         /**
+         * SessionDetail
+         * @description One session with what the list leaves out.
+         */
+        SessionDetail: {
+            /** Clientip */
+            clientIp: string;
+            /** Connectionid */
+            connectionId: string | null;
+            /** Connectionname */
+            connectionName: string | null;
+            /** Endreason */
+            endReason: string;
+            /** Endedat */
+            endedAt: string | null;
+            /** Filesize */
+            fileSize: number | null;
+            /** Hasrecording */
+            hasRecording: boolean;
+            /** Id */
+            id: string;
+            /** Live */
+            live: boolean;
+            /** Protocol */
+            protocol: string;
+            /** Recordingformat */
+            recordingFormat: string | null;
+            /** Recordingnote */
+            recordingNote: string;
+            /** Recordingstate */
+            recordingState: string | null;
+            /** Startedat */
+            startedAt: string;
+            /** Userid */
+            userId: string | null;
+            /** Username */
+            username: string | null;
+        };
+        /**
          * SessionPage
-         * @description One page of sessions, newest first.
+         * @description One page of sessions, newest first, and how many match the filters.
          */
         SessionPage: {
             /** Limit */
@@ -2714,6 +2772,8 @@ export interface components {
             page: number;
             /** Sessions */
             sessions: components["schemas"]["SessionRecord"][];
+            /** Total */
+            total: number;
         };
         /**
          * SessionRecord
@@ -8618,6 +8678,17 @@ export interface operations {
             query?: {
                 page?: number;
                 limit?: number;
+                /** @description comma-separated protocols */
+                protocol?: string;
+                userId?: string;
+                /** @description part of the connection name or username */
+                search?: string;
+                /** @description started at or after */
+                from?: string | null;
+                /** @description started at or before */
+                to?: string | null;
+                /** @description only sessions with (true) or without (false) a recording */
+                recorded?: "true" | "false" | "";
             };
             header?: never;
             path?: never;
@@ -8751,7 +8822,9 @@ export interface operations {
     };
     delete_end_active_session: {
         parameters: {
-            query?: never;
+            query?: {
+                reason?: string;
+            };
             header?: never;
             path: {
                 session_id: string;
@@ -8767,6 +8840,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not authenticated */
@@ -8919,6 +9001,55 @@ export interface operations {
             };
             /** @description Not allowed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_session_detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One session: one's own, or anyone's with ``sessions.view_any``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionDetail"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

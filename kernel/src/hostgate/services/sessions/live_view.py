@@ -1,0 +1,242 @@
+"""Live view: a read-only copy of a running terminal for users with ``sessions.view_any``.
+
+``LiveView.watch`` checks the caller, taps the session's output
+(``TerminalSession.viewers``) and returns a :class:`Watch`: the current screen
+first (:mod:`.terminal_screen`), then the output as it comes. A viewer never
+slows the session down: its output waits in a bounded buffer, and a viewer that
+falls more than ``BEHIND_BYTES`` behind gets a fresh screen instead of the bytes
+it missed. The watched user is told who is watching (a ``watchers`` text frame
+on their terminal socket, repeated to a socket that re-attaches), and every
+watch is audited when it starts and when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...errors import NotFound, PermissionDenied
+from .terminal_screen import repaint
+from .terminal_sessions import TerminalSession
+
+if TYPE_CHECKING:
+    from ..audit.audit import AuditLog
+    from ..identity.identity import Caller
+    from ..lifecycle import Lifecycle
+    from .terminal_sessions import TerminalSessions
+
+VIEW_ANY = "sessions.view_any"
+BEHIND_BYTES = 1024 * 1024
+ENDED_POLL_SECONDS = 1.0
+"""How often a viewer with nothing to send checks that the session still runs."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame for the viewer's socket: output (bytes) or a JSON message (str)."""
+
+    data: bytes | str
+
+
+class Watch:
+    """One viewer of one terminal session."""
+
+    def __init__(self, service: LiveView, caller: Caller, session: TerminalSession) -> None:
+        self.service = service
+        self.caller = caller
+        self.session = session
+        self.started = time.monotonic()
+        self._pending: deque[bytes] = deque()
+        self._pending_size = 0
+        self._behind = False
+        self._wakeup = asyncio.Event()
+        self._size = (session.size.cols, session.size.rows)
+        self.stopped = False
+
+    # -- fed by the session ----------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """An output chunk of the session (called for every chunk: keep it cheap)."""
+        if self._behind:
+            return
+        self._pending.append(data)
+        self._pending_size += len(data)
+        if self._pending_size > BEHIND_BYTES:
+            self._pending.clear()
+            self._pending_size = 0
+            self._behind = True
+        self._wakeup.set()
+
+    # -- read by the socket ----------------------------------------------------------
+
+    def hello(self) -> str:
+        """The first frame: what is being watched."""
+        session = self.session
+        return json.dumps(
+            {
+                "type": "watch",
+                "sessionId": session.id,
+                "userId": session.caller.user_id,
+                "username": session.caller.username,
+                "connectionId": session.target.connection_id,
+                "connectionName": session.target.name,
+                "protocol": session.protocol,
+                "cols": session.size.cols,
+                "rows": session.size.rows,
+            }
+        )
+
+    async def screen(self) -> bytes:
+        """The session's current screen, drawn from its recent output."""
+        recent = self.session.replay()[-self.service.recent_bytes :]
+        cols, rows = self.session.size.cols, self.session.size.rows
+        self._size = (cols, rows)
+        return await asyncio.to_thread(repaint, recent, cols, rows)
+
+    async def next(self) -> list[Frame] | None:
+        """The frames to send next (waits for output); None once the session has ended."""
+        while not self._pending and not self._behind:
+            if self.session.ended:
+                return None
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), ENDED_POLL_SECONDS)
+            except TimeoutError:
+                continue
+        frames: list[Frame] = []
+        size = (self.session.size.cols, self.session.size.rows)
+        if size != self._size:
+            self._size = size
+            frames.append(Frame(json.dumps({"type": "resize", "cols": size[0], "rows": size[1]})))
+        if self._behind:
+            self._behind = False
+            self._pending.clear()
+            self._pending_size = 0
+            frames.append(Frame(await self.screen()))
+            return frames
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        frames.append(Frame(data))
+        return frames
+
+
+class LiveView:
+    """Starts and ends watches; keeps who watches which session."""
+
+    def __init__(
+        self,
+        *,
+        audit: AuditLog,
+        terminal_sessions: TerminalSessions,
+        lifecycle: Lifecycle,
+        recent_bytes: int = 64 * 1024,
+    ) -> None:
+        self.audit = audit
+        self.terminal_sessions = terminal_sessions
+        self.recent_bytes = recent_bytes
+        self._watches: dict[str, list[Watch]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        lifecycle.on_stop(self.drain)
+
+    def watchers(self, session_id: str) -> list[Watch]:
+        """The open watches of a session."""
+        return list(self._watches.get(session_id, ()))
+
+    async def watch(self, caller: Caller, session_id: str) -> Watch:
+        """Start watching a running terminal: 403 without ``sessions.view_any``, else 404."""
+        if not caller.can(VIEW_ANY):
+            raise PermissionDenied(f"Insufficient permissions: requires {VIEW_ANY}")
+        session = self.terminal_sessions.get(session_id)
+        if session is None or session.ended:
+            raise NotFound("Session not found or not running on this gateway")
+        if not isinstance(session, TerminalSession) or session.terminal is None:
+            raise NotFound("Only terminal sessions (SSH, telnet) can be watched")
+        watch = Watch(self, caller, session)
+        session.viewers.append(watch.feed)
+        self._watches.setdefault(session.id, []).append(watch)
+        self._announce(session)
+        await self.audit.record(
+            "session.live_view_started",
+            actor=caller,
+            target=session.target.name,
+            details=self._details(watch),
+        )
+        return watch
+
+    def stop(self, watch: Watch) -> None:
+        """A watch ended (socket closed, or the session ended): untap, tell, audit.
+
+        Synchronous, so a socket task being cancelled cannot skip it; the audit
+        entry is written in the background.
+        """
+        if watch.stopped:
+            return
+        watch.stopped = True
+        session = watch.session
+        if watch.feed in session.viewers:
+            session.viewers.remove(watch.feed)
+        watches = self._watches.get(session.id, [])
+        if watch in watches:
+            watches.remove(watch)
+        if not watches:
+            self._watches.pop(session.id, None)
+        if not session.ended:
+            self._announce(session)
+        details = self._details(watch)
+        details["durationMs"] = int((time.monotonic() - watch.started) * 1000)
+        task = asyncio.ensure_future(
+            self.audit.record(
+                "session.live_view_ended",
+                actor=watch.caller,
+                target=session.target.name,
+                details=details,
+            )
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for the audit entries still being written (shutdown, tests)."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _details(self, watch: Watch) -> dict[str, Any]:
+        session = watch.session
+        return {
+            "sessionId": session.id,
+            "protocol": session.protocol,
+            "connectionId": session.target.connection_id,
+            "ownerId": session.caller.user_id,
+            "ownerUsername": session.caller.username,
+        }
+
+    def _announce(self, session: TerminalSession) -> None:
+        """Tell the watched user's socket who watches now (and keep it for a re-attach)."""
+        viewers: dict[str, dict[str, str]] = {}
+        for watch in self._watches.get(session.id, []):
+            caller = watch.caller
+            viewers.setdefault(
+                caller.user_id,
+                {
+                    "userId": caller.user_id,
+                    "username": caller.username,
+                    "displayName": caller.display_name,
+                },
+            )
+        names = [v["displayName"] or v["username"] for v in viewers.values()]
+        if names:
+            verb = "is" if len(names) == 1 else "are"
+            message = f"{', '.join(names)} {verb} watching this session (read-only)"
+        else:
+            message = "Nobody is watching this session any more"
+        frame = json.dumps(
+            {"type": "watchers", "watchers": list(viewers.values()), "message": message}
+        )
+        session.notice = frame if viewers else None
+        if session.attachment is not None:
+            session.attachment.notify(frame)

@@ -1,0 +1,75 @@
+"""``/ws/sessions/<id>/watch``: a read-only live view of a running terminal.
+
+Authenticated by a single-use ticket like every socket; the caller needs
+``sessions.view_any`` (close 4003 otherwise), the session must be a terminal
+open on this node (4002). Server to client: a text ``{"type":"watch", ...}``
+naming the session and its size, a binary frame drawing the current screen,
+then binary output frames as the session produces them, and a text
+``{"type":"resize","cols","rows"}`` when the watched terminal changes size.
+Client frames are read and ignored: nothing reaches the watched terminal. The
+socket closes with 1000 when the session ends. docs/terminals.md has it all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from quart import websocket
+
+from ..adapters import SessionClosed
+from ..errors import ApiError
+from ..services.sessions.live_view import Watch
+from ..services.sessions.terminal_sessions import close_code_for
+from .frames import send_json
+from .gate import close_socket, socket_caller
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
+
+ENDED = "The watched session ended"
+
+
+async def _send_output(watch: Watch) -> None:
+    await websocket.send(watch.hello())
+    await websocket.send(await watch.screen())
+    while True:
+        frames = await watch.next()
+        if frames is None:
+            return
+        for frame in frames:
+            await websocket.send(frame.data)
+
+
+async def _ignore_input() -> None:
+    while True:
+        await websocket.receive()  # read-only: a viewer's keys go nowhere
+
+
+async def serve_watch(kernel: Kernel, session_id: str) -> None:
+    """Run one live-view socket from ticket to close."""
+    await websocket.accept()
+    try:
+        caller = await socket_caller(kernel)
+        try:
+            watch = await kernel.live_view.watch(caller, session_id)
+        except ApiError as refused:
+            raise SessionClosed(close_code_for(refused), refused.message[:500]) from None
+    except SessionClosed as closed:
+        with contextlib.suppress(Exception):
+            await send_json({"type": "error", "message": closed.reason})
+            await close_socket(closed.code, closed.reason)
+        return
+    sender = asyncio.create_task(_send_output(watch))
+    receiver = asyncio.create_task(_ignore_input())
+    try:
+        done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+        if sender in done and sender.exception() is None:
+            with contextlib.suppress(Exception):
+                await close_socket(1000, ENDED)
+    finally:
+        kernel.live_view.stop(watch)
+        for task in (sender, receiver):
+            if not task.done():
+                task.cancel()
