@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatDate, formatSize, formatSpeed } from "./format";
+import { formatDate, formatDuration, formatSize, formatSpeed } from "./format";
 
 describe("formatSize", () => {
   it("uses binary units with at most three digits", () => {
@@ -27,5 +27,16 @@ describe("formatDate", () => {
     expect(formatDate(null)).toBe("—");
     expect(formatDate("not a date")).toBe("—");
     expect(formatDate("2026-11-25T14:05:00.000Z", "en-GB")).toContain("2026");
+  });
+});
+
+describe("formatDuration", () => {
+  it("reads as seconds, minutes and hours", () => {
+    const start = "2026-11-25T10:00:00Z";
+    expect(formatDuration(start, "2026-11-25T10:00:45Z")).toBe("45 s");
+    expect(formatDuration(start, "2026-11-25T10:12:05Z")).toBe("12 min 5 s");
+    expect(formatDuration(start, "2026-11-25T12:03:00Z")).toBe("2 h 3 min");
+    expect(formatDuration(start, null, new Date("2026-11-25T10:01:00Z"))).toBe("1 min");
+    expect(formatDuration(null, null)).toBe("—");
   });
 });

@@ -27,3 +27,17 @@ export function formatDate(iso: string | null | undefined, locale?: string): str
   if (Number.isNaN(date.getTime())) return "—";
   return date.toLocaleString(locale, { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit" });
 }
+
+/** The time between two ISO timestamps as "45 s", "12 min 5 s", "2 h 3 min"; until `now` when open. */
+export function formatDuration(startIso: string | null | undefined, endIso: string | null | undefined, now: Date = new Date()): string {
+  if (!startIso) return "—";
+  const start = new Date(startIso).getTime();
+  const end = endIso ? new Date(endIso).getTime() : now.getTime();
+  if (Number.isNaN(start) || Number.isNaN(end)) return "—";
+  const seconds = Math.max(0, Math.round((end - start) / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return seconds % 60 ? `${minutes} min ${seconds % 60} s` : `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+}

@@ -22,6 +22,8 @@ export interface Preferences {
 
 export interface Events {
   onState: (state: TerminalState, detail: string, code: number) => void;
+  /** Who watches this session through the live view ("" when nobody does). */
+  onWatched?: (message: string) => void;
 }
 
 const THEMES: Record<string, ITheme> = {
@@ -111,6 +113,7 @@ export class TerminalSession {
       const frame = parseServerText(String(event.data));
       if (frame.kind === "status") this.events.onState("connected", frame.message, 0);
       else if (frame.kind === "error") this.lastError = frame.message;
+      else if (frame.kind === "watchers") this.events.onWatched?.(frame.message);
       else this.terminal.write(String(event.data));
     };
     socket.onclose = (event) => {

@@ -17,15 +17,23 @@ export function terminalUrl(
   return `${scheme}://${origin.host}/ws/${encodeURIComponent(protocol)}?${query}`;
 }
 
-export type ServerText = { kind: "status"; message: string } | { kind: "error"; message: string } | { kind: "other" };
+export type ServerText =
+  | { kind: "status"; message: string }
+  | { kind: "error"; message: string }
+  | { kind: "watchers"; message: string; count: number }
+  | { kind: "other" };
 
-/** A text frame from the server: a status, an error (the reason before a close), or other. */
+/** A text frame from the server: a status, an error (the reason before a close), who watches, or other. */
 export function parseServerText(text: string): ServerText {
   try {
-    const frame = JSON.parse(text) as { type?: unknown; message?: unknown };
+    const frame = JSON.parse(text) as { type?: unknown; message?: unknown; watchers?: unknown };
     if (frame && typeof frame.message === "string") {
       if (frame.type === "status") return { kind: "status", message: frame.message };
       if (frame.type === "error") return { kind: "error", message: frame.message };
+      if (frame.type === "watchers") {
+        const count = Array.isArray(frame.watchers) ? frame.watchers.length : 0;
+        return { kind: "watchers", message: count ? frame.message : "", count };
+      }
     }
   } catch {
     // not JSON

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { eventTicks, filtersFromSearch, historyQuery, NO_FILTERS, searchFromFilters, watchUrl } from "./sessions";
+
+describe("history filters", () => {
+  it("become the API's query, leaving out what is empty", () => {
+    expect(historyQuery(NO_FILTERS, 1, 25)).toEqual({ page: 1, limit: 25 });
+    const query = historyQuery({ ...NO_FILTERS, protocol: "ssh", search: " web ", recorded: "true", from: "2026-11-20" }, 2, 25);
+    expect(query.protocol).toBe("ssh");
+    expect(query.search).toBe("web");
+    expect(query.recorded).toBe("true");
+    expect(query.page).toBe(2);
+    expect(new Date(String(query.from)).getDate()).toBe(20);
+  });
+
+  it("round-trip through the address", () => {
+    const filters = { ...NO_FILTERS, protocol: "rdp", userId: "u1", to: "2026-11-21" };
+    const search = searchFromFilters(filters, 3);
+    expect(filtersFromSearch(search)).toEqual({ filters, page: 3 });
+    expect(searchFromFilters(NO_FILTERS, 1)).toBe("");
+    expect(filtersFromSearch("?recorded=maybe&page=-2")).toEqual({ filters: NO_FILTERS, page: 1 });
+  });
+});
+
+describe("eventTicks", () => {
+  it("puts clicks and keys on the timeline, moves left out, close ones together", () => {
+    const ticks = eventTicks(
+      [
+        { elapsed: 1000, event_type: "click" },
+        { elapsed: 1001, event_type: "key" },
+        { elapsed: 1002, event_type: "key" },
+        { elapsed: 5000, event_type: "move" },
+        { elapsed: 9000, event_type: "click" },
+      ],
+      10,
+    );
+    expect(ticks.map((t) => t.time)).toEqual([1, 9]);
+    expect(ticks[0].label).toBe("1 click, 2 keys");
+    expect(ticks[0].position).toBeCloseTo(10);
+    expect(ticks[1].position).toBeCloseTo(90);
+  });
+
+  it("stretches the timeline to the last event when the video is shorter or unknown", () => {
+    const [tick] = eventTicks([{ elapsed: 4000, event_type: "click" }], Number.POSITIVE_INFINITY);
+    expect(tick.position).toBeCloseTo(100);
+  });
+});
+
+describe("watchUrl", () => {
+  it("is the gateway's watch socket with the ticket", () => {
+    expect(watchUrl({ protocol: "https:", host: "gw.example" }, "s 1", "t")).toBe("wss://gw.example/ws/sessions/s%201/watch?ticket=t");
+  });
+});

@@ -1,0 +1,110 @@
+// Session history helpers: the list's filters as a query, input-event ticks, the watch socket.
+// Pure, so Vitest checks them.
+
+export interface HistoryFilters {
+  protocol: string;
+  search: string;
+  userId: string;
+  from: string;
+  to: string;
+  recorded: "" | "true" | "false";
+}
+
+export const NO_FILTERS: HistoryFilters = { protocol: "", search: "", userId: "", from: "", to: "", recorded: "" };
+
+export interface HistoryQuery {
+  page: number;
+  limit: number;
+  protocol?: string;
+  search?: string;
+  userId?: string;
+  from?: string;
+  to?: string;
+  recorded?: "true" | "false";
+}
+
+/** The `GET /sessions` query for a page with these filters (dates as local days: from 00:00, to 23:59:59.999). */
+export function historyQuery(filters: HistoryFilters, page: number, limit: number): HistoryQuery {
+  const query: HistoryQuery = { page, limit };
+  if (filters.protocol) query.protocol = filters.protocol;
+  if (filters.search.trim()) query.search = filters.search.trim();
+  if (filters.userId) query.userId = filters.userId;
+  if (filters.from) query.from = new Date(`${filters.from}T00:00:00`).toISOString();
+  if (filters.to) query.to = new Date(`${filters.to}T23:59:59.999`).toISOString();
+  if (filters.recorded) query.recorded = filters.recorded;
+  return query;
+}
+
+/** Filters from the address (`?protocol=ssh&search=web`), so a reload keeps them. */
+export function filtersFromSearch(search: string): { filters: HistoryFilters; page: number } {
+  const params = new URLSearchParams(search);
+  const recorded = params.get("recorded");
+  const page = Number(params.get("page") ?? "1");
+  return {
+    filters: {
+      protocol: params.get("protocol") ?? "",
+      search: params.get("search") ?? "",
+      userId: params.get("userId") ?? "",
+      from: params.get("from") ?? "",
+      to: params.get("to") ?? "",
+      recorded: recorded === "true" || recorded === "false" ? recorded : "",
+    },
+    page: Number.isInteger(page) && page >= 1 ? page : 1,
+  };
+}
+
+/** The address search part for filters and a page ("" when there is nothing to say). */
+export function searchFromFilters(filters: HistoryFilters, page: number): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(filters)) if (value) params.set(key, value);
+  if (page > 1) params.set("page", String(page));
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+export interface InputEvent {
+  elapsed: number;
+  event_type: string;
+}
+
+export interface Tick {
+  /** Seconds into the recording (the bucket's first event). */
+  time: number;
+  /** Where on the timeline, 0–100 (%). */
+  position: number;
+  counts: Record<string, number>;
+  label: string;
+}
+
+/**
+ * Clicks and keys as ticks on a timeline of `duration` seconds (`elapsed` in milliseconds;
+ * moves left out). Events closer than 1/`buckets` of the timeline share one tick.
+ */
+export function eventTicks(events: readonly InputEvent[], duration: number, buckets = 200): Tick[] {
+  const shown = events.filter((e) => e.event_type !== "move" && Number.isFinite(e.elapsed));
+  const last = shown.reduce((max, e) => Math.max(max, e.elapsed / 1000), 0);
+  const span = Math.max(duration > 0 && Number.isFinite(duration) ? duration : 0, last, 0.001);
+  const ticks = new Map<number, Tick>();
+  for (const event of shown) {
+    const time = event.elapsed / 1000;
+    const bucket = Math.min(buckets - 1, Math.floor((time / span) * buckets));
+    let tick = ticks.get(bucket);
+    if (!tick) {
+      tick = { time, position: (time / span) * 100, counts: {}, label: "" };
+      ticks.set(bucket, tick);
+    }
+    tick.counts[event.event_type] = (tick.counts[event.event_type] ?? 0) + 1;
+  }
+  const result = [...ticks.values()].sort((a, b) => a.time - b.time);
+  for (const tick of result) {
+    const parts = Object.entries(tick.counts).map(([kind, n]) => `${n} ${kind}${n === 1 ? "" : kind.endsWith("s") ? "es" : "s"}`);
+    tick.label = parts.join(", ");
+  }
+  return result;
+}
+
+/** The live-view socket of a running session on this origin. */
+export function watchUrl(origin: { protocol: string; host: string }, sessionId: string, ticket: string): string {
+  const scheme = origin.protocol === "https:" ? "wss" : "ws";
+  return `${scheme}://${origin.host}/ws/sessions/${encodeURIComponent(sessionId)}/watch?${new URLSearchParams({ ticket })}`;
+}
