@@ -199,7 +199,9 @@ def test_a_recorded_ssh_session_plays_with_command_markers_and_search(
     second = position(page)
     assert second < logged["echo second-$((40+2))"] - 0.1  # the 1.2 s pauses count as 1 s
     expect(page.get_by_label("Fit to width")).to_be_checked()
-    screens.check(page, "sessions-player", scroll_to=slider)
+    screens.check(
+        page, "sessions-player", scroll_to=page.get_by_role("link", name="Download recording")
+    )
 
     # the download is the raw recording; who opened it is in the detail for auditors
     download = page.get_by_role("link", name="Download recording")
@@ -283,6 +285,7 @@ def test_live_view_follows_a_terminal_and_the_watched_user_sees_it(
         run(page, screen, "echo live-$((6*7))-now", "live-42-now")
         expect(mirror).to_contain_text("live-42-now", timeout=5_000)
         screens.check(admin, "sessions-watch")
+        screens.check(page, "terminal-watched")
 
         # the viewer cannot type into alice's terminal
         mirror.click()
