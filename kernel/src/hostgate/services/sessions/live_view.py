@@ -140,7 +140,7 @@ class LiveView:
         self.terminal_sessions = terminal_sessions
         self.recent_bytes = recent_bytes
         self._watches: dict[str, list[Watch]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         lifecycle.on_stop(self.drain)
 
     def watchers(self, session_id: str) -> list[Watch]:

@@ -25,3 +25,12 @@ describe("server frames", () => {
     expect(closeReason(1006, "", "")).toBe("The connection to the gateway was lost.");
   });
 });
+
+describe("watchers frames", () => {
+  it("say who watches, and nothing once nobody does", () => {
+    const watched = JSON.stringify({ type: "watchers", watchers: [{ userId: "1", username: "admin" }], message: "Admin is watching this session (read-only)" });
+    expect(parseServerText(watched)).toEqual({ kind: "watchers", message: "Admin is watching this session (read-only)", count: 1 });
+    const nobody = JSON.stringify({ type: "watchers", watchers: [], message: "Nobody is watching this session any more" });
+    expect(parseServerText(nobody)).toEqual({ kind: "watchers", message: "", count: 0 });
+  });
+});
