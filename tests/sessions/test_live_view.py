@@ -164,3 +164,43 @@ async def test_the_viewer_closes_when_the_session_ends_and_a_reattach_keeps_the_
             break
         await asyncio.sleep(0.05)
     assert len(await audit_entries(client, admin, "session.live_view_ended")) == 2
+
+
+async def test_a_watch_is_a_live_session_ended_from_the_list_or_by_revoking_the_viewer(
+    client, kernel, admin, make_user, shell_connection
+):
+    user, connection = shell_connection
+    auditor = await make_user("carol", permissions=["sessions.view_any"])
+    async with open_terminal(client, kernel, user, connection.id) as socket:
+        watched = Screen(socket)
+        await watched.until("$ ")
+        session = running_session(kernel)
+
+        # listed among the open sessions (kind "watch"), and ended from there
+        async with client.websocket(watch_path(session.id, ticket_for(kernel, admin))) as viewing:
+            viewer = Screen(viewing)
+            await until_message(viewer, "watch")
+            listed = await client.get("/api/v1/sessions/active", headers=admin.headers)
+            [entry] = [s for s in (await listed.get_json())["sessions"] if s["kind"] == "watch"]
+            assert entry["username"] == "admin" and entry["connectionName"] == "local shell"
+            assert entry["protocol"] == "localshell"
+            ended = await client.delete(
+                f"/api/v1/sessions/active/{entry['id']}?reason=enough", headers=admin.headers
+            )
+            assert ended.status_code == 200
+            assert await viewer.until_closed() == 4003
+            assert viewer.messages[-1]["message"] == "Terminated by admin: enough"
+
+        # the viewer's login session revoked: the watch ends at once, as their terminals would
+        async with client.websocket(watch_path(session.id, ticket_for(kernel, auditor))) as viewing:
+            viewer = Screen(viewing)
+            await until_message(viewer, "watch")
+            login = kernel.identity.decode(auditor.token, "session")["sid"]
+            assert await kernel.identity.revoke_session(
+                login, user_id=auditor.id, reason="Session has been revoked"
+            )
+            assert await viewer.until_closed() == 4001
+        # the watched terminal went on through both
+        await watched.run("echo still-$((2+2))", "still-4")
+        assert session.viewers == []
+        assert [s.kind for s in kernel.live.all()] == ["terminal"]

@@ -195,7 +195,11 @@ class Kernel:
             lifecycle=self,
         )
         self.live_view = LiveView(
-            audit=self.audit, terminal_sessions=self.terminal_sessions, lifecycle=self
+            audit=self.audit,
+            terminal_sessions=self.terminal_sessions,
+            live=self.live,
+            identity=self.identity,
+            lifecycle=self,
         )
         self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)

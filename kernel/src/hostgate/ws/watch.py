@@ -7,7 +7,9 @@ naming the session and its size, a binary frame drawing the current screen,
 then binary output frames as the session produces them, and a text
 ``{"type":"resize","cols","rows"}`` when the watched terminal changes size.
 Client frames are read and ignored: nothing reaches the watched terminal. The
-socket closes with 1000 when the session ends. docs/terminals.md has it all.
+socket closes with 1000 when the session ends, 4001/4003 when the watch is
+ended from outside (revoked login, ``DELETE /sessions/active/<watch id>``).
+docs/terminals.md has it all.
 """
 
 from __future__ import annotations
@@ -66,8 +68,11 @@ async def serve_watch(kernel: Kernel, session_id: str) -> None:
     try:
         done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
         if sender in done and sender.exception() is None:
+            code, reason = watch.closing or (1000, ENDED)
             with contextlib.suppress(Exception):
-                await close_socket(1000, ENDED)
+                if code >= 4000:
+                    await send_json({"type": "error", "message": reason})
+                await close_socket(code, reason)
     finally:
         kernel.live_view.stop(watch)
         for task in (sender, receiver):

@@ -8,6 +8,10 @@ falls more than ``BEHIND_BYTES`` behind gets a fresh screen instead of the bytes
 it missed. The watched user is told who is watching (a ``watchers`` text frame
 on their terminal socket, repeated to a socket that re-attaches), and every
 watch is audited when it starts and when it ends.
+
+A watch is in the live registry too (kind ``watch``, no connection of its own):
+it shows in ``/sessions/active``, can be ended from there, and ends at once
+when the viewer's login session is revoked or the viewer is deleted or locked.
 """
 
 from __future__ import annotations
@@ -19,17 +23,22 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
+from .live import LiveSession
 from .terminal_screen import repaint
 from .terminal_sessions import TerminalSession
 
 if TYPE_CHECKING:
     from ..audit.audit import AuditLog
-    from ..identity.identity import Caller
+    from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
+    from .live import LiveSessions
     from .terminal_sessions import TerminalSessions
 
 VIEW_ANY = "sessions.view_any"
+KIND = "watch"
+SHUTDOWN_WORDS = "shutting down"
 BEHIND_BYTES = 1024 * 1024
 ENDED_POLL_SECONDS = 1.0
 """How often a viewer with nothing to send checks that the session still runs."""
@@ -46,9 +55,12 @@ class Watch:
     """One viewer of one terminal session."""
 
     def __init__(self, service: LiveView, caller: Caller, session: TerminalSession) -> None:
+        self.id = new_id()
         self.service = service
         self.caller = caller
         self.session = session
+        self.closing: tuple[int, str] | None = None
+        """Why the watch was ended from outside (close code, reason), or None."""
         self.started = time.monotonic()
         self._pending: deque[bytes] = deque()
         self._pending_size = 0
@@ -69,6 +81,17 @@ class Watch:
             self._pending.clear()
             self._pending_size = 0
             self._behind = True
+        self._wakeup.set()
+
+    async def end(self, reason: str) -> None:
+        """Close the watch (the live registry's ``close``): the socket closes with a reason."""
+        if SHUTDOWN_WORDS in reason.lower():
+            code = 1001
+        else:
+            login = self.caller.login_session_id
+            alive = login is not None and await self.service.identity.check_login_session(login)
+            code = 4003 if alive else 4001
+        self.closing = (code, reason)
         self._wakeup.set()
 
     # -- read by the socket ----------------------------------------------------------
@@ -100,7 +123,7 @@ class Watch:
     async def next(self) -> list[Frame] | None:
         """The frames to send next (waits for output); None once the session has ended."""
         while not self._pending and not self._behind:
-            if self.session.ended:
+            if self.session.ended or self.closing is not None:
                 return None
             self._wakeup.clear()
             try:
@@ -133,11 +156,15 @@ class LiveView:
         *,
         audit: AuditLog,
         terminal_sessions: TerminalSessions,
+        live: LiveSessions,
+        identity: Identity,
         lifecycle: Lifecycle,
         recent_bytes: int = 64 * 1024,
     ) -> None:
         self.audit = audit
         self.terminal_sessions = terminal_sessions
+        self.live = live
+        self.identity = identity
         self.recent_bytes = recent_bytes
         self._watches: dict[str, list[Watch]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -159,6 +186,23 @@ class LiveView:
         watch = Watch(self, caller, session)
         session.viewers.append(watch.feed)
         self._watches.setdefault(session.id, []).append(watch)
+        self.live.add(
+            LiveSession(
+                id=watch.id,
+                kind=KIND,
+                protocol=session.protocol,
+                user_id=caller.user_id,
+                login_session_id=caller.login_session_id,
+                connection_id="",  # the viewer needs no access to the watched connection
+                close=watch.end,
+                info={
+                    "username": caller.username,
+                    "connectionName": session.target.name,
+                    "clientIp": caller.ip_address,
+                    "watching": session.id,
+                },
+            )
+        )
         self._announce(session)
         await self.audit.record(
             "session.live_view_started",
@@ -177,6 +221,7 @@ class LiveView:
         if watch.stopped:
             return
         watch.stopped = True
+        self.live.remove(watch.id)
         session = watch.session
         if watch.feed in session.viewers:
             session.viewers.remove(watch.feed)
