@@ -21,6 +21,11 @@ export function setting<T>(key: string, fallback: T): T {
   return value === undefined || value === null ? fallback : (value as T);
 }
 
+/** True when the signed-in user's role holds `permission` (the API still decides). */
+export function can(permission: string): boolean {
+  return session.me?.permissions.includes(permission) ?? false;
+}
+
 /** Load the public settings (instance name, logo, login switches). */
 export async function loadSettings(): Promise<void> {
   const body = await call<{ settings: PublicSettings }>(api.GET("/api/v1/settings/public"));
