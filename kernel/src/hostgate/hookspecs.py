@@ -93,17 +93,19 @@ def register_settings() -> Sequence[SettingSpec]:
 
 
 @hookspec
-def register_permissions() -> Mapping[str, Sequence[str]]:
+def register_permissions() -> Mapping[str, Sequence[str] | Mapping[str, str]]:
     """Extra permission names, by group (one of the kernel's six groups or a new one).
 
     Runs once at start-up; the names appear in ``GET /roles/permissions`` and are
-    granted to the built-in ``admin`` role.
+    granted to the built-in ``admin`` role. A group given as a mapping of names to
+    descriptions also says what each allows (the role editor shows it);
+    ``connections.use_<protocol>`` is described from the protocol's title anyway.
 
     Example::
 
         @hookimpl
         def register_permissions():
-            return {"connections": ["connections.use_echo"]}
+            return {"reports": {"reports.view": "Read the weekly reports"}}
     """
 
 

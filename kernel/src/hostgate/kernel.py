@@ -101,9 +101,16 @@ class Kernel:
             key: item
             for key, (_, item) in plugins.collect("register_settings", key=lambda s: s.key).items()
         }
-        self.permission_groups = perms.merge_groups(
-            result for _, result in plugins.contributions("register_permissions")
-        )
+        contributed = [result for _, result in plugins.contributions("register_permissions")]
+        self.permission_groups = perms.merge_groups(contributed)
+        known = set(perms.all_names(self.permission_groups))
+        self.permission_descriptions = {
+            name: text
+            for name, text in perms.merge_descriptions(
+                contributed, {name: spec.title for name, spec in self.protocols.items()}
+            ).items()
+            if name in known
+        }
         self.audit = AuditLog(db=self.db, secrets=self.secrets, announce=self._announce)
         self.settings = Settings(
             setting_specs,

@@ -22,6 +22,28 @@ KERNEL_PERMISSIONS: dict[str, list[str]] = {
     "system": ["system.metrics"],
 }
 
+# What each kernel permission allows, as GET /roles/permissions describes it.
+KERNEL_DESCRIPTIONS: dict[str, str] = {
+    "connections.create": "Create connections of their own",
+    "connections.edit_own": "Edit the connections they own",
+    "connections.edit_any": "Edit every user's connections",
+    "connections.delete_own": "Delete the connections they own",
+    "connections.delete_any": "Delete every user's connections",
+    "connections.share": "Share their connections with other users and roles",
+    "connections.import_export": "Export their connections to a file and import them",
+    "sessions.view_any": (
+        "See every user's sessions, recordings and file transfers, and watch live ones"
+    ),
+    "sessions.delete": "Delete sessions and their recordings",
+    "users.manage": "Create, edit, unlock and delete users and reset their passwords",
+    "roles.manage": "Create, edit and delete roles and choose their permissions",
+    "audit.view_any": "Read every user's audit log entries (without it: only their own)",
+    "settings.manage": "Change the instance's settings (sign-in, security, recordings, branding)",
+    "settings.notifications": "Configure notification channels, rules and the delivery log",
+    "settings.backup": "Export encrypted backups and restore them (replacing all data)",
+    "system.metrics": "Scrape the Prometheus metrics (GET /metrics)",
+}
+
 ADMIN_ROLE = "admin"
 USER_ROLE = "user"
 
@@ -51,6 +73,28 @@ def merge_groups(contributions: Iterable[Mapping[str, Iterable[str]]]) -> dict[s
                 if name not in target:
                     target.append(name)
     return groups
+
+
+def merge_descriptions(
+    contributions: Iterable[Mapping[str, Iterable[str]]],
+    protocol_titles: Mapping[str, str],
+) -> dict[str, str]:
+    """What each permission allows.
+
+    The kernel's words, a pack's own (a group given as a ``{name: description}``
+    mapping), or for ``connections.use_<protocol>`` the protocol's title. Names nobody
+    described are left out.
+    """
+    described = dict(KERNEL_DESCRIPTIONS)
+    for protocol, title in protocol_titles.items():
+        described[use_permission(protocol)] = f"Open {title or protocol} connections"
+    for contribution in contributions:
+        for names in contribution.values():
+            if isinstance(names, Mapping):
+                for name, text in names.items():
+                    if isinstance(text, str) and text.strip():
+                        described[name] = text.strip()
+    return described
 
 
 def all_names(groups: Mapping[str, Iterable[str]]) -> list[str]:

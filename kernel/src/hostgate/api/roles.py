@@ -70,9 +70,10 @@ class RoleList(TypedDict):
 
 
 class PermissionGroups(TypedDict):
-    """Every permission name, by group."""
+    """Every permission name, by group, and what each allows."""
 
     permissionGroups: dict[str, list[str]]
+    descriptions: dict[str, str]
 
 
 @blueprint.get("/roles")
@@ -89,8 +90,12 @@ async def list_roles() -> dict[str, Any]:
 @answers(PermissionGroups)
 @tag(["roles"])
 async def permission_groups() -> dict[str, Any]:
-    """Every permission name, by group (packs add theirs)."""
-    return {"permissionGroups": app_kernel().permission_groups}
+    """Every permission name, by group (packs add theirs), and what each allows."""
+    kernel = app_kernel()
+    return {
+        "permissionGroups": kernel.permission_groups,
+        "descriptions": kernel.permission_descriptions,
+    }
 
 
 @blueprint.post("/roles")

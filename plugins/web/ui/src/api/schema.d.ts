@@ -1147,7 +1147,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every permission name, by group (packs add theirs). */
+        /** Every permission name, by group (packs add theirs), and what each allows. */
         get: operations["get_permission_groups"];
         put?: never;
         post?: never;
@@ -2449,9 +2449,13 @@ export interface components {
         };
         /**
          * PermissionGroups
-         * @description Every permission name, by group.
+         * @description Every permission name, by group, and what each allows.
          */
         PermissionGroups: {
+            /** Descriptions */
+            descriptions: {
+                [key: string]: string;
+            };
             /** Permissiongroups */
             permissionGroups: {
                 [key: string]: string[];
@@ -8402,7 +8406,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Every permission name, by group (packs add theirs). */
+            /** @description Every permission name, by group (packs add theirs), and what each allows. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -5,3 +5,17 @@ type Schemas = components["schemas"];
 
 export type UserRecord = Schemas["UserRecord"];
 export type RoleRecord = Schemas["RoleRecord"];
+export type PermissionCatalogue = Schemas["PermissionGroups"];
+
+type RoleBody = NonNullable<import("../../api/schema").operations["post_create_role"]["requestBody"]>["content"]["application/json"];
+/**
+ * A permission name as the request bodies type it: the document lists the names of the
+ * packs installed when it was generated, but a pack added later has names of its own,
+ * which the catalogue (GET /roles/permissions) brings at run time.
+ */
+export type PermissionName = NonNullable<RoleBody["permissions"]>[number];
+
+/** Names from the run-time catalogue, typed for a request body. */
+export function asPermissions(names: readonly string[]): PermissionName[] {
+  return names as PermissionName[];
+}
