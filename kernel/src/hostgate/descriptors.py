@@ -116,7 +116,9 @@ class SettingSpec:
     """One instance setting: key, type, default, visibility, validation.
 
     ``type`` is ``bool``, ``int`` (whole numbers), ``float`` (any number) or ``str``.
-    Secret settings are encrypted at rest and masked in ``GET /settings``.
+    Secret settings are encrypted at rest and masked in ``GET /settings``. ``group``
+    names the section the settings screen shows it in (``GET /settings/schema``);
+    empty, it follows from the key (see ``hostgate.services.settings.setting_group``).
     """
 
     key: str
@@ -132,6 +134,7 @@ class SettingSpec:
     max_length: int = 4096
     readonly: bool = False
     validate: Callable[[Any], None] | None = None
+    group: str = ""
 
 
 __all__ = [

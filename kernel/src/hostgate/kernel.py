@@ -97,9 +97,12 @@ class Kernel:
                 "register_channels", key=lambda c: c.type
             ).items()
         }
-        setting_specs: dict[str, SettingSpec] = {
-            key: item
-            for key, (_, item) in plugins.collect("register_settings", key=lambda s: s.key).items()
+        registered = plugins.collect("register_settings", key=lambda s: s.key)
+        setting_specs: dict[str, SettingSpec] = {key: item for key, (_, item) in registered.items()}
+        # which pack registered each setting (the kernel's own defaults are "kernel")
+        self.setting_owners = {
+            key: "kernel" if owner.startswith("hostgate.") else owner
+            for key, (owner, _) in registered.items()
         }
         contributed = [result for _, result in plugins.contributions("register_permissions")]
         self.permission_groups = perms.merge_groups(contributed)

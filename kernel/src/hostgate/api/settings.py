@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from quart import Blueprint, current_app, request
 from quart_schema import tag
@@ -19,6 +19,32 @@ class SettingValues(TypedDict):
     """Setting keys and their values (see the settings reference)."""
 
     settings: dict[str, Any]
+
+
+class SettingInfo(TypedDict):
+    """One setting as the settings screen shows it: its type, bounds and help."""
+
+    key: str
+    group: str
+    pack: str
+    type: Literal["boolean", "integer", "number", "string"]
+    default: Any
+    description: str
+    nullable: bool
+    secret: bool
+    public: bool
+    readonly: bool
+    minimum: float | None
+    maximum: float | None
+    choices: list[Any] | None
+    maxLength: int | None
+    checked: bool
+
+
+class SettingSchema(TypedDict):
+    """Every setting of the registry (packs' included), by key."""
+
+    settings: list[SettingInfo]
 
 
 if TYPE_CHECKING:
@@ -47,6 +73,22 @@ async def public_settings() -> dict[str, Any]:
 async def all_settings() -> dict[str, Any]:
     """Every setting; secret values masked."""
     return {"settings": current_app.extensions["hostgate"].settings.admin_view()}
+
+
+@blueprint.get("/settings/schema")
+@requires("settings.manage")
+@tag(["settings"])
+@answers(SettingSchema)
+async def settings_schema() -> dict[str, Any]:
+    """Every setting's type, default, bounds, choices and help, grouped for a settings screen.
+
+    ``group`` is the key's first segment, or ``<a>.<word>`` for a family of at least four
+    keys named ``<a>.<word>_...`` (``auth.ldap``), unless the pack names one; ``pack`` is
+    the pack that registered it (``kernel`` for the kernel's own); ``checked`` says the
+    server checks the value further than its type and bounds (an LDAP filter, a URL...).
+    """
+    kernel = current_app.extensions["hostgate"]
+    return {"settings": kernel.settings.describe_all(kernel.setting_owners)}
 
 
 @blueprint.put("/settings")

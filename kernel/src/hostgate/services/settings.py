@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import select
@@ -92,6 +92,49 @@ def value_schema(spec: SettingSpec) -> dict[str, Any]:
     return schema
 
 
+# Keys sharing ``<a>.<word>_`` form their own group ``<a>.<word>`` from this many on
+# (auth.ldap_*, auth.oidc_*, security.passkey_*), so a pack's family of settings gets
+# a section of its own without naming one.
+SUBGROUP_MIN = 4
+
+
+def setting_group(key: str, keys: Iterable[str]) -> str:
+    """The settings screen's section for ``key``.
+
+    Its first segment, or ``<a>.<word>`` when at least ``SUBGROUP_MIN`` keys start with
+    ``<a>.<word>_``.
+    """
+    first, _, rest = key.partition(".")
+    word, underscore, _ = rest.partition("_")
+    if not underscore or not word:
+        return first
+    prefix = f"{first}.{word}_"
+    if sum(1 for k in keys if k.startswith(prefix)) >= SUBGROUP_MIN:
+        return f"{first}.{word}"
+    return first
+
+
+def describe(spec: SettingSpec, group: str, pack: str) -> dict[str, Any]:
+    """One entry of ``GET /settings/schema``: what the settings screen needs to show it."""
+    return {
+        "key": spec.key,
+        "group": group,
+        "pack": pack,
+        "type": {bool: "boolean", int: "integer", float: "number", str: "string"}[spec.type],
+        "default": spec.default,
+        "description": spec.description,
+        "nullable": spec.nullable,
+        "secret": spec.secret,
+        "public": spec.public,
+        "readonly": spec.readonly,
+        "minimum": spec.minimum,
+        "maximum": spec.maximum,
+        "choices": list(spec.choices) if spec.choices is not None else None,
+        "maxLength": spec.max_length if spec.type is str else None,
+        "checked": spec.validate is not None,
+    }
+
+
 class Settings:
     """Typed access to instance settings. Reads come from memory; writes go to the DB."""
 
@@ -171,6 +214,21 @@ class Settings:
             else:
                 out[key] = self.get(key)
         return out
+
+    def describe_all(self, owners: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Every setting as ``GET /settings/schema`` lists it, by key.
+
+        ``owners`` maps a key to the pack that registered it.
+        """
+        keys = sorted(self.specs)
+        return [
+            describe(
+                self.specs[key],
+                self.specs[key].group or setting_group(key, keys),
+                owners.get(key, "kernel"),
+            )
+            for key in keys
+        ]
 
     def change_schema(self) -> dict[str, Any]:
         """The JSON schema of a change set ``validate`` takes (read-only keys left out)."""

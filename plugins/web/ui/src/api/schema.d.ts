@@ -1422,6 +1422,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/settings/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every setting's type, default, bounds, choices and help, grouped for a settings screen.
+         * @description ``group`` is the key's first segment, or ``<a>.<word>`` for a family of at least four
+         *     keys named ``<a>.<word>_...`` (``auth.ldap``), unless the pack names one; ``pack`` is
+         *     the pack that registered it (``kernel`` for the kernel's own); ``checked`` says the
+         *     server checks the value further than its type and bounds (an LDAP filter, a URL...).
+         */
+        get: operations["get_settings_schema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users": {
         parameters: {
             query?: never;
@@ -2818,6 +2841,53 @@ export interface components {
             role?: string;
             /** Username */
             username: string;
+        };
+        /**
+         * SettingInfo
+         * @description One setting as the settings screen shows it: its type, bounds and help.
+         */
+        SettingInfo: {
+            /** Checked */
+            checked: boolean;
+            /** Choices */
+            choices: unknown[] | null;
+            /** Default */
+            default: unknown;
+            /** Description */
+            description: string;
+            /** Group */
+            group: string;
+            /** Key */
+            key: string;
+            /** Maxlength */
+            maxLength: number | null;
+            /** Maximum */
+            maximum: number | null;
+            /** Minimum */
+            minimum: number | null;
+            /** Nullable */
+            nullable: boolean;
+            /** Pack */
+            pack: string;
+            /** Public */
+            public: boolean;
+            /** Readonly */
+            readonly: boolean;
+            /** Secret */
+            secret: boolean;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "boolean" | "integer" | "number" | "string";
+        };
+        /**
+         * SettingSchema
+         * @description Every setting of the registry (packs' included), by key.
+         */
+        SettingSchema: {
+            /** Settings */
+            settings: components["schemas"]["SettingInfo"][];
         };
         /**
          * SettingValues
@@ -9779,6 +9849,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SettingValues"];
+                };
+            };
+        };
+    };
+    get_settings_schema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every setting's type, default, bounds, choices and help, grouped for a settings screen. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingSchema"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

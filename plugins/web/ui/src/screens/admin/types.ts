@@ -19,3 +19,4 @@ export type PermissionName = NonNullable<RoleBody["permissions"]>[number];
 export function asPermissions(names: readonly string[]): PermissionName[] {
   return names as PermissionName[];
 }
+export type SettingInfo = Schemas["SettingInfo"];
