@@ -67,6 +67,8 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     errors.install(app)
     kernel = Kernel(config, host)
     app.extensions["hostgate"] = kernel
+    # each pack's status names its permissions too (GET /system/plugins)
+    host.note_permissions()
 
     for blueprint in blueprints():
         app.register_blueprint(blueprint, url_prefix=API_PREFIX)

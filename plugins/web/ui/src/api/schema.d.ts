@@ -1445,6 +1445,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/system/plugins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The packs this instance found at start-up: loaded, disabled or failed (with why). */
+        get: operations["get_installed_plugins"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users": {
         parameters: {
             query?: never;
@@ -2429,6 +2446,39 @@ export interface components {
             id: string;
             /** Sortorder */
             sortOrder: number;
+        };
+        /**
+         * PackInfo
+         * @description One installed pack: where it comes from, its state and what it adds.
+         */
+        PackInfo: {
+            /** Distribution */
+            distribution: string;
+            /** Name */
+            name: string;
+            /** Permissions */
+            permissions: string[];
+            /** Provides */
+            provides: string[];
+            /** Reason */
+            reason: string;
+            /** Settings */
+            settings: string[];
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "loaded" | "disabled" | "failed";
+            /** Version */
+            version: string;
+        };
+        /**
+         * PackList
+         * @description Every installed pack by name, as ``hostgate plugins --json`` lists them.
+         */
+        PackList: {
+            /** Plugins */
+            plugins: components["schemas"]["PackInfo"][];
         };
         /**
          * PagedTotal
@@ -9869,6 +9919,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SettingSchema"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_installed_plugins: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The packs this instance found at start-up: loaded, disabled or failed (with why). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PackList"];
                 };
             };
             /** @description Not authenticated */

@@ -20,3 +20,6 @@ export function asPermissions(names: readonly string[]): PermissionName[] {
   return names as PermissionName[];
 }
 export type SettingInfo = Schemas["SettingInfo"];
+export type PackInfo = Schemas["PackInfo"];
+export type VersionInfo = Schemas["Version"];
+export type HealthInfo = Schemas["Health"];
