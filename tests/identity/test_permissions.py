@@ -78,6 +78,8 @@ ROUTES = {
     ("GET", "/audit/users"): ("audit.view_any", None, None),
     ("GET", "/audit"): (None, None, None),
     ("GET", "/audit/event-types"): (None, None, None),
+    ("GET", "/audit/export"): (None, None, None),
+    ("GET", "/audit/verify"): ("audit.view_any", None, None),
     ("GET", "/auth/me"): (None, None, None),
     ("POST", "/auth/logout"): (None, None, None),
     ("POST", "/auth/ws-ticket"): (None, None, None),

@@ -107,7 +107,7 @@ def event_json(row: FileEvent) -> FileEventRecord:
     }
 
 
-def _csv_cell(value: str) -> str:
+def csv_cell(value: str) -> str:
     """Neutralise spreadsheet formulas in a CSV cell (remote file names are untrusted)."""
     if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
@@ -147,8 +147,8 @@ async def export_csv(log: FileSessionLog, row: FileSession) -> AsyncIterator[byt
     yield buffer.getvalue().encode()
     fixed = [
         row.id,
-        _csv_cell(row.connection_name),
-        _csv_cell(row.username),
+        csv_cell(row.connection_name),
+        csv_cell(row.username),
         row.protocol,
         iso(row.started_at) or "",
         iso(row.ended_at) or "",
@@ -161,8 +161,8 @@ async def export_csv(log: FileSessionLog, row: FileSession) -> AsyncIterator[byt
                 *fixed,
                 iso(event.timestamp) or "",
                 event.action,
-                _csv_cell(event.path),
-                _csv_cell(event.detail),
+                csv_cell(event.path),
+                csv_cell(event.detail),
             ]
         )
         yield buffer.getvalue().encode()

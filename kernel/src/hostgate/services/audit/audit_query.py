@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Text, func, or_, type_coerce
+from sqlalchemy import Text, and_, func, or_, type_coerce
 from sqlmodel import col, select
 
 from ...db.models.audit import AuditEntry
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from ...db.engine import Database
 
 SEARCH_MAX = 200
+# entries read per query while an export streams
+EXPORT_BATCH = 1000
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class AuditFilter:
     end: datetime | None = None
     only_user: str | None = field(default=None)
     """Set for callers without ``audit.view_any``: their own entries only."""
+    through_seq: int | None = None
+    """Entries up to this ``seq`` only (an export: the log as it was when asked for)."""
 
 
 def _like_pattern(text: str) -> str:
@@ -51,6 +56,8 @@ def conditions(flt: AuditFilter, dialect: str = "sqlite") -> list[ColumnElement[
         where.append(col(AuditEntry.user_id) == flt.only_user)
     if flt.user_id:
         where.append(col(AuditEntry.user_id) == flt.user_id)
+    if flt.through_seq is not None:
+        where.append(col(AuditEntry.seq) <= flt.through_seq)
     if flt.event_types:
         where.append(col(AuditEntry.event_type).in_(flt.event_types))
     if flt.start is not None:
@@ -115,6 +122,42 @@ class AuditQuery:
                 rows = list((await session.exec(query.offset(page.offset).limit(page.limit))).all())
                 total = int((await session.exec(count_query)).one())
         return [to_event(row).to_json() for row in rows], total
+
+    async def stream(
+        self, flt: AuditFilter, batch: int = EXPORT_BATCH
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every matching entry, newest first, in the shape ``search`` returns.
+
+        Read in batches, each continuing below the last entry seen (by timestamp and
+        seq), so an export of a million entries never holds more than one batch and
+        never counts or skips rows.
+        """
+        where = conditions(flt, self.db.dialect)
+        order = (col(AuditEntry.timestamp).desc(), col(AuditEntry.seq).desc())
+        last: tuple[datetime, int] | None = None
+        while True:
+            query = select(AuditEntry).where(*where)
+            if last is not None:
+                stamp, seq = last
+                query = query.where(
+                    or_(
+                        col(AuditEntry.timestamp) < stamp,
+                        and_(col(AuditEntry.timestamp) == stamp, col(AuditEntry.seq) < seq),
+                    )
+                )
+            async with self.db.session() as session:
+                rows = list((await session.exec(query.order_by(*order).limit(batch))).all())
+            for row in rows:
+                yield to_event(row).to_json()
+            if len(rows) < batch:
+                return
+            last = (rows[-1].timestamp, int(rows[-1].seq or 0))
+
+    async def last_seq(self) -> int:
+        """The newest entry's ``seq`` (0 for an empty log)."""
+        async with self.db.session() as session:
+            newest = (await session.exec(select(func.max(AuditEntry.seq)))).one()
+        return int(newest or 0)
 
     async def event_types(self, only_user: str | None = None) -> list[str]:
         """Distinct event types in the log (of one user's entries when narrowed)."""

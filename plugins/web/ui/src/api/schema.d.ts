@@ -38,6 +38,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download every entry ``GET /audit`` would list with the same filters, streamed.
+         * @description ``json`` (an array, default) or ``csv``; newest first; the log as it was when asked
+         *     (entries written while it streams, its own ``audit.exported`` entry included, are not
+         *     in it).
+         */
+        get: operations["get_export_entries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit/users": {
         parameters: {
             query?: never;
@@ -47,6 +69,27 @@ export interface paths {
         };
         /** Users that have entries. */
         get: operations["get_audit_users"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Walk the hash chain as ``hostgate audit verify`` does: intact, or the first problem.
+         * @description At most 6 a minute per user (429 with ``Retry-After``); each check is itself audited
+         *     (``audit.verified``).
+         */
+        get: operations["get_verify_chain"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1822,6 +1865,26 @@ export interface components {
             recordingsSize: number;
         };
         /**
+         * ChainCheck
+         * @description The outcome of walking the audit log's hash chain (``hostgate audit verify``).
+         */
+        ChainCheck: {
+            /** Checked */
+            checked: number;
+            /** Entryid */
+            entryId: string | null;
+            /** Headhash */
+            headHash: string;
+            /** Headseq */
+            headSeq: number | null;
+            /** Ok */
+            ok: boolean;
+            /** Problem */
+            problem: string;
+            /** Seq */
+            seq: number | null;
+        };
+        /**
          * Challenge
          * @description WebAuthn options for the browser and the id of the challenge they carry.
          */
@@ -3236,6 +3299,62 @@ export interface operations {
             };
         };
     };
+    get_export_entries: {
+        parameters: {
+            query?: {
+                format?: "json" | "csv";
+                search?: string;
+                /** @description comma-separated event types */
+                eventType?: string;
+                userId?: string;
+                from?: string | null;
+                to?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Download every entry ``GET /audit`` would list with the same filters, streamed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "text/csv": unknown;
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_audit_users: {
         parameters: {
             query?: never;
@@ -3266,6 +3385,54 @@ export interface operations {
             /** @description Not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_verify_chain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Walk the hash chain as ``hostgate audit verify`` does: intact, or the first problem. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChainCheck"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
