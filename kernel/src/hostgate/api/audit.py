@@ -128,6 +128,7 @@ class AuditUser(TypedDict):
 
     id: str
     username: str | None
+    displayName: str | None
 
 
 class AuditUsers(TypedDict):

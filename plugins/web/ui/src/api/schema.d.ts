@@ -1839,6 +1839,8 @@ export interface components {
          * @description A user that has entries.
          */
         AuditUser: {
+            /** Displayname */
+            displayName: string | null;
             /** Id */
             id: string;
             /** Username */

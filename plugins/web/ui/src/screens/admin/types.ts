@@ -23,3 +23,7 @@ export type SettingInfo = Schemas["SettingInfo"];
 export type PackInfo = Schemas["PackInfo"];
 export type VersionInfo = Schemas["Version"];
 export type HealthInfo = Schemas["Health"];
+export type AuditEntry = Schemas["AuditEntry"];
+export type AuditPage = Schemas["AuditPage"];
+export type AuditUser = Schemas["AuditUser"];
+export type ChainCheck = Schemas["ChainCheck"];
