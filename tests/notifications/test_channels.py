@@ -31,7 +31,48 @@ async def test_unconfigured_channels_are_listed_with_empty_config(client, admin)
     body = await response.get_json()
     assert [c["id"] for c in body["channels"]] == ["smtp", "telegram", "slack", "webhook"]
     for channel in body["channels"]:
-        assert channel == {"id": channel["id"], "enabled": False, "config": {}}
+        assert channel == {
+            "id": channel["id"],
+            "enabled": False,
+            "config": {},
+            "title": channel["title"],
+            "installed": True,
+            "fields": channel["fields"],
+        }
+
+
+async def test_channels_describe_their_fields_for_a_form(client, admin):
+    listed = await channels(client, admin)
+    assert [c["title"] for c in listed.values()] == [
+        "E-mail (SMTP)",
+        "Telegram",
+        "Slack",
+        "Webhook",
+    ]
+    smtp = {f["name"]: f for f in listed["smtp"]["fields"]}
+    assert list(smtp) == ["host", "port", "username", "password", "from", "tls"]
+    assert smtp["port"] == {
+        "name": "port",
+        "type": "integer",
+        "required": False,
+        "default": 587,
+        "description": "587 for STARTTLS, 465 with TLS on",
+        "secret": False,
+        "choices": None,
+        "minimum": 1,
+        "maximum": 65535,
+        "maxLength": None,
+    }
+    assert smtp["host"]["required"] and smtp["from"]["required"]
+    assert smtp["password"]["secret"] and not smtp["username"]["secret"]
+    assert smtp["tls"]["type"] == "boolean"
+    telegram = {f["name"]: f for f in listed["telegram"]["fields"]}
+    assert telegram["botToken"]["secret"] and telegram["botToken"]["required"]
+    webhook = {f["name"]: f for f in listed["webhook"]["fields"]}
+    assert webhook["method"]["choices"] == ["POST", "PUT", "PATCH"]
+    assert webhook["method"]["default"] == "POST"
+    assert webhook["headers"]["type"] == "map"
+    assert listed["slack"]["fields"][0]["name"] == "webhookUrl"
 
 
 async def test_put_every_channel_and_read_it_back_masked(client, admin):
@@ -54,11 +95,10 @@ async def test_put_every_channel_and_read_it_back_masked(client, admin):
         assert response.status_code == 200, await response.get_data()
         assert await response.get_json() == {"ok": True}
     listed = await channels(client, admin)
-    assert listed["smtp"] == {
-        "id": "smtp",
-        "enabled": True,
-        "config": {**SMTP, "password": SECRET_MASK},
-    }
+    assert (listed["smtp"]["enabled"], listed["smtp"]["config"]) == (
+        True,
+        {**SMTP, "password": SECRET_MASK},
+    )
     assert listed["telegram"]["config"] == {"botToken": SECRET_MASK, "chatId": "-100200"}
     assert listed["slack"]["config"] == {"webhookUrl": SECRET_MASK}
     assert listed["webhook"]["config"] == {
@@ -234,12 +274,10 @@ async def test_a_channel_whose_pack_is_missing_is_listed_but_not_configurable(co
     async with slim.test_app() as app:  # same data dir: the admin's token still works
         client = app.test_client()
         response = await client.get(CHANNELS, headers=admin.headers)
-        assert [c["id"] for c in (await response.get_json())["channels"]] == [
-            "smtp",
-            "telegram",
-            "slack",
-            "webhook",
-        ]
+        listed = (await response.get_json())["channels"]
+        assert [c["id"] for c in listed] == ["smtp", "telegram", "slack", "webhook"]
+        assert [c["installed"] for c in listed] == [True, False, False, False]
+        assert [bool(c["fields"]) for c in listed] == [True, False, False, False]
         response = await client.put(
             f"{CHANNELS}/slack",
             headers=admin.headers,

@@ -76,12 +76,30 @@ class RetentionBody(BaseModel):
     )
 
 
+class ChannelField(TypedDict):
+    """One config field of a channel, for a form."""
+
+    name: str
+    type: Literal["string", "integer", "number", "boolean", "map"]
+    required: bool
+    default: Any
+    description: str
+    secret: bool
+    choices: list[Any] | None
+    minimum: float | None
+    maximum: float | None
+    maxLength: int | None
+
+
 class ChannelState(TypedDict):
-    """A channel: on or off, its config with secrets masked."""
+    """A channel: on or off, its config with secrets masked, and its fields."""
 
     id: str
     enabled: bool
     config: dict[str, Any]
+    title: str
+    installed: bool
+    fields: list[ChannelField]
 
 
 class Channels(TypedDict):

@@ -50,8 +50,18 @@ class TelegramConfig(BaseModel):
 
     # Any non-empty token without whitespace: Telegram's format is its own business,
     # and "send a test" is the real check (the token is quoted into the URL path).
-    bot_token: str = Field(alias="botToken", max_length=1000, pattern=r"^\S+$")
-    chat_id: str = Field(default="", alias="chatId", max_length=100)
+    bot_token: str = Field(
+        alias="botToken",
+        max_length=1000,
+        pattern=r"^\S+$",
+        description="The token @BotFather gave the bot (stored encrypted)",
+    )
+    chat_id: str = Field(
+        default="",
+        alias="chatId",
+        max_length=100,
+        description="Chat to send to when a rule names none",
+    )
 
     @field_validator("chat_id", mode="before")
     @classmethod
@@ -66,7 +76,12 @@ class SlackConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    webhook_url: str = Field(alias="webhookUrl", min_length=1, max_length=2000)
+    webhook_url: str = Field(
+        alias="webhookUrl",
+        min_length=1,
+        max_length=2000,
+        description="A Slack incoming-webhook URL (stored encrypted)",
+    )
 
     @field_validator("webhook_url")
     @classmethod
@@ -79,9 +94,16 @@ class WebhookConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    url: str = Field(min_length=1, max_length=2000)
-    method: Literal["POST", "PUT", "PATCH"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    url: str = Field(
+        min_length=1, max_length=2000, description="http or https URL the JSON is sent to"
+    )
+    method: Literal["POST", "PUT", "PATCH"] = Field(default="POST", description="HTTP method")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=50,
+        description="Sent with every request; values of Authorization, Cookie and names with "
+        "auth, token, secret, key, password or session are stored encrypted",
+    )
 
     @field_validator("url")
     @classmethod

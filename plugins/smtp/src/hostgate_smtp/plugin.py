@@ -42,12 +42,22 @@ class SmtpConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    host: str = Field(min_length=1, max_length=255)
-    port: int = Field(default=587, ge=1, le=65535)
-    username: str = Field(default="", max_length=320)
-    password: str = Field(default="", max_length=1024)
-    sender: str = Field(alias="from", min_length=3, max_length=320)
-    tls: bool = False
+    host: str = Field(
+        min_length=1, max_length=255, description="Mail server host name or IP address"
+    )
+    port: int = Field(default=587, ge=1, le=65535, description="587 for STARTTLS, 465 with TLS on")
+    username: str = Field(default="", max_length=320, description="Empty: send without logging in")
+    password: str = Field(default="", max_length=1024, description="Stored encrypted")
+    sender: str = Field(
+        alias="from",
+        min_length=3,
+        max_length=320,
+        description="Sender: addr@example.org or Name <addr@example.org>",
+    )
+    tls: bool = Field(
+        default=False,
+        description="Implicit TLS (port 465 style); off: STARTTLS whenever the server offers it",
+    )
 
     @field_validator("host")
     @classmethod

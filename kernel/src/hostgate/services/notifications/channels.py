@@ -66,6 +66,40 @@ def secret_values(spec: ChannelSpec, config: Mapping[str, Any]) -> list[str]:
     return sorted(set(found), key=len, reverse=True)
 
 
+def describe_fields(spec: ChannelSpec) -> list[dict[str, Any]]:
+    """The channel's config fields for a form, from its pydantic model's JSON schema.
+
+    Each: ``{name, type, required, default, description, secret, choices, minimum,
+    maximum, maxLength}``; ``type`` is ``string``, ``integer``, ``number``, ``boolean``
+    or ``map`` (string to string, secret-looking keys' values sealed); ``name`` is the
+    wire name (the alias).
+    """
+    schema = spec.config_model.model_json_schema(by_alias=True, mode="validation")
+    required = set(schema.get("required", []))
+    fields: list[dict[str, Any]] = []
+    for name, prop in schema.get("properties", {}).items():
+        kind = prop.get("type", "string")
+        if "enum" in prop:
+            kind = "string"
+        if kind == "object":
+            kind = "map"
+        fields.append(
+            {
+                "name": name,
+                "type": kind,
+                "required": name in required,
+                "default": prop.get("default"),
+                "description": prop.get("description", ""),
+                "secret": name in spec.secret_fields,
+                "choices": prop.get("enum"),
+                "minimum": prop.get("minimum"),
+                "maximum": prop.get("maximum"),
+                "maxLength": prop.get("maxLength"),
+            }
+        )
+    return fields
+
+
 def redact(text: str, secrets: list[str]) -> str:
     """``text`` with every secret value replaced by ``[redacted]``."""
     for value in secrets:
@@ -208,7 +242,11 @@ class ChannelStore:
         return ChannelState(channel_type, row.enabled, self._full(row), installed)
 
     async def listing(self) -> list[dict[str, Any]]:
-        """``[{id, enabled, config}]`` with secrets masked, for every channel type."""
+        """``[{id, enabled, config, title, installed, fields}]`` with secrets masked.
+
+        ``fields`` describes the config for a form (see ``describe_fields``); a channel
+        whose pack is not installed has none.
+        """
         out = []
         for channel_type in self.types():
             state = await self.state(channel_type)
@@ -216,7 +254,16 @@ class ChannelStore:
             shown = mask(spec, state.config) if spec is not None else {}
             if spec is None and state.config:
                 shown = {k: SECRET_MASK for k in state.config}
-            out.append({"id": channel_type, "enabled": state.enabled, "config": shown})
+            out.append(
+                {
+                    "id": channel_type,
+                    "enabled": state.enabled,
+                    "config": shown,
+                    "title": (spec.title if spec is not None else "") or channel_type,
+                    "installed": spec is not None,
+                    "fields": describe_fields(spec) if spec is not None else [],
+                }
+            )
         return out
 
     async def effective(

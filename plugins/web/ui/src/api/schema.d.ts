@@ -1899,8 +1899,37 @@ export interface components {
             };
         };
         /**
+         * ChannelField
+         * @description One config field of a channel, for a form.
+         */
+        ChannelField: {
+            /** Choices */
+            choices: unknown[] | null;
+            /** Default */
+            default: unknown;
+            /** Description */
+            description: string;
+            /** Maxlength */
+            maxLength: number | null;
+            /** Maximum */
+            maximum: number | null;
+            /** Minimum */
+            minimum: number | null;
+            /** Name */
+            name: string;
+            /** Required */
+            required: boolean;
+            /** Secret */
+            secret: boolean;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "string" | "integer" | "number" | "boolean" | "map";
+        };
+        /**
          * ChannelState
-         * @description A channel: on or off, its config with secrets masked.
+         * @description A channel: on or off, its config with secrets masked, and its fields.
          */
         ChannelState: {
             /** Config */
@@ -1909,8 +1938,14 @@ export interface components {
             };
             /** Enabled */
             enabled: boolean;
+            /** Fields */
+            fields: components["schemas"]["ChannelField"][];
             /** Id */
             id: string;
+            /** Installed */
+            installed: boolean;
+            /** Title */
+            title: string;
         };
         /**
          * Channels
