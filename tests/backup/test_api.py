@@ -98,7 +98,7 @@ async def test_export_then_import_restores_and_signs_everyone_out(
     assert archive.startswith(b"HGBACKUP")
     assert b"conn-secret-9" not in archive and b"Before Export" not in archive
     exported = await events(kernel, "backup.exported")
-    assert exported and exported[-1].details == {"includeRecordings": True}
+    assert exported and exported[-1].details == {"includeRecordings": True, "via": "post"}
     assert PASSWORD not in str(exported[-1].details)
 
     await make_user("made-after-export", role="user")

@@ -137,6 +137,24 @@ async def test_an_expired_ticket_is_refused_and_gone(backend):
     assert await store.redeem(expired) is None
 
 
+async def test_a_ticket_carries_its_payload_and_namespaces_keep_kinds_apart(backend):
+    if backend.server is None:
+        sockets, downloads = ticket_store(None), ticket_store(None, namespace="download")
+    else:
+        sockets = ticket_store(backend.client())
+        downloads = ticket_store(backend.client(), namespace="download")
+        other_node = ticket_store(backend.client(), namespace="download")
+    value = await downloads.issue("user-1", "login-1", "sealed payload")
+    # a download ticket never opens a socket, and the reverse
+    assert await sockets.redeem(value) is None
+    socket_ticket = await sockets.issue("user-1", "login-1")
+    assert await downloads.redeem(socket_ticket) is None
+    redeemer = downloads if backend.server is None else other_node
+    ticket = await redeemer.redeem(value)
+    assert ticket is not None and ticket.payload == "sealed payload"
+    assert (await sockets.redeem(socket_ticket)) is not None
+
+
 # -- rate limits -----------------------------------------------------------------
 
 

@@ -131,6 +131,8 @@ class Kernel:
             live=self.live,
         )
         self.tickets: TicketStore = ticket_store(self.cluster.redis)
+        # one-time links of downloads a POST prepared (a backup export in the browser)
+        self.download_tickets: TicketStore = ticket_store(self.cluster.redis, namespace="download")
         self.limits: RateLimiter = rate_limiter(self.cluster.redis)
         self.logins = Logins(
             db=self.db,

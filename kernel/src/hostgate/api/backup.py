@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
 from ..datadir import private_open
-from ..errors import InvalidInput, PayloadTooLarge, RateLimited
+from ..errors import InvalidInput, NotFound, PayloadTooLarge, RateLimited
 from ..guards import app_kernel, current_caller, requires
 from ..openapi import answers
 from ..requestbody import streamed_body
@@ -50,6 +51,13 @@ class BackupSize(TypedDict):
     recordingCount: int
 
 
+class ExportLink(TypedDict):
+    """A one-time link to the download, for a browser (a plain link streams to disk)."""
+
+    url: str
+    expiresIn: int
+
+
 class Restored(TypedDict):
     """The backup was restored."""
 
@@ -68,22 +76,11 @@ async def backup_size() -> dict[str, Any]:
     return result
 
 
-@blueprint.post("/backup/export")
-@requires("settings.backup")
-@validate_request(ExportBody)
-@tag(["backup"])
-@answers(None, media_type="application/octet-stream")
-async def export_backup(data: ExportBody) -> Response:
-    """Download an encrypted archive (``.geb``), built while it streams."""
+def export_response(password: str, include_recordings: bool) -> Response:
+    """The archive as a streamed download, audited as ``backup.exported``."""
     kernel = app_kernel()
     filename = f"hostgate-backup-{utcnow():%Y-%m-%d}.geb"
-    stream = kernel.backups.export(data.password, include_recordings=data.includeRecordings)
-    await kernel.audit.record(
-        "backup.exported",
-        actor=current_caller(),
-        target=filename,
-        details={"includeRecordings": data.includeRecordings},
-    )
+    stream = kernel.backups.export(password, include_recordings=include_recordings)
     response = Response(
         stream,
         mimetype="application/octet-stream",
@@ -94,6 +91,78 @@ async def export_backup(data: ExportBody) -> Response:
     )
     response.timeout = None
     return response
+
+
+async def audit_export(include_recordings: bool, via: str) -> None:
+    """``backup.exported`` (never with the password)."""
+    await app_kernel().audit.record(
+        "backup.exported",
+        actor=current_caller(),
+        target=f"hostgate-backup-{utcnow():%Y-%m-%d}.geb",
+        details={"includeRecordings": include_recordings, "via": via},
+    )
+
+
+@blueprint.post("/backup/export")
+@requires("settings.backup")
+@validate_request(ExportBody)
+@tag(["backup"])
+@answers(None, media_type="application/octet-stream")
+async def export_backup(data: ExportBody) -> Response:
+    """Download an encrypted archive (``.geb``), built while it streams."""
+    await audit_export(data.includeRecordings, "post")
+    return export_response(data.password, data.includeRecordings)
+
+
+@blueprint.post("/backup/export-link")
+@requires("settings.backup")
+@validate_request(ExportBody)
+@tag(["backup"])
+@answers(ExportLink)
+async def export_link(data: ExportBody) -> ExportLink:
+    """A one-time link (30 s) that downloads the archive ``POST /backup/export`` would send.
+
+    For browsers, whose plain links stream a download to disk with its progress where a
+    script's POST would have to hold it in memory. The link works once, for the same
+    user and login session; the password waits sealed with the instance key, never in
+    the link.
+    """
+    kernel = app_kernel()
+    caller = current_caller()
+    sealed = kernel.secrets.seal(
+        json.dumps({"password": data.password, "includeRecordings": data.includeRecordings})
+    )
+    ticket = await kernel.download_tickets.issue(
+        caller.user_id, caller.login_session_id or "", sealed
+    )
+    return {
+        "url": f"/api/v1/backup/export/{ticket}",
+        "expiresIn": int(kernel.download_tickets.ttl),
+    }
+
+
+@blueprint.get("/backup/export/<ticket>")
+@requires("settings.backup")
+@tag(["backup"])
+@answers(None, media_type="application/octet-stream", errors=(404,))
+async def export_by_link(ticket: str) -> Response:
+    """The download of a link from ``POST /backup/export-link`` (once; 404 after)."""
+    kernel = app_kernel()
+    caller = current_caller()
+    redeemed = await kernel.download_tickets.redeem(ticket)
+    if (
+        redeemed is None
+        or redeemed.user_id != caller.user_id
+        or redeemed.login_session_id != (caller.login_session_id or "")
+    ):
+        raise NotFound(
+            "This backup link was used already or has expired: start the backup again",
+            code="download_expired",
+        )
+    asked = json.loads(kernel.secrets.open(redeemed.payload))
+    include = bool(asked["includeRecordings"])
+    await audit_export(include, "link")
+    return export_response(str(asked["password"]), include)
 
 
 def header_text(value: str) -> str:

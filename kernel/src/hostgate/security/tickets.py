@@ -2,9 +2,11 @@
 
 ``TicketStore`` is the interface; ``MemoryTicketStore`` serves one node,
 ``RedisTicketStore`` several (a ticket issued by one node is redeemed on any,
-exactly once: ``GETDEL`` is atomic). Both are asynchronous because the shared
-one talks to Redis; when Redis is down both calls raise the 503
-``SharedStateUnavailable``.
+exactly once: ``GETDEL`` is atomic). A ticket may carry a ``payload`` (text the
+issuer sealed, e.g. a backup download's request); each kind of ticket has its own
+store (``namespace``), so one kind is never redeemed as another. Both are
+asynchronous because the shared one talks to Redis; when Redis is down both calls
+raise the 503 ``SharedStateUnavailable``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Ticket:
     user_id: str
     login_session_id: str
     issued_at: float
+    payload: str = ""
 
 
 class TicketStore(Protocol):
@@ -39,7 +42,7 @@ class TicketStore(Protocol):
 
     ttl: float
 
-    async def issue(self, user_id: str, login_session_id: str) -> str:
+    async def issue(self, user_id: str, login_session_id: str, payload: str = "") -> str:
         """A new ticket string."""
 
     async def redeem(self, value: str | None) -> Ticket | None:
@@ -56,15 +59,15 @@ class MemoryTicketStore(TicketStore):
         self.clock = clock
         self._tickets: dict[str, Ticket] = {}
 
-    async def issue(self, user_id: str, login_session_id: str) -> str:
+    async def issue(self, user_id: str, login_session_id: str, payload: str = "") -> str:
         """A new ticket string."""
-        return self.issue_sync(user_id, login_session_id)
+        return self.issue_sync(user_id, login_session_id, payload)
 
-    def issue_sync(self, user_id: str, login_session_id: str) -> str:
+    def issue_sync(self, user_id: str, login_session_id: str, payload: str = "") -> str:
         """``issue`` without an await (this store does no I/O): for synchronous test helpers."""
         self._sweep()
         value = secrets.token_urlsafe(32)
-        self._tickets[value] = Ticket(user_id, login_session_id, self.clock())
+        self._tickets[value] = Ticket(user_id, login_session_id, self.clock(), payload)
         return value
 
     async def redeem(self, value: str | None) -> Ticket | None:
@@ -87,14 +90,17 @@ class RedisTicketStore(TicketStore):
 
     prefix = f"{KEY_PREFIX}ticket:"
 
-    def __init__(self, client: Redis, ttl: float = TICKET_TTL_SECONDS) -> None:
+    def __init__(
+        self, client: Redis, ttl: float = TICKET_TTL_SECONDS, namespace: str = "ticket"
+    ) -> None:
         self.ttl = ttl
         self._client = client
+        self.prefix = f"{KEY_PREFIX}{namespace}:"
 
-    async def issue(self, user_id: str, login_session_id: str) -> str:
+    async def issue(self, user_id: str, login_session_id: str, payload: str = "") -> str:
         """A new ticket string, stored for ``ttl`` seconds."""
         value = secrets.token_urlsafe(32)
-        body = json.dumps({"u": user_id, "l": login_session_id, "t": time.time()})
+        body = json.dumps({"u": user_id, "l": login_session_id, "t": time.time(), "p": payload})
         with reaching():
             await self._client.set(self.prefix + value, body, px=max(1, int(self.ttl * 1000)))
         return value
@@ -109,11 +115,18 @@ class RedisTicketStore(TicketStore):
             return None
         try:
             body = json.loads(raw)
-            return Ticket(str(body["u"]), str(body["l"]), float(body["t"]))
+            return Ticket(str(body["u"]), str(body["l"]), float(body["t"]), str(body.get("p", "")))
         except (ValueError, KeyError, TypeError):
             return None
 
 
-def ticket_store(client: Redis | None) -> TicketStore:
-    """The shared store when the nodes share a Redis, else the in-memory one."""
-    return MemoryTicketStore() if client is None else RedisTicketStore(client)
+def ticket_store(
+    client: Redis | None, *, namespace: str = "ticket", ttl: float = TICKET_TTL_SECONDS
+) -> TicketStore:
+    """The shared store when the nodes share a Redis, else the in-memory one.
+
+    Stores of different ``namespace`` never see each other's tickets.
+    """
+    if client is None:
+        return MemoryTicketStore(ttl)
+    return RedisTicketStore(client, ttl, namespace)

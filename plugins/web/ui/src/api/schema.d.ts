@@ -353,6 +353,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/backup/export-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A one-time link (30 s) that downloads the archive ``POST /backup/export`` would send.
+         * @description For browsers, whose plain links stream a download to disk with its progress where a
+         *     script's POST would have to hold it in memory. The link works once, for the same
+         *     user and login session; the password waits sealed with the instance key, never in
+         *     the link.
+         */
+        post: operations["post_export_link"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/backup/export/{ticket}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The download of a link from ``POST /backup/export-link`` (once; 404 after). */
+        get: operations["get_export_by_link"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/backup/import": {
         parameters: {
             query?: never;
@@ -2090,6 +2130,16 @@ export interface components {
         EventTypes: {
             /** Eventtypes */
             eventTypes: string[];
+        };
+        /**
+         * ExportLink
+         * @description A one-time link to the download, for a browser (a plain link streams to disk).
+         */
+        ExportLink: {
+            /** Expiresin */
+            expiresIn: number;
+            /** Url */
+            url: string;
         };
         /**
          * FieldInfo
@@ -4366,6 +4416,133 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_export_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Includerecordings
+                     * @default false
+                     */
+                    includeRecordings?: boolean;
+                    /** Password */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A one-time link (30 s) that downloads the archive ``POST /backup/export`` would send. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportLink"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_export_by_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ticket: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The download of a link from ``POST /backup/export-link`` (once; 404 after). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
