@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import Row, hostgate_server, print_table  # noqa: E402
@@ -141,6 +143,16 @@ def main() -> None:
                     "password": server.password,
                 }
             )
+            # the browser asks before trusting a new host key: trust it as its prompt would
+            scanned = httpx.post(
+                f"{gateway.url}/api/v1/connections/{connection_id}/host-key/scan",
+                headers=gateway.headers,
+            ).json()
+            httpx.post(
+                f"{gateway.url}/api/v1/connections/{connection_id}/host-key/accept",
+                json={"fingerprint": scanned["presented"]["fingerprint"]},
+                headers=gateway.headers,
+            ).raise_for_status()
             browser = Browser(playwright, gateway, token, scratch)
             browser.open(connection_id, folder)
             remote_path = f"{folder}/source.bin"

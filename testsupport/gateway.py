@@ -43,8 +43,11 @@ def write_test_config(path: Path) -> Path:
 class GatewayProcess:
     """One ``python -m hostgate serve`` on 127.0.0.1, restartable on the same port."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, env: dict[str, str] | None = None, python: str | None = None
+    ) -> None:
         self.data_dir = data_dir
+        self.python = python or sys.executable  # another venv's, to serve what is installed there
         self.port = free_port()
         self.extra_env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
@@ -82,7 +85,7 @@ class GatewayProcess:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [
-                    sys.executable,
+                    self.python,
                     "-m",
                     "hostgate",
                     "--data-dir",

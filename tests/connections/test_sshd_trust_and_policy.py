@@ -132,6 +132,83 @@ async def test_forgetting_or_changing_the_host_trusts_on_first_use_again(
     assert updated.details["hostKeysForgotten"] == [private_sshd.host_key_fingerprint]
 
 
+async def test_a_scan_shows_the_key_before_any_session_and_trusts_nothing_by_itself(
+    client, make_user, kernel, private_sshd, sshd_secrets
+):
+    sshd_secrets(private_sshd)
+    owner = await make_user("owner")
+    mate = await make_user("mate")
+    conn = await ssh_connection(client, owner, private_sshd)
+    await send(
+        client, "PUT", f"/connections/{conn['id']}/shares", owner,
+        {"shares": [{"shareType": "user", "targetId": mate.id}]},
+    )  # fmt: skip
+    key_path = f"/connections/{conn['id']}/host-key"
+    logins = private_sshd.log().count("Accepted password")
+
+    # first use: the key is shown and kept pending, not trusted; no login happens
+    first = private_sshd.host_key_fingerprint
+    body = await send(client, "POST", f"{key_path}/scan", mate, {})
+    assert body["state"] == "new"
+    assert body["presented"]["fingerprint"] == first
+    assert body["presented"]["algorithm"] == "ssh-ed25519"
+    assert body["presented"]["publicKey"].startswith("ssh-ed25519 ")
+    assert body["trusted"] is None
+    assert body["canAccept"] is False  # mate may use it, not edit it
+    assert (await send(client, "POST", f"{key_path}/scan", owner, {}))["canAccept"] is True
+    assert await get_json(client, key_path, owner) == {
+        "trusted": None,
+        "pending": body["presented"],
+    }
+    assert private_sshd.log().count("Accepted password") == logins
+    assert await audit_entries(kernel, "connection.host_key_trusted") == []
+
+    # the owner accepts exactly that key; a scan then says trusted
+    accepted = await send(client, "POST", f"{key_path}/accept", owner, {"fingerprint": first})
+    assert accepted["trusted"]["fingerprint"] == first
+    assert (await audit_entries(kernel, "connection.host_key_accepted"))[-1].details[
+        "previousFingerprint"
+    ] is None
+    body = await send(client, "POST", f"{key_path}/scan", mate, {})
+    assert body["state"] == "trusted" and body["trusted"]["fingerprint"] == first
+    assert await run_whoami(kernel, mate, conn["id"]) == "hgtest"
+
+    # a changed key: both fingerprints, pending, audited once however often it is scanned
+    second = private_sshd.restart_with_new_host_key()
+    for _ in range(2):
+        body = await send(client, "POST", f"{key_path}/scan", owner, {})
+        assert body["state"] == "changed"
+        assert body["presented"]["fingerprint"] == second
+        assert body["trusted"]["fingerprint"] == first
+    changed = await audit_entries(kernel, "connection.host_key_changed")
+    assert [e.details["presentedFingerprint"] for e in changed] == [second]
+    with pytest.raises(Conflict):
+        await run_whoami(kernel, owner, conn["id"])
+
+    # a first key left pending by a scan is dropped when a connection trusts one
+    await send(client, "DELETE", key_path, owner)
+    await send(client, "POST", f"{key_path}/scan", owner, {})
+    assert await run_whoami(kernel, owner, conn["id"]) == "hgtest"
+    keys = await get_json(client, key_path, owner)
+    assert keys["trusted"]["fingerprint"] == second and keys["pending"] is None
+
+
+async def test_a_scan_follows_access_and_the_network_policy(
+    client, make_user, admin, kernel, private_sshd
+):
+    owner = await make_user("owner")
+    stranger = await make_user("stranger")
+    conn = await ssh_connection(client, owner, private_sshd)
+    scan = f"/connections/{conn['id']}/host-key/scan"
+    await send(client, "POST", scan, stranger, {}, expect=404)
+    await set_policy(client, admin, deny=f"{private_sshd.host}/32")
+    before = connections_seen(private_sshd)
+    await send(client, "POST", scan, owner, {}, expect=403)
+    assert connections_seen(private_sshd) == before
+    await set_policy(client, admin, deny="")
+    assert (await send(client, "POST", scan, owner, {}))["state"] == "new"
+
+
 async def set_policy(client, admin, **values):
     body = {f"network.{k}": v for k, v in values.items()}
     return await send(client, "PUT", "/settings", admin, body)

@@ -36,6 +36,8 @@ class ConnectionField:
 FilesFactory = Callable[["KernelAPI", "ConnectionTarget"], Awaitable["RemoteFiles"]]
 TerminalFactory = Callable[["KernelAPI", "ConnectionTarget", "TerminalSize"], Awaitable["Terminal"]]
 StreamFactory = Callable[["KernelAPI", "ConnectionTarget"], Awaitable["Stream"]]
+HostKeyFetch = Callable[["ConnectionTarget"], Awaitable[tuple[str, bytes]]]
+"""``await fetch(target)``: the server's host key ``(algorithm, public-key blob)``, no login."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,10 @@ class ProtocolSpec:
     names the socket is served under (``/ws/<alias>``), for browser clients that
     hard-code another path. ``relay_authenticates`` says the relay logs in to
     the server itself, so the stored password is never handed to a browser
-    (``GET /connections/:id/session`` withholds it).
+    (``GET /connections/:id/session`` withholds it). ``fetch_host_key`` reads the
+    server's host key without logging in, for protocols whose adapters check one
+    (``POST /connections/:id/host-key/scan``: the browser shows a first or changed
+    key before a session opens).
     """
 
     name: str
@@ -64,6 +69,7 @@ class ProtocolSpec:
     stat_fields: tuple[str, ...] = ()
     socket_aliases: tuple[str, ...] = ()
     relay_authenticates: bool = False
+    fetch_host_key: HostKeyFetch | None = None
 
     def accepted_protocols(self) -> tuple[str, ...]:
         """The stored connection protocols this protocol's adapters serve."""

@@ -202,6 +202,15 @@ class HostKeyAccepted(TypedDict):
     trusted: HostKey
 
 
+class HostKeyScanned(TypedDict):
+    """What the server presents now, compared with the remembered key."""
+
+    state: Literal["trusted", "new", "changed"]
+    presented: HostKey
+    trusted: HostKey | None
+    canAccept: bool
+
+
 class HostKeyForgotten(TypedDict):
     """Whether keys were forgotten."""
 
@@ -537,6 +546,30 @@ async def accept_host_key(connection_id: str) -> dict[str, Any]:
         connection, expected=body.fingerprint, actor=current_caller()
     )
     return {"success": True, "trusted": info.to_json()}
+
+
+@blueprint.post("/connections/<connection_id>/host-key/scan")
+@authenticated
+@tag(["connections"])
+@answers(HostKeyScanned, errors=(400, 403, 404, 409, 502, 504))
+async def scan_host_key(connection_id: str) -> dict[str, Any]:
+    """Read the server's host key now (no login) and compare it with the trusted one.
+
+    ``state`` is ``trusted`` (the remembered key), ``new`` (no key remembered yet; it
+    is kept pending, not trusted) or ``changed`` (pending, as a refused connect would
+    keep it). ``canAccept`` says whether the caller may accept it. For those who may use
+    the connection; the target network policy applies.
+    """
+    kernel = app_kernel()
+    caller = current_caller()
+    scan = await kernel.connections.scan_host_key(caller, connection_id)
+    _, access = await kernel.connections.load(caller, connection_id)
+    return {
+        "state": scan.state,
+        "presented": scan.presented.to_json(),
+        "trusted": _host_key_json(scan.trusted),
+        "canAccept": access.edit,
+    }
 
 
 @blueprint.delete("/connections/<connection_id>/host-key")

@@ -45,6 +45,7 @@ def protocol_json(spec: ProtocolSpec, permissions: frozenset[str] | set[str]) ->
         "terminal": spec.open_terminal is not None,
         "files": spec.open_files is not None,
         "stream": spec.open_stream is not None,
+        "hostKeys": spec.fetch_host_key is not None,
         "servesConnections": list(spec.accepted_protocols()),
         "fields": [field_json(f) for f in spec.fields],
         "canUse": f"connections.use_{spec.name}" in permissions,
@@ -72,6 +73,7 @@ class ProtocolInfo(TypedDict):
     terminal: bool
     files: bool
     stream: bool
+    hostKeys: bool
     servesConnections: list[str]
     fields: list[FieldInfo]
     canUse: bool

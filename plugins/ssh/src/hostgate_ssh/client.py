@@ -31,16 +31,36 @@ def _client_keys(target: ConnectionTarget) -> list[asyncssh.SSHKey] | None:
         raise RemoteAuthFailed(f"the stored private key cannot be used: {exc}") from None
 
 
+async def _server_key(target: ConnectionTarget) -> asyncssh.SSHKey:
+    server_key = await asyncio.wait_for(
+        asyncssh.get_server_host_key(target.address, target.port, config=None),
+        CONNECT_TIMEOUT,
+    )
+    if server_key is None:
+        raise RemoteError("the SSH server presented no host key")
+    return server_key
+
+
+def _unreachable(target: ConnectionTarget, exc: Exception) -> RemoteUnreachable:
+    return RemoteUnreachable(f"cannot reach SSH server {target.host}:{target.port}: {exc}")
+
+
+async def fetch_host_key(target: ConnectionTarget) -> tuple[str, bytes]:
+    """The server's host key ``(algorithm, public-key blob)``: a key exchange, no login."""
+    try:
+        server_key = await _server_key(target)
+    except TimeoutError:
+        raise RemoteTimeout(f"SSH server {target.host}:{target.port} did not answer") from None
+    except (OSError, asyncssh.Error) as exc:
+        raise _unreachable(target, exc) from None
+    return server_key.get_algorithm(), server_key.public_data
+
+
 async def connect(target: ConnectionTarget, **options: object) -> asyncssh.SSHClientConnection:
     """An authenticated SSH connection; Remote* errors say what failed."""
     keys = _client_keys(target)
     try:
-        server_key = await asyncio.wait_for(
-            asyncssh.get_server_host_key(target.address, target.port, config=None),
-            CONNECT_TIMEOUT,
-        )
-        if server_key is None:
-            raise RemoteError("the SSH server presented no host key")
+        server_key = await _server_key(target)
         if target.check_host_key is not None:
             await target.check_host_key(server_key.get_algorithm(), server_key.public_data)
         return await asyncssh.connect(
@@ -62,6 +82,4 @@ async def connect(target: ConnectionTarget, **options: object) -> asyncssh.SSHCl
     except TimeoutError:
         raise RemoteTimeout(f"SSH server {target.host}:{target.port} did not answer") from None
     except (OSError, asyncssh.Error) as exc:
-        raise RemoteUnreachable(
-            f"cannot reach SSH server {target.host}:{target.port}: {exc}"
-        ) from None
+        raise _unreachable(target, exc) from None

@@ -35,6 +35,12 @@ async def _open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFile
     return await open_files(kernel, target)
 
 
+async def _fetch_host_key(target: ConnectionTarget) -> tuple[str, bytes]:
+    from .client import fetch_host_key
+
+    return await fetch_host_key(target)
+
+
 async def _open_terminal(
     kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
 ) -> Terminal:
@@ -53,6 +59,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             title="SSH",
             fields=TERMINAL_FIELDS,
             open_terminal=_open_terminal,
+            fetch_host_key=_fetch_host_key,
         ),
         ProtocolSpec(
             name="sftp",
@@ -60,6 +67,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             title="SFTP",
             fields=SSH_FIELDS,
             open_files=_open_files,
+            fetch_host_key=_fetch_host_key,
             accepts=("sftp", "ssh"),
             file_attributes="full",
             stat_fields=(

@@ -98,6 +98,23 @@ class Gateway(GatewayProcess):
         response = self.api("PUT", "/settings", token, json=body)
         assert response.status_code == 200, response.text
 
+    def trust_host_key(self, token: str, connection_id: str) -> str:
+        """Scan the connection's SSH host key and accept it (as the browser's prompt would).
+
+        For tests about something else than host-key trust: the browser then opens the
+        session without asking. The fingerprint trusted.
+        """
+        scan = self.api("POST", f"/connections/{connection_id}/host-key/scan", token)
+        assert scan.status_code == 200, scan.text
+        fingerprint = str(scan.json()["presented"]["fingerprint"])
+        if scan.json()["state"] != "trusted":
+            body = {"fingerprint": fingerprint}
+            accepted = self.api(
+                "POST", f"/connections/{connection_id}/host-key/accept", token, json=body
+            )
+            assert accepted.status_code == 200, accepted.text
+        return fingerprint
+
     def audit_types(self, token: str) -> list[str]:
         """Event types in the audit log, newest first."""
         response = self.api("GET", "/audit", token, params={"limit": 200})

@@ -39,7 +39,7 @@ def make_connection(gateway: Gateway, token: str, **body: Any) -> str:
 
 @pytest.fixture
 def sftp_id(gateway: Gateway, admin_token: str, sshd: SshdServer) -> str:  # noqa: F811
-    return make_connection(
+    connection_id = make_connection(
         gateway,
         admin_token,
         name="OpenSSH box",
@@ -49,6 +49,8 @@ def sftp_id(gateway: Gateway, admin_token: str, sshd: SshdServer) -> str:  # noq
         username=sshd.username,
         password=sshd.password,
     )
+    gateway.trust_host_key(admin_token, connection_id)  # host-key prompts: test_hostkeys.py
+    return connection_id
 
 
 def open_files(page: Any, gateway: Gateway, connection_id: str, path: str = "") -> None:

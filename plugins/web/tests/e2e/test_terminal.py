@@ -35,7 +35,9 @@ def ssh_connection(gateway: Gateway, token: str, server: SshdServer) -> str:
     }
     response = gateway.api("POST", "/connections", token, json=body)
     assert response.status_code == 201, response.text
-    return str(response.json()["id"])
+    connection_id = str(response.json()["id"])
+    gateway.trust_host_key(token, connection_id)  # host-key prompts: test_hostkeys.py
+    return connection_id
 
 
 PROMPT = re.compile(r"@[^\s:]+:~\$")

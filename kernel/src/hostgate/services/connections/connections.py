@@ -478,6 +478,23 @@ class Connections:
             )
         return await self.target_of(connection, actor=caller)
 
+    async def scan_host_key(self, caller: Caller, connection_id: str) -> hostkeys.HostKeyScan:
+        """Read the server's host key (no login) and compare it with the remembered ones.
+
+        For callers who may use the connection; the network policy applies as for a
+        session. A protocol whose pack reads no host key is a 400.
+        """
+        connection = await self.visible(caller, connection_id)
+        spec = self.protocols.get(connection.protocol)
+        if spec is None or spec.fetch_host_key is None:
+            raise InvalidInput(
+                f"{connection.protocol} connections have no host key to check",
+                code="no_host_key",
+            )
+        target = await self.target_for(caller, connection_id, spec)
+        algorithm, blob = await spec.fetch_host_key(target)
+        return await self.host_keys.observe(connection, algorithm, blob, actor=caller)
+
     async def target_of(
         self, connection: Connection, *, actor: Caller | None = None
     ) -> ConnectionTarget:

@@ -6,6 +6,10 @@ passes; a different key is stored as ``pending`` and the connection is refused
 user who may edit the connection accepts the pending key (or forgets the trusted
 one). Fingerprints are OpenSSH's: ``SHA256:`` and unpadded base64 of the SHA-256
 of the public-key blob.
+
+A scan (``observe``) reads the server's key before any session: a key never seen is
+kept as ``pending`` (not trusted) so that someone who may edit the connection can
+accept exactly that fingerprint; a changed key is handled as on connect.
 """
 
 from __future__ import annotations
@@ -58,6 +62,15 @@ class HostKeyInfo:
             "publicKey": f"{self.algorithm} {self.public_key}",
             "seenAt": iso(self.seen_at),
         }
+
+
+@dataclass(frozen=True)
+class HostKeyScan:
+    """What a scan found: ``trusted`` (the remembered key), ``new`` or ``changed``."""
+
+    state: str
+    presented: HostKeyInfo
+    trusted: HostKeyInfo | None
 
 
 def _info(row: HostKey) -> HostKeyInfo:
@@ -156,6 +169,74 @@ class HostKeys:
             await _store(batch.session, connection.id, state, *key)
             _record(batch, event_type, connection, actor, details)
 
+    async def _trust_first(
+        self, connection: Connection, key: tuple[str, str, str], actor: Caller | None
+    ) -> None:
+        """Trust a first key on connect; a key a scan left pending is dropped with it."""
+        algorithm, presented, _ = key
+        async with self.audit.atomic() as batch:
+            rows = await _rows_in(batch.session, connection.id)
+            if PENDING in rows:
+                await batch.session.delete(rows[PENDING])
+                await batch.session.flush()
+            await _store(batch.session, connection.id, TRUSTED, *key)
+            _record(
+                batch,
+                "connection.host_key_trusted",
+                connection,
+                actor,
+                {"algorithm": algorithm, "fingerprint": presented},
+            )
+
+    async def observe(
+        self,
+        connection: Connection,
+        algorithm: str,
+        public_key: bytes,
+        *,
+        actor: Caller | None = None,
+    ) -> HostKeyScan:
+        """Compare a scanned key with the remembered ones; keep a new or changed one pending.
+
+        Nothing becomes trusted here: a first key waits for ``accept`` (or for the
+        first connection, which trusts it as ever).
+        """
+        presented = fingerprint(public_key)
+        encoded = base64.b64encode(public_key).decode()
+        key = (algorithm, presented, encoded)
+        for _attempt in range(3):
+            rows = await self._rows(connection.id)
+            trusted = rows.get(TRUSTED)
+            if trusted is not None and trusted.public_key == encoded:
+                return HostKeyScan("trusted", _info(trusted), _info(trusted))
+            pending = rows.get(PENDING)
+            if pending is not None and pending.public_key == encoded:
+                state = "new" if trusted is None else "changed"
+                return HostKeyScan(state, _info(pending), _info(trusted) if trusted else None)
+            try:
+                if trusted is None:
+                    async with self.db.session() as session:
+                        await _store(session, connection.id, PENDING, *key)
+                        await session.commit()
+                else:
+                    await self._remember(
+                        connection,
+                        PENDING,
+                        key,
+                        "connection.host_key_changed",
+                        actor,
+                        {
+                            "trustedFingerprint": trusted.fingerprint,
+                            "presentedFingerprint": presented,
+                        },
+                    )
+            except IntegrityError:
+                pass  # a concurrent connect or scan stored a key first
+            # look again: the key just stored is answered from its row
+        raise Conflict(
+            "The host key changed while it was being checked; try again", code="host_key_changed"
+        )
+
     async def check(
         self,
         connection: Connection,
@@ -173,14 +254,7 @@ class HostKeys:
             trusted = rows.get(TRUSTED)
             try:
                 if trusted is None:
-                    await self._remember(
-                        connection,
-                        TRUSTED,
-                        key,
-                        "connection.host_key_trusted",
-                        actor,
-                        {"algorithm": algorithm, "fingerprint": presented},
-                    )
+                    await self._trust_first(connection, key, actor)
                     return
                 if trusted.public_key == encoded:
                     return

@@ -630,6 +630,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/connections/{connection_id}/host-key/scan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read the server's host key now (no login) and compare it with the trusted one.
+         * @description ``state`` is ``trusted`` (the remembered key), ``new`` (no key remembered yet; it
+         *     is kept pending, not trusted) or ``changed`` (pending, as a refused connect would
+         *     keep it). ``canAccept`` says whether the caller may accept it. For those who may use
+         *     the connection; the target network policy applies.
+         */
+        post: operations["post_scan_host_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/connections/{connection_id}/session": {
         parameters: {
             query?: never;
@@ -2355,6 +2378,21 @@ export interface components {
             success: boolean;
         };
         /**
+         * HostKeyScanned
+         * @description What the server presents now, compared with the remembered key.
+         */
+        HostKeyScanned: {
+            /** Canaccept */
+            canAccept: boolean;
+            presented: components["schemas"]["HostKey"];
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "trusted" | "new" | "changed";
+            trusted: components["schemas"]["HostKey"] | null;
+        };
+        /**
          * HostKeys
          * @description The trusted key and a changed one waiting for acceptance.
          */
@@ -2723,6 +2761,8 @@ export interface components {
             fields: components["schemas"]["FieldInfo"][];
             /** Files */
             files: boolean;
+            /** Hostkeys */
+            hostKeys: boolean;
             /** Name */
             name: string;
             /** Servesconnections */
@@ -6107,6 +6147,101 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_scan_host_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connection_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Read the server's host key now (no login) and compare it with the trusted one. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostKeyScanned"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -91,6 +91,8 @@ export interface Protocol {
   terminal: boolean;
   files: boolean;
   stream: boolean;
+  /** The protocol checks a server host key (POST /connections/:id/host-key/scan). */
+  hostKeys: boolean;
   servesConnections: string[];
   fields: ProtocolField[];
   canUse: boolean;
@@ -167,4 +169,25 @@ export interface FileStat {
   gid?: number;
   atime?: string;
   mtime?: string;
+}
+
+/** A remembered or presented SSH host key (docs/connections.md, host-key trust). */
+export interface HostKeyInfo {
+  algorithm: string;
+  fingerprint: string;
+  publicKey: string;
+  seenAt: string;
+}
+
+export interface HostKeys {
+  trusted: HostKeyInfo | null;
+  pending: HostKeyInfo | null;
+}
+
+/** POST /connections/:id/host-key/scan. */
+export interface HostKeyScan {
+  state: "trusted" | "new" | "changed";
+  presented: HostKeyInfo;
+  trusted: HostKeyInfo | null;
+  canAccept: boolean;
 }

@@ -112,6 +112,10 @@ export function describeError(error: unknown, now: Date = new Date()): string {
       return "This kind of connection cannot do that.";
     case "upload_incomplete":
       return "The upload stopped before the whole file arrived; nothing was replaced.";
+    case "host_key_mismatch":
+      return "The server's key changed again while you were looking at it. Check it again.";
+    case "no_pending_host_key":
+      return "There is no new host key waiting any more. Check it again.";
     case "csrf_failed":
       return "The request was refused because it did not come from this page. Reload and try again.";
   }
