@@ -22,10 +22,12 @@ LONG_CACHE = "public, max-age=31536000, immutable"
 # No inline script anywhere (Vite emits only external modules), no eval; WebSockets and
 # fetches go to this origin only. Inline styles are allowed: xterm.js's renderers write
 # <style> elements and style attributes (colours, cell sizes) and cannot take a nonce.
+# 'wasm-unsafe-eval' lets the page compile WebAssembly (IronRDP's RDP client, an asset
+# of this origin) and nothing else: JavaScript eval() and new Function() stay refused.
 CONTENT_SECURITY_POLICY = "; ".join(
     [
         "default-src 'self'",
-        "script-src 'self'",
+        "script-src 'self' 'wasm-unsafe-eval'",
         "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data: blob:",
         "font-src 'self'",
