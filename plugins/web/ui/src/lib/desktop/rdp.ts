@@ -26,7 +26,26 @@ function loadIronRdp(): Promise<void> {
 // IronRDP opens its WebSocket itself and reports a closed socket without the server's
 // words. The relay's close reason (a refused certificate, an unreachable host) is the
 // best explanation there is, so sockets to /ws/rdp-raw note how they closed, by ticket.
+// IronRDP drops the socket as soon as it reads the relay's RDCleanPath error, just
+// before the relay's close frame (with the reason) arrives: its close waits a moment.
 const socketCloses = new Map<string, CloseEvent>();
+const closeWaiters = new Map<string, () => void>();
+const CLOSE_GRACE_MS = 300;
+const CLOSE_WAIT_MS = 1500;
+
+/** How the relay socket of `ticket` closed, waiting a little for it; undefined if it did not. */
+function closedSocket(ticket: string): Promise<CloseEvent | undefined> {
+  if (socketCloses.has(ticket)) return Promise.resolve(socketCloses.get(ticket));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(), CLOSE_WAIT_MS);
+    const done = () => {
+      clearTimeout(timer);
+      closeWaiters.delete(ticket);
+      resolve(socketCloses.get(ticket));
+    };
+    closeWaiters.set(ticket, done);
+  });
+}
 function trackRelaySockets(): void {
   const Original = window.WebSocket as typeof WebSocket & { hostgateTracked?: boolean };
   if (Original.hostgateTracked) return;
@@ -37,7 +56,17 @@ function trackRelaySockets(): void {
       const parsed = new URL(String(url), window.location.href);
       const ticket = parsed.searchParams.get("ticket");
       if (ticket && parsed.pathname === "/ws/rdp-raw") {
-        this.addEventListener("close", (event) => socketCloses.set(ticket, event));
+        this.addEventListener("close", (event) => {
+          // IronRDP dispatches a close event of its own ("client dropped") when it lets go
+          if (!event.isTrusted) return;
+          socketCloses.set(ticket, event);
+          closeWaiters.get(ticket)?.();
+        });
+        const close = this.close.bind(this);
+        this.close = (code?: number, reason?: string) => {
+          if (this.readyState === Original.OPEN) setTimeout(() => close(code, reason), CLOSE_GRACE_MS);
+          else close(code, reason);
+        };
       }
     }
   }
@@ -104,14 +133,19 @@ export class RdpDriver implements DesktopDriver {
     const generation = ++this.generation;
     const { events, connectionId, container } = this.options;
     const current = () => generation === this.generation;
-    const fail = (message: string, code = 0) => {
-      if (!current()) return;
+    let ticket = "";
+    // the relay's close reason when it gave one (the server's side of the story), else IronRDP's
+    const fail = async (fallback: string) => {
       void this.endRecording();
+      const closed = ticket ? await closedSocket(ticket) : undefined;
+      socketCloses.delete(ticket);
+      if (!current()) return;
+      const code = closed?.code ?? 0;
+      const message = closed?.reason && !this.userClosed ? closeReason(code, closed.reason, "") : fallback;
       events.onState("closed", isSignedOut(code) ? `Signed out: ${message}` : message, code);
     };
     this.userClosed = false;
     events.onState("connecting", "", 0);
-    let ticket = "";
     try {
       await loadIronRdp();
       const path = { connection_id: connectionId };
@@ -144,22 +178,12 @@ export class RdpDriver implements DesktopDriver {
         this.recorder = new Recorder(recording.sessionId, canvas, container);
       }
       info.run().then(
-        (termination) => fail(this.reason(ticket, this.userClosed ? "You disconnected." : termination.reason())),
-        (error: unknown) => fail(this.reason(ticket, ironErrorText(error as IronError))),
+        (termination) => fail(this.userClosed ? "You disconnected." : termination.reason()),
+        (error: unknown) => fail(ironErrorText(error as IronError)),
       );
     } catch (error) {
-      const closed = ticket ? socketCloses.get(ticket) : undefined;
-      if (error instanceof Error && !ticket) fail(error.message);
-      else fail(this.reason(ticket, ironErrorText(error as IronError)), closed?.code ?? 0);
+      void fail(ironErrorText(error as IronError));
     }
-  }
-
-  /** The relay's close reason when it gave one, else IronRDP's. */
-  private reason(ticket: string, fallback: string): string {
-    const closed = socketCloses.get(ticket);
-    socketCloses.delete(ticket);
-    if (closed && closed.code !== 1000 && closed.reason) return closeReason(closed.code, closed.reason, "");
-    return fallback;
   }
 
   private mount(container: HTMLElement): Promise<UserInteraction> {

@@ -18,12 +18,14 @@ export class VncDriver implements DesktopDriver {
   private scaling: Scaling = "fit";
   private viewOnly = false;
   private failure = "";
+  private userClosed = false;
 
   constructor(private readonly options: DriverOptions) {}
 
   async connect(): Promise<void> {
     this.teardown();
     this.failure = "";
+    this.userClosed = false;
     const { events, connectionId, container } = this.options;
     events.onState("connecting", "", 0);
     let ticket: string;
@@ -58,7 +60,7 @@ export class VncDriver implements DesktopDriver {
       this.rfb = null;
       this.socket = null;
       const code = closed?.code ?? 1006;
-      const reason = closeReason(code, closed?.reason ?? "", this.failure);
+      const reason = this.userClosed ? "You disconnected." : closeReason(code, closed?.reason ?? "", this.failure);
       events.onState("closed", isSignedOut(code) ? `Signed out: ${reason}` : reason, code);
     });
   }
@@ -106,6 +108,7 @@ export class VncDriver implements DesktopDriver {
   }
 
   disconnect(): void {
+    this.userClosed = true;
     this.rfb?.disconnect();
   }
 
