@@ -15,6 +15,12 @@ its log in ``<root>/xrdp.log``. That carries a client through X.224 negotiation,
 TLS and the MCS Connect exchange; logging in to a desktop (sesman, Xorg) is not
 configured. When xrdp cannot start, ``peer_unavailable`` fails the test under
 ``CI=true`` and skips otherwise.
+
+``start_xrdp(root, desktop=xvnc)`` puts a real desktop behind it instead: xrdp's
+own VNC module (``libvnc.so``) connects straight to that Xvnc (no sesman), with the
+clipboard (``cliprdr``) and dynamic channels on. xrdp holds the Xvnc's password
+(as a gateway holds a VNC password) and first paints its login window, with no
+field to fill: OK (or Enter) shows the Xvnc desktop through RDP.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from cryptography.hazmat.primitives import serialization
 from hostgate.security.tls import write_self_signed
 
 from .peers import launch_on_free_port, log_text, peer_unavailable, serving, which
+from .xvnc import XvncServer
 
 XRDP_INI = """\
 [Globals]
@@ -67,6 +74,25 @@ ip=127.0.0.1
 port=-1
 """
 
+# xrdp in front of an Xvnc: its VNC module connects to that server directly.
+DESKTOP_CHANNELS = """\
+[Channels]
+rdpdr=false
+rdpsnd=false
+drdynvc=true
+cliprdr=true
+rail=false
+xrdpvr=false
+
+[Desktop]
+name=hostgate test desktop
+lib=libvnc.so
+username=na
+password={vnc_password}
+ip=127.0.0.1
+port={vnc_port}
+"""
+
 
 @dataclass
 class XrdpServer:
@@ -93,8 +119,23 @@ def make_self_signed(directory: Path) -> tuple[Path, Path, bytes]:
     return cert_path, key_path, cert.public_bytes(serialization.Encoding.DER)
 
 
-def start_xrdp(root: Path) -> XrdpServer:
-    """Write the config and certificate, start xrdp, wait until it listens."""
+def _desktop_ini(port: int, cert: Path, key: Path, log: Path, desktop: XvncServer) -> str:
+    plain = XRDP_INI.format(port=port, cert=cert, key=key, log=log)
+    globals_and_logging = plain.split("[Channels]")[0]
+    # xrdp joins no static channel at all unless allow_channels is on
+    globals_and_logging = globals_and_logging.replace(
+        "max_bpp=32\n", "max_bpp=16\nallow_channels=true\n"
+    )
+    return globals_and_logging + DESKTOP_CHANNELS.format(
+        vnc_port=desktop.port, vnc_password=desktop.password or ""
+    )
+
+
+def start_xrdp(root: Path, desktop: XvncServer | None = None) -> XrdpServer:
+    """Write the config and certificate, start xrdp, wait until it listens.
+
+    With ``desktop``, xrdp shows that Xvnc's screen (see the module's docstring).
+    """
     binary = which("xrdp", "/usr/sbin")
     if binary is None:
         peer_unavailable("xrdp", "xrdp not installed (apt-get install xrdp)")
@@ -103,9 +144,11 @@ def start_xrdp(root: Path) -> XrdpServer:
     config = root / "xrdp.ini"
 
     def command(port: int) -> list[str]:
-        config.write_text(
-            XRDP_INI.format(port=port, cert=cert_path, key=key_path, log=root / "xrdp.log")
-        )
+        log = root / "xrdp.log"
+        if desktop is None:
+            config.write_text(XRDP_INI.format(port=port, cert=cert_path, key=key_path, log=log))
+        else:
+            config.write_text(_desktop_ini(port, cert_path, key_path, log, desktop))
         return [binary, "--nodaemon", "--config", str(config)]
 
     process, port = launch_on_free_port("xrdp", command, root / "xrdp.out", timeout=15, cwd=root)

@@ -5,7 +5,8 @@ Import the fixtures into a test package's ``conftest.py``::
     from testsupport.xvnc import xvnc, xvnc_open  # noqa: F401
 
 Both are session-scoped and yield an :class:`XvncServer` (``host``, ``port``,
-``password``, ``width``, ``height``, ``desktop``):
+``password``, ``width``, ``height``, ``desktop``, ``display`` such as ``":41"`` for X
+clients of :mod:`testsupport.xdisplay`):
 
 - ``xvnc``: ``-SecurityTypes VncAuth`` with a password file written here in the
   DES-obfuscated format ``vncpasswd`` produces (the fixed VNC key).
@@ -49,6 +50,7 @@ class XvncServer:
     desktop: str
     root: Path
     process: subprocess.Popen[bytes]
+    display: str = ""
 
     def log(self) -> str:
         """The server's log so far."""
@@ -91,10 +93,13 @@ def start_xvnc(
         password_file.chmod(0o600)
         security = ["-SecurityTypes", "VncAuth", "-PasswordFile", str(password_file)]
 
+    chosen: dict[str, str] = {}
+
     def command(port: int) -> list[str]:
+        chosen["display"] = f":{_free_display()}"
         return [
             binary,
-            f":{_free_display()}",
+            chosen["display"],
             "-rfbport",
             str(port),
             "-localhost",
@@ -120,6 +125,7 @@ def start_xvnc(
         desktop=desktop,
         root=root,
         process=process,
+        display=chosen["display"],
     )
 
 
