@@ -112,9 +112,12 @@ def api_md(app: Any) -> str:
         if guard is None:
             continue
         kind, permissions = guard
-        label = {"public": "public", "authenticated": "authenticated", "ticket": "ws ticket"}.get(
-            kind, ", ".join(f"`{p}`" for p in permissions)
-        )
+        label = {
+            "public": "public",
+            "authenticated": "authenticated",
+            "interactive": "signed in (no API token)",
+            "ticket": "ws ticket",
+        }.get(kind, ", ".join(f"`{p}`" for p in permissions))
         path = rule.rule
         for method in rule.methods or ():
             guards[(method.lower(), path)] = label

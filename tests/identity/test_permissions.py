@@ -8,7 +8,7 @@ from hostgate.guards import guard_of
 
 from tests.identity.helpers import API
 
-BLUEPRINTS = {"auth", "users", "roles", "profile", "audit"}
+BLUEPRINTS = {"auth", "users", "roles", "profile", "audit", "api_tokens"}
 NUMBERS = itertools.count()
 PUBLIC = {
     ("GET", "/auth/status"),
@@ -46,6 +46,31 @@ async def mfa_code(ctx, user):
 
 async def no_target(ctx, user=None):
     return None
+
+
+async def api_token(ctx, user):
+    """A personal API token of ``user`` holding all they hold: ``(id, secret)``."""
+    response = await ctx["client"].post(
+        f"{API}/profile/api-tokens", headers=user.headers, json={"name": "matrix"}
+    )
+    assert response.status_code == 201, await response.get_json()
+    made = await response.get_json()
+    return made["token"]["id"], made["secret"]
+
+
+async def admins_token(ctx):
+    return (await api_token(ctx, ctx["admin"]))[0]
+
+
+class TokenUser:
+    """A user calling with a personal API token instead of their login."""
+
+    def __init__(self, user, secret):
+        self.user = user
+        self.headers = {"Authorization": f"Bearer {secret}"}
+
+    def __getattr__(self, name):
+        return getattr(self.user, name)
 
 
 # (method, path) -> (permission or None, path builder, body builder)
@@ -101,6 +126,23 @@ ROUTES = {
     ("GET", "/profile/login-sessions"): (None, None, None),
     ("DELETE", "/profile/login-sessions"): (None, None, None),
     ("DELETE", "/profile/login-sessions/<session_id>"): (None, "session", None),
+    ("GET", "/profile/api-tokens"): (None, None, None),
+    ("POST", "/profile/api-tokens"): (None, None, lambda *_: {"name": "made"}),
+    ("DELETE", "/profile/api-tokens/<token_id>"): (None, "api_token", None),
+    ("GET", "/api-tokens"): ("users.manage", None, None),
+    ("DELETE", "/api-tokens/<token_id>"): ("users.manage", admins_token, None),
+}
+
+# routes that need a person signed in: a personal API token is refused (403) there
+INTERACTIVE = {
+    ("POST", "/auth/logout"),
+    ("PUT", "/profile/password"),
+    ("POST", "/profile/mfa/setup"),
+    ("POST", "/profile/mfa/verify"),
+    ("POST", "/profile/mfa/disable"),
+    ("DELETE", "/profile/login-sessions"),
+    ("DELETE", "/profile/login-sessions/<session_id>"),
+    ("POST", "/profile/api-tokens"),
 }
 
 
@@ -141,7 +183,8 @@ def test_the_matrix_covers_every_identity_route(app):
             continue
         permission = ROUTES[key][0]
         if permission is None:
-            assert guard == ("authenticated", ()), key
+            kind = "interactive" if key in INTERACTIVE else "authenticated"
+            assert guard == (kind, ()), key
         else:
             assert guard == ("permission", (permission,)), key
 
@@ -152,6 +195,8 @@ async def build(ctx, key, user):
     value = None
     if target == "session":
         value = await session_id(ctx, user)
+    elif target == "api_token":
+        value = (await api_token(ctx, user))[0]
     elif target == "mfa":
         value = await mfa_code(ctx, user)
     elif target is not None:
@@ -188,6 +233,18 @@ async def test_permission_matrix(app, make_user, admin, kernel):
             holder = await make_user(permissions=[permission, *HOLDS_ALSO.get(key, ())])
         else:
             holder = await make_user(permissions=[])
+        # made first: the login call below may end the holder's login session
+        scripted = TokenUser(holder, (await api_token(ctx, holder))[1])
         path, body = await build(ctx, key, holder)
         response = await call(client, method, path, holder, body)
         assert 200 <= response.status_code < 300, (key, await response.get_json())
+
+        # the same holder's API token: refused where a login is needed, allowed elsewhere
+        if key not in INTERACTIVE:
+            path, body = await build(ctx, key, holder)
+        response = await call(client, method, path, scripted, body)
+        if key in INTERACTIVE:
+            assert response.status_code == 403, key
+            assert (await response.get_json())["code"] == "api_token_not_allowed", key
+        else:
+            assert 200 <= response.status_code < 300, (key, await response.get_json())

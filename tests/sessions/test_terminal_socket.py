@@ -373,3 +373,49 @@ async def test_locking_the_account_closes_open_sockets(client, kernel, admin, sh
             assert failed.status_code in (401, 429)
         assert await screen.until_closed() == 4003
         assert screen.messages[-1]["message"] == "The account is locked"
+
+
+async def test_a_personal_api_token_opens_a_socket_and_revoking_it_closes_the_socket(
+    client, kernel, shell_connection
+):
+    user, connection = shell_connection
+    made = await (
+        await client.post(
+            "/api/v1/profile/api-tokens", headers=user.headers, json={"name": "automation"}
+        )
+    ).get_json()
+    token = {"Authorization": f"Bearer {made['secret']}"}
+    ticket = (await (await client.post("/api/v1/auth/ws-ticket", headers=token)).get_json())[
+        "ticket"
+    ]
+    async with client.websocket(socket_path("localshell", ticket, connection.id)) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await screen.run("echo scripted-$((6*7))", "scripted-42")
+        response = await client.delete(
+            f"/api/v1/profile/api-tokens/{made['token']['id']}", headers=user.headers
+        )
+        assert response.status_code == 200
+        assert await screen.until_closed() == 4001
+    # a ticket asked for with a revoked token is refused before any socket
+    refused = await client.post("/api/v1/auth/ws-ticket", headers=token)
+    assert refused.status_code == 401
+
+
+async def test_a_token_without_the_protocol_permission_cannot_open_its_socket(
+    client, kernel, shell_connection
+):
+    user, connection = shell_connection
+    made = await (
+        await client.post(
+            "/api/v1/profile/api-tokens",
+            headers=user.headers,
+            json={"name": "read only", "permissions": []},
+        )
+    ).get_json()
+    token = {"Authorization": f"Bearer {made['secret']}"}
+    ticket = (await (await client.post("/api/v1/auth/ws-ticket", headers=token)).get_json())[
+        "ticket"
+    ]
+    async with client.websocket(socket_path("localshell", ticket, connection.id)) as socket:
+        assert await Screen(socket).until_closed() == 4003

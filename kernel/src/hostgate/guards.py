@@ -1,4 +1,6 @@
-"""Route guards: every view declares one (``public``, ``authenticated``, ``requires``, ``ticket``).
+"""Route guards: every view declares one.
+
+The guards: ``public``, ``authenticated``, ``interactive``, ``requires``, ``ticket``.
 
 The guard runs before body validation, so a request without a token gets 401
 whatever its body. A meta-test walks ``app.url_map`` and fails on any view
@@ -129,6 +131,25 @@ def authenticated(view: View) -> View:
         return await view(*args, **kwargs)
 
     return _mark(cast(View, wrapper), "authenticated")
+
+
+def interactive(view: View) -> View:
+    """An authenticated caller who signed in as a person: refused to personal API tokens.
+
+    For what needs a login or a second factor: the password, MFA, passkeys, login
+    sessions, making API tokens.
+    """
+
+    @functools.wraps(view)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        caller = await authenticate_request()
+        if caller.api_token_id is not None:
+            raise PermissionDenied(
+                "An API token cannot do this; sign in instead", code="api_token_not_allowed"
+            )
+        return await view(*args, **kwargs)
+
+    return _mark(cast(View, wrapper), "interactive")
 
 
 def requires(*permissions: str) -> Callable[[View], View]:

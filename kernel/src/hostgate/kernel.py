@@ -29,6 +29,7 @@ from .services.backup import Backups
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
 from .services.identity.accounts import Accounts
+from .services.identity.api_tokens import ApiTokenCheck, ApiTokens
 from .services.identity.credentials import Credentials
 from .services.identity.identity import Identity
 from .services.identity.logins import Logins
@@ -129,6 +130,7 @@ class Kernel:
             settings=self.settings,
             readcache=self.readcache,
             live=self.live,
+            api_tokens=ApiTokenCheck(db=self.db, readcache=self.readcache),
         )
         self.tickets: TicketStore = ticket_store(self.cluster.redis)
         # one-time links of downloads a POST prepared (a backup export in the browser)
@@ -162,6 +164,7 @@ class Kernel:
             secrets=self.secrets,
             settings=self.settings,
         )
+        self.api_tokens = ApiTokens(audit=self.audit, db=self.db, identity=self.identity)
         self.audit_query = AuditQuery(db=self.db)
         self.key_rotation = KeyRotation(config=config, db=self.db, secrets=self.secrets)
         self.connections = Connections(

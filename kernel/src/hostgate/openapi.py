@@ -323,7 +323,7 @@ class Document(OpenAPIProvider):
             success["headers"] = {name: {"schema": {"type": "string"}} for name in answer.headers}
         statuses = set(answer.errors)
         guard = guard_of(view)
-        if guard is not None and guard[0] in ("authenticated", "permission"):
+        if guard is not None and guard[0] in ("authenticated", "interactive", "permission"):
             statuses |= {401, 403}
         if "requestBody" in operation or any(p["in"] == "query" for p in operation["parameters"]):
             statuses |= {400}

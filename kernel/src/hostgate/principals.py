@@ -12,6 +12,11 @@ from typing import Any
 from .db.models.identity import LoginSession
 from .timefmt import as_utc, utcnow
 
+API_TOKEN_SESSION = "apitoken:"
+"""How a caller authenticated by a personal API token names its "login session":
+``apitoken:<token id>``. Tickets, live sessions and socket closing use it as they use a
+login session id, so revoking the token closes what it opened."""
+
 
 @dataclass(frozen=True)
 class ClientInfo:
@@ -41,6 +46,14 @@ class Caller:
     def can(self, permission: str) -> bool:
         """True when the caller's role holds the permission."""
         return permission in self.permissions
+
+    @property
+    def api_token_id(self) -> str | None:
+        """The personal API token this caller authenticated with, or None (a login)."""
+        key = self.login_session_id
+        if key is not None and key.startswith(API_TOKEN_SESSION):
+            return key[len(API_TOKEN_SESSION) :]
+        return None
 
 
 @dataclass(frozen=True)

@@ -224,3 +224,24 @@ async def test_bad_bodies(client, make_user, passkeys):
     garbage = await passkeys.options()
     answer = await passkeys.verify(garbage["challengeId"], {"rawId": "!!!", "response": {}})
     assert answer.status_code == 401
+
+
+async def test_a_personal_api_token_cannot_manage_passkeys(
+    client, make_user, passkeys, authenticator
+):
+    ivy = await make_user("ivy")
+    created = await (await passkeys.register(ivy, authenticator)).get_json()
+    passkey_id = created["passkey"]["id"]
+    made = await client.post("/api/v1/profile/api-tokens", json={"name": "ci"}, headers=ivy.headers)
+    token = {"Authorization": f"Bearer {(await made.get_json())['secret']}"}
+    for method, path, body in (
+        ("POST", "/profile/passkeys/register/options", None),
+        ("POST", "/profile/passkeys/register/verify", {"challengeId": "x", "response": {}}),
+        ("PUT", f"/profile/passkeys/{passkey_id}", {"name": "Stolen"}),
+        ("DELETE", f"/profile/passkeys/{passkey_id}", None),
+    ):
+        answer = await client.open(f"/api/v1{path}", method=method, json=body, headers=token)
+        assert answer.status_code == 403, path
+        assert (await answer.get_json())["code"] == "api_token_not_allowed", path
+    listing = await (await client.get("/api/v1/profile/passkeys", headers=token)).get_json()
+    assert [(p["id"], p["name"]) for p in listing["passkeys"]] == [(passkey_id, "My key")]

@@ -10,7 +10,14 @@ from quart import Blueprint, Response, jsonify, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..guards import app_kernel, authenticated, current_caller, public, request_client
+from ..guards import (
+    app_kernel,
+    authenticated,
+    current_caller,
+    interactive,
+    public,
+    request_client,
+)
 from ..openapi import MfaChallenge, Ok, Session, answers
 from ..security.passwords import MAX_PASSWORD_LENGTH
 from ..services.identity.logins import LOGIN_NAME_PATTERN
@@ -171,7 +178,7 @@ async def login_mfa(data: MfaLoginBody) -> Response:
 
 
 @blueprint.post("/auth/logout")
-@authenticated
+@interactive
 @tag(["auth"])
 @answers(Ok)
 async def logout() -> Response:
@@ -194,7 +201,8 @@ async def me() -> Response:
         return {"user": me_json(await app_kernel().profiles.current_user(caller), caller)}
 
     # every part of the body comes from the database: kept until it changes
-    return await cached_json(("GET /auth/me", caller.user_id), build)
+    # a token's permissions are its own subset: its answer is kept apart from the user's
+    return await cached_json(("GET /auth/me", caller.user_id, caller.api_token_id), build)
 
 
 @blueprint.post("/auth/ws-ticket")

@@ -10,7 +10,7 @@ from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
 from ..db.models.identity import User
-from ..guards import app_kernel, authenticated, current_caller
+from ..guards import app_kernel, authenticated, current_caller, interactive
 from ..openapi import Ok, Success, answers
 from ..services.identity.accounts import initials
 from ..services.identity.identity import Caller
@@ -180,7 +180,7 @@ async def update_profile(data: ProfileBody) -> Success:
 
 
 @blueprint.put("/profile/password")
-@authenticated
+@interactive
 @validate_request(PasswordBody)
 @tag(["profile"])
 @answers(Success, errors=(429,))
@@ -233,7 +233,7 @@ async def mfa_status() -> dict[str, Any]:
 
 
 @blueprint.post("/profile/mfa/setup")
-@authenticated
+@interactive
 @tag(["profile"])
 @answers(MfaSetup, errors=(409,))
 async def mfa_setup() -> dict[str, Any]:
@@ -242,7 +242,7 @@ async def mfa_setup() -> dict[str, Any]:
 
 
 @blueprint.post("/profile/mfa/verify")
-@authenticated
+@interactive
 @validate_request(CodeBody)
 @tag(["profile"])
 @answers(Ok, errors=(409, 429))
@@ -253,7 +253,7 @@ async def mfa_verify(data: CodeBody) -> Ok:
 
 
 @blueprint.post("/profile/mfa/disable")
-@authenticated
+@interactive
 @validate_request(PasswordOnlyBody)
 @tag(["profile"])
 @answers(Ok, errors=(429,))
@@ -284,7 +284,7 @@ async def list_login_sessions() -> dict[str, Any]:
 
 
 @blueprint.delete("/profile/login-sessions/<session_id>")
-@authenticated
+@interactive
 @tag(["profile"])
 @answers(Ok)
 async def revoke_login_session(session_id: str) -> Ok:
@@ -294,7 +294,7 @@ async def revoke_login_session(session_id: str) -> Ok:
 
 
 @blueprint.delete("/profile/login-sessions")
-@authenticated
+@interactive
 @tag(["profile"])
 @answers(Ok)
 async def revoke_other_sessions() -> Ok:

@@ -21,6 +21,7 @@ from hostgate import (
     authenticated,
     current_caller,
     current_kernel,
+    interactive,
     iso,
     public,
     request_client,
@@ -150,7 +151,7 @@ def _name(text: str) -> str:
 
 
 @blueprint.post("/profile/passkeys/register/options")
-@authenticated
+@interactive
 @tag(["profile"])
 @answers(Challenge, errors=(409,))
 async def register_options() -> dict[str, Any]:
@@ -178,7 +179,7 @@ async def register_options() -> dict[str, Any]:
 
 
 @blueprint.post("/profile/passkeys/register/verify")
-@authenticated
+@interactive
 @validate_request(RegisterVerify)
 @tag(["profile"])
 @answers(Registered, errors=(404, 409))
@@ -242,7 +243,7 @@ async def list_passkeys() -> dict[str, Any]:
 
 
 @blueprint.put("/profile/passkeys/<passkey_id>")
-@authenticated
+@interactive
 @validate_request(Rename)
 @tag(["profile"])
 @answers(Ok)
@@ -266,7 +267,7 @@ async def rename_passkey(passkey_id: str, data: Rename) -> Ok:
 
 
 @blueprint.delete("/profile/passkeys/<passkey_id>")
-@authenticated
+@interactive
 @tag(["profile"])
 @answers(Ok)
 async def delete_passkey(passkey_id: str) -> Ok:

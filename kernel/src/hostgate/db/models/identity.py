@@ -116,3 +116,28 @@ class AuthCredential(SQLModel, table=True):
     sign_count: int = 0
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class ApiToken(SQLModel, table=True):
+    """A personal API token: a named, expiring bearer secret.
+
+    It holds a subset of its owner's permissions. Only the SHA-256 of the secret is stored.
+    """
+
+    __tablename__ = "api_tokens"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=64)
+    user_id: str = Field(
+        sa_column=Column(
+            String(64), ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    name: str = Field(max_length=100)
+    token_hash: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    prefix: str = Field(max_length=16)
+    permissions: list[str] = Field(default_factory=list, sa_type=JSONText)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    last_used_ip: str = Field(default="", max_length=64)
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -34,6 +34,8 @@ _SECRET_WORDS = ("password", "secret", "token", "privatekey", "private_key", "pa
 
 
 def _is_secret_key(name: str) -> bool:
+    if name.endswith("Id") or name.endswith("_id"):
+        return False  # an identifier (``apiTokenId``), never the secret it names
     lowered = name.lower().replace("-", "_")
     return any(word in lowered for word in _SECRET_WORDS)
 
@@ -249,7 +251,13 @@ class AuditBatch:
         username: str | None = None,
         display_name: str | None = None,
     ) -> AuditEntry:
-        """Add one entry, chained to the previous one; stored by the block's commit."""
+        """Add one entry, chained to the previous one; stored by the block's commit.
+
+        What a personal API token did names the token (``apiTokenId`` in the details).
+        """
+        token_id = actor.api_token_id if actor is not None else None
+        if token_id is not None:
+            details = {**(details or {}), "apiTokenId": token_id}
         entry = AuditEntry(
             user_id=user_id if user_id is not None else (actor.user_id if actor else None),
             username=username if username is not None else (actor.username if actor else ""),

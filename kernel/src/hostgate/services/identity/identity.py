@@ -21,8 +21,9 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from ...db.models.identity import LoginSession, Role, User
 from ...db.models.settings import SystemValue
 from ...errors import NotAuthenticated
-from ...principals import Caller, ClientInfo, IssuedSession
+from ...principals import API_TOKEN_SESSION, Caller, ClientInfo, IssuedSession
 from ...timefmt import as_utc, utcnow
+from .api_tokens import TOKEN_PREFIX
 
 if TYPE_CHECKING:
     from ...contract import Account
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ...security.secretbox import SecretBox
     from ..sessions.live import LiveSessions
     from ..settings import Settings
+    from .api_tokens import ApiTokenCheck
 
 SIGNING_KEY_NAME = "token_signing_key"
 TOUCH_INTERVAL = timedelta(seconds=60)
@@ -66,8 +68,10 @@ class Identity:
         settings: Settings,
         readcache: ReadCache,
         live: LiveSessions,
+        api_tokens: ApiTokenCheck,
     ) -> None:
         self.db = db
+        self.api_tokens = api_tokens
         self.secrets = secrets
         self.settings = settings
         self.readcache = readcache
@@ -246,7 +250,12 @@ class Identity:
         return await self.readcache.get(("login", login_session_id), load)
 
     async def authenticate(self, token: str, client: ClientInfo, *, touch: bool = True) -> Caller:
-        """Resolve a session token to a Caller, enforcing revocation, lifetime and idle timeout."""
+        """Resolve a session token (or a personal API token) to a Caller.
+
+        Revocation, lifetime and idle timeout are enforced.
+        """
+        if token.startswith(TOKEN_PREFIX):
+            return await self.api_tokens.authenticate(token, client, touch=touch)
         claims = self.decode(token, "session")
         now = utcnow()
         view = await self._login_view(str(claims.get("sid") or ""))
@@ -303,6 +312,8 @@ class Identity:
 
         For sockets redeeming a ticket; it does not count as activity.
         """
+        if login_session_id.startswith(API_TOKEN_SESSION):
+            return await self.api_tokens.is_live(login_session_id)
         view = await self._login_view(login_session_id)
         return view is not None and self._not_live(view, utcnow()) is None
 
@@ -310,6 +321,9 @@ class Identity:
         self, user_id: str, login_session_id: str | None, client: ClientInfo
     ) -> Caller | None:
         """A Caller for a user id (WebSocket handlers after a ticket); None if gone."""
+        if login_session_id is not None and login_session_id.startswith(API_TOKEN_SESSION):
+            caller = await self.api_tokens.socket_caller(login_session_id, client)
+            return caller if caller is not None and caller.user_id == user_id else None
         async with self.db.session() as session:
             user = await session.get(User, user_id)
             if user is None:

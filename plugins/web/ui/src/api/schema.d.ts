@@ -4,6 +4,40 @@
  */
 
 export interface paths {
+    "/api/v1/api-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every user's tokens, or one user's with ``?userId=``. */
+        get: operations["get_list_all_tokens"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke anyone's token; sockets it opened close. */
+        delete: operations["delete_revoke_any_token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -986,6 +1020,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/profile/api-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's tokens: live, expired and revoked, with their last use. */
+        get: operations["get_list_own_tokens"];
+        put?: never;
+        /**
+         * A new token for scripts: the answer holds its secret, which is never shown again.
+         * @description Only a signed-in person can make one (not another token); its permissions must be
+         *     ones the caller holds.
+         */
+        post: operations["post_create_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profile/api-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke one of the caller's tokens; sockets it opened close. */
+        delete: operations["delete_revoke_own_token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/profile/dismiss-warning": {
         parameters: {
             query?: never;
@@ -1863,6 +1936,14 @@ export interface components {
             sessions: components["schemas"]["ActiveSession"][];
         };
         /**
+         * AllTokens
+         * @description Every user's tokens (or one user's), newest first.
+         */
+        AllTokens: {
+            /** Tokens */
+            tokens: components["schemas"]["OwnedTokenRecord"][];
+        };
+        /**
          * AuditEntry
          * @description One audit entry.
          */
@@ -2135,6 +2216,15 @@ export interface components {
             sharedConnections: components["schemas"]["ListedConnection"][];
             /** Ungrouped */
             ungrouped: components["schemas"]["ListedConnection"][];
+        };
+        /**
+         * CreatedToken
+         * @description A new token: its record and the secret, shown this once.
+         */
+        CreatedToken: {
+            /** Secret */
+            secret: string;
+            token: components["schemas"]["TokenRecord"];
         };
         /**
          * ErrorBody
@@ -2634,6 +2724,33 @@ export interface components {
             id: string;
             /** Sortorder */
             sortOrder: number;
+        };
+        /**
+         * OwnedTokenRecord
+         * @description A token with its owner.
+         */
+        OwnedTokenRecord: {
+            /** Createdat */
+            createdAt: string;
+            /** Expiresat */
+            expiresAt: string;
+            /** Id */
+            id: string;
+            /** Lastusedat */
+            lastUsedAt: string | null;
+            /** Lastusedip */
+            lastUsedIp: string;
+            /** Name */
+            name: string;
+            /** Permissions */
+            permissions: string[];
+            /** Prefix */
+            prefix: string;
+            /** Revokedat */
+            revokedAt: string | null;
+            /** State */
+            state: string;
+            user: components["schemas"]["TokenOwner"];
         };
         /**
          * PackInfo
@@ -3261,6 +3378,52 @@ export interface components {
             ok: boolean;
         };
         /**
+         * TokenList
+         * @description The caller's tokens, newest first.
+         */
+        TokenList: {
+            /** Tokens */
+            tokens: components["schemas"]["TokenRecord"][];
+        };
+        /**
+         * TokenOwner
+         * @description Who holds a token (in the administrators' list).
+         */
+        TokenOwner: {
+            /** Displayname */
+            displayName: string;
+            /** Id */
+            id: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * TokenRecord
+         * @description A token as its owner and administrators see it (never the secret).
+         */
+        TokenRecord: {
+            /** Createdat */
+            createdAt: string;
+            /** Expiresat */
+            expiresAt: string;
+            /** Id */
+            id: string;
+            /** Lastusedat */
+            lastUsedAt: string | null;
+            /** Lastusedip */
+            lastUsedIp: string;
+            /** Name */
+            name: string;
+            /** Permissions */
+            permissions: string[];
+            /** Prefix */
+            prefix: string;
+            /** Revokedat */
+            revokedAt: string | null;
+            /** State */
+            state: string;
+        };
+        /**
          * Updated
          * @description The connection as changed.
          */
@@ -3332,6 +3495,114 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    get_list_all_tokens: {
+        parameters: {
+            query?: {
+                userId?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every user's tokens, or one user's with ``?userId=``. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AllTokens"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_revoke_any_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoke anyone's token; sockets it opened close. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_list_entries: {
         parameters: {
             query?: {
@@ -7751,6 +8022,186 @@ export interface operations {
             };
             /** @description Body too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_list_own_tokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's tokens: live, expired and revoked, with their last use. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_create_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Expiresindays
+                     * @default 90
+                     */
+                    expiresInDays?: number;
+                    /** Name */
+                    name: string;
+                    /**
+                     * Permissions
+                     * @default null
+                     */
+                    permissions?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description A new token for scripts: the answer holds its secret, which is never shown again. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedToken"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_revoke_own_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoke one of the caller's tokens; sockets it opened close. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
