@@ -8,6 +8,8 @@ import { closeReason, isSignedOut } from "../terminal/socket";
 import { relayUrl, type DesktopDriver, type DriverOptions, type Scaling } from "./driver";
 import { strokes, type KeyCombo } from "./keys";
 
+const CLOSE_REASON_WAIT_MS = 2000;
+
 // noVNC reports failures on the console; the tab shows them to the person instead.
 initLogging("none");
 
@@ -59,9 +61,25 @@ export class VncDriver implements DesktopDriver {
       if (this.rfb !== rfb) return;
       this.rfb = null;
       this.socket = null;
-      const code = closed?.code ?? 1006;
-      const reason = this.userClosed ? "You disconnected." : closeReason(code, closed?.reason ?? "", this.failure);
-      events.onState("closed", isSignedOut(code) ? `Signed out: ${reason}` : reason, code);
+      let reported = false;
+      const report = () => {
+        if (reported) return;
+        reported = true;
+        const code = closed?.code ?? 1006;
+        const reason = this.userClosed ? "You disconnected." : closeReason(code, closed?.reason ?? "", this.failure);
+        events.onState("closed", isSignedOut(code) ? `Signed out: ${reason}` : reason, code);
+      };
+      if (closed || this.userClosed || socket.readyState === WebSocket.CLOSED) {
+        report();
+        return;
+      }
+      // noVNC can give up on a stream the server cut short before the close frame that
+      // says why has been read: wait for it (briefly) so the server's reason is shown
+      const timer = window.setTimeout(report, CLOSE_REASON_WAIT_MS);
+      socket.addEventListener("close", () => {
+        window.clearTimeout(timer);
+        report();
+      }, { once: true });
     });
   }
 
