@@ -111,3 +111,13 @@ def test_digest_periods_are_utc_hours_and_days():
         datetime(2026, 1, 2, tzinfo=UTC),
         datetime(2026, 1, 3, tzinfo=UTC),
     )
+
+
+def test_a_rule_on_commands_matches_the_command_line_of_session_command_events():
+    conditions = [{"field": "command", "operator": "matches", "value": [r"rm\s+-rf\s+/(\s|$)"]}]
+    command = make_event(event_type="session.command", details={"command": "sudo rm -rf / "})
+    harmless = make_event(event_type="session.command", details={"command": "rm -rf /tmp/x"})
+    other = make_event(event_type="auth.login", details={"command": "rm -rf /"})
+    assert rule_matches(["session.command"], "and", conditions, command)
+    assert not rule_matches(["session.command"], "and", conditions, harmless)
+    assert not rule_matches(["*"], "and", conditions, other)

@@ -286,6 +286,15 @@ async def test_command_log_through_a_real_shell(client, kernel, shell_connection
     assert commands[1]["elapsed"] >= commands[0]["elapsed"]
     assert "Typed-Secret" not in repr(commands)
 
+    # one audit entry per command, for notification rules and SIEM forwarding
+    response = await client.get("/api/v1/audit?eventType=session.command", headers=user.headers)
+    audited = list(reversed((await response.get_json())["entries"]))
+    assert [e["details"]["command"] for e in audited] == [c["command"] for c in commands]
+    assert {e["details"]["sessionId"] for e in audited} == {entry["id"]}
+    assert {e["details"]["connectionId"] for e in audited} == {connection.id}
+    assert all(e["username"] == "alice" for e in audited)
+    assert "Typed-Secret" not in repr(audited)
+
 
 async def test_withdrawn_access_closes_open_sockets(client, kernel, make_user, admin, tmp_path):
     owner = await make_user("owner")

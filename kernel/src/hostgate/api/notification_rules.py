@@ -22,7 +22,7 @@ EventPattern = Annotated[str, Field(min_length=1, max_length=100, pattern=EVENT_
 Recipient = Annotated[str, Field(min_length=1, max_length=320, pattern=r"[^\s\x1c-\x1f]")]
 """An action's recipient: not blank (smtp: an e-mail address, a user id or a role)."""
 
-Field_ = Literal["ipAddress", "username", "userId", "eventType", "target"]
+Field_ = Literal["ipAddress", "username", "userId", "eventType", "target", "command"]
 Operator = Literal[
     "in",
     "not_in",

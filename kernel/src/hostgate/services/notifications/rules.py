@@ -16,7 +16,7 @@ from ...descriptors import AuditEvent
 from ...errors import InvalidInput
 from .patterns import PatternError, compile_pattern, search
 
-CONDITION_FIELDS = ("ipAddress", "username", "userId", "eventType", "target")
+CONDITION_FIELDS = ("ipAddress", "username", "userId", "eventType", "target", "command")
 OPERATORS = (
     "in",
     "not_in",
@@ -221,6 +221,8 @@ def _field_value(event: AuditEvent, field: str) -> str:
         "userId": event.user_id,
         "eventType": event.event_type,
         "target": event.target,
+        # the command line of a ``session.command`` event (empty for other events)
+        "command": event.details.get("command") if event.event_type == "session.command" else "",
     }
     return str(values.get(field) or "")
 

@@ -411,7 +411,7 @@ class TerminalSession(LiveRemoteSession):
             self.recorder.writer.flush()
         if self.tracker is not None:
             self.tracker.tick()
-            self.service.queue_commands(self.id, self.tracker.drain())
+            self.service.queue_commands(self, self.tracker.drain())
         await super().tick(now)
 
     async def _close_backend(self) -> None:
@@ -421,7 +421,7 @@ class TerminalSession(LiveRemoteSession):
     async def _finish_recording(self) -> tuple[str | None, int, str]:
         if self.tracker is not None:
             self.tracker.finish()
-            self.service.queue_commands(self.id, self.tracker.drain())
+            self.service.queue_commands(self, self.tracker.drain())
         recorder = self.recorder
         if recorder is None:
             return None, 0, ""
@@ -505,7 +505,7 @@ class TerminalSessions:
         self.api = api
         self._sessions: dict[str, LiveRemoteSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._commands: list[tuple[str, CommandEntry]] = []
+        self._commands: list[tuple[LiveRemoteSession, CommandEntry]] = []
         self._ticker: asyncio.Task[None] | None = None
         self._revalidating = False
         lifecycle.on_start(self.start)
@@ -704,27 +704,44 @@ class TerminalSessions:
 
     # -- ending -----------------------------------------------------------------------
 
-    def queue_commands(self, session_id: str, entries: list[CommandEntry]) -> None:
+    def queue_commands(self, session: LiveRemoteSession, entries: list[CommandEntry]) -> None:
         """Command-log entries to store on the next flush."""
-        self._commands.extend((session_id, entry) for entry in entries)
+        self._commands.extend((session, entry) for entry in entries)
 
     async def flush_commands(self) -> None:
-        """Store queued command-log entries."""
+        """Store queued command-log entries, each with its ``session.command`` audit entry.
+
+        The audit entry lets notification rules and SIEM forwarding react to commands;
+        it holds what the command log holds (``[password]`` for what was typed at a
+        password prompt), never the output.
+        """
         if not self._commands:
             return
-        batch, self._commands = self._commands, []
-        async with self.db.session() as db:
-            for session_id, entry in batch:
-                db.add(
+        queued, self._commands = self._commands, []
+        async with self.audit.atomic() as batch:
+            for session, entry in queued:
+                batch.session.add(
                     SessionCommand(
-                        session_id=session_id,
+                        session_id=session.id,
                         timestamp=entry.timestamp,
                         elapsed=entry.elapsed,
                         command=entry.command,
                         output_preview=entry.output_preview,
                     )
                 )
-            await db.commit()
+                batch.record(
+                    "session.command",
+                    actor=session.caller,
+                    target=f"{session.target.host}:{session.target.port}",
+                    details={
+                        "sessionId": session.id,
+                        "connectionId": session.target.connection_id,
+                        "connectionName": session.target.name,
+                        "protocol": session.protocol,
+                        "command": entry.command,
+                        "elapsedMs": entry.elapsed,
+                    },
+                )
 
     async def store_end(
         self,

@@ -2142,7 +2142,7 @@ export interface components {
              * Field
              * @enum {string}
              */
-            field: "ipAddress" | "username" | "userId" | "eventType" | "target";
+            field: "ipAddress" | "username" | "userId" | "eventType" | "target" | "command";
             /**
              * Operator
              * @enum {string}

@@ -108,6 +108,7 @@ export const CONDITION_FIELDS = [
   ["userId", "User ID"],
   ["eventType", "Event type"],
   ["target", "Target"],
+  ["command", "Command (session.command)"],
 ] as const;
 
 export const OPERATORS = [
