@@ -164,8 +164,12 @@ class SshdServer:
         return self.host_key_fingerprint
 
 
-def start_sshd(extra_config: dict[str, str] | None = None) -> SshdServer:
-    """Create the user, keys and config in a fresh directory and start sshd."""
+def start_sshd(extra_config: dict[str, str] | None = None, *, start: bool = True) -> SshdServer:
+    """Create the user, keys and config in a fresh directory and start sshd.
+
+    With ``start=False`` nothing is started (a caller that runs it elsewhere, e.g. in a
+    network namespace, writes the config and starts it).
+    """
     if not Path(SSHD).exists():
         peer_unavailable("sshd", f"{SSHD} not installed (apt-get install openssh-server)")
     home = ensure_test_user()
@@ -187,7 +191,8 @@ def start_sshd(extra_config: dict[str, str] | None = None) -> SshdServer:
         extra_config=dict(extra_config or {}),
     )
     server._write_host_key()
-    server.start()
+    if start:
+        server.start()
     return server
 
 

@@ -65,14 +65,10 @@ class TelnetServer:
     password: str = PASSWORD
 
 
-def start_server(*, echo_password: bool = False) -> tuple[TelnetServer, Path]:
-    """Write the login program and start the inetd subprocess.
-
-    ``echo_password`` leaves echo on at the password prompt (a badly behaved server).
-    """
+def write_login_program(base: Path, *, echo_password: bool = False) -> tuple[Path, Path]:
+    """The login program and the home it starts the shell in, under ``base``: (home, login)."""
     if not Path(TELNETD).exists():
         peer_unavailable("telnetd", f"{TELNETD} not installed (apt-get install inetutils-telnetd)")
-    base = Path(tempfile.mkdtemp(prefix="hostgate-telnetd-"))
     home = base / "home"
     home.mkdir()
     login = base / "login.sh"
@@ -85,6 +81,18 @@ def start_server(*, echo_password: bool = False) -> tuple[TelnetServer, Path]:
         )
     )
     login.chmod(0o755)
+    return home, login
+
+
+def start_server(*, echo_password: bool = False) -> tuple[TelnetServer, Path]:
+    """Write the login program and start the inetd subprocess.
+
+    ``echo_password`` leaves echo on at the password prompt (a badly behaved server).
+    """
+    if not Path(TELNETD).exists():
+        peer_unavailable("telnetd", f"{TELNETD} not installed (apt-get install inetutils-telnetd)")
+    base = Path(tempfile.mkdtemp(prefix="hostgate-telnetd-"))
+    home, login = write_login_program(base, echo_password=echo_password)
     port = free_port()
     process = launch_module(
         "telnetd", "testsupport.telnetd", base, port, "--login", str(login), log="inetd.log"

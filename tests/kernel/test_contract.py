@@ -43,7 +43,7 @@ def test_every_attribute_of_the_kernel_object_is_documented():
 
 def test_every_exported_name_has_a_reference_entry():
     guide = (ROOT / "docs" / "plugins.md").read_text()
-    headings = re.findall(r"^#### `(?:class |@)?(\w+)", guide, flags=re.MULTILINE)
+    headings = re.findall(r"^#### `(?:class |async |@)?(\w+)", guide, flags=re.MULTILINE)
     assert sorted(set(hostgate.__all__)) == sorted(set(headings))
 
 

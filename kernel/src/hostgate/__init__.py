@@ -16,6 +16,8 @@ from .adapters import (
     Stream,
     Terminal,
     TerminalSize,
+    TunnelOpener,
+    open_tcp,
 )
 from .contract import (
     SECRET_MASK,
@@ -121,6 +123,8 @@ __all__ = [
     "ConnectionField",
     "ConnectionTarget",
     "HostKeyCheck",
+    "TunnelOpener",
+    "open_tcp",
     "InvalidInput",
     "LoginMethod",
     "NotAuthenticated",

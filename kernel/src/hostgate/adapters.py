@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -18,6 +20,11 @@ class TerminalSize:
 
 HostKeyCheck = Callable[[str, bytes], Awaitable[None]]
 """``await check(algorithm, public_key_blob)``: records a first-seen key, raises on a change."""
+
+TunnelOpener = Callable[[Sequence["ConnectionTarget"], str, int], Awaitable[socket.socket]]
+"""``await open(hops, host, port)``: a socket whose other end is a TCP channel to
+``host:port`` opened through the SSH jump hosts ``hops`` (outermost first). Closing the
+socket closes the channel and the hops' connections. The ssh pack provides it."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,42 @@ class ConnectionTarget:
     extra: Mapping[str, Any] = field(default_factory=dict)
     skip_cert_validation: bool = False
     check_host_key: HostKeyCheck | None = None
+    via: tuple[ConnectionTarget, ...] = ()
+    """The SSH jump hosts to go through, outermost first (empty: connect directly).
+
+    Behind jump hosts ``address`` is ``host`` itself: the last hop resolves it."""
+    tunnel: TunnelOpener | None = None
+    """How to open a TCP channel through ``via`` (set when ``via`` is not empty)."""
+
+    @property
+    def chain(self) -> str:
+        """The whole route for audit entries and logs: ``jump1 -> jump2 -> target``."""
+        return " -> ".join(
+            [
+                *(f"{hop.name} ({hop.host}:{hop.port})" for hop in self.via),
+                f"{self.name} ({self.host}:{self.port})",
+            ]
+        )
+
+
+async def open_tcp(
+    target: ConnectionTarget, *, timeout: float | None, limit: int = 2**16
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Open a TCP connection to the target: directly, or through its jump hosts.
+
+    Every pack that speaks TCP to a target (telnet, VNC, RDP, FTP...) opens it here, so
+    jump hosts work for it without knowing about them. ``TimeoutError`` and ``OSError``
+    propagate as from ``asyncio.open_connection``; a jump host that fails raises the
+    ssh pack's Remote* errors.
+    """
+    if not target.via:
+        return await asyncio.wait_for(
+            asyncio.open_connection(target.address, target.port, limit=limit), timeout
+        )
+    if target.tunnel is None:
+        raise OSError("jump hosts need the ssh pack, which is not installed")
+    sock = await asyncio.wait_for(target.tunnel(target.via, target.host, target.port), timeout)
+    return await asyncio.open_connection(sock=sock, limit=limit)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,14 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from quart import Blueprint
 
-    from .adapters import ConnectionTarget, RemoteFiles, Stream, Terminal, TerminalSize
+    from .adapters import (
+        ConnectionTarget,
+        RemoteFiles,
+        Stream,
+        Terminal,
+        TerminalSize,
+        TunnelOpener,
+    )
     from .contract import KernelAPI
 
 
@@ -54,7 +61,10 @@ class ProtocolSpec:
     (``GET /connections/:id/session`` withholds it). ``fetch_host_key`` reads the
     server's host key without logging in, for protocols whose adapters check one
     (``POST /connections/:id/host-key/scan``: the browser shows a first or changed
-    key before a session opens).
+    key before a session opens). ``jump_hosts`` says the pack's adapters reach their
+    target through ``ConnectionTarget.via`` (with ``open_tcp``), so its connections may
+    name a jump host. ``open_tunnel`` is offered by a protocol whose connections can
+    serve as jump hosts (ssh): it opens a TCP channel through a chain of them.
     """
 
     name: str
@@ -70,6 +80,8 @@ class ProtocolSpec:
     socket_aliases: tuple[str, ...] = ()
     relay_authenticates: bool = False
     fetch_host_key: HostKeyFetch | None = None
+    jump_hosts: bool = False
+    open_tunnel: TunnelOpener | None = None
 
     def accepted_protocols(self) -> tuple[str, ...]:
         """The stored connection protocols this protocol's adapters serve."""

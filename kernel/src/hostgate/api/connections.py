@@ -145,6 +145,7 @@ class ConnectionDetail(TypedDict):
     skipCertValidation: bool
     recordingEnabled: bool
     sortOrder: int
+    jumpHostId: str | None
     extraConfig: dict[str, Any]
     shares: list[Share]
     canEdit: bool
@@ -320,6 +321,7 @@ async def detail(connection: Connection, access: Access) -> dict[str, Any]:
         "skipCertValidation": connection.skip_cert_validation,
         "recordingEnabled": connection.recording_enabled,
         "sortOrder": connection.sort_order,
+        "jumpHostId": connection.jump_host_id,
         "extraConfig": kernel.connections.public_extra(connection),
         **kernel.connections.secret_flags(connection),
         "shares": [share_json(s) for s in shares],

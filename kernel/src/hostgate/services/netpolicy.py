@@ -322,6 +322,28 @@ class NetworkPolicy:
             await self._refuse(host, port, str(address), reason, actor, purpose, audit)
         return str(addresses[0])
 
+    async def check_beyond(
+        self, host: str, port: int, *, actor: Caller | None = None, purpose: str = "connection"
+    ) -> str:
+        """Check a host the gateway reaches through a jump host; return it unresolved.
+
+        The previous hop resolves the name, so the gateway checks what it knows: the
+        name against the rules, and the address when the host is a literal IP. A
+        refusal is audited and raised as for a direct target.
+        """
+        allow, deny, protected = self.rules()
+        reason = name_refusal(host, allow, deny, protected)
+        if reason is not None:
+            await self._refuse(host, port, host, reason, actor, purpose, True)
+        try:
+            literal = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            return host
+        refused = refusal(host, [literal], allow, deny, protected)
+        if refused is not None:
+            await self._refuse(host, port, str(literal), refused[1], actor, purpose, True)
+        return str(literal)
+
     async def _refuse(
         self,
         host: str,

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+from dataclasses import replace
 from typing import Any
 
 import aioftp
 from aioftp.client import DataConnectionThrottleStreamIO
 from aioftp.common import SSLSessionBoundContext
-from hostgate import ConnectionTarget
+from hostgate import ConnectionTarget, open_tcp
 
 from .errors import mapped
 
@@ -53,8 +54,8 @@ class FtpClient(aioftp.Client):
         self, host: str, port: int
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """Control and data connections: plain TCP, always to the approved address."""
-        async with asyncio.timeout(self.connection_timeout):
-            return await asyncio.open_connection(self.target.address, port, limit=STREAM_LIMIT)
+        target = replace(self.target, port=port)
+        return await open_tcp(target, timeout=self.connection_timeout, limit=STREAM_LIMIT)
 
     async def get_stream(  # type: ignore[override]
         self,

@@ -42,6 +42,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             open_files=_open_files,
             file_attributes="basic",
             stat_fields=("size", "mtime", "isDirectory"),
+            jump_hosts=True,
         )
     ]
 

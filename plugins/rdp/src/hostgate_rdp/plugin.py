@@ -23,6 +23,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             title="RDP",
             open_stream=_open_stream,
             socket_aliases=("rdp-raw",),
+            jump_hosts=True,
         )
     ]
 

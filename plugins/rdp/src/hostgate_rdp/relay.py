@@ -23,7 +23,7 @@ import logging
 import ssl
 from typing import Any
 
-from hostgate import ConnectionTarget, KernelAPI, SessionClosed
+from hostgate import ConnectionTarget, KernelAPI, SessionClosed, open_tcp
 
 from . import rdcleanpath
 from .der import TAG_SEQUENCE, DerError, total_size
@@ -208,9 +208,7 @@ class RdpStream:
 
     async def _connect(self, where: str) -> None:
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.target.address, self.target.port), CONNECT_TIMEOUT
-            )
+            self._reader, self._writer = await open_tcp(self.target, timeout=CONNECT_TIMEOUT)
         except TimeoutError:
             raise RelayFailure(
                 f"Timed out connecting to the RDP server at {where}",

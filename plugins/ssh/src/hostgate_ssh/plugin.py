@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping, Sequence
 
 from hostgate import (
@@ -41,6 +42,12 @@ async def _fetch_host_key(target: ConnectionTarget) -> tuple[str, bytes]:
     return await fetch_host_key(target)
 
 
+async def _open_tunnel(hops: Sequence[ConnectionTarget], host: str, port: int) -> socket.socket:
+    from .tunnel import open_tunnel
+
+    return await open_tunnel(hops, host, port)
+
+
 async def _open_terminal(
     kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
 ) -> Terminal:
@@ -60,6 +67,8 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             fields=TERMINAL_FIELDS,
             open_terminal=_open_terminal,
             fetch_host_key=_fetch_host_key,
+            jump_hosts=True,
+            open_tunnel=_open_tunnel,
         ),
         ProtocolSpec(
             name="sftp",
@@ -68,6 +77,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             fields=SSH_FIELDS,
             open_files=_open_files,
             fetch_host_key=_fetch_host_key,
+            jump_hosts=True,
             accepts=("sftp", "ssh"),
             file_attributes="full",
             stat_fields=(

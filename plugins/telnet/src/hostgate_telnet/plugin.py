@@ -19,7 +19,13 @@ async def _open_terminal(
 def register_protocols() -> Sequence[ProtocolSpec]:
     """``telnet``: a terminal; credentials, when stored, answer the login prompts."""
     return [
-        ProtocolSpec(name="telnet", default_port=23, title="Telnet", open_terminal=_open_terminal)
+        ProtocolSpec(
+            name="telnet",
+            default_port=23,
+            title="Telnet",
+            open_terminal=_open_terminal,
+            jump_hosts=True,
+        )
     ]
 
 

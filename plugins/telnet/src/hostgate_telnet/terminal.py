@@ -14,7 +14,14 @@ import contextlib
 import re
 import socket
 
-from hostgate import ConnectionTarget, KernelAPI, RemoteTimeout, RemoteUnreachable, TerminalSize
+from hostgate import (
+    ConnectionTarget,
+    KernelAPI,
+    RemoteTimeout,
+    RemoteUnreachable,
+    TerminalSize,
+    open_tcp,
+)
 
 from .protocol import TelnetCodec
 
@@ -142,9 +149,7 @@ async def open_terminal(
 ) -> TelnetTerminal:
     """Connect to the approved address; negotiation starts with the first read."""
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(target.address, target.port), CONNECT_TIMEOUT
-        )
+        reader, writer = await open_tcp(target, timeout=CONNECT_TIMEOUT)
     except TimeoutError:
         raise RemoteTimeout(f"telnet server {target.host}:{target.port} did not answer") from None
     except OSError as exc:

@@ -26,6 +26,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             title="VNC",
             open_stream=_open_stream,
             relay_authenticates=True,
+            jump_hosts=True,
         )
     ]
 

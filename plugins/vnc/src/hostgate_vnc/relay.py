@@ -23,6 +23,7 @@ from hostgate import (
     RemoteTimeout,
     RemoteUnreachable,
     SessionClosed,
+    open_tcp,
 )
 
 from .rfb import BrowserHandshake, BrowserHandshakeError, ServerHandshake, ServerSession
@@ -106,9 +107,7 @@ async def open_stream(kernel: KernelAPI, target: ConnectionTarget) -> VncStream:
     """Connect and authenticate to the VNC server; raise hostgate Remote* errors on failure."""
     where = f"{target.host}:{target.port}"
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(target.address, target.port), CONNECT_TIMEOUT
-        )
+        reader, writer = await open_tcp(target, timeout=CONNECT_TIMEOUT)
     except TimeoutError:
         raise RemoteTimeout(f"Timed out connecting to the VNC server at {where}") from None
     except OSError as exc:

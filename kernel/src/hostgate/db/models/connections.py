@@ -60,6 +60,10 @@ class Connection(SQLModel, table=True):
     shared: bool = False
     skip_cert_validation: bool = False
     recording_enabled: bool = True
+    jump_host_id: str | None = Field(
+        default=None,
+        sa_column=Column(String(64), ForeignKey("connections.id", ondelete="SET NULL"), index=True),
+    )
     sort_order: int = 0
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)

@@ -32,6 +32,7 @@ BASE_FIELDS = frozenset(
         "sortOrder",
         "extraConfig",
         "tunnels",
+        "jumpHostId",
     }
 )
 NAME_MAX = 200
@@ -267,6 +268,11 @@ def parse_input(
         if group is not None and (not isinstance(group, str) or len(group) > 64):
             raise InvalidInput("groupId must be a group id or null")
         columns["group_id"] = group or None
+    if "jumpHostId" in payload:
+        jump = payload["jumpHostId"]
+        if jump is not None and (not isinstance(jump, str) or len(jump) > 64):
+            raise InvalidInput("jumpHostId must be a connection id or null")
+        columns["jump_host_id"] = jump or None
     if "password" in payload:
         parsed.credentials["password"] = _text("password", payload["password"], PASSWORD_MAX)
     if "privateKey" in payload:
@@ -336,6 +342,13 @@ def _base_schema() -> dict[str, dict[str, Any]]:
         "password": _nullable({**text, "maxLength": PASSWORD_MAX}),
         "privateKey": _nullable({**text, "maxLength": PRIVATE_KEY_MAX}),
         "groupId": _nullable({**text, "maxLength": 64}),
+        "jumpHostId": _nullable(
+            {
+                **text,
+                "maxLength": 64,
+                "description": "A stored SSH connection to go through (ProxyJump); null: direct",
+            }
+        ),
         "tags": _nullable(
             {"type": "array", "items": {**text, "maxLength": TAG_MAX}, "maxItems": TAGS_MAX}
         ),

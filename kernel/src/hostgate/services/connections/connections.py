@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, or_, select
@@ -32,6 +32,7 @@ from .connection_input import ParsedInput, missing_required, parse_input
 from .connection_shares import ConnectionShares
 from .connection_transfer import ConnectionTransfer
 from .hostkeys import HostKeys
+from .jump_hosts import JumpHosts
 
 if TYPE_CHECKING:
     from ...db.engine import Database
@@ -46,10 +47,11 @@ DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
 SHARE = "connections.share"
 AUDITED_COLUMNS = (
     "name", "protocol", "host", "port", "username", "group_id", "tags", "shared",
-    "skip_cert_validation",
+    "skip_cert_validation", "jump_host_id",
 )  # fmt: skip
 COLUMN_NAMES = {
     "group_id": "groupId",
+    "jump_host_id": "jumpHostId",
     "skip_cert_validation": "skipCertValidation",
     "sort_order": "sortOrder",
 }
@@ -132,6 +134,7 @@ class Connections:
             self, db=db, secrets=secrets, audit=audit, protocols=protocols
         )
         self.sharing = ConnectionShares(self, db=db, audit=audit, live=live)
+        self.jumps = JumpHosts(self, db=db, protocols=protocols)
 
     # ----- access -------------------------------------------------------------------
 
@@ -295,6 +298,7 @@ class Connections:
             raise PermissionDenied(f"Insufficient permissions: sharing requires {SHARE}")
         connection = Connection(owner_id=caller.user_id, name="", protocol="", host="", port=0)
         self.apply_input(connection, parsed)
+        await self.jumps.check(caller, connection)
         async with self.audit.atomic() as batch:
             await self._check_group(batch.session, caller.user_id, parsed)
             batch.session.add(connection)
@@ -345,6 +349,8 @@ class Connections:
         before = self._audited(connection)
         before_target = (connection.protocol, connection.host, connection.port)
         self.apply_input(connection, parsed)
+        if "jump_host_id" in parsed.columns or "protocol" in parsed.columns:
+            await self.jumps.check(caller, connection)
         connection.updated_at = utcnow()
         sharing_changed = "shared" in parsed.columns and before["shared"] != connection.shared
         async with self.audit.atomic() as batch:
@@ -392,6 +398,7 @@ class Connections:
                 "Insufficient permissions: deleting requires "
                 f"{DELETE_OWN if access.owner else DELETE_ANY}"
             )
+        await self.jumps.refuse_delete(connection)
         async with self.audit.atomic() as batch:
             row = await batch.session.get(Connection, connection.id)
             if row is not None:
@@ -476,7 +483,8 @@ class Connections:
             raise PermissionDenied(
                 f"Insufficient permissions: requires {use_permission(connection.protocol)}"
             )
-        return await self.target_of(connection, actor=caller)
+        hops = await self.jumps.chain(connection, caller)
+        return await self.target_of(connection, actor=caller, hops=hops)
 
     async def scan_host_key(self, caller: Caller, connection_id: str) -> hostkeys.HostKeyScan:
         """Read the server's host key (no login) and compare it with the remembered ones.
@@ -496,16 +504,40 @@ class Connections:
         return await self.host_keys.observe(connection, algorithm, blob, actor=caller)
 
     async def target_of(
-        self, connection: Connection, *, actor: Caller | None = None
+        self,
+        connection: Connection,
+        *,
+        actor: Caller | None = None,
+        hops: Sequence[Connection] | None = None,
     ) -> ConnectionTarget:
-        """The decrypted target of a connection, address approved by the network policy.
+        """The decrypted target of a connection, addresses approved by the network policy.
 
-        No access check: callers check access first (``target_for``).
+        No access check: callers check access first (``target_for``, which also passes
+        the jump hosts it checked as ``hops``, outermost first).
         """
+        if hops is None:
+            hops = await self.jumps.chain(connection, None)
+        if not hops:
+            address = await self.resolve_address(connection.host, connection.port, actor=actor)
+            return self._target(connection, address, actor)
+        via: list[ConnectionTarget] = []
+        for hop in hops:
+            if via:
+                address = await self.netpolicy.check_beyond(hop.host, hop.port, actor=actor)
+            else:
+                address = await self.resolve_address(hop.host, hop.port, actor=actor)
+            via.append(self._target(hop, address, actor))
+        address = await self.netpolicy.check_beyond(connection.host, connection.port, actor=actor)
+        spec = self.protocols[hops[0].protocol]
+        target = self._target(connection, address, actor)
+        return replace(target, via=tuple(via), tunnel=spec.open_tunnel)
+
+    def _target(
+        self, connection: Connection, address: str, actor: Caller | None
+    ) -> ConnectionTarget:
         box = self.secrets
         extra = self.public_extra(connection)
         extra.update(self._open_secrets(connection))
-        address = await self.resolve_address(connection.host, connection.port, actor=actor)
         return ConnectionTarget(
             connection_id=connection.id,
             protocol=connection.protocol,

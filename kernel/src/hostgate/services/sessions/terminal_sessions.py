@@ -699,6 +699,7 @@ class TerminalSessions:
                 "sessionId": session.id,
                 "protocol": session.protocol,
                 "recording": row.recording_state == "recording",
+                **({"route": session.target.chain} if session.target.via else {}),
             },
         )
 

@@ -2178,6 +2178,8 @@ export interface components {
             id: string;
             /** Isshared */
             isShared: boolean;
+            /** Jumphostid */
+            jumpHostId: string | null;
             /** Name */
             name: string;
             /** Ownerid */
@@ -5068,6 +5070,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
+                    jumpHostId?: string | null;
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -5084,6 +5087,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
+                    jumpHostId?: string | null;
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -5103,6 +5107,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
+                    jumpHostId?: string | null;
                     name: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -5128,6 +5133,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
+                    jumpHostId?: string | null;
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -5151,6 +5157,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
+                    jumpHostId?: string | null;
                     name: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -5171,6 +5178,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
+                    jumpHostId?: string | null;
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -5187,6 +5195,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
+                    jumpHostId?: string | null;
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -5963,6 +5972,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
+                    jumpHostId?: string | null;
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -5979,6 +5989,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
+                    jumpHostId?: string | null;
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -5998,6 +6009,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
+                    jumpHostId?: string | null;
                     name?: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -6023,6 +6035,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
+                    jumpHostId?: string | null;
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -6046,6 +6059,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
+                    jumpHostId?: string | null;
                     name?: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -6066,6 +6080,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
+                    jumpHostId?: string | null;
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -6082,6 +6097,7 @@ export interface operations {
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
+                    jumpHostId?: string | null;
                     name?: string;
                     password?: string | null;
                     port?: number | null;
