@@ -35,6 +35,8 @@ TEST_DEBIAN_PACKAGES = [
     # load balancer the multi-node tests put in front of them
     "redis-server",
     "haproxy",
+    # jump-host tests put their servers in a network namespace (ip netns)
+    "iproute2",
     # the browser app's end-to-end tests drive Debian's Chromium (Playwright cannot
     # download its own here); a font so screenshots show text
     "chromium",
@@ -56,6 +58,7 @@ PROBES = {
     "xrdp": "/usr/sbin/xrdp",
     "redis-server": "/usr/bin/redis-server",
     "haproxy": "/usr/sbin/haproxy",
+    "iproute2": "/bin/ip",
     "chromium": "/usr/bin/chromium",
     "fonts-dejavu-core": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 }
