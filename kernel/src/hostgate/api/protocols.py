@@ -46,6 +46,8 @@ def protocol_json(spec: ProtocolSpec, permissions: frozenset[str] | set[str]) ->
         "files": spec.open_files is not None,
         "stream": spec.open_stream is not None,
         "hostKeys": spec.fetch_host_key is not None,
+        "jumpHosts": spec.jump_hosts,
+        "jumpHost": spec.open_tunnel is not None,
         "servesConnections": list(spec.accepted_protocols()),
         "fields": [field_json(f) for f in spec.fields],
         "canUse": f"connections.use_{spec.name}" in permissions,
@@ -74,6 +76,10 @@ class ProtocolInfo(TypedDict):
     files: bool
     stream: bool
     hostKeys: bool
+    jumpHosts: bool
+    """Its connections may go through a jump host."""
+    jumpHost: bool
+    """Its connections may serve as jump hosts."""
     servesConnections: list[str]
     fields: list[FieldInfo]
     canUse: bool

@@ -2882,6 +2882,10 @@ export interface components {
             files: boolean;
             /** Hostkeys */
             hostKeys: boolean;
+            /** Jumphost */
+            jumpHost: boolean;
+            /** Jumphosts */
+            jumpHosts: boolean;
             /** Name */
             name: string;
             /** Servesconnections */

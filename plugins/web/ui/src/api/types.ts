@@ -62,6 +62,8 @@ export interface Connection extends ConnectionSummary {
   ownerId: string;
   skipCertValidation: boolean;
   recordingEnabled: boolean;
+  /** The stored SSH connection this one goes through (ProxyJump), or null. */
+  jumpHostId: string | null;
   extraConfig: Record<string, unknown>;
   hasPassword: boolean;
   hasPrivateKey: boolean;
@@ -93,6 +95,10 @@ export interface Protocol {
   stream: boolean;
   /** The protocol checks a server host key (POST /connections/:id/host-key/scan). */
   hostKeys: boolean;
+  /** Its connections may go through a jump host. */
+  jumpHosts: boolean;
+  /** Its connections may serve as jump hosts (ssh). */
+  jumpHost: boolean;
   servesConnections: string[];
   fields: ProtocolField[];
   canUse: boolean;

@@ -29,6 +29,17 @@ describe("toBody", () => {
     expect("password" in body).toBe(false);
     expect(body.privateKey).toBe("");
     expect(body.extraConfig).toEqual({ passphrase: "new secret", retries: null, promptOnConnect: false });
+    // an update always says the jump host: none here, so going direct stays explicit
+    expect(body.jumpHostId).toBeNull();
+  });
+
+  it("sends the jump host chosen, and none on create when none was chosen", () => {
+    const form = { ...emptyForm("ssh", fields), name: "db", host: "127.0.0.1" };
+    expect("jumpHostId" in toBody(form, fields, true)).toBe(false);
+    form.jumpHostId = "bastion-1";
+    expect(toBody(form, fields, true).jumpHostId).toBe("bastion-1");
+    const stored = { id: "c2", name: "db", protocol: "ssh", host: "h", port: 22, username: "", tags: [], groupId: null, jumpHostId: "b", extraConfig: {} } as unknown as Connection;
+    expect(formFrom(stored, fields).jumpHostId).toBe("b");
   });
 });
 

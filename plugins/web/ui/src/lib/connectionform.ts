@@ -9,6 +9,8 @@ export interface FormState {
   username: string;
   tags: string;
   groupId: string;
+  /** A stored SSH connection to go through ("" = direct). */
+  jumpHostId: string;
   /** undefined keeps the stored secret, "" removes it, anything else replaces it. */
   password: string | undefined;
   privateKey: string | undefined;
@@ -20,7 +22,7 @@ export interface FormState {
 export function emptyForm(protocol: string, fields: ProtocolField[]): FormState {
   const extra: FormState["extra"] = {};
   for (const field of fields) extra[field.name] = initialValue(field, undefined);
-  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", password: undefined, privateKey: undefined, extra };
+  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", jumpHostId: "", password: undefined, privateKey: undefined, extra };
 }
 
 function initialValue(field: ProtocolField, stored: unknown): string | boolean | undefined {
@@ -42,6 +44,7 @@ export function formFrom(connection: Connection, fields: ProtocolField[]): FormS
     username: connection.username ?? "",
     tags: connection.tags.join(", "),
     groupId: connection.groupId ?? "",
+    jumpHostId: connection.jumpHostId ?? "",
     password: undefined,
     privateKey: undefined,
     extra,
@@ -77,6 +80,7 @@ export function toBody(form: FormState, fields: ProtocolField[], creating: boole
     tags: form.tags.split(",").map((t) => t.trim()).filter(Boolean),
     groupId: form.groupId || null,
   };
+  if (form.jumpHostId || !creating) body.jumpHostId = form.jumpHostId || null;
   for (const key of ["password", "privateKey"] as const) {
     const value = form[key];
     if (value !== undefined && (value !== "" || !creating)) body[key] = value;

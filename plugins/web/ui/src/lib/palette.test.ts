@@ -7,7 +7,7 @@ function conn(id: string, name: string, protocol: string, host = "10.0.0.1"): Co
 }
 
 function proto(name: string, terminal: boolean, files: boolean, canUse = true, serves: string[] = [name]): Protocol {
-  return { name, title: name, defaultPort: 22, terminal, files, stream: false, hostKeys: false, servesConnections: serves, fields: [], canUse };
+  return { name, title: name, defaultPort: 22, terminal, files, stream: false, hostKeys: false, jumpHosts: false, jumpHost: false, servesConnections: serves, fields: [], canUse };
 }
 
 const protocols = [proto("ssh", true, false), proto("sftp", false, true, true, ["sftp", "ssh"]), proto("rdp", false, false), proto("telnet", true, false, false)];
