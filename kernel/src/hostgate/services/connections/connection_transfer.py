@@ -6,13 +6,16 @@ The document::
      "groups": [{"id", "name", "parentId", "sortOrder", "owner"}],
      "connections": [{"id", "name", "protocol", "host", "port", "username", "groupId",
                       "tags", "shared", "skipCertValidation", "sortOrder", "extraConfig",
-                      "owner"}],
+                      "owner", "jumpHostId"}],
      "secrets": {...}}                      # only when exported with secrets
 
 ``secrets`` is never plaintext: it is AES-256-GCM under a key derived from a
 passphrase with scrypt, holding ``{connectionId: {password, privateKey, extra}}``.
 Gatwy's export (``{version, exportedAt, groups, connections}`` without tags or
 secrets) is a subset of this document and imports as it is.
+
+``jumpHostId`` names another connection of the document (linked to its new copy) or
+one already stored (kept when the importing caller may use it as a jump host).
 """
 
 from __future__ import annotations
@@ -27,13 +30,16 @@ from typing import TYPE_CHECKING, Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ...db.models.connections import Connection, ConnectionGroup
 from ...db.models.identity import User
-from ...errors import InvalidInput, PermissionDenied, Unprocessable
+from ...errors import ApiError, InvalidInput, PermissionDenied, Unprocessable
 from ...timefmt import iso, utcnow
+from . import ssh_config
+from .connection_groups import owned_group
 from .connection_input import check_name, check_sort_order, parse_input
+from .jump_hosts import MAX_HOPS
 
 if TYPE_CHECKING:
     from ...db.engine import Database
@@ -106,6 +112,8 @@ class ImportResult:
     connection_ids: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     secrets_imported: bool = False
+    planned: list[Connection] = field(default_factory=list)
+    """What a dry run would create."""
 
 
 class ConnectionTransfer:
@@ -159,7 +167,8 @@ class ConnectionTransfer:
                  "port": c.port, "username": c.username, "groupId": c.group_id,
                  "tags": list(c.tags or []), "shared": c.shared,
                  "skipCertValidation": c.skip_cert_validation, "sortOrder": c.sort_order,
-                 "extraConfig": dict(c.extra_config or {}), "owner": users.get(c.owner_id, "")}
+                 "extraConfig": dict(c.extra_config or {}), "owner": users.get(c.owner_id, ""),
+                 "jumpHostId": c.jump_host_id}
             )  # fmt: skip
             if passphrase is not None:
                 entry = {
@@ -182,12 +191,18 @@ class ConnectionTransfer:
         passphrase: str | None = None,
         skip_invalid: bool = False,
         ignore_secrets: bool = False,
+        plain_secrets: Mapping[str, Mapping[str, Any]] | None = None,
+        group_id: str | None = None,
+        dry_run: bool = False,
     ) -> ImportResult:
         """Check the whole document, then create everything in one transaction.
 
         ``owner_id`` puts everything under one user; otherwise each item's ``owner``
         username must exist. New ids are issued. Invalid items fail the import
-        (nothing changes) unless ``skip_invalid``.
+        (nothing changes) unless ``skip_invalid``. ``plain_secrets`` gives credentials
+        by item id without a sealed block (an importer that read them itself, e.g. the
+        key files beside an ssh_config); ``group_id`` puts connections without a group
+        of the document into that (existing) group; ``dry_run`` checks and stops.
         """
         if not isinstance(document, Mapping):
             raise InvalidInput("the import must be a JSON object")
@@ -210,9 +225,16 @@ class ConnectionTransfer:
                 )
             secrets = open_secrets(document["secrets"], passphrase)
             result.secrets_imported = True
+        if plain_secrets:
+            secrets = {**secrets, **plain_secrets}
+            result.secrets_imported = True
 
         async with self.db.session() as session:
             users = {u.username: u.id for u in (await session.exec(select(User))).all()}
+            if group_id is not None:
+                if owner_id is None:
+                    raise InvalidInput("a target group needs one owner for everything")
+                await owned_group(session, owner_id, group_id)
         problems: list[str] = []
 
         def owner_of(item: Mapping[str, Any], what: str) -> str | None:
@@ -249,6 +271,8 @@ class ConnectionTransfer:
         self._break_cycles(list(new_groups.values()))
 
         new_connections: list[Connection] = []
+        by_old_id: dict[str, Connection] = {}
+        jumps: dict[str, tuple[str, str]] = {}  # new connection id -> (jump id as given, what)
         for index, item in enumerate(connections_in):
             what = f"connections[{index}]"
             try:
@@ -257,23 +281,50 @@ class ConnectionTransfer:
                 owner = owner_of(item, what)
                 if owner is None:
                     continue
-                new_connections.append(
-                    self._connection_from(item, owner, new_groups, secrets, caller)
-                )
+                connection = self._connection_from(item, owner, new_groups, secrets, caller)
+                if connection.group_id is None and group_id is not None:
+                    connection.group_id = group_id
+                new_connections.append(connection)
+                by_old_id[str(item.get("id") or connection.id)] = connection
+                if item.get("jumpHostId"):
+                    jumps[connection.id] = (str(item["jumpHostId"]), what)
             except (InvalidInput, PermissionDenied) as exc:
                 label = item.get("name") if isinstance(item, Mapping) else None
                 problems.append(f"{what}{f' ({label})' if label else ''}: {exc.message}")
+        links, refused = await self._jump_links(new_connections, by_old_id, jumps, caller, problems)
+        # a connection whose jump host is refused (or left out) is left out too: it must
+        # not quietly go direct
+        names = {c.id: c.name for c in new_connections}
+        while refused:
+            new_connections = [c for c in new_connections if c.id not in refused]
+            for gone in refused:
+                links.pop(gone, None)
+            refused = {c for c, jump in links.items() if jump in names and jump not in
+                       {n.id for n in new_connections}}  # fmt: skip
+            problems.extend(f"{names[c]}: its jump host is left out" for c in refused)
         if problems and not skip_invalid:
             shown = "; ".join(problems[:10])
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InvalidInput(f"nothing imported: {shown}{more}")
         result.skipped = problems
+        if dry_run:
+            for connection in new_connections:
+                connection.jump_host_id = links.get(connection.id)
+            result.connection_ids = [c.id for c in new_connections]
+            result.planned = new_connections
+            return result
         async with self.audit.atomic() as batch:
             for group in self._parents_first(list(new_groups.values())):
                 batch.session.add(group)
                 await batch.session.flush()
             for connection in new_connections:
                 batch.session.add(connection)
+            if links:
+                await batch.session.flush()  # every row exists before one names another
+                for connection in new_connections:
+                    if connection.id in links:
+                        connection.jump_host_id = links[connection.id]
+                        batch.session.add(connection)
             result.group_ids = [g.id for g in new_groups.values()]
             result.connection_ids = [c.id for c in new_connections]
             batch.record(
@@ -306,7 +357,9 @@ class ConnectionTransfer:
         if payload.get("username") is None:
             payload.pop("username", None)
         unknown = sorted(
-            k for k in item if k not in CONNECTION_KEYS and k not in ("id", "groupId", "owner")
+            k
+            for k in item
+            if k not in CONNECTION_KEYS and k not in ("id", "groupId", "owner", "jumpHostId")
         )
         if unknown:
             raise InvalidInput(f"unknown field(s): {', '.join(unknown)}")
@@ -331,6 +384,155 @@ class ConnectionTransfer:
         group = groups.get(str(item.get("groupId"))) if item.get("groupId") else None
         connection.group_id = group.id if group is not None and group.owner_id == owner else None
         return connection
+
+    async def _jump_links(
+        self,
+        connections: Sequence[Connection],
+        by_old_id: Mapping[str, Connection],
+        jumps: Mapping[str, tuple[str, str]],
+        caller: Caller | None,
+        problems: list[str],
+    ) -> tuple[dict[str, str], set[str]]:
+        """New connection id -> jump host id, and the new connections refused.
+
+        A jump host is a connection of the document (its new id) or a stored one the
+        caller may use; loops and bad hops become problems.
+        """
+        links: dict[str, str] = {}
+        refused: set[str] = set()
+        new_ids = {c.id for c in connections}
+        by_id = {c.id: c for c in connections}
+        for connection in connections:
+            if connection.id not in jumps:
+                continue
+            given, what = jumps[connection.id]
+            label = f"{what} ({connection.name})"
+            spec = self.protocols.get(connection.protocol)
+            if spec is None or not spec.jump_hosts:
+                problems.append(f"{label}: {connection.protocol} connections take no jump host")
+                refused.add(connection.id)
+                continue
+            jump = by_old_id.get(given)
+            if jump is not None:
+                if not self.connections.jumps.can_tunnel(jump):
+                    problems.append(f"{label}: the jump host {jump.name!r} is not SSH")
+                    refused.add(connection.id)
+                    continue
+                links[connection.id] = jump.id
+                continue
+            try:
+                if caller is None:
+                    async with self.db.session() as session:
+                        stored = await session.get(Connection, given)
+                    if stored is None or not self.connections.jumps.can_tunnel(stored):
+                        raise InvalidInput("the jump host is not a stored SSH connection")
+                else:
+                    await self.connections.jumps.chain(
+                        Connection(
+                            id="(import)",
+                            owner_id="",
+                            name="",
+                            protocol="",
+                            host="",
+                            port=0,
+                            jump_host_id=given,
+                        ),
+                        caller,
+                    )
+            except ApiError as exc:
+                problems.append(f"{label}: {exc.message}")
+                refused.add(connection.id)
+                continue
+            links[connection.id] = given
+        # loops and chains too long among the new links
+        for start in links:
+            seen = {start}
+            hop: str | None = links.get(start)
+            depth = 0
+            while hop is not None and hop in new_ids:
+                depth += 1
+                if hop in seen or depth > MAX_HOPS:
+                    problems.append(
+                        f"{by_id[start].name}: the jump hosts loop or pass {MAX_HOPS} hops"
+                    )
+                    refused.add(start)
+                    break
+                seen.add(hop)
+                hop = links.get(hop)
+        return links, refused
+
+    async def created(self, connection_ids: Sequence[str]) -> list[Connection]:
+        """Connections just imported, in the import's order."""
+        async with self.db.session() as session:
+            rows = await session.exec(
+                select(Connection).where(col(Connection.id).in_(list(connection_ids)))
+            )
+            found = {c.id: c for c in rows.all()}
+        return [found[i] for i in connection_ids if i in found]
+
+    async def import_ssh_config(
+        self,
+        caller: Caller,
+        text: str,
+        files: Mapping[str, str],
+        *,
+        group_id: str | None = None,
+        dry_run: bool = False,
+    ) -> tuple[ImportResult, ssh_config.Plan]:
+        """Create the connections an OpenSSH client configuration describes (all or none).
+
+        ``files`` are the files supplied with it (included files, key files), by path.
+        """
+        plan = ssh_config.plan_import(text, files)
+        result = await self.import_(
+            plan.document,
+            owner_id=caller.user_id,
+            caller=caller,
+            plain_secrets=plan.private_keys,
+            group_id=group_id,
+            dry_run=dry_run,
+        )
+        return result, plan
+
+    async def export_ssh_config(self, caller: Caller, link: str) -> tuple[str, int]:
+        """The caller's SSH connections (and the jump hosts they use) as ssh_config.
+
+        ``link`` is the gateway's address for a connection: ``link.format(id=...)``.
+        Returns the text and how many connections it holds.
+        """
+        listing = await self.connections.listing(caller)
+        visible = {c.id: c for c in [*listing.own, *listing.shared]}
+        chosen: dict[str, Connection] = {}
+
+        def add(connection: Connection) -> None:
+            if connection.id in chosen or not self.connections.jumps.can_tunnel(connection):
+                return
+            jump = visible.get(connection.jump_host_id or "")
+            if jump is not None:
+                add(jump)  # jump hosts first, so each ProxyJump names a Host above it
+            chosen[connection.id] = connection
+
+        for connection in visible.values():
+            add(connection)
+        taken: set[str] = set()
+        aliases = {c.id: ssh_config.alias_for(c.name, taken) for c in chosen.values()}
+        hosts = [
+            ssh_config.ExportedHost(
+                alias=aliases[c.id],
+                host=c.host,
+                port=c.port,
+                user=c.username,
+                jump_alias=aliases.get(c.jump_host_id or ""),
+                tags=list(c.tags or []),
+                link=link.format(id=c.id),
+            )
+            for c in chosen.values()
+        ]
+        header = [
+            f"SSH connections of {caller.username} on hostgate, {iso(utcnow())}.",
+            "The gateway records sessions it relays: open them there (the links below).",
+        ]
+        return ssh_config.render(hosts, header), len(hosts)
 
     @staticmethod
     def _break_cycles(groups: Sequence[ConnectionGroup]) -> None:

@@ -500,6 +500,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/connections/export/ssh-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's SSH connections as an ssh_config fragment (no secrets). */
+        get: operations["get_export_ssh_config"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/connections/groups": {
         parameters: {
             query?: never;
@@ -587,6 +604,29 @@ export interface paths {
          * @description ``?skipInvalid=true`` imports the valid items and lists the others in ``skipped``.
          */
         post: operations["post_import_connections"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/connections/import/ssh-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create connections from an OpenSSH client configuration (``~/.ssh/config``).
+         * @description ``Host`` entries become SSH connections (HostName, User, Port, ProxyJump as jump
+         *     hosts, IdentityFile's contents when supplied in ``files``); ``Include`` follows the
+         *     supplied files. All or nothing: one invalid entry changes nothing. ``dryRun``
+         *     answers what would be created.
+         */
+        post: operations["post_import_ssh_config"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2842,6 +2882,28 @@ export interface components {
             };
         };
         /**
+         * PlannedConnection
+         * @description A connection an ssh_config import creates (or, dry, would create).
+         */
+        PlannedConnection: {
+            /** Host */
+            host: string;
+            /** Id */
+            id: string | null;
+            /** Jumphost */
+            jumpHost: string | null;
+            /** Name */
+            name: string;
+            /** Port */
+            port: number;
+            /** Privatekey */
+            privateKey: boolean;
+            /** Tags */
+            tags: string[];
+            /** Username */
+            username: string;
+        };
+        /**
          * Profile
          * @description The caller's profile; strings are never null.
          */
@@ -3317,6 +3379,28 @@ export interface components {
             shares: components["schemas"]["Share"][];
             /** Success */
             success: boolean;
+        };
+        /**
+         * SkippedLine
+         * @description Something of the configuration that was not imported, and why.
+         */
+        SkippedLine: {
+            /** Reason */
+            reason: string;
+            /** Where */
+            where: string;
+        };
+        /**
+         * SshConfigImported
+         * @description What the import created, or with ``dryRun`` would create.
+         */
+        SshConfigImported: {
+            /** Connections */
+            connections: components["schemas"]["PlannedConnection"][];
+            /** Dryrun */
+            dryRun: boolean;
+            /** Skipped */
+            skipped: components["schemas"]["SkippedLine"][];
         };
         /**
          * SshPrefs
@@ -5319,6 +5403,44 @@ export interface operations {
             };
         };
     };
+    get_export_ssh_config: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's SSH connections as an ssh_config fragment (no secrets). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": unknown;
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     post_create_group: {
         parameters: {
             query?: never;
@@ -5774,6 +5896,93 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Imported"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_import_ssh_config: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Config */
+                    config: string;
+                    /**
+                     * Dryrun
+                     * @default false
+                     */
+                    dryRun?: boolean;
+                    /** Files */
+                    files?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * Groupid
+                     * @default null
+                     */
+                    groupId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Create connections from an OpenSSH client configuration (``~/.ssh/config``). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshConfigImported"];
                 };
             };
             /** @description Malformed or invalid input */
