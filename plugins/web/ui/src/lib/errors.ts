@@ -118,6 +118,10 @@ export function describeError(error: unknown, now: Date = new Date()): string {
       return "There is no new host key waiting any more. Check it again.";
     case "csrf_failed":
       return "The request was refused because it did not come from this page. Reload and try again.";
+    case "permission_not_held":
+      return "A token can only hold permissions you have yourself.";
+    case "too_many_tokens":
+      return "You have 50 active tokens. Revoke one you no longer use first.";
   }
   if (error.code === "remote_error" && /no space|disk full|quota/i.test(error.message)) {
     return "The server has no space left for this file.";

@@ -1,0 +1,58 @@
+"""Personal API tokens in the profile: made with a subset of one's permissions, the secret
+shown once and working as a Bearer token against the real gateway, revoked from the list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import Gateway, Screens, signed_in
+
+pytestmark = pytest.mark.peer("chromium")
+
+
+def test_a_token_made_in_the_profile_works_until_revoked(
+    page: Any, gateway: Gateway, admin_token: str, screens: Screens
+) -> None:
+    signed_in(page, gateway)
+    page.goto(f"{gateway.url}/profile")
+    card = page.get_by_role("region", name="API tokens")
+    expect(card.get_by_text("You have no API tokens.")).to_be_visible()
+    card.get_by_role("button", name="New token").click()
+    dialog = page.get_by_role("dialog", name="New API token")
+    dialog.get_by_label("Name", exact=True).fill("nightly export")
+    dialog.get_by_label("Expires after").select_option(label="7 days")
+    permissions = dialog.get_by_role("group", name="Permissions").get_by_role("checkbox")
+    for index in range(permissions.count()):
+        box = permissions.nth(index)
+        if box.get_attribute("value") not in ("connections.import_export", "audit.view_any"):
+            box.uncheck()
+    screens.check(page, "profile-new-token")
+    dialog.get_by_role("button", name="Create token").click()
+
+    secret = card.get_by_label("New token").inner_text().strip()
+    assert secret.startswith("hgt_")
+    expect(card.get_by_role("status")).to_contain_text("it is not shown again")
+    screens.check(page, "profile-token-made")
+    bearer = {"Authorization": f"Bearer {secret}"}
+    me = httpx.get(f"{gateway.url}/api/v1/auth/me", headers=bearer).json()["user"]
+    assert sorted(me["permissions"]) == ["audit.view_any", "connections.import_export"]
+    exported = httpx.get(f"{gateway.url}/api/v1/connections/export/ssh-config", headers=bearer)
+    assert exported.status_code == 200
+    assert httpx.get(f"{gateway.url}/api/v1/users", headers=bearer).status_code == 403
+
+    card.get_by_role("button", name="Done").click()
+    expect(card.get_by_label("New token")).to_have_count(0)  # never shown again
+    page.reload()
+    row = page.get_by_role("list", name="Your API tokens").get_by_role("listitem")
+    expect(row).to_contain_text("nightly export")
+    expect(row).to_contain_text("last used")
+    expect(row).not_to_contain_text(secret)
+    row.get_by_role("button", name="Revoke nightly export").click()
+    confirm = page.get_by_role("dialog", name="Revoke nightly export?")
+    confirm.get_by_role("button", name="Revoke").click()
+    expect(row).to_contain_text("revoked")
+    assert httpx.get(f"{gateway.url}/api/v1/auth/me", headers=bearer).status_code == 401
