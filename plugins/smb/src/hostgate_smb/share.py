@@ -138,8 +138,33 @@ class SmbShare:
         except BaseException:
             quietly(connection.disconnect, False)
             raise
+        self._wait_for_credits(connection)
         self._connection = connection
         self._tree = tree
+
+    def _wait_for_credits(self, connection: Connection) -> None:
+        """Make every request of the connection wait for its credits instead of failing.
+
+        smbprotocol refuses a request the credit window cannot cover at once ("requires
+        1 credits but only 0 credits are available"): a listing or an open made while
+        pipelined transfers hold the window would fail. Each send now waits (as
+        ``send_bulk`` does) until the server's responses have given the credits back.
+        """
+        send = connection.send
+
+        def send_when_covered(message: Any, *args: Any, **kwargs: Any) -> Any:
+            charge = connection._calculate_credit_charge(message)
+            deadline = time.monotonic() + OPERATION_TIMEOUT
+            with self._credits:
+                while True:
+                    window = connection.sequence_window
+                    if window["high"] - window["low"] >= charge:
+                        return send(message, *args, **kwargs)
+                    if time.monotonic() > deadline:
+                        raise RemoteTimeout("the SMB server granted no credits in time")
+                    self._credits.wait(timeout=CREDIT_POLL)
+
+        connection.send = send_when_covered  # type: ignore[method-assign]
 
     def ensure(self) -> TreeConnect:
         """The live tree connect, reconnecting first when the transport died."""
