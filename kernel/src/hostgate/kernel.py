@@ -26,6 +26,7 @@ from .security.tickets import TicketStore, ticket_store
 from .services.audit.audit import AuditLog
 from .services.audit.audit_query import AuditQuery
 from .services.backup import Backups
+from .services.connections.access_requests import AccessRequests
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
 from .services.identity.accounts import Accounts
@@ -167,6 +168,9 @@ class Kernel:
         self.api_tokens = ApiTokens(audit=self.audit, db=self.db, identity=self.identity)
         self.audit_query = AuditQuery(db=self.db)
         self.key_rotation = KeyRotation(config=config, db=self.db, secrets=self.secrets)
+        self.access_requests = AccessRequests(
+            audit=self.audit, db=self.db, live=self.live, lifecycle=self
+        )
         self.connections = Connections(
             db=self.db,
             secrets=self.secrets,
@@ -174,6 +178,7 @@ class Kernel:
             live=self.live,
             netpolicy=self.netpolicy,
             protocols=self.protocols,
+            access_requests=self.access_requests,
         )
         self.health_checks = HealthChecks(
             connections=self.connections, limits=self.limits, netpolicy=self.netpolicy

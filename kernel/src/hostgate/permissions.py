@@ -20,6 +20,7 @@ KERNEL_PERMISSIONS: dict[str, list[str]] = {
     "audit": ["audit.view_any"],
     "settings": ["settings.manage", "settings.notifications", "settings.backup"],
     "system": ["system.metrics"],
+    "access": ["access.approve"],
 }
 
 # What each kernel permission allows, as GET /roles/permissions describes it.
@@ -42,6 +43,10 @@ KERNEL_DESCRIPTIONS: dict[str, str] = {
     "settings.notifications": "Configure notification channels, rules and the delivery log",
     "settings.backup": "Export encrypted backups and restore them (replacing all data)",
     "system.metrics": "Scrape the Prometheus metrics (GET /metrics)",
+    "access.approve": (
+        "Approve, deny and revoke other users' requests for access to connections that need"
+        " approval"
+    ),
 }
 
 ADMIN_ROLE = "admin"

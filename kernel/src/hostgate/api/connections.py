@@ -146,6 +146,7 @@ class ConnectionDetail(TypedDict):
     recordingEnabled: bool
     sortOrder: int
     jumpHostId: str | None
+    approvalRequired: bool
     extraConfig: dict[str, Any]
     shares: list[Share]
     canEdit: bool
@@ -322,6 +323,7 @@ async def detail(connection: Connection, access: Access) -> dict[str, Any]:
         "recordingEnabled": connection.recording_enabled,
         "sortOrder": connection.sort_order,
         "jumpHostId": connection.jump_host_id,
+        "approvalRequired": connection.approval_required,
         "extraConfig": kernel.connections.public_extra(connection),
         **kernel.connections.secret_flags(connection),
         "shares": [share_json(s) for s in shares],

@@ -33,6 +33,7 @@ BASE_FIELDS = frozenset(
         "extraConfig",
         "tunnels",
         "jumpHostId",
+        "approvalRequired",
     }
 )
 NAME_MAX = 200
@@ -258,7 +259,11 @@ def parse_input(
         columns["username"] = _text("username", payload["username"], USERNAME_MAX) or ""
     if "tags" in payload:
         columns["tags"] = normalize_tags(payload["tags"])
-    for key, column in (("shared", "shared"), ("skipCertValidation", "skip_cert_validation")):
+    for key, column in (
+        ("shared", "shared"),
+        ("skipCertValidation", "skip_cert_validation"),
+        ("approvalRequired", "approval_required"),
+    ):
         if key in payload:
             columns[column] = _flag(key, payload[key])
     if "sortOrder" in payload:
@@ -354,6 +359,10 @@ def _base_schema() -> dict[str, dict[str, Any]]:
         ),
         "shared": {"type": "boolean"},
         "skipCertValidation": {"type": "boolean"},
+        "approvalRequired": {
+            "type": "boolean",
+            "description": "Others use it only with an approved access request",
+        },
         "sortOrder": {"type": "integer", "minimum": -SORT_LIMIT, "maximum": SORT_LIMIT},
     }
 

@@ -41,16 +41,18 @@ if TYPE_CHECKING:
     from ..identity.identity import Caller
     from ..netpolicy import NetworkPolicy
     from ..sessions.live import LiveSessions
+    from .access_requests import AccessRequests
 
 EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
 DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
 SHARE = "connections.share"
 AUDITED_COLUMNS = (
     "name", "protocol", "host", "port", "username", "group_id", "tags", "shared",
-    "skip_cert_validation", "jump_host_id",
+    "skip_cert_validation", "jump_host_id", "approval_required",
 )  # fmt: skip
 COLUMN_NAMES = {
     "group_id": "groupId",
+    "approval_required": "approvalRequired",
     "jump_host_id": "jumpHostId",
     "skip_cert_validation": "skipCertValidation",
     "sort_order": "sortOrder",
@@ -84,17 +86,30 @@ class Listing:
     others: list[Connection] | None
 
 
-def access_of(caller: Caller, connection: Connection, visible: bool) -> Access:
-    """The caller's rights on a connection (``visible`` from ``is_visible``)."""
+def needs_approval(caller: Caller, connection: Connection) -> bool:
+    """True when using the connection takes an approved access request for this caller."""
+    owner = connection.owner_id == caller.user_id
+    return connection.approval_required and not owner and not caller.can(EDIT_ANY)
+
+
+def access_of(
+    caller: Caller, connection: Connection, visible: bool, granted: bool = False
+) -> Access:
+    """The caller's rights on a connection.
+
+    ``visible`` comes from ``is_visible``; ``granted`` says an approved access request is
+    running (for connections that need one).
+    """
     owner = connection.owner_id == caller.user_id
     edit = caller.can(EDIT_ANY) or (owner and caller.can(EDIT_OWN))
+    approved = granted or not needs_approval(caller, connection)
     return Access(
         owner=owner,
         visible=visible,
         edit=edit,
         delete=caller.can(DELETE_ANY) or (owner and caller.can(DELETE_OWN)),
         share=caller.can(SHARE) and (owner or caller.can(EDIT_ANY)),
-        use=visible and caller.can(use_permission(connection.protocol)),
+        use=visible and approved and caller.can(use_permission(connection.protocol)),
     )
 
 
@@ -121,8 +136,10 @@ class Connections:
         live: LiveSessions,
         netpolicy: NetworkPolicy,
         protocols: Mapping[str, ProtocolSpec],
+        access_requests: AccessRequests,
     ) -> None:
         self.db = db
+        self.access_requests = access_requests
         self.secrets = secrets
         self.audit = audit
         self.live = live
@@ -166,7 +183,10 @@ class Connections:
             if connection is None:
                 raise NotFound("Connection not found")
             visible = await self.is_visible(session, caller.user_id, caller.role_id, connection)
-        access = access_of(caller, connection, visible)
+        granted = needs_approval(caller, connection) and await self.access_requests.granted(
+            caller.user_id, connection.id
+        )
+        access = access_of(caller, connection, visible, granted)
         if not access.read:
             raise NotFound("Connection not found")
         return connection, access
@@ -440,6 +460,7 @@ class Connections:
         permission = use_permission(connection.protocol)
         if not caller.can(permission):
             raise PermissionDenied(f"Insufficient permissions: requires {permission}")
+        await self.check_approval(caller, connection)
         spec = self.protocols.get(connection.protocol)
         handed_out = connection.owner_id == caller.user_id and not (
             spec is not None and spec.relay_authenticates
@@ -483,8 +504,23 @@ class Connections:
             raise PermissionDenied(
                 f"Insufficient permissions: requires {use_permission(connection.protocol)}"
             )
+        await self.check_approval(caller, connection)
         hops = await self.jumps.chain(connection, caller)
         return await self.target_of(connection, actor=caller, hops=hops)
+
+    async def approval_problem(self, caller: Caller, connection: Connection) -> str | None:
+        """Why the caller may not use an approval-required connection now, or None."""
+        if not needs_approval(caller, connection):
+            return None
+        if await self.access_requests.granted(caller.user_id, connection.id):
+            return None
+        return "This connection needs an approved access request"
+
+    async def check_approval(self, caller: Caller, connection: Connection) -> None:
+        """403 ``access_approval_required`` without a running approved access request."""
+        problem = await self.approval_problem(caller, connection)
+        if problem is not None:
+            raise PermissionDenied(problem, code="access_approval_required")
 
     async def scan_host_key(self, caller: Caller, connection_id: str) -> hostkeys.HostKeyScan:
         """Read the server's host key (no login) and compare it with the remembered ones.

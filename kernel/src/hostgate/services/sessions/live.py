@@ -26,6 +26,7 @@ log = logging.getLogger("hostgate.live")
 # of the two gets there first.
 CONNECTION_DELETED = "the connection was deleted"
 NO_LONGER_SHARED = "the connection is no longer shared with you"
+ACCESS_ENDED = "your access to this connection ended"
 USER_DELETED = "user deleted"
 
 CLOSE_TOPIC = "live.close"

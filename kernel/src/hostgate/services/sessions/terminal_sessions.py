@@ -38,7 +38,13 @@ from ..identity.identity import ClientInfo
 from ..netpolicy import conceal
 from .asciicast import CastRecorder
 from .commandlog import CommandEntry, CommandTracker
-from .live import CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED, LiveSession
+from .live import (
+    ACCESS_ENDED,
+    CONNECTION_DELETED,
+    NO_LONGER_SHARED,
+    USER_DELETED,
+    LiveSession,
+)
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI
@@ -266,6 +272,8 @@ class LiveRemoteSession:
         permission = use_permission(connection.protocol)
         if not caller.can(permission):
             return 4003, f"Permission {permission} was withdrawn"
+        if await service.connections.approval_problem(caller, connection) is not None:
+            return 4003, ACCESS_ENDED
         return None
 
     async def enforce_access(self) -> None:

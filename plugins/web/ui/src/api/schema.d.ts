@@ -4,6 +4,92 @@
  */
 
 export interface paths {
+    "/api/v1/access-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your requests; with ``?all=true`` and ``access.approve``, everyone's. */
+        get: operations["get_list_requests"];
+        put?: never;
+        /** Ask for access to a connection that needs approval (one you can see). */
+        post: operations["post_create_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/access-requests/{request_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a pending request (access.approve): access starts now. */
+        post: operations["post_approve_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/access-requests/{request_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Withdraw your own pending request. */
+        post: operations["post_cancel_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/access-requests/{request_id}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deny a pending request (access.approve), with a note. */
+        post: operations["post_deny_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/access-requests/{request_id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End an approved access early (access.approve); its sessions close. */
+        post: operations["post_revoke_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/api-tokens": {
         parameters: {
             query?: never;
@@ -1931,6 +2017,48 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * AccessRequestList
+         * @description Requests, newest first (at most 500).
+         */
+        AccessRequestList: {
+            /** Requests */
+            requests: components["schemas"]["AccessRequestRecord"][];
+        };
+        /**
+         * AccessRequestRecord
+         * @description One request.
+         */
+        AccessRequestRecord: {
+            /** Connectionid */
+            connectionId: string;
+            /** Connectionname */
+            connectionName: string;
+            /** Createdat */
+            createdAt: string;
+            /** Decidedat */
+            decidedAt: string | null;
+            /** Decidedby */
+            decidedBy: string | null;
+            /** Endsat */
+            endsAt: string | null;
+            /** Id */
+            id: string;
+            /** Minutes */
+            minutes: number;
+            /** Note */
+            note: string;
+            /** Reason */
+            reason: string;
+            /** Startsat */
+            startsAt: string | null;
+            /** Status */
+            status: string;
+            /** Userid */
+            userId: string;
+            /** Username */
+            username: string;
+        };
+        /**
          * ActionIn
          * @description ``{channel, recipients}``: where a matching event is delivered.
          */
@@ -2196,6 +2324,8 @@ export interface components {
          * @description One connection in full; secrets only as ``has*`` flags (``hasPassword``...).
          */
         ConnectionDetail: {
+            /** Approvalrequired */
+            approvalRequired: boolean;
             /** Candelete */
             canDelete: boolean;
             /** Canedit */
@@ -2756,6 +2886,13 @@ export interface components {
         Ok: {
             /** Ok */
             ok: boolean;
+        };
+        /**
+         * OneRequest
+         * @description The request as it now is.
+         */
+        OneRequest: {
+            request: components["schemas"]["AccessRequestRecord"];
         };
         /**
          * OrderItem
@@ -3585,6 +3722,535 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    get_list_requests: {
+        parameters: {
+            query?: {
+                all?: "true" | "false";
+                status?: ("pending" | "approved" | "denied" | "cancelled" | "revoked" | "expired") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your requests; with ``?all=true`` and ``access.approve``, everyone's. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessRequestList"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_create_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Connectionid */
+                    connectionId: string;
+                    /** Minutes */
+                    minutes: number;
+                    /** Reason */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Ask for access to a connection that needs approval (one you can see). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OneRequest"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_approve_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Note
+                     * @default
+                     */
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Approve a pending request (access.approve): access starts now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OneRequest"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_cancel_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Note
+                     * @default
+                     */
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Withdraw your own pending request. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OneRequest"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_deny_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Note
+                     * @default
+                     */
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Deny a pending request (access.approve), with a note. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OneRequest"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_revoke_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Note
+                     * @default
+                     */
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description End an approved access early (access.approve); its sessions close. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OneRequest"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_list_all_tokens: {
         parameters: {
             query?: {
@@ -5149,6 +5815,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: {
                         /** @description Explicit FTPS: upgrade with AUTH TLS before login (certificates verified unless the connection skips certificate validation) */
                         ftps?: boolean | null | "";
@@ -5171,6 +5839,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | {
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
@@ -5188,6 +5858,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: {
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
@@ -5210,6 +5882,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     /** @description Windows domain or workgroup of the user */
                     domain?: string | null | "";
                     extraConfig?: {
@@ -5236,6 +5910,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: {
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
@@ -5262,6 +5938,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | {
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
@@ -5279,6 +5957,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | {
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
@@ -6176,6 +6856,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: {
                         /** @description Explicit FTPS: upgrade with AUTH TLS before login (certificates verified unless the connection skips certificate validation) */
                         ftps?: boolean | null | "";
@@ -6198,6 +6880,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | {
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
@@ -6215,6 +6899,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: {
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
@@ -6237,6 +6923,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     /** @description Windows domain or workgroup of the user */
                     domain?: string | null | "";
                     extraConfig?: {
@@ -6263,6 +6951,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: {
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
@@ -6289,6 +6979,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | {
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
@@ -6306,6 +6998,8 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | {
+                    /** @description Others use it only with an approved access request */
+                    approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
                     groupId?: string | null;
                     /** @description A host name or IP address, without scheme, port or path */
@@ -9642,7 +10336,7 @@ export interface operations {
                     /** Name */
                     name: string;
                     /** Permissions */
-                    permissions?: ("audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
                 };
             };
         };
@@ -9777,7 +10471,7 @@ export interface operations {
                      * Permissions
                      * @default null
                      */
-                    permissions?: ("audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
                 };
             };
         };

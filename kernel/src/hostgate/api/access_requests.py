@@ -1,0 +1,171 @@
+"""``/access-requests``: asking for time-boxed access to connections that need approval."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint, request
+from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
+
+from ..db.models.connections import AccessRequest, Connection
+from ..db.models.identity import User
+from ..errors import InvalidInput
+from ..guards import app_kernel, authenticated, current_caller
+from ..openapi import answers
+from ..services.connections.access_requests import MAX_MINUTES
+from ..timefmt import iso
+
+blueprint = Blueprint("access_requests", __name__)
+
+Status = Literal["pending", "approved", "denied", "cancelled", "revoked", "expired"]
+
+
+class RequestBody(BaseModel):
+    """The connection, how long (minutes) and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    connectionId: str = Field(min_length=1, max_length=64)
+    minutes: int = Field(ge=1, le=MAX_MINUTES)
+    reason: str = Field(min_length=1, max_length=1000)
+
+
+class DecisionBody(BaseModel):
+    """An optional note to the requester."""
+
+    model_config = ConfigDict(extra="forbid")
+    note: str = Field(default="", max_length=1000)
+
+
+class ListQuery(BaseModel):
+    """``?all=true`` (``access.approve``): everyone's; ``?status=`` one state."""
+
+    all: Literal["true", "false"] = "false"
+    status: Status | None = None
+
+
+class AccessRequestRecord(TypedDict):
+    """One request."""
+
+    id: str
+    connectionId: str
+    connectionName: str
+    userId: str
+    username: str
+    reason: str
+    minutes: int
+    status: str
+    createdAt: str
+    decidedBy: str | None
+    decidedAt: str | None
+    note: str
+    startsAt: str | None
+    endsAt: str | None
+
+
+class AccessRequestList(TypedDict):
+    """Requests, newest first (at most 500)."""
+
+    requests: list[AccessRequestRecord]
+
+
+class OneRequest(TypedDict):
+    """The request as it now is."""
+
+    request: AccessRequestRecord
+
+
+def request_json(item: AccessRequest, connection: Connection, user: User) -> AccessRequestRecord:
+    """The wire form of a request."""
+    return {
+        "id": item.id,
+        "connectionId": connection.id,
+        "connectionName": connection.name,
+        "userId": user.id,
+        "username": user.username,
+        "reason": item.reason,
+        "minutes": item.minutes,
+        "status": item.status,
+        "createdAt": iso(item.created_at),
+        "decidedBy": item.decided_by,
+        "decidedAt": iso(item.decided_at),
+        "note": item.note,
+        "startsAt": iso(item.starts_at),
+        "endsAt": iso(item.ends_at),
+    }
+
+
+async def _answer(item: AccessRequest) -> OneRequest:
+    kernel = app_kernel()
+    rows = await kernel.access_requests.listing(current_caller(), everyone=False, status=None)
+    found = next(((r, c, u) for r, c, u in rows if r.id == item.id), None)
+    if found is None:  # a decision on someone else's request
+        async with kernel.db.session() as session:
+            connection = await session.get(Connection, item.connection_id)
+            user = await session.get(User, item.user_id)
+        assert connection is not None and user is not None
+        return {"request": request_json(item, connection, user)}
+    return {"request": request_json(*found)}
+
+
+@blueprint.post("/access-requests")
+@authenticated
+@tag(["connections"])
+@validate_request(RequestBody)
+@answers(OneRequest, status=201, errors=(404, 409))
+async def create_request(data: RequestBody) -> tuple[OneRequest, int]:
+    """Ask for access to a connection that needs approval (one you can see)."""
+    kernel = app_kernel()
+    caller = current_caller()
+    connection = await kernel.connections.visible(caller, data.connectionId)
+    made = await kernel.access_requests.request(caller, connection, data.minutes, data.reason)
+    return await _answer(made), 201
+
+
+@blueprint.get("/access-requests")
+@authenticated
+@tag(["connections"])
+@answers(AccessRequestList, query=ListQuery)
+async def list_requests() -> AccessRequestList:
+    """Your requests; with ``?all=true`` and ``access.approve``, everyone's."""
+    everyone = request.args.get("all", "false")
+    status = request.args.get("status") or None
+    if everyone not in ("true", "false"):
+        raise InvalidInput("all must be true or false")
+    if status not in (None, "pending", "approved", "denied", "cancelled", "revoked", "expired"):
+        raise InvalidInput("status must be one of the request states")
+    rows = await app_kernel().access_requests.listing(
+        current_caller(), everyone=everyone == "true", status=status
+    )
+    return {"requests": [request_json(r, c, u) for r, c, u in rows]}
+
+
+def _decision(action: str, summary: str):  # type: ignore[no-untyped-def]
+    @authenticated
+    @tag(["connections"])
+    @validate_request(DecisionBody)
+    @answers(OneRequest, errors=(404, 409))
+    async def decide(request_id: str, data: DecisionBody) -> OneRequest:
+        item = await app_kernel().access_requests.decide(
+            current_caller(), request_id, action, data.note
+        )
+        return await _answer(item)
+
+    decide.__doc__ = summary
+    decide.__name__ = f"{action}_request"
+    return decide
+
+
+for _action, _summary in (
+    ("approve", "Approve a pending request (access.approve): access starts now."),
+    ("deny", "Deny a pending request (access.approve), with a note."),
+    ("revoke", "End an approved access early (access.approve); its sessions close."),
+    ("cancel", "Withdraw your own pending request."),
+):
+    blueprint.add_url_rule(
+        f"/access-requests/<request_id>/{_action}",
+        view_func=_decision(_action, _summary),
+        methods=["POST"],
+        endpoint=f"{_action}_request",
+    )
