@@ -42,6 +42,7 @@ from .services.sessions.file_transfers import FileTransfers
 from .services.sessions.files import RemoteFilePool
 from .services.sessions.live import LiveSessions
 from .services.sessions.live_view import LiveView
+from .services.sessions.live_view_relay import WatchRelay
 from .services.sessions.recordings import Recordings
 from .services.sessions.session_history import SessionHistory
 from .services.sessions.terminal_sessions import LiveRemoteSession, TerminalSessions
@@ -122,7 +123,7 @@ class Kernel:
             audit=self.audit,
             configured=config.setting_defaults,
         )
-        self.live = LiveSessions(self.cluster.bus)
+        self.live = LiveSessions(self.cluster.bus, self.cluster.registry)
         self.identity = Identity(
             db=self.db,
             secrets=self.secrets,
@@ -206,6 +207,9 @@ class Kernel:
             api=self,
             lifecycle=self,
         )
+        # access changes re-check open sessions on every node; a dead node's are ended
+        self.live.on_access_changed(self.terminal_sessions.access_changed)
+        self.live.on_reaped(self.recordings.end_abandoned)
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,
@@ -213,6 +217,17 @@ class Kernel:
             identity=self.identity,
             lifecycle=self,
         )
+        if self.cluster.redis is not None:  # watching a terminal another node holds
+            self.live_view.relay = WatchRelay(
+                redis=self.cluster.redis,
+                bus=self.cluster.bus,
+                live=self.live,
+                live_view=self.live_view,
+                terminal_sessions=self.terminal_sessions,
+                identity=self.identity,
+                audit=self.audit,
+                lifecycle=self,
+            )
         self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
         self.file_transfers = FileTransfers(
@@ -296,6 +311,8 @@ class Kernel:
         await self.settings.load()
         await self.identity.start()
         await self.sync_builtin_roles()
+        # joined before the recordings repair rows left open, which skips the held ones
+        await self.live.start()
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)
@@ -317,6 +334,7 @@ class Kernel:
                 await hook()
             except Exception:
                 log.exception("shutdown hook failed")
+        await self.live.stop()
         await self.cluster.stop()
         await self.db.close()
         self.metrics.stop()

@@ -287,7 +287,8 @@ async def storage() -> StorageBytes:
 @answers(ActiveSessions)
 async def active_sessions() -> dict[str, Any]:
     """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
-    return {"sessions": [active_json(live) for live in _history().active(current_caller())]}
+    sessions = await _history().active(current_caller())
+    return {"sessions": [active_json(live) for live in sessions]}
 
 
 @blueprint.delete("/sessions/active/<session_id>")
@@ -301,7 +302,7 @@ async def end_active_session(session_id: str) -> Ok:
     """
     kernel = app_kernel()
     caller = current_caller()
-    live = kernel.live.get(session_id)
+    live = await kernel.live.find(session_id)
     if live is None or (live.user_id != caller.user_id and not caller.can("sessions.view_any")):
         raise NotFound("Session not found")
     if live.user_id != caller.user_id and not caller.can("sessions.delete"):
@@ -339,7 +340,7 @@ async def session_detail(session_id: str) -> SessionDetail:
         "endReason": row.end_reason,
         "recordingFormat": row.recording_format,
         "recordingNote": row.recording_note,
-        "live": app_kernel().live.get(row.id) is not None,
+        "live": app_kernel().live.held(row.id),
     }
 
 
