@@ -282,3 +282,29 @@ async def test_a_killed_nodes_sessions_are_ended_by_the_other_with_the_recording
     [again] = until(on_b.active, 10, "node B lists the new terminal of node A")
     assert [s["id"] for s in on_a.active()] == [again["id"]]
     await terminal.socket.close()
+
+
+async def test_a_viewer_on_one_node_watches_a_terminal_the_other_node_holds(setup, haproxy):
+    node_a, node_b, admin, connection_id = setup
+    on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
+    terminal = await open_terminal(node_a, on_b.ticket(), connection_id)
+    await terminal.send("echo before-$((1+1))\r")
+    await terminal.until(b"before-2")
+    [held] = until(on_b.active, 10, "node B lists node A's terminal")
+    async with connect(
+        f"{node_b.ws_url}/ws/sessions/{held['id']}/watch?ticket={on_b.ticket()}"
+    ) as s:
+        viewer = Terminal(s)
+        await viewer.until(b"before-2")  # the screen node A drew
+        assert viewer.texts[0]["type"] == "watch"
+        assert viewer.texts[0]["sessionId"] == held["id"]
+        await terminal.send("echo after-$((2+3))\r")
+        await viewer.until(b"after-5")
+        await terminal.until(b"after-5")
+        assert any(t.get("type") == "watchers" for t in terminal.texts)
+        kinds = sorted(s["kind"] for s in on_a.active())
+        assert kinds == ["terminal", "watch"]
+        # the watched terminal ends on node A: the viewer on node B closes
+        assert on_a.call("DELETE", f"/sessions/active/{held['id']}").status_code == 200
+        assert await viewer.closed(timeout=10) == (1000, "The watched session ended")
+    await terminal.closed(timeout=10)

@@ -1,5 +1,5 @@
 """Two gateway nodes sharing one real redis-server (and one database): tickets, limits,
-closes and Redis going down, through each node's own app.
+closes, Redis going down and live view across nodes, through each node's own app.
 
 Node A is the suite's ``app``/``client``/``kernel`` (configured with the Redis);
 node B is a second app on the same data directory and Redis.
@@ -7,6 +7,8 @@ node B is a second app on the same data directory and Redis.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -161,3 +163,93 @@ async def test_with_redis_down_a_logout_still_closes_this_nodes_sockets(
         assert response.status_code in (200, 204), await response.get_json()
         assert await screen.until_closed() == 4001
     assert kernel.live.all() == []
+
+
+def watch_path(session_id: str, ticket: str) -> str:
+    return f"/ws/sessions/{session_id}/watch?ticket={ticket}"
+
+
+def watchers(screen: Screen) -> list[list[str]]:
+    return [
+        [w["username"] for w in m["watchers"]] for m in screen.messages if m["type"] == "watchers"
+    ]
+
+
+async def until_true(check: Any, what: str) -> None:
+    for _ in range(200):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never: {what}")
+
+
+async def test_a_viewer_on_node_a_watches_a_terminal_held_by_node_b(
+    client, kernel, node_b, admin, shell_connection
+):
+    user, connection = shell_connection
+    client_b = node_b.test_client()
+    path = socket_path("localshell", await ticket_from(client, user), connection.id)
+    async with client_b.websocket(path) as socket:
+        watched = Screen(socket)
+        await watched.until("$ ")
+        await watched.run("echo before-$((1+1))", "before-2")
+        await watched.prompt()
+        [session] = kernel_of(node_b).terminal_sessions.all()
+        assert kernel.terminal_sessions.get(session.id) is None  # node A does not hold it
+
+        viewer_path = watch_path(session.id, await ticket_from(client, admin))
+        async with client.websocket(viewer_path) as viewing:
+            viewer = Screen(viewing)
+            await viewer.until("before-2")  # the screen, drawn on node B
+            [hello] = [m for m in viewer.messages if m["type"] == "watch"]
+            assert hello["sessionId"] == session.id
+            assert hello["username"] == user.username
+            assert (hello["cols"], hello["rows"]) == (80, 24)
+            # the watched user, on node B, is told who watches from node A
+            while not watchers(watched):
+                assert await watched.pump()
+            assert watchers(watched) == [["admin"]]
+            # output and resizes reach node A's viewer as they happen
+            await watched.run("echo after-$((2+3))", "after-5")
+            await viewer.until("after-5")
+            await viewing.send(json.dumps({"type": "data", "data": "echo hijack-$((3*3))\r"}))
+            await watched.resize(100, 30)
+            await watched.run("echo resized-$((6+6))", "resized-12")
+            await viewer.until("resized-12")
+            assert {"type": "resize", "cols": 100, "rows": 30} in viewer.messages
+            assert b"hijack-9" not in watched.output
+            # node B lists the watch node A holds
+            listed = await client_b.get(f"{API}/sessions/active", headers=admin.headers)
+            kinds = {s["kind"] for s in (await listed.get_json())["sessions"]}
+            assert kinds == {"terminal", "watch"}
+        # the viewer left: node B stops feeding it and tells the watched user
+        while len(watchers(watched)) < 2:
+            assert await watched.pump()
+        assert watchers(watched)[-1] == []
+        await until_true(lambda: session.viewers == [], "node B untaps the session")
+
+        # a watch ends with the session it watches
+        viewer_path = watch_path(session.id, await ticket_from(client, admin))
+        async with client.websocket(viewer_path) as viewing:
+            viewer = Screen(viewing)
+            await viewer.until("resized-12")
+            await kernel_of(node_b).terminal_sessions.terminate(session.id, "ended for the test")
+            assert await viewer.until_closed() == 1000
+    response = await client.get(
+        f"{API}/audit?eventType=session.live_view_started", headers=admin.headers
+    )
+    started = (await response.get_json())["entries"]
+    assert len(started) == 2
+    assert started[0]["details"]["sessionId"] == session.id
+    assert started[0]["details"]["ownerUsername"] == user.username
+
+
+async def test_watching_a_session_no_node_holds_is_refused(client, node_b, admin):
+    async with client.websocket(
+        watch_path("no-such-session", await ticket_from(client, admin))
+    ) as s:
+        screen = Screen(s)
+        assert await screen.until_closed() == 4002
+        assert {"type": "error", "message": "Session not found or not running on this gateway"} in (
+            screen.messages
+        )
