@@ -5,6 +5,7 @@ declared dead ending its own, access changes re-checked on every node."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from hostgate.cluster.bus import LocalBus, RedisBus
 from hostgate.cluster.registry import MemoryBackend, MemoryRegistry, RedisRegistry
 from hostgate.cluster.shared import connect
+from hostgate.errors import SharedStateUnavailable
 from hostgate.services.sessions.live import LiveSession, LiveSessions
 from hostgate.services.sessions.live_registry import DECLARED_DEAD
 from hostgate.tasks import cancel_and_wait
@@ -217,3 +219,36 @@ async def test_an_access_change_on_one_node_rechecks_the_sessions_of_every_node(
     assert rechecks["a"] == 1  # at once, here
     await until(lambda: rechecks["b"] == 1, timeout=5)
     assert rechecks == {"a": 1, "b": 1}
+
+
+async def test_after_redis_restarts_every_node_writes_its_sessions_again(redis_server):
+    client = connect(redis_server.url)
+    nodes = [LiveSessions(None, RedisRegistry(client, uuid, DEAD_AFTER)) for uuid in ("a", "b")]
+    a, b = nodes
+    for node in nodes:
+        await node.start()
+    try:
+        Held(a, "s1")
+        Held(b, "s2")
+        await a.settled()
+        await b.settled()
+        redis_server.stop()  # nothing is persisted: the registry is gone with it
+        with pytest.raises(SharedStateUnavailable):
+            await b.everywhere()
+        await asyncio.sleep(DEAD_AFTER)  # beats fail meanwhile; the sessions go on
+        redis_server.start()
+
+        async def listed() -> set[str]:
+            while True:
+                with contextlib.suppress(SharedStateUnavailable):
+                    found = {s.id for s in await b.everywhere()}
+                    if found == {"s1", "s2"}:
+                        return found
+                await asyncio.sleep(0.05)
+
+        assert await asyncio.wait_for(listed(), 10) == {"s1", "s2"}
+        assert a.get("s1") is not None  # nobody declared anybody dead
+    finally:
+        for node in nodes:
+            await node.stop()
+        await client.aclose()

@@ -253,3 +253,25 @@ async def test_watching_a_session_no_node_holds_is_refused(client, node_b, admin
         assert {"type": "error", "message": "Session not found or not running on this gateway"} in (
             screen.messages
         )
+
+
+async def test_a_permission_withdrawn_on_node_a_closes_the_socket_held_by_node_b(
+    client, node_b, admin, make_user, shell_connection
+):
+    user, connection = shell_connection
+    await make_user("carol", permissions=[])  # and its role "role-carol", with nothing
+    client_b = node_b.test_client()
+    path = socket_path("localshell", await ticket_from(client, user), connection.id)
+    async with client_b.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        changed = await client.put(
+            f"{API}/users/{user.id}", headers=admin.headers, json={"role": "role-carol"}
+        )
+        assert changed.status_code == 200, await changed.get_json()
+        # well before node B's own 30-second check: node A told it to re-check at once
+        assert await screen.until_closed(timeout=STEP / 2) == 4003
+        assert {
+            "type": "error",
+            "message": "Permission connections.use_localshell was withdrawn",
+        } in screen.messages

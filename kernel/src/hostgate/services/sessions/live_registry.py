@@ -113,7 +113,10 @@ class SharedSessions:
 
     async def start(self) -> None:
         """Join (first heartbeat and write), then keep in step in the background."""
-        await self.beat()
+        try:
+            await self.beat()
+        except Exception as exc:  # Redis went away since the start-up check: retried
+            log.warning("live-session registry: %s", exc)
         self._task = asyncio.create_task(self._run(), name="live-registry")
 
     async def stop(self) -> None:
