@@ -195,6 +195,13 @@ async def test_every_node_lists_and_ends_the_sessions_another_node_holds(setup):
     )
     assert row["endReason"] == "Terminated by admin: bye"
     assert on_b.call("DELETE", f"/sessions/active/{listed['id']}").status_code == 404
+    # both nodes wrote to the audit log: still one chain
+    for node in (on_a, on_b):
+        for _ in range(2):
+            assert node.call("POST", "/auth/ws-ticket").status_code == 200
+        login(node.url, "admin")
+    verified = on_b.call("GET", "/audit/verify").json()
+    assert verified["ok"] is True, verified
 
 
 async def test_identity_changes_on_one_node_close_the_sockets_another_node_holds(setup):

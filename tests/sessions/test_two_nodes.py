@@ -275,3 +275,17 @@ async def test_a_permission_withdrawn_on_node_a_closes_the_socket_held_by_node_b
             "type": "error",
             "message": "Permission connections.use_localshell was withdrawn",
         } in screen.messages
+
+
+async def test_both_nodes_write_one_audit_chain(client, node_b, admin):
+    client_b = node_b.test_client()
+    body = {"username": admin.username, "password": admin.password}
+    for _ in range(3):
+        for node in (client, client_b):
+            response = await node.post(f"{API}/auth/login", json=body)
+            assert response.status_code == 200, await response.get_json()
+    for node in (client, client_b):
+        verified = await node.get(f"{API}/audit/verify", headers=admin.headers)
+        result = await verified.get_json()
+        assert result["ok"] is True, result
+        assert result["checked"] >= 6

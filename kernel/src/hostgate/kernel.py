@@ -115,7 +115,13 @@ class Kernel:
             ).items()
             if name in known
         }
-        self.audit = AuditLog(db=self.db, secrets=self.secrets, announce=self._announce)
+        # with several nodes the audit chain's head is read anew under a database lock
+        self.audit = AuditLog(
+            db=self.db,
+            secrets=self.secrets,
+            announce=self._announce,
+            shared=bool(config.redis_url),
+        )
         self.settings = Settings(
             setting_specs,
             db=self.db,
