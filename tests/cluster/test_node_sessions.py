@@ -282,6 +282,11 @@ async def test_a_killed_nodes_sessions_are_ended_by_the_other_with_the_recording
     header = json.loads(recording.content.splitlines()[0])
     assert header["version"] == 2
     assert on_b.active() == []
+    audit = on_b.call("GET", "/audit", params={"eventType": "connection.session_ended"})
+    [entry] = [e for e in audit.json()["entries"] if e["details"]["sessionId"] == held["id"]]
+    assert entry["username"] == "admin"
+    assert entry["details"]["reason"] == "the gateway node holding it stopped answering"
+    assert entry["details"]["recordingBytes"] == len(recording.content)
     # node A comes back and joins again: both answer, and list the same sessions
     node_a.start()
     terminal = await open_terminal(node_a, on_b.ticket(), connection_id)

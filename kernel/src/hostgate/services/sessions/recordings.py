@@ -331,7 +331,8 @@ class Recordings:
         """Mark the sessions of a dead gateway node ended; close their recordings readable."""
         ids = [str(e.get("id")) for e in entries if e.get("kind") in ("terminal", "stream")]
         ended = 0
-        async with self.db.session() as session:
+        async with self.audit.atomic() as batch:
+            session = batch.session
             for row_id in ids:
                 row = await session.get(RemoteSession, row_id)
                 if row is None or row.ended_at is not None:
@@ -339,7 +340,20 @@ class Recordings:
                 await self._close_left_open(row, utcnow(), NODE_LOST)
                 session.add(row)
                 ended += 1
-            await session.commit()
+                batch.record(
+                    "connection.session_ended",
+                    user_id=row.user_id,
+                    username=row.username,
+                    ip_address=row.client_ip or "",
+                    target=row.connection_name,
+                    details={
+                        "connectionId": row.connection_id,
+                        "sessionId": row.id,
+                        "protocol": row.protocol,
+                        "reason": NODE_LOST,
+                        "recordingBytes": row.recording_size or 0,
+                    },
+                )
         return ended
 
     async def _close_left_open(self, row: RemoteSession, ended: datetime, reason: str) -> None:
