@@ -289,3 +289,46 @@ async def test_both_nodes_write_one_audit_chain(client, node_b, admin):
         result = await verified.get_json()
         assert result["ok"] is True, result
         assert result["checked"] >= 6
+
+
+async def test_a_setting_changed_on_node_a_is_served_by_node_b_at_once(client, node_b, admin):
+    client_b = node_b.test_client()
+    kernel_b = kernel_of(node_b)
+    assert kernel_b.settings.get("security.max_sessions_per_user") != 3
+    response = await client.put(
+        f"{API}/settings", json={"security.max_sessions_per_user": 3}, headers=admin.headers
+    )
+    assert response.status_code == 200, await response.get_json()
+    await until_true(
+        lambda: kernel_b.settings.get("security.max_sessions_per_user") == 3,
+        "node B reads the changed setting",
+    )
+    shown = await client_b.get(f"{API}/settings", headers=admin.headers)
+    assert (await shown.get_json())["settings"]["security.max_sessions_per_user"] == 3
+
+
+async def test_the_session_caps_count_every_nodes_sessions(
+    client, kernel, node_b, admin, shell_connection
+):
+    user, connection = shell_connection
+    response = await client.put(
+        f"{API}/settings", json={"security.max_sessions_per_user": 1}, headers=admin.headers
+    )
+    assert response.status_code == 200
+    kernel_b = kernel_of(node_b)
+    await until_true(
+        lambda: kernel_b.settings.get("security.max_sessions_per_user") == 1, "node B knows"
+    )
+    client_b = node_b.test_client()
+    path = socket_path("localshell", await ticket_from(client, user), connection.id)
+    async with client_b.websocket(path) as socket:
+        await Screen(socket).until("$ ")
+        await kernel_b.live.settled()
+        assert kernel.live.shared is not None
+        await kernel.live.shared.refresh()  # as node A's next heartbeat does
+        # the user's one session is on node B: node A refuses a second one
+        path = socket_path("localshell", await ticket_from(client, user), connection.id)
+        async with client.websocket(path) as second:
+            screen = Screen(second)
+            assert await screen.until_closed() == 4008
+            assert "Maximum 1 concurrent sessions per user." in screen.messages[-1]["message"]

@@ -128,6 +128,7 @@ class Kernel:
             secrets=self.secrets,
             audit=self.audit,
             configured=config.setting_defaults,
+            bus=self.cluster.bus,
         )
         self.live = LiveSessions(self.cluster.bus, self.cluster.registry)
         self.identity = Identity(
