@@ -332,3 +332,34 @@ async def test_the_session_caps_count_every_nodes_sessions(
             screen = Screen(second)
             assert await screen.until_closed() == 4008
             assert "Maximum 1 concurrent sessions per user." in screen.messages[-1]["message"]
+
+
+async def test_a_restore_on_node_a_closes_node_bs_sockets_and_node_b_reloads(
+    client, kernel, node_b, shell_connection, tmp_path, monkeypatch
+):
+    from hostgate.services.backup import Backups
+
+    from tests.backup.support import CHEAP, export_to, restore_from
+
+    monkeypatch.setattr(Backups, "kdf_cost", CHEAP)
+    user, connection = shell_connection
+    kernel_b = kernel_of(node_b)
+    await kernel.settings.update({"app.name": "Before Export"})
+    archive = await export_to(kernel, tmp_path / "backup.geb", include_recordings=False)
+    await kernel.settings.update({"app.name": "After Export"})
+    await until_true(lambda: kernel_b.settings.get("app.name") == "After Export", "B follows")
+
+    client_b = node_b.test_client()
+    path = socket_path("localshell", await ticket_from(client, user), connection.id)
+    async with client_b.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await restore_from(kernel, archive)
+        # closed before the database is replaced, while the login session is still valid
+        assert await screen.until_closed(timeout=STEP / 2) == 4003
+        assert {
+            "type": "error",
+            "message": "the instance is being restored from a backup",
+        } in screen.messages
+    assert kernel.settings.get("app.name") == "Before Export"
+    await until_true(lambda: kernel_b.settings.get("app.name") == "Before Export", "node B reloads")

@@ -18,6 +18,7 @@ from .db.models.identity import Role
 from .db.models.settings import SystemValue
 from .db.readcache import ReadCache
 from .descriptors import AuditEvent, ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+from .errors import ApiError
 from .metrics import Metrics
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter, rate_limiter
@@ -58,6 +59,10 @@ KNOWN_PERMISSIONS_NAME = "known_permissions"
 DATABASE_ID_NAME = "database_id"
 
 
+RELOADED_TOPIC = "state.reloaded"
+"""Bus topic: a node restored a backup; every other node reloads its state (``{}``)."""
+
+
 class StartupError(RuntimeError):
     """The instance cannot start; the message tells the admin what to fix."""
 
@@ -80,6 +85,7 @@ class Kernel:
         self.readcache = ReadCache(self.db)
         # what several nodes share (HOSTGATE_REDIS_URL); nothing without it
         self.cluster = Cluster(config)
+        self.cluster.bus.subscribe(RELOADED_TOPIC, self._reloaded_elsewhere)
         self.protocols: dict[str, ProtocolSpec] = {
             name: item
             for name, (_, item) in plugins.collect(
@@ -188,7 +194,7 @@ class Kernel:
             db=self.db,
             secrets=self.secrets,
             live=self.live,
-            reload_state=self.reload_state,
+            reload_state=self._reload_everywhere,
             lifecycle=self,
         )
         self.metrics = Metrics(live=self.live, relays=self._relays)
@@ -300,6 +306,19 @@ class Kernel:
         await self.sync_builtin_roles()
         for hook in self._reload_hooks:
             await hook()
+
+    async def _reload_everywhere(self) -> None:
+        """After a restore here: reload this node's state, then tell the other nodes to."""
+        await self.reload_state()
+        try:
+            await self.cluster.bus.publish(RELOADED_TOPIC, {})
+        except ApiError as exc:
+            log.error("could not tell the other nodes to reload after the restore: %s", exc)
+
+    async def _reloaded_elsewhere(self, message: dict[str, Any]) -> None:
+        """Another node restored a backup: follow the replaced database."""
+        log.warning("another gateway node restored a backup; reloading")
+        await self.reload_state()
 
     async def startup(self) -> None:
         """Migrate, check the key, load settings and roles, start services and plugins."""
