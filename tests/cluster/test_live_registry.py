@@ -18,7 +18,7 @@ from hostgate.services.sessions.live import LiveSession, LiveSessions
 from hostgate.services.sessions.live_registry import DECLARED_DEAD
 from hostgate.tasks import cancel_and_wait
 
-DEAD_AFTER = 0.8
+DEAD_AFTER = 2.0
 
 
 class Held:

@@ -20,7 +20,7 @@ from hostgate.cluster.registry import (
 )
 from hostgate.cluster.shared import connect
 
-DEAD_AFTER = 0.5
+DEAD_AFTER = 1.0
 
 
 class Nodes:
