@@ -363,3 +363,20 @@ async def test_a_restore_on_node_a_closes_node_bs_sockets_and_node_b_reloads(
         } in screen.messages
     assert kernel.settings.get("app.name") == "Before Export"
     await until_true(lambda: kernel_b.settings.get("app.name") == "Before Export", "node B reloads")
+
+
+async def test_an_account_locked_through_node_a_closes_its_socket_on_node_b(
+    client, node_b, shell_connection
+):
+    user, connection = shell_connection
+    client_b = node_b.test_client()
+    path = socket_path("localshell", await ticket_from(client, user), connection.id)
+    async with client_b.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        body = {"username": user.username, "password": "not the password"}
+        for _ in range(5):  # security.max_login_attempts
+            response = await client.post(f"{API}/auth/login", json=body)
+            assert response.status_code in (401, 423), await response.get_json()
+        assert await screen.until_closed(timeout=STEP / 2) == 4003
+        assert {"type": "error", "message": "The account is locked"} in screen.messages
