@@ -263,6 +263,10 @@ async def test_a_killed_nodes_sessions_are_ended_by_the_other_with_the_recording
     await terminal.send("echo marker-$((6*7))\r")
     await terminal.until(b"marker-42")
     [held] = until(on_b.active, 10, "node B lists node A's terminal")
+    # someone on node B watches it
+    watch_url = f"{node_b.ws_url}/ws/sessions/{held['id']}/watch?ticket={on_b.ticket()}"
+    viewer = Terminal(await connect(watch_url))
+    await viewer.until(b"marker-42")
     time.sleep(1.5)  # the recording is flushed once a second
     node_a.kill()
     row = until(
@@ -276,6 +280,8 @@ async def test_a_killed_nodes_sessions_are_ended_by_the_other_with_the_recording
     )
     assert row["endReason"] == "the gateway node holding it stopped answering"
     assert row["recordingState"] == "complete", row
+    # the watch of the dead node's terminal ends too
+    assert await viewer.closed(timeout=10) == (1000, "The watched session ended")
     recording = on_b.call("GET", f"/sessions/{held['id']}/recording")
     assert recording.status_code == 200, recording.text
     assert b"marker-42" in recording.content
