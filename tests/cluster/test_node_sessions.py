@@ -180,7 +180,7 @@ async def test_every_node_lists_and_ends_the_sessions_another_node_holds(setup):
         connection_id,
     )
     assert listed["username"] == "admin"
-    assert [s["id"] for s in on_b.active()] == [listed["id"]]
+    assert [(s["id"], s["node"]) for s in on_b.active()] == [(listed["id"], listed["node"])]
     detail = on_a.call("GET", f"/sessions/{listed['id']}")
     assert detail.status_code == 200 and detail.json()["live"] is True, detail.text
     # ended through node A: the socket node B holds closes at once, with the reason
@@ -320,8 +320,9 @@ async def test_a_viewer_on_one_node_watches_a_terminal_the_other_node_holds(setu
         await viewer.until(b"after-5")
         await terminal.until(b"after-5")
         assert any(t.get("type") == "watchers" for t in terminal.texts)
-        kinds = sorted(s["kind"] for s in on_a.active())
-        assert kinds == ["terminal", "watch"]
+        listed = {s["kind"]: s["node"] for s in on_a.active()}
+        assert set(listed) == {"terminal", "watch"}
+        assert listed["terminal"] != listed["watch"]  # held by A, watched through B
         # the watched terminal ends on node A: the viewer on node B closes
         assert on_a.call("DELETE", f"/sessions/active/{held['id']}").status_code == 200
         assert await viewer.closed(timeout=10) == (1000, "The watched session ended")

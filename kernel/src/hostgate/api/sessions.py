@@ -176,6 +176,8 @@ class ActiveSession(TypedDict):
     connectionName: str
     clientIp: str
     startedAt: str
+    node: str
+    """The gateway node holding it (a new id at each start of a node)."""
 
 
 class ActiveSessions(TypedDict):
@@ -220,8 +222,8 @@ class InputEventList(TypedDict):
     events: list[InputEventRecord]
 
 
-def active_json(live: LiveSession) -> ActiveSession:
-    """An open session as ``/sessions/active`` lists it."""
+def active_json(live: LiveSession, node: str) -> ActiveSession:
+    """An open session as ``/sessions/active`` lists it (``node``: this node's id)."""
     return {
         "id": live.id,
         "kind": live.kind,
@@ -232,6 +234,7 @@ def active_json(live: LiveSession) -> ActiveSession:
         "connectionName": live.info.get("connectionName", ""),
         "clientIp": live.info.get("clientIp", ""),
         "startedAt": iso(live.started_at),
+        "node": str(live.info.get("node") or node),
     }
 
 
@@ -288,7 +291,8 @@ async def storage() -> StorageBytes:
 async def active_sessions() -> dict[str, Any]:
     """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
     sessions = await _history().active(current_caller())
-    return {"sessions": [active_json(live) for live in sessions]}
+    here = app_kernel().live.node_id
+    return {"sessions": [active_json(live, here) for live in sessions]}
 
 
 @blueprint.delete("/sessions/active/<session_id>")

@@ -1845,6 +1845,8 @@ export interface components {
             id: string;
             /** Kind */
             kind: string;
+            /** Node */
+            node: string;
             /** Protocol */
             protocol: string;
             /** Startedat */
