@@ -55,8 +55,12 @@ async def measure(args: argparse.Namespace, redis_url: str, data: Path) -> list[
     from hostgate.cluster.registry import RedisRegistry
     from hostgate.config import Config
     from hostgate.db.models.sessions import RemoteSession
+    from hostgate.tasks import cancel_and_wait
 
-    config = Config(data_dir=data, encryption_key=BENCH_KEY, redis_url=redis_url)
+    # a short node timeout: a node judges the others once it reached Redis that long
+    config = Config(
+        data_dir=data, encryption_key=BENCH_KEY, redis_url=redis_url, node_timeout_seconds=1.5
+    )
     app = create_app(config)
     beats: list[float] = []
     ends: list[float] = []
@@ -64,18 +68,28 @@ async def measure(args: argparse.Namespace, redis_url: str, data: Path) -> list[
         kernel = kernel_of(app)
         shared = kernel.live.shared
         assert shared is not None and kernel.cluster.redis is not None
+        await cancel_and_wait(shared._task)  # only the beats measured here run
+        shared._task = None
+        await asyncio.sleep(shared.registry.dead_after * 1.2)
         client = kernel.cluster.redis
-        others = RedisRegistry(client, "live-" + uuid.uuid4().hex, 3600)
-        await others.heartbeat()
-        await others.write(
-            {
-                f"live-{i}": {"id": f"live-{i}", "kind": "terminal", "user_id": "u"}
-                for i in range(args.live)
-            },
-            [],
-        )
-        for _ in range(args.rounds):
+        others = RedisRegistry(client, "live-" + uuid.uuid4().hex, shared.registry.dead_after)
+        registered = {
+            f"live-{i}": {"id": f"live-{i}", "kind": "terminal", "user_id": "u"}
+            for i in range(args.live)
+        }
+
+        async def others_alive() -> None:
             await others.heartbeat()
+            await others.write(registered, [])
+
+        taken: list[int] = []
+
+        async def count(batch: list[dict[str, object]]) -> None:
+            taken.append(len(batch))
+
+        shared.on_reaped(count)
+        for _ in range(args.rounds):
+            await others_alive()
             started = time.perf_counter()
             await shared.beat()
             beats.append(time.perf_counter() - started)
@@ -100,10 +114,13 @@ async def measure(args: argparse.Namespace, redis_url: str, data: Path) -> list[
                     db.add(row)
                     entries[row.id] = {"id": row.id, "kind": "terminal", "user_id": "u"}
                 await db.commit()
+            await others_alive()
             await ghost.write(entries, [])  # a node that never beat again: dead at once
+            taken.clear()
             started = time.perf_counter()
             await shared.beat()
             ends.append(time.perf_counter() - started)
+            assert sum(taken) == args.sessions, taken
             async with kernel.db.session() as db:
                 for session_id in entries:
                     row = await db.get(RemoteSession, session_id)

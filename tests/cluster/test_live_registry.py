@@ -252,3 +252,32 @@ async def test_after_redis_restarts_every_node_writes_its_sessions_again(redis_s
         for node in nodes:
             await node.stop()
         await client.aclose()
+
+
+async def test_after_an_outage_of_every_node_nobody_is_declared_dead(two_nodes, monkeypatch):
+    a, b = two_nodes
+    held = Held(a, "s1")
+    Held(b, "s2")
+    await a.settled()
+    reaped: list[Any] = []
+
+    async def on_reaped(entries: list[dict[str, Any]]) -> None:
+        reaped.append(entries)
+
+    a.on_reaped(on_reaped)
+    b.on_reaped(on_reaped)
+    assert a.shared is not None and b.shared is not None
+    real = {node: node.shared.registry.heartbeat for node in (a, b)}  # type: ignore[union-attr]
+
+    async def unreachable() -> str:
+        raise SharedStateUnavailable()
+
+    for node in (a, b):
+        monkeypatch.setattr(node.shared.registry, "heartbeat", unreachable)  # type: ignore[union-attr]
+    await asyncio.sleep(DEAD_AFTER * 1.5)  # both cut off: their last beats grow old
+    for node in (a, b):
+        monkeypatch.setattr(node.shared.registry, "heartbeat", real[node])  # type: ignore[union-attr]
+    await asyncio.sleep(DEAD_AFTER * 1.5)  # both beat again, long enough to judge
+    assert reaped == []
+    assert held.reasons == []
+    assert {s.id for s in await b.everywhere()} == {"s1", "s2"}

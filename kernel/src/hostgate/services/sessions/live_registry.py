@@ -12,7 +12,10 @@ within ``dead_after`` plus one beat: with the default node timeout of 30 s
 (``dead_after`` 20 s, a beat every 5 s), within 25 s.
 
 When Redis cannot be reached the task logs it and tries again at the next beat;
-the sessions go on. When a heartbeat finds this node unknown (Redis lost its
+the sessions go on. A node reaps only once it has reached Redis for a whole
+``dead_after`` (since it started, or since its last failure): after an outage
+that cut every node off alike, none is declared dead for heartbeats it could
+not send. When a heartbeat finds this node unknown (Redis lost its
 data) every entry is written again; when the others declared this node dead
 (its heartbeats did not arrive for ``dead_after``), its sessions were marked
 ended elsewhere, so ``on_declared_dead`` ends them here too.
@@ -86,6 +89,8 @@ class SharedSessions:
         self._synced = asyncio.Condition()
         self._generation = 0
         self._task: asyncio.Task[None] | None = None
+        self._healthy_since: float | None = None
+        """Since when (loop time) every beat reached Redis; None after a failure."""
 
     @property
     def node_id(self) -> str:
@@ -116,6 +121,7 @@ class SharedSessions:
         try:
             await self.beat()
         except Exception as exc:  # Redis went away since the start-up check: retried
+            self._healthy_since = None
             log.warning("live-session registry: %s", exc)
         self._task = asyncio.create_task(self._run(), name="live-registry")
 
@@ -145,6 +151,9 @@ class SharedSessions:
     async def beat(self) -> None:
         """Heartbeat, write, read the others, reap the dead (raises when Redis is down)."""
         state = await self.registry.heartbeat()
+        now = asyncio.get_running_loop().time()
+        if self._healthy_since is None:
+            self._healthy_since = now
         if state != "ok":
             self._written.clear()
         if state == "reaped":
@@ -152,6 +161,11 @@ class SharedSessions:
             await self._on_declared_dead(DECLARED_DEAD)
         await self.write()
         await self.refresh()
+        if now - self._healthy_since < self.registry.dead_after:
+            # Only a node that has reached Redis for a whole dead_after judges the
+            # others: after an outage every node was cut off alike, and each gets
+            # that long to beat again before anyone is declared dead.
+            return
         taken = await self.registry.reap()
         if taken:
             nodes = sorted({str(entry.get("node")) for entry in taken})
@@ -197,6 +211,7 @@ class SharedSessions:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                self._healthy_since = None
                 log.warning("live-session registry: %s", exc)
             async with self._synced:
                 self._generation += 1
