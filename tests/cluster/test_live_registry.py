@@ -281,3 +281,11 @@ async def test_after_an_outage_of_every_node_nobody_is_declared_dead(two_nodes, 
     assert reaped == []
     assert held.reasons == []
     assert {s.id for s in await b.everywhere()} == {"s1", "s2"}
+
+
+async def test_the_other_nodes_hear_of_a_change_before_the_next_heartbeat(redis_nodes):
+    a, b = redis_nodes  # a heartbeat every 5 s
+    Held(a, "s1", user_id="u9")
+    await until(lambda: b.held("s1") and b.count(user_id="u9") == 1, timeout=2)
+    a.remove("s1")
+    await until(lambda: not b.held("s1") and b.count(user_id="u9") == 0, timeout=2)

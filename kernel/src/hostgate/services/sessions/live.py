@@ -16,6 +16,7 @@ sessions at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ CLOSE_TOPIC = "live.close"
 """Bus topic of ``close_where``: ``{"reason": str, "match": {attribute: value}}``."""
 RECHECK_TOPIC = "live.recheck"
 """Bus topic of ``access_changed``: ``{}``."""
+CHANGED_TOPIC = "live.changed"
+"""Bus topic: a node's sessions changed in the shared registry (``{}``)."""
 RECHECK_DELAY = 0.3
 """Seconds another node waits before re-checking: a burst of changes is checked once, and
 the explicit close the same change sends (with its own reason) arrives first."""
@@ -74,13 +77,16 @@ class LiveSessions:
         self._bus: Bus = bus or LocalBus()
         self._bus.subscribe(CLOSE_TOPIC, self._closed_elsewhere)
         self._bus.subscribe(RECHECK_TOPIC, self._recheck_here)
+        self._bus.subscribe(CHANGED_TOPIC, self._changed_elsewhere)
         self._recheckers: list[Callable[[], None]] = []
         self._recheck_pending = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self.shared: SharedSessions | None = None
         """The shared registry (several nodes), or None (one node)."""
         if registry is not None:
-            self.shared = SharedSessions(registry, lambda: self._sessions, self.close_here)
+            self.shared = SharedSessions(
+                registry, lambda: self._sessions, self.close_here, self._announce_change
+            )
 
     @property
     def node_id(self) -> str:
@@ -148,6 +154,15 @@ class LiveSessions:
             await self.close_where(reason, id=session_id)
 
         return remote_session(entry, close)
+
+    async def _announce_change(self) -> None:
+        # when it cannot be sent, the others read the registry at their next heartbeat
+        with contextlib.suppress(ApiError):
+            await self._bus.publish(CHANGED_TOPIC, {})
+
+    async def _changed_elsewhere(self, message: dict[str, Any]) -> None:
+        if self.shared is not None:
+            await self.shared.refresh_soon()
 
     def on_reaped(self, handler: Reaped) -> None:
         """Run ``handler`` with the sessions of every dead node this node reaps."""

@@ -5,7 +5,8 @@ registry in step with this node's ``LiveSessions``: one background task writes
 what changed (woken at once by every open and close, so another node lists a
 new session within milliseconds), beats the heart every ``dead_after / 4``
 seconds, reads the other nodes' entries (``others``: what ``/sessions/active``
-lists and the session caps count) and reaps dead nodes: the entries it is
+lists and the session caps count; read again too whenever another node says on
+the bus that its sessions changed) and reaps dead nodes: the entries it is
 handed are given to ``on_reaped`` (the recordings mark their rows ended and
 close their recordings readable). A node that dies is therefore dealt with
 within ``dead_after`` plus one beat: with the default node timeout of 30 s
@@ -43,6 +44,9 @@ log = logging.getLogger("hostgate.live.registry")
 BEATS_PER_TIMEOUT = 4
 """Heartbeats (and reaps) per ``dead_after``."""
 DECLARED_DEAD = "this gateway node lost contact with the others"
+REFRESH_DELAY = 0.1
+"""Seconds a node waits after hearing of another node's change before reading the
+registry, so that a burst of opens and closes is read once."""
 
 Reaped = Callable[[list[Entry]], Awaitable[object]]
 """``await on_reaped(entries)``: deal with the sessions of a dead node."""
@@ -78,10 +82,13 @@ class SharedSessions:
         registry: SessionRegistry,
         local: Callable[[], dict[str, LiveSession]],
         on_declared_dead: Callable[[str], Awaitable[object]],
+        announce: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.registry = registry
         self._local = local
         self._on_declared_dead = on_declared_dead
+        self._announce = announce
+        self._refresh_pending = False
         self._reaped: list[Reaped] = []
         self._written: dict[str, str] = {}
         self._others: dict[str, Entry] = {}
@@ -187,6 +194,22 @@ class SharedSessions:
         drop = [key for key in self._written if key not in current]
         await self.registry.write(put, drop)
         self._written = current
+        if (put or drop) and self._announce is not None:
+            await self._announce()
+
+    async def refresh_soon(self) -> None:
+        """Another node's sessions changed: read them again (once for a burst)."""
+        if self._refresh_pending:
+            return
+        self._refresh_pending = True
+        try:
+            await asyncio.sleep(REFRESH_DELAY)
+        finally:
+            self._refresh_pending = False
+        try:
+            await self.refresh()
+        except Exception as exc:
+            log.warning("live-session registry: %s", exc)
 
     async def refresh(self) -> None:
         """Read the other nodes' entries now."""
