@@ -49,6 +49,19 @@ def test_a_redis_url_of_another_scheme_is_refused_without_its_password():
     assert "s3cret" not in str(info.value)
 
 
+def test_the_node_timeout_from_the_environment_or_the_file(tmp_path):
+    assert load_config(env={}).node_timeout_seconds == 30.0
+    env = {"HOSTGATE_NODE_TIMEOUT_SECONDS": "6"}
+    assert load_config(env=env).node_timeout_seconds == 6.0
+    toml = tmp_path / "hostgate.toml"
+    toml.write_text("node_timeout_seconds = 12.5\n")
+    assert load_config(env={}, config_file=toml).node_timeout_seconds == 12.5
+    for wrong in ("0", "soon", "7200"):
+        with pytest.raises(ConfigError) as info:
+            load_config(env={"HOSTGATE_NODE_TIMEOUT_SECONDS": wrong})
+        assert "HOSTGATE_NODE_TIMEOUT_SECONDS must be" in str(info.value)
+
+
 def test_passwords_are_redacted_in_messages():
     assert redacted("redis://:s3cret@h:6379/0") == "redis://:***@h:6379/0"
     assert redacted("redis://user:s3cret@[::1]:6379") == "redis://user:***@[::1]:6379"

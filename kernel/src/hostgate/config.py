@@ -47,6 +47,9 @@ class Config:
     # the Redis (or Valkey) several gateway nodes share: tickets, rate limits, control
     # messages (docs/admin.md "Scaling out"); empty = one node, everything in memory
     redis_url: str = ""
+    # with redis_url: a node whose heartbeat is this old is dead, and the others mark
+    # its live sessions ended and close their recordings (docs/admin.md "Scaling out")
+    node_timeout_seconds: float = 30.0
     # the event loop ``hostgate serve`` runs on: "auto" (uvloop when installed),
     # "uvloop" (refuses to start without it) or "asyncio" (the standard loop)
     event_loop: str = "auto"
@@ -129,6 +132,16 @@ def _redis_url(value: Any) -> str:
     return text
 
 
+def _seconds(name: str, value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number of seconds, not {value!r}") from None
+    if not 1 <= seconds <= 3600:
+        raise ConfigError(f"{name} must be between 1 and 3600 seconds, not {value!r}")
+    return seconds
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     items = value if isinstance(value, list) else value.split(",")
     return tuple(i.strip() for i in items if i.strip())
@@ -176,6 +189,10 @@ def load_config(
         "tls_self_signed": ("HOSTGATE_TLS_SELF_SIGNED", lambda v: _bool("TLS", str(v))),
         "max_body_bytes": ("HOSTGATE_MAX_BODY_BYTES", lambda v: _int("MAX_BODY", v)),
         "redis_url": ("HOSTGATE_REDIS_URL", _redis_url),
+        "node_timeout_seconds": (
+            "HOSTGATE_NODE_TIMEOUT_SECONDS",
+            lambda v: _seconds("HOSTGATE_NODE_TIMEOUT_SECONDS", v),
+        ),
         "event_loop": ("HOSTGATE_EVENT_LOOP", lambda v: str(v).strip().lower()),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",

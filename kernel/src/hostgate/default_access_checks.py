@@ -14,10 +14,10 @@ if TYPE_CHECKING:
 
 @hookimpl
 def track_event(event: AuditEvent, kernel: KernelAPI) -> None:
-    """Tell open terminal and desktop sessions to re-check their access at once."""
+    """Tell open terminal and desktop sessions to re-check their access at once (every node)."""
     kind = event.event_type
     if kind.startswith("connection.session_") or not kind.startswith(ACCESS_EVENT_PREFIXES):
         return
-    sessions = getattr(kernel, "terminal_sessions", None)
-    if sessions is not None:
-        sessions.access_changed()
+    live = getattr(kernel, "live", None)
+    if live is not None:
+        live.access_changed()

@@ -18,6 +18,7 @@ from .db.models.identity import Role
 from .db.models.settings import SystemValue
 from .db.readcache import ReadCache
 from .descriptors import AuditEvent, ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+from .errors import ApiError
 from .metrics import Metrics
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter, rate_limiter
@@ -44,6 +45,7 @@ from .services.sessions.file_transfers import FileTransfers
 from .services.sessions.files import RemoteFilePool
 from .services.sessions.live import LiveSessions
 from .services.sessions.live_view import LiveView
+from .services.sessions.live_view_relay import WatchRelay
 from .services.sessions.recordings import Recordings
 from .services.sessions.session_history import SessionHistory
 from .services.sessions.terminal_sessions import LiveRemoteSession, TerminalSessions
@@ -57,6 +59,10 @@ KEY_CHECK_NAME = "key_check"
 KEY_CHECK_TEXT = "hostgate-key-check"
 KNOWN_PERMISSIONS_NAME = "known_permissions"
 DATABASE_ID_NAME = "database_id"
+
+
+RELOADED_TOPIC = "state.reloaded"
+"""Bus topic: a node restored a backup; every other node reloads its state (``{}``)."""
 
 
 class StartupError(RuntimeError):
@@ -81,6 +87,7 @@ class Kernel:
         self.readcache = ReadCache(self.db)
         # what several nodes share (HOSTGATE_REDIS_URL); nothing without it
         self.cluster = Cluster(config)
+        self.cluster.bus.subscribe(RELOADED_TOPIC, self._reloaded_elsewhere)
         self.protocols: dict[str, ProtocolSpec] = {
             name: item
             for name, (_, item) in plugins.collect(
@@ -116,15 +123,22 @@ class Kernel:
             ).items()
             if name in known
         }
-        self.audit = AuditLog(db=self.db, secrets=self.secrets, announce=self._announce)
+        # with several nodes the audit chain's head is read anew under a database lock
+        self.audit = AuditLog(
+            db=self.db,
+            secrets=self.secrets,
+            announce=self._announce,
+            shared=bool(config.redis_url),
+        )
         self.settings = Settings(
             setting_specs,
             db=self.db,
             secrets=self.secrets,
             audit=self.audit,
             configured=config.setting_defaults,
+            bus=self.cluster.bus,
         )
-        self.live = LiveSessions(self.cluster.bus)
+        self.live = LiveSessions(self.cluster.bus, self.cluster.registry)
         self.identity = Identity(
             db=self.db,
             secrets=self.secrets,
@@ -188,7 +202,7 @@ class Kernel:
             db=self.db,
             secrets=self.secrets,
             live=self.live,
-            reload_state=self.reload_state,
+            reload_state=self._reload_everywhere,
             lifecycle=self,
         )
         self.metrics = Metrics(live=self.live, relays=self._relays)
@@ -214,6 +228,9 @@ class Kernel:
             api=self,
             lifecycle=self,
         )
+        # access changes re-check open sessions on every node; a dead node's are ended
+        self.live.on_access_changed(self.terminal_sessions.access_changed)
+        self.live.on_reaped(self.recordings.end_abandoned)
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,
@@ -221,6 +238,17 @@ class Kernel:
             identity=self.identity,
             lifecycle=self,
         )
+        if self.cluster.redis is not None:  # watching a terminal another node holds
+            self.live_view.relay = WatchRelay(
+                redis=self.cluster.redis,
+                bus=self.cluster.bus,
+                live=self.live,
+                live_view=self.live_view,
+                terminal_sessions=self.terminal_sessions,
+                identity=self.identity,
+                audit=self.audit,
+                lifecycle=self,
+            )
         self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
         self.file_transfers = FileTransfers(
@@ -287,6 +315,19 @@ class Kernel:
         for hook in self._reload_hooks:
             await hook()
 
+    async def _reload_everywhere(self) -> None:
+        """After a restore here: reload this node's state, then tell the other nodes to."""
+        await self.reload_state()
+        try:
+            await self.cluster.bus.publish(RELOADED_TOPIC, {})
+        except ApiError as exc:
+            log.error("could not tell the other nodes to reload after the restore: %s", exc)
+
+    async def _reloaded_elsewhere(self, message: dict[str, Any]) -> None:
+        """Another node restored a backup: follow the replaced database."""
+        log.warning("another gateway node restored a backup; reloading")
+        await self.reload_state()
+
     async def startup(self) -> None:
         """Migrate, check the key, load settings and roles, start services and plugins."""
         datadir.prepare(self.config.data_dir, self.config.resolved_database_url)
@@ -304,6 +345,8 @@ class Kernel:
         await self.settings.load()
         await self.identity.start()
         await self.sync_builtin_roles()
+        # joined before the recordings repair rows left open, which skips the held ones
+        await self.live.start()
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)
@@ -325,6 +368,7 @@ class Kernel:
                 await hook()
             except Exception:
                 log.exception("shutdown hook failed")
+        await self.live.stop()
         await self.cluster.stop()
         await self.db.close()
         self.metrics.stop()

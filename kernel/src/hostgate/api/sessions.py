@@ -176,6 +176,8 @@ class ActiveSession(TypedDict):
     connectionName: str
     clientIp: str
     startedAt: str
+    node: str
+    """The gateway node holding it (a new id at each start of a node)."""
 
 
 class ActiveSessions(TypedDict):
@@ -220,8 +222,8 @@ class InputEventList(TypedDict):
     events: list[InputEventRecord]
 
 
-def active_json(live: LiveSession) -> ActiveSession:
-    """An open session as ``/sessions/active`` lists it."""
+def active_json(live: LiveSession, node: str) -> ActiveSession:
+    """An open session as ``/sessions/active`` lists it (``node``: this node's id)."""
     return {
         "id": live.id,
         "kind": live.kind,
@@ -232,6 +234,7 @@ def active_json(live: LiveSession) -> ActiveSession:
         "connectionName": live.info.get("connectionName", ""),
         "clientIp": live.info.get("clientIp", ""),
         "startedAt": iso(live.started_at),
+        "node": str(live.info.get("node") or node),
     }
 
 
@@ -287,7 +290,9 @@ async def storage() -> StorageBytes:
 @answers(ActiveSessions)
 async def active_sessions() -> dict[str, Any]:
     """Open sessions: the caller's own, or everyone's with ``sessions.view_any``."""
-    return {"sessions": [active_json(live) for live in _history().active(current_caller())]}
+    sessions = await _history().active(current_caller())
+    here = app_kernel().live.node_id
+    return {"sessions": [active_json(live, here) for live in sessions]}
 
 
 @blueprint.delete("/sessions/active/<session_id>")
@@ -301,7 +306,7 @@ async def end_active_session(session_id: str) -> Ok:
     """
     kernel = app_kernel()
     caller = current_caller()
-    live = kernel.live.get(session_id)
+    live = await kernel.live.find(session_id)
     if live is None or (live.user_id != caller.user_id and not caller.can("sessions.view_any")):
         raise NotFound("Session not found")
     if live.user_id != caller.user_id and not caller.can("sessions.delete"):
@@ -339,7 +344,7 @@ async def session_detail(session_id: str) -> SessionDetail:
         "endReason": row.end_reason,
         "recordingFormat": row.recording_format,
         "recordingNote": row.recording_note,
-        "live": app_kernel().live.get(row.id) is not None,
+        "live": app_kernel().live.held(row.id),
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .bus import Bus, LocalBus, RedisBus
+from .registry import RedisRegistry, SessionRegistry
 from .shared import ClusterSetupError, check_server, claim_database, connect, refusal
 
 if TYPE_CHECKING:
@@ -20,14 +21,23 @@ if TYPE_CHECKING:
 
 __all__ = ["Bus", "Cluster", "ClusterSetupError", "LocalBus", "RedisBus"]
 
+DEAD_SHARE = 2 / 3
+"""A node is dead when its heartbeat is this share of ``node_timeout_seconds`` old: the
+rest of the timeout covers the beat at which another node notices."""
+
 
 class Cluster:
-    """What this node shares with the others: the Redis client and the bus."""
+    """What this node shares with the others: the Redis client, the bus, the registry."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.redis: Redis | None = connect(config.redis_url) if config.redis_url else None
         self.bus: Bus = LocalBus() if self.redis is None else RedisBus(self.redis)
+        self.registry: SessionRegistry | None = None
+        """Which node holds which live session (None: one node, nothing to share)."""
+        if self.redis is not None:
+            dead_after = config.node_timeout_seconds * DEAD_SHARE
+            self.registry = RedisRegistry(self.redis, self.bus.node_id, dead_after)
 
     async def start(self) -> None:
         """Refuse a set-up that cannot work, check Redis, start listening to the bus."""

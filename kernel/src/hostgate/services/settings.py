@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import select
 
+from ..cluster.bus import Bus, LocalBus
 from ..contract import SECRET_MASK
 from ..db.models.settings import SettingValue
 from ..descriptors import SettingSpec
-from ..errors import InvalidInput
+from ..errors import ApiError, InvalidInput
 from ..timefmt import utcnow
 
 if TYPE_CHECKING:
@@ -135,8 +138,18 @@ def describe(spec: SettingSpec, group: str, pack: str) -> dict[str, Any]:
     }
 
 
+log = logging.getLogger("hostgate.settings")
+
+CHANGED_TOPIC = "settings.changed"
+"""Bus topic: ``{"keys": [...]}`` changed on another node, which reads them again."""
+
+
 class Settings:
-    """Typed access to instance settings. Reads come from memory; writes go to the DB."""
+    """Typed access to instance settings. Reads come from memory; writes go to the DB.
+
+    With several nodes every change is announced on the bus and the other nodes read
+    the stored values again at once.
+    """
 
     def __init__(
         self,
@@ -146,7 +159,11 @@ class Settings:
         secrets: SecretBox,
         audit: AuditLog,
         configured: Mapping[str, Any],
+        bus: Bus | None = None,
     ) -> None:
+        self._bus: Bus = bus or LocalBus()
+        self._bus.subscribe(CHANGED_TOPIC, self._changed_elsewhere)
+        self._tasks: set[asyncio.Task[None]] = set()
         self.db = db
         self.secrets = secrets
         self.audit = audit
@@ -311,13 +328,26 @@ class Settings:
         return before, after
 
     def remember(self, clean: Mapping[str, Any]) -> None:
-        """Serve values ``write`` stored from memory (after their commit)."""
+        """Serve values ``write`` stored from memory (after their commit); tell the others."""
         for key, value in clean.items():
             spec = self.specs[key]
             if spec.secret and isinstance(value, str) and value:
                 self._values[key] = self.secrets.seal(value)
             else:
                 self._values[key] = value
+        if clean:
+            task = asyncio.ensure_future(self._tell_others(sorted(clean)))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _tell_others(self, keys: list[str]) -> None:
+        try:
+            await self._bus.publish(CHANGED_TOPIC, {"keys": keys})
+        except ApiError as exc:
+            log.error("could not tell the other nodes that settings changed (%s): %s", keys, exc)
+
+    async def _changed_elsewhere(self, message: dict[str, Any]) -> None:
+        await self.load()
 
     @staticmethod
     def _display(spec: SettingSpec, value: Any) -> Any:

@@ -2,7 +2,8 @@
 
 Authenticated by a single-use ticket like every socket; the caller needs
 ``sessions.view_any`` (close 4003 otherwise), the session must be a terminal
-open on this node (4002). Server to client: a text ``{"type":"watch", ...}``
+open on any node (4002; one held by another node is relayed through
+Redis). Server to client: a text ``{"type":"watch", ...}``
 naming the session and its size, a binary frame drawing the current screen,
 then binary output frames as the session produces them, and a text
 ``{"type":"resize","cols","rows"}`` when the watched terminal changes size.
@@ -22,7 +23,7 @@ from quart import websocket
 
 from ..adapters import SessionClosed
 from ..errors import ApiError
-from ..services.sessions.live_view import Watch
+from ..services.sessions.live_view import Watching
 from ..services.sessions.terminal_sessions import close_code_for
 from .frames import send_json
 from .gate import close_socket, socket_caller
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 ENDED = "The watched session ended"
 
 
-async def _send_output(watch: Watch) -> None:
+async def _send_output(watch: Watching) -> None:
     await websocket.send(watch.hello())
     await websocket.send(await watch.screen())
     while True:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
@@ -112,6 +113,16 @@ def to_event(entry: AuditEntry) -> AuditEvent:
     )
 
 
+CHAIN_LOCK = {
+    # held until the transaction ends; the number is hostgate's own ("hgaudit" in hex)
+    "postgresql": "SELECT pg_advisory_xact_lock(29387065856911732)",
+    # a write statement (matching nothing) takes SQLite's one writer lock, waiting
+    # for another process's writer under the busy timeout
+    "sqlite": "UPDATE audit_log SET seq = seq WHERE 0 = 1",
+}
+"""What serializes the log's writers across processes, per database."""
+
+
 class AuditLog:
     """Writes audit entries and fans them out to the ``event`` hook."""
 
@@ -121,11 +132,14 @@ class AuditLog:
         db: Database,
         secrets: SecretBox,
         announce: Callable[[AuditEvent], Awaitable[object]],
+        shared: bool = False,
     ) -> None:
         self.db = db
         self.secrets = secrets
         # hands each committed entry to the packs (the kernel's ``track_event`` hook)
         self.announce = announce
+        self.shared = shared
+        """Other processes write to the same log (several nodes): see ``atomic``."""
         self._lock = asyncio.Lock()
         self._last_hash: str | None = None
         self._key: bytes | None = None
@@ -195,6 +209,11 @@ class AuditLog:
         """
         key = await self.chain_key()
         async with self._lock, self.db.session() as session:
+            if self.shared:
+                # other nodes append too: take the database's writer lock for the log
+                # first, then read the head as it is now, so the chain never forks
+                await session.exec(text(CHAIN_LOCK[self.db.dialect]))  # type: ignore[call-overload]
+                self._last_hash = None
             if self._last_hash is None:
                 newest = AuditEntry.seq.desc()  # type: ignore[union-attr]
                 query = select(AuditEntry.hash).order_by(newest).limit(1)

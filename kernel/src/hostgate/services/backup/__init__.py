@@ -238,8 +238,8 @@ class Backups:
             "recordings": staged.recordings is not None,
         }
         await asyncio.to_thread(write_journal, self._journal_path, journal)
-        # Open terminals and file sessions belong to the data being replaced.
-        await self.live.close_all("the instance is being restored from a backup")
+        # Open terminals and file sessions belong to the data being replaced (every node's).
+        await self.live.close_everywhere("the instance is being restored from a backup")
         total = sum(staged.rows.values())
         try:
             await swap_database(self.db.engine, staged.database, total, progress)

@@ -17,7 +17,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ...db.models.connections import Connection, ConnectionShare
 from ...db.models.identity import Role, User
-from ...errors import InvalidInput, PermissionDenied
+from ...errors import ApiError, InvalidInput, PermissionDenied
 from ..sessions.live import NO_LONGER_SHARED
 
 if TYPE_CHECKING:
@@ -163,8 +163,16 @@ class ConnectionShares:
         )
 
     async def close_lost_access(self, connection: Connection) -> None:
-        """End live sessions of users who can no longer see the connection."""
-        for live in self.live.all():
+        """End live sessions of users who can no longer see the connection (every node's).
+
+        When the other nodes cannot be listed (Redis down), this node's are checked and
+        theirs end at their next periodic access check.
+        """
+        try:
+            sessions = await self.live.everywhere()
+        except ApiError:
+            sessions = self.live.all()
+        for live in sessions:
             if live.connection_id != connection.id:
                 continue
             async with self.db.session() as session:

@@ -12,6 +12,10 @@ watch is audited when it starts and when it ends.
 A watch is in the live registry too (kind ``watch``, no connection of its own):
 it shows in ``/sessions/active``, can be ended from there, and ends at once
 when the viewer's login session is revoked or the viewer is deleted or locked.
+
+With several nodes a terminal held by another node is watched through Redis
+(``relay``, live_view_relay.py): the viewer's node gets a ``RemoteWatch`` with
+the same interface (``Watching``), the holder taps its session for it.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import json
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
     from .live import LiveSessions
+    from .live_view_relay import WatchRelay
     from .terminal_sessions import TerminalSessions
 
 VIEW_ANY = "sessions.view_any"
@@ -51,7 +56,23 @@ class Frame:
     data: bytes | str
 
 
-class Watch:
+class Watching(Protocol):
+    """What the watch socket reads: a local ``Watch`` or a ``RemoteWatch``."""
+
+    id: str
+    closing: tuple[int, str] | None
+
+    def hello(self) -> str:
+        """The first frame: what is being watched."""
+
+    async def screen(self) -> bytes:
+        """The session's current screen."""
+
+    async def next(self) -> list[Frame] | None:
+        """The frames to send next; None once the session has ended."""
+
+
+class Watch(Watching):
     """One viewer of one terminal session."""
 
     def __init__(self, service: LiveView, caller: Caller, session: TerminalSession) -> None:
@@ -168,24 +189,27 @@ class LiveView:
         self.recent_bytes = recent_bytes
         self._watches: dict[str, list[Watch]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.relay: WatchRelay | None = None
+        """Watches of terminals other nodes hold (several nodes), or None."""
         lifecycle.on_stop(self.drain)
 
     def watchers(self, session_id: str) -> list[Watch]:
         """The open watches of a session."""
         return list(self._watches.get(session_id, ()))
 
-    async def watch(self, caller: Caller, session_id: str) -> Watch:
+    async def watch(self, caller: Caller, session_id: str) -> Watching:
         """Start watching a running terminal: 403 without ``sessions.view_any``, else 404."""
         if not caller.can(VIEW_ANY):
             raise PermissionDenied(f"Insufficient permissions: requires {VIEW_ANY}")
         session = self.terminal_sessions.get(session_id)
+        if session is None and self.relay is not None:
+            return await self.relay.watch(caller, session_id)
         if session is None or session.ended:
             raise NotFound("Session not found or not running on this gateway")
         if not isinstance(session, TerminalSession) or session.terminal is None:
             raise NotFound("Only terminal sessions (SSH, telnet) can be watched")
         watch = Watch(self, caller, session)
-        session.viewers.append(watch.feed)
-        self._watches.setdefault(session.id, []).append(watch)
+        self.tap(watch)
         self.live.add(
             LiveSession(
                 id=watch.id,
@@ -203,7 +227,6 @@ class LiveView:
                 },
             )
         )
-        self._announce(session)
         await self.audit.record(
             "session.live_view_started",
             actor=caller,
@@ -212,16 +235,15 @@ class LiveView:
         )
         return watch
 
-    def stop(self, watch: Watch) -> None:
-        """A watch ended (socket closed, or the session ended): untap, tell, audit.
+    def tap(self, watch: Watch) -> None:
+        """Hand the watch its session's output and tell the watched user."""
+        session = watch.session
+        session.viewers.append(watch.feed)
+        self._watches.setdefault(session.id, []).append(watch)
+        self._announce(session)
 
-        Synchronous, so a socket task being cancelled cannot skip it; the audit
-        entry is written in the background.
-        """
-        if watch.stopped:
-            return
-        watch.stopped = True
-        self.live.remove(watch.id)
+    def untap(self, watch: Watch) -> None:
+        """Stop handing the watch output; tell the watched user."""
         session = watch.session
         if watch.feed in session.viewers:
             session.viewers.remove(watch.feed)
@@ -232,6 +254,23 @@ class LiveView:
             self._watches.pop(session.id, None)
         if not session.ended:
             self._announce(session)
+
+    def stop(self, watch: Watching) -> None:
+        """A watch ended (socket closed, or the session ended): untap, tell, audit.
+
+        Synchronous, so a socket task being cancelled cannot skip it; the audit
+        entry is written in the background.
+        """
+        if not isinstance(watch, Watch):
+            if self.relay is not None:
+                self.relay.stop(watch)
+            return
+        if watch.stopped:
+            return
+        watch.stopped = True
+        self.live.remove(watch.id)
+        self.untap(watch)
+        session = watch.session
         details = self._details(watch)
         details["durationMs"] = int((time.monotonic() - watch.started) * 1000)
         task = asyncio.ensure_future(

@@ -17,9 +17,9 @@ import shutil
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
@@ -56,6 +56,7 @@ UPLOAD_ABANDONED_AFTER = 1800.0
 DISK_CHECK_INTERVAL = 10.0
 DISK_CHECK_BYTES = 16 * MIB
 ACTIVE_STATES = ("recording",)
+NODE_LOST = "the gateway node holding it stopped answering"
 
 
 @dataclass
@@ -302,40 +303,81 @@ class Recordings:
         await self.repair()
 
     async def repair(self) -> int:
-        """Mark sessions left open by a crash or restart as ended; size their recordings."""
+        """Mark sessions left open by a crash or restart as ended; size their recordings.
+
+        With several nodes, the sessions another node holds (or a dead node held: its
+        reaper deals with those) are left alone.
+        """
         now = utcnow()
         repaired = 0
+        held: set[str] = set()
+        if self.live.shared is not None:
+            held = {str(entry.get("id")) for entry in await self.live.shared.registry.entries()}
         async with self.db.session() as session:
             query = select(RemoteSession).where(col(RemoteSession.ended_at).is_(None))
             for row in (await session.exec(query)).all():
-                if self.live.get(row.id) is not None:
+                if self.live.get(row.id) is not None or row.id in held:
                     continue
-                row.ended_at = row.updated_at if row.updated_at > row.started_at else now
-                row.end_reason = row.end_reason or "server restarted"
-                if row.recording_state == "recording":
-                    path = self.path_of(row)
-                    if path is not None and path.exists() and row.recording_key:
-                        key = self.key_of(row)
-                        try:
-                            size = await asyncio.to_thread(plaintext_size, path, key)
-                        except RecordingFormatError as exc:
-                            # kept for whoever wants to look at it; listed as no recording
-                            row.recording_size = 0
-                            row.recording_state = "damaged"
-                            row.recording_note = f"server restarted; recording damaged: {exc}"
-                        else:
-                            row.recording_size = size
-                            row.recording_state = "complete"
-                    else:
-                        row.recording_state = "none"
-                    row.recording_note = row.recording_note or "server restarted"
-                row.updated_at = now
+                ended = row.updated_at if row.updated_at > row.started_at else now
+                await self._close_left_open(row, ended, "server restarted")
                 session.add(row)
                 repaired += 1
             await session.commit()
         if repaired:
             log.info("marked %d session(s) left open as ended", repaired)
         return repaired
+
+    async def end_abandoned(self, entries: list[dict[str, Any]]) -> int:
+        """Mark the sessions of a dead gateway node ended; close their recordings readable."""
+        ids = [str(e.get("id")) for e in entries if e.get("kind") in ("terminal", "stream")]
+        ended = 0
+        async with self.audit.atomic() as batch:
+            session = batch.session
+            for row_id in ids:
+                row = await session.get(RemoteSession, row_id)
+                if row is None or row.ended_at is not None:
+                    continue
+                await self._close_left_open(row, utcnow(), NODE_LOST)
+                session.add(row)
+                ended += 1
+                batch.record(
+                    "connection.session_ended",
+                    user_id=row.user_id,
+                    username=row.username,
+                    ip_address=row.client_ip or "",
+                    target=row.connection_name,
+                    details={
+                        "connectionId": row.connection_id,
+                        "sessionId": row.id,
+                        "protocol": row.protocol,
+                        "reason": NODE_LOST,
+                        "recordingBytes": row.recording_size or 0,
+                    },
+                )
+        return ended
+
+    async def _close_left_open(self, row: RemoteSession, ended: datetime, reason: str) -> None:
+        """End a row nobody holds any more: its recording as far as it was written."""
+        row.ended_at = ended
+        row.end_reason = row.end_reason or reason
+        if row.recording_state == "recording":
+            path = self.path_of(row)
+            if path is not None and path.exists() and row.recording_key:
+                key = self.key_of(row)
+                try:
+                    size = await asyncio.to_thread(plaintext_size, path, key)
+                except RecordingFormatError as exc:
+                    # kept for whoever wants to look at it; listed as no recording
+                    row.recording_size = 0
+                    row.recording_state = "damaged"
+                    row.recording_note = f"{reason}; recording damaged: {exc}"
+                else:
+                    row.recording_size = size
+                    row.recording_state = "complete"
+            else:
+                row.recording_state = "none"
+            row.recording_note = row.recording_note or reason
+        row.updated_at = utcnow()
 
     async def _housekeeping(self) -> None:
         last_retention = 0.0
@@ -364,7 +406,7 @@ class Recordings:
     # -- retention and storage ---------------------------------------------------------
 
     def _busy(self, session_id: str) -> bool:
-        return session_id in self._uploads or self.live.get(session_id) is not None
+        return session_id in self._uploads or self.live.held(session_id)
 
     async def apply_retention(self) -> int:
         """Apply the retention settings; return how many recordings were deleted.

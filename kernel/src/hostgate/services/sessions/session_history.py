@@ -225,11 +225,11 @@ class SessionHistory:
 
     # -- live sessions ------------------------------------------------------------------
 
-    def active(self, caller: Caller) -> list[LiveSession]:
-        """Open sessions, newest first: the caller's own, or all with ``sessions.view_any``."""
+    async def active(self, caller: Caller) -> list[LiveSession]:
+        """Every node's open sessions, newest first: own, or all with ``sessions.view_any``."""
         visible = [
             live
-            for live in self.live.all()
+            for live in await self.live.everywhere()
             if live.user_id == caller.user_id or caller.can(VIEW_ANY)
         ]
         return sorted(visible, key=lambda live: live.started_at, reverse=True)
@@ -243,13 +243,10 @@ class SessionHistory:
         files are deleted once that commit succeeded.
         """
         recordings = self.recordings
+        await self.live.everywhere()  # the other nodes' sessions as of now
         async with self.db.session() as db:
             rows = (await db.exec(select(RemoteSession))).all()
-        busy = {
-            row.id
-            for row in rows
-            if self.live.get(row.id) is not None or recordings.uploading(row.id)
-        }
+        busy = {row.id for row in rows if self.live.held(row.id) or recordings.uploading(row.id)}
         doomed = [row for row in rows if row.id not in busy]
         ids = [row.id for row in doomed]
         keep_files = {

@@ -2086,6 +2086,8 @@ export interface components {
             id: string;
             /** Kind */
             kind: string;
+            /** Node */
+            node: string;
             /** Protocol */
             protocol: string;
             /** Startedat */

@@ -1,0 +1,329 @@
+"""Live sessions across two real ``hostgate serve`` nodes (one PostgreSQL, one redis-server)
+behind a real HAProxy: every node lists and ends every node's sessions, identity changes
+made on one node close the sockets another holds, a node killed with SIGKILL has its
+sessions marked ended by the other within the node timeout with the recording readable,
+and a terminal held by one node is watched from the other.
+
+Both nodes use one data directory (the shared recordings location of a real set-up).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess
+from testsupport.telnetd import telnetd  # noqa: F401
+
+API = "/api/v1"
+NODE_TIMEOUT = 6.0
+"""HOSTGATE_NODE_TIMEOUT_SECONDS of the test nodes (30 by default)."""
+
+
+@pytest.fixture
+def nodes(tmp_path: Path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
+    shared = tmp_path / "shared-data"
+    shared.mkdir()
+    env = {
+        "HOSTGATE_DATABASE_URL": postgres_url,
+        "HOSTGATE_REDIS_URL": redis_server.url,
+        "HOSTGATE_NODE_TIMEOUT_SECONDS": str(NODE_TIMEOUT),
+    }
+    started: list[GatewayProcess] = []
+    try:
+        for name in ("node-a", "node-b"):  # one after the other: the first migrates
+            (tmp_path / name).symlink_to(shared, target_is_directory=True)
+            started.append(GatewayProcess(tmp_path / name, env).start())
+        yield tuple(started)
+    finally:
+        for node in reversed(started):
+            node.stop()
+        for node in started:
+            assert node.unhandled() == [], node.log()[-3000:]
+
+
+def share_with(*user_ids: str) -> dict[str, Any]:
+    return {"shares": [{"shareType": "user", "targetId": u} for u in user_ids]}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+class Node:
+    """API calls to one node (or the balancer) as one user."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url
+        self.token = token
+
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(
+            method, f"{self.url}{API}{path}", headers=bearer(self.token), timeout=30, **kwargs
+        )
+
+    def ticket(self) -> str:
+        response = self.call("POST", "/auth/ws-ticket")
+        assert response.status_code == 200, response.text
+        return str(response.json()["ticket"])
+
+    def active(self) -> list[dict[str, Any]]:
+        response = self.call("GET", "/sessions/active")
+        assert response.status_code == 200, response.text
+        return list(response.json()["sessions"])
+
+
+def login(url: str, username: str, password: str = ADMIN_PASSWORD) -> str:
+    response = httpx.post(
+        f"{url}{API}/auth/login", json={"username": username, "password": password}, timeout=30
+    )
+    assert response.status_code == 200, response.text
+    return str(response.json()["token"])
+
+
+class Terminal:
+    """A terminal socket: output read in the background, input sent as data frames."""
+
+    def __init__(self, socket: ClientConnection) -> None:
+        self.socket = socket
+        self.output = b""
+        self.texts: list[dict[str, Any]] = []
+
+    async def until(self, wanted: bytes, timeout: float = 20) -> None:
+        async def read() -> None:
+            while wanted not in self.output:
+                frame = await self.socket.recv()
+                if isinstance(frame, bytes):
+                    self.output += frame
+                else:
+                    self.texts.append(json.loads(frame))
+
+        await asyncio.wait_for(read(), timeout)
+
+    async def send(self, text: str) -> None:
+        await self.socket.send(json.dumps({"type": "data", "data": text}))
+
+    async def closed(self, timeout: float = 20) -> tuple[int | None, str | None]:
+        try:
+            while True:
+                frame = await asyncio.wait_for(self.socket.recv(), timeout)
+                if isinstance(frame, str):
+                    self.texts.append(json.loads(frame))
+        except ConnectionClosed:
+            pass
+        return self.socket.close_code, self.socket.close_reason
+
+
+def terminal_url(node: GatewayProcess, ticket: str, connection_id: str) -> str:
+    query = urlencode({"ticket": ticket, "connectionId": connection_id, "cols": 80, "rows": 24})
+    return f"{node.ws_url}/ws/telnet?{query}"
+
+
+async def open_terminal(node: GatewayProcess, ticket: str, connection_id: str) -> Any:
+    socket = await connect(terminal_url(node, ticket, connection_id))
+    terminal = Terminal(socket)
+    await terminal.until(b"$ ")
+    return terminal
+
+
+def until(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout} s: {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def setup(nodes, haproxy, telnetd):  # noqa: F811
+    node_a, node_b = nodes
+    balancer = haproxy([node_a.port, node_b.port])
+    admin = Node(balancer.url, node_a.setup_admin())
+    created = admin.call(
+        "POST",
+        "/connections",
+        json={
+            "name": "telnet box",
+            "protocol": "telnet",
+            "host": telnetd.host,
+            "port": telnetd.port,
+            "username": telnetd.username,
+            "password": telnetd.password,
+        },
+    )
+    assert created.status_code == 201, created.text
+    return node_a, node_b, admin, str(created.json()["id"])
+
+
+async def test_every_node_lists_and_ends_the_sessions_another_node_holds(setup):
+    node_a, node_b, admin, connection_id = setup
+    on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
+    terminal = await open_terminal(node_b, on_a.ticket(), connection_id)
+    # node A lists the terminal node B holds, and says it is live
+    [listed] = until(on_a.active, 10, "node A lists node B's terminal")
+    assert (listed["kind"], listed["protocol"], listed["connectionId"]) == (
+        "terminal",
+        "telnet",
+        connection_id,
+    )
+    assert listed["username"] == "admin"
+    assert [(s["id"], s["node"]) for s in on_b.active()] == [(listed["id"], listed["node"])]
+    detail = on_a.call("GET", f"/sessions/{listed['id']}")
+    assert detail.status_code == 200 and detail.json()["live"] is True, detail.text
+    # ended through node A: the socket node B holds closes at once, with the reason
+    ended = on_a.call("DELETE", f"/sessions/active/{listed['id']}", params={"reason": "bye"})
+    assert ended.status_code == 200, ended.text
+    assert await terminal.closed(timeout=5) == (4003, "Terminated by admin: bye")
+    until(lambda: on_a.active() == [], 10, "the ended session leaves the list")
+    row = until(
+        lambda: (r := on_a.call("GET", f"/sessions/{listed['id']}").json())["live"] is False and r,
+        10,
+        "the session is no longer live",
+    )
+    assert row["endReason"] == "Terminated by admin: bye"
+    assert on_b.call("DELETE", f"/sessions/active/{listed['id']}").status_code == 404
+    # both nodes wrote to the audit log: still one chain
+    for node in (on_a, on_b):
+        for _ in range(2):
+            assert node.call("POST", "/auth/ws-ticket").status_code == 200
+        login(node.url, "admin")
+    verified = on_b.call("GET", "/audit/verify").json()
+    assert verified["ok"] is True, verified
+
+
+async def test_identity_changes_on_one_node_close_the_sockets_another_node_holds(setup):
+    node_a, node_b, admin, connection_id = setup
+    on_a = Node(node_a.url, admin.token)
+    made = on_a.call(
+        "POST",
+        "/users",
+        json={"username": "bob", "password": ADMIN_PASSWORD, "role": "user"},
+    )
+    assert made.status_code == 201, made.text
+    bob_id = made.json()["id"]
+    shared = on_a.call(
+        "PUT",
+        f"/connections/{connection_id}/shares",
+        json=share_with(bob_id),
+    )
+    assert shared.status_code == 200, shared.text
+    bob = Node(node_a.url, login(node_a.url, "bob"))
+
+    # bob revokes his own login session on node A: his terminal on node B closes
+    terminal = await open_terminal(node_b, bob.ticket(), connection_id)
+    logins = bob.call("GET", "/profile/login-sessions").json()["sessions"]
+    [current] = [s for s in logins if s["isCurrent"]]
+    fresh = Node(node_a.url, login(node_a.url, "bob"))
+    assert fresh.call("DELETE", f"/profile/login-sessions/{current['id']}").status_code in (
+        200,
+        204,
+    )
+    code, _ = await terminal.closed(timeout=5)
+    assert code == 4001
+
+    # unshared on node A: closes at once on node B
+    terminal = await open_terminal(node_b, fresh.ticket(), connection_id)
+    unshared = on_a.call("PUT", f"/connections/{connection_id}/shares", json={"shares": []})
+    assert unshared.status_code == 200, unshared.text
+    assert await terminal.closed(timeout=5) == (
+        4003,
+        "the connection is no longer shared with you",
+    )
+
+    # deleted on node A: closes at once on node B
+    on_a.call(
+        "PUT",
+        f"/connections/{connection_id}/shares",
+        json=share_with(bob_id),
+    )
+    terminal = await open_terminal(node_b, fresh.ticket(), connection_id)
+    assert on_a.call("DELETE", f"/users/{bob_id}").status_code in (200, 204)
+    assert await terminal.closed(timeout=5) == (4001, "user deleted")
+
+
+async def test_a_killed_nodes_sessions_are_ended_by_the_other_with_the_recording_readable(
+    setup, haproxy
+):
+    node_a, node_b, admin, connection_id = setup
+    on_b = Node(node_b.url, admin.token)
+    terminal = await open_terminal(node_a, on_b.ticket(), connection_id)
+    await terminal.send("echo marker-$((6*7))\r")
+    await terminal.until(b"marker-42")
+    [held] = until(on_b.active, 10, "node B lists node A's terminal")
+    # someone on node B watches it
+    watch_url = f"{node_b.ws_url}/ws/sessions/{held['id']}/watch?ticket={on_b.ticket()}"
+    viewer = Terminal(await connect(watch_url))
+    await viewer.until(b"marker-42")
+    time.sleep(1.5)  # the recording is flushed once a second
+    node_a.kill()
+    row = until(
+        lambda: (
+            (r := on_b.call("GET", f"/sessions/{held['id']}").json())["live"] is False
+            and r.get("endReason")
+            and r
+        ),
+        NODE_TIMEOUT + 2,  # the bound, and some slack for this test's polling
+        "node B marks node A's session ended",
+    )
+    assert row["endReason"] == "the gateway node holding it stopped answering"
+    assert row["recordingState"] == "complete", row
+    # the watch of the dead node's terminal ends too
+    assert await viewer.closed(timeout=10) == (1000, "The watched session ended")
+    recording = on_b.call("GET", f"/sessions/{held['id']}/recording")
+    assert recording.status_code == 200, recording.text
+    assert b"marker-42" in recording.content
+    header = json.loads(recording.content.splitlines()[0])
+    assert header["version"] == 2
+    assert on_b.active() == []
+    audit = on_b.call("GET", "/audit", params={"eventType": "connection.session_ended"})
+    [entry] = [e for e in audit.json()["entries"] if e["details"]["sessionId"] == held["id"]]
+    assert entry["username"] == "admin"
+    assert entry["details"]["reason"] == "the gateway node holding it stopped answering"
+    assert entry["details"]["recordingBytes"] == len(recording.content)
+    # node A comes back and joins again: both answer, and list the same sessions
+    node_a.start()
+    terminal = await open_terminal(node_a, on_b.ticket(), connection_id)
+    on_a = Node(node_a.url, admin.token)
+    [again] = until(on_b.active, 10, "node B lists the new terminal of node A")
+    assert [s["id"] for s in on_a.active()] == [again["id"]]
+    await terminal.socket.close()
+
+
+async def test_a_viewer_on_one_node_watches_a_terminal_the_other_node_holds(setup, haproxy):
+    node_a, node_b, admin, connection_id = setup
+    on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
+    terminal = await open_terminal(node_a, on_b.ticket(), connection_id)
+    await terminal.send("echo before-$((1+1))\r")
+    await terminal.until(b"before-2")
+    [held] = until(on_b.active, 10, "node B lists node A's terminal")
+    async with connect(
+        f"{node_b.ws_url}/ws/sessions/{held['id']}/watch?ticket={on_b.ticket()}"
+    ) as s:
+        viewer = Terminal(s)
+        await viewer.until(b"before-2")  # the screen node A drew
+        assert viewer.texts[0]["type"] == "watch"
+        assert viewer.texts[0]["sessionId"] == held["id"]
+        await terminal.send("echo after-$((2+3))\r")
+        await viewer.until(b"after-5")
+        await terminal.until(b"after-5")
+        assert any(t.get("type") == "watchers" for t in terminal.texts)
+        listed = {s["kind"]: s["node"] for s in on_a.active()}
+        assert set(listed) == {"terminal", "watch"}
+        assert listed["terminal"] != listed["watch"]  # held by A, watched through B
+        # the watched terminal ends on node A: the viewer on node B closes
+        assert on_a.call("DELETE", f"/sessions/active/{held['id']}").status_code == 200
+        assert await viewer.closed(timeout=10) == (1000, "The watched session ended")
+    await terminal.closed(timeout=10)
