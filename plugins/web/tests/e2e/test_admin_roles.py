@@ -60,7 +60,7 @@ def test_roles_editor(
     expect(page.get_by_role("button", name="Save role")).to_be_disabled()
     create.uncheck()
     audit.check()
-    page.get_by_label("Name").fill("Auditors")
+    page.get_by_label("Name", exact=True).fill("Auditors")
     screens.check(page, "admin-role-editor")
     page.get_by_role("button", name="Save role").click()
     expect(page.get_by_text("Auditors is saved.")).to_be_visible()
@@ -127,7 +127,7 @@ def test_roles_editor(
     # a built-in role: name fixed, permissions editable, reset to the defaults
     page.get_by_role("link", name="user", exact=True).click()
     expect(page.get_by_role("heading", name="Role: user")).to_be_visible()
-    expect(page.get_by_label("Name")).to_have_count(0)
+    expect(page.get_by_label("Name", exact=True)).to_have_count(0)
     share = page.get_by_role("checkbox", name="connections.share")
     share.uncheck()
     page.get_by_role("button", name="Save role").click()
