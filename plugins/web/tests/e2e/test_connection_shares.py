@@ -1,10 +1,12 @@
-"""A connection's sharing from its page (issue 18: every administrative capability has a
-place in the app): share with a user and with a role, see it reach them, remove it; an
-unknown name is refused and changes nothing.
+"""A connection's page (issue 18: every capability of the API has a place in the app):
+sharing with a user and with a role, seen by them, removed; an unknown name refused and
+nothing changed. The reachability check against a listening and a closed port.
 """
 
 from __future__ import annotations
 
+import re
+import socket
 from typing import Any
 
 import httpx
@@ -79,3 +81,40 @@ def test_share_a_connection_with_a_user_and_a_role(
     expect(card.get_by_text("No longer shared with bob.")).to_be_visible()
     assert shares_of(gateway, admin_token, connection_id) == {("role", "admin")}
     assert "shared box" not in shared_with_bob(gateway)
+
+
+def test_check_reachability_from_the_connection_page(
+    page: Any, gateway: Gateway, admin_token: str
+) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: the connect is refused
+    try:
+        ids = {}
+        for name, port in (
+            ("listening", listener.getsockname()[1]),
+            ("closed", closed.getsockname()[1]),
+        ):
+            made = gateway.api(
+                "POST",
+                "/connections",
+                admin_token,
+                json={"name": name, "protocol": "ssh", "host": "127.0.0.1", "port": port},
+            )
+            assert made.status_code in {200, 201}, made.text
+            ids[name] = made.json()["id"]
+
+        signed_in(page, gateway)
+        page.goto(f"{gateway.url}/connections/{ids['listening']}")
+        expect(page.get_by_text("Not checked")).to_be_visible()
+        page.get_by_role("button", name="Check now").click()
+        expect(page.get_by_text(re.compile(r"Yes, it answered in \d+ ms"))).to_be_visible()
+
+        page.goto(f"{gateway.url}/connections/{ids['closed']}")
+        page.get_by_role("button", name="Check now").click()
+        expect(page.get_by_text("No answer from the host and port")).to_be_visible()
+    finally:
+        listener.close()
+        closed.close()
