@@ -33,6 +33,11 @@ describe("describeError", () => {
     );
   });
 
+  it("says a wrong backup password changed nothing", () => {
+    const error = new ApiError(422, "invalid_backup_password", "Invalid backup password or corrupted backup file");
+    expect(describeError(error)).toBe("That password does not open this backup (or the file is damaged). Nothing was changed.");
+  });
+
   it("tells until when an account is locked", () => {
     const now = new Date(2026, 0, 1, 10, 0, 0);
     const text = describeError(new ApiError(429, "account_locked", "Account locked", 900), now);

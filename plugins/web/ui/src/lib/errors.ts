@@ -116,6 +116,10 @@ export function describeError(error: unknown, now: Date = new Date()): string {
       return "The server's key changed again while you were looking at it. Check it again.";
     case "no_pending_host_key":
       return "There is no new host key waiting any more. Check it again.";
+    case "invalid_backup_password":
+      return "That password does not open this backup (or the file is damaged). Nothing was changed.";
+    case "download_expired":
+      return "The download link expired before it was used. Start it again.";
     case "csrf_failed":
       return "The request was refused because it did not come from this page. Reload and try again.";
     case "permission_not_held":

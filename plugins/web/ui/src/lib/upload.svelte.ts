@@ -91,7 +91,8 @@ export class Transfer {
   }
 }
 
-function errorOf(xhr: XMLHttpRequest): ApiError {
+/** The ApiError an XMLHttpRequest that failed answered with (the gateway's error shape). */
+export function errorOf(xhr: XMLHttpRequest): ApiError {
   let body: { error?: unknown; code?: unknown } = {};
   try {
     body = JSON.parse(xhr.responseText) as typeof body;

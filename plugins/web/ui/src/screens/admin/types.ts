@@ -33,3 +33,6 @@ export type Rule = Schemas["Rule"];
 export type Recipients = Schemas["Recipients"];
 export type LogEntry = Schemas["LogEntry"];
 export type LogPage = Schemas["LogPage"];
+export type BackupSize = Schemas["BackupSize"];
+export type ExportLink = Schemas["ExportLink"];
+export type Restored = Schemas["Restored"];
