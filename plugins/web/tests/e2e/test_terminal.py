@@ -210,6 +210,12 @@ def test_split_view_shows_two_terminals_each_fitted_and_resized(
     page.keyboard.press("Enter")
     expect(left).to_contain_text(re.compile(r"left-\d+x\d+"))
     expect(right).not_to_contain_text("left-")
+    links = page.get_by_role("navigation", name="Open terminals").get_by_role("link")
+    expect(links.nth(0)).to_have_attribute("aria-current", "page")
+    right.click()  # a click in a half makes it the current tab too
+    expect(links.nth(1)).to_have_attribute("aria-current", "page")
+    expect(left).to_be_visible()
+    left.click()
     left_cols = int(re.findall(r"left-\d+x(\d+)", left.inner_text())[-1])
     assert left_cols <= alone // 2 and right_cols <= alone // 2
     assert min(left_cols, right_cols) > alone // 3

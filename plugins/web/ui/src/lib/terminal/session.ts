@@ -63,6 +63,8 @@ export class TerminalSession {
       cursorBlink: preferences.cursorBlink,
       scrollback: preferences.scrollback,
       theme: terminalTheme(preferences.theme),
+      // every theme readable: colours a program picks too close to the background are adjusted
+      minimumContrastRatio: 4.5,
       allowProposedApi: true,
     });
     this.terminal.loadAddon(this.fit);
