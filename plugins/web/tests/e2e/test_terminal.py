@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
+from testsupport.telnetd import TelnetServer, telnetd  # noqa: F401 - the fixture
 
 from .conftest import Gateway, Screens, signed_in
 
@@ -133,3 +135,325 @@ def test_terminal_code_loads_only_with_the_first_terminal(
     page.get_by_role("button", name="Open terminal").click()
     expect(page.get_by_role("status").filter(has_text="Connected")).to_be_visible(timeout=30_000)
     assert any("/assets/session-" in url for url in loaded)
+
+
+def open_terminal(page: Any, gateway: Gateway, connection_id: str, name: str) -> Any:
+    """Open a terminal tab for the connection (through the app, no reload); its screen."""
+    page.evaluate(
+        "path => { history.pushState({}, '', path); dispatchEvent(new PopStateEvent('popstate')) }",
+        f"/connections/{connection_id}",
+    )
+    expect(page.get_by_role("button", name="Open terminal")).to_be_visible()
+    tabs = page.locator(f"section[aria-label='Terminal {name}']")
+    index = tabs.count()
+    page.get_by_role("button", name="Open terminal").click()
+    tab = tabs.nth(index)  # a locator that stays on this tab
+    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+    screen = tab.get_by_role("region", name=f"Terminal output of {name}")
+    expect(screen).to_contain_text(PROMPT)
+    return screen
+
+
+def size(page: Any, screen: Any, marker: str) -> tuple[int, int]:
+    """The PTY's size as the server sees it (``stty size``): rows, columns."""
+    run(page, screen, f"stty size | sed 's/ /x/;s/^/{marker}-/'", re.compile(rf"{marker}-\d+x\d+"))
+    rows, cols = re.findall(rf"{marker}-(\d+)x(\d+)", screen.inner_text())[-1]
+    return int(rows), int(cols)
+
+
+def commands_seen(gateway: Gateway, token: str, page: Any, wanted: list[str]) -> list[str]:
+    """Every command in the sessions' command logs, once ``wanted`` are all there (or 10 s)."""
+    found: list[str] = []
+    for _ in range(50):
+        found = []
+        for session in gateway.api("GET", "/sessions", token).json()["sessions"]:
+            log = gateway.api("GET", f"/sessions/{session['id']}/commands", token).json()
+            found += [entry["command"] for entry in log["commands"]]
+        if all(command in found for command in wanted):
+            break
+        page.wait_for_timeout(200)
+    return found
+
+
+def test_split_view_shows_two_terminals_each_fitted_and_resized(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    screens: Screens,
+) -> None:
+    connection_id = ssh_connection(gateway, admin_token, sshd)
+    page.context.add_init_script(NO_WEBGL)
+    signed_in(page, gateway)
+    left = open_terminal(page, gateway, connection_id, "lab-ssh")
+    _, alone = size(page, left, "alone")
+    right = open_terminal(page, gateway, connection_id, "lab-ssh")
+    expect(left).to_be_hidden()
+
+    # keyboard only: Tab to the button, Enter; the tab opened before shows beside this one
+    splitter = page.get_by_role("button", name="Split view")
+    expect(splitter).to_have_attribute("aria-pressed", "false")
+    splitter.focus()
+    page.keyboard.press("Enter")
+    expect(splitter).to_have_attribute("aria-pressed", "true")
+    expect(left).to_be_visible()
+    expect(right).to_be_visible()
+    left_box, right_box = left.bounding_box(), right.bounding_box()
+    assert left_box["x"] + left_box["width"] <= right_box["x"]  # side by side
+    assert abs(left_box["width"] - right_box["width"]) < 4
+    screens.check(page, "terminal-split")
+
+    # each half fitted its width and told its server: fewer than half the columns each
+    _, right_cols = size(page, right, "right")
+    page.keyboard.press("Alt+Shift+ArrowLeft")  # the keyboard moves to the other half
+    page.keyboard.insert_text("stty size | sed 's/ /x/;s/^/left-/'")
+    page.keyboard.press("Enter")
+    expect(left).to_contain_text(re.compile(r"left-\d+x\d+"))
+    expect(right).not_to_contain_text("left-")
+    links = page.get_by_role("navigation", name="Open terminals").get_by_role("link")
+    expect(links.nth(0)).to_have_attribute("aria-current", "page")
+    right.click()  # a click in a half makes it the current tab too
+    expect(links.nth(1)).to_have_attribute("aria-current", "page")
+    expect(left).to_be_visible()
+    left.click()
+    left_cols = int(re.findall(r"left-\d+x(\d+)", left.inner_text())[-1])
+    assert left_cols <= alone // 2 and right_cols <= alone // 2
+    assert min(left_cols, right_cols) > alone // 3
+
+    # back to one: the current tab takes the whole width again, and says so
+    page.get_by_role("button", name="Split view").click()
+    expect(page.get_by_role("button", name="Split view")).to_have_attribute("aria-pressed", "false")
+    expect(right).to_be_hidden()
+    _, whole = size(page, left, "whole")
+    assert whole == alone
+
+    wanted = [f"stty size | sed 's/ /x/;s/^/{m}-/'" for m in ("alone", "right", "left", "whole")]
+    seen = commands_seen(gateway, admin_token, page, wanted)
+    assert all(command in seen for command in wanted)
+
+
+def test_copy_on_select_and_paste_asks_for_several_lines(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    screens: Screens,
+) -> None:
+    connection_id = ssh_connection(gateway, admin_token, sshd)
+    page.context.add_init_script(NO_WEBGL)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=gateway.url)
+    signed_in(page, gateway)
+    screen = open_terminal(page, gateway, connection_id, "lab-ssh")
+    run(page, screen, "echo copy$((6*7))word", "copy42word")
+
+    # copy on select: a double-click selects the word, the clipboard has it
+    word = screen.get_by_text("copy42word", exact=True).bounding_box()
+    page.mouse.dblclick(word["x"] + word["width"] / 2, word["y"] + word["height"] / 2)
+    page.wait_for_function("() => navigator.clipboard.readText().then(t => t === 'copy42word')")
+    assert page.evaluate("navigator.clipboard.readText()") == "copy42word"
+
+    def paste(text: str) -> None:
+        """What the browser does on Ctrl+V (headless Chromium has no paste shortcut)."""
+        screen.click()
+        screen.locator("textarea").evaluate(
+            """(area, text) => {
+                const data = new DataTransfer();
+                data.setData("text/plain", text);
+                area.dispatchEvent(new ClipboardEvent("paste", {
+                    clipboardData: data, bubbles: true, cancelable: true }));
+            }""",
+            text,
+        )
+
+    # one line goes straight in, without a question
+    paste("echo single-$((3*3))")
+    expect(page.get_by_role("alertdialog")).to_have_count(0)
+    expect(screen).to_contain_text("echo single-$((3*3))")
+    page.keyboard.press("Enter")
+    expect(screen).to_contain_text("single-9")
+
+    # several lines: the dialog shows them; Cancel sends nothing
+    paste("echo first-$((1+1))\necho second-$((2+2))\n")
+    dialog = page.get_by_role("alertdialog", name="Paste several lines?")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("pre")).to_have_text("echo first-$((1+1))\necho second-$((2+2))\n")
+    screens.check(page, "terminal-paste")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    page.wait_for_timeout(300)
+    expect(screen).not_to_contain_text("first-2")
+
+    # ...and Paste sends them (bracketed: bash holds them until Enter), both commands run
+    paste("echo first-$((1+1))\necho second-$((2+2))\n")
+    dialog.get_by_role("button", name="Paste").click()
+    expect(dialog).to_be_hidden()
+    expect(screen).to_contain_text("echo second-$((2+2))")
+    page.keyboard.press("Enter")
+    expect(screen).to_contain_text("first-2")
+    expect(screen).to_contain_text("second-4")
+
+    seen = commands_seen(gateway, admin_token, page, ["echo single-$((3*3))"])
+    assert "echo single-$((3*3))" in seen
+
+    # the recording (what the server's shell wrote) has each pasted command's output once:
+    # the cancelled paste never reached it
+    [session] = gateway.api("GET", "/sessions", admin_token).json()["sessions"]
+    recording = ""
+    for _ in range(50):
+        recording = gateway.api("GET", f"/sessions/{session['id']}/recording", admin_token).text
+        if "second-4" in recording:
+            break
+        page.wait_for_timeout(200)
+    assert recording.count("first-2\\r\\n") == 1 and recording.count("second-4\\r\\n") == 1
+
+
+def test_search_in_the_scrollback_and_links_open_apart(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    screens: Screens,
+) -> None:
+    connection_id = ssh_connection(gateway, admin_token, sshd)
+    page.context.add_init_script(NO_WEBGL)
+    signed_in(page, gateway)
+    screen = open_terminal(page, gateway, connection_id, "lab-ssh")
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+
+    # a marker scrolled far out of sight by 300 lines of output
+    run(page, screen, "echo needle-$((7*6)); seq 1 300 | sed 's/^/line-/'", "line-300")
+    expect(screen).not_to_contain_text("needle-42")
+    tab.get_by_role("button", name="Search").click()
+    tab.get_by_label("Search in terminal").fill("needle-42")
+    tab.get_by_label("Search in terminal").press("Enter")
+    expect(tab.get_by_text(re.compile(r"^Match 1 of 1$"))).to_be_visible()
+    expect(screen).to_contain_text("needle-42")  # scrolled to the match
+    screens.check(page, "terminal-search")
+    tab.get_by_label("Search in terminal").fill("no-such-text")
+    tab.get_by_label("Search in terminal").press("Enter")
+    expect(tab.get_by_text("No match")).to_be_visible()
+
+    # a URL the server prints is a link: it opens in a new tab, without a way back (noopener)
+    target = f"{gateway.url}/linked-from-the-terminal"
+    run(page, screen, "clear; echo " + target, target)
+    row = screen.locator(".xterm-rows > div").filter(has_text=target).last
+    box = row.bounding_box()
+    page.mouse.move(box["x"] + 40, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(200)  # the link addon finds the link under the pointer
+    with page.context.expect_page() as opened:
+        page.mouse.click(box["x"] + 40, box["y"] + box["height"] / 2)
+    new_page = opened.value
+    new_page.wait_for_load_state()
+    assert new_page.url == target
+    assert new_page.evaluate("window.opener") is None
+    new_page.close()
+
+    # what the server saw
+    seen = commands_seen(gateway, admin_token, page, ["echo " + target])
+    assert "echo needle-$((7*6)); seq 1 300 | sed 's/^/line-/'" in seen
+
+
+def test_telnet_terminal_in_a_tab(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    telnetd: TelnetServer,  # noqa: F811
+    sshd: SshdServer,  # noqa: F811
+) -> None:
+    body = {
+        "name": "lab-telnet",
+        "protocol": "telnet",
+        "host": telnetd.host,
+        "port": telnetd.port,
+        "username": telnetd.username,
+        "password": telnetd.password,
+    }
+    response = gateway.api("POST", "/connections", admin_token, json=body)
+    assert response.status_code == 201, response.text
+    telnet_id = str(response.json()["id"])
+    ssh_id = ssh_connection(gateway, admin_token, sshd)
+    page.context.add_init_script(NO_WEBGL)
+    signed_in(page, gateway)
+
+    # a telnet tab beside an SSH tab: both live, each its own session
+    page.goto(f"{gateway.url}/connections/{telnet_id}")
+    page.get_by_role("button", name="Open terminal").click()
+    tab = page.get_by_role("region", name="Terminal lab-telnet")
+    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+    screen = tab.get_by_role("region", name="Terminal output of lab-telnet")
+    expect(screen).to_contain_text("$ ", timeout=20_000)
+    run(page, screen, "echo telnet-$((6*7))", "telnet-42")
+    rows, cols = size(page, screen, "tn")
+    ssh_screen = open_terminal(page, gateway, ssh_id, "lab-ssh")
+    run(page, ssh_screen, "echo ssh-$((2*21))", "ssh-42")
+    tabs = page.get_by_role("navigation", name="Open terminals")
+    tabs.get_by_role("link", name="lab-telnet").click()
+    expect(screen).to_be_visible()
+    run(page, screen, "echo back-$((40+2))", "back-42")
+    tabs.get_by_role("button", name="Close lab-telnet").click()
+
+    # what the server saw: the telnet session's commands, its window size and its recording
+    found: dict[str, Any] = {}
+    for _ in range(50):
+        sessions = gateway.api("GET", "/sessions", admin_token).json()["sessions"]
+        found = {s["protocol"]: s for s in sessions}
+        if "telnet" in found and found["telnet"].get("endedAt"):
+            break
+        page.wait_for_timeout(200)
+    entry = found["telnet"]
+    log = gateway.api("GET", f"/sessions/{entry['id']}/commands", admin_token).json()
+    commands = [c["command"] for c in log["commands"]]
+    assert "echo telnet-$((6*7))" in commands and "echo back-$((40+2))" in commands
+    assert "echo ssh-$((2*21))" not in commands
+    recording = gateway.api("GET", f"/sessions/{entry['id']}/recording", admin_token)
+    assert recording.status_code == 200
+    header = json.loads(recording.text.splitlines()[0])
+    assert (header["height"], header["width"]) == (rows, cols) or "telnet-42" in recording.text
+    assert "telnet-42" in recording.text
+    assert telnetd.password not in recording.text
+
+
+def test_terminal_preferences_apply_live_to_open_terminals(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    screens: Screens,
+) -> None:
+    connection_id = ssh_connection(gateway, admin_token, sshd)
+    page.context.add_init_script(NO_WEBGL)
+    signed_in(page, gateway)
+    screen = open_terminal(page, gateway, connection_id, "lab-ssh")
+    _, before = size(page, screen, "before")
+    terminal = screen.locator(".xterm")
+    expect(terminal.locator(".xterm-cursor-block")).to_have_count(1)
+
+    # the profile's terminal settings change while the terminal stays open
+    page.locator("button[aria-controls='user-menu']").click()
+    page.get_by_role("link", name="Your profile").click()
+    page.get_by_label("Font size").fill("24")
+    page.get_by_label("Cursor", exact=True).select_option("bar")
+    page.get_by_label("Colours").select_option(label="Solarized light")
+    page.get_by_label("Scrollback lines").fill("5000")
+    page.get_by_role("button", name="Save terminal settings").click()
+    expect(page.get_by_text("Your terminal settings are saved.")).to_be_visible()
+    saved = gateway.api("GET", "/profile/ssh-prefs", admin_token).json()
+    assert saved["fontSize"] == 24 and saved["theme"] == "solarized-light"
+
+    # back in the tab (no reload): the new font, cursor, colours, scrollback, and the new size
+    tabs = page.get_by_role("navigation", name="Open terminals")
+    tabs.get_by_role("link", name="lab-ssh").click()
+    expect(terminal.locator(".xterm-cursor-bar")).to_have_count(1)
+    expect(screen).to_have_css("background-color", "rgb(253, 246, 227)")
+    expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "24px")
+    _, after = size(page, screen, "after")
+    assert after < before * 0.75  # bigger letters, fewer columns: the server was told
+    screens.check(page, "terminal-preferences")
+
+    # 5000 lines of scrollback now (1000 before): the first of 3000 lines is still there
+    run(page, screen, "seq 1 3000 | sed 's/^/s-/;s/$/-e/'", "s-3000-e")
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+    tab.get_by_role("button", name="Search").click()
+    tab.get_by_label("Search in terminal").fill("s-1-e")
+    tab.get_by_label("Search in terminal").press("Enter")
+    expect(tab.get_by_text(re.compile(r"^Match 1 of 1$"))).to_be_visible()

@@ -5,9 +5,10 @@ import { FitAddon } from "@xterm/addon-fit";
 import { SearchAddon } from "@xterm/addon-search";
 import { WebLinksAddon } from "@xterm/addon-web-links";
 import { WebglAddon } from "@xterm/addon-webgl";
-import { Terminal, type ITheme } from "@xterm/xterm";
+import { Terminal } from "@xterm/xterm";
 import { api, call } from "../../api/client";
-import { closeReason, isSignedOut, parseServerText, terminalUrl } from "./socket";
+import { terminalTheme } from "../terminalthemes";
+import { closeReason, isMultiline, isSignedOut, parseServerText, terminalUrl } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
 
@@ -24,11 +25,18 @@ export interface Events {
   onState: (state: TerminalState, detail: string, code: number) => void;
   /** Who watches this session through the live view ("" when nobody does). */
   onWatched?: (message: string) => void;
+  /** Text pasted with a line break in it: the tab asks before it is sent. */
+  onMultilinePaste?: (text: string) => void;
+  /** The search found `count` matches, the current one is number `index` (0-based, -1: none). */
+  onSearchResults?: (index: number, count: number) => void;
 }
 
-const THEMES: Record<string, ITheme> = {
-  dark: { background: "#0f141a", foreground: "#e6ebf1", cursor: "#8fb8f8", selectionBackground: "#364152" },
-  light: { background: "#ffffff", foreground: "#17202b", cursor: "#1f5fbf", selectionBackground: "#cfd6df" },
+/** What search decorations look like (the search addon needs them to count matches). */
+const MATCHES = {
+  matchBackground: "#6b5a00",
+  matchOverviewRuler: "#e5c07b",
+  activeMatchBackground: "#c28a00",
+  activeMatchColorOverviewRuler: "#ffb000",
 };
 
 /** A terminal in `container`, connected to connection `connectionId` over `protocol`. */
@@ -54,7 +62,9 @@ export class TerminalSession {
       cursorStyle: preferences.cursorStyle,
       cursorBlink: preferences.cursorBlink,
       scrollback: preferences.scrollback,
-      theme: THEMES[preferences.theme] ?? THEMES.dark,
+      theme: terminalTheme(preferences.theme),
+      // every theme readable: colours a program picks too close to the background are adjusted
+      minimumContrastRatio: 4.5,
       allowProposedApi: true,
     });
     this.terminal.loadAddon(this.fit);
@@ -73,9 +83,57 @@ export class TerminalSession {
       // no WebGL (a headless browser, an old GPU): xterm's DOM renderer draws instead
     }
     this.terminal.onData((data) => this.send({ type: "data", data }));
+    // copy on select: whatever is selected lands in the clipboard
+    this.terminal.onSelectionChange(() => {
+      const text = this.terminal.getSelection();
+      if (text && !this.searching) void navigator.clipboard?.writeText(text).catch(() => undefined);
+    });
+    // a paste with a line break in it waits for the user's yes (the tab's dialog)
+    container.addEventListener(
+      "paste",
+      (event) => {
+        const text = event.clipboardData?.getData("text/plain") ?? "";
+        if (!isMultiline(text) || !this.events.onMultilinePaste) return;
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        this.events.onMultilinePaste(text);
+      },
+      { capture: true },
+    );
+    this.search.onDidChangeResults(({ resultIndex, resultCount }) => this.events.onSearchResults?.(resultIndex, resultCount));
     this.terminal.onResize(({ cols, rows }) => this.send({ type: "resize", cols, rows }));
     this.observer = new ResizeObserver(() => this.fitNow());
     this.observer.observe(container);
+    this.fitNow();
+  }
+
+  private searching = false;
+
+  /** Find `query` in the scrollback (the next match, or the previous one); scrolls to it. */
+  find(query: string, backwards = false): boolean {
+    this.searching = true; // the match is selected: that is no copy
+    try {
+      const options = { decorations: MATCHES };
+      return backwards ? this.search.findPrevious(query, options) : this.search.findNext(query, options);
+    } finally {
+      this.searching = false;
+    }
+  }
+
+  /** Send text as if typed (bracketed when the remote program asked for it). */
+  paste(text: string): void {
+    this.terminal.paste(text);
+  }
+
+  /** New preferences: font, size, cursor, colours, scrollback change in place; the new size is sent. */
+  apply(preferences: Preferences): void {
+    const options = this.terminal.options;
+    options.fontFamily = preferences.fontFamily || "monospace";
+    if (preferences.fontSize >= 6 && preferences.fontSize <= 72) options.fontSize = preferences.fontSize;
+    options.cursorStyle = preferences.cursorStyle;
+    options.cursorBlink = preferences.cursorBlink;
+    options.scrollback = preferences.scrollback;
+    options.theme = terminalTheme(preferences.theme);
     this.fitNow();
   }
 

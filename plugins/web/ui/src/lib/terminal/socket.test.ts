@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closeReason, parseServerText, terminalUrl } from "./socket";
+import { closeReason, isMultiline, parseServerText, terminalUrl } from "./socket";
 
 describe("terminalUrl", () => {
   it("uses wss on https and escapes the parameters", () => {
@@ -32,5 +32,13 @@ describe("watchers frames", () => {
     expect(parseServerText(watched)).toEqual({ kind: "watchers", message: "Admin is watching this session (read-only)", count: 1 });
     const nobody = JSON.stringify({ type: "watchers", watchers: [], message: "Nobody is watching this session any more" });
     expect(parseServerText(nobody)).toEqual({ kind: "watchers", message: "", count: 0 });
+  });
+});
+
+describe("isMultiline", () => {
+  it("asks for text with a line break, not for one line", () => {
+    expect(isMultiline("ls -l")).toBe(false);
+    expect(isMultiline("echo a\necho b")).toBe(true);
+    expect(isMultiline("rm -rf build\r")).toBe(true);
   });
 });

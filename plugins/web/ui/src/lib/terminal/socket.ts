@@ -53,3 +53,8 @@ export function closeReason(code: number, reason: string, lastError: string): st
 export function isSignedOut(code: number): boolean {
   return code === 4001;
 }
+
+/** Whether pasted text asks for a confirmation: a line break in it would run a command. */
+export function isMultiline(text: string): boolean {
+  return /[\r\n]/.test(text);
+}
