@@ -5,4 +5,5 @@ pytest_plugins = [
     "testsupport.postgres",
     "testsupport.redisd",
     "testsupport.haproxy",
+    "testsupport.jumpnet",
 ]

@@ -130,10 +130,30 @@ def start_jump_net() -> tuple[JumpNet, list[subprocess.Popen[bytes]], Path]:
     return JumpNet(namespace, jump, target, telnet), processes, base
 
 
+_early: tuple[JumpNet, list[subprocess.Popen[bytes]], Path] | None = None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Make the namespace before any test runs when a collected test needs it.
+
+    Its veth interface appearing is a network change to a running Chromium, which
+    then fails the requests it has in flight (``net::ERR_NETWORK_CHANGED``): made
+    before the browser tests start, no page ever sees it.
+    """
+    global _early
+    if any("jump_net" in getattr(item, "fixturenames", ()) for item in session.items):
+        try:
+            _early = start_jump_net()
+        except BaseException:  # noqa: BLE001 - the fixture reports it in the test
+            _early = None
+
+
 @pytest.fixture(scope="session")
 def jump_net() -> Iterator[JumpNet]:
     """The namespace with its jump sshd, target sshd and telnet server."""
-    net, processes, base = start_jump_net()
+    global _early
+    net, processes, base = _early if _early is not None else start_jump_net()
+    _early = None
     try:
         yield net
     finally:

@@ -9,8 +9,9 @@ A bounded, deterministic run is part of the suite (a few examples per operation 
 mode, derandomized). Run it at length with HOSTGATE_FUZZ_EXAMPLES=200.
 
 No operation is left out. Where a valid request needs a secret no schema can give
-(the current password, a TOTP code, a backup file and its password), schema-valid
-cases carry the fuzzing identity's real one, as schemathesis's "realistic values":
+(the current password, a TOTP code, a backup file and its password) or a text in a
+language of its own (an ssh_config file), schema-valid cases carry a real one, as
+schemathesis's "realistic values":
 so those operations are fuzzed through to success, not only to "wrong password".
 Operations that end the session (logout, revoking login sessions, restoring a
 backup) run last, and the identity logs in again whenever one of them ended it.
@@ -121,6 +122,10 @@ def with_real_secrets(case: Any, live_gateway: Any, known: dict[str, str]) -> No
         case.body = {"password": PASSWORD}
     elif path == f"{API}/profile/mfa/verify" and "totp" in known:
         case.body = {"token": pyotp.TOTP(known["totp"]).now()}
+    elif path == f"{API}/connections/import/ssh-config":
+        body = case.body if isinstance(case.body, dict) else {}
+        case.body = {**body, "config": "Host fuzzed\n  HostName 127.0.0.1\n", "files": {}}
+        case.body.pop("groupId", None)  # a group id no schema can know
     elif path == f"{API}/backup/import":
         case.body = live_gateway.backup
         case.headers = {**(case.headers or {}), "X-Backup-Password": BACKUP_PASSWORD}

@@ -7,7 +7,6 @@ import hostgate_ssh.plugin as ssh_plugin
 import hostgate_telnet.plugin as telnet_plugin
 import pytest
 
-from testsupport.jumpnet import jump_net  # noqa: F401
 from testsupport.sshd import sshd  # noqa: F401
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from testsupport.jumpnet import JumpNet, jump_net  # noqa: F401 - the fixture
+from testsupport.jumpnet import JumpNet
 
 from .conftest import Gateway, Screens, signed_in
 from .test_terminal import NO_WEBGL, PROMPT, run
@@ -21,7 +21,7 @@ def test_a_terminal_through_a_jump_host_chosen_in_the_form(
     page: Any,
     gateway: Gateway,
     admin_token: str,
-    jump_net: JumpNet,  # noqa: F811
+    jump_net: JumpNet,
     screens: Screens,
 ) -> None:
     bastion = {
