@@ -40,31 +40,23 @@ class SessionLedger:
         async with self.db.session() as db:
             db.add(row)
             await db.commit()
-        await self.audit.record(
+        await self._audit(
             "connection.session_started",
-            actor=session.caller,
-            target=f"{session.target.host}:{session.target.port}",
-            details={
-                "connectionId": session.target.connection_id,
-                "connectionName": session.target.name,
-                "sessionId": session.id,
-                "protocol": session.protocol,
-                "recording": row.recording_state == "recording",
-            },
+            session,
+            connectionName=session.target.name,
+            sessionId=session.id,
+            protocol=session.protocol,
+            recording=row.recording_state == "recording",
         )
 
     async def record_failure(self, session: LiveRemoteSession, message: str) -> None:
         """Audit ``connection.session_failed``: the backend could not be opened."""
-        await self.audit.record(
+        await self._audit(
             "connection.session_failed",
-            actor=session.caller,
-            target=f"{session.target.host}:{session.target.port}",
-            details={
-                "connectionId": session.target.connection_id,
-                "connectionName": session.target.name,
-                "protocol": session.protocol,
-                "error": message[:500],
-            },
+            session,
+            connectionName=session.target.name,
+            protocol=session.protocol,
+            error=message[:500],
         )
 
     def queue_commands(self, session_id: str, entries: list[CommandEntry]) -> None:
@@ -112,18 +104,23 @@ class SessionLedger:
                 row.updated_at = utcnow()
                 db.add(row)
                 await db.commit()
-        await self.audit.record(
+        await self._audit(
             "connection.session_ended",
+            session,
+            sessionId=session.id,
+            protocol=session.protocol,
+            reason=reason,
+            durationMs=session.elapsed_ms(),
+            bytesIn=session.bytes_in,
+            bytesOut=session.bytes_out,
+            recordingBytes=size,
+        )
+
+    async def _audit(self, action: str, session: LiveRemoteSession, **details: object) -> None:
+        """An audit entry about a session: its caller, its host:port, its connection id first."""
+        await self.audit.record(
+            action,
             actor=session.caller,
             target=f"{session.target.host}:{session.target.port}",
-            details={
-                "connectionId": session.target.connection_id,
-                "sessionId": session.id,
-                "protocol": session.protocol,
-                "reason": reason,
-                "durationMs": session.elapsed_ms(),
-                "bytesIn": session.bytes_in,
-                "bytesOut": session.bytes_out,
-                "recordingBytes": size,
-            },
+            details={"connectionId": session.target.connection_id, **details},
         )
