@@ -431,7 +431,12 @@ async def health_check(data: HealthCheckBody) -> dict[str, Any]:
     """
     ids = [item.id for item in data.checks]
     results = await app_kernel().health_checks.check(current_caller(), ids)
-    return {"results": results}
+    return {
+        "results": [
+            {"id": r.connection_id, "reachable": r.reachable, "latencyMs": r.latency_ms}
+            for r in results
+        ]
+    }
 
 
 @blueprint.get("/connections/<connection_id>")
