@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from ...adapters import SessionClosed, Stream
+from ...adapters import Stream
 from .remote_session import Admission, LiveRemoteSession
 
 if TYPE_CHECKING:
@@ -29,21 +29,7 @@ class RelaySession(LiveRemoteSession):
         self._reader = asyncio.create_task(self._read_loop(), name=f"relay-{self.id}")
 
     async def _read_loop(self) -> None:
-        code, reason = 1000, "Connection closed"
-        try:
-            while True:
-                data = await self.stream.read()
-                if not data:
-                    break
-                self.bytes_out += len(data)
-                await self._deliver(data)
-        except asyncio.CancelledError:
-            raise
-        except SessionClosed as closed:
-            code, reason = closed.code, closed.reason[:500]
-        except Exception as exc:
-            code, reason = 4003, f"Connection lost: {exc}"[:500]
-        self.service.spawn(self.end(code, reason))
+        await self._pump(self.stream.read, "Connection closed")
 
     async def write(self, data: bytes) -> None:
         """Bytes from the browser."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...adapters import ConnectionTarget
+from ...adapters import ConnectionTarget, SessionClosed
 from ...db.models.connections import Connection
 from ...db.models.identity import User
 from ...descriptors import ProtocolSpec
@@ -138,6 +139,28 @@ class LiveRemoteSession:
             self.detached_at = time.monotonic()
         else:
             self.service.spawn(self.end(1000, "Client disconnected"))
+
+    async def _pump(self, read: Callable[[], Awaitable[bytes]], closed: str) -> None:
+        """Hand the backend's output on until it ends (``closed``) or fails; then end."""
+        code, reason = 1000, closed
+        try:
+            while True:
+                data = await read()
+                if not data:
+                    break
+                self._received(data)
+                await self._deliver(data)
+        except asyncio.CancelledError:
+            raise
+        except SessionClosed as failure:
+            code, reason = failure.code, failure.reason[:500]
+        except Exception as exc:
+            code, reason = 4003, f"Connection lost: {exc}"[:500]
+        self.service.spawn(self.end(code, reason))
+
+    def _received(self, data: bytes) -> None:
+        """Output from the backend, before it goes to the socket."""
+        self.bytes_out += len(data)
 
     async def _deliver(self, data: bytes) -> None:
         attachment = self.attachment

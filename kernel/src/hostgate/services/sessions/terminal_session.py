@@ -65,22 +65,10 @@ class TerminalSession(LiveRemoteSession):
 
     async def _read_loop(self) -> None:
         assert self.terminal is not None
-        code, reason = 1000, "Shell closed"
-        try:
-            while True:
-                data = await self.terminal.read()
-                if not data:
-                    break
-                self._output(data)
-                await self._deliver(data)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            code, reason = 4003, f"Connection lost: {exc}"[:500]
-        self.service.spawn(self.end(code, reason))
+        await self._pump(self.terminal.read, "Shell closed")
 
-    def _output(self, data: bytes) -> None:
-        self.bytes_out += len(data)
+    def _received(self, data: bytes) -> None:
+        super()._received(data)
         if self.recorder is not None:
             self.recorder.output(data, time.monotonic())
         if self.tracker is not None:
