@@ -89,7 +89,6 @@ def explain(db: Path, kernel_query: str, params: tuple[object, ...]) -> str:
 async def measure(data: Path, users: list[str], newest: datetime, repeat: int) -> list[Row]:
     from hostgate.app import create_app, kernel_of
     from hostgate.config import Config
-    from hostgate.services.identity import accounts
     from hostgate.services.identity.identity import ClientInfo
 
     config = Config(data_dir=data, encryption_key=BENCH_KEY, load_entry_points=False)
@@ -98,10 +97,10 @@ async def measure(data: Path, users: list[str], newest: datetime, repeat: int) -
     rows: list[Row] = []
     async with app.test_app() as test_app:
         client = test_app.test_client()
-        await accounts.create_user(
-            kernel, username="bench", password="bench-password", role="admin", actor=None
+        await kernel.accounts.create_user(
+            username="bench", password="bench-password", role="admin", actor=None
         )
-        user = await accounts.user_by_name(kernel, "bench")
+        user = await kernel.accounts.user_by_name("bench")
         assert user is not None
         issued = await kernel.identity.issue_session(user, ClientInfo(ip_address="127.0.0.1"))
         headers = {"Authorization": f"Bearer {issued.token}"}

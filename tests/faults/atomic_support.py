@@ -24,7 +24,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
-from tests.identity.helpers import API, audit_entries
+from tests.services.identity.helpers import API, audit_entries
 
 AUDIT_TABLE = AuditEntry.__tablename__
 

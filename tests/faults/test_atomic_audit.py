@@ -18,8 +18,8 @@ from hostgate.db.models.connections import Connection, ConnectionGroup, Connecti
 from hostgate.db.models.identity import Role, User
 from hostgate.kernel import Kernel
 
-from tests.connections.conftest import FakeProtocols
 from tests.faults.atomic_support import Case, World, check_http_case, nothing
+from tests.services.connections.conftest import FakeProtocols
 
 
 @pytest.fixture

@@ -43,7 +43,6 @@ from hostgate.services.identity.identity import ClientInfo
 from hostgate.timefmt import utcnow
 from sqlmodel import select
 
-from tests.connections.conftest import FakeProtocols
 from tests.faults.atomic_support import (
     Case,
     KernelCase,
@@ -52,7 +51,8 @@ from tests.faults.atomic_support import (
     check_kernel_case,
     nothing,
 )
-from tests.identity.helpers import API, enable_mfa, next_code
+from tests.services.connections.conftest import FakeProtocols
+from tests.services.identity.helpers import API, enable_mfa, next_code
 from testsupport.fixtures import PASSWORD
 
 RETENTION_KEY = "notifications.log_retention_days"

@@ -5,7 +5,7 @@ recording holds everything up to the last flush (the ticker flushes every second
 a valid asciicast whose every line is JSON, including the output seen more than a
 second before the kill.
 
-A kill -9 during a backup import is covered by ``tests/backup/test_crash.py``
+A kill -9 during a backup import is covered by ``tests/services/backup/test_crash.py``
 (the old state stays, or the complete new one once its commit happened).
 """
 

@@ -11,7 +11,7 @@ from hostgate_ssh import plugin as ssh_plugin
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.kernel.test_serve import start, stop_gracefully
-from tests.sessions.helpers import Screen, socket_path, ticket_for
+from tests.services.sessions.helpers import Screen, socket_path, ticket_for
 from testsupport.peers import free_port, wait_for_port
 from testsupport.receivers import eventually, http_receiver  # noqa: F401
 from testsupport.sshd import sshd  # noqa: F401

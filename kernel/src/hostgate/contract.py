@@ -13,7 +13,9 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMappi
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, TypeVar
+
+from typing_extensions import Unpack
 
 from .timefmt import iso
 
@@ -102,6 +104,22 @@ class StoredCredential:
     last_used_at: datetime | None
 
 
+class NewCredential(TypedDict):
+    """A credential to add: the keyword arguments of ``kernel.credentials.add``.
+
+    ``credential_id`` is the id the authenticator chose (unique per ``kind``);
+    ``data`` what the pack needs to verify it later (a public key...);
+    ``sign_count`` the authenticator's counter, 0 when it keeps none.
+    """
+
+    user_id: str
+    kind: str
+    name: str
+    credential_id: str
+    data: Mapping[str, Any]
+    sign_count: NotRequired[int]
+
+
 class DuplicateCredential(Exception):
     """The credential id is already registered (to this user or another)."""
 
@@ -130,6 +148,24 @@ class SecretsAPI(Protocol):
         """Decrypt an envelope to text."""
 
 
+class AuditFields(TypedDict, total=False):
+    """What an audit entry names besides its type: the keyword arguments of ``record``.
+
+    ``actor`` (the caller) fills the user and the IP address unless they are given
+    explicitly, e.g. for a failed login where there is no caller yet. ``target`` is
+    what the event is about (a username, ``host:port``...); ``details`` a JSON
+    object (secrets in it are masked).
+    """
+
+    actor: Caller | None
+    target: str
+    details: Mapping[str, Any] | None
+    ip_address: str | None
+    user_id: str | None
+    username: str | None
+    display_name: str | None
+
+
 class AuditBatchAPI(Protocol):
     """What ``async with kernel.audit.atomic() as batch`` gives: one commit for rows and entries."""
 
@@ -137,18 +173,7 @@ class AuditBatchAPI(Protocol):
     def session(self) -> AsyncSession:
         """The open database session, for the pack's own tables."""
 
-    def record(
-        self,
-        event_type: str,
-        *,
-        actor: Caller | None = None,
-        target: str = "",
-        details: Mapping[str, Any] | None = None,
-        ip_address: str | None = None,
-        user_id: str | None = None,
-        username: str | None = None,
-        display_name: str | None = None,
-    ) -> object:
+    def record(self, event_type: str, **fields: Unpack[AuditFields]) -> object:
         """Add one audit entry, stored by the block's commit."""
 
     def on_commit(self, callback: Callable[[], object]) -> None:
@@ -158,18 +183,7 @@ class AuditBatchAPI(Protocol):
 class AuditAPI(Protocol):
     """``kernel.audit``: the tamper-evident audit log."""
 
-    async def record(
-        self,
-        event_type: str,
-        *,
-        actor: Caller | None = None,
-        target: str = "",
-        details: Mapping[str, Any] | None = None,
-        ip_address: str | None = None,
-        user_id: str | None = None,
-        username: str | None = None,
-        display_name: str | None = None,
-    ) -> AuditEvent:
+    async def record(self, event_type: str, **fields: Unpack[AuditFields]) -> AuditEvent:
         """Store one event (a fact, not a change) and notify subscribers."""
 
     def atomic(self) -> AbstractAsyncContextManager[AuditBatchAPI]:
@@ -263,15 +277,7 @@ class CredentialsAPI(Protocol):
         """The credential of ``kind`` with this authenticator-chosen id."""
 
     async def add(
-        self,
-        batch: AuditBatchAPI,
-        *,
-        user_id: str,
-        kind: str,
-        name: str,
-        credential_id: str,
-        data: Mapping[str, Any],
-        sign_count: int = 0,
+        self, batch: AuditBatchAPI, **credential: Unpack[NewCredential]
     ) -> StoredCredential:
         """Add a credential in ``batch``; DuplicateCredential when the id is known."""
 

@@ -47,8 +47,9 @@ from .services.sessions.live import LiveSessions
 from .services.sessions.live_view import LiveView
 from .services.sessions.live_view_relay import WatchRelay
 from .services.sessions.recordings import Recordings
+from .services.sessions.remote_session import LiveRemoteSession
 from .services.sessions.session_history import SessionHistory
-from .services.sessions.terminal_sessions import LiveRemoteSession, TerminalSessions
+from .services.sessions.terminal_sessions import TerminalSessions
 from .services.settings import Settings
 from .services.version import VersionChecker
 from .timefmt import utcnow

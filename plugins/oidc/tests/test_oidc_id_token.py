@@ -15,7 +15,7 @@ from hostgate.db.models.identity import User
 from hostgate_oidc.provider import OidcClient, OidcError, OidcSettings
 from sqlmodel import select
 
-from tests.identity.helpers import audit_entries
+from tests.services.identity.helpers import audit_entries
 from testsupport.oidc import IssuerRelay, OidcProvider, RegisteredClient
 
 pytestmark = pytest.mark.peer("oidc-provider-mock")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import websockets
 
-from tests.sessions.live import live_server  # noqa: F401
+from tests.services.sessions.live import live_server  # noqa: F401
 
 from .rdpclient import PROTOCOL_SSL, cleanpath_request, connection_request, read_cleanpath
 

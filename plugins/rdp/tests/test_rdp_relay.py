@@ -12,7 +12,7 @@ from hostgate.app import create_app
 from hostgate.plugins import PluginConflict
 from hostgate_rdp import plugin as rdp_plugin
 
-from tests.sessions.helpers import ticket_for
+from tests.services.sessions.helpers import ticket_for
 from testsupport.peers import free_port
 from testsupport.wire import Wire
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from plugins.ssh.tests.test_terminal import commands_of, ssh_connection, ssh_path
-from tests.sessions.helpers import Screen
+from tests.services.sessions.helpers import Screen
 from testsupport.wire import STEP
 
 ENTER = "\r"

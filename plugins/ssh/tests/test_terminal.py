@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.sessions.helpers import Screen, socket_path, ticket_for
-from tests.sessions.test_recordings_api import play_with_asciinema
+from tests.services.sessions.helpers import Screen, socket_path, ticket_for
+from tests.services.sessions.test_recordings_api import play_with_asciinema
 from testsupport.peers import peer_unavailable, which
 
 

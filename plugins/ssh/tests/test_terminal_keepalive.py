@@ -21,7 +21,7 @@ import hostgate_ssh.terminal as ssh_terminal
 import pytest
 
 from plugins.ssh.tests.test_terminal import ssh_connection
-from tests.sessions.helpers import Screen, socket_path, ticket_for
+from tests.services.sessions.helpers import Screen, socket_path, ticket_for
 from testsupport.asyncssh_shell import AsyncsshShellServer, start_server
 from testsupport.peers import serving
 from testsupport.sshd import SshdServer

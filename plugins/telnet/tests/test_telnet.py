@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.sessions.helpers import Screen, socket_path, ticket_for
+from tests.services.sessions.helpers import Screen, socket_path, ticket_for
 from testsupport.peers import free_port
 
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import websockets
 
-from tests.sessions.live import live_server  # noqa: F401
+from tests.services.sessions.live import live_server  # noqa: F401
 from testsupport.xvnc import TEST_PASSWORD
 
 

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.sessions.helpers import ticket_for
+from tests.services.sessions.helpers import ticket_for
 from testsupport.peers import free_port
 from testsupport.wire import Wire
 from testsupport.xvnc import TEST_PASSWORD

@@ -146,8 +146,9 @@ async def list_entries() -> dict[str, Any]:
     caller = current_caller()
     page = page_from(request.args)
     flt = _filter(caller)
-    entries, total = await app_kernel().audit_query.search(flt, page)
+    events, total = await app_kernel().audit_query.search(flt, page)
     pages = (total + page.limit - 1) // page.limit
+    entries = [event.to_json() for event in events]
     return {"entries": entries, "pagination": {**page.echo(), "total": total, "totalPages": pages}}
 
 
@@ -230,7 +231,7 @@ async def export_entries() -> Response:
             "to": iso(flt.end),
         },
     )
-    entries = kernel.audit_query.stream(flt)
+    entries = (event.to_json() async for event in kernel.audit_query.stream(flt))
     body = export_csv(entries) if kind == "csv" else export_json(entries)
     filename = f"audit-log_{utcnow():%Y%m%d%H%M%S}.{kind}"
     response = Response(

@@ -435,7 +435,12 @@ async def health_check(data: HealthCheckBody) -> dict[str, Any]:
     """
     ids = [item.id for item in data.checks]
     results = await app_kernel().health_checks.check(current_caller(), ids)
-    return {"results": results}
+    return {
+        "results": [
+            {"id": r.connection_id, "reachable": r.reachable, "latencyMs": r.latency_ms}
+            for r in results
+        ]
+    }
 
 
 @blueprint.get("/connections/<connection_id>")
@@ -508,8 +513,18 @@ async def session_credentials(connection_id: str) -> dict[str, Any]:
     return await app_kernel().connections.session_credentials(current_caller(), connection_id)
 
 
+def host_key_json(info: HostKeyInfo) -> dict[str, Any]:
+    """A host key on the wire: ``{algorithm, fingerprint, publicKey, seenAt}``."""
+    return {
+        "algorithm": info.algorithm,
+        "fingerprint": info.fingerprint,
+        "publicKey": f"{info.algorithm} {info.public_key}",
+        "seenAt": iso(info.seen_at),
+    }
+
+
 def _host_key_json(info: HostKeyInfo | None) -> dict[str, Any] | None:
-    return None if info is None else info.to_json()
+    return None if info is None else host_key_json(info)
 
 
 @blueprint.get("/connections/<connection_id>/host-key")
@@ -549,7 +564,7 @@ async def accept_host_key(connection_id: str) -> dict[str, Any]:
     info = await app_kernel().connections.host_keys.accept(
         connection, expected=body.fingerprint, actor=current_caller()
     )
-    return {"success": True, "trusted": info.to_json()}
+    return {"success": True, "trusted": host_key_json(info)}
 
 
 @blueprint.post("/connections/<connection_id>/host-key/scan")
@@ -570,7 +585,7 @@ async def scan_host_key(connection_id: str) -> dict[str, Any]:
     _, access = await kernel.connections.load(caller, connection_id)
     return {
         "state": scan.state,
-        "presented": scan.presented.to_json(),
+        "presented": host_key_json(scan.presented),
         "trusted": _host_key_json(scan.trusted),
         "canAccept": access.edit,
     }

@@ -9,11 +9,13 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
+from ..db.models.identity import LoginSession as LoginSessionRow
 from ..db.models.identity import User
 from ..guards import app_kernel, authenticated, current_caller, interactive
 from ..openapi import Ok, Success, answers
 from ..services.identity.accounts import initials
 from ..services.identity.identity import Caller
+from ..timefmt import iso
 from .fields import WHOLE, DisplayName, Email, NewPassword, Password
 
 blueprint = Blueprint("profile", __name__)
@@ -151,6 +153,20 @@ class LoginSession(TypedDict):
     method: str
 
 
+def login_session_json(row: LoginSessionRow, caller: Caller) -> LoginSession:
+    """One of the caller's login sessions on the wire."""
+    return {
+        "id": row.id,
+        "browser": row.browser or "Unknown",
+        "os": row.os or "Unknown",
+        "ipAddress": row.ip_address or "Unknown",
+        "createdAt": iso(row.created_at),
+        "lastUsedAt": iso(row.last_used_at),
+        "isCurrent": row.id == caller.login_session_id,
+        "method": row.method,
+    }
+
+
 class LoginSessions(TypedDict):
     """The caller's live login sessions."""
 
@@ -229,7 +245,7 @@ async def delete_ssh_prefs() -> Ok:
 @answers(MfaStatus)
 async def mfa_status() -> dict[str, Any]:
     """Whether TOTP is on."""
-    return await app_kernel().profiles.mfa_status(current_caller())
+    return {"enabled": await app_kernel().profiles.mfa_enabled(current_caller())}
 
 
 @blueprint.post("/profile/mfa/setup")
@@ -238,7 +254,12 @@ async def mfa_status() -> dict[str, Any]:
 @answers(MfaSetup, errors=(409,))
 async def mfa_setup() -> dict[str, Any]:
     """A new TOTP secret and its QR code (enabled once verified)."""
-    return await app_kernel().profiles.mfa_setup(current_caller())
+    enrolment = await app_kernel().profiles.mfa_setup(current_caller())
+    return {
+        "secret": enrolment.secret,
+        "qrDataUrl": enrolment.qr_data_url,
+        "otpauthUrl": enrolment.otpauth_url,
+    }
 
 
 @blueprint.post("/profile/mfa/verify")
@@ -280,7 +301,9 @@ async def dismiss_warning(data: WarningBody) -> Ok:
 @answers(LoginSessions)
 async def list_login_sessions() -> dict[str, Any]:
     """The caller's live login sessions."""
-    return {"sessions": await app_kernel().profiles.login_sessions(current_caller())}
+    caller = current_caller()
+    rows = await app_kernel().profiles.login_sessions(caller)
+    return {"sessions": [login_session_json(row, caller) for row in rows]}
 
 
 @blueprint.delete("/profile/login-sessions/<session_id>")

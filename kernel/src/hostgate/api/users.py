@@ -12,6 +12,8 @@ from typing_extensions import TypedDict
 from ..guards import app_kernel, current_caller, requires
 from ..openapi import Success, answers
 from ..permissions import USER_ROLE
+from ..services.identity.accounts import UserWithRole, locked_until
+from ..timefmt import iso
 from .fields import DisplayName, Email, NewPassword, Username
 
 blueprint = Blueprint("users", __name__)
@@ -63,6 +65,27 @@ class UserRecord(TypedDict):
     mfaMethod: NotRequired[Literal["totp"] | None]
 
 
+def user_json(entry: UserWithRole, *, full: bool = True) -> UserRecord:
+    """A user on the wire (``full`` adds createdAt and the MFA fields)."""
+    user = entry.user
+    record: UserRecord = {
+        "id": user.id,
+        "username": user.username,
+        "displayName": user.display_name,
+        "email": user.email or "",
+        "role": entry.role,
+        "failedLoginCount": user.failed_login_count,
+        "lockedUntil": iso(locked_until(user)),
+        "lastLoginAt": iso(user.last_login_at),
+        "authProvider": user.auth_provider,
+    }
+    if full:
+        record["createdAt"] = iso(user.created_at)
+        record["mfaEnabled"] = bool(user.mfa_enabled)
+        record["mfaMethod"] = "totp" if user.mfa_enabled else None
+    return record
+
+
 class UserList(TypedDict):
     """Every user, oldest first."""
 
@@ -75,7 +98,7 @@ class UserList(TypedDict):
 @tag(["users"])
 async def list_users() -> dict[str, Any]:
     """Every user, oldest first."""
-    return {"users": await app_kernel().accounts.list_users()}
+    return {"users": [user_json(entry) for entry in await app_kernel().accounts.list_users()]}
 
 
 @blueprint.post("/users")
@@ -85,7 +108,7 @@ async def list_users() -> dict[str, Any]:
 @tag(["users"])
 async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
     """Create a local user (201)."""
-    record = await app_kernel().accounts.create_user(
+    created = await app_kernel().accounts.create_user(
         username=data.username,
         password=data.password,
         display_name=data.displayName,
@@ -93,7 +116,7 @@ async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
         role=data.role,
         actor=current_caller(),
     )
-    return record, 201
+    return dict(user_json(created, full=False)), 201
 
 
 @blueprint.put("/users/<user_id>")

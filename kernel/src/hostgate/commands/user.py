@@ -14,6 +14,7 @@ from .common import with_kernel
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
+    from ..services.identity.accounts import UserWithRole
 
 PASSWORD_ENV = "HOSTGATE_PASSWORD"
 
@@ -97,7 +98,7 @@ def run_create(args: argparse.Namespace) -> int:
     try:
         password = read_password(args)
 
-        async def work(kernel: Kernel) -> dict[str, Any]:
+        async def work(kernel: Kernel) -> UserWithRole:
             return await kernel.accounts.create_user(
                 username=args.username,
                 password=password,
@@ -107,10 +108,10 @@ def run_create(args: argparse.Namespace) -> int:
                 actor=None,
             )
 
-        record = with_kernel(args, work)
+        created = with_kernel(args, work)
     except ApiError as error:
         return fail(error)
-    print(f"created user {record['username']} (role {record['role']}, id {record['id']})")
+    print(f"created user {created.user.username} (role {created.role}, id {created.user.id})")
     return 0
 
 
@@ -147,11 +148,12 @@ def run_unlock(args: argparse.Namespace) -> int:
 
 def run_list(args: argparse.Namespace) -> int:
     """List users."""
+    from ..api.users import user_json
 
-    async def work(kernel: Kernel) -> list[dict[str, Any]]:
+    async def work(kernel: Kernel) -> list[UserWithRole]:
         return await kernel.accounts.list_users()
 
-    users = with_kernel(args, work)
+    users = [user_json(entry) for entry in with_kernel(args, work)]
     if args.json:
         print(json.dumps({"users": users}, indent=2))
         return 0

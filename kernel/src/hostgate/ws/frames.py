@@ -13,7 +13,7 @@ from quart import websocket
 
 from .. import jsoninput
 from ..adapters import TerminalSize
-from ..services.sessions.terminal_sessions import Attachment
+from ..services.sessions.attachment import Attachment
 
 MAX_FRAME = 256 * 1024
 MAX_DIMENSION = 1000

@@ -19,7 +19,7 @@ from ..errors import ApiError, SharedStateUnavailable
 from ..security.clientinfo import client_ip, parse_user_agent
 from ..services.identity.identity import ClientInfo
 from ..services.netpolicy import conceal
-from ..services.sessions.terminal_sessions import Admission, close_code_for
+from ..services.sessions.remote_session import Admission, close_code_for
 
 if TYPE_CHECKING:
     from ..kernel import Kernel

@@ -16,7 +16,8 @@ from quart import websocket
 
 from ..adapters import SessionClosed
 from ..descriptors import ProtocolSpec
-from ..services.sessions.terminal_sessions import Attachment, RelaySession
+from ..services.sessions.attachment import Attachment
+from ..services.sessions.relay_session import RelaySession
 from .frames import pump_output, run_socket
 from .gate import admit, close_socket
 

@@ -16,15 +16,12 @@ from typing import TYPE_CHECKING
 
 from quart import websocket
 
-from ..adapters import TerminalSize
+from ..adapters import SessionClosed, TerminalSize
 from ..descriptors import ProtocolSpec
 from ..errors import InvalidInput
-from ..services.sessions.terminal_sessions import (
-    Admission,
-    Attachment,
-    SessionClosed,
-    TerminalSession,
-)
+from ..services.sessions.attachment import Attachment
+from ..services.sessions.remote_session import Admission
+from ..services.sessions.terminal_session import TerminalSession
 from .frames import control_message, pump_output, run_socket, send_json, size_of
 from .gate import admit, close_socket
 

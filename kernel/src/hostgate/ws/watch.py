@@ -24,7 +24,7 @@ from quart import websocket
 from ..adapters import SessionClosed
 from ..errors import ApiError
 from ..services.sessions.live_view import Watching
-from ..services.sessions.terminal_sessions import close_code_for
+from ..services.sessions.remote_session import close_code_for
 from .frames import send_json
 from .gate import close_socket, socket_caller
 

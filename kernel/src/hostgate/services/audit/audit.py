@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
+from typing_extensions import Unpack
 
 from ...db.models.audit import AuditEntry
 from ...db.models.settings import SystemValue
@@ -22,9 +23,9 @@ from ...descriptors import AuditEvent
 from ...timefmt import iso, utcnow
 
 if TYPE_CHECKING:
+    from ...contract import AuditFields
     from ...db.engine import Database
     from ...security.secretbox import SecretBox
-    from ..identity.identity import Caller
     from .audit_verify import VerifyResult
 
 log = logging.getLogger("hostgate.audit")
@@ -166,34 +167,14 @@ class AuditLog:
         self._key = bytes.fromhex(key)
         return self._key
 
-    async def record(
-        self,
-        event_type: str,
-        *,
-        actor: Caller | None = None,
-        target: str = "",
-        details: Mapping[str, Any] | None = None,
-        ip_address: str | None = None,
-        user_id: str | None = None,
-        username: str | None = None,
-        display_name: str | None = None,
-    ) -> AuditEvent:
+    async def record(self, event_type: str, **fields: Unpack[AuditFields]) -> AuditEvent:
         """Store one event and notify subscribers; returns the event.
 
         The actor (the caller) fills user and IP unless given explicitly, e.g. for a
         failed login where there is no caller yet.
         """
         async with self.atomic() as batch:
-            entry = batch.record(
-                event_type,
-                actor=actor,
-                target=target,
-                details=details,
-                ip_address=ip_address,
-                user_id=user_id,
-                username=username,
-                display_name=display_name,
-            )
+            entry = batch.record(event_type, **fields)
         return to_event(entry)
 
     @asynccontextmanager
@@ -258,25 +239,20 @@ class AuditBatch:
         """
         self.committed.append(callback)
 
-    def record(
-        self,
-        event_type: str,
-        *,
-        actor: Caller | None = None,
-        target: str = "",
-        details: Mapping[str, Any] | None = None,
-        ip_address: str | None = None,
-        user_id: str | None = None,
-        username: str | None = None,
-        display_name: str | None = None,
-    ) -> AuditEntry:
+    def record(self, event_type: str, **fields: Unpack[AuditFields]) -> AuditEntry:
         """Add one entry, chained to the previous one; stored by the block's commit.
 
         What a personal API token did names the token (``apiTokenId`` in the details).
         """
+        actor = fields.get("actor")
+        user_id = fields.get("user_id")
+        username = fields.get("username")
+        display_name = fields.get("display_name")
+        ip_address = fields.get("ip_address")
+        details = dict(fields.get("details") or {})
         token_id = actor.api_token_id if actor is not None else None
         if token_id is not None:
-            details = {**(details or {}), "apiTokenId": token_id}
+            details["apiTokenId"] = token_id
         entry = AuditEntry(
             user_id=user_id if user_id is not None else (actor.user_id if actor else None),
             username=username if username is not None else (actor.username if actor else ""),
@@ -284,8 +260,8 @@ class AuditBatch:
                 display_name if display_name is not None else (actor.display_name if actor else "")
             ),
             event_type=event_type,
-            target=str(target or ""),
-            details=scrub(dict(details or {})),
+            target=str(fields.get("target") or ""),
+            details=scrub(details),
             ip_address=(
                 ip_address if ip_address is not None else (actor.ip_address if actor else "")
             ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Text, and_, func, or_, type_coerce
 from sqlmodel import col, select
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
 
     from ...db.engine import Database
+    from ...descriptors import AuditEvent
 
 SEARCH_MAX = 200
 # entries read per query while an export streams
@@ -90,7 +91,7 @@ class AuditQuery:
     ) -> None:
         self.db = db
 
-    async def search(self, flt: AuditFilter, page: Page) -> tuple[list[dict[str, Any]], int]:
+    async def search(self, flt: AuditFilter, page: Page) -> tuple[list[AuditEvent], int]:
         """One page of matching entries, newest first, and the number of matches.
 
         Indexed filters page through an index and count separately. A free-text
@@ -121,12 +122,12 @@ class AuditQuery:
                 query = select(AuditEntry).where(*where).order_by(*order)
                 rows = list((await session.exec(query.offset(page.offset).limit(page.limit))).all())
                 total = int((await session.exec(count_query)).one())
-        return [to_event(row).to_json() for row in rows], total
+        return [to_event(row) for row in rows], total
 
     async def stream(
         self, flt: AuditFilter, batch: int = EXPORT_BATCH
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Every matching entry, newest first, in the shape ``search`` returns.
+    ) -> AsyncIterator[AuditEvent]:
+        """Every matching entry, newest first.
 
         Read in batches, each continuing below the last entry seen (by timestamp and
         seq), so an export of a million entries never holds more than one batch and
@@ -148,7 +149,7 @@ class AuditQuery:
             async with self.db.session() as session:
                 rows = list((await session.exec(query.order_by(*order).limit(batch))).all())
             for row in rows:
-                yield to_event(row).to_json()
+                yield to_event(row)
             if len(rows) < batch:
                 return
             last = (rows[-1].timestamp, int(rows[-1].seq or 0))

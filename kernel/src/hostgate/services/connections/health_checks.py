@@ -14,7 +14,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...errors import ApiError
 from ...permissions import use_permission
@@ -47,6 +48,19 @@ async def probe(address: str, port: int, timeout: float = TIMEOUT_SECONDS) -> fl
     return elapsed
 
 
+@dataclass(frozen=True)
+class Reachability:
+    """What a health check found: the connect latency in ms, None when unreachable."""
+
+    connection_id: str
+    latency_ms: int | None
+
+    @property
+    def reachable(self) -> bool:
+        """Whether the target answered."""
+        return self.latency_ms is not None
+
+
 class HealthChecks:
     """Reachability checks of stored connections, under the network policy and a rate limit."""
 
@@ -61,14 +75,14 @@ class HealthChecks:
         self.limits = limits
         self.netpolicy = netpolicy
 
-    async def check(self, caller: Caller, ids: Sequence[str]) -> list[dict[str, Any]]:
-        """``[{id, reachable, latencyMs}]`` for each distinct id, in the order asked."""
+    async def check(self, caller: Caller, ids: Sequence[str]) -> list[Reachability]:
+        """The reachability of each distinct id, in the order asked."""
         await self.limits.hit(
             BUCKET, caller.user_id, PER_USER, "Too many health checks; try again in a minute"
         )
         gate = asyncio.Semaphore(PARALLEL)
 
-        async def one(connection_id: str) -> dict[str, Any]:
+        async def one(connection_id: str) -> Reachability:
             latency = None
             try:
                 connection = await self.connections.visible(caller, connection_id)
@@ -84,10 +98,6 @@ class HealthChecks:
                         latency = await probe(address, connection.port)
             except ApiError:
                 latency = None
-            return {
-                "id": connection_id,
-                "reachable": latency is not None,
-                "latencyMs": None if latency is None else round(latency),
-            }
+            return Reachability(connection_id, None if latency is None else round(latency))
 
         return list(await asyncio.gather(*(one(i) for i in dict.fromkeys(ids))))

@@ -27,7 +27,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from ...adapters import HostKeyCheck
 from ...db.models.connections import Connection, HostKey
 from ...errors import Conflict, NotFound
-from ...timefmt import iso, utcnow
+from ...timefmt import utcnow
 
 if TYPE_CHECKING:
     from ...db.engine import Database
@@ -46,22 +46,13 @@ def fingerprint(blob: bytes) -> str:
 
 @dataclass(frozen=True)
 class HostKeyInfo:
-    """A remembered host key as the API shows it."""
+    """A remembered (or just presented) host key; ``api/connections.py`` shapes its JSON."""
 
     state: str
     algorithm: str
     fingerprint: str
     public_key: str
     seen_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        """``{algorithm, fingerprint, publicKey, seenAt}``."""
-        return {
-            "algorithm": self.algorithm,
-            "fingerprint": self.fingerprint,
-            "publicKey": f"{self.algorithm} {self.public_key}",
-            "seenAt": iso(self.seen_at),
-        }
 
 
 @dataclass(frozen=True)

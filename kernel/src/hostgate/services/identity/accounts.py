@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, update
@@ -24,7 +26,7 @@ from ...db.models.settings import SystemValue
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...permissions import ADMIN_ROLE, USER_ROLE
 from ...security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
-from ...timefmt import as_utc, iso, utcnow
+from ...timefmt import as_utc, utcnow
 from ..sessions.live import USER_DELETED
 from .privileges import check_grant, check_target
 
@@ -97,31 +99,19 @@ def initials(display_name: str, username: str) -> str:
     return source[:2].upper()
 
 
-def locked_until(user: User) -> str | None:
-    """``lockedUntil``: the lock's end while it lasts, else null."""
+def locked_until(user: User) -> datetime | None:
+    """The end of the user's lock while it lasts, else None."""
     if user.locked_until is None or as_utc(user.locked_until) <= utcnow():
         return None
-    return iso(user.locked_until)
+    return user.locked_until
 
 
-def user_record(user: User, role_name: str, *, full: bool = True) -> dict[str, Any]:
-    """The administration view of a user (``full`` adds createdAt and MFA fields)."""
-    record: dict[str, Any] = {
-        "id": user.id,
-        "username": user.username,
-        "displayName": user.display_name,
-        "email": user.email or "",
-        "role": role_name,
-        "failedLoginCount": user.failed_login_count,
-        "lockedUntil": locked_until(user),
-        "lastLoginAt": iso(user.last_login_at),
-        "authProvider": user.auth_provider,
-    }
-    if full:
-        record["createdAt"] = iso(user.created_at)
-        record["mfaEnabled"] = bool(user.mfa_enabled)
-        record["mfaMethod"] = "totp" if user.mfa_enabled else None
-    return record
+@dataclass(frozen=True)
+class UserWithRole:
+    """A user and the name of their role: what administration lists are made of."""
+
+    user: User
+    role: str
 
 
 # -- lookups ------------------------------------------------------------------
@@ -259,14 +249,14 @@ class Accounts:
         async with self.db.session() as session:
             return (await session.exec(select(User.id).limit(1))).first() is not None
 
-    async def list_users(self) -> list[dict[str, Any]]:
+    async def list_users(self) -> list[UserWithRole]:
         """Every user, oldest first."""
         async with self.db.session() as session:
             names = await role_names(session)
             users = (
                 await session.exec(select(User).order_by(col(User.created_at), col(User.id)))
             ).all()
-        return [user_record(u, names.get(u.role_id, "")) for u in users]
+        return [UserWithRole(u, names.get(u.role_id, "")) for u in users]
 
     async def create_user(
         self,
@@ -277,8 +267,8 @@ class Accounts:
         email: str = "",
         role: str = USER_ROLE,
         actor: Caller | None,
-    ) -> dict[str, Any]:
-        """Create a local user; returns the record without createdAt and MFA fields."""
+    ) -> UserWithRole:
+        """Create a local user."""
         check_username(username)
         check_password(password)
         email = check_email(email)
@@ -304,10 +294,14 @@ class Accounts:
                 await session.flush()
             except IntegrityError:
                 raise Conflict("Username already exists", code="username_taken") from None
-            record = user_record(user, role_row.name, full=False)
-            after = {k: record[k] for k in ("username", "displayName", "email", "role")}
+            after = {
+                "username": user.username,
+                "displayName": user.display_name,
+                "email": user.email or "",
+                "role": role_row.name,
+            }
             audit(batch, "user.created", actor, target=username, details={"after": after})
-        return record
+        return UserWithRole(user, role_row.name)
 
     async def setup_first_admin(
         self,

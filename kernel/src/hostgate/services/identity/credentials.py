@@ -7,19 +7,19 @@ so a credential and its audit entry are stored together or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, func, select
+from typing_extensions import Unpack
 
 from ...contract import DuplicateCredential, StoredCredential
 from ...db.models.identity import AuthCredential, User
 from ...timefmt import utcnow
 
 if TYPE_CHECKING:
-    from ...contract import AuditBatchAPI
+    from ...contract import AuditBatchAPI, NewCredential
     from ...db.engine import Database
 
 
@@ -79,30 +79,22 @@ class Credentials:
         return _snapshot(row) if row is not None else None
 
     async def add(
-        self,
-        batch: AuditBatchAPI,
-        *,
-        user_id: str,
-        kind: str,
-        name: str,
-        credential_id: str,
-        data: Mapping[str, Any],
-        sign_count: int = 0,
+        self, batch: AuditBatchAPI, **credential: Unpack[NewCredential]
     ) -> StoredCredential:
         """Add a credential in ``batch`` (stored by its commit); DuplicateCredential if known."""
         row = AuthCredential(
-            user_id=user_id,
-            kind=kind,
-            name=name,
-            credential_id=credential_id,
-            data=dict(data),
-            sign_count=sign_count,
+            user_id=credential["user_id"],
+            kind=credential["kind"],
+            name=credential["name"],
+            credential_id=credential["credential_id"],
+            data=dict(credential["data"]),
+            sign_count=credential.get("sign_count", 0),
         )
         batch.session.add(row)
         try:
             await batch.session.flush()
         except IntegrityError:
-            raise DuplicateCredential(credential_id) from None
+            raise DuplicateCredential(credential["credential_id"]) from None
         return _snapshot(row)
 
     async def rename(self, batch: AuditBatchAPI, credential: StoredCredential, name: str) -> None:

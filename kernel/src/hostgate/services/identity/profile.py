@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,7 @@ from ...db.models.identity import LoginSession, User
 from ...errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from ...security.passwords import hash_password, verify_password
 from ...security.ratelimit import MFA_PER_USER, PASSWORD_CHECK_PER_USER
-from ...timefmt import as_utc, iso, utcnow
+from ...timefmt import as_utc, utcnow
 from . import mfa
 from .accounts import check_display_name, check_email, check_password
 
@@ -52,6 +53,15 @@ SSH_PREF_SETTINGS = {
 
 
 # -- login sessions ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MfaEnrolment:
+    """A started TOTP set-up: the secret, its ``otpauth://`` URL and that URL as a QR code."""
+
+    secret: str
+    otpauth_url: str
+    qr_data_url: str
 
 
 class Profiles:
@@ -201,12 +211,12 @@ class Profiles:
             session.add(user)
             await session.commit()
 
-    async def mfa_status(self, caller: Caller) -> dict[str, Any]:
-        """``{enabled}``."""
+    async def mfa_enabled(self, caller: Caller) -> bool:
+        """Whether the caller has TOTP on."""
         user = await self._user(caller)
-        return {"enabled": bool(user.mfa_enabled and user.mfa_secret)}
+        return bool(user.mfa_enabled and user.mfa_secret)
 
-    async def mfa_setup(self, caller: Caller) -> dict[str, str]:
+    async def mfa_setup(self, caller: Caller) -> MfaEnrolment:
         """A new pending secret, its QR code and ``otpauth://`` URL; enabled by ``mfa_verify``."""
         secret = mfa.new_secret()
         async with self.db.session() as session:
@@ -221,7 +231,7 @@ class Profiles:
             await session.commit()
         issuer = str(self.settings.get("app.name") or "hostgate")
         uri = mfa.provisioning_uri(secret, user.username, issuer)
-        return {"secret": secret, "qrDataUrl": mfa.qr_data_url(uri), "otpauthUrl": uri}
+        return MfaEnrolment(secret=secret, otpauth_url=uri, qr_data_url=mfa.qr_data_url(uri))
 
     async def mfa_verify(self, caller: Caller, code: str) -> None:
         """Enable MFA with a valid code for the pending secret (5 tries per 5 minutes)."""
@@ -270,7 +280,7 @@ class Profiles:
                 batch.record("auth.mfa_disabled", actor=caller, target=caller.username)
         await self.logins.forget_devices(user.id)
 
-    async def login_sessions(self, caller: Caller) -> list[dict[str, Any]]:
+    async def login_sessions(self, caller: Caller) -> list[LoginSession]:
         """The caller's live login sessions, most recently used first."""
         now = utcnow()
         idle = int(self.settings.get("security.idle_timeout_minutes") or 0)
@@ -285,23 +295,11 @@ class Profiles:
         )
         async with self.db.session() as session:
             rows = (await session.exec(query)).all()
-        out = []
-        for row in rows:
-            if idle > 0 and now - as_utc(row.last_used_at) > timedelta(minutes=idle):
-                continue
-            out.append(
-                {
-                    "id": row.id,
-                    "browser": row.browser or "Unknown",
-                    "os": row.os or "Unknown",
-                    "ipAddress": row.ip_address or "Unknown",
-                    "createdAt": iso(row.created_at),
-                    "lastUsedAt": iso(row.last_used_at),
-                    "isCurrent": row.id == caller.login_session_id,
-                    "method": row.method,
-                }
-            )
-        return out
+        return [
+            row
+            for row in rows
+            if idle <= 0 or now - as_utc(row.last_used_at) <= timedelta(minutes=idle)
+        ]
 
     async def logout(self, caller: Caller) -> None:
         """End the caller's current login session (its sockets close after the commit)."""

@@ -31,7 +31,7 @@ from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
 from .live import LiveSession
 from .terminal_screen import repaint
-from .terminal_sessions import TerminalSession
+from .terminal_session import TerminalSession
 
 if TYPE_CHECKING:
     from ..audit.audit import AuditLog

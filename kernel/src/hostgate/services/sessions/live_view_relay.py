@@ -37,7 +37,7 @@ from ...tasks import cancel_and_wait
 from .live import LiveSession
 from .live_view import BEHIND_BYTES, KIND, SHUTDOWN_WORDS, Frame, Watch, Watching
 from .terminal_screen import repaint
-from .terminal_sessions import TerminalSession
+from .terminal_session import TerminalSession
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -17,7 +17,8 @@ from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...permissions import use_permission
 from .file_sessions import FileSessionLog
-from .terminal_sessions import TerminalSession, TerminalSessions
+from .terminal_session import TerminalSession
+from .terminal_sessions import TerminalSessions
 
 if TYPE_CHECKING:
     from ...db.engine import Database

@@ -1,0 +1,261 @@
+"""What every live remote session shares, terminal or relay.
+
+A session owns its backend (a ``Terminal`` or ``Stream`` from a pack) and its
+history row; WebSockets *attach* to it (``attachment.py``). It registers in the
+live-session registry so identity and connection changes can close it, checks
+once a second that it is not idle and its user may still use it, and ends once:
+socket, backend, recording and history row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...adapters import ConnectionTarget, SessionClosed
+from ...db.models.connections import Connection
+from ...db.models.identity import User
+from ...descriptors import ProtocolSpec
+from ...errors import ApiError
+from ...permissions import use_permission
+from ...timefmt import as_utc, utcnow
+from ..identity.identity import ClientInfo
+from .attachment import Attachment
+from .live import (
+    ACCESS_ENDED,
+    CONNECTION_DELETED,
+    NO_LONGER_SHARED,
+    USER_DELETED,
+    LiveSession,
+)
+
+if TYPE_CHECKING:
+    from ..identity.identity import Caller
+    from .terminal_sessions import TerminalSessions
+
+log = logging.getLogger("hostgate.sessions")
+
+LOGIN_CHECK_SECONDS = 30.0
+CLOSE_TIMEOUT = 5.0
+SHUTDOWN_WORDS = "shutting down"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Who opens what: the result of a redeemed ticket and an access check."""
+
+    caller: Caller
+    spec: ProtocolSpec
+    target: ConnectionTarget
+    client_session_id: str | None = None
+
+
+def close_code_for(error: ApiError) -> int:
+    """The WebSocket close code of an error raised while opening a session."""
+    if error.status == 401:
+        return 4001
+    if error.status == 404:
+        return 4002
+    return 4003
+
+
+class LiveRemoteSession:
+    """What terminals and relays share: the row, live registration, idle and login checks."""
+
+    kind = "terminal"
+    recording_format = ""
+
+    def __init__(self, service: TerminalSessions, admission: Admission, session_id: str) -> None:
+        self.service = service
+        self.id = session_id
+        self.admission = admission
+        self.caller = admission.caller
+        self.target = admission.target
+        self.protocol = admission.spec.name
+        self.client_session_id = admission.client_session_id
+        self.started = time.monotonic()
+        self.last_input = self.started
+        self.last_login_check = self.started
+        self.attachment: Attachment | None = None
+        self.detached_at: float | None = None
+        self.ended = False
+        self.abort_reason: str | None = None
+        self.bytes_out = 0
+        self.bytes_in = 0
+        self._reader: asyncio.Task[None] | None = None
+
+    @property
+    def reattach_grace(self) -> float:
+        """Seconds a detached session waits for its socket to come back (0: none)."""
+        return 0.0
+
+    def elapsed_ms(self) -> int:
+        """Milliseconds since the session started."""
+        return int((time.monotonic() - self.started) * 1000)
+
+    def live_entry(self) -> LiveSession:
+        """The registry entry that lets identity and connection changes close us."""
+        return LiveSession(
+            id=self.id,
+            kind=self.kind,
+            protocol=self.protocol,
+            user_id=self.caller.user_id,
+            login_session_id=self.caller.login_session_id,
+            connection_id=self.target.connection_id,
+            close=self._close_from_registry,
+            info={
+                "username": self.caller.username,
+                "connectionName": self.target.name,
+                "clientIp": self.caller.ip_address,
+            },
+        )
+
+    async def _close_from_registry(self, reason: str) -> None:
+        if SHUTDOWN_WORDS in reason.lower():
+            await self.end(1001, "Server shutting down")
+            return
+        login = self.caller.login_session_id
+        live = login is not None and await self.service.identity.check_login_session(login)
+        await self.end(4003 if live else 4001, reason)
+
+    # -- sockets ----------------------------------------------------------------------
+
+    def attach(self, attachment: Attachment) -> None:
+        """Make a socket the session's output sink (the previous one is closed)."""
+        previous = self.attachment
+        if previous is not None and previous is not attachment:
+            previous.finish(4003, "Session opened in another window")
+            previous.discard()
+        self.attachment = attachment
+        self.detached_at = None
+
+    def detach(self, attachment: Attachment) -> None:
+        """The socket went away: wait for a re-attach, or end."""
+        if self.attachment is not attachment:
+            return
+        self.attachment = None
+        attachment.discard()
+        if self.ended:
+            return
+        if self.reattach_grace > 0:
+            self.detached_at = time.monotonic()
+        else:
+            self.service.spawn(self.end(1000, "Client disconnected"))
+
+    async def _pump(self, read: Callable[[], Awaitable[bytes]], closed: str) -> None:
+        """Hand the backend's output on until it ends (``closed``) or fails; then end."""
+        code, reason = 1000, closed
+        try:
+            while True:
+                data = await read()
+                if not data:
+                    break
+                self._received(data)
+                await self._deliver(data)
+        except asyncio.CancelledError:
+            raise
+        except SessionClosed as failure:
+            code, reason = failure.code, failure.reason[:500]
+        except Exception as exc:
+            code, reason = 4003, f"Connection lost: {exc}"[:500]
+        self.service.spawn(self.end(code, reason))
+
+    def _received(self, data: bytes) -> None:
+        """Output from the backend, before it goes to the socket."""
+        self.bytes_out += len(data)
+
+    async def _deliver(self, data: bytes) -> None:
+        attachment = self.attachment
+        if attachment is not None and not attachment.finished:
+            await attachment.queue.put(data)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def tick(self, now: float) -> None:
+        """Once a second: idle, grace and login-session checks."""
+        idle_minutes = int(self.service.settings.get("security.idle_timeout_minutes") or 0)
+        if idle_minutes > 0 and now - self.last_input > idle_minutes * 60:
+            await self.end(4003, f"Closed after {idle_minutes} minute(s) without input")
+            return
+        if self.detached_at is not None and now - self.detached_at > self.reattach_grace:
+            await self.end(1000, "Client did not come back")
+            return
+        if now - self.last_login_check >= LOGIN_CHECK_SECONDS:
+            self.last_login_check = now
+            await self.enforce_access()
+
+    async def access_problem(self) -> tuple[int, str] | None:
+        """Why the user may no longer use this session (close code, reason), or None."""
+        service = self.service
+        login = self.caller.login_session_id
+        if login is not None and not await service.identity.check_login_session(login):
+            return 4001, "Session has been revoked"
+        async with service.db.session() as db:
+            user = await db.get(User, self.caller.user_id)
+        if user is None:
+            return 4001, USER_DELETED
+        if user.locked_until is not None and as_utc(user.locked_until) > utcnow():
+            return 4003, "The account is locked"
+        caller = await service.identity.caller_for_user(
+            user.id, login, ClientInfo(ip_address=self.caller.ip_address)
+        )
+        if caller is None:
+            return 4001, USER_DELETED
+        try:
+            connection = await service.connections.visible(caller, self.target.connection_id)
+        except ApiError:
+            async with service.db.session() as db:
+                gone = await db.get(Connection, self.target.connection_id) is None
+            return 4003, CONNECTION_DELETED if gone else NO_LONGER_SHARED
+        permission = use_permission(connection.protocol)
+        if not caller.can(permission):
+            return 4003, f"Permission {permission} was withdrawn"
+        if await service.connections.approval_problem(caller, connection) is not None:
+            return 4003, ACCESS_ENDED
+        return None
+
+    async def enforce_access(self) -> None:
+        """End the session when its user may no longer use it."""
+        if self.ended:
+            return
+        problem = await self.access_problem()
+        if problem is not None:
+            await self.end(*problem)
+
+    async def _close_backend(self) -> None:
+        """Close whatever the session holds (nothing before it is connected)."""
+        return None
+
+    async def _finish_recording(self) -> tuple[str | None, int, str]:
+        """(recording state, size, note) to store at the end; None leaves the row as is."""
+        return None, 0, ""
+
+    async def end(self, code: int, reason: str) -> None:
+        """End the session once: close the socket and the backend, store the history."""
+        if self.ended:
+            return
+        self.ended = True
+        self.service.live.remove(self.id)
+        self.service.metrics.session_ended(self.protocol, self.bytes_in, self.bytes_out)
+        self.service.forget(self)
+        reader = self._reader
+        if reader is not None and reader is not asyncio.current_task():
+            reader.cancel()
+        try:
+            try:
+                await asyncio.wait_for(self._close_backend(), CLOSE_TIMEOUT)
+            except Exception:
+                log.debug("closing the backend of session %s failed", self.id, exc_info=True)
+            state, size, note = await self._finish_recording()
+            if state in ("complete", "stopped"):
+                self.service.metrics.recording_written(self.recording_format)
+            await self.service.ledger.record_end(
+                self, reason=reason, state=state, size=size, note=note
+            )
+        finally:
+            if self.attachment is not None:
+                self.attachment.finish(code, reason)

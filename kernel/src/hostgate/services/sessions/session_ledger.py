@@ -1,0 +1,144 @@
+"""What a live session leaves behind: its history row, its audit entries, its command log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...db.models.sessions import RemoteSession, SessionCommand
+from ...timefmt import utcnow
+from .commandlog import CommandEntry
+
+if TYPE_CHECKING:
+    from ...db.engine import Database
+    from ..audit.audit import AuditLog
+    from .remote_session import LiveRemoteSession
+
+
+class SessionLedger:
+    """Writes the start, failure and end of sessions, and their queued command-log entries."""
+
+    def __init__(self, *, db: Database, audit: AuditLog) -> None:
+        self.db = db
+        self.audit = audit
+        self._commands: list[tuple[LiveRemoteSession, CommandEntry]] = []
+
+    @staticmethod
+    def new_row(session: LiveRemoteSession) -> RemoteSession:
+        """The history row of a session about to start (not stored yet)."""
+        return RemoteSession(
+            id=session.id,
+            user_id=session.caller.user_id,
+            username=session.caller.username,
+            connection_id=session.target.connection_id,
+            connection_name=session.target.name,
+            protocol=session.protocol,
+            client_ip=session.caller.ip_address,
+        )
+
+    async def record_start(self, session: LiveRemoteSession, row: RemoteSession) -> None:
+        """Store the history row and audit ``connection.session_started``."""
+        async with self.db.session() as db:
+            db.add(row)
+            await db.commit()
+        await self._audit(
+            "connection.session_started",
+            session,
+            connectionName=session.target.name,
+            sessionId=session.id,
+            protocol=session.protocol,
+            recording=row.recording_state == "recording",
+            **({"route": session.target.chain} if session.target.via else {}),
+        )
+
+    async def record_failure(self, session: LiveRemoteSession, message: str) -> None:
+        """Audit ``connection.session_failed``: the backend could not be opened."""
+        await self._audit(
+            "connection.session_failed",
+            session,
+            connectionName=session.target.name,
+            protocol=session.protocol,
+            error=message[:500],
+        )
+
+    def queue_commands(self, session: LiveRemoteSession, entries: list[CommandEntry]) -> None:
+        """Command-log entries to store on the next flush."""
+        self._commands.extend((session, entry) for entry in entries)
+
+    async def flush_commands(self) -> None:
+        """Store queued command-log entries, each with its ``session.command`` audit entry.
+
+        The audit entry lets notification rules and SIEM forwarding react to commands;
+        it holds what the command log holds (``[password]`` for what was typed at a
+        password prompt), never the output.
+        """
+        if not self._commands:
+            return
+        queued, self._commands = self._commands, []
+        async with self.audit.atomic() as batch:
+            for session, entry in queued:
+                batch.session.add(
+                    SessionCommand(
+                        session_id=session.id,
+                        timestamp=entry.timestamp,
+                        elapsed=entry.elapsed,
+                        command=entry.command,
+                        output_preview=entry.output_preview,
+                    )
+                )
+                batch.record(
+                    "session.command",
+                    actor=session.caller,
+                    target=f"{session.target.host}:{session.target.port}",
+                    details={
+                        "sessionId": session.id,
+                        "connectionId": session.target.connection_id,
+                        "connectionName": session.target.name,
+                        "protocol": session.protocol,
+                        "command": entry.command,
+                        "elapsedMs": entry.elapsed,
+                    },
+                )
+
+    async def record_end(
+        self,
+        session: LiveRemoteSession,
+        *,
+        reason: str,
+        state: str | None,
+        size: int,
+        note: str,
+    ) -> None:
+        """Write the end of a session to its row and the audit log."""
+        await self.flush_commands()
+        async with self.db.session() as db:
+            row = await db.get(RemoteSession, session.id)
+            if row is not None:
+                row.ended_at = utcnow()
+                row.end_reason = reason[:200]
+                if state is not None:
+                    row.recording_state = state
+                    row.recording_size = size
+                    row.recording_note = note
+                row.updated_at = utcnow()
+                db.add(row)
+                await db.commit()
+        await self._audit(
+            "connection.session_ended",
+            session,
+            sessionId=session.id,
+            protocol=session.protocol,
+            reason=reason,
+            durationMs=session.elapsed_ms(),
+            bytesIn=session.bytes_in,
+            bytesOut=session.bytes_out,
+            recordingBytes=size,
+        )
+
+    async def _audit(self, action: str, session: LiveRemoteSession, **details: object) -> None:
+        """An audit entry about a session: its caller, its host:port, its connection id first."""
+        await self.audit.record(
+            action,
+            actor=session.caller,
+            target=f"{session.target.host}:{session.target.port}",
+            details={"connectionId": session.target.connection_id, **details},
+        )

@@ -1,0 +1,131 @@
+"""An interactive terminal: the output pump, recording, command log and re-attach.
+
+A terminal opened with a client ``sessionId`` survives its socket for a grace
+period and can be re-attached; the last 512 KiB of output are replayed to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ...adapters import Terminal, TerminalSize
+from .asciicast import CastRecorder
+from .commandlog import CommandTracker
+from .remote_session import Admission, LiveRemoteSession
+from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
+
+if TYPE_CHECKING:
+    from .terminal_sessions import TerminalSessions
+
+REATTACH_GRACE = {"telnet": 30.0}
+DEFAULT_REATTACH_GRACE = 120.0
+
+
+class TerminalSession(LiveRemoteSession):
+    """An interactive terminal with recording, command log and optional re-attach."""
+
+    kind = "terminal"
+    recording_format = "cast"
+
+    def __init__(
+        self,
+        service: TerminalSessions,
+        admission: Admission,
+        session_id: str,
+        size: TerminalSize,
+    ) -> None:
+        super().__init__(service, admission, session_id)
+        self.size = size
+        self.terminal: Terminal | None = None
+        self.recorder: CastRecorder | None = None
+        self.tracker: CommandTracker | None = None
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._input_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._recent = ReplayBuffer()
+        self.viewers: list[Callable[[bytes], None]] = []
+        """Live viewers (services/live_view.py), handed every output chunk."""
+        self.notice: str | None = None
+        """A text frame for every socket that attaches (who is watching), or None."""
+
+    @property
+    def reattach_grace(self) -> float:
+        """Grace for a client that gave a ``sessionId``; none otherwise."""
+        if not self.client_session_id:
+            return 0.0
+        return REATTACH_GRACE.get(self.protocol, DEFAULT_REATTACH_GRACE)
+
+    def start(self, terminal: Terminal) -> None:
+        """Begin pumping the backend's output."""
+        self.terminal = terminal
+        self._reader = asyncio.create_task(self._read_loop(), name=f"terminal-{self.id}")
+
+    async def _read_loop(self) -> None:
+        assert self.terminal is not None
+        await self._pump(self.terminal.read, "Shell closed")
+
+    def _received(self, data: bytes) -> None:
+        super()._received(data)
+        if self.recorder is not None:
+            self.recorder.output(data, time.monotonic())
+        if self.tracker is not None:
+            self.tracker.output(self._decoder.decode(data))
+        self._recent.add(data, REPLAY_BYTES if self.reattach_grace > 0 else RECENT_BYTES)
+        for viewer in self.viewers:
+            viewer(data)
+
+    def replay(self) -> bytes:
+        """The recent output: a re-attaching socket is shown it first, live viewers its screen."""
+        return self._recent.contents()
+
+    async def write(self, data: bytes) -> None:
+        """Keystrokes from the socket."""
+        if self.terminal is None or self.ended or not data:
+            return
+        self.last_input = time.monotonic()
+        self.bytes_in += len(data)
+        if self.tracker is not None:
+            self.tracker.input(self._input_decoder.decode(data))
+        await self.terminal.write(data)
+
+    async def resize(self, size: TerminalSize) -> None:
+        """A window size change from the socket."""
+        if self.terminal is None or self.ended or size == self.size:
+            return
+        self.size = size
+        if self.recorder is not None:
+            self.recorder.resize(size.cols, size.rows, time.monotonic())
+        if self.tracker is not None:
+            self.tracker.resize(size.cols)
+        await self.terminal.resize(size)
+
+    async def tick(self, now: float) -> None:
+        """Flush the recording, collect command-log entries, then the common checks."""
+        if self.recorder is not None:
+            if not await self.service.recordings.disk_ok(force=False):
+                self.recorder.stop("disk_low")
+            self.recorder.writer.flush()
+        if self.tracker is not None:
+            self.tracker.tick()
+            self.service.ledger.queue_commands(self, self.tracker.drain())
+        await super().tick(now)
+
+    async def _close_backend(self) -> None:
+        if self.terminal is not None:
+            await self.terminal.close()
+
+    async def _finish_recording(self) -> tuple[str | None, int, str]:
+        if self.tracker is not None:
+            self.tracker.finish()
+            self.service.ledger.queue_commands(self, self.tracker.drain())
+        recorder = self.recorder
+        if recorder is None:
+            return None, 0, ""
+        recorder.finish(time.monotonic())
+        await asyncio.to_thread(recorder.writer.close)
+        if recorder.stopped:
+            return "stopped", recorder.size, recorder.stopped
+        return "complete", recorder.size, ""

@@ -1,0 +1,185 @@
+"""Connections through jump hosts (ProxyJump) against real servers the gateway cannot
+reach directly: an SSH terminal, SFTP and a telnet terminal through a jump sshd; the
+checks on every hop (access, loops, host keys, network policy); the chain in the audit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hostgate_ssh.plugin as ssh_plugin
+import hostgate_telnet.plugin as telnet_plugin
+import pytest
+
+from tests.services.sessions.helpers import Screen, socket_path, ticket_for
+
+API = "/api/v1"
+
+
+@pytest.fixture
+def plugins() -> list[object]:
+    """The ssh pack (jump hosts, terminals, SFTP) and the telnet pack."""
+    return [ssh_plugin, telnet_plugin]
+
+
+async def create(client: Any, user: Any, **body: Any) -> dict[str, Any]:
+    response = await client.post(f"{API}/connections", headers=user.headers, json=body)
+    assert response.status_code == 201, await response.get_json()
+    return await response.get_json()  # type: ignore[no-any-return]
+
+
+async def jump_and_target(client: Any, user: Any, net: Any, protocol: str = "ssh") -> tuple:
+    jump = await create(
+        client, user, name="bastion", protocol="ssh", host=net.jump.host, port=net.jump.port,
+        username=net.jump.username, password=net.jump.password,
+    )  # fmt: skip
+    server = net.telnet if protocol == "telnet" else net.target
+    target = await create(
+        client, user, name="inner", protocol=protocol, host=server.host, port=server.port,
+        username=server.username, password=server.password, jumpHostId=jump["id"],
+    )  # fmt: skip
+    return jump, target
+
+
+async def test_an_ssh_terminal_reaches_a_host_only_the_jump_host_reaches(
+    client, kernel, make_user, jump_net
+):
+    user = await make_user("alice")
+    jump, target = await jump_and_target(client, user, jump_net)
+    assert target["jumpHostId"] == jump["id"]
+
+    # the direct route does not exist: the same target without the jump host fails
+    direct = await create(
+        client, user, name="direct", protocol="ssh", host=jump_net.target.host,
+        port=jump_net.target.port, username="x", password="y",
+    )  # fmt: skip
+    async with client.websocket(
+        socket_path("ssh", ticket_for(kernel, user), direct["id"])
+    ) as socket:
+        screen = Screen(socket)
+        assert await screen.until_closed() == 4003
+
+    async with client.websocket(
+        socket_path("ssh", ticket_for(kernel, user), target["id"])
+    ) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        # the target sees the connection come from the jump host, on its own loopback
+        await screen.step("echo conn=$SSH_CONNECTION", f"127.0.0.1 {jump_net.target.port}")
+        await screen.send("exit\r")
+        assert await screen.until_closed() == 1000
+    assert "Accepted password for hgtest from 127.0.0.1" in jump_net.target.log()
+    assert "Accepted password for hgtest" in jump_net.jump.log()
+
+    # host-key trust applies to each hop: both keys are remembered
+    for connection in (jump, target):
+        keys = await client.get(
+            f"{API}/connections/{connection['id']}/host-key", headers=user.headers
+        )
+        assert keys.status_code == 200
+        assert (await keys.get_json())["trusted"]["fingerprint"].startswith("SHA256:")
+
+    # the audit names the whole route
+    response = await client.get(
+        f"{API}/audit?eventType=connection.session_started", headers=user.headers
+    )
+    [started] = [
+        e
+        for e in (await response.get_json())["entries"]
+        if e["details"].get("connectionId") == target["id"]
+    ]
+    route = started["details"]["route"]
+    assert route.startswith(f"bastion ({jump_net.jump.host}:{jump_net.jump.port}) -> inner")
+
+
+async def test_sftp_through_a_jump_host(client, make_user, jump_net):
+    user = await make_user("alice")
+    _, target = await jump_and_target(client, user, jump_net, protocol="sftp")
+    folder = f"jump-sftp-{target['id'][:8]}"
+    base = f"{API}/sftp/{target['id']}"
+    response = await client.post(f"{base}/mkdir", headers=user.headers, json={"path": folder})
+    assert response.status_code == 200, await response.get_json()
+    response = await client.post(
+        f"{base}/upload?path={folder}/hello.txt", headers=user.headers, data=b"through the bastion"
+    )
+    assert response.status_code == 200, await response.get_json()
+    listed = await client.post(f"{base}/list", headers=user.headers, json={"path": folder})
+    assert [f["filename"] for f in (await listed.get_json())["files"]] == ["hello.txt"]
+    assert (jump_net.target.home / folder / "hello.txt").read_bytes() == b"through the bastion"
+    download = await client.get(f"{base}/download?path={folder}/hello.txt", headers=user.headers)
+    assert await download.get_data() == b"through the bastion"
+
+
+async def test_a_telnet_terminal_through_a_jump_host(client, kernel, make_user, jump_net):
+    user = await make_user("alice")
+    _, target = await jump_and_target(client, user, jump_net, protocol="telnet")
+    async with client.websocket(
+        socket_path("telnet", ticket_for(kernel, user), target["id"])
+    ) as socket:
+        screen = Screen(socket)
+        await screen.prompt(timeout=20)
+        await screen.step("echo via-$((40+2))", "via-42")
+        await screen.send("exit\r")
+        assert await screen.until_closed() == 1000
+
+
+async def test_every_hop_is_checked(client, kernel, make_user, jump_net, sshd):
+    owner = await make_user("owner")
+    jump, target = await jump_and_target(client, owner, jump_net)
+
+    # a loop: the jump host through its own dependant
+    response = await client.put(
+        f"{API}/connections/{jump['id']}", headers=owner.headers, json={"jumpHostId": target["id"]}
+    )
+    assert response.status_code == 400
+    assert (await response.get_json())["code"] == "jump_host_loop"
+    # only SSH connections are jump hosts
+    telnet = await create(
+        client, owner, name="tn", protocol="telnet", host="127.0.0.1", port=23
+    )  # fmt: skip
+    response = await client.put(
+        f"{API}/connections/{target['id']}",
+        headers=owner.headers,
+        json={"jumpHostId": telnet["id"]},
+    )
+    assert (await response.get_json())["code"] == "jump_host_not_ssh"
+    # a jump host still in use cannot be deleted
+    response = await client.delete(f"{API}/connections/{jump['id']}", headers=owner.headers)
+    assert response.status_code == 409
+    assert (await response.get_json())["code"] == "jump_host_in_use"
+    assert "inner" in (await response.get_json())["error"]
+
+    # someone else's jump host: invisible (404), then visible but not usable (403)
+    stranger = await make_user("stranger")
+    body = {
+        "name": "mine", "protocol": "ssh", "host": "127.0.0.1", "port": sshd.port,
+        "jumpHostId": jump["id"],
+    }  # fmt: skip
+    response = await client.post(f"{API}/connections", headers=stranger.headers, json=body)
+    assert response.status_code == 404
+    await client.put(
+        f"{API}/connections/{jump['id']}", headers=owner.headers, json={"shared": True}
+    )
+    limited = await make_user(
+        "limited", permissions=["connections.create", "connections.use_telnet"]
+    )
+    response = await client.post(f"{API}/connections", headers=limited.headers, json=body)
+    assert response.status_code == 403
+    assert (await response.get_json())["code"] == "jump_host_not_allowed"
+
+
+async def test_the_network_policy_applies_beyond_the_jump_host(
+    client, kernel, make_user, jump_net, admin
+):
+    user = await make_user("alice")
+    _, target = await jump_and_target(client, user, jump_net)
+    await kernel.settings.update({"network.deny": "127.0.0.1/32"})
+    seen = len(jump_net.target.log())
+    async with client.websocket(
+        socket_path("ssh", ticket_for(kernel, user), target["id"])
+    ) as socket:
+        screen = Screen(socket)
+        assert await screen.until_closed() == 4003
+    assert "Accepted password" not in jump_net.target.log()[seen:]
+    response = await client.get(f"{API}/audit?eventType=network.denied", headers=admin.headers)
+    [denied] = (await response.get_json())["entries"]
+    assert denied["target"] == f"127.0.0.1:{jump_net.target.port}"

@@ -1,0 +1,430 @@
+"""The terminal socket end to end over a real local shell: framing, codes, caps, control."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from tests.services.sessions.helpers import Screen, socket_path, ticket_for
+
+
+async def test_runs_a_command_and_records_the_session(client, kernel, shell_connection):
+    user, connection = shell_connection
+    path = socket_path("localshell", ticket_for(kernel, user), connection.id)
+    async with client.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.resize(100, 30)
+        await screen.pump()
+        assert screen.messages[0] == {"type": "status", "message": "Connected"}
+        await screen.until("$ ")
+        await screen.run("echo hello-$((6*7))", "hello-42")
+        await screen.send("exit\r")
+        assert await screen.until_closed() == 1000
+
+    response = await client.get("/api/v1/sessions", headers=user.headers)
+    body = await response.get_json()
+    assert response.status_code == 200
+    [entry] = body["sessions"]
+    assert entry["protocol"] == "localshell"
+    assert entry["connectionName"] == "local shell"
+    assert entry["username"] == "alice"
+    assert entry["hasRecording"] is True
+    assert entry["fileSize"] > 0
+    assert entry["endedAt"] is not None
+
+
+async def open_screen(client: Any, kernel: Any, user: Any, connection_id: str | None, **extra: Any):
+    extra.setdefault("cols", 80)
+    extra.setdefault("rows", 24)
+    path = socket_path("localshell", ticket_for(kernel, user), connection_id, **extra)
+    return client.websocket(path)
+
+
+async def test_close_codes_for_refused_sockets(
+    client, kernel, make_user, make_connection, shell_connection
+):
+    user, connection = shell_connection
+    cases = [
+        (socket_path("localshell", "not-a-ticket", connection.id), 4001),
+        (socket_path("localshell", None, connection.id), 4001),
+        (socket_path("localshell", ticket_for(kernel, user), None), 4001),
+        (socket_path("localshell", ticket_for(kernel, user), "no-such-connection"), 4002),
+    ]
+    stranger = await make_user("mallory")
+    cases.append((socket_path("localshell", ticket_for(kernel, stranger), connection.id), 4002))
+    blocked = await make_user("blocked", permissions=[])
+    own = await make_connection(blocked, "localshell", "127.0.0.1", 1)
+    cases.append((socket_path("localshell", ticket_for(kernel, blocked), own.id), 4003))
+    for path, code in cases:
+        async with client.websocket(path) as socket:
+            screen = Screen(socket)
+            assert await screen.until_closed() == code, path
+            assert screen.messages and screen.messages[-1]["type"] == "error"
+
+
+async def test_a_ticket_is_single_use(client, kernel, shell_connection):
+    user, connection = shell_connection
+    ticket = ticket_for(kernel, user)
+    path = socket_path("localshell", ticket, connection.id)
+    async with client.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        async with client.websocket(path) as second:
+            assert await Screen(second).until_closed() == 4001
+
+
+async def test_resize_reaches_the_pty(client, kernel, shell_connection):
+    user, connection = shell_connection
+    path = socket_path("localshell", ticket_for(kernel, user), connection.id)
+    async with client.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.resize(91, 33)
+        await screen.until("$ ")
+        await screen.run("stty size", "33 91")
+        await screen.resize(120, 40)
+        await screen.run("stty size", "40 120")
+
+
+async def test_initial_size_from_query_and_raw_frames(client, kernel, shell_connection):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id, cols=77, rows=22) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await socket.send("stty size; echo raw-$((1+1))\r")
+        await screen.until("raw-2")
+        assert b"22 77" in screen.output
+
+
+async def test_hostile_control_messages_are_refused_and_the_shell_goes_on(
+    client, kernel, shell_connection
+):
+    user, connection = shell_connection
+    deep = '{"type": "resize", "cols": ' + "[" * 1000 + "]" * 1000 + "}"
+    surrogate = '{"type": "data", "data": "echo typed-\\ud800\\r"}'
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        for frame in (deep, surrogate):
+            errors = len([m for m in screen.messages if m["type"] == "error"])
+            await socket.send(frame)
+            for _ in range(50):
+                if len([m for m in screen.messages if m["type"] == "error"]) > errors:
+                    break
+                assert await screen.pump(), "the socket closed on a refused control message"
+            else:
+                raise AssertionError("no error message for a refused control message")
+        refusals = [m["message"] for m in screen.messages if m["type"] == "error"]
+        assert "nested deeper" in refusals[0]
+        assert "surrogate" in refusals[1]
+        await screen.run("stty size; echo still-$((20+1))", "still-21")
+        assert b"24 80" in screen.output  # the deep resize changed nothing
+        assert b"typed-" not in screen.output  # nor was the refused data typed
+
+
+async def test_per_user_cap(client, kernel, admin, shell_connection):
+    user, connection = shell_connection
+    response = await client.put(
+        "/api/v1/settings", json={"security.max_sessions_per_user": 1}, headers=admin.headers
+    )
+    assert response.status_code == 200
+    async with await open_screen(client, kernel, user, connection.id) as first:
+        await Screen(first).until("$ ")
+        async with await open_screen(client, kernel, user, connection.id) as second:
+            screen = Screen(second)
+            assert await screen.until_closed() == 4008
+            assert "concurrent" in screen.messages[-1]["message"]
+
+
+async def test_global_cap(client, kernel, admin, make_connection, shell_connection):
+    user, connection = shell_connection
+    await client.put(
+        "/api/v1/settings", json={"security.max_sessions_total": 1}, headers=admin.headers
+    )
+    theirs = await make_connection(admin, "localshell", "127.0.0.1", 1)
+    async with await open_screen(client, kernel, user, connection.id) as first:
+        await Screen(first).until("$ ")
+        async with await open_screen(client, kernel, admin, theirs.id) as second:
+            assert await Screen(second).until_closed() == 4008
+
+
+async def test_reattach_replays_and_keeps_the_shell(client, kernel, shell_connection):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id, sessionId="tab-1") as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await screen.run("export MARK=kept-$((2*3))", "$ ")
+        await screen.run("echo before-$MARK", "before-kept-6")
+    async with await open_screen(client, kernel, user, connection.id, sessionId="tab-1") as socket:
+        screen = Screen(socket)
+        await screen.until("before-kept-6")
+        assert screen.messages[0] == {"type": "status", "message": "Reattached"}
+        await screen.run("echo after-$MARK", "after-kept-6")
+    sessions = await (await client.get("/api/v1/sessions", headers=user.headers)).get_json()
+    assert len(sessions["sessions"]) == 1
+
+
+async def test_without_session_id_the_shell_ends_with_the_socket(client, kernel, shell_connection):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        await Screen(socket).until("$ ")
+    for _ in range(100):
+        if not kernel.terminal_sessions.all():
+            break
+        await asyncio.sleep(0.05)
+    assert kernel.terminal_sessions.all() == []
+    assert kernel.live.count() == 0
+
+
+async def test_idle_sockets_are_closed(client, kernel, admin, shell_connection):
+    user, connection = shell_connection
+    await client.put(
+        "/api/v1/settings", json={"security.idle_timeout_minutes": 1}, headers=admin.headers
+    )
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        [session] = kernel.terminal_sessions.all()
+        await kernel.terminal_sessions.tick()
+        assert not session.ended
+        session.last_input = time.monotonic() - 61
+        await kernel.terminal_sessions.tick()
+        assert await screen.until_closed() == 4003
+        assert "without input" in screen.messages[-1]["message"]
+
+
+async def test_revoking_the_login_session_closes_the_socket(client, kernel, shell_connection):
+    user, connection = shell_connection
+    sid = kernel.identity.decode(user.token, "session")["sid"]
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        response = await client.delete(
+            f"/api/v1/profile/login-sessions/{sid}", headers=user.headers
+        )
+        assert response.status_code == 200
+        assert await screen.until_closed() == 4001
+
+
+async def test_active_sessions_and_termination(client, kernel, make_user, shell_connection, admin):
+    user, connection = shell_connection
+    other = await make_user("bob")
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        mine = await (await client.get("/api/v1/sessions/active", headers=user.headers)).get_json()
+        [entry] = mine["sessions"]
+        assert entry["protocol"] == "localshell"
+        assert entry["connectionId"] == connection.id
+        assert entry["username"] == "alice"
+        theirs = await client.get("/api/v1/sessions/active", headers=other.headers)
+        assert (await theirs.get_json())["sessions"] == []
+        everyone = await client.get("/api/v1/sessions/active", headers=admin.headers)
+        assert [s["id"] for s in (await everyone.get_json())["sessions"]] == [entry["id"]]
+        refused = await client.delete(
+            f"/api/v1/sessions/active/{entry['id']}", headers=other.headers
+        )
+        assert refused.status_code == 404
+        response = await client.delete(
+            f"/api/v1/sessions/active/{entry['id']}", headers=admin.headers
+        )
+        assert response.status_code == 200
+        assert await screen.until_closed() == 4003
+        assert "Terminated by admin" in screen.messages[-1]["message"]
+    gone = await client.delete(f"/api/v1/sessions/active/{entry['id']}", headers=admin.headers)
+    assert gone.status_code == 404
+
+
+async def test_sessions_are_audited(client, kernel, shell_connection, admin):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await screen.send("exit\r")
+        await screen.until_closed()
+    response = await client.get(
+        "/api/v1/audit?eventType=connection.session_started,connection.session_ended",
+        headers=admin.headers,
+    )
+    entries = (await response.get_json())["entries"]
+    kinds = sorted(e["eventType"] for e in entries)
+    assert kinds == ["connection.session_ended", "connection.session_started"]
+    started = next(e for e in entries if e["eventType"] == "connection.session_started")
+    assert started["username"] == "alice"
+    assert started["details"]["connectionId"] == connection.id
+    ended = next(e for e in entries if e["eventType"] == "connection.session_ended")
+    assert ended["details"]["reason"] == "Shell closed"
+    assert json.dumps(ended["details"])
+
+
+async def test_command_log_through_a_real_shell(client, kernel, shell_connection):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await screen.run("echo one-$((0+1))", "one-1\r\n")
+        await screen.until("$ ")
+        await screen.run("read -s -p 'Password: ' secret; echo; echo len=${#secret}", "Password: ")
+        await screen.send("Typed-Secret-99\r")
+        await screen.until("len=15")
+        await screen.until("$ ")
+        await screen.send("exit\r")
+        await screen.until_closed()
+    [entry] = (await (await client.get("/api/v1/sessions", headers=user.headers)).get_json())[
+        "sessions"
+    ]
+    response = await client.get(f"/api/v1/sessions/{entry['id']}/commands", headers=user.headers)
+    commands = (await response.get_json())["commands"]
+    assert [c["command"] for c in commands] == [
+        "echo one-$((0+1))",
+        "read -s -p 'Password: ' secret; echo; echo len=${#secret}",
+        "[password]",
+        "exit",
+    ]
+    assert commands[0]["output_preview"] == "one-1"
+    assert commands[1]["elapsed"] >= commands[0]["elapsed"]
+    assert "Typed-Secret" not in repr(commands)
+
+    # one audit entry per command, for notification rules and SIEM forwarding
+    response = await client.get("/api/v1/audit?eventType=session.command", headers=user.headers)
+    audited = list(reversed((await response.get_json())["entries"]))
+    assert [e["details"]["command"] for e in audited] == [c["command"] for c in commands]
+    assert {e["details"]["sessionId"] for e in audited} == {entry["id"]}
+    assert {e["details"]["connectionId"] for e in audited} == {connection.id}
+    assert all(e["username"] == "alice" for e in audited)
+    assert "Typed-Secret" not in repr(audited)
+
+
+async def test_withdrawn_access_closes_open_sockets(client, kernel, make_user, admin, tmp_path):
+    owner = await make_user("owner")
+    guest = await make_user("guest", permissions=["connections.use_localshell"])
+    connection_response = await client.post(
+        "/api/v1/connections",
+        json={"name": "shared shell", "protocol": "localshell", "host": "127.0.0.1", "port": 1},
+        headers=owner.headers,
+    )
+    assert connection_response.status_code == 201, await connection_response.get_data()
+    connection_id = (await connection_response.get_json())["id"]
+    shared = await client.put(
+        f"/api/v1/connections/{connection_id}", json={"shared": True}, headers=owner.headers
+    )
+    assert shared.status_code == 200, await shared.get_data()
+    async with await open_screen(client, kernel, guest, connection_id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        unshared = await client.put(
+            f"/api/v1/connections/{connection_id}", json={"shared": False}, headers=owner.headers
+        )
+        assert unshared.status_code == 200
+        assert await screen.until_closed() == 4003
+        assert "shared" in screen.messages[-1]["message"]
+    # losing the permission through a role change closes the owner's own socket too
+    roles = await (await client.get("/api/v1/roles", headers=admin.headers)).get_json()
+    user_role = next(r for r in roles["roles"] if r["name"] == "user")
+    async with await open_screen(client, kernel, owner, connection_id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        kept = [p for p in user_role["permissions"] if p != "connections.use_localshell"]
+        changed = await client.put(
+            f"/api/v1/roles/{user_role['id']}", json={"permissions": kept}, headers=admin.headers
+        )
+        assert changed.status_code == 200, await changed.get_data()
+        assert await screen.until_closed() == 4003
+        assert "connections.use_localshell" in screen.messages[-1]["message"]
+
+
+async def test_the_periodic_access_check_gives_the_same_reason_as_the_change(
+    client, kernel, make_user
+):
+    """Whichever closes the socket first, the unshare itself or the sessions' own access
+    check, the client reads the same reason (the check alone is exercised here)."""
+    from hostgate.db.models.connections import Connection
+
+    owner = await make_user("owner")
+    guest = await make_user("guest", permissions=["connections.use_localshell"])
+    created = await client.post(
+        "/api/v1/connections",
+        json={"name": "shared", "protocol": "localshell", "host": "127.0.0.1", "port": 1},
+        headers=owner.headers,
+    )
+    connection_id = (await created.get_json())["id"]
+    await client.put(
+        f"/api/v1/connections/{connection_id}", json={"shared": True}, headers=owner.headers
+    )
+    async with await open_screen(client, kernel, guest, connection_id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        # the sharing flag changes behind the API's back: only the access check can notice
+        async with kernel.db.session() as db:
+            row = await db.get(Connection, connection_id)
+            row.shared = False
+            db.add(row)
+            await db.commit()
+        for session in kernel.terminal_sessions.all():
+            await session.enforce_access()
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["message"] == "the connection is no longer shared with you"
+
+
+async def test_locking_the_account_closes_open_sockets(client, kernel, admin, shell_connection):
+    user, connection = shell_connection
+    await client.put(
+        "/api/v1/settings", json={"security.max_login_attempts": 2}, headers=admin.headers
+    )
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        for _ in range(2):
+            failed = await client.post(
+                "/api/v1/auth/login", json={"username": user.username, "password": "wrong-one"}
+            )
+            assert failed.status_code in (401, 429)
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["message"] == "The account is locked"
+
+
+async def test_a_personal_api_token_opens_a_socket_and_revoking_it_closes_the_socket(
+    client, kernel, shell_connection
+):
+    user, connection = shell_connection
+    made = await (
+        await client.post(
+            "/api/v1/profile/api-tokens", headers=user.headers, json={"name": "automation"}
+        )
+    ).get_json()
+    token = {"Authorization": f"Bearer {made['secret']}"}
+    ticket = (await (await client.post("/api/v1/auth/ws-ticket", headers=token)).get_json())[
+        "ticket"
+    ]
+    async with client.websocket(socket_path("localshell", ticket, connection.id)) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await screen.run("echo scripted-$((6*7))", "scripted-42")
+        response = await client.delete(
+            f"/api/v1/profile/api-tokens/{made['token']['id']}", headers=user.headers
+        )
+        assert response.status_code == 200
+        assert await screen.until_closed() == 4001
+    # a ticket asked for with a revoked token is refused before any socket
+    refused = await client.post("/api/v1/auth/ws-ticket", headers=token)
+    assert refused.status_code == 401
+
+
+async def test_a_token_without_the_protocol_permission_cannot_open_its_socket(
+    client, kernel, shell_connection
+):
+    user, connection = shell_connection
+    made = await (
+        await client.post(
+            "/api/v1/profile/api-tokens",
+            headers=user.headers,
+            json={"name": "read only", "permissions": []},
+        )
+    ).get_json()
+    token = {"Authorization": f"Bearer {made['secret']}"}
+    ticket = (await (await client.post("/api/v1/auth/ws-ticket", headers=token)).get_json())[
+        "ticket"
+    ]
+    async with client.websocket(socket_path("localshell", ticket, connection.id)) as socket:
+        assert await Screen(socket).until_closed() == 4003
