@@ -47,6 +47,9 @@ class Config:
     # the Redis (or Valkey) several gateway nodes share: tickets, rate limits, control
     # messages (docs/admin.md "Scaling out"); empty = one node, everything in memory
     redis_url: str = ""
+    # with redis_url: how long the lease for once-only work (notification retries,
+    # retention) outlives a holder that stopped renewing it, in seconds
+    lease_seconds: float = 15.0
     # the event loop ``hostgate serve`` runs on: "auto" (uvloop when installed),
     # "uvloop" (refuses to start without it) or "asyncio" (the standard loop)
     event_loop: str = "auto"
@@ -116,6 +119,16 @@ def _address(value: Any) -> str:
     return text
 
 
+def _lease_seconds(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"HOSTGATE_LEASE_SECONDS must be a number, not {value!r}") from None
+    if not 1.0 <= seconds <= 600.0:
+        raise ConfigError("HOSTGATE_LEASE_SECONDS must be between 1 and 600")
+    return seconds
+
+
 def _redis_url(value: Any) -> str:
     text = str(value).strip()
     if not text:
@@ -176,6 +189,7 @@ def load_config(
         "tls_self_signed": ("HOSTGATE_TLS_SELF_SIGNED", lambda v: _bool("TLS", str(v))),
         "max_body_bytes": ("HOSTGATE_MAX_BODY_BYTES", lambda v: _int("MAX_BODY", v)),
         "redis_url": ("HOSTGATE_REDIS_URL", _redis_url),
+        "lease_seconds": ("HOSTGATE_LEASE_SECONDS", _lease_seconds),
         "event_loop": ("HOSTGATE_EVENT_LOOP", lambda v: str(v).strip().lower()),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",

@@ -193,6 +193,7 @@ class Kernel:
             live=self.live,
             metrics=self.metrics,
             lifecycle=self,
+            lease=self.cluster.lease,
         )
         self.terminal_sessions = TerminalSessions(
             db=self.db,
@@ -240,6 +241,7 @@ class Kernel:
             options=config.plugin("notifications"),
             api=self,
             lifecycle=self,
+            lease=self.cluster.lease,
         )
         self.version = VersionChecker(
             settings=self.settings,
@@ -299,6 +301,8 @@ class Kernel:
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)
+        # after the services started: taking the lease re-queues what a dead node left
+        await self.cluster.lease.start()
         if self.config.metrics_address:
             try:
                 self.metrics.serve(self.config.metrics_address)
@@ -311,6 +315,7 @@ class Kernel:
     async def shutdown(self) -> None:
         """Stop plugins and services, then close the database."""
         await self.live.close_all("server shutting down")
+        await self.cluster.lease.stop()  # another node takes the once-only work at once
         await self.plugins.call_each("shutdown", kernel=self)
         for hook in reversed(self._stop_hooks):
             try:

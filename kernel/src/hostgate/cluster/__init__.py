@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .bus import Bus, LocalBus, RedisBus
+from .lease import Lease, LocalLease, RedisLease
 from .shared import ClusterSetupError, check_server, claim_database, connect, refusal
 
 if TYPE_CHECKING:
@@ -18,7 +19,16 @@ if TYPE_CHECKING:
 
     from ..config import Config
 
-__all__ = ["Bus", "Cluster", "ClusterSetupError", "LocalBus", "RedisBus"]
+__all__ = [
+    "Bus",
+    "Cluster",
+    "ClusterSetupError",
+    "Lease",
+    "LocalBus",
+    "LocalLease",
+    "RedisBus",
+    "RedisLease",
+]
 
 
 class Cluster:
@@ -28,6 +38,12 @@ class Cluster:
         self.config = config
         self.redis: Redis | None = connect(config.redis_url) if config.redis_url else None
         self.bus: Bus = LocalBus() if self.redis is None else RedisBus(self.redis)
+        # the once-only work (notification retries, retention) runs where this is held
+        self.lease: Lease = (
+            LocalLease()
+            if self.redis is None
+            else RedisLease(self.redis, self.bus.node_id, seconds=config.lease_seconds)
+        )
 
     async def start(self) -> None:
         """Refuse a set-up that cannot work, check Redis, start listening to the bus."""
@@ -44,7 +60,8 @@ class Cluster:
             await claim_database(self.redis, self.config.redis_url, database_id, replace=replace)
 
     async def stop(self) -> None:
-        """Stop the bus and close the Redis connections."""
+        """Hand the lease back, stop the bus and close the Redis connections."""
+        await self.lease.stop()
         await self.bus.stop()
         if self.redis is not None:
             await self.redis.aclose()

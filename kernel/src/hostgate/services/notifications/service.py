@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
+from ...cluster.lease import Lease, LocalLease
 from ...db.models.identity import User
 from ...db.models.notifications import (
     NotificationDigestItem,
@@ -96,14 +97,19 @@ class Notifications:
         options: Mapping[str, Any],
         api: KernelAPI,
         lifecycle: Lifecycle,
+        lease: Lease | None = None,
     ) -> None:
         self.db = db
+        # several nodes: retries, digests and retention run where the lease is held
+        self.lease: Lease = lease or LocalLease()
         self.settings = settings
         self.audit = audit
         self.channels = ChannelStore(db=db, secrets=secrets, audit=audit, specs=channel_specs)
         self.log = Logbook(db=db, audit=audit)
         self.outbound = Outbound(netpolicy)
         self.delivery = DeliveryQueue(self, db=db, metrics=metrics, specs=channel_specs, api=api)
+        self.delivery.lease = self.lease
+        self.lease.on_acquired(self._took_lease)
         self.housekeeping_seconds = float(options.get("housekeeping_seconds", 60.0))
         self.first_housekeeping_delay = float(options.get("first_housekeeping_delay", 5.0))
         self.purge_interval = float(options.get("purge_interval_seconds", 6 * 3600.0))
@@ -130,6 +136,12 @@ class Notifications:
             asyncio.create_task(self._intake_worker(), name="notifications-intake"),
             asyncio.create_task(self._housekeeping(), name="notifications-housekeeping"),
         ]
+
+    async def _took_lease(self) -> None:
+        """Taken the lease: send what nobody is sending (all pending entries on one node)."""
+        one_node = isinstance(self.lease, LocalLease)
+        await self.delivery.requeue_left_over(0.0 if one_node else self.delivery.orphan_seconds)
+        self.delivery.wake()
 
     async def stop(self) -> None:
         """Store what is still in the intake as pending deliveries, then stop."""
@@ -302,12 +314,16 @@ class Notifications:
         await asyncio.sleep(self.first_housekeeping_delay)
         while True:
             try:
-                await self.flush_digests()
-                if time.monotonic() - self._last_purge >= self.purge_interval:
-                    await self.purge()
+                if self.lease.held():  # one node at a time (several nodes share the log)
+                    await self._housekeep()
             except Exception:
                 log.exception("notification housekeeping failed")
             await asyncio.sleep(self.housekeeping_seconds)
+
+    async def _housekeep(self) -> None:
+        await self.flush_digests()
+        if time.monotonic() - self._last_purge >= self.purge_interval:
+            await self.purge()
 
     async def set_retention(self, days: int, *, actor: Caller) -> tuple[int, int]:
         """Change the retention, apply it at once; return ``(before, after)``.
