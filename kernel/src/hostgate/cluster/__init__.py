@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 
 from .bus import Bus, LocalBus, RedisBus
 from .lease import Lease, LocalLease, RedisLease
-from .shared import ClusterSetupError, check_server, claim_database, connect, refusal
+from .shared import (
+    ClusterSetupError,
+    check_server,
+    claim_database,
+    claim_sqlite_host,
+    connect,
+    machine_id,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -56,8 +64,11 @@ class Cluster:
 
     async def claim_database(self, database_id: str, *, replace: bool = False) -> None:
         """Refuse to join nodes that share this Redis but use another database."""
-        if self.redis is not None:
-            await claim_database(self.redis, self.config.redis_url, database_id, replace=replace)
+        if self.redis is None:
+            return
+        await claim_database(self.redis, self.config.redis_url, database_id, replace=replace)
+        if self.config.is_sqlite and not replace:  # SQLite: the workers of one machine only
+            await claim_sqlite_host(self.redis, self.config.redis_url, machine_id())
 
     async def stop(self) -> None:
         """Hand the lease back, stop the bus and close the Redis connections."""

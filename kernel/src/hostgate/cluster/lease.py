@@ -171,7 +171,7 @@ class RedisLease(Lease):
         if not now_held:
             log.warning("this node no longer holds the %s lease", self.name)
             return
-        log.info("this node now runs the once-only work (%s lease)", self.name)
+        log.info("node %s now runs the once-only work (%s lease)", self.node_id, self.name)
         for hook in self._hooks:
             try:
                 await hook()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, or_, select
 
+from ...cluster.bus import Bus
 from ...cluster.lease import Lease, LocalLease
 from ...db.models.identity import Role, User
 from ...db.models.notifications import NotificationLogEntry
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from .service import Notifications
 
 log = logging.getLogger("hostgate.notifications")
+
+WAKE_TOPIC = "notifications.wake"
+"""Bus topic: a node scheduled a retry; the holder of the lease looks at the schedule."""
 
 #: Set while a delivery runs: events it causes (e.g. a network-policy refusal)
 #: never trigger notifications themselves, so a rule cannot feed itself.
@@ -73,7 +77,7 @@ class DeliveryQueue:
         self.retry_delays: tuple[float, ...] = (30.0, 300.0, 1800.0)
         self.concurrency = 4
         self.send_timeout = 60.0
-        self.scheduler_tick = 30.0
+        self.scheduler_tick = 30.0  # the holder also looks when a node publishes a wake
         self.stop_grace = 2.0
         self._queue: asyncio.Queue[str] | None = None
         self._wake: asyncio.Event | None = None
@@ -81,6 +85,7 @@ class DeliveryQueue:
         self._inflight: set[asyncio.Task[None]] = set()
         self._mine: set[str] = set()  # pending entries this node queued and has not finished
         self.lease: Lease = LocalLease()
+        self.bus: Bus | None = None
         self.orphan_seconds = 120.0  # several nodes: pending this long = left by a dead node
 
     # -- lifecycle -----------------------------------------------------------------
@@ -145,6 +150,15 @@ class DeliveryQueue:
         queued = self._queue is not None and not self._queue.empty()
         return not queued and not self._inflight
 
+    async def _retry_scheduled(self) -> None:
+        """Wake the scheduler that will turn the retry into an entry (maybe another node's)."""
+        self.wake()
+        if self.bus is not None and not self.lease.held():
+            try:
+                await self.bus.publish(WAKE_TOPIC, {})
+            except Exception:  # the holder still finds it at its next tick
+                log.warning("could not tell the other nodes about a scheduled retry")
+
     def wake(self) -> None:
         """Make the retry scheduler look again now."""
         if self._wake is not None:
@@ -203,7 +217,7 @@ class DeliveryQueue:
                 await session.commit()
             self.metrics.delivery(current.channel, current.status)
             if current.next_attempt_at is not None:
-                self.wake()
+                await self._retry_scheduled()
             return current, error
         finally:
             delivering.reset(token)
