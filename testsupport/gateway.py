@@ -44,12 +44,17 @@ class GatewayProcess:
     """One ``python -m hostgate serve`` on 127.0.0.1, restartable on the same port."""
 
     def __init__(
-        self, data_dir: Path, env: dict[str, str] | None = None, python: str | None = None
+        self,
+        data_dir: Path,
+        env: dict[str, str] | None = None,
+        python: str | None = None,
+        serve_args: tuple[str, ...] = (),
     ) -> None:
         self.data_dir = data_dir
         self.python = python or sys.executable  # another venv's, to serve what is installed there
         self.port = free_port()
         self.extra_env = dict(env or {})
+        self.serve_args = serve_args  # e.g. ("--workers", "2")
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-gateway.log"
 
@@ -93,6 +98,7 @@ class GatewayProcess:
                     "serve",
                     "--port",
                     str(self.port),
+                    *self.serve_args,
                 ],  # fmt: skip
                 env=env,
                 stdout=log,
