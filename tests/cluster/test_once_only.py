@@ -44,9 +44,10 @@ def nodes(tmp_path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess
         "HOSTGATE_CONFIG": str(node_config(tmp_path / "nodes.toml")),
     }
     started: list[GatewayProcess] = []
+    shared = tmp_path / "shared-recordings"  # one directory for every node (docs/cluster.md)
     try:
         for name in ("node-a", "node-b"):  # one after the other: the first migrates
-            started.append(GatewayProcess(tmp_path / name, env).start())
+            started.append(GatewayProcess(tmp_path / name, env, recordings=shared).start())
         yield tuple(started)
     finally:
         for node in reversed(started):
@@ -183,3 +184,19 @@ async def test_the_lease_moves_to_the_other_node_when_its_holder_is_killed(
     holder.start()
     await asyncio.sleep(LEASE_SECONDS)
     assert holder_of_lease(redis_server.url, nodes) is survivor
+
+
+def test_a_serve_node_with_its_own_recordings_directory_is_refused(
+    tmp_path, postgres_url, redis_server
+):
+    env = {"HOSTGATE_DATABASE_URL": postgres_url, "HOSTGATE_REDIS_URL": redis_server.url}
+    first = GatewayProcess(tmp_path / "node-a", env).start()
+    try:
+        second = GatewayProcess(tmp_path / "node-b", env)
+        with pytest.raises(pytest.fail.Exception):
+            second.start(timeout=30)
+        log = second.log()
+        assert "is not the one the other gateway nodes use: it has no marker file" in log
+        assert "one shared recordings directory" in log
+    finally:
+        first.stop()

@@ -239,8 +239,11 @@ def run_workers(config: Config, workers: int) -> int:
             break
         except InterruptedError:
             continue
-        number = children.pop(pid, None)
-        if number is None or stopping:
+        if pid not in children or stopping:
+            children.pop(pid, None)
+            continue
+        number = children.pop(pid)
+        if stopping:
             continue
         exit_code = os.waitstatus_to_exitcode(code)
         if time.monotonic() - started.get(number, 0.0) < 10:
