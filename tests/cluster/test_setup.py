@@ -215,3 +215,9 @@ def test_the_machine_id_comes_from_systemd_or_the_host_name(tmp_path):
     path.write_text("0123456789abcdef\n")
     assert shared.machine_id(path) == "0123456789abcdef"
     assert shared.machine_id(tmp_path / "absent") != ""
+
+
+def test_the_guide_shows_the_haproxy_configuration_the_tests_run():
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    config = (docs / "haproxy.cfg").read_text()
+    assert f"```\n{config}```" in (docs / "cluster.md").read_text()

@@ -53,6 +53,10 @@ class Cluster:
             else RedisLease(self.redis, self.bus.node_id, seconds=config.lease_seconds)
         )
 
+    def standby(self) -> None:
+        """A command-line process: never hold the lease (the serving nodes run that work)."""
+        self.lease.passive = True
+
     async def start(self) -> None:
         """Refuse a set-up that cannot work, check Redis, start listening to the bus."""
         why = refusal(self.config)

@@ -55,6 +55,8 @@ class Lease(Protocol):
     """Who runs the once-only work: ``held()`` is true on exactly one node at a time."""
 
     name: str
+    passive: bool
+    """Set before ``start``: never take the lease (a command-line process)."""
 
     def held(self) -> bool:
         """True while this node holds the lease (check before each turn of a job)."""
@@ -74,11 +76,12 @@ class LocalLease(Lease):
 
     def __init__(self, name: str = "housekeeping") -> None:
         self.name = name
+        self.passive = False
         self._hooks: list[Acquired] = []
 
     def held(self) -> bool:
-        """Nobody else to share with."""
-        return True
+        """Nobody else to share with (unless passive)."""
+        return not self.passive
 
     def on_acquired(self, hook: Acquired) -> None:
         """Run at start (the one node becomes the holder then)."""
@@ -86,6 +89,8 @@ class LocalLease(Lease):
 
     async def start(self) -> None:
         """The hooks run once: this node holds the lease from now on."""
+        if self.passive:
+            return
         for hook in self._hooks:
             await hook()
 
@@ -100,6 +105,7 @@ class RedisLease(Lease):
         self, client: Redis, node_id: str, name: str = "housekeeping", seconds: float = 0.0
     ) -> None:
         self.name = name
+        self.passive = False
         self.node_id = node_id
         self.seconds = seconds or DEFAULT_SECONDS
         self.key = LEASE_PREFIX + name
@@ -126,6 +132,8 @@ class RedisLease(Lease):
 
     async def start(self) -> None:
         """One attempt now (so a lone node runs its jobs from the start), then the loop."""
+        if self.passive:
+            return
         await self._turn()
         self._task = asyncio.create_task(self._run(), name=f"hostgate-lease-{self.name}")
 
