@@ -221,3 +221,21 @@ def test_the_guide_shows_the_haproxy_configuration_the_tests_run():
     docs = Path(__file__).resolve().parents[2] / "docs"
     config = (docs / "haproxy.cfg").read_text()
     assert f"```\n{config}```" in (docs / "cluster.md").read_text()
+
+
+async def test_a_restored_database_takes_over_the_shared_recordings_directory(config, redis_server):
+    """After a restore the database may carry another token: the restoring node re-marks."""
+    node = config.with_overrides(redis_url=redis_server.url)
+    app = create_app(node)
+    async with app.test_app():
+        kernel = kernel_of(app)
+        async with kernel.db.session() as session:
+            await session.execute(
+                text("UPDATE system_values SET value = 'restored' WHERE name = 'recordings_marker'")
+            )
+            await session.commit()
+        await kernel.reload_state()
+        marker = shared.read_marker(config.data_dir / "recordings")
+        assert marker is not None and marker["token"] == "restored"
+        async with create_app(node).test_app():  # another node still joins
+            pass

@@ -277,7 +277,11 @@ class Kernel:
         """Make every in-memory copy of database state follow a replaced database."""
         self.readcache.clear()
         if self.cluster.redis is not None:  # a restore may bring another database's id
-            await self.cluster.claim_database(await self._database_id(), replace=True)
+            database_id = await self._database_id()
+            await self.cluster.claim_database(database_id, replace=True)
+            # this node's recordings directory was checked at start: it is the shared
+            # one, so it takes the restored database's token (or a new one)
+            await self._check_recordings_dir(database_id, adopt=True)
         await self.settings.load()
         self.audit.forget_chain_head()
         await self.identity.start()
@@ -332,7 +336,7 @@ class Kernel:
         await self.db.close()
         self.metrics.stop()
 
-    async def _check_recordings_dir(self, database_id: str) -> None:
+    async def _check_recordings_dir(self, database_id: str, *, adopt: bool = False) -> None:
         """Several nodes: refuse a recordings directory the other nodes do not share.
 
         The first node writes the marker (database id and a random token) and then
@@ -360,7 +364,9 @@ class Kernel:
                     row = await session.get(SystemValue, RECORDINGS_TOKEN_NAME)
                     token = row.value if row is not None else token
         why = marker_refusal(directory, database_id, token)
-        if why:
+        if why and adopt:
+            write_marker(directory, database_id, token)
+        elif why:
             raise ClusterSetupError(why)
 
     async def _database_id(self) -> str:
