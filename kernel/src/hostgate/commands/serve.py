@@ -243,8 +243,6 @@ def run_workers(config: Config, workers: int) -> int:
             children.pop(pid, None)
             continue
         number = children.pop(pid)
-        if stopping:
-            continue
         exit_code = os.waitstatus_to_exitcode(code)
         if time.monotonic() - started.get(number, 0.0) < 10:
             # it died during start-up (a refusal, a port in use): do not loop on it
