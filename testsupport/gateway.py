@@ -44,12 +44,20 @@ class GatewayProcess:
     """One ``python -m hostgate serve`` on 127.0.0.1, restartable on the same port."""
 
     def __init__(
-        self, data_dir: Path, env: dict[str, str] | None = None, python: str | None = None
+        self,
+        data_dir: Path,
+        env: dict[str, str] | None = None,
+        python: str | None = None,
+        serve_args: tuple[str, ...] = (),
+        recordings: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.python = python or sys.executable  # another venv's, to serve what is installed there
         self.port = free_port()
         self.extra_env = dict(env or {})
+        self.serve_args = serve_args  # e.g. ("--workers", "2")
+        # several nodes: <data dir>/recordings is a link to this shared directory
+        self.recordings = recordings
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-gateway.log"
 
@@ -82,6 +90,10 @@ class GatewayProcess:
         )
         env.update(self.extra_env)  # a test may override those too
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        link = self.data_dir / "recordings"
+        if self.recordings is not None and not link.is_symlink():
+            self.recordings.mkdir(mode=0o700, parents=True, exist_ok=True)
+            link.symlink_to(self.recordings, target_is_directory=True)
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [
@@ -93,6 +105,7 @@ class GatewayProcess:
                     "serve",
                     "--port",
                     str(self.port),
+                    *self.serve_args,
                 ],  # fmt: skip
                 env=env,
                 stdout=log,

@@ -21,41 +21,23 @@ import pytest
 
 from .peers import launch_on_free_port, peer_unavailable, stop, which
 
-CONFIG = """\
-global
-    maxconn 1024
-
-defaults
-    mode http
-    option http-server-close
-    timeout connect 5s
-    timeout client 60s
-    timeout server 60s
-    # an open terminal or desktop socket may stay quiet for long
-    timeout tunnel 1h
-
-frontend gateway
-    bind 127.0.0.1:{port}
-    default_backend nodes
-
-backend nodes
-    # round robin and no stickiness: any node answers any request, sockets included
-    balance roundrobin
-    option httpchk GET /api/v1/health
-    http-check expect status 200
-    # which node answered (tests read it)
-    http-response set-header X-Hostgate-Node %s
-{servers}
-"""
+CONFIG = Path(__file__).resolve().parent.parent / "docs" / "haproxy.cfg"
+"""The configuration docs/cluster.md gives, run as written (its variables set here)."""
 
 
-def haproxy_config(port: int, node_ports: Sequence[int]) -> str:
-    """The configuration: ``127.0.0.1:port`` in front of the nodes on ``node_ports``."""
-    servers = "\n".join(
-        f"    server node{index} 127.0.0.1:{node} check inter 1s fall 2 rise 1"
-        for index, node in enumerate(node_ports, start=1)
-    )
-    return CONFIG.format(port=port, servers=servers)
+def haproxy_environment(port: int, node_ports: Sequence[int]) -> dict[str, str]:
+    """The variables docs/haproxy.cfg reads: ``127.0.0.1:port`` in front of two nodes.
+
+    One node is served as both servers (a baseline through the same balancer).
+    """
+    if len(node_ports) not in (1, 2):
+        raise ValueError("docs/haproxy.cfg names two nodes")
+    first, second = node_ports[0], node_ports[-1]
+    return {
+        "HOSTGATE_LB_BIND": f"127.0.0.1:{port}",
+        "HOSTGATE_NODE1": f"127.0.0.1:{first}",
+        "HOSTGATE_NODE2": f"127.0.0.1:{second}",
+    }
 
 
 @dataclass
@@ -88,11 +70,10 @@ def start_haproxy(directory: Path, node_ports: Sequence[int]) -> Balancer:
     if binary is None:
         peer_unavailable("haproxy", "not installed (Debian package haproxy)")
     directory.mkdir(parents=True, exist_ok=True)
-    config = directory / "haproxy.cfg"
 
     def command(port: int) -> list[str]:
-        config.write_text(haproxy_config(port, node_ports))
-        return [binary, "-db", "-f", str(config)]
+        variables = [f"{k}={v}" for k, v in haproxy_environment(port, node_ports).items()]
+        return ["env", *variables, binary, "-db", "-f", str(CONFIG)]
 
     process, port = launch_on_free_port("haproxy", command, directory / "haproxy.log")
     return Balancer(port, process, directory)

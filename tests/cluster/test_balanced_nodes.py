@@ -28,10 +28,11 @@ API = "/api/v1"
 def nodes(tmp_path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
     env = {"HOSTGATE_DATABASE_URL": postgres_url, "HOSTGATE_REDIS_URL": redis_server.url}
     started: list[GatewayProcess] = []
+    shared = tmp_path / "shared-recordings"  # one directory for every node (docs/cluster.md)
     try:
         # one after the other: the first migrates the empty database
         for name in ("node-a", "node-b"):
-            started.append(GatewayProcess(tmp_path / name, env).start())
+            started.append(GatewayProcess(tmp_path / name, env, recordings=shared).start())
         yield tuple(started)
     finally:
         for node in reversed(started):

@@ -157,3 +157,98 @@ async def test_nodes_sharing_a_redis_must_share_the_database(config, tmp_path, r
     assert f"use another database (id {database_id}; this node's is" in message
     assert "PostgreSQL for nodes on several hosts" in message
     assert "hostgate:database" in message
+
+
+async def test_a_node_without_the_shared_recordings_directory_does_not_start(
+    config, tmp_path, redis_server
+):
+    """One database, one Redis, but the second node's recordings are a local directory."""
+    first = config.with_overrides(redis_url=redis_server.url)
+    app = create_app(first)
+    async with app.test_app():
+        recordings = config.data_dir / "recordings"
+        marker = shared.read_marker(recordings)
+        database_id = await kernel_of(app)._database_id()
+        assert marker is not None and marker["databaseId"] == database_id
+        # a second node on the same database and the same recordings directory joins
+        async with create_app(first).test_app():
+            pass
+        elsewhere = tmp_path / "other-node"
+        elsewhere.mkdir()
+        second = first.with_overrides(data_dir=elsewhere, database_url=first.resolved_database_url)
+        other = kernel_of(create_app(second))
+        with pytest.raises(StartupError) as info:
+            await other.startup()
+        await other.cluster.stop()
+        await other.db.close()
+        message = str(info.value)
+        assert f"The recordings directory {elsewhere / 'recordings'} is not the one" in message
+        assert "it has no marker file" in message
+        assert f"the nodes of this database wrote token {marker['token']}" in message
+        assert not (elsewhere / "recordings" / shared.RECORDINGS_MARKER).exists()
+        # another gateway's marker there is refused too
+        shared.write_marker(elsewhere / "recordings", "another-database", "another-token")
+        other = kernel_of(create_app(second))
+        with pytest.raises(StartupError, match="its marker names database another-database"):
+            await other.startup()
+        await other.cluster.stop()
+        await other.db.close()
+        # the fix the message gives: the marker of the shared directory
+        command = message.split("write it again: ")[1].split(". See")[0]
+        content = command.split("echo '")[1].split("' >")[0]
+        (elsewhere / "recordings" / shared.RECORDINGS_MARKER).write_text(content)
+        async with create_app(second).test_app():
+            pass
+
+
+async def test_sqlite_with_redis_on_a_second_machine_does_not_start(config, redis_server):
+    """A copy of the SQLite file on another host has the same database id: refused too."""
+    client = shared.connect(redis_server.url)
+    try:
+        await shared.claim_sqlite_host(client, redis_server.url, "machine-a")
+        await shared.claim_sqlite_host(client, redis_server.url, "machine-a")
+        with pytest.raises(shared.ClusterSetupError, match="run on another machine"):
+            await shared.claim_sqlite_host(client, redis_server.url, "machine-b")
+        # this machine's node, after a node of machine-a claimed the Redis
+        app = create_app(config.with_overrides(redis_url=redis_server.url))
+        with pytest.raises(StartupError) as info:
+            await kernel_of(app).startup()
+        await kernel_of(app).cluster.stop()
+        await kernel_of(app).db.close()
+    finally:
+        await client.aclose()
+    message = str(info.value)
+    assert "run on another machine (machine id machine-a" in message
+    assert "--workers N" in message and "need PostgreSQL" in message
+    assert shared.SQLITE_HOST_KEY in message
+
+
+def test_the_machine_id_comes_from_systemd_or_the_host_name(tmp_path):
+    path = tmp_path / "machine-id"
+    path.write_text("0123456789abcdef\n")
+    assert shared.machine_id(path) == "0123456789abcdef"
+    assert shared.machine_id(tmp_path / "absent") != ""
+
+
+def test_the_guide_shows_the_haproxy_configuration_the_tests_run():
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    config = (docs / "haproxy.cfg").read_text()
+    assert f"```\n{config}```" in (docs / "cluster.md").read_text()
+
+
+async def test_a_restored_database_takes_over_the_shared_recordings_directory(config, redis_server):
+    """After a restore the database may carry another token: the restoring node re-marks."""
+    node = config.with_overrides(redis_url=redis_server.url)
+    app = create_app(node)
+    async with app.test_app():
+        kernel = kernel_of(app)
+        async with kernel.db.session() as session:
+            await session.execute(
+                text("UPDATE system_values SET value = 'restored' WHERE name = 'recordings_marker'")
+            )
+            await session.commit()
+        await kernel.reload_state()
+        marker = shared.read_marker(config.data_dir / "recordings")
+        assert marker is not None and marker["token"] == "restored"
+        async with create_app(node).test_app():  # another node still joins
+            pass

@@ -50,6 +50,9 @@ class Config:
     # with redis_url: a node whose heartbeat is this old is dead, and the others mark
     # its live sessions ended and close their recordings (docs/admin.md "Scaling out")
     node_timeout_seconds: float = 30.0
+    # with redis_url: how long the lease for once-only work (notification retries,
+    # retention) outlives a holder that stopped renewing it, in seconds
+    lease_seconds: float = 15.0
     # the event loop ``hostgate serve`` runs on: "auto" (uvloop when installed),
     # "uvloop" (refuses to start without it) or "asyncio" (the standard loop)
     event_loop: str = "auto"
@@ -117,6 +120,16 @@ def _address(value: Any) -> str:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"HOSTGATE_METRICS_ADDRESS must be host:port, not {text!r}")
     return text
+
+
+def _lease_seconds(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"HOSTGATE_LEASE_SECONDS must be a number, not {value!r}") from None
+    if not 1.0 <= seconds <= 600.0:
+        raise ConfigError("HOSTGATE_LEASE_SECONDS must be between 1 and 600")
+    return seconds
 
 
 def _redis_url(value: Any) -> str:
@@ -193,6 +206,7 @@ def load_config(
             "HOSTGATE_NODE_TIMEOUT_SECONDS",
             lambda v: _seconds("HOSTGATE_NODE_TIMEOUT_SECONDS", v),
         ),
+        "lease_seconds": ("HOSTGATE_LEASE_SECONDS", _lease_seconds),
         "event_loop": ("HOSTGATE_EVENT_LOOP", lambda v: str(v).strip().lower()),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",

@@ -12,6 +12,7 @@ from sqlmodel import select
 from . import datadir
 from . import permissions as perms
 from .cluster import Cluster, ClusterSetupError
+from .cluster.shared import marker_refusal, read_marker, write_marker
 from .config import Config
 from .db.engine import Database
 from .db.models.identity import Role
@@ -60,6 +61,8 @@ KEY_CHECK_NAME = "key_check"
 KEY_CHECK_TEXT = "hostgate-key-check"
 KNOWN_PERMISSIONS_NAME = "known_permissions"
 DATABASE_ID_NAME = "database_id"
+RECORDINGS_TOKEN_NAME = "recordings_marker"
+"""Several nodes: the token the first node wrote into the shared recordings directory."""
 
 
 RELOADED_TOPIC = "state.reloaded"
@@ -216,6 +219,7 @@ class Kernel:
             live=self.live,
             metrics=self.metrics,
             lifecycle=self,
+            lease=self.cluster.lease,
         )
         self.terminal_sessions = TerminalSessions(
             db=self.db,
@@ -277,6 +281,8 @@ class Kernel:
             options=config.plugin("notifications"),
             api=self,
             lifecycle=self,
+            lease=self.cluster.lease,
+            bus=self.cluster.bus,
         )
         self.version = VersionChecker(
             settings=self.settings,
@@ -308,7 +314,11 @@ class Kernel:
         """Make every in-memory copy of database state follow a replaced database."""
         self.readcache.clear()
         if self.cluster.redis is not None:  # a restore may bring another database's id
-            await self.cluster.claim_database(await self._database_id(), replace=True)
+            database_id = await self._database_id()
+            await self.cluster.claim_database(database_id, replace=True)
+            # this node's recordings directory was checked at start: it is the shared
+            # one, so it takes the restored database's token (or a new one)
+            await self._check_recordings_dir(database_id, adopt=True)
         await self.settings.load()
         self.audit.forget_chain_head()
         await self.identity.start()
@@ -340,7 +350,9 @@ class Kernel:
         await self._check_key()
         if self.cluster.redis is not None:
             try:
-                await self.cluster.claim_database(await self._database_id())
+                database_id = await self._database_id()
+                await self.cluster.claim_database(database_id)
+                await self._check_recordings_dir(database_id)
             except ClusterSetupError as exc:
                 raise StartupError(str(exc)) from None
         await self.settings.load()
@@ -351,6 +363,8 @@ class Kernel:
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)
+        # after the services started: taking the lease re-queues what a dead node left
+        await self.cluster.lease.start()
         if self.config.metrics_address:
             try:
                 self.metrics.serve(self.config.metrics_address)
@@ -363,6 +377,7 @@ class Kernel:
     async def shutdown(self) -> None:
         """Stop plugins and services, then close the database."""
         await self.live.close_all("server shutting down")
+        await self.cluster.lease.stop()  # another node takes the once-only work at once
         await self.plugins.call_each("shutdown", kernel=self)
         for hook in reversed(self._stop_hooks):
             try:
@@ -373,6 +388,39 @@ class Kernel:
         await self.cluster.stop()
         await self.db.close()
         self.metrics.stop()
+
+    async def _check_recordings_dir(self, database_id: str, *, adopt: bool = False) -> None:
+        """Several nodes: refuse a recordings directory the other nodes do not share.
+
+        The first node writes the marker (database id and a random token) and then
+        stores the token in the database; the others must find it in their directory.
+        """
+        from sqlalchemy.exc import IntegrityError
+
+        directory = datadir.private_dir(self.config.data_dir / "recordings")
+        async with self.db.session() as session:
+            row = await session.get(SystemValue, RECORDINGS_TOKEN_NAME)
+            token = row.value if row is not None else None
+        if token is None:
+            marker = read_marker(directory)
+            if marker is not None and marker.get("databaseId") == database_id:
+                token = marker.get("token") or uuid.uuid4().hex  # this database's directory
+            else:
+                token = uuid.uuid4().hex
+            write_marker(directory, database_id, token)
+            async with self.db.session() as session:
+                session.add(SystemValue(name=RECORDINGS_TOKEN_NAME, value=token))
+                try:
+                    await session.commit()
+                except IntegrityError:  # another node stored its own first: check against it
+                    await session.rollback()
+                    row = await session.get(SystemValue, RECORDINGS_TOKEN_NAME)
+                    token = row.value if row is not None else token
+        why = marker_refusal(directory, database_id, token)
+        if why and adopt:
+            write_marker(directory, database_id, token)
+        elif why:
+            raise ClusterSetupError(why)
 
     async def _database_id(self) -> str:
         """The database's random id, made on first need (nodes sharing a Redis share it)."""

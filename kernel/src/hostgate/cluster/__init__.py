@@ -11,15 +11,33 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .bus import Bus, LocalBus, RedisBus
+from .lease import Lease, LocalLease, RedisLease
 from .registry import RedisRegistry, SessionRegistry
-from .shared import ClusterSetupError, check_server, claim_database, connect, refusal
+from .shared import (
+    ClusterSetupError,
+    check_server,
+    claim_database,
+    claim_sqlite_host,
+    connect,
+    machine_id,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from ..config import Config
 
-__all__ = ["Bus", "Cluster", "ClusterSetupError", "LocalBus", "RedisBus"]
+__all__ = [
+    "Bus",
+    "Cluster",
+    "ClusterSetupError",
+    "Lease",
+    "LocalBus",
+    "LocalLease",
+    "RedisBus",
+    "RedisLease",
+]
 
 DEAD_SHARE = 2 / 3
 """A node is dead when its heartbeat is this share of ``node_timeout_seconds`` old: the
@@ -38,6 +56,16 @@ class Cluster:
         if self.redis is not None:
             dead_after = config.node_timeout_seconds * DEAD_SHARE
             self.registry = RedisRegistry(self.redis, self.bus.node_id, dead_after)
+        # the once-only work (notification retries, retention) runs where this is held
+        self.lease: Lease = (
+            LocalLease()
+            if self.redis is None
+            else RedisLease(self.redis, self.bus.node_id, seconds=config.lease_seconds)
+        )
+
+    def standby(self) -> None:
+        """A command-line process: never hold the lease (the serving nodes run that work)."""
+        self.lease.passive = True
 
     async def start(self) -> None:
         """Refuse a set-up that cannot work, check Redis, start listening to the bus."""
@@ -50,11 +78,15 @@ class Cluster:
 
     async def claim_database(self, database_id: str, *, replace: bool = False) -> None:
         """Refuse to join nodes that share this Redis but use another database."""
-        if self.redis is not None:
-            await claim_database(self.redis, self.config.redis_url, database_id, replace=replace)
+        if self.redis is None:
+            return
+        await claim_database(self.redis, self.config.redis_url, database_id, replace=replace)
+        if self.config.is_sqlite and not replace:  # SQLite: the workers of one machine only
+            await claim_sqlite_host(self.redis, self.config.redis_url, machine_id())
 
     async def stop(self) -> None:
-        """Stop the bus and close the Redis connections."""
+        """Hand the lease back, stop the bus and close the Redis connections."""
+        await self.lease.stop()
         await self.bus.stop()
         if self.redis is not None:
             await self.redis.aclose()

@@ -16,8 +16,10 @@ nodes on several hosts need PostgreSQL.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import socket
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +38,11 @@ KEY_PREFIX = "hostgate:"
 """Every key and channel the gateway uses starts with this."""
 DATABASE_KEY = f"{KEY_PREFIX}database"
 """The id of the database the nodes sharing this Redis use (set by the first to start)."""
+SQLITE_HOST_KEY = f"{KEY_PREFIX}sqlite-host"
+"""With SQLite: the machine whose workers share this Redis (set by the first to start)."""
+RECORDINGS_MARKER = ".hostgate-recordings"
+"""The file in the recordings directory that names the database and the directory's token."""
+MACHINE_ID = Path("/etc/machine-id")
 TIMEOUT_SECONDS = 2.0
 MIN_VERSION = (6, 2)  # GETDEL, which redeems a ticket exactly once
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -160,6 +167,89 @@ async def claim_database(
             "database was replaced on purpose, delete the Redis key "
             f"{DATABASE_KEY} and start the nodes again."
         )
+
+
+def machine_id(path: Path | None = None) -> str:
+    """The machine's id (systemd's /etc/machine-id), else its host name."""
+    try:
+        text = (path or MACHINE_ID).read_text().strip()
+    except OSError:
+        text = ""
+    return text or socket.gethostname()
+
+
+async def claim_sqlite_host(client: Redis, url: str, host: str) -> None:
+    """With SQLite: refuse a node on another machine than the nodes already sharing Redis.
+
+    SQLite with Redis means several workers of one machine on a local file; a
+    copy of that file on another host would have the same database id and
+    silently split the gateway in two.
+    """
+    from redis.exceptions import RedisError
+
+    try:
+        await client.set(SQLITE_HOST_KEY, host, nx=True)
+        current = await client.get(SQLITE_HOST_KEY)
+    except (RedisError, OSError) as exc:
+        raise ClusterSetupError(
+            f"Cannot reach Redis at {redacted(url)} (HOSTGATE_REDIS_URL): {exc}"
+        ) from None
+    first = current.decode() if isinstance(current, bytes) else str(current)
+    if first != host:
+        raise ClusterSetupError(
+            f"The gateway nodes that share Redis at {redacted(url)} run on another machine "
+            f"(machine id {first}; this one is {host}) and the database is SQLite. SQLite "
+            "with HOSTGATE_REDIS_URL is for the workers of one machine (hostgate serve "
+            "--workers N); nodes on several hosts need PostgreSQL (HOSTGATE_DATABASE_URL). "
+            f"If the gateway moved to this machine on purpose, delete the Redis key "
+            f"{SQLITE_HOST_KEY} and start it again. See docs/cluster.md."
+        )
+
+
+def read_marker(directory: Path) -> dict[str, str] | None:
+    """The recordings directory's marker (None: absent or unreadable)."""
+    try:
+        data = json.loads((directory / RECORDINGS_MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {k: str(v) for k, v in data.items() if k in ("databaseId", "token")}
+
+
+def write_marker(directory: Path, database_id: str, token: str) -> None:
+    """Write the marker (atomically: a node reading it sees all or nothing)."""
+    body = json.dumps({"databaseId": database_id, "token": token}) + "\n"
+    temporary = directory / f"{RECORDINGS_MARKER}.{os.getpid()}.tmp"
+    temporary.write_text(body)
+    temporary.replace(directory / RECORDINGS_MARKER)
+
+
+def marker_refusal(directory: Path, database_id: str, token: str) -> str | None:
+    """Why ``directory`` is not the recordings directory the other nodes use; None if it is.
+
+    The first node that starts with HOSTGATE_REDIS_URL writes a marker file there
+    (the database id and a random token) and stores the token in the database;
+    every node then finds the same token in its recordings directory, which it
+    only can if the directory is shared.
+    """
+    marker = read_marker(directory)
+    if marker is not None and marker.get("token") == token:
+        return None
+    found = (
+        "it has no marker file"
+        if marker is None
+        else f"its marker names database {marker.get('databaseId')} and token {marker.get('token')}"
+    )
+    content = json.dumps({"databaseId": database_id, "token": token})
+    return (
+        f"The recordings directory {directory} is not the one the other gateway nodes use: "
+        f"{found}, while the nodes of this database wrote token {token}. Every node must "
+        "see one shared recordings directory (<data dir>/recordings on shared storage such "
+        "as NFS, mounted on every node). If this is that directory and its marker was "
+        f"lost, write it again: echo '{content}' > {directory / RECORDINGS_MARKER}. "
+        "See docs/cluster.md."
+    )
 
 
 def _unescape(field: str) -> str:

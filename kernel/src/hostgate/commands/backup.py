@@ -190,7 +190,7 @@ def run_import(args: argparse.Namespace) -> int:
         return result
 
     try:
-        result = with_kernel(args, work)
+        result = with_kernel(args, work, shared=True)
     except (ApiError, OSError) as exc:
         bar.finish()
         return _fail(exc)

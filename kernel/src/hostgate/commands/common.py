@@ -28,13 +28,27 @@ def config_from(args: argparse.Namespace, **overrides: Any) -> Config:
     return load_config(config_file=config_file, **overrides)
 
 
-def with_kernel(args: argparse.Namespace, work: Callable[[Kernel], Awaitable[T]]) -> T:
-    """Start the kernel (migrations, settings) without serving, run ``work``, stop."""
+def with_kernel(
+    args: argparse.Namespace, work: Callable[[Kernel], Awaitable[T]], *, shared: bool = False
+) -> T:
+    """Start the kernel (migrations, settings) without serving, run ``work``, stop.
+
+    The command never runs the nodes' once-only work (it does not take the lease).
+    ``shared``: the command changes what serving nodes hold in memory (a password
+    reset closes that user's sockets on every node, a restore replaces the
+    database under them), so it uses ``HOSTGATE_REDIS_URL`` when configured and
+    fails clearly when Redis cannot be reached. Other commands only use the
+    database and run without Redis, configured or not.
+    """
     from ..app import create_app, kernel_of
 
     async def run() -> T:
-        app = create_app(config_from(args))
+        config = config_from(args)
+        if not shared and config.redis_url:
+            config = config.with_overrides(redis_url="")
+        app = create_app(config)
         kernel = kernel_of(app)
+        kernel.cluster.standby()
         await kernel.startup()
         try:
             return await work(kernel)

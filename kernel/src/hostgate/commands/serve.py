@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
+import socket
 from collections.abc import Callable
 from typing import Any
 
+from ..cluster.shared import sqlite_file
 from ..config import EVENT_LOOPS, Config, ConfigError
 from ..logs import configure_logging
 from .common import config_from
@@ -34,9 +37,16 @@ def register(subparsers: Any) -> None:
         choices=EVENT_LOOPS,
         help="event loop: auto (uvloop when installed, the default), uvloop or asyncio",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port (default 1; more need HOSTGATE_REDIS_URL)",
+    )
     parser.set_defaults(handler=run)
 
 
+MAX_WORKERS = 64
 GC_THRESHOLDS = (5000, 20, 100)
 # one inbound WebSocket message: keystrokes, pastes and the input and clipboard
 # PDUs of desktop clients are far smaller; hypercorn's own default is 16 MiB
@@ -116,13 +126,147 @@ def run(args: argparse.Namespace) -> int:
         overrides["tls_self_signed"] = True
     config = config_from(args, **overrides)
     configure_logging(config.log_level, config.log_format)
+    workers = int(getattr(args, "workers", 1) or 1)
+    if workers != 1:
+        return run_workers(config, workers)
+    return serve_one(config)
+
+
+def workers_refusal(config: Config, workers: int) -> str | None:
+    """Why ``--workers`` cannot run with this configuration; None when it can."""
+    if workers < 1 or workers > MAX_WORKERS:
+        return f"--workers must be between 1 and {MAX_WORKERS}, not {workers}"
+    if not config.redis_url:
+        return (
+            f"--workers {workers} needs HOSTGATE_REDIS_URL: the workers are separate "
+            "processes and share WebSocket tickets, rate limits, live sessions and the "
+            "once-only work through Redis (install redis-server and set "
+            "HOSTGATE_REDIS_URL=redis://127.0.0.1:6379/0). See docs/cluster.md."
+        )
+    if config.is_sqlite and sqlite_file(config.resolved_database_url) is None:
+        return f"--workers {workers} cannot share an in-memory SQLite database"
+    return None
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A listening socket with SO_REUSEPORT: each worker binds its own, the kernel balances."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(address)
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+def prepare_shared(config: Config) -> None:
+    """Before the workers fork: the key file and the database schema, made once."""
+    from ..datadir import prepare
+    from ..db.engine import Database
+    from ..security.secretbox import load_or_create_key
+
+    prepare(config.data_dir, config.resolved_database_url)
+    load_or_create_key(config.encryption_key, config.data_dir)
+
+    async def migrate() -> None:
+        database = Database(
+            config.resolved_database_url, busy_timeout_ms=config.database_busy_timeout_ms
+        )
+        try:
+            await database.migrate()
+        finally:
+            await database.close()
+
+    asyncio.run(migrate())
+
+
+def run_workers(config: Config, workers: int) -> int:
+    """Fork ``workers`` processes serving the same port; restart one that dies."""
+    import os
+    import time
+
+    why = workers_refusal(config, workers)
+    if why:
+        log.error("%s", why)
+        return 2
+    if config.is_sqlite:
+        log.warning(
+            "%d workers on SQLite (%s): supported on a local disk of this one machine; "
+            "every write waits for the one SQLite writer lock, so busy gateways and "
+            "nodes on several hosts need PostgreSQL (HOSTGATE_DATABASE_URL)",
+            workers,
+            sqlite_file(config.resolved_database_url),
+        )
+    prepare_shared(config)
+    stopping = False
+    children: dict[int, int] = {}  # pid -> worker number
+
+    def spawn(number: int) -> None:
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 1
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                code = serve_one(config, worker=number)
+            except BaseException:
+                log.exception("worker %d failed", number)
+            finally:
+                os._exit(code)
+        children[pid] = number
+
+    def forward(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    log.info("hostgate starting %d workers on %s:%s", workers, config.host, config.port)
+    for number in range(1, workers + 1):
+        spawn(number)
+    started: dict[int, float] = {number: time.monotonic() for number in children.values()}
+    status = 0
+    while children:
+        try:
+            pid, code = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid not in children or stopping:
+            children.pop(pid, None)
+            continue
+        number = children.pop(pid)
+        exit_code = os.waitstatus_to_exitcode(code)
+        if time.monotonic() - started.get(number, 0.0) < 10:
+            # it died during start-up (a refusal, a port in use): do not loop on it
+            log.error("worker %d exited during start-up (%s); stopping", number, exit_code)
+            status = 1
+            forward(signal.SIGTERM, None)
+            continue
+        log.error("worker %d exited (%s); starting it again", number, exit_code)
+        started[number] = time.monotonic()
+        spawn(number)
+    return status
+
+
+def serve_one(config: Config, *, worker: int = 0) -> int:
+    """Serve in this process until SIGTERM or SIGINT (``worker``: its number, 0 = alone)."""
     from hypercorn.asyncio import serve
 
     from ..app import create_app, kernel_of
     from ..services.sessions.terminal_sessions import LIVE_KINDS as SOCKET_KINDS
 
     app = create_app(config)
-    hyper = hypercorn_config(config)
+    shared_socket = listening_socket(config.host, config.port) if worker else None
+    bind = f"fd://{shared_socket.fileno()}" if shared_socket is not None else None
+    hyper = hypercorn_config(config, bind=bind)
     scheme = "https" if hyper.ssl_enabled else "http"
 
     async def main() -> None:
@@ -131,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         log.info(
-            "hostgate listening on %s://%s:%s (%s event loop)",
+            "hostgate %slistening on %s://%s:%s (%s event loop)",
+            f"worker {worker} " if worker else "",
             scheme,
             config.host,
             config.port,

@@ -124,7 +124,7 @@ def run_reset(args: argparse.Namespace) -> int:
             user_id = await _user_id(kernel, args.username)
             await kernel.accounts.reset_password(user_id, password, actor=None)
 
-        with_kernel(args, work)
+        with_kernel(args, work, shared=True)
     except ApiError as error:
         return fail(error)
     print(f"password of {args.username} reset; their sessions have ended")

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, or_, select
 
+from ...cluster.bus import Bus
+from ...cluster.lease import Lease, LocalLease
 from ...db.models.identity import Role, User
 from ...db.models.notifications import NotificationLogEntry
 from ...descriptors import NotificationMessage
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
     from .service import Notifications
 
 log = logging.getLogger("hostgate.notifications")
+
+WAKE_TOPIC = "notifications.wake"
+"""Bus topic: a node scheduled a retry; the holder of the lease looks at the schedule."""
 
 #: Set while a delivery runs: events it causes (e.g. a network-policy refusal)
 #: never trigger notifications themselves, so a rule cannot feed itself.
@@ -72,34 +77,53 @@ class DeliveryQueue:
         self.retry_delays: tuple[float, ...] = (30.0, 300.0, 1800.0)
         self.concurrency = 4
         self.send_timeout = 60.0
-        self.scheduler_tick = 30.0
+        self.scheduler_tick = 30.0  # the holder also looks when a node publishes a wake
         self.stop_grace = 2.0
         self._queue: asyncio.Queue[str] | None = None
         self._wake: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: set[asyncio.Task[None]] = set()
+        self._mine: set[str] = set()  # pending entries this node queued and has not finished
+        self.lease: Lease = LocalLease()
+        self.bus: Bus | None = None
+        self.orphan_seconds = 120.0  # several nodes: pending this long = left by a dead node
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Re-queue entries left pending by the last run; start the worker and scheduler."""
+        """Start the worker and the retry scheduler (the lease re-queues left-over entries)."""
         self._queue = asyncio.Queue()
         self._wake = asyncio.Event()
-        async with self.db.session() as session:
-            query = (
-                select(NotificationLogEntry.id)
-                .where(NotificationLogEntry.status == "pending")
-                .order_by(col(NotificationLogEntry.created_at))
-            )
-            pending = (await session.exec(query)).all()
-        for entry_id in pending:
-            self._queue.put_nowait(entry_id)
-        if pending:
-            log.info("re-queued %d pending notification deliveries", len(pending))
         self._tasks = [
             asyncio.create_task(self._dispatch(), name="notifications-dispatch"),
             asyncio.create_task(self._schedule(), name="notifications-retries"),
         ]
+
+    async def requeue_left_over(self, older_than: float = 0.0) -> int:
+        """Queue pending entries nobody is sending: run by the holder of the lease.
+
+        One node (``older_than`` 0): at start every pending entry was left by the
+        last run. Several nodes: the holder takes entries pending for longer than
+        ``older_than`` seconds (a node that died left them; a live node sends its
+        own within ``send_timeout``), except those it has queued itself.
+        """
+        if self._queue is None:
+            return 0
+        cutoff = utcnow() - timedelta(seconds=older_than)
+        async with self.db.session() as session:
+            query = (
+                select(NotificationLogEntry.id)
+                .where(NotificationLogEntry.status == "pending")
+                .where(col(NotificationLogEntry.created_at) <= cutoff)
+                .order_by(col(NotificationLogEntry.created_at))
+            )
+            pending = [i for i in (await session.exec(query)).all() if i not in self._mine]
+        for entry_id in pending:
+            self._mine.add(entry_id)
+            self._queue.put_nowait(entry_id)
+        if pending:
+            log.info("re-queued %d pending notification deliveries", len(pending))
+        return len(pending)
 
     async def stop(self) -> None:
         """Stop taking work; in-flight sends get a short grace, then stay pending."""
@@ -118,12 +142,22 @@ class DeliveryQueue:
         if self._queue is None:
             return
         for entry_id in entry_ids:
+            self._mine.add(entry_id)
             self._queue.put_nowait(entry_id)
 
     def idle(self) -> bool:
         """True when nothing is queued or in flight."""
         queued = self._queue is not None and not self._queue.empty()
         return not queued and not self._inflight
+
+    async def _retry_scheduled(self) -> None:
+        """Wake the scheduler that will turn the retry into an entry (maybe another node's)."""
+        self.wake()
+        if self.bus is not None and not self.lease.held():
+            try:
+                await self.bus.publish(WAKE_TOPIC, {})
+            except Exception:  # the holder still finds it at its next tick
+                log.warning("could not tell the other nodes about a scheduled retry")
 
     def wake(self) -> None:
         """Make the retry scheduler look again now."""
@@ -148,6 +182,7 @@ class DeliveryQueue:
         except Exception:
             log.exception("notification delivery %s crashed", entry_id)
         finally:
+            self._mine.discard(entry_id)
             slots.release()
 
     async def attempt(
@@ -182,7 +217,7 @@ class DeliveryQueue:
                 await session.commit()
             self.metrics.delivery(current.channel, current.status)
             if current.next_attempt_at is not None:
-                self.wake()
+                await self._retry_scheduled()
             return current, error
         finally:
             delivering.reset(token)
@@ -270,7 +305,11 @@ class DeliveryQueue:
         while True:
             self._wake.clear()
             try:
-                next_due = await self.run_due_retries()
+                next_due = None
+                if self.lease.held():  # one node at a time turns retries into entries
+                    next_due = await self.run_due_retries()
+                    if not isinstance(self.lease, LocalLease):
+                        await self.requeue_left_over(self.orphan_seconds)
             except Exception:
                 log.exception("notification retry scheduler failed")
                 next_due = None

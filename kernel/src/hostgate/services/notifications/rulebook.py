@@ -37,6 +37,8 @@ class RuleBook:
         self.audit = audit
         self.channel_types = channel_types
         self.cache: dict[str, NotificationRule] = {}
+        self.changed: Callable[[], None] = lambda: None
+        """Called after a rule was stored or deleted (several nodes: the others re-read)."""
 
     async def reload(self) -> None:
         """Re-read every rule into the cache (at start, and after a restore)."""
@@ -46,6 +48,11 @@ class RuleBook:
 
     def _cache(self, rule: NotificationRule) -> None:
         self.cache[rule.id] = rule
+        self.changed()
+
+    def _forget(self, rule_id: str) -> None:
+        self.cache.pop(rule_id, None)
+        self.changed()
 
     async def _directory(self) -> Directory:
         async with self.db.session() as session:
@@ -181,7 +188,7 @@ class RuleBook:
                 target=rule.name,
                 details={"ruleId": rule.id},
             )
-            batch.on_commit(lambda: self.cache.pop(rule_id, None))
+            batch.on_commit(lambda: self._forget(rule_id))
         return rule
 
     async def recipients(self) -> dict[str, Any]:

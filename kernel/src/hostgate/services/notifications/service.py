@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
+from ...cluster.bus import Bus
+from ...cluster.lease import Lease, LocalLease
 from ...db.models.identity import User
 from ...db.models.notifications import (
     NotificationDigestItem,
@@ -22,7 +24,7 @@ from ...errors import Conflict, InvalidInput, NotFound
 from ...tasks import cancel_and_wait
 from ...timefmt import iso, utcnow
 from .channels import ChannelStore
-from .delivery import DeliveryQueue, delivering
+from .delivery import WAKE_TOPIC, DeliveryQueue, delivering
 from .logbook import Logbook
 from .outbound import Outbound
 from .render import channel_test_event, render_digest, render_event
@@ -47,6 +49,8 @@ RETENTION_KEY = "notifications.log_retention_days"
 TEST_RULE_ID = "test"
 TEST_RULE_NAME = "Test Notification"
 PERIODS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
+RULES_TOPIC = "notifications.rules"
+"""Bus topic: a rule was stored or deleted on a node; the others re-read the rules."""
 INTAKE_LIMIT = 10_000
 
 
@@ -96,20 +100,34 @@ class Notifications:
         options: Mapping[str, Any],
         api: KernelAPI,
         lifecycle: Lifecycle,
+        lease: Lease | None = None,
+        bus: Bus | None = None,
     ) -> None:
         self.db = db
+        # several nodes: retries, digests and retention run where the lease is held
+        self.lease: Lease = lease or LocalLease()
         self.settings = settings
         self.audit = audit
         self.channels = ChannelStore(db=db, secrets=secrets, audit=audit, specs=channel_specs)
         self.log = Logbook(db=db, audit=audit)
         self.outbound = Outbound(netpolicy)
         self.delivery = DeliveryQueue(self, db=db, metrics=metrics, specs=channel_specs, api=api)
+        self.delivery.lease = self.lease
+        self.lease.on_acquired(self._took_lease)
+        self._bus = bus
+        self._announcing: set[asyncio.Task[None]] = set()
+        if bus is not None:  # a retry scheduled here wakes the holder's scheduler
+            self.delivery.bus = bus
+            bus.subscribe(WAKE_TOPIC, self._woken)
+            # a rule changed on another node: match events against it here too
+            bus.subscribe(RULES_TOPIC, self._rules_changed_elsewhere)
         self.housekeeping_seconds = float(options.get("housekeeping_seconds", 60.0))
         self.first_housekeeping_delay = float(options.get("first_housekeeping_delay", 5.0))
         self.purge_interval = float(options.get("purge_interval_seconds", 6 * 3600.0))
         if "retry_delays" in options:
             self.delivery.retry_delays = tuple(float(d) for d in options["retry_delays"])
         self.rules = RuleBook(self.channels.types, db=db, audit=audit)
+        self.rules.changed = self._rules_changed
         self._intake: asyncio.Queue[tuple[AuditEvent, list[str]]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._last_purge = 0.0
@@ -130,6 +148,34 @@ class Notifications:
             asyncio.create_task(self._intake_worker(), name="notifications-intake"),
             asyncio.create_task(self._housekeeping(), name="notifications-housekeeping"),
         ]
+
+    def _rules_changed(self) -> None:
+        """A rule changed here: tell the other nodes (if any) to re-read the rules."""
+        if self._bus is None:
+            return
+        task = asyncio.create_task(self._announce_rules())
+        self._announcing.add(task)
+        task.add_done_callback(self._announcing.discard)
+
+    async def _announce_rules(self) -> None:
+        assert self._bus is not None
+        try:
+            await self._bus.publish(RULES_TOPIC, {})
+        except Exception:  # the others re-read the rules at their next housekeeping
+            log.warning("could not tell the other nodes that a notification rule changed")
+
+    async def _rules_changed_elsewhere(self, message: dict[str, Any]) -> None:
+        await self.reload_rules()
+
+    async def _woken(self, message: dict[str, Any]) -> None:
+        """Another node scheduled a retry: look at the schedule now (if this node runs it)."""
+        self.delivery.wake()
+
+    async def _took_lease(self) -> None:
+        """Taken the lease: send what nobody is sending (all pending entries on one node)."""
+        one_node = isinstance(self.lease, LocalLease)
+        await self.delivery.requeue_left_over(0.0 if one_node else self.delivery.orphan_seconds)
+        self.delivery.wake()
 
     async def stop(self) -> None:
         """Store what is still in the intake as pending deliveries, then stop."""
@@ -302,12 +348,18 @@ class Notifications:
         await asyncio.sleep(self.first_housekeeping_delay)
         while True:
             try:
-                await self.flush_digests()
-                if time.monotonic() - self._last_purge >= self.purge_interval:
-                    await self.purge()
+                if self._bus is not None and not isinstance(self.lease, LocalLease):
+                    await self.reload_rules()  # a missed bus message is caught up here
+                if self.lease.held():  # one node at a time (several nodes share the log)
+                    await self._housekeep()
             except Exception:
                 log.exception("notification housekeeping failed")
             await asyncio.sleep(self.housekeeping_seconds)
+
+    async def _housekeep(self) -> None:
+        await self.flush_digests()
+        if time.monotonic() - self._last_purge >= self.purge_interval:
+            await self.purge()
 
     async def set_retention(self, days: int, *, actor: Caller) -> tuple[int, int]:
         """Change the retention, apply it at once; return ``(before, after)``.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
+from ...cluster.lease import Lease, LocalLease
 from ...datadir import private_dir
 from ...db.models.sessions import RemoteSession
 from ...errors import Conflict, NotFound, PayloadTooLarge
@@ -83,8 +84,12 @@ class Recordings:
         live: LiveSessions,
         metrics: Metrics,
         lifecycle: Lifecycle,
+        lease: Lease | None = None,
     ) -> None:
         self.data_dir = data_dir
+        # several nodes: the retention runs where the lease is held (abandoned
+        # uploads stay each node's own: only the node that has one can close it)
+        self.lease: Lease = lease or LocalLease()
         self.db = db
         self.secrets = secrets
         self.settings = settings
@@ -384,7 +389,8 @@ class Recordings:
         while True:
             try:
                 await self._close_abandoned_uploads()
-                if time.monotonic() - last_retention >= RETENTION_INTERVAL:
+                due = time.monotonic() - last_retention >= RETENTION_INTERVAL
+                if due and self.lease.held():
                     last_retention = time.monotonic()
                     await self.apply_retention()
             except asyncio.CancelledError:

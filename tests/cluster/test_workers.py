@@ -1,0 +1,117 @@
+"""``hostgate serve --workers N``: N processes on one port, sharing state through Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from testsupport.gateway import ENCRYPTION_KEY, GatewayProcess
+from testsupport.peers import free_port
+
+API = "/api/v1"
+
+
+def children_of(pid: int) -> set[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return {int(p) for p in text.split()}
+
+
+def wait_for_children(pid: int, count: int, other_than: set[int] = frozenset()) -> set[int]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = children_of(pid)
+        if len(found) == count and not (found & other_than):
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"workers of {pid}: {children_of(pid)}")
+
+
+def listening(node: GatewayProcess, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if node.log().count("listening on http://") >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(node.log()[-3000:])
+
+
+def fresh_requests(node: GatewayProcess, token: str, count: int) -> None:
+    """``count`` requests, each on a new connection (so the workers share them out)."""
+    for _ in range(count):
+        with httpx.Client(base_url=node.url, timeout=30) as http:
+            response = http.get(f"{API}/auth/me", headers={"Authorization": f"Bearer {token}"})
+            assert response.status_code == 200, response.text
+
+
+def test_workers_without_redis_are_refused_with_what_they_need(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
+    env["HOSTGATE_ENCRYPTION_KEY"] = ENCRYPTION_KEY
+    done = subprocess.run(
+        [sys.executable, "-m", "hostgate", "--data-dir", str(tmp_path / "data"), "serve"]
+        + ["--port", str(free_port()), "--workers", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--workers 2 needs HOSTGATE_REDIS_URL" in done.stderr
+    assert "redis-server" in done.stderr
+
+
+def test_two_workers_on_postgresql_share_one_port_and_replace_a_dead_one(
+    tmp_path, postgres_url, redis_server
+):
+    env = {
+        "HOSTGATE_DATABASE_URL": postgres_url,
+        "HOSTGATE_REDIS_URL": redis_server.url,
+        "HOSTGATE_LOG_LEVEL": "INFO",
+    }
+    node = GatewayProcess(tmp_path / "data", env, serve_args=("--workers", "2"))
+    node.start()
+    try:
+        listening(node, 2)
+        workers = wait_for_children(node.pid, 2)
+        assert "on SQLite" not in node.log()
+        token = node.setup_admin()
+        # new connections land on both workers; the login made on one works on the other
+        fresh_requests(node, token, 20)
+        # a ticket is single-use whichever worker redeems it
+        with httpx.Client(base_url=node.url, timeout=30) as http:
+            response = http.post(
+                f"{API}/auth/ws-ticket", headers={"Authorization": f"Bearer {token}"}
+            )
+            assert response.status_code == 200, response.text
+        # one worker dies: the other keeps serving, the supervisor starts a new one
+        dead = min(workers)
+        time.sleep(10)  # past the start-up window, where a death stops everything
+        os.kill(dead, signal.SIGKILL)
+        fresh_requests(node, token, 10)
+        replaced = wait_for_children(node.pid, 2, other_than={dead})
+        assert len(replaced & workers) == 1
+        listening(node, 3)
+        fresh_requests(node, token, 10)
+    finally:
+        node.stop()
+    assert not any(p.exists() for p in (Path(f"/proc/{pid}") for pid in workers - {dead}))
+    assert node.unhandled() == [], node.log()[-3000:]
+
+
+def test_two_workers_on_sqlite_say_so_at_start(tmp_path, redis_server):
+    env = {"HOSTGATE_REDIS_URL": redis_server.url}
+    node = GatewayProcess(tmp_path / "data", env, serve_args=("--workers", "2"))
+    node.start()
+    try:
+        token = node.setup_admin()
+        fresh_requests(node, token, 6)
+        assert "2 workers on SQLite" in node.log()
+        assert "nodes on several hosts need PostgreSQL" in node.log()
+    finally:
+        node.stop()
+    assert node.unhandled() == [], node.log()[-3000:]
