@@ -12,7 +12,10 @@ RDP protocol in the way:
   long the change takes to reach a browser's canvas).
 
 Each opens its own connection (python-xlib, thread-safe mode) and runs its event
-loop in a daemon thread; ``close()`` ends both.
+loop in a daemon thread; ``close()`` ends both. Requests are sent with ``sync()``,
+never ``flush()``: in thread-safe mode a flush returns at once, sending nothing, while
+another thread is sending, and what it queued then waits for the next request (an
+answer to Xvnc's clipboard request sat unsent until Xvnc gave up, now and then).
 """
 
 from __future__ import annotations
@@ -133,7 +136,7 @@ class KeyWindow(_Client):
             typed = self.typed
         self.window.image_text(self.text_gc, 40, self.height - 80, "hostgate test desktop")
         self.window.image_text(self.text_gc, 40, self.height - 50, f"typed: {typed[-60:]}")
-        self.display.flush()
+        self.display.sync()
 
     def handle(self, event: Any) -> None:
         if event.type == X.Expose and event.count == 0:
@@ -190,14 +193,14 @@ class Clipboard(_Client):
         """Own the clipboard with ``text`` (as after Ctrl+C in an editor)."""
         self._text = text
         self.window.set_selection_owner(self.clipboard, X.CurrentTime)
-        self.display.flush()
+        self.display.sync()
 
     def get(self, timeout: float = 5.0) -> str | None:
         """The clipboard's text now, asked of its owner; None when nobody owns it."""
         self._answered.clear()
         self._answer = None
         self.window.convert_selection(self.clipboard, self.utf8, self.property, X.CurrentTime)
-        self.display.flush()
+        self.display.sync()
         self._answered.wait(timeout)
         return self._answer
 
@@ -251,7 +254,7 @@ class Clipboard(_Client):
             property=target_property,
         )
         request.requestor.send_event(notify)
-        self.display.flush()
+        self.display.sync()
 
 
 class Painter:

@@ -73,6 +73,21 @@ function trackRelaySockets(): void {
   window.WebSocket = Tracked;
 }
 
+// iron-remote-desktop rescales 150 ms after it is shown, and fails (an uncaught error)
+// if it was taken out of the page by then: a finished element stays, hidden, a moment.
+const PARK_MS = 500;
+function park(element: HTMLElement): void {
+  let holder = document.getElementById("hostgate-parked-desktops");
+  if (!holder) {
+    holder = document.createElement("div");
+    holder.id = "hostgate-parked-desktops";
+    holder.hidden = true;
+    document.body.append(holder);
+  }
+  holder.append(element);
+  setTimeout(() => element.remove(), PARK_MS);
+}
+
 interface Credentials {
   host: string;
   port: number;
@@ -286,7 +301,7 @@ export class RdpDriver implements DesktopDriver {
     }
     this.ui = null;
     this.session = null;
-    this.element?.remove();
+    if (this.element) park(this.element);
     this.element = null;
   }
 
