@@ -34,6 +34,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -354,6 +355,7 @@ def main() -> None:
         path.unlink(missing_ok=True)
         gateway.stop()
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
