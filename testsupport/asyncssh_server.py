@@ -14,7 +14,9 @@ Both are session-scoped and yield an :class:`AsyncsshServer`:
 ``asyncssh_sftp`` offers every extension asyncssh implements (``copy-data``,
 ``posix-rename@openssh.com``, ``limits@openssh.com``...); ``asyncssh_sftp_plain``
 offers none of ``copy-data`` and ``posix-rename``, so clients must fall back
-(copies streamed through the client, plain rename).
+(copies streamed through the client, plain rename). ``asyncssh_sftp_full`` is a
+server whose disk is "full" past ``FULL_QUOTA`` bytes per file: a write beyond that
+answers ``SSH_FX_NO_SPACE_ON_FILESYSTEM``, as a real full disk or quota does.
 
 The server runs in a subprocess (``python -m testsupport.asyncssh_server``) so
 its work never competes with the test's event loop.
@@ -28,6 +30,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +38,8 @@ from .peers import free_port, launch_module, server_arguments, serving
 
 USERNAME = "hgsftp"
 PASSWORD = "sftp-Only-passw0rd"
+FULL_QUOTA = 64 * 1024
+"""Bytes a file may hold on ``asyncssh_sftp_full`` before writes fail with no space."""
 
 
 @dataclass
@@ -51,7 +56,11 @@ class AsyncsshServer:
 
 
 def start_server(
-    *, copy_data: bool = True, base: Path | None = None, port: int | None = None
+    *,
+    copy_data: bool = True,
+    base: Path | None = None,
+    port: int | None = None,
+    quota: int | None = None,
 ) -> tuple[AsyncsshServer, Path]:
     """Start the server subprocess in a fresh temporary directory.
 
@@ -65,6 +74,8 @@ def start_server(
     args = ["--root", str(root), "--host-key", str(base / "host_key")]
     if not copy_data:
         args.append("--plain")
+    if quota is not None:
+        args += ["--quota", str(quota)]
     process = launch_module(
         "asyncssh sftp server", "testsupport.asyncssh_server", base, port, *args
     )
@@ -83,7 +94,13 @@ def asyncssh_sftp_plain() -> Iterator[AsyncsshServer]:
     yield from serving(*start_server(copy_data=False))
 
 
-async def _serve(port: int, root: Path, host_key: Path, plain: bool) -> None:
+@pytest.fixture(scope="session")
+def asyncssh_sftp_full() -> Iterator[AsyncsshServer]:
+    """asyncssh's SFTP server with no space for more than ``FULL_QUOTA`` bytes per file."""
+    yield from serving(*start_server(quota=FULL_QUOTA))
+
+
+async def _serve(port: int, root: Path, host_key: Path, plain: bool, quota: int | None) -> None:
     import asyncssh
     from asyncssh import sftp as sftp_module
 
@@ -98,6 +115,11 @@ async def _serve(port: int, root: Path, host_key: Path, plain: bool) -> None:
         def __init__(self, chan: asyncssh.SSHServerChannel) -> None:
             super().__init__(chan, chroot=str(root).encode())
 
+        def write(self, file_obj: object, offset: int, data: bytes) -> Any:
+            if quota is not None and offset + len(data) > quota:
+                raise asyncssh.SFTPNoSpaceOnFilesystem("No space left on device")
+            return super().write(file_obj, offset, data)
+
     server = login_server(USERNAME, PASSWORD)
     await serve_forever(port, host_key, server, sftp_factory=Jail, allow_scp=False)
 
@@ -106,8 +128,9 @@ def main() -> None:
     """Run the server until killed."""
     parser = server_arguments(__doc__, "--root", "--host-key")
     parser.add_argument("--plain", action="store_true", help="no copy-data, no posix-rename")
+    parser.add_argument("--quota", type=int, help="bytes per file before writes fail: no space")
     args = parser.parse_args()
-    asyncio.run(_serve(args.port, args.root, args.host_key, args.plain))
+    asyncio.run(_serve(args.port, args.root, args.host_key, args.plain, args.quota))
 
 
 if __name__ == "__main__":

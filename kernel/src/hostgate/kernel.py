@@ -261,6 +261,7 @@ class Kernel:
             log=self.file_sessions,
             connections=self.connections,
             protocols=self.protocols,
+            login_alive=self.identity.check_login_session,
         )
         self.session_history = SessionHistory(
             db=self.db,

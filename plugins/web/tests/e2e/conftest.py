@@ -150,9 +150,16 @@ class Console:
     """What the page logged that a test must not ignore."""
 
     errors: list[str] = field(default_factory=list)
+    expected: list[re.Pattern[str]] = field(default_factory=list)
+
+    def expect(self, pattern: str) -> None:
+        """Allow console errors matching ``pattern`` (a 5xx the test provokes on purpose)."""
+        self.expected.append(re.compile(pattern))
 
     def on_message(self, message: Any) -> None:
-        if message.type == "error" and not EXPECTED_CONSOLE.search(message.text):
+        if message.type != "error" or EXPECTED_CONSOLE.search(message.text):
+            return
+        if not any(pattern.search(message.text) for pattern in self.expected):
             self.errors.append(f"console: {message.text}")
 
     def on_page_error(self, error: Any) -> None:
@@ -170,9 +177,14 @@ def context(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(context: Any) -> Iterator[Any]:
+def console() -> Console:
+    """The page's console watch: ``console.expect(pattern)`` allows an error on purpose."""
+    return Console()
+
+
+@pytest.fixture
+def page(context: Any, console: Console) -> Iterator[Any]:
     """A page whose console errors and uncaught exceptions fail the test."""
-    console = Console()
     tab = context.new_page()
     tab.set_default_timeout(15_000)
     tab.on("console", console.on_message)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...adapters import RemoteEntry, RemoteFiles
 from ...descriptors import ProtocolSpec
-from ...errors import InvalidInput, NotFound
+from ...errors import ApiError, Conflict, InvalidInput, NotAuthenticated, NotFound
 from .file_sessions import SessionRef, human_size
 from .files import FileLease, keeps_session, translate
 
@@ -59,11 +59,25 @@ class FileTransfers:
         log: FileSessionLog,
         connections: Connections,
         protocols: Mapping[str, ProtocolSpec],
+        login_alive: Callable[[str], Awaitable[bool]],
     ) -> None:
         self.pool = pool
         self.log = log
         self.connections = connections
         self.protocols = protocols
+        self.login_alive = login_alive
+
+    async def ended_error(self, caller: Caller, reason: str) -> ApiError:
+        """The answer to a transfer the gateway stopped (``kernel.live`` closed its session).
+
+        A revoked or expired login is a 401 ``session_revoked``, as the next request would
+        get, so a browser returns to sign-in; anything else (access lost, the connection
+        deleted, ended by an administrator) a 409 ``transfer_ended`` giving the reason.
+        """
+        login = caller.login_session_id
+        if login is not None and not await self.login_alive(login):
+            return NotAuthenticated("Session has been revoked", code="session_revoked")
+        return Conflict(f"The gateway stopped this transfer: {reason}", code="transfer_ended")
 
     def spec(self, protocol: str) -> ProtocolSpec:
         """The loaded protocol with file access of that name, else 404."""
@@ -149,6 +163,13 @@ class FileWork:
         except Exception as exc:
             healthy = keeps_session(exc) and received() == 0
             raise translate(exc, self.spec.name) from None
+        except asyncio.CancelledError:
+            reason = lease.entry.ended
+            task = asyncio.current_task()
+            if reason is None or task is None:
+                raise  # the client went away, or the server stops
+            task.uncancel()  # cancelled by the live registry: answer why instead
+            raise await self.transfers.ended_error(self.caller, reason) from None
         finally:
             await lease.release(healthy=healthy)
         size = written if isinstance(written, int) else received()

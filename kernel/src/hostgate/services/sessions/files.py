@@ -153,6 +153,10 @@ class PooledFiles:
     closed: bool = False
     holder: asyncio.Task[Any] | None = None
     """The task that leases it now (a request streaming a transfer), if any."""
+    ended: str | None = None
+    """Why ``kernel.live`` closed it (a revoked login, lost access...), once it did."""
+    let_go: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the current lease is given back (its holder has cleaned up)."""
 
 
 @dataclass(eq=False)
@@ -175,6 +179,7 @@ class FileLease:
         self.reused = reused
         self.released = False
         entry.holder = asyncio.current_task()
+        entry.let_go = asyncio.Event()
 
     @property
     def adapter(self) -> RemoteFiles:
@@ -187,7 +192,10 @@ class FileLease:
             return
         self.released = True
         self.entry.holder = None
-        await self._pool._give_back(self._slot, self.entry, healthy)
+        try:
+            await self._pool._give_back(self._slot, self.entry, healthy)
+        finally:
+            self.entry.let_go.set()
 
 
 class RemoteFilePool:
@@ -307,10 +315,16 @@ class RemoteFilePool:
         down, a transfer of a revoked login) then cleans up while its connection is
         still open (an upload removes its temporary file) before the adapter closes.
         """
+        entry.ended = reason
         holder = entry.holder
         if holder is not None and holder is not asyncio.current_task() and not holder.done():
             holder.cancel()
-            await asyncio.wait({holder}, timeout=HOLDER_CLEANUP_SECONDS)
+            # until it gave the lease back (the request itself may go on answering why)
+            released = asyncio.ensure_future(entry.let_go.wait())
+            await asyncio.wait(
+                {holder, released}, timeout=HOLDER_CLEANUP_SECONDS, return_when="FIRST_COMPLETED"
+            )
+            released.cancel()
         await self._close(entry, reason)
 
     async def _close(self, entry: PooledFiles, reason: str) -> None:

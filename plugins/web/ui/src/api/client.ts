@@ -16,6 +16,14 @@ export function onSessionEnded(listener: Listener): () => void {
   return () => sessionEndedListeners.delete(listener);
 }
 
+/** Tell the session listeners when `error` means the session is gone (a 401 with such a
+ * code), for requests made outside `call()` (uploads are XMLHttpRequests). */
+export function reportSessionEnded(error: ApiError): void {
+  if (error.status === 401 && SESSION_ENDED.has(error.code)) {
+    for (const listener of sessionEndedListeners) listener(error);
+  }
+}
+
 interface Outcome {
   data?: unknown;
   error?: unknown;
@@ -35,9 +43,7 @@ export async function call<T>(request: Promise<Outcome>): Promise<T> {
   }
   if (!outcome.response.ok) {
     const error = ApiError.from(outcome.response, outcome.error);
-    if (error.status === 401 && SESSION_ENDED.has(error.code)) {
-      for (const listener of sessionEndedListeners) listener(error);
-    }
+    reportSessionEnded(error);
     throw error;
   }
   return outcome.data as T;

@@ -93,6 +93,9 @@ describe("file errors", () => {
   it("says permission denied, exists and no space in words", () => {
     expect(describeError(new ApiError(403, "remote_permission_denied", "Permission denied"))).toContain("Permission denied");
     expect(describeError(new ApiError(409, "already_exists", "exists"))).toContain("already exists");
+    expect(describeError(new ApiError(502, "remote_full", "No space left on the SFTP server (quota)"))).toBe(
+      "The server has no space left for this file.",
+    );
     expect(describeError(new ApiError(502, "remote_error", "Failure: No space left on device"))).toBe(
       "The server has no space left for this file.",
     );

@@ -110,6 +110,8 @@ export function describeError(error: unknown, now: Date = new Date()): string {
       return "The server did not answer in time. Try again.";
     case "unsupported_operation":
       return "This kind of connection cannot do that.";
+    case "remote_full":
+      return "The server has no space left for this file.";
     case "upload_incomplete":
       return "The upload stopped before the whole file arrived; nothing was replaced.";
     case "host_key_mismatch":

@@ -1,5 +1,6 @@
 // Uploads: each file goes to the upload route as the body of an XMLHttpRequest, so the
 // browser streams it from disk and reports progress; nothing reads it into memory.
+import { reportSessionEnded } from "../api/client";
 import { ApiError } from "./errors";
 import { joinPath, type Picked } from "./files";
 import { randomId } from "./ids";
@@ -71,6 +72,7 @@ export class Transfer {
         } else {
           this.error = errorOf(xhr);
           this.state = "failed";
+          reportSessionEnded(this.error); // signed out meanwhile: back to sign-in, saying why
         }
         resolve();
       };
