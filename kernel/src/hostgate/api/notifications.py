@@ -381,7 +381,11 @@ async def delete_rule(rule_id: str) -> Ok:
 @answers(Recipients)
 async def recipients() -> dict[str, Any]:
     """Users (with e-mail) and roles an smtp action may name."""
-    return await app_kernel().notifications.rules.recipients()  # type: ignore[no-any-return]
+    users, roles = await app_kernel().notifications.rules.recipients()
+    return {
+        "users": [{"id": u.id, "username": u.username, "email": u.email} for u in users],
+        "roles": [{"id": r.id, "name": r.name} for r in roles],
+    }
 
 
 # -- the delivery log --------------------------------------------------------------

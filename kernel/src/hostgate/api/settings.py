@@ -8,6 +8,7 @@ from quart import Blueprint, current_app, request
 from quart_schema import tag
 from typing_extensions import TypedDict
 
+from ..descriptors import SettingSpec
 from ..errors import InvalidInput
 from ..guards import current_caller, public, requires
 from ..openapi import Success, answers
@@ -57,6 +58,27 @@ def changes_schema(kernel: Kernel) -> dict[str, Any]:
     return schema
 
 
+def setting_json(spec: SettingSpec, group: str, pack: str) -> dict[str, Any]:
+    """One entry of ``GET /settings/schema``: what the settings screen needs to show it."""
+    return {
+        "key": spec.key,
+        "group": group,
+        "pack": pack,
+        "type": {bool: "boolean", int: "integer", float: "number", str: "string"}[spec.type],
+        "default": spec.default,
+        "description": spec.description,
+        "nullable": spec.nullable,
+        "secret": spec.secret,
+        "public": spec.public,
+        "readonly": spec.readonly,
+        "minimum": spec.minimum,
+        "maximum": spec.maximum,
+        "choices": list(spec.choices) if spec.choices is not None else None,
+        "maxLength": spec.max_length if spec.type is str else None,
+        "checked": spec.validate is not None,
+    }
+
+
 @blueprint.get("/settings/public")
 @public
 @tag(["settings"])
@@ -88,7 +110,8 @@ async def settings_schema() -> dict[str, Any]:
     server checks the value further than its type and bounds (an LDAP filter, a URL...).
     """
     kernel = current_app.extensions["hostgate"]
-    return {"settings": kernel.settings.describe_all(kernel.setting_owners)}
+    described = kernel.settings.described(kernel.setting_owners)
+    return {"settings": [setting_json(spec, group, pack) for spec, group, pack in described]}
 
 
 @blueprint.put("/settings")

@@ -117,27 +117,6 @@ def setting_group(key: str, keys: Iterable[str]) -> str:
     return first
 
 
-def describe(spec: SettingSpec, group: str, pack: str) -> dict[str, Any]:
-    """One entry of ``GET /settings/schema``: what the settings screen needs to show it."""
-    return {
-        "key": spec.key,
-        "group": group,
-        "pack": pack,
-        "type": {bool: "boolean", int: "integer", float: "number", str: "string"}[spec.type],
-        "default": spec.default,
-        "description": spec.description,
-        "nullable": spec.nullable,
-        "secret": spec.secret,
-        "public": spec.public,
-        "readonly": spec.readonly,
-        "minimum": spec.minimum,
-        "maximum": spec.maximum,
-        "choices": list(spec.choices) if spec.choices is not None else None,
-        "maxLength": spec.max_length if spec.type is str else None,
-        "checked": spec.validate is not None,
-    }
-
-
 log = logging.getLogger("hostgate.settings")
 
 CHANGED_TOPIC = "settings.changed"
@@ -232,14 +211,14 @@ class Settings:
                 out[key] = self.get(key)
         return out
 
-    def describe_all(self, owners: Mapping[str, str]) -> list[dict[str, Any]]:
-        """Every setting as ``GET /settings/schema`` lists it, by key.
+    def described(self, owners: Mapping[str, str]) -> list[tuple[SettingSpec, str, str]]:
+        """Every setting by key with its screen section and the pack that registered it.
 
-        ``owners`` maps a key to the pack that registered it.
+        ``owners`` maps a key to the pack that registered it (the kernel when absent).
         """
         keys = sorted(self.specs)
         return [
-            describe(
+            (
                 self.specs[key],
                 self.specs[key].group or setting_group(key, keys),
                 owners.get(key, "kernel"),

@@ -191,12 +191,9 @@ class RuleBook:
             batch.on_commit(lambda: self._forget(rule_id))
         return rule
 
-    async def recipients(self) -> dict[str, Any]:
-        """Users and roles a rule's smtp action may name."""
+    async def recipients(self) -> tuple[list[User], list[Role]]:
+        """Users and roles a rule's smtp action may name (by name)."""
         async with self.db.session() as session:
             users = (await session.exec(select(User).order_by(col(User.username_key)))).all()
             roles = (await session.exec(select(Role).order_by(col(Role.name)))).all()
-        return {
-            "users": [{"id": u.id, "username": u.username, "email": u.email} for u in users],
-            "roles": [{"id": r.id, "name": r.name} for r in roles],
-        }
+        return list(users), list(roles)
