@@ -64,6 +64,8 @@ export interface Connection extends ConnectionSummary {
   recordingEnabled: boolean;
   /** The stored SSH connection this one goes through (ProxyJump), or null. */
   jumpHostId: string | null;
+  /** Others use it only with an approved access request. */
+  approvalRequired: boolean;
   extraConfig: Record<string, unknown>;
   hasPassword: boolean;
   hasPrivateKey: boolean;

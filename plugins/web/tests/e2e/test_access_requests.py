@@ -1,0 +1,84 @@
+"""Access requests in the browser: a user asks for a connection that needs approval, an
+approver (another browser) approves it from the account menu, the user opens the
+terminal; the approver ends it and the user's terminal closes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from testsupport.gateway import ADMIN_PASSWORD
+from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
+
+from .conftest import AXE_SOURCE, Gateway, Screens, signed_in
+
+pytestmark = pytest.mark.peer("chromium")
+
+
+def test_ask_approve_use_and_end_an_access(
+    page: Any,
+    browser: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    screens: Screens,
+) -> None:
+    made = gateway.api(
+        "POST", "/users", admin_token,
+        json={"username": "rita", "password": ADMIN_PASSWORD, "role": "user"},
+    )  # fmt: skip
+    assert made.status_code == 201, made.text
+    body = {
+        "name": "prod-db", "protocol": "ssh", "host": sshd.host, "port": sshd.port,
+        "username": sshd.username, "password": sshd.password, "shared": True,
+        "approvalRequired": True,
+    }  # fmt: skip
+    response = gateway.api("POST", "/connections", admin_token, json=body)
+    assert response.status_code == 201, response.text
+    connection_id = str(response.json()["id"])
+    gateway.trust_host_key(admin_token, connection_id)
+
+    signed_in(page, gateway, "rita")
+    page.goto(f"{gateway.url}/connections/{connection_id}")
+    card = page.get_by_role("region", name="Needs approval")
+    expect(page.get_by_role("button", name="Open terminal")).to_have_count(0)
+    card.get_by_label("For").select_option(label="1 hour")
+    card.get_by_label("Reason").fill("INC-7 disk full")
+    card.get_by_role("button", name="Request access").click()
+    expect(card.get_by_role("status")).to_contain_text("waiting for an approver")
+    screens.check(page, "access-request-waiting")
+
+    approver_context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, color_scheme="light", locale="en-GB"
+    )
+    approver_context.add_init_script(path=AXE_SOURCE)
+    try:
+        admin = approver_context.new_page()
+        admin.set_default_timeout(15_000)
+        signed_in(admin, gateway)
+        admin.get_by_role("button", name="account menu").click()
+        admin.get_by_role("link", name="Access requests").click()
+        waiting = admin.get_by_role("list", name="Waiting requests")
+        expect(waiting).to_contain_text("INC-7 disk full")
+        screens.check(admin, "access-requests")
+        waiting.get_by_role("button", name="Approve rita on prod-db").click()
+        expect(admin.get_by_role("list", name="Running accesses")).to_contain_text("rita")
+
+        page.reload()
+        page.get_by_role("button", name="Open terminal").click()
+        tab = page.get_by_role("region", name="Terminal prod-db")
+        expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+
+        admin.get_by_role("button", name="End rita's access to prod-db").click()
+        expect(tab.get_by_role("alert")).to_contain_text(
+            "access to this connection ended", timeout=20_000
+        )
+    finally:
+        approver_context.close()
+    statuses = [
+        r["status"]
+        for r in gateway.api("GET", "/access-requests?all=true", admin_token).json()["requests"]
+    ]
+    assert statuses == ["revoked"]
