@@ -17,6 +17,7 @@ from collections.abc import Generator
 from typing import Any
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent
+from hypercorn.utils import UnexpectedMessageError
 from quart import Request, request
 from quart.asgi import ASGIHTTPConnection
 from quart.wrappers.request import Body
@@ -188,7 +189,12 @@ class FlowControlledConnection(ASGIHTTPConnection):
                 body.discard_unread()
             elif message["type"] == "http.response.body" and not message.get("more_body"):
                 await body.wait_complete(LINGER_SECONDS)
-            await send(message)
+            try:
+                await send(message)
+            except UnexpectedMessageError:
+                # the connection closed before the answer (the server is shutting down,
+                # or the client left mid-upload): there is nobody to send it to
+                body.abort()
 
         await super().handle_request(request, sending)
 

@@ -94,7 +94,8 @@ def test_tree_search_tags_and_shared(
 
     search = page.get_by_label("Search connections")
     search.fill("10.0.2")  # by host
-    expect(nav.get_by_role("link")).to_have_count(2)  # db-1 and "New connection"
+    # db-1, "New connection" and "Import from ssh_config"
+    expect(nav.get_by_role("link")).to_have_count(3)
     expect(nav.get_by_role("link", name="db-1")).to_be_visible()
     search.fill("EU")  # by tag, any case
     expect(nav.get_by_role("link", name="jump")).to_be_visible()
