@@ -146,3 +146,36 @@ async def test_bad_requests_change_nothing(client, make_user, sshd):
     assert (await ask(client, bob, hidden)).status_code == 404
     listed = await client.get(f"{API}/access-requests", headers=bob.headers)
     assert (await listed.get_json())["requests"] == []
+
+
+async def test_deny_and_cancel(client, make_user, sshd):
+    owner = await make_user("owner", role="admin")
+    bob = await make_user("bob", permissions=["connections.use_ssh"])
+    approver = await make_user("approver", permissions=["access.approve"])
+    connection = await guarded(client, owner, sshd)
+    first = (await (await ask(client, bob, connection["id"])).get_json())["request"]
+    response = await client.post(
+        f"{API}/access-requests/{first['id']}/deny",
+        headers=approver.headers,
+        json={"note": "not during the freeze"},
+    )
+    assert response.status_code == 200
+    denied = (await response.get_json())["request"]
+    assert (denied["status"], denied["note"]) == ("denied", "not during the freeze")
+    # a decided request is decided: neither cancelling nor approving it changes it
+    assert (await decide(client, bob, first["id"], "cancel")).status_code == 409
+    assert (await decide(client, approver, first["id"], "approve")).status_code == 409
+    second = (await (await ask(client, bob, connection["id"])).get_json())["request"]
+    # only the requester withdraws a request
+    assert (await decide(client, approver, second["id"], "cancel")).status_code == 404
+    cancelled = await decide(client, bob, second["id"], "cancel")
+    assert (await cancelled.get_json())["request"]["status"] == "cancelled"
+    bad = await client.post(
+        f"{API}/access-requests/{second['id']}/approve", headers=approver.headers, json={"x": 1}
+    )
+    assert bad.status_code == 400
+    listed = await client.get(f"{API}/access-requests", headers=bob.headers)
+    assert sorted(r["status"] for r in (await listed.get_json())["requests"]) == [
+        "cancelled",
+        "denied",
+    ]

@@ -141,31 +141,48 @@ async def list_requests() -> AccessRequestList:
     return {"requests": [request_json(r, c, u) for r, c, u in rows]}
 
 
-def _decision(action: str, summary: str):  # type: ignore[no-untyped-def]
-    @authenticated
-    @tag(["connections"])
-    @validate_request(DecisionBody)
-    @answers(OneRequest, errors=(404, 409))
-    async def decide(request_id: str, data: DecisionBody) -> OneRequest:
-        item = await app_kernel().access_requests.decide(
-            current_caller(), request_id, action, data.note
-        )
-        return await _answer(item)
-
-    decide.__doc__ = summary
-    decide.__name__ = f"{action}_request"
-    return decide
-
-
-for _action, _summary in (
-    ("approve", "Approve a pending request (access.approve): access starts now."),
-    ("deny", "Deny a pending request (access.approve), with a note."),
-    ("revoke", "End an approved access early (access.approve); its sessions close."),
-    ("cancel", "Withdraw your own pending request."),
-):
-    blueprint.add_url_rule(
-        f"/access-requests/<request_id>/{_action}",
-        view_func=_decision(_action, _summary),
-        methods=["POST"],
-        endpoint=f"{_action}_request",
+async def _decide(request_id: str, action: str, data: DecisionBody) -> OneRequest:
+    item = await app_kernel().access_requests.decide(
+        current_caller(), request_id, action, data.note
     )
+    return await _answer(item)
+
+
+@blueprint.post("/access-requests/<request_id>/approve")
+@authenticated
+@tag(["connections"])
+@validate_request(DecisionBody)
+@answers(OneRequest, errors=(404, 409))
+async def approve_request(request_id: str, data: DecisionBody) -> OneRequest:
+    """Approve a pending request (access.approve): access starts now."""
+    return await _decide(request_id, "approve", data)
+
+
+@blueprint.post("/access-requests/<request_id>/deny")
+@authenticated
+@tag(["connections"])
+@validate_request(DecisionBody)
+@answers(OneRequest, errors=(404, 409))
+async def deny_request(request_id: str, data: DecisionBody) -> OneRequest:
+    """Deny a pending request (access.approve), with a note."""
+    return await _decide(request_id, "deny", data)
+
+
+@blueprint.post("/access-requests/<request_id>/revoke")
+@authenticated
+@tag(["connections"])
+@validate_request(DecisionBody)
+@answers(OneRequest, errors=(404, 409))
+async def revoke_request(request_id: str, data: DecisionBody) -> OneRequest:
+    """End an approved access early (access.approve); its sessions close."""
+    return await _decide(request_id, "revoke", data)
+
+
+@blueprint.post("/access-requests/<request_id>/cancel")
+@authenticated
+@tag(["connections"])
+@validate_request(DecisionBody)
+@answers(OneRequest, errors=(404, 409))
+async def cancel_request(request_id: str, data: DecisionBody) -> OneRequest:
+    """Withdraw your own pending request."""
+    return await _decide(request_id, "cancel", data)
