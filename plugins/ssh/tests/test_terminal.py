@@ -81,6 +81,51 @@ async def test_sshd_session_runs_commands_resizes_and_logs(
     assert b"43 132" in played
 
 
+async def test_pasted_lines_are_logged_once_each(client, kernel, make_user, make_connection, sshd):
+    """A paste of 2 and 3 lines, plain and bracketed (as xterm.js sends it once bash asks)."""
+    user = await make_user("alice")
+    connection = await ssh_connection(make_connection, user, sshd, password=sshd.password)
+    async with client.websocket(ssh_path(kernel, user, connection.id)) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await screen.step("PS1='$ '", "PS1")
+        # plain: every line break is Enter
+        await screen.send("echo a-$((0+1))\recho b-$((0+2))\r")
+        await screen.until("b-2\r\n")
+        await screen.prompt()
+        await screen.send("echo c-$((0+3))\recho d-$((0+4))\recho e-$((0+5))\r")
+        await screen.until("e-5\r\n")
+        await screen.prompt()
+        # bracketed: bash shows the block and runs it on the next Enter
+        for block, last in (
+            ("echo f-$((0+6))\recho g-$((0+7))\r", "g-7"),
+            ("echo h-$((0+8))\recho i-$((0+9))\recho j-$((1+9))", "j-10"),
+        ):
+            await screen.send(f"\x1b[200~{block}\x1b[201~")
+            await screen.until(block.split("\r")[-1] or block.split("\r")[-2])
+            await screen.send("\r")
+            await screen.until(f"{last}\r\n")
+            await screen.prompt()
+        await screen.run("exit", "logout")
+        assert await screen.until_closed() == 1000
+    _, commands = await commands_of(client, user)
+    assert [(c["command"], c["output_preview"]) for c in commands] == [
+        ("PS1='$ '", ""),
+        ("echo a-$((0+1))", "a-1"),
+        ("echo b-$((0+2))", "b-2"),
+        ("echo c-$((0+3))", "c-3"),
+        ("echo d-$((0+4))", "d-4"),
+        ("echo e-$((0+5))", "e-5"),
+        # a block's lines run at once: its output is the preview of its last line
+        ("echo f-$((0+6))", ""),
+        ("echo g-$((0+7))", "f-6\ng-7"),
+        ("echo h-$((0+8))", ""),
+        ("echo i-$((0+9))", ""),
+        ("echo j-$((1+9))", "h-8\ni-9\nj-10"),
+        ("exit", "logout"),
+    ]
+
+
 async def test_sshd_private_key_login(client, kernel, make_user, make_connection, sshd):
     user = await make_user("alice")
     connection = await ssh_connection(make_connection, user, sshd, private_key=sshd.private_key)

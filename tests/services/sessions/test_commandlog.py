@@ -302,3 +302,26 @@ def test_keys_a_program_read_do_not_start_the_next_command():
     type_keys(log, clock, [*"ls", "\r"], [*"ls", "\r\na\r\n$ "])
     log.finish()
     assert [e.command for e in log.drain()] == ["more notes", "ls"]
+
+
+def test_bracketed_paste_keeps_wrapped_lines_whole():
+    """A pasted block, its first line wrapped over two rows, echoed as bash 5 does."""
+    clock = Clock()
+    log = CommandTracker(clock, columns=20)
+    log.output("$ ")
+    clock.now += 500
+    log.tick()
+    long = "echo " + "x" * 20
+    log.input(f"\x1b[200~{long}\recho short\r\x1b[201~")
+    # the block highlighted, then redrawn plain (the cursor back on the prompt row)
+    log.output(f"\x1b[7m{long[:18]}{long[18:]}\r\n\recho short\x1b[27m\r\n\r")
+    log.output(f"\x1b[A\x1b[A\x1b[A\r$ {long}\r\n\recho short\r\n\r\x1b[A")
+    log.input("\r")
+    log.output("\r\n" + "x" * 20 + "\r\nshort\r\n$ ")
+    clock.now += 500
+    log.tick()
+    entries = log.drain()
+    assert [(e.command, e.output_preview) for e in entries] == [
+        (long, None),
+        ("echo short", "x" * 20 + "\nshort"),
+    ]

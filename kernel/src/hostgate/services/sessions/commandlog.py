@@ -43,6 +43,9 @@ MAX_AHEAD = 16
 EDIT_OUTPUT_LIMIT = 64 * 1024
 """Echo of one line beyond this is not a command line being typed: stop replaying it."""
 ALTERNATE_SCREEN = re.compile(r"\x1b\[\?(?:1049|1047|47)([hl])")
+PASTE_START = "\x1b[200~"
+PASTE_END = "\x1b[201~"
+"""A bracketed paste (sent only to a shell that asked for it): its line breaks are text."""
 
 
 _TRAILING_CONTROL = re.compile(r"(?:\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\s)+$")
@@ -155,6 +158,7 @@ class CommandTracker:
         self._candidate: str | None = None
         self._line_output = ""
         self._editor: TypedLine | None = None
+        self._pasting = False
         self._ahead = _TypedAhead()
         self._fullscreen = False
         self._last_output = 0
@@ -191,6 +195,7 @@ class CommandTracker:
                     return
                 used = len(text)  # not a command line after all: stop replaying it
             self._editor = None
+            self._pasting = False
             self._line_submitted(editor)
             self._lines.reset()
             self._tail = self._line_output = ""
@@ -344,10 +349,16 @@ class CommandTracker:
         """The line edited at a prompt was entered: its command is pending until the next."""
         if editor.submitted is None or editor.cancelled:
             return
-        command = editor.command()
-        if command:
-            when, elapsed = editor.submitted
-            self._pending = _Pending(when, elapsed, command[:COMMAND_CHARS], [])
+        when, elapsed = editor.submitted
+        # a pasted block runs line by line: one entry per line, the block's output
+        # the preview of the last
+        commands = [line.strip() for line in editor.command().split("\n") if line.strip()]
+        for command in commands[:-1]:
+            self._entries.append(
+                CommandEntry(when, elapsed, self._scrub(command[:COMMAND_CHARS]), None)
+            )
+        if commands:
+            self._pending = _Pending(when, elapsed, commands[-1][:COMMAND_CHARS], [])
 
     def _confirm_prompt(self) -> bool:
         """The output rests on a prompt: the command before it is complete."""
@@ -392,10 +403,17 @@ class CommandTracker:
         """Feed keystrokes sent to the remote side."""
         if self._editor is None:
             self._start_editing()
-        for char in data:
+        for index, char in enumerate(data):
             editor = self._editor
             if editor is not None and editor.submitted is None:
-                if char in "\r\n\x03":
+                if char == "\x1b" and data.startswith(PASTE_START, index):
+                    self._pasting = True
+                elif char == "\x1b" and data.startswith(PASTE_END, index):
+                    self._pasting = False
+                elif self._pasting:
+                    if char in "\r\n":
+                        editor.pasted_lines = True
+                elif char in "\r\n\x03":
                     editor.submitted = (utcnow(), self._clock())
                     editor.cancelled = char == "\x03"
                 continue

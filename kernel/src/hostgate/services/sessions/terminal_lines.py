@@ -153,6 +153,8 @@ class TypedLine:
         self.submitted: tuple[datetime, int] | None = None
         self.cancelled = False
         self.moved_off = False
+        self.pasted_lines = False
+        """A bracketed paste put line breaks into the line: its rows that end blank end a line."""
         self.fed = 0
 
     def resize(self, columns: int) -> None:
@@ -208,8 +210,10 @@ class TypedLine:
             )
         cells = self._cells(start_y)[start_x:]
         for y in range(start_y + 1, end + 1):
+            if self.pasted_lines and cells and cells[-1] == " ":
+                cells.append("\n")  # the row ended before the edge: a pasted line break
             cells.extend(self._cells(y))
-        text = "".join(cells).rstrip()
+        text = "\n".join(line.rstrip() for line in "".join(cells).split("\n")).rstrip()
         if text.lstrip().startswith(self._ahead.strip()):
             return text.strip()  # the shell showed the keys typed ahead after its prompt
         return (self._ahead + text).strip()
