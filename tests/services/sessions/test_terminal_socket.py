@@ -367,7 +367,11 @@ async def test_the_periodic_access_check_gives_the_same_reason_as_the_change(
         assert screen.messages[-1]["message"] == "the connection is no longer shared with you"
 
 
-async def test_locking_the_account_closes_open_sockets(client, kernel, admin, shell_connection):
+async def test_a_lockout_leaves_open_sockets_alone_a_password_reset_ends_them(
+    client, kernel, admin, shell_connection
+):
+    """Anyone can lock an account by mistyping its password: that stops new logins only
+    (docs/identity.md). An admin ends the account's sessions on purpose: reset password."""
     user, connection = shell_connection
     await client.put(
         "/api/v1/settings", json={"security.max_login_attempts": 2}, headers=admin.headers
@@ -379,9 +383,23 @@ async def test_locking_the_account_closes_open_sockets(client, kernel, admin, sh
             failed = await client.post(
                 "/api/v1/auth/login", json={"username": user.username, "password": "wrong-one"}
             )
-            assert failed.status_code in (401, 429)
-        assert await screen.until_closed() == 4003
-        assert screen.messages[-1]["message"] == "The account is locked"
+            assert failed.status_code == 401
+        refused = await client.post(
+            "/api/v1/auth/login", json={"username": user.username, "password": user.password}
+        )
+        assert (await refused.get_json())["code"] == "account_locked"
+        for session in kernel.terminal_sessions.all():
+            await session.enforce_access()  # what the once-a-second check does
+        await screen.run("echo still-$((1+1))", "still-2")
+        assert (await client.get("/api/v1/profile", headers=user.headers)).status_code == 200
+        reset = await client.post(
+            f"/api/v1/users/{user.id}/reset-password",
+            json={"newPassword": "A-new-password-42"},
+            headers=admin.headers,
+        )
+        assert reset.status_code == 200, await reset.get_json()
+        assert await screen.until_closed() == 4001
+        assert screen.messages[-1]["type"] == "error"
 
 
 async def test_a_personal_api_token_opens_a_socket_and_revoking_it_closes_the_socket(

@@ -364,9 +364,10 @@ async def test_a_restore_on_node_a_closes_node_bs_sockets_and_node_b_reloads(
     await until_true(lambda: kernel_b.settings.get("app.name") == "Before Export", "node B reloads")
 
 
-async def test_an_account_locked_through_node_a_closes_its_socket_on_node_b(
-    client, node_b, shell_connection
+async def test_a_lockout_on_node_a_leaves_the_socket_on_node_b_a_password_reset_ends_it(
+    client, node_b, admin, shell_connection
 ):
+    """A lockout after failed sign-ins stops new logins only; an admin's reset ends sessions."""
     user, connection = shell_connection
     client_b = node_b.test_client()
     path = socket_path("localshell", await ticket_from(client, user), connection.id)
@@ -376,6 +377,18 @@ async def test_an_account_locked_through_node_a_closes_its_socket_on_node_b(
         body = {"username": user.username, "password": "not the password"}
         for _ in range(5):  # security.max_login_attempts
             response = await client.post(f"{API}/auth/login", json=body)
-            assert response.status_code in (401, 423), await response.get_json()
-        assert await screen.until_closed(timeout=STEP / 2) == 4003
-        assert {"type": "error", "message": "The account is locked"} in screen.messages
+            assert response.status_code == 401, await response.get_json()
+        refused = await client_b.post(
+            f"{API}/auth/login", json={"username": user.username, "password": user.password}
+        )
+        assert (await refused.get_json())["code"] == "account_locked"
+        for session in kernel_of(node_b).terminal_sessions.all():
+            await session.enforce_access()  # what node B's once-a-second check does
+        await screen.run("echo still-$((1+1))", "still-2")
+        reset = await client.post(
+            f"{API}/users/{user.id}/reset-password",
+            json={"newPassword": "A-new-password-42"},
+            headers=admin.headers,
+        )
+        assert reset.status_code == 200, await reset.get_json()
+        assert await screen.until_closed(timeout=STEP / 2) == 4001

@@ -1,10 +1,11 @@
 """Live sessions: every open terminal/desktop socket and cached remote file session.
 
 Whoever opens something long-lived registers it with a ``close`` callback; identity
-and connection changes (revoked login session, deleted/locked user, lost permission,
-unshared connection) call ``close_where`` so it ends at once, on whichever gateway
-node holds it: the close is also published on the control bus, and every other
-node closes its matching sessions (``close_here``).
+and connection changes (revoked login session, deleted user, reset password, lost
+permission, unshared connection; not a lockout after failed sign-ins) call
+``close_where`` so it ends at once, on whichever gateway node holds it: the close
+is also published on the control bus, and every other node closes its matching
+sessions (``close_here``).
 
 With several nodes the registry is shared too (``SharedSessions``,
 live_registry.py): ``everywhere``/``find`` see every node's sessions, ``count``

@@ -11,7 +11,7 @@ watch is audited when it starts and when it ends.
 
 A watch is in the live registry too (kind ``watch``, no connection of its own):
 it shows in ``/sessions/active``, can be ended from there, and ends at once
-when the viewer's login session is revoked or the viewer is deleted or locked.
+when the viewer's login session is revoked or the viewer is deleted.
 
 With several nodes a terminal held by another node is watched through Redis
 (``relay``, live_view_relay.py): the viewer's node gets a ``RemoteWatch`` with

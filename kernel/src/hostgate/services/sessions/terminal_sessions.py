@@ -52,7 +52,7 @@ log = logging.getLogger("hostgate.sessions")
 TICK_SECONDS = 1.0
 LIVE_KINDS = ("terminal", "stream")
 CAST_ENV_SHELL = "/bin/sh"
-ACCESS_EVENT_PREFIXES = ("role.", "user.", "connection.", "auth.account_locked")
+ACCESS_EVENT_PREFIXES = ("role.", "user.", "connection.")
 """Audit events after which open sessions re-check that their user may still use them."""
 
 
