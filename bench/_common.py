@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
 import os
 import shutil
 import signal
@@ -15,8 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testsupport.gateway import write_test_config  # noqa: E402
@@ -148,3 +153,79 @@ def print_table(rows: list[Row]) -> None:
             f"{row.name:<{width}}  {row.value:>10,.1f} {row.unit:<2}"
             f"{base:>12}  {row.ratio:>7}  {row.target}"
         )
+
+
+def text_file(path: Path, mib: int) -> int:
+    """Random base64 lines (like log output) of about ``mib`` MiB."""
+    line_bytes = 57
+    with path.open("w") as handle:
+        written = 0
+        while written < mib * 2**20:
+            block = "".join(
+                base64.b64encode(os.urandom(line_bytes)).decode() + "\n" for _ in range(2048)
+            )
+            handle.write(block)
+            written += len(block)
+    return path.stat().st_size
+
+
+# -- a gateway terminal socket (``/ws/ssh``) driven the way the bench scripts drive it
+
+
+async def terminal_socket(url: str, *, deflate: bool = True) -> Any:
+    """The terminal socket at ``url`` (ticket included), 120x40, resting at the prompt."""
+    socket = await websockets.connect(
+        url, max_size=2**24, compression="deflate" if deflate else None
+    )
+    await socket.send(json.dumps({"type": "resize", "cols": 120, "rows": 40}))
+    tail = b""
+    while not tail.rstrip().endswith(b"$"):
+        frame = await asyncio.wait_for(socket.recv(), 60)
+        if isinstance(frame, bytes):
+            tail = (tail + frame)[-256:]
+        elif json.loads(frame).get("type") == "error":
+            raise RuntimeError(frame)
+    return socket
+
+
+async def socket_cat(socket: Any, path: Path, marker: int | None = None) -> tuple[int, float]:
+    """Bytes and seconds for ``cat path`` at the prompt of ``socket``.
+
+    With ``marker`` the shell then echoes ``END-<marker>`` (computed by the shell, so
+    the echo of the command line does not match) and the time runs until it is read;
+    without, the shell exits and the time runs until the socket closes.
+    """
+    then = f"echo END-$(({marker}))" if marker is not None else "exit"
+    expected = f"END-{marker}".encode()
+    start = time.perf_counter()
+    await socket.send(json.dumps({"type": "data", "data": f"cat {path}; {then}\r"}))
+    moved, seen = 0, b""
+    try:
+        while marker is None or expected not in seen:
+            frame = await socket.recv()
+            if isinstance(frame, bytes):
+                moved += len(frame)
+                seen = seen[-16:] + frame  # the marker may straddle two frames
+    except websockets.ConnectionClosed:
+        if marker is not None:
+            raise
+    return moved, time.perf_counter() - start
+
+
+async def socket_keystrokes(socket: Any, count: int) -> list[float]:
+    """Milliseconds from each of ``count`` keys sent to its echo read; closes the socket."""
+    samples = []
+    for index in range(count):
+        key = "abcdefghij"[index % 10]
+        start = time.perf_counter()
+        await socket.send(json.dumps({"type": "data", "data": key}))
+        while True:
+            frame = await socket.recv()
+            if isinstance(frame, bytes) and key.encode() in frame:
+                break
+        samples.append((time.perf_counter() - start) * 1000)
+        if index % 50 == 49:
+            await socket.send(json.dumps({"type": "data", "data": "\x15"}))
+            await asyncio.sleep(0.05)
+    await socket.close()
+    return samples

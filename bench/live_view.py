@@ -44,8 +44,14 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, hostgate_server, percentile, print_table  # noqa: E402
-from terminal import Gateway, cpu_seconds, text_file  # noqa: E402
+from _common import (  # noqa: E402
+    Row,
+    hostgate_server,
+    percentile,
+    print_table,
+    text_file,  # noqa: E402
+)
+from terminal import Gateway, cpu_seconds  # noqa: E402
 
 
 async def active_session(gateway: Gateway, http: httpx.AsyncClient) -> str:

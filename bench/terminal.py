@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import json
 import os
 import statistics
 import sys
@@ -36,29 +34,24 @@ from typing import Any
 
 import asyncssh
 import httpx
-import websockets
 from hostgate_ssh.terminal import CIPHERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, hostgate_server, percentile, print_table, rss_mib  # noqa: E402
+from _common import (  # noqa: E402
+    Row,
+    hostgate_server,
+    percentile,
+    print_table,
+    rss_mib,
+    socket_cat,
+    socket_keystrokes,
+    terminal_socket,
+    text_file,
+)
 
 PASSWORD = "bench-password-1"
 PROMPT = b"$ "
-
-
-def text_file(path: Path, mib: int) -> int:
-    """Random base64 lines (like log output) of about ``mib`` MiB."""
-    line_bytes = 57
-    with path.open("w") as handle:
-        written = 0
-        while written < mib * 2**20:
-            block = "".join(
-                base64.b64encode(os.urandom(line_bytes)).decode() + "\n" for _ in range(2048)
-            )
-            handle.write(block)
-            written += len(block)
-    return path.stat().st_size
 
 
 class Gateway:
@@ -97,18 +90,7 @@ class Gateway:
         """A terminal socket resting at the shell prompt."""
         ticket = (await http.post("/api/v1/auth/ws-ticket", headers=self.headers)).json()["ticket"]
         url = f"{self.ws_url}/ws/ssh?ticket={ticket}&connectionId={self.connection_id}"
-        socket = await websockets.connect(
-            url, max_size=2**24, compression="deflate" if deflate else None
-        )
-        await socket.send(json.dumps({"type": "resize", "cols": 120, "rows": 40}))
-        tail = b""
-        while not tail.rstrip().endswith(b"$"):
-            frame = await asyncio.wait_for(socket.recv(), 60)
-            if isinstance(frame, bytes):
-                tail = (tail + frame)[-256:]
-            elif json.loads(frame).get("type") == "error":
-                raise RuntimeError(frame)
-        return socket
+        return await terminal_socket(url, deflate=deflate)
 
 
 async def direct_shell(server: Any) -> tuple[Any, Any]:
@@ -161,37 +143,14 @@ async def gateway_cat(
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         socket = await gateway.open(http, deflate=deflate)
     cpu = cpu_seconds(pid)
-    start = time.perf_counter()
-    await socket.send(json.dumps({"type": "data", "data": f"cat {path}; exit\r"}))
-    moved = 0
-    try:
-        while True:
-            frame = await socket.recv()
-            if isinstance(frame, bytes):
-                moved += len(frame)
-    except websockets.ConnectionClosed:
-        pass
-    return moved, time.perf_counter() - start, cpu_seconds(pid) - cpu
+    moved, elapsed = await socket_cat(socket, path)
+    return moved, elapsed, cpu_seconds(pid) - cpu
 
 
 async def keystrokes_gateway(gateway: Gateway, count: int) -> list[float]:
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         socket = await gateway.open(http)
-    samples = []
-    for index in range(count):
-        key = "abcdefghij"[index % 10]
-        start = time.perf_counter()
-        await socket.send(json.dumps({"type": "data", "data": key}))
-        while True:
-            frame = await socket.recv()
-            if isinstance(frame, bytes) and key.encode() in frame:
-                break
-        samples.append((time.perf_counter() - start) * 1000)
-        if index % 50 == 49:
-            await socket.send(json.dumps({"type": "data", "data": "\x15"}))
-            await asyncio.sleep(0.05)
-    await socket.close()
-    return samples
+    return await socket_keystrokes(socket, count)
 
 
 async def keystrokes_direct(server: Any, count: int) -> list[float]:

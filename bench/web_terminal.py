@@ -32,23 +32,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, percentile, print_table  # noqa: E402
-from terminal import text_file  # noqa: E402
+from _common import (  # noqa: E402
+    Row,
+    percentile,
+    print_table,
+    socket_cat,
+    socket_keystrokes,
+    terminal_socket,
+    text_file,
+)
 
 from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess  # noqa: E402
 from testsupport.sshd import SshdServer, start_sshd  # noqa: E402
@@ -151,50 +155,19 @@ class Setup:
         """A ``/ws/ssh`` socket (permessage-deflate) resting at the shell prompt."""
         ticket = self.api("POST", "/auth/ws-ticket")["ticket"]
         url = f"{self.gateway.ws_url}/ws/ssh?ticket={ticket}&connectionId={self.connection_id}"
-        socket = await websockets.connect(url, max_size=2**24, compression="deflate")
-        await socket.send(json.dumps({"type": "resize", "cols": 120, "rows": 40}))
-        tail = b""
-        while not tail.rstrip().endswith(b"$"):
-            frame = await asyncio.wait_for(socket.recv(), 60)
-            if isinstance(frame, bytes):
-                tail = (tail + frame)[-256:]
-        return socket
+        return await terminal_socket(url)
 
 
 async def python_cat(setup: Setup, path: Path, marker: int) -> tuple[int, float]:
     """Bytes and seconds for the ``cat`` and its marker through ``/ws/ssh``."""
     socket = await setup.socket()
-    expected = f"END-{marker}".encode()
-    start = time.perf_counter()
-    await socket.send(json.dumps({"type": "data", "data": f"cat {path}; echo END-$(({marker}))\r"}))
-    moved, seen = 0, b""
-    while expected not in seen:
-        frame = await socket.recv()
-        if isinstance(frame, bytes):
-            moved += len(frame)
-            seen = seen[-16:] + frame  # the marker may straddle two frames
-    elapsed = time.perf_counter() - start
+    moved, elapsed = await socket_cat(socket, path, marker)
     await socket.close()
     return moved, elapsed
 
 
 async def python_keys(setup: Setup, count: int) -> list[float]:
-    socket = await setup.socket()
-    samples = []
-    for index in range(count):
-        key = "abcdefghij"[index % 10]
-        start = time.perf_counter()
-        await socket.send(json.dumps({"type": "data", "data": key}))
-        while True:
-            frame = await socket.recv()
-            if isinstance(frame, bytes) and key.encode() in frame:
-                break
-        samples.append((time.perf_counter() - start) * 1000)
-        if index % 50 == 49:
-            await socket.send(json.dumps({"type": "data", "data": "\x15"}))
-            await asyncio.sleep(0.05)
-    await socket.close()
-    return samples
+    return await socket_keystrokes(await setup.socket(), count)
 
 
 def run(coroutine: Any) -> Any:
