@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import threading
 from collections.abc import AsyncIterator
 
 import pytest
@@ -87,6 +88,32 @@ async def test_aborted_upload_leaves_no_file_under_the_final_name(smb, workdir):
     # the adapter is still usable afterwards
     await smb.write(f"{base}/after.bin", once(b"ok"))
     assert (local / "after.bin").read_bytes() == b"ok"
+
+
+async def test_an_upload_cancelled_while_its_file_is_created_leaves_nothing(smb, workdir):
+    """The client goes away while the temporary file is being created (the create runs on
+    in its thread): once it is made, it is deleted; a read cancelled the same way closes."""
+    base, local = workdir
+    creating, go_on = threading.Event(), threading.Event()
+    original = smb._create_temporary
+
+    def slow_create(*args):
+        creating.set()
+        go_on.wait(10)
+        return original(*args)
+
+    smb._create_temporary = slow_create
+    task = asyncio.ensure_future(smb.write(f"{base}/cancelled.bin", once(b"x" * MIB)))
+    await asyncio.to_thread(creating.wait, 10)
+    task.cancel()
+    await asyncio.sleep(0.1)
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert list(local.iterdir()) == []
+    smb._create_temporary = original
+    await smb.write(f"{base}/after.bin", once(b"ok"))
+    assert sorted(p.name for p in local.iterdir()) == ["after.bin"]
 
 
 async def test_delete_is_recursive_and_deletes_files(smb, workdir):

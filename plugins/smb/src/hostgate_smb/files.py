@@ -101,6 +101,28 @@ class SmbFiles(Unoffered):
         """Run cleanup to completion even when the awaiting task is being cancelled."""
         await asyncio.shield(self.call(quietly, function, *args))
 
+    async def _open(
+        self, undo: Callable[[Open], Any], function: Callable[..., Open], *args: Any
+    ) -> Open:
+        """Open a handle in the adapter's threads.
+
+        Cancelled meanwhile (the client went away), the open still completes in its
+        thread: ``undo`` then runs on the handle it made (close it, delete the file).
+        """
+        opening = asyncio.ensure_future(self.call(function, *args))
+        try:
+            return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._undo(opening, undo))
+            raise
+
+    async def _undo(self, opening: asyncio.Future[Open], undo: Callable[[Open], Any]) -> None:
+        try:
+            handle = await opening
+        except Exception:
+            return  # nothing was opened
+        await self.call(quietly, undo, handle)
+
     async def list(self, path: str) -> list[RemoteEntry]:
         """Entries of a directory (without ``.`` and ``..``)."""
         return await self.call(self.share.list, path)
@@ -128,7 +150,7 @@ class SmbFiles(Unoffered):
         smb = share_path(path)
         if offset < 0 or (length is not None and length < 0):
             raise InvalidInput("Invalid byte range")
-        handle = await self.call(self._open_for_read, smb, path)
+        handle = await self._open(_close, self._open_for_read, smb, path)
         reader = _PipelinedReader(self.share, handle, path, offset, length)
         try:
             while True:
@@ -156,7 +178,7 @@ class SmbFiles(Unoffered):
             raise InvalidInput("An upload needs a file name")
         temporary = f"{parent}\\" if parent else ""
         temporary += f".{name}.{uuid.uuid4().hex[:12]}.part"
-        handle = await self.call(self._create_temporary, temporary, path)
+        handle = await self._open(self._delete, self._create_temporary, temporary, path)
         writer = _PipelinedWriter(self.share, handle, path)
         done = False
         parts: list[bytes] = []
@@ -187,6 +209,9 @@ class SmbFiles(Unoffered):
                 options=CreateOptions.FILE_NON_DIRECTORY_FILE,
             )
 
+    def _delete(self, handle: Open) -> None:
+        _delete(self.share, handle)
+
     async def close(self) -> None:
         """Log off and stop the adapter's threads."""
         if self._closed:
@@ -196,6 +221,18 @@ class SmbFiles(Unoffered):
             await self._cleanup(self.share.close)
         finally:
             self._pool.shutdown(wait=False)
+
+
+def _close(handle: Open) -> None:
+    handle.close()
+
+
+def _delete(share: SmbShare, handle: Open) -> None:
+    """Delete the file of an open handle, and close it."""
+    try:
+        share.mark_deleted(handle)
+    finally:
+        handle.close()
 
 
 class _PipelinedReader:
@@ -303,7 +340,4 @@ class _PipelinedWriter:
             while self.inflight:
                 request = self.inflight.popleft()
                 quietly(self.share.receive_bulk, self.handle, request, "write")
-            try:
-                self.share.mark_deleted(self.handle)
-            finally:
-                self.handle.close()
+            _delete(self.share, self.handle)
