@@ -27,6 +27,9 @@ from hostgate_web.assets import UI, ensure_built
 
 from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess
 from testsupport.peers import peer_unavailable
+from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture, for lab_ssh
+
+from .terminals import NO_WEBGL, ssh_connection
 
 ROOT = Path(__file__).resolve().parents[4]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
@@ -232,6 +235,18 @@ AXE_RUN = """async () => {
     nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" ")),
   }));
 }"""
+
+
+@pytest.fixture
+def lab_ssh(page: Any, gateway: Gateway, admin_token: str, sshd: SshdServer) -> str:  # noqa: F811
+    """The usual start of a terminal test: an SSH connection ``lab-ssh`` of the admin's to
+    the suite's sshd (host key trusted), the page with xterm's DOM renderer (the text
+    readable), signed in as admin. The connection's id; ``terminals.open_terminal`` opens it.
+    """
+    connection_id = ssh_connection(gateway, admin_token, sshd)
+    page.context.add_init_script(NO_WEBGL)
+    signed_in(page, gateway)
+    return connection_id
 
 
 class Screens:

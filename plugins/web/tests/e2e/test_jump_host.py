@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from testsupport.jumpnet import JumpNet
 
 from .conftest import Gateway, Screens, signed_in
-from .test_terminal import NO_WEBGL, PROMPT, run
+from .terminals import NO_WEBGL, open_terminal, run
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -62,11 +62,7 @@ def test_a_terminal_through_a_jump_host_chosen_in_the_form(
     # the host-key scan goes through the jump host as well
     gateway.trust_host_key(admin_token, inner["id"])
 
-    page.get_by_role("button", name="Open terminal").click()
-    tab = page.get_by_role("region", name="Terminal inner-db")
-    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
-    screen = page.get_by_role("region", name="Terminal output of inner-db")
-    expect(screen).to_contain_text(PROMPT)
+    screen = open_terminal(page, inner["id"], "inner-db")
     run(page, screen, "echo from=${SSH_CONNECTION%% *}", "from=127.0.0.1")
     audit = gateway.api("GET", "/audit?eventType=connection.session_started", admin_token).json()[
         "entries"

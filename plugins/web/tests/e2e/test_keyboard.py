@@ -14,7 +14,7 @@ from testsupport.gateway import ADMIN_PASSWORD
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
 
 from .conftest import Gateway, Screens, signed_in
-from .test_terminal import NO_WEBGL
+from .terminals import NO_WEBGL
 
 pytestmark = pytest.mark.peer("chromium")
 

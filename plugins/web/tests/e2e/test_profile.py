@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from testsupport.gateway import ADMIN_PASSWORD
 
 from .conftest import Gateway, Screens, signed_in
-from .test_terminal import NO_WEBGL
+from .terminals import NO_WEBGL
 
 pytestmark = pytest.mark.peer("chromium")
 

@@ -26,7 +26,7 @@ from testsupport.gateway import ADMIN_PASSWORD
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
 
 from .conftest import AXE_SOURCE, Gateway, Screens, signed_in
-from .test_terminal import NO_WEBGL, PROMPT, run, ssh_connection
+from .terminals import NO_WEBGL, PROMPT, open_terminal, run, ssh_connection
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -240,12 +240,8 @@ def test_live_view_follows_a_terminal_and_the_watched_user_sees_it(
     # alice's browser: a terminal
     page.context.add_init_script(NO_WEBGL)
     signed_in(page, gateway, "alice")
-    page.goto(f"{gateway.url}/connections/{connection_id}")
-    page.get_by_role("button", name="Open terminal").click()
+    screen = open_terminal(page, connection_id, "lab-ssh")
     tab = page.get_by_role("region", name="Terminal lab-ssh")
-    expect(tab.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
-    screen = page.get_by_role("region", name="Terminal output of lab-ssh")
-    expect(screen).to_contain_text(PROMPT)
     run(page, screen, "echo before-$((2*21))", "before-42")
 
     # without sessions.view_any the watch socket is refused (4003), and alice is not told

@@ -13,68 +13,22 @@ from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
 from testsupport.telnetd import TelnetServer, telnetd  # noqa: F401 - the fixture
 
 from .conftest import Gateway, Screens, signed_in
+from .terminals import PROMPT, commands_seen, open_terminal, run, size, ssh_connection
 
 pytestmark = pytest.mark.peer("chromium")
-
-# The WebGL renderer draws text on a canvas, which no test can read. Without WebGL2 (as on
-# GPUs that lack it) xterm's DOM renderer draws real text: these tests read that.
-NO_WEBGL = """
-const getContext = HTMLCanvasElement.prototype.getContext;
-HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
-  return kind === "webgl2" ? null : getContext.call(this, kind, ...rest);
-};
-"""
-
-
-def ssh_connection(gateway: Gateway, token: str, server: SshdServer) -> str:
-    body = {
-        "name": "lab-ssh",
-        "protocol": "ssh",
-        "host": server.host,
-        "port": server.port,
-        "username": server.username,
-        "password": server.password,
-    }
-    response = gateway.api("POST", "/connections", token, json=body)
-    assert response.status_code == 201, response.text
-    connection_id = str(response.json()["id"])
-    gateway.trust_host_key(token, connection_id)  # host-key prompts: test_hostkeys.py
-    return connection_id
-
-
-PROMPT = re.compile(r"@[^\s:]+:~\$")
-
-
-def run(page: Any, screen: Any, command: str, expected: str | re.Pattern[str]) -> None:
-    """Enter a command into the terminal and wait for its output on screen.
-
-    The text goes in as one input event: typed key by key, a pause right after a ``$``
-    (``again-$((...``) can look like a shell prompt to the server's command log.
-    """
-    screen.click()
-    page.keyboard.insert_text(command)
-    page.keyboard.press("Enter")
-    expect(screen).to_contain_text(expected)
 
 
 def test_ssh_terminal_types_resizes_and_reconnects(
     page: Any,
     gateway: Gateway,
     admin_token: str,
-    sshd: SshdServer,  # noqa: F811
+    lab_ssh: str,
     screens: Screens,
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
-    page.context.add_init_script(NO_WEBGL)
-    signed_in(page, gateway)
-    page.goto(f"{gateway.url}/connections/{connection_id}")
-    page.get_by_role("button", name="Open terminal").click()
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
     tab = page.get_by_role("region", name="Terminal lab-ssh")
-    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
     tabs = page.get_by_role("navigation", name="Open terminals")
     expect(tabs.get_by_role("link", name="lab-ssh")).to_have_attribute("aria-current", "page")
-    screen = page.get_by_role("region", name="Terminal output of lab-ssh")
-    expect(screen).to_contain_text(PROMPT)
     run(page, screen, "echo hello-$((6*7))", "hello-42")
     screens.check(page, "terminal")
 
@@ -101,22 +55,11 @@ def test_ssh_terminal_types_resizes_and_reconnects(
     expect(tabs).to_have_count(0)
     expect(page).to_have_url(gateway.url + "/")
 
-    # what the server saw: the typed commands in the two sessions' command logs
-    def commands() -> list[str]:
-        sessions = gateway.api("GET", "/sessions", admin_token).json()["sessions"]
-        assert len(sessions) == 2
-        found = []
-        for session in sessions:
-            log = gateway.api("GET", f"/sessions/{session['id']}/commands", admin_token).json()
-            found += [entry["command"] for entry in log["commands"]]
-        return found
-
-    for _ in range(50):  # the log of the session just closed is written as it ends
-        if "echo again-$((40+2))" in commands():
-            break
-        page.wait_for_timeout(200)
-    assert "echo hello-$((6*7))" in commands()
-    assert "echo again-$((40+2))" in commands()
+    # what the server saw: the typed commands in the two sessions' command logs (the log of
+    # the session just closed is written as it ends)
+    wanted = ["echo hello-$((6*7))", "echo again-$((40+2))"]
+    assert all(command in commands_seen(gateway, admin_token, page, wanted) for command in wanted)
+    assert len(gateway.api("GET", "/sessions", admin_token).json()["sessions"]) == 2
 
 
 def test_terminal_code_loads_only_with_the_first_terminal(
@@ -137,57 +80,16 @@ def test_terminal_code_loads_only_with_the_first_terminal(
     assert any("/assets/session-" in url for url in loaded)
 
 
-def open_terminal(page: Any, gateway: Gateway, connection_id: str, name: str) -> Any:
-    """Open a terminal tab for the connection (through the app, no reload); its screen."""
-    page.evaluate(
-        "path => { history.pushState({}, '', path); dispatchEvent(new PopStateEvent('popstate')) }",
-        f"/connections/{connection_id}",
-    )
-    expect(page.get_by_role("button", name="Open terminal")).to_be_visible()
-    tabs = page.locator(f"section[aria-label='Terminal {name}']")
-    index = tabs.count()
-    page.get_by_role("button", name="Open terminal").click()
-    tab = tabs.nth(index)  # a locator that stays on this tab
-    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
-    screen = tab.get_by_role("region", name=f"Terminal output of {name}")
-    expect(screen).to_contain_text(PROMPT)
-    return screen
-
-
-def size(page: Any, screen: Any, marker: str) -> tuple[int, int]:
-    """The PTY's size as the server sees it (``stty size``): rows, columns."""
-    run(page, screen, f"stty size | sed 's/ /x/;s/^/{marker}-/'", re.compile(rf"{marker}-\d+x\d+"))
-    rows, cols = re.findall(rf"{marker}-(\d+)x(\d+)", screen.inner_text())[-1]
-    return int(rows), int(cols)
-
-
-def commands_seen(gateway: Gateway, token: str, page: Any, wanted: list[str]) -> list[str]:
-    """Every command in the sessions' command logs, once ``wanted`` are all there (or 10 s)."""
-    found: list[str] = []
-    for _ in range(50):
-        found = []
-        for session in gateway.api("GET", "/sessions", token).json()["sessions"]:
-            log = gateway.api("GET", f"/sessions/{session['id']}/commands", token).json()
-            found += [entry["command"] for entry in log["commands"]]
-        if all(command in found for command in wanted):
-            break
-        page.wait_for_timeout(200)
-    return found
-
-
 def test_split_view_shows_two_terminals_each_fitted_and_resized(
     page: Any,
     gateway: Gateway,
     admin_token: str,
-    sshd: SshdServer,  # noqa: F811
+    lab_ssh: str,
     screens: Screens,
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
-    page.context.add_init_script(NO_WEBGL)
-    signed_in(page, gateway)
-    left = open_terminal(page, gateway, connection_id, "lab-ssh")
+    left = open_terminal(page, lab_ssh, "lab-ssh")
     _, alone = size(page, left, "alone")
-    right = open_terminal(page, gateway, connection_id, "lab-ssh")
+    right = open_terminal(page, lab_ssh, "lab-ssh")
     expect(left).to_be_hidden()
 
     # keyboard only: Tab to the button, Enter; the tab opened before shows beside this one
@@ -236,14 +138,11 @@ def test_copy_on_select_and_paste_asks_for_several_lines(
     page: Any,
     gateway: Gateway,
     admin_token: str,
-    sshd: SshdServer,  # noqa: F811
+    lab_ssh: str,
     screens: Screens,
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
-    page.context.add_init_script(NO_WEBGL)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=gateway.url)
-    signed_in(page, gateway)
-    screen = open_terminal(page, gateway, connection_id, "lab-ssh")
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
     run(page, screen, "echo copy$((6*7))word", "copy42word")
 
     # copy on select: a double-click selects the word, the clipboard has it
@@ -311,13 +210,10 @@ def test_search_in_the_scrollback_and_links_open_apart(
     page: Any,
     gateway: Gateway,
     admin_token: str,
-    sshd: SshdServer,  # noqa: F811
+    lab_ssh: str,
     screens: Screens,
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
-    page.context.add_init_script(NO_WEBGL)
-    signed_in(page, gateway)
-    screen = open_terminal(page, gateway, connection_id, "lab-ssh")
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
     tab = page.get_by_role("region", name="Terminal lab-ssh")
 
     # a marker scrolled far out of sight by 300 lines of output
@@ -358,7 +254,7 @@ def test_telnet_terminal_in_a_tab(
     gateway: Gateway,
     admin_token: str,
     telnetd: TelnetServer,  # noqa: F811
-    sshd: SshdServer,  # noqa: F811
+    lab_ssh: str,
 ) -> None:
     body = {
         "name": "lab-telnet",
@@ -371,20 +267,12 @@ def test_telnet_terminal_in_a_tab(
     response = gateway.api("POST", "/connections", admin_token, json=body)
     assert response.status_code == 201, response.text
     telnet_id = str(response.json()["id"])
-    ssh_id = ssh_connection(gateway, admin_token, sshd)
-    page.context.add_init_script(NO_WEBGL)
-    signed_in(page, gateway)
 
     # a telnet tab beside an SSH tab: both live, each its own session
-    page.goto(f"{gateway.url}/connections/{telnet_id}")
-    page.get_by_role("button", name="Open terminal").click()
-    tab = page.get_by_role("region", name="Terminal lab-telnet")
-    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
-    screen = tab.get_by_role("region", name="Terminal output of lab-telnet")
-    expect(screen).to_contain_text("$ ", timeout=20_000)
+    screen = open_terminal(page, telnet_id, "lab-telnet", prompt="$ ")
     run(page, screen, "echo telnet-$((6*7))", "telnet-42")
     rows, cols = size(page, screen, "tn")
-    ssh_screen = open_terminal(page, gateway, ssh_id, "lab-ssh")
+    ssh_screen = open_terminal(page, lab_ssh, "lab-ssh")
     run(page, ssh_screen, "echo ssh-$((2*21))", "ssh-42")
     tabs = page.get_by_role("navigation", name="Open terminals")
     tabs.get_by_role("link", name="lab-telnet").click()
@@ -417,13 +305,10 @@ def test_terminal_preferences_apply_live_to_open_terminals(
     page: Any,
     gateway: Gateway,
     admin_token: str,
-    sshd: SshdServer,  # noqa: F811
+    lab_ssh: str,
     screens: Screens,
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
-    page.context.add_init_script(NO_WEBGL)
-    signed_in(page, gateway)
-    screen = open_terminal(page, gateway, connection_id, "lab-ssh")
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
     _, before = size(page, screen, "before")
     terminal = screen.locator(".xterm")
     expect(terminal.locator(".xterm-cursor-block")).to_have_count(1)

@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 
 from testsupport.sshd import TEST_USER, SshdServer, sshd  # noqa: F401 - the fixture
 
-from .conftest import Gateway, Screens, signed_in
-from .test_terminal import NO_WEBGL, PROMPT, run, ssh_connection
+from .conftest import Gateway, Screens
+from .terminals import open_terminal, run
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -25,8 +25,8 @@ pytestmark = pytest.mark.peer("chromium")
 def test_files_beside_the_terminal_upload_what_ls_then_shows(
     page: Any,
     gateway: Gateway,
-    admin_token: str,
     sshd: SshdServer,  # noqa: F811
+    lab_ssh: str,
     tmp_path: Path,
     screens: Screens,
 ) -> None:
@@ -38,15 +38,8 @@ def test_files_beside_the_terminal_upload_what_ls_then_shows(
     sent = tmp_path / "from-the-panel.txt"
     sent.write_text("uploaded beside the terminal\n")
     try:
-        connection_id = ssh_connection(gateway, admin_token, sshd)
-        page.context.add_init_script(NO_WEBGL)
-        signed_in(page, gateway)
-        page.goto(f"{gateway.url}/connections/{connection_id}")
-        page.get_by_role("button", name="Open terminal").click()
+        screen = open_terminal(page, lab_ssh, "lab-ssh")
         tab = page.get_by_role("region", name="Terminal lab-ssh")
-        expect(tab.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
-        screen = page.get_by_role("region", name="Terminal output of lab-ssh")
-        expect(screen).to_contain_text(PROMPT)
         terminal_url = page.url
 
         toggle = tab.get_by_role("button", name="Files", exact=True)
