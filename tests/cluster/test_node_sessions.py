@@ -4,7 +4,7 @@ made on one node close the sockets another holds, a node killed with SIGKILL has
 sessions marked ended by the other within the node timeout with the recording readable,
 and a terminal held by one node is watched from the other.
 
-Both nodes use one data directory (the shared recordings location of a real set-up).
+Each node has its own data directory; both record into one HOSTGATE_RECORDINGS_DIR.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ NODE_TIMEOUT = 6.0
 
 @pytest.fixture
 def nodes(tmp_path: Path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
-    shared = tmp_path / "shared-data"
-    shared.mkdir()
+    shared = tmp_path / "shared-recordings"  # HOSTGATE_RECORDINGS_DIR of both nodes
     env = {
         "HOSTGATE_DATABASE_URL": postgres_url,
         "HOSTGATE_REDIS_URL": redis_server.url,
@@ -42,8 +41,7 @@ def nodes(tmp_path: Path, postgres_url, redis_server) -> Iterator[tuple[GatewayP
     started: list[GatewayProcess] = []
     try:
         for name in ("node-a", "node-b"):  # one after the other: the first migrates
-            (tmp_path / name).symlink_to(shared, target_is_directory=True)
-            started.append(GatewayProcess(tmp_path / name, env).start())
+            started.append(GatewayProcess(tmp_path / name, env, recordings=shared).start())
         yield tuple(started)
     finally:
         for node in reversed(started):

@@ -76,7 +76,7 @@ class Recordings:
     def __init__(
         self,
         *,
-        data_dir: Path,
+        directory: Path,
         db: Database,
         secrets: SecretBox,
         settings: Settings,
@@ -86,7 +86,7 @@ class Recordings:
         lifecycle: Lifecycle,
         lease: Lease | None = None,
     ) -> None:
-        self.data_dir = data_dir
+        self._directory = directory
         # several nodes: the retention runs where the lease is held (abandoned
         # uploads stay each node's own: only the node that has one can close it)
         self.lease: Lease = lease or LocalLease()
@@ -107,8 +107,8 @@ class Recordings:
 
     @property
     def directory(self) -> Path:
-        """Where recording files live."""
-        return self.data_dir / "recordings"
+        """Where recording files live (``HOSTGATE_RECORDINGS_DIR``, else the data dir's)."""
+        return self._directory
 
     def path_of(self, row: RemoteSession) -> Path | None:
         """The file of a session's recording, or None."""
