@@ -291,6 +291,9 @@ class Kernel:
             settings=self.settings,
             outbound=self.notifications.outbound,
             timeout=config.version_timeout_seconds,
+            lease=self.cluster.lease,
+            bus=self.cluster.bus,
+            redis=self.cluster.redis,
         )
 
     def _relays(self) -> list[LiveRemoteSession]:
