@@ -286,6 +286,7 @@ class Kernel:
             lifecycle=self,
             lease=self.cluster.lease,
             bus=self.cluster.bus,
+            claims=self.cluster.claims,
         )
         self.version = VersionChecker(
             settings=self.settings,
