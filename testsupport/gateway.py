@@ -56,7 +56,7 @@ class GatewayProcess:
         self.port = free_port()
         self.extra_env = dict(env or {})
         self.serve_args = serve_args  # e.g. ("--workers", "2")
-        # several nodes: <data dir>/recordings is a link to this shared directory
+        # several nodes: HOSTGATE_RECORDINGS_DIR, the directory they share
         self.recordings = recordings
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-gateway.log"
@@ -90,10 +90,8 @@ class GatewayProcess:
         )
         env.update(self.extra_env)  # a test may override those too
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        link = self.data_dir / "recordings"
-        if self.recordings is not None and not link.is_symlink():
-            self.recordings.mkdir(mode=0o700, parents=True, exist_ok=True)
-            link.symlink_to(self.recordings, target_is_directory=True)
+        if self.recordings is not None:
+            env.setdefault("HOSTGATE_RECORDINGS_DIR", str(self.recordings))
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [

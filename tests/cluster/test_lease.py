@@ -93,3 +93,42 @@ async def test_a_holder_cut_off_from_redis_stops_believing_it_holds_the_lease(
     finally:
         await lease.stop()
         await client.aclose()
+
+
+async def test_claims_one_node_at_a_time_released_or_expired(redis_server) -> None:
+    """The per-delivery claim: the same rules in memory and on a real Redis."""
+    from hostgate.cluster.lease import LocalClaims, RedisClaims
+    from hostgate.errors import SharedStateUnavailable
+
+    local = LocalClaims()
+    assert await local.claim("delivery:1", 0.3)
+    assert not await local.claim("delivery:1", 0.3)
+    await local.release("delivery:1")
+    assert await local.claim("delivery:1", 0.3)
+    await asyncio.sleep(0.4)
+    assert await local.claim("delivery:1", 0.3)  # expired
+
+    clients = [connect(redis_server.url) for _ in range(2)]
+    a, b = RedisClaims(clients[0], "node-a"), RedisClaims(clients[1], "node-b")
+    try:
+        won = await asyncio.gather(*(c.claim("delivery:2", 5) for c in (a, b, a, b)))
+        assert sorted(won) == [False, False, False, True]
+        winner, loser = (
+            (a, b) if await clients[0].get("hostgate:claim:delivery:2") == b"node-a" else (b, a)
+        )
+        await loser.release("delivery:2")  # not the loser's: stays
+        assert not await loser.claim("delivery:2", 5)
+        await winner.release("delivery:2")
+        assert await loser.claim("delivery:2", 0.3)
+        await asyncio.sleep(0.5)
+        assert await winner.claim("delivery:2", 5)  # the loser's claim expired
+        down = RedisClaims(connect("redis://127.0.0.1:1/0"), "node-c")
+        try:
+            await down.claim("delivery:3", 5)
+        except SharedStateUnavailable:
+            pass
+        else:
+            raise AssertionError("a claim Redis cannot check must not be granted")
+    finally:
+        for client in clients:
+            await client.aclose()

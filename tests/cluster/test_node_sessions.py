@@ -4,7 +4,7 @@ made on one node close the sockets another holds, a node killed with SIGKILL has
 sessions marked ended by the other within the node timeout with the recording readable,
 and a terminal held by one node is watched from the other.
 
-Both nodes use one data directory (the shared recordings location of a real set-up).
+Each node has its own data directory; both record into one HOSTGATE_RECORDINGS_DIR.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ NODE_TIMEOUT = 6.0
 
 @pytest.fixture
 def nodes(tmp_path: Path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
-    shared = tmp_path / "shared-data"
-    shared.mkdir()
+    shared = tmp_path / "shared-recordings"  # HOSTGATE_RECORDINGS_DIR of both nodes
     env = {
         "HOSTGATE_DATABASE_URL": postgres_url,
         "HOSTGATE_REDIS_URL": redis_server.url,
@@ -42,8 +41,7 @@ def nodes(tmp_path: Path, postgres_url, redis_server) -> Iterator[tuple[GatewayP
     started: list[GatewayProcess] = []
     try:
         for name in ("node-a", "node-b"):  # one after the other: the first migrates
-            (tmp_path / name).symlink_to(shared, target_is_directory=True)
-            started.append(GatewayProcess(tmp_path / name, env).start())
+            started.append(GatewayProcess(tmp_path / name, env, recordings=shared).start())
         yield tuple(started)
     finally:
         for node in reversed(started):
@@ -327,3 +325,66 @@ async def test_a_viewer_on_one_node_watches_a_terminal_the_other_node_holds(setu
         assert on_a.call("DELETE", f"/sessions/active/{held['id']}").status_code == 200
         assert await viewer.closed(timeout=10) == (1000, "The watched session ended")
     await terminal.closed(timeout=10)
+
+
+def rdp_session(admin: Node) -> str:
+    """A browser RDP session being recorded (an RDP connection; no desktop needed)."""
+    created = admin.call(
+        "POST",
+        "/connections",
+        json={"name": "desk", "protocol": "rdp", "host": "127.0.0.1", "port": 3389},
+    )
+    assert created.status_code == 201, created.text
+    started = admin.call(
+        "POST", "/sessions/rdp-session", json={"connectionId": created.json()["id"]}
+    )
+    assert started.status_code == 200, started.text
+    assert started.json()["shouldRecord"] is True
+    return str(started.json()["sessionId"])
+
+
+def chunk(node: Node, session_id: str, data: bytes) -> None:
+    response = node.call("POST", f"/sessions/{session_id}/recording/chunk", content=data)
+    assert response.status_code == 200, response.text
+
+
+async def test_a_recording_upload_moves_to_the_node_its_chunks_reach(setup):
+    """Round robin sends the browser's chunks to either node: the node holding the upload
+    hands it over, so the file is written by one node at a time and stays whole."""
+    node_a, node_b, admin, _ = setup
+    on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
+    session_id = rdp_session(admin)
+    chunk(on_a, session_id, b"A" * 70_000)
+    [held] = until(on_b.active, 10, "node B lists node A's upload")
+    assert (held["id"], held["kind"]) == (session_id, "upload")
+    chunk(on_b, session_id, b"B" * 50_000)
+    chunk(on_a, session_id, b"C" * 10)
+    assert [s["kind"] for s in on_b.active()] == ["upload"]
+    done = on_b.call("POST", f"/sessions/{session_id}/recording/finalize")
+    assert done.status_code == 200, done.text
+    row = on_a.call("GET", f"/sessions/{session_id}").json()
+    assert row["recordingState"] == "complete" and row["fileSize"] == 120_010
+    recording = on_a.call("GET", f"/sessions/{session_id}/recording")
+    assert recording.content == b"A" * 70_000 + b"B" * 50_000 + b"C" * 10
+    assert until(lambda: on_a.active() == [], 10, "the upload leaves the registry")
+
+
+async def test_a_killed_nodes_recording_upload_is_ended_readable_by_the_other(setup):
+    node_a, node_b, admin, _ = setup
+    on_b = Node(node_b.url, admin.token)
+    session_id = rdp_session(admin)
+    chunk(Node(node_a.url, admin.token), session_id, b"W" * 80_000)
+    until(on_b.active, 10, "node B lists node A's upload")
+    node_a.kill()
+    row = until(
+        lambda: (r := on_b.call("GET", f"/sessions/{session_id}").json()).get("endReason") and r,
+        NODE_TIMEOUT + 2,
+        "node B marks node A's upload ended",
+    )
+    assert row["endReason"] == "the gateway node holding it stopped answering"
+    assert row["recordingState"] == "complete" and row["fileSize"] == 80_000
+    recording = on_b.call("GET", f"/sessions/{session_id}/recording")
+    assert recording.status_code == 200 and recording.content == b"W" * 80_000
+    late = on_b.call("POST", f"/sessions/{session_id}/recording/chunk", content=b"late")
+    assert late.status_code == 409 and late.json()["code"] == "not_recording"
+    node_a.start()  # the fixture's teardown checks its log

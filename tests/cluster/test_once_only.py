@@ -34,14 +34,35 @@ def node_config(path: Path) -> Path:
     return path
 
 
+def eager_config(path: Path) -> Path:
+    """Also: the lease holder takes entries pending over 1 s as left over, every 0.5 s."""
+    node_config(path)
+    with path.open("a") as out:
+        out.write("orphan_seconds = 1.0\nretry_scheduler_seconds = 0.5\n")
+    return path
+
+
 @pytest.fixture
 def nodes(tmp_path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
+    config = node_config(tmp_path / "nodes.toml")
+    yield from two_nodes(tmp_path, postgres_url, redis_server, config)
+
+
+@pytest.fixture
+def eager_nodes(tmp_path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
+    config = eager_config(tmp_path / "nodes.toml")
+    yield from two_nodes(tmp_path, postgres_url, redis_server, config)
+
+
+def two_nodes(
+    tmp_path: Path, postgres_url: str, redis_server, config: Path
+) -> Iterator[tuple[GatewayProcess, ...]]:
     env = {
         "HOSTGATE_DATABASE_URL": postgres_url,
         "HOSTGATE_REDIS_URL": redis_server.url,
         "HOSTGATE_LEASE_SECONDS": str(LEASE_SECONDS),
         "HOSTGATE_LOG_LEVEL": "INFO",  # the node id that takes the lease is logged
-        "HOSTGATE_CONFIG": str(node_config(tmp_path / "nodes.toml")),
+        "HOSTGATE_CONFIG": str(config),
     }
     started: list[GatewayProcess] = []
     shared = tmp_path / "shared-recordings"  # one directory for every node (docs/cluster.md)
@@ -184,6 +205,33 @@ async def test_the_lease_moves_to_the_other_node_when_its_holder_is_killed(
     holder.start()
     await asyncio.sleep(LEASE_SECONDS)
     assert holder_of_lease(redis_server.url, nodes) is survivor
+
+
+async def test_a_delivery_in_flight_on_one_node_is_not_sent_again_by_the_lease_holder(
+    eager_nodes,
+    redis_server,
+    http_receiver,  # noqa: F811
+):
+    """The holder re-queues entries pending longer than ``orphan_seconds`` (a dead node
+    left them); a slow send on a live node is one of those, and its claim keeps the
+    holder from sending it a second time."""
+    nodes = eager_nodes
+    holder = holder_of_lease(redis_server.url, nodes)
+    other = next(n for n in nodes if n is not holder)
+    headers = setup(nodes[0], http_receiver)
+    http_receiver.delay = 4.0  # the receiver answers each request after 4 s
+    try:
+        create_user(other, headers, "frank")
+        [entry] = await new_entries(holder, headers, set(), 1)
+        await asyncio.sleep(1.5)  # a few more turns of the holder's scheduler
+    finally:
+        http_receiver.delay = 0.0
+    assert (entry["attempt"], entry["status"]) == (1, "sent")
+    assert len(all_entries(holder, headers)) == 1
+    [request] = http_receiver.received("/hook")
+    assert "frank" in request.body.decode()
+    # the race happened: the holder took the entry as left over and found it claimed
+    assert f"notification {entry['id']} is being sent by another node" in holder.log()
 
 
 def test_a_serve_node_with_its_own_recordings_directory_is_refused(

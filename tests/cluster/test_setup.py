@@ -248,7 +248,36 @@ async def test_a_restored_database_takes_over_the_shared_recordings_directory(co
             )
             await session.commit()
         await kernel.reload_state()
-        marker = shared.read_marker(config.data_dir / "recordings")
+        marker = shared.read_marker(config.resolved_recordings_dir)
         assert marker is not None and marker["token"] == "restored"
         async with create_app(node).test_app():  # another node still joins
             pass
+
+
+async def test_nodes_with_their_own_data_dirs_share_hostgate_recordings_dir(
+    config, tmp_path, redis_server
+):
+    """HOSTGATE_RECORDINGS_DIR apart from the data dirs: both nodes start and mark it once;
+    a node that points it at another directory is refused with that variable named."""
+    recordings = tmp_path / "nfs" / "recordings"
+    first = config.with_overrides(redis_url=redis_server.url, recordings_dir=recordings)
+    app = create_app(first)
+    async with app.test_app():
+        marker = shared.read_marker(recordings)
+        assert marker is not None
+        assert not (config.data_dir / "recordings").exists()
+        elsewhere = tmp_path / "node-b-data"
+        elsewhere.mkdir()
+        second = first.with_overrides(data_dir=elsewhere, database_url=first.resolved_database_url)
+        async with create_app(second).test_app():
+            assert shared.read_marker(recordings) == marker
+        assert not (elsewhere / "recordings").exists()
+        local = second.with_overrides(recordings_dir=tmp_path / "local" / "recordings")
+        other = kernel_of(create_app(local))
+        with pytest.raises(StartupError) as info:
+            await other.startup()
+        await other.cluster.stop()
+        await other.db.close()
+    message = str(info.value)
+    assert f"The recordings directory {tmp_path / 'local' / 'recordings'} is not the one" in message
+    assert "HOSTGATE_RECORDINGS_DIR" in message and "mounted on every node" in message

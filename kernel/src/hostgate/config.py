@@ -26,6 +26,9 @@ class Config:
     """Everything the kernel needs to start, resolved once at start-up."""
 
     data_dir: Path = Path("data")
+    # where recording files live; None = <data_dir>/recordings. Several nodes point
+    # it at one shared directory (docs/cluster.md "The recordings directory")
+    recordings_dir: Path | None = None
     database_url: str | None = None
     encryption_key: str | None = None
     host: str = DEFAULT_HOST
@@ -67,6 +70,11 @@ class Config:
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'hostgate.db').resolve()}"
+
+    @property
+    def resolved_recordings_dir(self) -> Path:
+        """Where recording files live: the configured directory or ``<data dir>/recordings``."""
+        return self.recordings_dir or self.data_dir / "recordings"
 
     @property
     def is_sqlite(self) -> bool:
@@ -155,6 +163,17 @@ def _seconds(name: str, value: Any) -> float:
     return seconds
 
 
+def _directory(value: Any) -> Path | None:
+    """An absolute directory path (relative ones would depend on where a node starts)."""
+    text = str(value).strip()
+    if not text:
+        return None
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        raise ConfigError(f"HOSTGATE_RECORDINGS_DIR must be an absolute path, not {text!r}")
+    return path
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     items = value if isinstance(value, list) else value.split(",")
     return tuple(i.strip() for i in items if i.strip())
@@ -180,6 +199,7 @@ def load_config(
     table = {k.replace("-", "_"): v for k, v in raw.items() if k not in ("plugins", "settings")}
     mapping: dict[str, tuple[str, Any]] = {
         "data_dir": ("HOSTGATE_DATA_DIR", Path),
+        "recordings_dir": ("HOSTGATE_RECORDINGS_DIR", _directory),
         "database_url": ("HOSTGATE_DATABASE_URL", str),
         "encryption_key": ("HOSTGATE_ENCRYPTION_KEY", str),
         "host": ("HOSTGATE_HOST", str),

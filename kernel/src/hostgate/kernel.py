@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -203,6 +204,7 @@ class Kernel:
         )
         self.backups = Backups(
             data_dir=config.data_dir,
+            recordings_dir=config.resolved_recordings_dir,
             db=self.db,
             secrets=self.secrets,
             live=self.live,
@@ -211,7 +213,7 @@ class Kernel:
         )
         self.metrics = Metrics(live=self.live, relays=self._relays)
         self.recordings = Recordings(
-            data_dir=config.data_dir,
+            directory=config.resolved_recordings_dir,
             db=self.db,
             secrets=self.secrets,
             settings=self.settings,
@@ -284,11 +286,15 @@ class Kernel:
             lifecycle=self,
             lease=self.cluster.lease,
             bus=self.cluster.bus,
+            claims=self.cluster.claims,
         )
         self.version = VersionChecker(
             settings=self.settings,
             outbound=self.notifications.outbound,
             timeout=config.version_timeout_seconds,
+            lease=self.cluster.lease,
+            bus=self.cluster.bus,
+            redis=self.cluster.redis,
         )
 
     def _relays(self) -> list[LiveRemoteSession]:
@@ -343,6 +349,7 @@ class Kernel:
     async def startup(self) -> None:
         """Migrate, check the key, load settings and roles, start services and plugins."""
         datadir.prepare(self.config.data_dir, self.config.resolved_database_url)
+        self._prepare_recordings_dir()
         try:
             await self.cluster.start()
         except ClusterSetupError as exc:
@@ -390,6 +397,26 @@ class Kernel:
         await self.db.close()
         self.metrics.stop()
 
+    def _prepare_recordings_dir(self) -> None:
+        """Create the recordings directory (0700); refuse to start when it cannot be written."""
+        directory = self.config.resolved_recordings_dir
+        source = (
+            "HOSTGATE_RECORDINGS_DIR"
+            if self.config.recordings_dir is not None
+            else "<data dir>/recordings"
+        )
+        try:
+            datadir.private_dir(directory)
+            probe = directory / f".hostgate-probe-{os.getpid()}"
+            datadir.private_open(probe, "wb").close()
+            probe.unlink()
+        except OSError as exc:
+            raise StartupError(
+                f"The recordings directory {directory} ({source}) cannot be used: "
+                f"{exc.strerror or exc}. It must exist or be creatable, and be writable "
+                "by the user hostgate runs as."
+            ) from None
+
     async def _check_recordings_dir(self, database_id: str, *, adopt: bool = False) -> None:
         """Several nodes: refuse a recordings directory the other nodes do not share.
 
@@ -398,7 +425,7 @@ class Kernel:
         """
         from sqlalchemy.exc import IntegrityError
 
-        directory = datadir.private_dir(self.config.data_dir / "recordings")
+        directory = self.config.resolved_recordings_dir
         async with self.db.session() as session:
             row = await session.get(SystemValue, RECORDINGS_TOKEN_NAME)
             token = row.value if row is not None else None

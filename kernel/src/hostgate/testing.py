@@ -229,7 +229,8 @@ class HttpReceiver:
     By default every request gets ``200 {"received": true}``. ``reply(prefix,
     ok=..., failing=...)`` sets the answers for paths under a prefix (the
     longest prefix wins). ``fail_next = n`` fails the next n requests;
-    ``failing = True`` fails every request until set back.
+    ``failing = True`` fails every request until set back. ``delay`` seconds
+    pass between receiving a request (it is recorded at once) and answering it.
     """
 
     port: int
@@ -238,6 +239,7 @@ class HttpReceiver:
     fail_next: int = 0
     failing: bool = False
     fail_status: int = 500
+    delay: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     replies: dict[str, tuple[Reply, Reply]] = field(
         default_factory=lambda: {
@@ -296,6 +298,8 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else b""
             request = ReceivedRequest(self.command, self.path, dict(self.headers.items()), body)
             status, data, content_type = receiver.answer(request)
+            if receiver.delay > 0:
+                time.sleep(receiver.delay)
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))

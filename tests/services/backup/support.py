@@ -79,7 +79,7 @@ class Instance:
 
     @property
     def recordings(self) -> Path:
-        return self.kernel.config.data_dir / "recordings"
+        return self.kernel.config.resolved_recordings_dir
 
 
 @asynccontextmanager
@@ -164,7 +164,7 @@ async def populate(kernel: Kernel, *, audit_rows: int = 3, recording_size: int =
     await kernel.settings.update({"app.name": "Marker Instance", SECRET_SETTING: "tok-secret-7"})
     for number in range(audit_rows):
         await kernel.audit.record("marker.event", target=f"marker-target-{number}")
-    recordings = kernel.config.data_dir / "recordings"
+    recordings = kernel.config.resolved_recordings_dir
     (recordings / "nested").mkdir(parents=True, exist_ok=True)
     data = {
         "marker-recording.cast": os.urandom(recording_size),
@@ -225,7 +225,7 @@ async def check_restored(kernel: Kernel, markers: Markers, *, with_recordings: b
     await kernel.audit.record("after.restore", actor=caller)
     assert (await kernel.audit.verify_chain()).ok
     if with_recordings:
-        recordings = kernel.config.data_dir / "recordings"
+        recordings = kernel.config.resolved_recordings_dir
         for name, content in markers.recording_bytes.items():
             assert (recordings / name).read_bytes() == content, name
 

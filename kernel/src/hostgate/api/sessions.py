@@ -456,7 +456,7 @@ async def add_recording_events(session_id: str, data: InputEvents) -> Ok:
 @blueprint.post("/sessions/<session_id>/recording/chunk")
 @authenticated
 @tag(["sessions"])
-@answers(Ok, errors=(409,), request_media_type="application/octet-stream")
+@answers(Ok, errors=(409, 503), request_media_type="application/octet-stream")
 async def upload_chunk(session_id: str) -> Ok:
     """Append a raw WebM chunk (streamed to disk, encrypted) to one's own RDP recording."""
     row = await _history().owned(current_caller(), session_id)
@@ -467,7 +467,7 @@ async def upload_chunk(session_id: str) -> Ok:
 @blueprint.post("/sessions/<session_id>/recording/finalize")
 @authenticated
 @tag(["sessions"])
-@answers(Ok, errors=(409,))
+@answers(Ok, errors=(409, 503))
 async def finalize_recording(session_id: str) -> Ok:
     """End one's own RDP session: its recording is complete."""
     row = await _history().owned(current_caller(), session_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .bus import Bus, LocalBus, RedisBus
-from .lease import Lease, LocalLease, RedisLease
+from .lease import Claims, Lease, LocalClaims, LocalLease, RedisClaims, RedisLease
 from .registry import RedisRegistry, SessionRegistry
 from .shared import (
     ClusterSetupError,
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Bus",
+    "Claims",
     "Cluster",
     "ClusterSetupError",
     "Lease",
@@ -61,6 +62,10 @@ class Cluster:
             LocalLease()
             if self.redis is None
             else RedisLease(self.redis, self.bus.node_id, seconds=config.lease_seconds)
+        )
+        # one node at a time on one piece of work (a notification delivery)
+        self.claims: Claims = (
+            LocalClaims() if self.redis is None else RedisClaims(self.redis, self.bus.node_id)
         )
 
     def standby(self) -> None:

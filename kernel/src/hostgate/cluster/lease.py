@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-from .shared import KEY_PREFIX
+from .shared import KEY_PREFIX, reaching
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -185,3 +185,63 @@ class RedisLease(Lease):
                 await hook()
             except Exception:
                 log.exception("taking the %s lease: a hook failed", self.name)
+
+
+CLAIM_PREFIX = f"{KEY_PREFIX}claim:"
+
+
+class Claims(Protocol):
+    """Short claims on one piece of work (a notification delivery): one node at a time.
+
+    ``claim`` is atomic: of the nodes that try at once, one gets it. A claim
+    expires after ``seconds`` (its holder died) unless released before.
+    """
+
+    async def claim(self, name: str, seconds: float) -> bool:
+        """True when this node now holds ``name``; False when another node does.
+
+        Raises ``SharedStateUnavailable`` (503) when the claim cannot be checked.
+        """
+
+    async def release(self, name: str) -> None:
+        """Give ``name`` back (only if this node still holds it)."""
+
+
+class LocalClaims(Claims):
+    """One node: claims among this process's own tasks."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, float] = {}
+
+    async def claim(self, name: str, seconds: float) -> bool:
+        """Held by nobody here (or expired): taken."""
+        now = time.monotonic()
+        if self._held.get(name, 0.0) > now:
+            return False
+        self._held[name] = now + seconds
+        return True
+
+    async def release(self, name: str) -> None:
+        """Forget it."""
+        self._held.pop(name, None)
+
+
+class RedisClaims(Claims):
+    """A Redis key per claim, ``SET NX PX`` with this node's id, deleted when released."""
+
+    def __init__(self, client: Redis, node_id: str) -> None:
+        self._client = client
+        self.node_id = node_id
+
+    async def claim(self, name: str, seconds: float) -> bool:
+        """One ``SET NX PX``: the first node to set the key holds the claim."""
+        with reaching():
+            taken = await self._client.set(
+                CLAIM_PREFIX + name, self.node_id, nx=True, px=int(seconds * 1000)
+            )
+        return bool(taken)
+
+    async def release(self, name: str) -> None:
+        """Delete the key if it is still this node's (errors ignored: it expires anyway)."""
+        with contextlib.suppress(Exception):
+            await self._client.eval(_RELEASE, 1, CLAIM_PREFIX + name, self.node_id)  # type: ignore[misc]

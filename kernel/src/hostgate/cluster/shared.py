@@ -245,8 +245,9 @@ def marker_refusal(directory: Path, database_id: str, token: str) -> str | None:
     return (
         f"The recordings directory {directory} is not the one the other gateway nodes use: "
         f"{found}, while the nodes of this database wrote token {token}. Every node must "
-        "see one shared recordings directory (<data dir>/recordings on shared storage such "
-        "as NFS, mounted on every node). If this is that directory and its marker was "
+        "see one shared recordings directory: HOSTGATE_RECORDINGS_DIR (or <data dir>/"
+        "recordings) on shared storage such as NFS, mounted on every node. If this is that "
+        "directory and its marker was "
         f"lost, write it again: echo '{content}' > {directory / RECORDINGS_MARKER}. "
         "See docs/cluster.md."
     )

@@ -103,6 +103,7 @@ class Backups:
         self,
         *,
         data_dir: Path,
+        recordings_dir: Path | None = None,
         db: Database,
         secrets: SecretBox,
         live: LiveSessions,
@@ -110,6 +111,7 @@ class Backups:
         lifecycle: Lifecycle,
     ) -> None:
         self._data_dir = data_dir
+        self._recordings_dir = recordings_dir or data_dir / RECORDINGS_DIR
         self.db = db
         self.secrets = secrets
         self.live = live
@@ -126,12 +128,12 @@ class Backups:
 
     @property
     def recordings_dir(self) -> Path:
-        """Where recording files live."""
-        return self.data_dir / RECORDINGS_DIR
+        """Where recording files live (``HOSTGATE_RECORDINGS_DIR``, else the data dir's)."""
+        return self._recordings_dir
 
     @property
     def staging_root(self) -> Path:
-        """Where uploads and restores are staged (same file system as the recordings)."""
+        """Where uploads and restores are staged (a restore moves recordings from here)."""
         return self.data_dir / STAGING_DIR
 
     async def size(self) -> dict[str, int]:
@@ -236,6 +238,7 @@ class Backups:
             "id": restore_id,
             "directory": str(staged.directory),
             "recordings": staged.recordings is not None,
+            "recordingsDir": str(self.recordings_dir),
         }
         await asyncio.to_thread(write_journal, self._journal_path, journal)
         # Open terminals and file sessions belong to the data being replaced (every node's).

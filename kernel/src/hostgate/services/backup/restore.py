@@ -2,14 +2,17 @@
 
 Crash safety: before the database transaction a journal file names the restore;
 the transaction itself writes the same id into ``system_values``. Recordings are
-swapped only after the commit. At start-up ``recover`` reads the journal: if the
-database holds the id the commit happened and the recordings swap is finished,
-otherwise the restore never happened and its staging area is dropped. A kill at
-any moment therefore leaves either the old state or the complete new one.
+swapped only after the commit (entry by entry: the recordings directory may be
+a mount point of its own, see ``swap_recordings``). At start-up ``recover``
+reads the journal: if the database holds the id the commit happened and the
+recordings swap is finished, otherwise the restore never happened and its
+staging area is dropped. A kill at any moment therefore leaves either the old
+state or the complete new one.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -152,24 +155,60 @@ def _sync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def swap_recordings(live: Path, staged: Path, previous: Path) -> None:
-    """Put ``staged`` where ``live`` is (renames on one file system; idempotent)."""
+KEEP_PREFIX = "."
+"""Entries of the recordings directory a swap leaves alone: the several-nodes marker
+(``.hostgate-recordings``) and the swap's own ``.previous-<id>`` directory."""
+
+
+def _replace(source: Path, target: Path) -> None:
+    """Move ``source`` to ``target`` (a rename, or a copy when they are on two file systems)."""
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)  # a half-copied directory of an interrupted swap
+    try:
+        os.replace(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.move(source, target)
+
+
+def swap_recordings(live: Path, staged: Path, previous: Path, moving: Path) -> None:
+    """Put the files of ``staged`` in place of those of ``live`` (idempotent, resumable).
+
+    The directory ``live`` itself stays (it may be a mount point of shared storage,
+    ``HOSTGATE_RECORDINGS_DIR``), and so do its hidden entries (the marker). First
+    every other entry moves into ``previous`` (inside ``live``: one file system),
+    then the flag file ``moving`` is written, then every staged entry moves in (a
+    rename, or a copy when the staging area is on another file system). A crash at
+    any point is finished by running this again with the same paths.
+    """
     if not staged.exists():
         return
-    if live.exists():
-        if previous.exists():
-            shutil.rmtree(previous)
-        os.replace(live, previous)
-    os.replace(staged, live)
-    _sync_dir(live.parent)
+    live.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not moving.exists():
+        previous.mkdir(mode=0o700, exist_ok=True)
+        for entry in os.scandir(live):
+            if not entry.name.startswith(KEEP_PREFIX):
+                os.replace(entry.path, previous / entry.name)
+        _sync_dir(live)
+        private_open(moving, "wb").close()
+    for entry in os.scandir(staged):
+        _replace(Path(entry.path), live / entry.name)
+    _sync_dir(live)
+    shutil.rmtree(previous, ignore_errors=True)
+    shutil.rmtree(staged, ignore_errors=True)
 
 
 def finish_journal(data_dir: Path, journal: dict[str, Any], committed: bool) -> None:
     """Complete (or drop) the restore a journal describes, then remove it."""
     directory = Path(journal["directory"])
     if committed and journal.get("recordings"):
+        live = Path(journal.get("recordingsDir") or data_dir / "recordings")
         swap_recordings(
-            data_dir / "recordings", directory / "recordings", directory / "previous-recordings"
+            live,
+            directory / "recordings",
+            live / f".previous-{journal['id']}",
+            directory / "recordings-moving",
         )
     (data_dir / JOURNAL_NAME).unlink(missing_ok=True)
     shutil.rmtree(directory, ignore_errors=True)

@@ -18,10 +18,11 @@ from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import update
 from sqlmodel import col, or_, select
 
 from ...cluster.bus import Bus
-from ...cluster.lease import Lease, LocalLease
+from ...cluster.lease import Claims, Lease, LocalClaims, LocalLease
 from ...db.models.identity import Role, User
 from ...db.models.notifications import NotificationLogEntry
 from ...descriptors import NotificationMessage
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hostgate.notifications")
 
+CLAIM_MARGIN = 30.0
+"""A delivery's claim lasts the send timeout plus this (recipients, storing the outcome)."""
 WAKE_TOPIC = "notifications.wake"
 """Bus topic: a node scheduled a retry; the holder of the lease looks at the schedule."""
 
@@ -85,6 +88,7 @@ class DeliveryQueue:
         self._inflight: set[asyncio.Task[None]] = set()
         self._mine: set[str] = set()  # pending entries this node queued and has not finished
         self.lease: Lease = LocalLease()
+        self.claims: Claims = LocalClaims()
         self.bus: Bus | None = None
         self.orphan_seconds = 120.0  # several nodes: pending this long = left by a dead node
 
@@ -193,8 +197,25 @@ class DeliveryQueue:
         ``config`` replaces the stored channel configuration (channel tests).
         """
         token = delivering.set(True)
+        claim = f"delivery:{entry_id}"
+        claimed = False
         try:
             async with self.db.session() as session:
+                entry = await session.get(NotificationLogEntry, entry_id)
+            if entry is None or entry.status != "pending":
+                return entry, None
+            # one node at a time sends an entry: the node that stored it, or the lease
+            # holder re-queuing one left pending (see requeue_left_over); the claim
+            # outlives the send's timeout, so it only expires for a node that died
+            try:
+                claimed = await self.claims.claim(claim, self.send_timeout + CLAIM_MARGIN)
+            except ApiError as exc:  # Redis unreachable: left pending for a later turn
+                log.warning("notification %s not sent now: %s", entry_id, exc.message)
+                return entry, exc
+            if not claimed:
+                log.info("notification %s is being sent by another node", entry_id)
+                return entry, None
+            async with self.db.session() as session:  # finished meanwhile by another node?
                 entry = await session.get(NotificationLogEntry, entry_id)
             if entry is None or entry.status != "pending":
                 return entry, None
@@ -220,6 +241,8 @@ class DeliveryQueue:
                 await self._retry_scheduled()
             return current, error
         finally:
+            if claimed:
+                await self.claims.release(claim)
             delivering.reset(token)
 
     async def _send(
@@ -334,6 +357,17 @@ class DeliveryQueue:
                 if entry.next_attempt_at > now:
                     upcoming.append(entry.next_attempt_at)
                     continue
+                # taken atomically: of two nodes doing this at once (a lease that just
+                # moved), one clears the schedule and makes the retry, the other skips
+                taken = await session.exec(  # type: ignore[call-overload]
+                    update(NotificationLogEntry)
+                    .where(col(NotificationLogEntry.id) == entry.id)
+                    .where(col(NotificationLogEntry.next_attempt_at).is_not(None))
+                    .values(next_attempt_at=None)
+                    .execution_options(synchronize_session=False)
+                )
+                if taken.rowcount != 1:
+                    continue
                 retry = NotificationLogEntry(
                     rule_id=entry.rule_id,
                     rule_name=entry.rule_name,
@@ -343,8 +377,6 @@ class DeliveryQueue:
                     retry_of=entry.id,
                     automatic_retries=True,
                 )
-                entry.next_attempt_at = None
-                session.add(entry)
                 session.add(retry)
                 created.append(retry.id)
             await session.commit()

@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import delete
 from sqlmodel import col, select
 
 from ...cluster.bus import Bus
-from ...cluster.lease import Lease, LocalLease
+from ...cluster.lease import Claims, Lease, LocalClaims, LocalLease
 from ...db.models.identity import User
 from ...db.models.notifications import (
     NotificationDigestItem,
@@ -102,6 +103,7 @@ class Notifications:
         lifecycle: Lifecycle,
         lease: Lease | None = None,
         bus: Bus | None = None,
+        claims: Claims | None = None,
     ) -> None:
         self.db = db
         # several nodes: retries, digests and retention run where the lease is held
@@ -113,6 +115,7 @@ class Notifications:
         self.outbound = Outbound(netpolicy)
         self.delivery = DeliveryQueue(self, db=db, metrics=metrics, specs=channel_specs, api=api)
         self.delivery.lease = self.lease
+        self.delivery.claims = claims or LocalClaims()
         self.lease.on_acquired(self._took_lease)
         self._bus = bus
         self._announcing: set[asyncio.Task[None]] = set()
@@ -124,6 +127,10 @@ class Notifications:
         self.housekeeping_seconds = float(options.get("housekeeping_seconds", 60.0))
         self.first_housekeeping_delay = float(options.get("first_housekeeping_delay", 5.0))
         self.purge_interval = float(options.get("purge_interval_seconds", 6 * 3600.0))
+        # several nodes: how long a delivery stays pending before the lease holder takes
+        # it as left by a dead node, and the retry scheduler's turn (tests shorten both)
+        self.delivery.orphan_seconds = float(options.get("orphan_seconds", 120.0))
+        self.delivery.scheduler_tick = float(options.get("retry_scheduler_seconds", 30.0))
         if "retry_delays" in options:
             self.delivery.retry_delays = tuple(float(d) for d in options["retry_delays"])
         self.rules = RuleBook(self.channels.types, db=db, audit=audit)
@@ -296,9 +303,15 @@ class Notifications:
                 groups.setdefault((item.rule_id, item.period_start), []).append(item)
             for (rule_id, start), group in groups.items():
                 rule = await session.get(NotificationRule, rule_id)
-                for item in group:
-                    await session.delete(item)
-                if rule is None:
+                # taken atomically: a node flushing the same items at once (a lease that
+                # just moved) deletes none of them (it waits for this transaction) and skips
+                ids = [item.id for item in group]
+                taken = await session.exec(  # type: ignore[call-overload]
+                    delete(NotificationDigestItem)
+                    .where(col(NotificationDigestItem.id).in_(ids))
+                    .execution_options(synchronize_session=False)
+                )
+                if rule is None or taken.rowcount != len(ids):
                     continue
                 events = [item.event for item in group]
                 end = group[0].period_end

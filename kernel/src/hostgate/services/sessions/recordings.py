@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -26,9 +27,10 @@ from sqlmodel import col, select
 from ...cluster.lease import Lease, LocalLease
 from ...datadir import private_dir
 from ...db.models.sessions import RemoteSession
-from ...errors import Conflict, NotFound, PayloadTooLarge
+from ...errors import ApiError, Conflict, NotFound, PayloadTooLarge
 from ...tasks import cancel_and_wait
 from ...timefmt import utcnow
+from .live import LiveSession
 from .recording_format import (
     RecordingFormatError,
     RecordingReader,
@@ -58,6 +60,10 @@ DISK_CHECK_INTERVAL = 10.0
 DISK_CHECK_BYTES = 16 * MIB
 ACTIVE_STATES = ("recording",)
 NODE_LOST = "the gateway node holding it stopped answering"
+UPLOAD_HANDED_OVER = "the recording upload continues on another gateway node"
+SHUTTING_DOWN = "server shutting down"
+"""The reason ``kernel.shutdown`` closes live sessions with: an upload stays resumable."""
+UPLOAD_HANDOVER_SECONDS = 5.0
 
 
 @dataclass
@@ -76,7 +82,7 @@ class Recordings:
     def __init__(
         self,
         *,
-        data_dir: Path,
+        directory: Path,
         db: Database,
         secrets: SecretBox,
         settings: Settings,
@@ -86,7 +92,7 @@ class Recordings:
         lifecycle: Lifecycle,
         lease: Lease | None = None,
     ) -> None:
-        self.data_dir = data_dir
+        self._directory = directory
         # several nodes: the retention runs where the lease is held (abandoned
         # uploads stay each node's own: only the node that has one can close it)
         self.lease: Lease = lease or LocalLease()
@@ -107,8 +113,8 @@ class Recordings:
 
     @property
     def directory(self) -> Path:
-        """Where recording files live."""
-        return self.data_dir / "recordings"
+        """Where recording files live (``HOSTGATE_RECORDINGS_DIR``, else the data dir's)."""
+        return self._directory
 
     def path_of(self, row: RemoteSession) -> Path | None:
         """The file of a session's recording, or None."""
@@ -219,10 +225,13 @@ class Recordings:
             path = self.path_of(row)
             if path is None:
                 raise Conflict("This session is not being recorded", code="not_recording")
+            await self._take_over_upload(row.id)
             writer = await asyncio.to_thread(RecordingWriter, path, self.key_of(row))
             upload = self._uploads.setdefault(row.id, Upload(writer=writer, session_id=row.id))
             if upload.writer is not writer:
                 writer.close()
+            else:
+                self._register_upload(row)
         async with upload.lock:
             upload.last_activity = time.monotonic()
             if not await self.disk_ok(force=False):
@@ -249,8 +258,67 @@ class Recordings:
         await self.store_state(row.id, state="recording", size=size)
         return size
 
+    def _register_upload(self, row: RemoteSession) -> None:
+        """List an open upload as a live session (kind ``upload``) of this node.
+
+        With several nodes the registry then says which node writes the file: a node
+        that dies has its uploads ended by another (``end_abandoned``), and a chunk
+        that reaches another node makes this one hand the upload over first.
+        """
+        self.live.add(
+            LiveSession(
+                id=row.id,
+                kind="upload",
+                protocol=row.protocol,
+                user_id=row.user_id,
+                login_session_id=None,
+                connection_id=row.connection_id or "",
+                close=functools.partial(self._close_upload, row.id),
+                info={"connectionName": row.connection_name or "", "username": row.username},
+            )
+        )
+
+    async def _take_over_upload(self, session_id: str) -> None:
+        """Several nodes: another node writes this upload; make it stop, then write here.
+
+        The holder closes its writer (the file stays complete up to its last chunk,
+        the recording stays ``recording``) and leaves the registry; this node then
+        resumes the file. A holder that does not let go within UPLOAD_HANDOVER_SECONDS
+        (it died and is not yet reaped) gets a 503: the browser's next chunk tries
+        again, and once the node is reaped the session has ended.
+        """
+        if self.live.shared is None or await self.live.find(session_id) is None:
+            return
+        await self.live.close_where(UPLOAD_HANDED_OVER, id=session_id)
+        deadline = time.monotonic() + UPLOAD_HANDOVER_SECONDS
+        while await self.live.find(session_id) is not None:
+            if time.monotonic() > deadline:
+                raise ApiError(
+                    "The gateway node writing this recording does not answer; try again",
+                    code="recording_held_elsewhere",
+                    status=503,
+                    headers={"Retry-After": "5"},
+                )
+            await asyncio.sleep(0.05)
+
+    async def _close_upload(self, session_id: str, reason: str) -> None:
+        """The live registry's closer: hand over or stop, else end the session."""
+        upload = self._uploads.get(session_id)
+        if reason in (UPLOAD_HANDED_OVER, SHUTTING_DOWN):
+            if upload is not None:  # the file stays ``recording``: resumed where written next
+                async with upload.lock:
+                    self._uploads.pop(session_id, None)
+                    upload.writer.close()
+                await self.store_state(session_id, state="recording", size=upload.writer.size)
+            return
+        async with self.db.session() as session:
+            row = await session.get(RemoteSession, session_id)
+        if row is not None:
+            await self.finalize_upload(row, reason=reason)
+
     async def _stop_upload(self, upload: Upload, note: str) -> None:
         self._uploads.pop(upload.session_id, None)
+        self.live.remove(upload.session_id)
         upload.writer.close()
         await self.store_state(
             upload.session_id, state="stopped", size=upload.writer.size, note=note
@@ -259,6 +327,9 @@ class Recordings:
     async def finalize_upload(self, row: RemoteSession, *, reason: str = "finalized") -> None:
         """Close an upload: the session ends and its recording is complete."""
         upload = self._uploads.pop(row.id, None)
+        self.live.remove(row.id)
+        if upload is None and self.live.shared is not None:
+            await self._take_over_upload(row.id)  # another node writes it: stop it first
         size = row.recording_size
         if upload is not None:
             async with upload.lock:
@@ -295,6 +366,7 @@ class Recordings:
         """Stop housekeeping and close open uploads (their sessions end)."""
         await cancel_and_wait(self._task)
         for upload in list(self._uploads.values()):
+            self.live.remove(upload.session_id)
             upload.writer.close()
             await self.store_state(upload.session_id, state="recording", size=upload.writer.size)
         self._uploads.clear()
@@ -302,6 +374,7 @@ class Recordings:
     async def reload(self) -> None:
         """After a restore: drop uploads that belonged to the old database, then repair."""
         for upload in list(self._uploads.values()):
+            self.live.remove(upload.session_id)
             upload.writer.close()
         self._uploads.clear()
         self._disk_low = False
@@ -334,7 +407,8 @@ class Recordings:
 
     async def end_abandoned(self, entries: list[dict[str, Any]]) -> int:
         """Mark the sessions of a dead gateway node ended; close their recordings readable."""
-        ids = [str(e.get("id")) for e in entries if e.get("kind") in ("terminal", "stream")]
+        kinds = ("terminal", "stream", "upload")  # file sessions have no row to end
+        ids = [str(e.get("id")) for e in entries if e.get("kind") in kinds]
         ended = 0
         async with self.audit.atomic() as batch:
             session = batch.session
