@@ -231,10 +231,12 @@ async def check_restored(kernel: Kernel, markers: Markers, *, with_recordings: b
     issued = await kernel.identity.issue_session(alice, ClientInfo(ip_address="127.0.0.1"))
     caller = await kernel.identity.authenticate(issued.token, ClientInfo(ip_address="127.0.0.1"))
     assert caller.username == "marker-alice" and caller.can("settings.backup")
-    hits, total = await kernel.recording_search.search(
+    found = await kernel.recording_search.search(
         caller, "search text", Page(1, 25), SessionFilter(), visible_to_all=True
     )
-    assert total == 1 and (hits[0].session.id, hits[0].offset_ms) == (recorded.id, 4_200)
+    assert found.total == 1 and [(h.session.id, h.offset_ms) for h in found.hits] == [
+        (recorded.id, 4_200)
+    ]
     await kernel.audit.record("after.restore", actor=caller)
     assert (await kernel.audit.verify_chain()).ok
     if with_recordings:

@@ -13,6 +13,7 @@ import pytest
 from hostgate.config import Config
 from hostgate.db.models.search import SearchEntry
 from hostgate.db.models.sessions import RemoteSession
+from hostgate.services.sessions import search_index
 from hostgate.timefmt import iso, utcnow
 from sqlmodel import select
 
@@ -94,6 +95,7 @@ async def test_commands_and_output_are_found_with_their_offsets(
     assert hit["snippet"] == "echo needle-$((6*7))"
     assert hit["session"]["id"] == session_id and hit["session"]["hasRecording"]
     assert (commands["page"], commands["limit"], commands["total"]) == (1, 25, 1)
+    assert commands["totalCapped"] is False
 
     # output: the words in order, any case; "42" is only in the output, not the command
     found = await search(client, user, "q=NEEDLE+42")
@@ -113,9 +115,13 @@ async def test_commands_and_output_are_found_with_their_offsets(
     assert (await search(client, user, "q=needl"))["hits"] == []  # whole words
 
 
+@pytest.mark.parametrize("few_sessions", [2000, 0], ids=["sessions-first", "matches-first"])
 async def test_a_user_never_gets_hits_from_sessions_they_may_not_see(
-    client, kernel, admin, make_user, make_connection, shell_connection, tmp_path
+    client, kernel, admin, make_user, shell_connection, monkeypatch, few_sessions
 ):
+    # both ways to search: test the entries of the few sessions the filters leave, or walk
+    # every match newest first and filter it
+    monkeypatch.setattr(search_index, "FEW_SESSIONS", few_sessions)
     alice, connection = shell_connection
     bob = await make_user("bob")
     await run_shell(client, kernel, alice, connection, "echo private-word", "private-word")
@@ -204,3 +210,21 @@ async def test_retention_and_deletion_remove_index_entries(client, kernel, admin
     assert purged.status_code == 200
     assert await entries(kernel) == []
     assert (await search(client, user, "q=new+one"))["total"] == 0
+
+
+async def test_hits_are_paged_most_recent_first_and_counted_up_to_the_cap(
+    client, kernel, admin, shell_connection, monkeypatch
+):
+    user, connection = shell_connection
+    monkeypatch.setattr(search_index, "TOTAL_CAP", 3)
+    steps = [x for n in range(5) for x in (f"echo paged-{n}", f"paged-{n}\r\n")]
+    await run_shell(client, kernel, user, connection, *steps)
+    first = await search(client, user, "q=echo+paged&kind=command&limit=2")
+    assert [h["snippet"] for h in first["hits"]] == ["echo paged-4", "echo paged-3"]
+    assert (first["total"], first["totalCapped"]) == (3, True)
+    third = await search(client, user, "q=echo+paged&kind=command&limit=2&page=3")
+    assert [h["snippet"] for h in third["hits"]] == ["echo paged-0"]
+    offsets = [
+        h["offset"] for h in (await search(client, user, "q=echo+paged&kind=command"))["hits"]
+    ]
+    assert offsets == sorted(offsets, reverse=True)

@@ -170,10 +170,12 @@ class SearchHitRecord(TypedDict):
 
 
 class SearchPage(Pagination):
-    """One page of hits (newest session first, then by offset) and how many there are."""
+    """One page of hits, most recent first, and how many there are (counted up to 1000)."""
 
     hits: list[SearchHitRecord]
     total: int
+    totalCapped: bool
+    """True when there are more hits than ``total`` (1000)."""
 
 
 def hit_json(history: SessionHistory, hit: SearchHit) -> SearchHitRecord:
@@ -325,10 +327,15 @@ async def search_sessions() -> dict[str, Any]:
     if kind and kind not in KINDS:
         raise InvalidInput("kind must be command or output", code="invalid_query")
     history = _history()
-    hits, total = await history.search_recordings(
+    found = await history.search_recordings(
         current_caller(), request.args.get("q", ""), page, _session_filter(), kind=kind
     )
-    return {"hits": [hit_json(history, hit) for hit in hits], **page.echo(), "total": total}
+    return {
+        "hits": [hit_json(history, hit) for hit in found.hits],
+        **page.echo(),
+        "total": found.total,
+        "totalCapped": found.capped,
+    }
 
 
 @blueprint.delete("/sessions")

@@ -38,7 +38,20 @@ log = logging.getLogger("hostgate.search")
 INDEX_OUTPUT = "recordings.index_output"
 KINDS = ("command", "output")
 QUERY_MAX = 200
+TOTAL_CAP = 1000
+"""Hits are counted up to this many; beyond, ``total`` says this and ``capped`` is true."""
+FEW_SESSIONS = 2000
+"""Filters leaving at most this many sessions: their entries are tested, not every match."""
 DELETE_BATCH = 500
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One page of hits; ``total`` counts at most ``TOTAL_CAP`` (``capped``: there are more)."""
+
+    hits: list[SearchHit]
+    total: int
+    capped: bool
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,12 @@ class FullText(Protocol):
     def match(self, query_words: Sequence[str]) -> Any:
         """The WHERE clause that keeps entries containing the words in this order."""
 
+    def restricted_match(self, query_words: Sequence[str]) -> Any:
+        """The same test on ``recording_search`` alone (FROM has no full-text source)."""
+
+    def order_key(self) -> Any:
+        """The entry id as the full-text source walks it in order (most recent last)."""
+
 
 _FTS = table("recording_search_fts", column("rowid"), column("recording_search_fts"))
 
@@ -76,6 +95,18 @@ class SqliteFullText:
         phrase = '"' + " ".join(query_words) + '"'
         return text("recording_search_fts MATCH :phrase").bindparams(phrase=phrase)
 
+    def restricted_match(self, query_words: Sequence[str]) -> Any:
+        """The entry's id among the FTS5 matches (collected once, then probed)."""
+        phrase = '"' + " ".join(query_words) + '"'
+        matching = select(_FTS.c.rowid).where(
+            text("recording_search_fts MATCH :restricted").bindparams(restricted=phrase)
+        )
+        return col(SearchEntry.id).in_(matching)
+
+    def order_key(self) -> Any:
+        """FTS5 walks its rowids in order, ``ORDER BY rowid DESC`` too, without sorting."""
+        return _FTS.c.rowid
+
 
 class PostgresFullText:
     """PostgreSQL: the generated ``document`` column against a phrase ``tsquery``."""
@@ -90,6 +121,14 @@ class PostgresFullText:
         return text(
             "recording_search.document @@ to_tsquery('simple'::regconfig, :tsquery)"
         ).bindparams(tsquery=tsquery)
+
+    def restricted_match(self, query_words: Sequence[str]) -> Any:
+        """The same test: PostgreSQL combines the GIN index with the session index."""
+        return self.match(query_words)
+
+    def order_key(self) -> Any:
+        """The primary key."""
+        return col(SearchEntry.id)
 
 
 def full_text_for(dialect: str) -> FullText:
@@ -182,46 +221,62 @@ class RecordingSearch:
         *,
         kind: str = "",
         visible_to_all: bool,
-    ) -> tuple[list[SearchHit], int]:
-        """Hits newest session first, then by offset, and how many there are.
+    ) -> SearchResult:
+        """Hits most recent first (the order they were written), and how many (capped).
 
         ``visible_to_all``: the caller may see every user's sessions; otherwise only
-        their own sessions are searched.
+        their own sessions are searched. When the filters leave at most
+        ``FEW_SESSIONS`` sessions, their entries are tested against the words;
+        otherwise the full-text matches are walked newest first and filtered,
+        which stops as soon as the page is full.
         """
         found = query_words(query)
-        where = [self.full_text.match(found), *flt.conditions()]
-        if kind:
-            if kind not in KINDS:
-                raise InvalidInput("kind must be command or output", code="invalid_query")
-            where.append(col(SearchEntry.kind) == kind)
+        if kind and kind not in KINDS:
+            raise InvalidInput("kind must be command or output", code="invalid_query")
+        entry_where = [col(SearchEntry.kind) == kind] if kind else []
+        session_where = flt.conditions()
         if not visible_to_all:
-            where.append(col(RemoteSession.user_id) == caller.user_id)
-        statement = (
-            select(SearchEntry, RemoteSession, func.count().over().label("total"))
-            .select_from(self.full_text.source())
-            .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
-            .where(*where)
-            .order_by(
-                col(RemoteSession.started_at).desc(),
-                col(RemoteSession.id),
-                col(SearchEntry.offset_ms),
-                col(SearchEntry.id),
-            )
-            .offset(page.offset)
-            .limit(page.limit)
-        )
+            session_where.append(col(RemoteSession.user_id) == caller.user_id)
         async with self.db.session() as session:
-            rows = list((await session.exec(statement)).all())
-            if rows:
-                total = int(rows[0][2])
+            candidates: list[str] | None = None
+            if session_where:
+                narrowed = select(col(RemoteSession.id)).where(*session_where)
+                ids = list((await session.exec(narrowed.limit(FEW_SESSIONS + 1))).all())
+                if len(ids) <= FEW_SESSIONS:
+                    candidates = ids
+            if candidates is not None:
+                if not candidates:
+                    return SearchResult([], 0, False)
+                base = select(col(SearchEntry.id)).where(
+                    col(SearchEntry.session_id).in_(candidates),
+                    self.full_text.restricted_match(found),
+                    *entry_where,
+                )
+                order = col(SearchEntry.id).desc()
             else:
-                counting = (
-                    select(func.count())
+                base = (
+                    select(col(SearchEntry.id))
                     .select_from(self.full_text.source())
                     .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
-                    .where(*where)
+                    .where(self.full_text.match(found), *entry_where, *session_where)
                 )
-                total = int((await session.exec(counting)).one())
+                order = self.full_text.order_key().desc()
+            listed = base.order_by(order).offset(page.offset).limit(page.limit)
+            entry_ids = list((await session.exec(listed)).all())
+            if page.offset == 0 and len(entry_ids) < page.limit:
+                total = len(entry_ids)
+            else:
+                capped = base.limit(TOTAL_CAP + 1).subquery()
+                total = int((await session.exec(select(func.count()).select_from(capped))).one())
+            rows = []
+            if entry_ids:
+                details = (
+                    select(SearchEntry, RemoteSession)
+                    .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
+                    .where(col(SearchEntry.id).in_(entry_ids))
+                    .order_by(col(SearchEntry.id).desc())
+                )
+                rows = list((await session.exec(details)).all())
         hits = [
             SearchHit(
                 session=row,
@@ -229,6 +284,6 @@ class RecordingSearch:
                 offset_ms=entry.offset_ms,
                 snippet=snippet(entry.text, found),
             )
-            for entry, row, _ in rows
+            for entry, row in rows
         ]
-        return hits, total
+        return SearchResult(hits, min(total, TOTAL_CAP), total > TOTAL_CAP)

@@ -17,7 +17,7 @@ from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...permissions import use_permission
 from .file_sessions import FileSessionLog
-from .search_index import RecordingSearch, SearchHit
+from .search_index import RecordingSearch, SearchResult
 from .terminal_session import TerminalSession
 from .terminal_sessions import TerminalSessions
 
@@ -153,7 +153,7 @@ class SessionHistory:
 
     async def search_recordings(
         self, caller: Caller, query: str, page: Page, flt: SessionFilter, *, kind: str = ""
-    ) -> tuple[list[SearchHit], int]:
+    ) -> SearchResult:
         """Commands and output matching ``query`` in the sessions ``page`` would list.
 
         The caller's own sessions, or everyone's with ``sessions.view_any``.

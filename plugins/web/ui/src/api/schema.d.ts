@@ -3334,7 +3334,7 @@ export interface components {
         };
         /**
          * SearchPage
-         * @description One page of hits (newest session first, then by offset) and how many there are.
+         * @description One page of hits, most recent first, and how many there are (counted up to 1000).
          */
         SearchPage: {
             /** Hits */
@@ -3345,6 +3345,8 @@ export interface components {
             page: number;
             /** Total */
             total: number;
+            /** Totalcapped */
+            totalCapped: boolean;
         };
         /**
          * Session
