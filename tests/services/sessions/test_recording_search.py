@@ -100,16 +100,18 @@ async def test_commands_and_output_are_found_with_their_offsets(
     # output: the words in order, any case; "42" is only in the output, not the command
     found = await search(client, user, "q=NEEDLE+42")
     assert [(h["kind"], h["sessionId"]) for h in found["hits"]] == [("output", session_id)]
-    # the output after two quiet seconds starts its own chunk: the offset is the moment it
-    # showed, as the recording has it
+    # the output after two quiet seconds starts its own chunk; either way the offset is the
+    # moment it showed, as the recording has it
     [zebra] = (await search(client, user, "q=zebra+5+done&kind=output"))["hits"]
     cast = await (
         await client.get(f"/api/v1/sessions/{session_id}/recording", headers=user.headers)
     ).get_data()
-    shown = next(
-        e[0] for e in map(json.loads, cast.decode().splitlines()[1:]) if "zebra-5-done\r" in e[2]
-    )
+    events = [json.loads(line) for line in cast.decode().splitlines()[1:]]
+    shown = next(e[0] for e in events if "zebra-5-done\r" in e[2])
     assert abs(zebra["offset"] - shown) < 0.1, (zebra, shown)
+    # inside a chunk too: the needle's offset is when it showed, not when the chunk began
+    needle_shown = next(e[0] for e in events if "needle-42\r" in e[2])
+    assert abs(found["hits"][0]["offset"] - needle_shown) < 0.1, (found, needle_shown)
     assert "zebra-5-done" in zebra["snippet"]
     assert (await search(client, user, "q=42+needle"))["hits"] == []  # order matters
     assert (await search(client, user, "q=needl"))["hits"] == []  # whole words

@@ -7,6 +7,9 @@ from hostgate.services.sessions.search_text import (
     CHUNK_MS,
     GAP_MS,
     OutputChunker,
+    encode_marks,
+    offset_at,
+    position_of,
     snippet,
     strip_escapes,
     words,
@@ -68,3 +71,47 @@ def test_query_words_and_snippets():
     assert "needle is here" in cut and cut.startswith("…") and cut.endswith("…")
     assert len(cut) <= 162
     assert snippet("short\ntext", ["text"]) == "short text"
+
+
+def test_marks_say_when_each_part_of_a_chunk_appeared():
+    chunker = OutputChunker()
+    chunker.feed("\r\n$ echo one", 100)
+    chunker.feed(" two", 150)  # within MARK_MS of the previous mark, mid-line: no mark
+    chunker.feed("\r\n", 160)
+    chunker.feed("one two\r\n$ ", 165)  # a read that starts a line: a mark
+    chunker.feed("printf needle\r\n", 1_300)
+    chunker.feed("needle\r\n$ ", 1_320)
+    [chunk] = chunker.finish()
+    assert chunk.offset_ms == 100
+    assert chunk.text == "$ echo one two\none two\n$ printf needle\nneedle\n$"
+    assert chunk.marks == (
+        (0, 100),
+        (chunk.text.index("one two\n$"), 165),
+        (chunk.text.index("printf"), 1_300),
+        (chunk.text.index("needle\n$"), 1_320),
+    )
+    stored = encode_marks(chunk.marks)
+    assert offset_at(stored, position_of(chunk.text, ["needle"]), 0) == 1_300  # the command
+    assert offset_at(stored, chunk.text.index("needle\n$"), 0) == 1_320  # its output
+    assert offset_at(stored, position_of(chunk.text, ["one"]), 0) == 100
+    assert offset_at("", 50, 7) == 7
+
+
+def test_marks_follow_a_long_output_cut_into_chunks():
+    chunker = OutputChunker()
+    for second in range(6):
+        chunker.feed(f"line{second} " + "w " * 200 + "\n", second * 1_000)
+    chunks = chunker.finish()
+    for chunk in chunks:
+        for index, ms in chunk.marks:
+            # the text at a mark starts with the line printed at that moment (or continues it)
+            assert 0 <= index < len(chunk.text)
+            line = chunk.text[index:].split()[0]
+            assert line == f"line{ms // 1000}" or index == 0
+    where = {f"line{n}": None for n in range(6)}
+    for chunk in chunks:
+        for name in where:
+            if name in chunk.text:
+                at = offset_at(encode_marks(chunk.marks), position_of(chunk.text, [name]), -1)
+                where[name] = at
+    assert where == {f"line{n}": n * 1_000 for n in range(6)}

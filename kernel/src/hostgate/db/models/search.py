@@ -31,7 +31,7 @@ class SearchEntry(SQLModel, table=True):
 
     ``offset_ms``: milliseconds since the session started (where the player jumps).
     ``text`` is what is matched: the command as logged, or output with escape
-    sequences removed.
+    sequences removed; ``marks`` (output) say when later parts of it appeared.
     """
 
     __tablename__ = "recording_search"
@@ -46,6 +46,8 @@ class SearchEntry(SQLModel, table=True):
     kind: str = Field(max_length=8)
     offset_ms: int = 0
     text: str = Field(max_length=4000)
+    marks: str = Field(default="", max_length=2000)
+    """For output: when parts of ``text`` appeared, ``index:ms`` pairs (``search_text.py``)."""
 
 
 def include_in_comparison(

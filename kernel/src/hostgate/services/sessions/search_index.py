@@ -22,7 +22,15 @@ from ...db.models.search import SearchEntry
 from ...db.models.sessions import RemoteSession
 from ...errors import InvalidInput
 from .commandlog import REDACTED, CommandEntry
-from .search_text import MAX_QUERY_WORDS, OutputChunk, snippet, words
+from .search_text import (
+    MAX_QUERY_WORDS,
+    OutputChunk,
+    encode_marks,
+    offset_at,
+    position_of,
+    snippet,
+    words,
+)
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
@@ -180,7 +188,13 @@ class RecordingSearch:
         if not self.output_enabled():
             return []
         return [
-            SearchEntry(session_id=session_id, kind="output", offset_ms=c.offset_ms, text=c.text)
+            SearchEntry(
+                session_id=session_id,
+                kind="output",
+                offset_ms=c.offset_ms,
+                text=c.text,
+                marks=encode_marks(c.marks),
+            )
             for c in chunks
         ]
 
@@ -281,7 +295,7 @@ class RecordingSearch:
             SearchHit(
                 session=row,
                 kind=entry.kind,
-                offset_ms=entry.offset_ms,
+                offset_ms=offset_at(entry.marks, position_of(entry.text, found), entry.offset_ms),
                 snippet=snippet(entry.text, found),
             )
             for entry, row in rows

@@ -2,8 +2,11 @@
 
 The index holds the text a terminal showed on its main screen, in chunks of at
 most ``CHUNK_CHARS`` characters or ``CHUNK_MS`` of session time, each with the
-offset of its first character (output after ``GAP_MS`` of quiet starts a new
-chunk, so a hit is usually exact to the moment the text appeared), and at most
+offset of its first character and marks saying when later parts of it appeared
+(a read that starts a line, or comes ``MARK_MS`` after the previous mark, gets
+one; at most ``MAX_MARKS``),
+so a hit is exact to the moment its text appeared; output after ``GAP_MS`` of
+quiet starts a new chunk. At most
 ``MAX_SESSION_CHARS`` per session (docs/terminals.md, "Searching recordings").
 What full-screen programs draw on the alternate screen (``vim``, ``less``,
 ``top``) is skipped: it is redrawn again and again and would crowd out the rest.
@@ -17,6 +20,8 @@ from dataclasses import dataclass
 CHUNK_CHARS = 1000
 CHUNK_MS = 10_000
 GAP_MS = 1_500
+MARK_MS = 200
+MAX_MARKS = 64
 MAX_SESSION_CHARS = 256 * 1024
 MAX_PENDING_ESCAPE = 256
 SNIPPET_CHARS = 160
@@ -51,17 +56,41 @@ def words(query: str, limit: int = MAX_QUERY_WORDS) -> list[str]:
     return [word[:MAX_WORD_CHARS] for word in WORD.findall(query.lower())][:limit]
 
 
+def position_of(text: str, query_words: list[str]) -> int:
+    """Where the first query word starts in ``text`` as a word (0 when it is not found)."""
+    for word in query_words[:1]:
+        found = re.search(r"(?<![^\W_])" + re.escape(word), text.lower())
+        if found is not None:
+            return found.start()
+    return 0
+
+
+Marks = tuple[tuple[int, int], ...]
+"""(character index, milliseconds) pairs: from that character on, text appeared then."""
+
+
+def encode_marks(marks: Marks) -> str:
+    """Marks as stored: ``index:ms`` pairs separated by commas."""
+    return ",".join(f"{index}:{ms}" for index, ms in marks)
+
+
+def offset_at(marks_text: str, position: int, default: int) -> int:
+    """When the character at ``position`` appeared, from stored marks (``default`` without)."""
+    offset = default
+    for pair in marks_text.split(","):
+        index, _, ms = pair.partition(":")
+        if not (index.isdigit() and ms.isdigit()) or int(index) > position:
+            break
+        offset = int(ms)
+    return offset
+
+
 def snippet(text: str, query_words: list[str]) -> str:
     """About ``SNIPPET_CHARS`` characters of ``text`` around the first query word, one line."""
     flat = " ".join(text.split())
     if len(flat) <= SNIPPET_CHARS:
         return flat
-    lowered = flat.lower()
-    at = 0
-    for word in query_words[:1]:
-        found = re.search(r"(?<![^\W_])" + re.escape(word), lowered)
-        if found is not None:
-            at = found.start()
+    at = position_of(flat, query_words)
     start = max(0, min(at - SNIPPET_CHARS // 3, len(flat) - SNIPPET_CHARS))
     piece = flat[start : start + SNIPPET_CHARS]
     return ("…" if start > 0 else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
@@ -73,6 +102,7 @@ class OutputChunk:
 
     offset_ms: int
     text: str
+    marks: Marks = ()
 
 
 class OutputChunker:
@@ -90,6 +120,7 @@ class OutputChunker:
         self._fullscreen = False
         self._text: list[str] = []
         self._size = 0
+        self._marks: list[tuple[int, int]] = []
         self._start = 0
         self._last = 0
         self._chunks: list[OutputChunk] = []
@@ -120,6 +151,9 @@ class OutputChunker:
         plain = strip_escapes("".join(shown))
         if plain.strip():
             self._add(plain, elapsed_ms)
+        elif plain and self._text:  # a line break on its own still ends the line
+            self._text.append(plain)
+            self._size += len(plain)
 
     def _add(self, plain: str, elapsed_ms: int) -> None:
         if not self._text:
@@ -130,6 +164,13 @@ class OutputChunker:
             plain = plain.lstrip()
             self._start = elapsed_ms
         self._last = elapsed_ms
+        marks = self._marks
+        line_start = bool(self._text) and self._text[-1].endswith("\n")
+        later = elapsed_ms - marks[-1][1] if marks else 0
+        if not marks or (
+            len(marks) < MAX_MARKS and (later >= MARK_MS or (line_start and later > 0))
+        ):
+            marks.append((self._size, elapsed_ms))
         self._text.append(plain)
         self._size += len(plain)
         while self._size >= CHUNK_CHARS and not self.full:
@@ -137,20 +178,28 @@ class OutputChunker:
             cut = max(joined.rfind("\n", 0, CHUNK_CHARS), joined.rfind(" ", 0, CHUNK_CHARS))
             if cut < CHUNK_CHARS // 2:
                 cut = CHUNK_CHARS
+            everything = self._marks
             self._text, self._size = [joined[:cut]], cut
+            self._marks = [m for m in everything if m[0] < cut]
             self._close()
             rest = joined[cut:].lstrip()
             if rest:
-                self._text, self._size, self._start = [rest], len(rest), elapsed_ms
+                skipped = len(joined) - len(rest)
+                self._text, self._size = [rest], len(rest)
+                self._marks = _shifted(everything, skipped)
+                self._start = self._marks[0][1]
 
     def _close(self) -> None:
-        text = "".join(self._text).strip()
-        self._text, self._size = [], 0
+        raw = "".join(self._text)
+        text = raw.strip()
+        marks = _shifted(self._marks, len(raw) - len(raw.lstrip()))
+        self._text, self._size, self._marks = [], 0, []
         if not text or self.full:
             return
         text = text[: self.limit - self.indexed]
         self.indexed += len(text)
-        self._chunks.append(OutputChunk(self._start, text))
+        kept = tuple(m for m in marks if m[0] < len(text))
+        self._chunks.append(OutputChunk(kept[0][1] if kept else self._start, text, kept))
 
     def drain(self, elapsed_ms: int) -> list[OutputChunk]:
         """The chunks complete by now (the open one too once it is ``CHUNK_MS`` old)."""
@@ -164,3 +213,12 @@ class OutputChunker:
         self._close()
         chunks, self._chunks = self._chunks, []
         return chunks
+
+
+def _shifted(marks: list[tuple[int, int]], skipped: int) -> list[tuple[int, int]]:
+    """Marks of a text whose first ``skipped`` characters went (what began there, at 0)."""
+    if not marks:
+        return []
+    before = [m for m in marks if m[0] <= skipped]
+    first = before[-1] if before else marks[0]
+    return [(0, first[1]), *((i - skipped, ms) for i, ms in marks if i > skipped)]

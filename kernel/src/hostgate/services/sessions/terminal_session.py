@@ -125,7 +125,8 @@ class TerminalSession(LiveRemoteSession):
     def _queue_output(self, chunks: list[OutputChunk]) -> None:
         """Hand output chunks to the ledger, with any password typed in the session scrubbed."""
         if self.tracker is not None:
-            chunks = [OutputChunk(c.offset_ms, self.tracker.scrub(c.text)) for c in chunks]
+            scrub = self.tracker.scrub
+            chunks = [OutputChunk(c.offset_ms, scrub(c.text), c.marks) for c in chunks]
         self.service.ledger.queue_output(self, chunks)
 
     async def _close_backend(self) -> None:

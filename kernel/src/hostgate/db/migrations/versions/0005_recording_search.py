@@ -51,6 +51,7 @@ def upgrade() -> None:
     sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
     sa.Column('offset_ms', sa.Integer(), nullable=False),
     sa.Column('text', sqlmodel.sql.sqltypes.AutoString(length=4000), nullable=False),
+    sa.Column('marks', sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=False, server_default=''),
     sa.ForeignKeyConstraint(['session_id'], ['sessions.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id')
     )
@@ -61,8 +62,8 @@ def upgrade() -> None:
         op.execute(statement)
     # the commands logged so far are searchable at once
     op.execute(
-        "INSERT INTO recording_search (session_id, kind, offset_ms, text) "
-        "SELECT session_id, 'command', elapsed, command FROM session_commands "
+        "INSERT INTO recording_search (session_id, kind, offset_ms, text, marks) "
+        "SELECT session_id, 'command', elapsed, command, '' FROM session_commands "
         "WHERE command <> '[password]' AND session_id IN (SELECT id FROM sessions "
         "WHERE recording_state IN ('recording', 'complete', 'stopped'))"
     )
