@@ -204,8 +204,13 @@ async def measure(
     from hostgate.services.identity.identity import ClientInfo
     from sqlalchemy import update
 
+    # output indexing on, as it was while the sessions ran (off would purge the output)
     config = Config(
-        data_dir=data, encryption_key=BENCH_KEY, load_entry_points=False, database_url=url
+        data_dir=data,
+        encryption_key=BENCH_KEY,
+        load_entry_points=False,
+        database_url=url,
+        setting_defaults={"recordings.index_output": True},
     )
     app = create_app(config)
     kernel = kernel_of(app)
@@ -266,6 +271,7 @@ async def measure(
                     )
                 body = await response.get_json()
                 totals[name] = f"{body['total']:,}{'+' if body['totalCapped'] else ''}"
+        assert totals["output, common word (error)"] != "0", "the output was not indexed"
         for name, _, _ in cases:
             rows.append(Row(f"{name} p50 ({totals[name]} hits)", median(timings[name]), "ms"))
             rows.append(Row(f"{name} p95", percentile(timings[name], 95), "ms", target="< 200 ms"))
