@@ -11,6 +11,7 @@ from hostgate.config import Config
 from hostgate.db.engine import Database
 from hostgate.db.models import metadata
 from hostgate.db.models.audit import AuditEntry
+from hostgate.db.models.search import include_in_comparison
 from hostgate.db.models.settings import SettingValue
 from sqlmodel import select
 
@@ -26,7 +27,9 @@ def _differences(sync_connection: Any) -> list[Any]:
     # compare_type: a column whose migrated type differs from the model's (Text
     # against String(64), Integer against BigInteger...) is a difference too;
     # UTCDateTime, JSONText and Sealed compare by their impl (DateTime, Text).
-    context = MigrationContext.configure(sync_connection, opts={"compare_type": True})
+    # the full-text objects of the recording search are the migration's alone
+    opts = {"compare_type": True, "include_object": include_in_comparison}
+    context = MigrationContext.configure(sync_connection, opts=opts)
     return list(compare_metadata(context, metadata))
 
 

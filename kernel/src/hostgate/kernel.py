@@ -50,6 +50,7 @@ from .services.sessions.live_view import LiveView
 from .services.sessions.live_view_relay import WatchRelay
 from .services.sessions.recordings import Recordings
 from .services.sessions.remote_session import LiveRemoteSession
+from .services.sessions.search_index import RecordingSearch
 from .services.sessions.session_history import SessionHistory
 from .services.sessions.terminal_sessions import TerminalSessions
 from .services.settings import Settings
@@ -223,6 +224,7 @@ class Kernel:
             lifecycle=self,
             lease=self.cluster.lease,
         )
+        self.recording_search = RecordingSearch(db=self.db, settings=self.settings)
         self.terminal_sessions = TerminalSessions(
             db=self.db,
             settings=self.settings,
@@ -231,6 +233,7 @@ class Kernel:
             connections=self.connections,
             live=self.live,
             recordings=self.recordings,
+            search=self.recording_search,
             metrics=self.metrics,
             api=self,
             lifecycle=self,
@@ -272,6 +275,7 @@ class Kernel:
             recordings=self.recordings,
             terminal_sessions=self.terminal_sessions,
             live=self.live,
+            search=self.recording_search,
         )
         self.notifications = Notifications(
             db=self.db,

@@ -17,11 +17,14 @@ from hostgate.config import Config
 from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.connections import Connection, ConnectionGroup
 from hostgate.db.models.identity import LoginSession, Role, User
+from hostgate.db.models.search import SearchEntry
 from hostgate.db.models.sessions import RemoteSession
 from hostgate.kernel import Kernel
+from hostgate.pagination import Page
 from hostgate.security.passwords import hash_password_sync
 from hostgate.services.backup import KdfCost
 from hostgate.services.identity.identity import ClientInfo
+from hostgate.services.sessions.session_history import SessionFilter
 from hostgate.timefmt import utcnow
 from quart import Quart
 from sqlmodel import col, func, select
@@ -147,17 +150,23 @@ async def populate(kernel: Kernel, *, audit_rows: int = 3, recording_size: int =
             )
         )
         recording_key = os.urandom(32).hex()
+        recorded = RemoteSession(
+            user_id=alice.id,
+            username="marker-alice",
+            protocol="ssh",
+            recording_state="complete",
+            recording_format="cast",
+            recording_file="marker-recording.cast",
+            recording_key=box.seal(recording_key),
+            recording_size=recording_size,
+            ended_at=utcnow(),
+        )
+        session.add(recorded)
+        await session.flush()
+        # the recording search index: its rows travel, the full-text part is rebuilt
         session.add(
-            RemoteSession(
-                user_id=alice.id,
-                username="marker-alice",
-                protocol="ssh",
-                recording_state="complete",
-                recording_format="cast",
-                recording_file="marker-recording.cast",
-                recording_key=box.seal(recording_key),
-                recording_size=recording_size,
-                ended_at=utcnow(),
+            SearchEntry(
+                session_id=recorded.id, kind="output", offset_ms=4_200, text="marker search text"
             )
         )
         await session.commit()
@@ -222,6 +231,12 @@ async def check_restored(kernel: Kernel, markers: Markers, *, with_recordings: b
     issued = await kernel.identity.issue_session(alice, ClientInfo(ip_address="127.0.0.1"))
     caller = await kernel.identity.authenticate(issued.token, ClientInfo(ip_address="127.0.0.1"))
     assert caller.username == "marker-alice" and caller.can("settings.backup")
+    found = await kernel.recording_search.search(
+        caller, "search text", Page(1, 25), SessionFilter(), visible_to_all=True
+    )
+    assert found.total == 1 and [(h.session.id, h.offset_ms) for h in found.hits] == [
+        (recorded.id, 4_200)
+    ]
     await kernel.audit.record("after.restore", actor=caller)
     assert (await kernel.audit.verify_chain()).ok
     if with_recordings:

@@ -22,6 +22,7 @@ from ..pagination import PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.sessions.live import LiveSession
 from ..services.sessions.recordings import stream_plaintext
+from ..services.sessions.search_index import KINDS, QUERY_MAX, SearchHit
 from ..services.sessions.session_history import SEARCH_MAX, SessionFilter, SessionHistory
 from ..timefmt import iso, parse_iso
 from .ranges import requested_range
@@ -45,6 +46,20 @@ class SessionQuery(PageQuery):
     to: datetime | None = Field(default=None, description="started at or before")
     recorded: Literal["true", "false", ""] = Field(
         default="", description="only sessions with (true) or without (false) a recording"
+    )
+    connectionId: str = Field(default="", max_length=64)  # noqa: N815 - the API's name
+
+
+class SearchQuery(SessionQuery):
+    """``GET /sessions/search``: the words to find, and the session list's filters."""
+
+    q: str = Field(
+        min_length=1,
+        max_length=QUERY_MAX,
+        description="words to find, in this order (whole words, any case)",
+    )
+    kind: Literal["command", "output", ""] = Field(
+        default="", description="only commands or only terminal output (both by default)"
     )
 
 
@@ -74,6 +89,7 @@ def _session_filter() -> SessionFilter:
         start=_time("from"),
         end=_time("to"),
         recorded=None if recorded == "" else recorded == "true",
+        connection_id=args.get("connectionId", "").strip() or None,
     )
 
 
@@ -140,6 +156,37 @@ class SessionPage(Pagination):
 
     sessions: list[SessionRecord]
     total: int
+
+
+class SearchHitRecord(TypedDict):
+    """Where a search matched: a session, a command or output, and when in it."""
+
+    sessionId: str
+    kind: Literal["command", "output"]
+    offset: float
+    """Seconds since the session started: where the player jumps to."""
+    snippet: str
+    session: SessionRecord
+
+
+class SearchPage(Pagination):
+    """One page of hits, most recent first, and how many there are (counted up to 1000)."""
+
+    hits: list[SearchHitRecord]
+    total: int
+    totalCapped: bool
+    """True when there are more hits than ``total`` (1000)."""
+
+
+def hit_json(history: SessionHistory, hit: SearchHit) -> SearchHitRecord:
+    """One search hit with its session as the session list shows it."""
+    return {
+        "sessionId": hit.session.id,
+        "kind": "command" if hit.kind == "command" else "output",
+        "offset": hit.offset_ms / 1000,
+        "snippet": hit.snippet,
+        "session": session_json(history, hit.session),
+    }
 
 
 class SessionDetail(SessionRecord):
@@ -262,6 +309,32 @@ async def list_sessions() -> dict[str, Any]:
         "sessions": [session_json(history, row) for row in rows],
         **page.echo(),
         "total": total,
+    }
+
+
+@blueprint.get("/sessions/search")
+@authenticated
+@tag(["sessions"])
+@answers(SearchPage, query=SearchQuery)
+async def search_sessions() -> dict[str, Any]:
+    """Find commands and terminal output in recorded sessions; each hit names its offset.
+
+    The filters and visibility are those of ``GET /sessions``: one's own sessions,
+    everyone's with ``sessions.view_any``.
+    """
+    page = page_from(request.args)
+    kind = request.args.get("kind", "").strip()
+    if kind and kind not in KINDS:
+        raise InvalidInput("kind must be command or output", code="invalid_query")
+    history = _history()
+    found = await history.search_recordings(
+        current_caller(), request.args.get("q", ""), page, _session_filter(), kind=kind
+    )
+    return {
+        "hits": [hit_json(history, hit) for hit in found.hits],
+        **page.echo(),
+        "total": found.total,
+        "totalCapped": found.capped,
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 from hostgate.db.models import metadata
+from hostgate.db.models.search import include_in_comparison
 from sqlalchemy import create_engine
 
 config = context.config
@@ -14,11 +15,21 @@ def run() -> None:
     if connection is None:
         url = config.get_main_option("sqlalchemy.url") or "sqlite://"
         with create_engine(url).connect() as conn:
-            context.configure(connection=conn, target_metadata=metadata, render_as_batch=True)
+            context.configure(
+                connection=conn,
+                target_metadata=metadata,
+                render_as_batch=True,
+                include_object=include_in_comparison,
+            )
             with context.begin_transaction():
                 context.run_migrations()
         return
-    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=True,
+        include_object=include_in_comparison,
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -478,7 +478,8 @@ class CommandTracker:
 
     # -- storing ----------------------------------------------------------------------
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
+        """``text`` with every password typed in the session so far replaced by ``[password]``."""
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
         return text
@@ -498,7 +499,7 @@ class CommandTracker:
             CommandEntry(
                 timestamp=pending.timestamp,
                 elapsed=pending.elapsed,
-                command=self._scrub(pending.command),
-                output_preview=self._scrub(preview) or None,
+                command=self.scrub(pending.command),
+                output_preview=self.scrub(preview) or None,
             )
         )

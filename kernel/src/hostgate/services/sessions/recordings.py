@@ -38,6 +38,7 @@ from .recording_format import (
     new_key,
     plaintext_size,
 )
+from .search_index import RecordingSearch
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
@@ -578,7 +579,11 @@ class Recordings:
     async def _forget_files(
         session: AsyncSession, rows: list[RemoteSession], *, state: str
     ) -> None:
-        """Mark the rows' recordings gone (``state``) in ``session``, not committed."""
+        """Mark the rows' recordings gone (``state``) in ``session``, not committed.
+
+        Their search index entries go too: there is no recording left to jump into.
+        """
+        await RecordingSearch.forget(session, [row.id for row in rows])
         for row in rows:
             stored = await session.get(RemoteSession, row.id)
             if stored is None:

@@ -17,6 +17,7 @@ from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...permissions import use_permission
 from .file_sessions import FileSessionLog
+from .search_index import RecordingSearch, SearchResult
 from .terminal_session import TerminalSession
 from .terminal_sessions import TerminalSessions
 
@@ -47,6 +48,7 @@ class SessionFilter:
     end: datetime | None = None
     """Sessions started at or before this time."""
     recorded: bool | None = None
+    connection_id: str | None = None
 
     def conditions(self) -> list[Any]:
         """The WHERE clauses."""
@@ -55,6 +57,8 @@ class SessionFilter:
             where.append(col(RemoteSession.protocol).in_(self.protocols))
         if self.user_id:
             where.append(col(RemoteSession.user_id) == self.user_id)
+        if self.connection_id:
+            where.append(col(RemoteSession.connection_id) == self.connection_id)
         if self.search:
             escaped = self.search.lower().replace("\\", "\\\\").replace("%", "\\%")
             pattern = "%" + escaped.replace("_", "\\_") + "%"
@@ -92,7 +96,9 @@ class SessionHistory:
         recordings: Recordings,
         terminal_sessions: TerminalSessions,
         live: LiveSessions,
+        search: RecordingSearch,
     ) -> None:
+        self.search = search
         self.db = db
         self.audit = audit
         self.connections = connections
@@ -144,6 +150,17 @@ class SessionHistory:
             rows = list((await db.exec(query)).all())
             total = int((await db.exec(counting)).one())
         return rows, total
+
+    async def search_recordings(
+        self, caller: Caller, query: str, page: Page, flt: SessionFilter, *, kind: str = ""
+    ) -> SearchResult:
+        """Commands and output matching ``query`` in the sessions ``page`` would list.
+
+        The caller's own sessions, or everyone's with ``sessions.view_any``.
+        """
+        return await self.search.search(
+            caller, query, page, flt, kind=kind, visible_to_all=caller.can(VIEW_ANY)
+        )
 
     async def visible(self, caller: Caller, session_id: str) -> RemoteSession:
         """A session the caller owns or may view (``sessions.view_any``)."""
@@ -271,6 +288,7 @@ class SessionHistory:
                 await db.exec(
                     delete(SessionInputEvent).where(col(SessionInputEvent.session_id).in_(chunk))
                 )
+                await RecordingSearch.forget(db, chunk)
                 await db.exec(delete(RemoteSession).where(col(RemoteSession.id).in_(chunk)))
             counts = {
                 "deletedSessions": len(ids),

@@ -1,4 +1,4 @@
-"""What a live session leaves behind: its history row, its audit entries, its command log."""
+"""What a live session leaves behind: its history row, audit entries, command log, search index."""
 
 from __future__ import annotations
 
@@ -7,20 +7,24 @@ from typing import TYPE_CHECKING
 from ...db.models.sessions import RemoteSession, SessionCommand
 from ...timefmt import utcnow
 from .commandlog import CommandEntry
+from .search_text import OutputChunk
 
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditLog
     from .remote_session import LiveRemoteSession
+    from .search_index import RecordingSearch
 
 
 class SessionLedger:
     """Writes the start, failure and end of sessions, and their queued command-log entries."""
 
-    def __init__(self, *, db: Database, audit: AuditLog) -> None:
+    def __init__(self, *, db: Database, audit: AuditLog, search: RecordingSearch) -> None:
         self.db = db
         self.audit = audit
+        self.search = search
         self._commands: list[tuple[LiveRemoteSession, CommandEntry]] = []
+        self._output: list[tuple[str, list[OutputChunk]]] = []
 
     @staticmethod
     def new_row(session: LiveRemoteSession) -> RemoteSession:
@@ -64,18 +68,40 @@ class SessionLedger:
         """Command-log entries to store on the next flush."""
         self._commands.extend((session, entry) for entry in entries)
 
+    def queue_output(self, session: LiveRemoteSession, chunks: list[OutputChunk]) -> None:
+        """Output chunks for the search index, stored on the next flush."""
+        if chunks:
+            self._output.append((session.id, chunks))
+
     async def flush_commands(self) -> None:
         """Store queued command-log entries, each with its ``session.command`` audit entry.
 
         The audit entry lets notification rules and SIEM forwarding react to commands;
         it holds what the command log holds (``[password]`` for what was typed at a
-        password prompt), never the output.
+        password prompt), never the output. Commands and queued output chunks go
+        into the search index in the same transaction.
         """
-        if not self._commands:
+        if not self._commands and not self._output:
             return
         queued, self._commands = self._commands, []
+        output, self._output = self._output, []
+        indexed_output = [
+            entry
+            for session_id, chunks in output
+            for entry in self.search.output_entries(session_id, chunks)
+        ]
+        if not queued:
+            if indexed_output:
+                async with self.db.session() as db:
+                    db.add_all(indexed_output)
+                    await db.commit()
+            return
         async with self.audit.atomic() as batch:
+            batch.session.add_all(indexed_output)
             for session, entry in queued:
+                indexed = self.search.command_entry(session.id, entry)
+                if indexed is not None:
+                    batch.session.add(indexed)
                 batch.session.add(
                     SessionCommand(
                         session_id=session.id,

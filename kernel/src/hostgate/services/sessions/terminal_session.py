@@ -17,6 +17,7 @@ from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .remote_session import Admission, LiveRemoteSession
 from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
+from .search_text import OutputChunk, OutputChunker
 
 if TYPE_CHECKING:
     from .terminal_sessions import TerminalSessions
@@ -43,6 +44,8 @@ class TerminalSession(LiveRemoteSession):
         self.terminal: Terminal | None = None
         self.recorder: CastRecorder | None = None
         self.tracker: CommandTracker | None = None
+        self.output_index: OutputChunker | None = None
+        """Output text for the search index (recorded sessions, ``recordings.index_output``)."""
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._input_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._recent = ReplayBuffer()
@@ -71,8 +74,12 @@ class TerminalSession(LiveRemoteSession):
         super()._received(data)
         if self.recorder is not None:
             self.recorder.output(data, time.monotonic())
-        if self.tracker is not None:
-            self.tracker.output(self._decoder.decode(data))
+        if self.tracker is not None or self.output_index is not None:
+            text = self._decoder.decode(data)
+            if self.tracker is not None:
+                self.tracker.output(text)
+            if self.output_index is not None:
+                self.output_index.feed(text, self.elapsed_ms())
         self._recent.add(data, REPLAY_BYTES if self.reattach_grace > 0 else RECENT_BYTES)
         for viewer in self.viewers:
             viewer(data)
@@ -111,13 +118,24 @@ class TerminalSession(LiveRemoteSession):
         if self.tracker is not None:
             self.tracker.tick()
             self.service.ledger.queue_commands(self, self.tracker.drain())
+        if self.output_index is not None:
+            self._queue_output(self.output_index.drain(self.elapsed_ms()))
         await super().tick(now)
+
+    def _queue_output(self, chunks: list[OutputChunk]) -> None:
+        """Hand output chunks to the ledger, with any password typed in the session scrubbed."""
+        if self.tracker is not None:
+            scrub = self.tracker.scrub
+            chunks = [OutputChunk(c.offset_ms, scrub(c.text), c.marks) for c in chunks]
+        self.service.ledger.queue_output(self, chunks)
 
     async def _close_backend(self) -> None:
         if self.terminal is not None:
             await self.terminal.close()
 
     async def _finish_recording(self) -> tuple[str | None, int, str]:
+        if self.output_index is not None:
+            self._queue_output(self.output_index.finish())
         if self.tracker is not None:
             self.tracker.finish()
             self.service.ledger.queue_commands(self, self.tracker.drain())

@@ -32,6 +32,7 @@ from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .relay_session import RelaySession
 from .remote_session import Admission, LiveRemoteSession, close_code_for
+from .search_text import OutputChunker
 from .session_ledger import SessionLedger
 from .terminal_session import TerminalSession
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from .live import LiveSessions
     from .recordings import Recordings
+    from .search_index import RecordingSearch
 
 log = logging.getLogger("hostgate.sessions")
 
@@ -69,6 +71,7 @@ class TerminalSessions:
         connections: Connections,
         live: LiveSessions,
         recordings: Recordings,
+        search: RecordingSearch,
         metrics: Metrics,
         api: KernelAPI,
         lifecycle: Lifecycle,
@@ -85,7 +88,8 @@ class TerminalSessions:
         self.api = api
         self._sessions: dict[str, LiveRemoteSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.ledger = SessionLedger(db=db, audit=audit)
+        self.search = search
+        self.ledger = SessionLedger(db=db, audit=audit, search=search)
         self._ticker: asyncio.Task[None] | None = None
         self._revalidating = False
         lifecycle.on_start(self.start)
@@ -197,6 +201,8 @@ class TerminalSessions:
                         limit=self.recordings.size_limit(),
                     )
                 session.tracker = CommandTracker(session.elapsed_ms, columns=size.cols)
+                if writer is not None and self.search.output_enabled():
+                    session.output_index = OutputChunker()
             await self._start(session, row)
         except BaseException:
             self.live.remove(session.id)
@@ -296,6 +302,7 @@ class TerminalSessions:
             except Exception:
                 log.exception("session %s tick failed", session.id)
         await self.ledger.flush_commands()
+        await self.search.follow_setting()
 
     async def _tick_forever(self) -> None:
         while True:

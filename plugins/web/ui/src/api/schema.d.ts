@@ -1569,6 +1569,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sessions/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find commands and terminal output in recorded sessions; each hit names its offset.
+         * @description The filters and visibility are those of ``GET /sessions``: one's own sessions,
+         *     everyone's with ``sessions.view_any``.
+         */
+        get: operations["get_search_sessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sessions/storage": {
         parameters: {
             query?: never;
@@ -3292,6 +3313,40 @@ export interface components {
         Rules: {
             /** Rules */
             rules: components["schemas"]["Rule"][];
+        };
+        /**
+         * SearchHitRecord
+         * @description Where a search matched: a session, a command or output, and when in it.
+         */
+        SearchHitRecord: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "command" | "output";
+            /** Offset */
+            offset: number;
+            session: components["schemas"]["SessionRecord"];
+            /** Sessionid */
+            sessionId: string;
+            /** Snippet */
+            snippet: string;
+        };
+        /**
+         * SearchPage
+         * @description One page of hits, most recent first, and how many there are (counted up to 1000).
+         */
+        SearchPage: {
+            /** Hits */
+            hits: components["schemas"]["SearchHitRecord"][];
+            /** Limit */
+            limit: number;
+            /** Page */
+            page: number;
+            /** Total */
+            total: number;
+            /** Totalcapped */
+            totalCapped: boolean;
         };
         /**
          * Session
@@ -10705,6 +10760,7 @@ export interface operations {
                 to?: string | null;
                 /** @description only sessions with (true) or without (false) a recording */
                 recorded?: "true" | "false" | "";
+                connectionId?: string;
             };
             header?: never;
             path?: never;
@@ -10980,6 +11036,72 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_search_sessions: {
+        parameters: {
+            query: {
+                page?: number;
+                limit?: number;
+                /** @description comma-separated protocols */
+                protocol?: string;
+                userId?: string;
+                /** @description part of the connection name or username */
+                search?: string;
+                /** @description started at or after */
+                from?: string | null;
+                /** @description started at or before */
+                to?: string | null;
+                /** @description only sessions with (true) or without (false) a recording */
+                recorded?: "true" | "false" | "";
+                connectionId?: string;
+                /** @description words to find, in this order (whole words, any case) */
+                q: string;
+                /** @description only commands or only terminal output (both by default) */
+                kind?: "command" | "output" | "";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Find commands and terminal output in recorded sessions; each hit names its offset. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchPage"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -11657,6 +11779,8 @@ export interface operations {
                     "notifications.log_retention_days"?: number;
                     /** @description Record terminal and RDP sessions */
                     "recordings.enabled"?: boolean;
+                    /** @description Make the text of terminal output searchable (stored unencrypted in the database); off purges what was indexed */
+                    "recordings.index_output"?: boolean;
                     /** @description Cap per recording in MB (0 = no cap) */
                     "recordings.max_size_mb"?: number;
                     /** @description Free disk below which new recordings stop (with an audit event) */

@@ -1,5 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { eventTicks, filtersFromSearch, historyQuery, NO_FILTERS, searchFromFilters, watchUrl } from "./sessions";
+import {
+  addressForSearch,
+  eventTicks,
+  filtersFromSearch,
+  historyQuery,
+  NO_FILTERS,
+  playAt,
+  recordingSearchFromAddress,
+  recordingSearchQuery,
+  searchFromFilters,
+  startFromAddress,
+  watchUrl,
+} from "./sessions";
 
 describe("history filters", () => {
   it("become the API's query, leaving out what is empty", () => {
@@ -48,5 +60,26 @@ describe("eventTicks", () => {
 describe("watchUrl", () => {
   it("is the gateway's watch socket with the ticket", () => {
     expect(watchUrl({ protocol: "https:", host: "gw.example" }, "s 1", "t")).toBe("wss://gw.example/ws/sessions/s%201/watch?ticket=t");
+  });
+});
+
+describe("recording search", () => {
+  it("keeps the words, the kind and the filters in the address", () => {
+    const filters = { ...NO_FILTERS, protocol: "ssh" };
+    const address = addressForSearch(filters, " rm -rf ", "command", 2);
+    expect(recordingSearchFromAddress(address)).toEqual({ q: "rm -rf", kind: "command" });
+    expect(filtersFromSearch(address)).toEqual({ filters, page: 2 });
+    expect(recordingSearchFromAddress("?protocol=ssh")).toBeNull();
+    expect(recordingSearchFromAddress("?q=x&kind=bogus")).toEqual({ q: "x", kind: "" });
+    expect(addressForSearch(NO_FILTERS, "  ", "output", 1)).toBe("");
+  });
+
+  it("becomes the API's query and opens the player at the hit", () => {
+    expect(recordingSearchQuery(NO_FILTERS, "nginx", "", 1, 25)).toEqual({ page: 1, limit: 25, q: "nginx" });
+    expect(recordingSearchQuery(NO_FILTERS, "nginx", "output", 1, 25).kind).toBe("output");
+    expect(playAt("a b", 12.345)).toBe("/sessions/a%20b/play?t=12.4");
+    expect(startFromAddress("?t=12.3")).toBe(12.3);
+    expect(startFromAddress("?t=-1")).toBe(0);
+    expect(startFromAddress("?t=abc")).toBe(0);
   });
 });

@@ -108,3 +108,39 @@ export function watchUrl(origin: { protocol: string; host: string }, sessionId: 
   const scheme = origin.protocol === "https:" ? "wss" : "ws";
   return `${scheme}://${origin.host}/ws/sessions/${encodeURIComponent(sessionId)}/watch?${new URLSearchParams({ ticket })}`;
 }
+
+export type HitKind = "" | "command" | "output";
+
+/** What the history screen searches for (`?q=...&kind=...` in the address), or null. */
+export function recordingSearchFromAddress(search: string): { q: string; kind: HitKind } | null {
+  const params = new URLSearchParams(search);
+  const q = (params.get("q") ?? "").trim();
+  if (!q) return null;
+  const kind = params.get("kind");
+  return { q, kind: kind === "command" || kind === "output" ? kind : "" };
+}
+
+/** The address search part for a recording search with the list's filters and a page. */
+export function addressForSearch(filters: HistoryFilters, q: string, kind: HitKind, page: number): string {
+  const params = new URLSearchParams(searchFromFilters(filters, page));
+  if (q.trim()) params.set("q", q.trim());
+  if (q.trim() && kind) params.set("kind", kind);
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+/** The `GET /sessions/search` query: the words, the kind, and the list's filters. */
+export function recordingSearchQuery(filters: HistoryFilters, q: string, kind: HitKind, page: number, limit: number): HistoryQuery & { q: string; kind?: "command" | "output" } {
+  return { ...historyQuery(filters, page, limit), q, ...(kind ? { kind } : {}) };
+}
+
+/** Where a hit opens: the session's player at `offset` seconds (rounded up: the text is shown). */
+export function playAt(sessionId: string, offset: number): string {
+  return `/sessions/${encodeURIComponent(sessionId)}/play?t=${Math.max(0, Math.ceil(offset * 10) / 10)}`;
+}
+
+/** The start offset (seconds) an address asks the player for (`?t=12.5`), or 0. */
+export function startFromAddress(search: string): number {
+  const value = Number(new URLSearchParams(search).get("t") ?? "0");
+  return Number.isFinite(value) && value > 0 ? value : 0;
+}

@@ -1,0 +1,303 @@
+"""Search across recordings: the index of commands and terminal output, and its queries.
+
+Entries are written as sessions run (with the command log's one-second flush):
+each logged command, and, when ``recordings.index_output`` is on, the output text
+of recorded terminal sessions in timed chunks (``search_text.py``). The full-text
+part is the engine's own: FTS5 on SQLite, a ``tsvector`` with a GIN index on
+PostgreSQL (migration ``0005_recording_search``); :class:`FullText` is the small
+interface between them. Queries match whole words, in the order given.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import column, delete, func, table, text
+from sqlmodel import col, select
+
+from ...db.models.search import SearchEntry
+from ...db.models.sessions import RemoteSession
+from ...errors import InvalidInput
+from .commandlog import REDACTED, CommandEntry
+from .search_text import (
+    MAX_QUERY_WORDS,
+    OutputChunk,
+    encode_marks,
+    offset_at,
+    position_of,
+    snippet,
+    words,
+)
+
+if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
+    from ...db.engine import Database
+    from ...pagination import Page
+    from ..identity.identity import Caller
+    from ..settings import Settings
+    from .session_history import SessionFilter
+
+log = logging.getLogger("hostgate.search")
+
+INDEX_OUTPUT = "recordings.index_output"
+KINDS = ("command", "output")
+QUERY_MAX = 200
+TOTAL_CAP = 1000
+"""Hits are counted up to this many; beyond, ``total`` says this and ``capped`` is true."""
+FEW_SESSIONS = 2000
+"""Filters leaving at most this many sessions: their entries are tested, not every match."""
+DELETE_BATCH = 500
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One page of hits; ``total`` counts at most ``TOTAL_CAP`` (``capped``: there are more)."""
+
+    hits: list[SearchHit]
+    total: int
+    capped: bool
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """Where a query matched: the session, the kind of entry, its offset and a snippet."""
+
+    session: RemoteSession
+    kind: str
+    offset_ms: int
+    snippet: str
+
+
+class FullText(Protocol):
+    """What one database engine adds to a search: its source of rows and its match."""
+
+    def source(self) -> Any:
+        """The FROM clause the matching ``recording_search`` rows come from."""
+
+    def match(self, query_words: Sequence[str]) -> Any:
+        """The WHERE clause that keeps entries containing the words in this order."""
+
+    def restricted_match(self, query_words: Sequence[str]) -> Any:
+        """The same test on ``recording_search`` alone (FROM has no full-text source)."""
+
+    def order_key(self) -> Any:
+        """The entry id as the full-text source walks it in order (most recent last)."""
+
+
+_FTS = table("recording_search_fts", column("rowid"), column("recording_search_fts"))
+
+
+class SqliteFullText:
+    """FTS5: a phrase query on the external-content table ``recording_search_fts``."""
+
+    def source(self) -> Any:
+        """The FTS5 table joined to ``recording_search`` by rowid."""
+        return _FTS.join(SearchEntry, col(SearchEntry.id) == _FTS.c.rowid)
+
+    def match(self, query_words: Sequence[str]) -> Any:
+        """``MATCH`` a phrase of the words."""
+        phrase = '"' + " ".join(query_words) + '"'
+        return text("recording_search_fts MATCH :phrase").bindparams(phrase=phrase)
+
+    def restricted_match(self, query_words: Sequence[str]) -> Any:
+        """The entry's id among the FTS5 matches (collected once, then probed)."""
+        phrase = '"' + " ".join(query_words) + '"'
+        matching = select(_FTS.c.rowid).where(
+            text("recording_search_fts MATCH :restricted").bindparams(restricted=phrase)
+        )
+        return col(SearchEntry.id).in_(matching)
+
+    def order_key(self) -> Any:
+        """FTS5 walks its rowids in order, ``ORDER BY rowid DESC`` too, without sorting."""
+        return _FTS.c.rowid
+
+
+class PostgresFullText:
+    """PostgreSQL: the generated ``document`` column against a phrase ``tsquery``."""
+
+    def source(self) -> Any:
+        """``recording_search`` itself."""
+        return SearchEntry
+
+    def match(self, query_words: Sequence[str]) -> Any:
+        """``@@`` a ``tsquery`` of the words, each followed by the next."""
+        tsquery = " <-> ".join(query_words)
+        return text(
+            "recording_search.document @@ to_tsquery('simple'::regconfig, :tsquery)"
+        ).bindparams(tsquery=tsquery)
+
+    def restricted_match(self, query_words: Sequence[str]) -> Any:
+        """The same test: PostgreSQL combines the GIN index with the session index."""
+        return self.match(query_words)
+
+    def order_key(self) -> Any:
+        """The primary key."""
+        return col(SearchEntry.id)
+
+
+def full_text_for(dialect: str) -> FullText:
+    """The full-text part of ``dialect`` (``sqlite`` or ``postgresql``)."""
+    return SqliteFullText() if dialect == "sqlite" else PostgresFullText()
+
+
+def query_words(query: str) -> list[str]:
+    """The words to look for; InvalidInput when there are none or too many characters."""
+    query = query.strip()
+    if not query:
+        raise InvalidInput("q is required: the words to look for", code="invalid_query")
+    if len(query) > QUERY_MAX:
+        raise InvalidInput(f"q must be at most {QUERY_MAX} characters", code="invalid_query")
+    found = words(query, limit=MAX_QUERY_WORDS + 1)
+    if not found:
+        raise InvalidInput("q must contain a letter or a digit", code="invalid_query")
+    if len(found) > MAX_QUERY_WORDS:
+        raise InvalidInput(f"q may hold at most {MAX_QUERY_WORDS} words", code="invalid_query")
+    return found
+
+
+class RecordingSearch:
+    """Writes index entries, follows ``recordings.index_output``, answers searches."""
+
+    def __init__(self, *, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+        self.full_text = full_text_for(db.dialect)
+        self._output_was_on: bool | None = None
+
+    def output_enabled(self) -> bool:
+        """``recordings.index_output``."""
+        return bool(self.settings.get(INDEX_OUTPUT))
+
+    # -- writing ------------------------------------------------------------------------
+
+    @staticmethod
+    def command_entry(session_id: str, entry: CommandEntry) -> SearchEntry | None:
+        """The index entry of a logged command (none for what was typed at a password prompt)."""
+        if entry.command == REDACTED or not entry.command.strip():
+            return None
+        return SearchEntry(
+            session_id=session_id, kind="command", offset_ms=entry.elapsed, text=entry.command
+        )
+
+    def output_entries(self, session_id: str, chunks: Iterable[OutputChunk]) -> list[SearchEntry]:
+        """The index entries of output chunks; none while output indexing is off."""
+        if not self.output_enabled():
+            return []
+        return [
+            SearchEntry(
+                session_id=session_id,
+                kind="output",
+                offset_ms=c.offset_ms,
+                text=c.text,
+                marks=encode_marks(c.marks),
+            )
+            for c in chunks
+        ]
+
+    async def follow_setting(self) -> int:
+        """Once output indexing is off (also at start), purge the indexed output; the count."""
+        on = self.output_enabled()
+        was, self._output_was_on = self._output_was_on, on
+        if on or was is False:
+            return 0
+        return await self.purge_output()
+
+    async def purge_output(self) -> int:
+        """Delete every output entry (commands stay); how many there were."""
+        async with self.db.session() as session:
+            purge = delete(SearchEntry).where(col(SearchEntry.kind) == "output")
+            result = await session.exec(purge)
+            await session.commit()
+        count = int(getattr(result, "rowcount", 0) or 0)
+        if count:
+            log.info("output indexing is off: removed %d indexed output chunk(s)", count)
+        return count
+
+    @staticmethod
+    async def forget(session: AsyncSession, session_ids: Sequence[str]) -> None:
+        """Delete the entries of these sessions in ``session`` (not committed)."""
+        for start in range(0, len(session_ids), DELETE_BATCH):
+            chunk = session_ids[start : start + DELETE_BATCH]
+            await session.exec(delete(SearchEntry).where(col(SearchEntry.session_id).in_(chunk)))
+
+    # -- searching ----------------------------------------------------------------------
+
+    async def search(
+        self,
+        caller: Caller,
+        query: str,
+        page: Page,
+        flt: SessionFilter,
+        *,
+        kind: str = "",
+        visible_to_all: bool,
+    ) -> SearchResult:
+        """Hits most recent first (the order they were written), and how many (capped).
+
+        ``visible_to_all``: the caller may see every user's sessions; otherwise only
+        their own sessions are searched. When the filters leave at most
+        ``FEW_SESSIONS`` sessions, their entries are tested against the words;
+        otherwise the full-text matches are walked newest first and filtered,
+        which stops as soon as the page is full.
+        """
+        found = query_words(query)
+        if kind and kind not in KINDS:
+            raise InvalidInput("kind must be command or output", code="invalid_query")
+        entry_where = [col(SearchEntry.kind) == kind] if kind else []
+        session_where = flt.conditions()
+        if not visible_to_all:
+            session_where.append(col(RemoteSession.user_id) == caller.user_id)
+        async with self.db.session() as session:
+            candidates: list[str] | None = None
+            if session_where:
+                narrowed = select(col(RemoteSession.id)).where(*session_where)
+                ids = list((await session.exec(narrowed.limit(FEW_SESSIONS + 1))).all())
+                if len(ids) <= FEW_SESSIONS:
+                    candidates = ids
+            if candidates is not None:
+                if not candidates:
+                    return SearchResult([], 0, False)
+                base = select(col(SearchEntry.id)).where(
+                    col(SearchEntry.session_id).in_(candidates),
+                    self.full_text.restricted_match(found),
+                    *entry_where,
+                )
+                order = col(SearchEntry.id).desc()
+            else:
+                base = (
+                    select(col(SearchEntry.id))
+                    .select_from(self.full_text.source())
+                    .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
+                    .where(self.full_text.match(found), *entry_where, *session_where)
+                )
+                order = self.full_text.order_key().desc()
+            listed = base.order_by(order).offset(page.offset).limit(page.limit)
+            entry_ids = list((await session.exec(listed)).all())
+            if page.offset == 0 and len(entry_ids) < page.limit:
+                total = len(entry_ids)
+            else:
+                capped = base.limit(TOTAL_CAP + 1).subquery()
+                total = int((await session.exec(select(func.count()).select_from(capped))).one())
+            rows = []
+            if entry_ids:
+                details = (
+                    select(SearchEntry, RemoteSession)
+                    .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
+                    .where(col(SearchEntry.id).in_(entry_ids))
+                    .order_by(col(SearchEntry.id).desc())
+                )
+                rows = list((await session.exec(details)).all())
+        hits = [
+            SearchHit(
+                session=row,
+                kind=entry.kind,
+                offset_ms=offset_at(entry.marks, position_of(entry.text, found), entry.offset_ms),
+                snippet=snippet(entry.text, found),
+            )
+            for entry, row in rows
+        ]
+        return SearchResult(hits, min(total, TOTAL_CAP), total > TOTAL_CAP)

@@ -1,0 +1,224 @@
+"""Terminal output made searchable: escape sequences removed, cut into timed chunks.
+
+The index holds the text a terminal showed on its main screen, in chunks of at
+most ``CHUNK_CHARS`` characters or ``CHUNK_MS`` of session time, each with the
+offset of its first character and marks saying when later parts of it appeared
+(a read that starts a line, or comes ``MARK_MS`` after the previous mark, gets
+one; at most ``MAX_MARKS``),
+so a hit is exact to the moment its text appeared; output after ``GAP_MS`` of
+quiet starts a new chunk. At most
+``MAX_SESSION_CHARS`` per session (docs/terminals.md, "Searching recordings").
+What full-screen programs draw on the alternate screen (``vim``, ``less``,
+``top``) is skipped: it is redrawn again and again and would crowd out the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CHUNK_CHARS = 1000
+CHUNK_MS = 10_000
+GAP_MS = 1_500
+MARK_MS = 200
+MAX_MARKS = 64
+MAX_SESSION_CHARS = 256 * 1024
+MAX_PENDING_ESCAPE = 256
+SNIPPET_CHARS = 160
+MAX_QUERY_WORDS = 16
+MAX_WORD_CHARS = 100
+
+ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, modes
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: window titles, hyperlinks
+    r"|\x1b[PX^_][^\x1b]*\x1b\\"  # DCS, SOS, PM, APC strings
+    r"|\x1b[()*+][0-9A-Za-z]"  # character set selection
+    r"|\x1b[@-Z\\-_=>78]"  # two-character escapes
+)
+ALTERNATE_SCREEN = re.compile(r"\x1b\[\?(?:1049|1047|47)([hl])")
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+BLANKS = re.compile(r"[ \t]+")
+BLANK_LINES = re.compile(r"\n\s*\n+")
+WORD = re.compile(r"[^\W_]+")
+
+
+def strip_escapes(text: str) -> str:
+    """Terminal output as plain text: escapes and control characters removed, blanks squeezed."""
+    text = ESCAPES.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = CONTROLS.sub("", text)
+    text = BLANKS.sub(" ", text)
+    return BLANK_LINES.sub("\n", text)
+
+
+def words(query: str, limit: int = MAX_QUERY_WORDS) -> list[str]:
+    """The words of a query as the index splits text: runs of letters and digits, lower case."""
+    return [word[:MAX_WORD_CHARS] for word in WORD.findall(query.lower())][:limit]
+
+
+def position_of(text: str, query_words: list[str]) -> int:
+    """Where the first query word starts in ``text`` as a word (0 when it is not found)."""
+    for word in query_words[:1]:
+        found = re.search(r"(?<![^\W_])" + re.escape(word), text.lower())
+        if found is not None:
+            return found.start()
+    return 0
+
+
+Marks = tuple[tuple[int, int], ...]
+"""(character index, milliseconds) pairs: from that character on, text appeared then."""
+
+
+def encode_marks(marks: Marks) -> str:
+    """Marks as stored: ``index:ms`` pairs separated by commas."""
+    return ",".join(f"{index}:{ms}" for index, ms in marks)
+
+
+def offset_at(marks_text: str, position: int, default: int) -> int:
+    """When the character at ``position`` appeared, from stored marks (``default`` without)."""
+    offset = default
+    for pair in marks_text.split(","):
+        index, _, ms = pair.partition(":")
+        if not (index.isdigit() and ms.isdigit()) or int(index) > position:
+            break
+        offset = int(ms)
+    return offset
+
+
+def snippet(text: str, query_words: list[str]) -> str:
+    """About ``SNIPPET_CHARS`` characters of ``text`` around the first query word, one line."""
+    flat = " ".join(text.split())
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    at = position_of(flat, query_words)
+    start = max(0, min(at - SNIPPET_CHARS // 3, len(flat) - SNIPPET_CHARS))
+    piece = flat[start : start + SNIPPET_CHARS]
+    return ("…" if start > 0 else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+@dataclass(frozen=True)
+class OutputChunk:
+    """Output text and the session time of its first character (milliseconds)."""
+
+    offset_ms: int
+    text: str
+    marks: Marks = ()
+
+
+class OutputChunker:
+    """Collects a terminal's output as plain text chunks for the search index.
+
+    ``feed`` the decoded output with the session time it arrived at; ``drain``
+    about once a second hands over the chunks that are complete (full, or older
+    than ``CHUNK_MS``); ``finish`` completes the last one.
+    """
+
+    def __init__(self, limit: int = MAX_SESSION_CHARS) -> None:
+        self.limit = limit
+        self.indexed = 0
+        self._pending = ""
+        self._fullscreen = False
+        self._text: list[str] = []
+        self._size = 0
+        self._marks: list[tuple[int, int]] = []
+        self._start = 0
+        self._last = 0
+        self._chunks: list[OutputChunk] = []
+
+    @property
+    def full(self) -> bool:
+        """True once the session's share of the index is used up."""
+        return self.indexed >= self.limit
+
+    def feed(self, text: str, elapsed_ms: int) -> None:
+        """Terminal output that arrived ``elapsed_ms`` after the session started."""
+        if self.full or not text:
+            return
+        text = self._pending + text
+        self._pending = ""
+        cut = text.rfind("\x1b")
+        if cut >= 0 and len(text) - cut <= MAX_PENDING_ESCAPE and not ESCAPES.match(text, cut):
+            text, self._pending = text[:cut], text[cut:]  # an escape split across reads
+        shown: list[str] = []
+        position = 0
+        for match in ALTERNATE_SCREEN.finditer(text):
+            if not self._fullscreen:
+                shown.append(text[position : match.start()])
+            self._fullscreen = match.group(1) == "h"
+            position = match.end()
+        if not self._fullscreen:
+            shown.append(text[position:])
+        plain = strip_escapes("".join(shown))
+        if plain.strip():
+            self._add(plain, elapsed_ms)
+        elif plain and self._text:  # a line break on its own still ends the line
+            self._text.append(plain)
+            self._size += len(plain)
+
+    def _add(self, plain: str, elapsed_ms: int) -> None:
+        if not self._text:
+            plain = plain.lstrip()
+            self._start = elapsed_ms
+        elif elapsed_ms - self._start >= CHUNK_MS or elapsed_ms - self._last >= GAP_MS:
+            self._close()
+            plain = plain.lstrip()
+            self._start = elapsed_ms
+        self._last = elapsed_ms
+        marks = self._marks
+        line_start = bool(self._text) and self._text[-1].endswith("\n")
+        later = elapsed_ms - marks[-1][1] if marks else 0
+        if not marks or (
+            len(marks) < MAX_MARKS and (later >= MARK_MS or (line_start and later > 0))
+        ):
+            marks.append((self._size, elapsed_ms))
+        self._text.append(plain)
+        self._size += len(plain)
+        while self._size >= CHUNK_CHARS and not self.full:
+            joined = "".join(self._text)
+            cut = max(joined.rfind("\n", 0, CHUNK_CHARS), joined.rfind(" ", 0, CHUNK_CHARS))
+            if cut < CHUNK_CHARS // 2:
+                cut = CHUNK_CHARS
+            everything = self._marks
+            self._text, self._size = [joined[:cut]], cut
+            self._marks = [m for m in everything if m[0] < cut]
+            self._close()
+            rest = joined[cut:].lstrip()
+            if rest:
+                skipped = len(joined) - len(rest)
+                self._text, self._size = [rest], len(rest)
+                self._marks = _shifted(everything, skipped)
+                self._start = self._marks[0][1]
+
+    def _close(self) -> None:
+        raw = "".join(self._text)
+        text = raw.strip()
+        marks = _shifted(self._marks, len(raw) - len(raw.lstrip()))
+        self._text, self._size, self._marks = [], 0, []
+        if not text or self.full:
+            return
+        text = text[: self.limit - self.indexed]
+        self.indexed += len(text)
+        kept = tuple(m for m in marks if m[0] < len(text))
+        self._chunks.append(OutputChunk(kept[0][1] if kept else self._start, text, kept))
+
+    def drain(self, elapsed_ms: int) -> list[OutputChunk]:
+        """The chunks complete by now (the open one too once it is ``CHUNK_MS`` old)."""
+        if self._text and elapsed_ms - self._start >= CHUNK_MS:
+            self._close()
+        chunks, self._chunks = self._chunks, []
+        return chunks
+
+    def finish(self) -> list[OutputChunk]:
+        """Every chunk left, the open one included."""
+        self._close()
+        chunks, self._chunks = self._chunks, []
+        return chunks
+
+
+def _shifted(marks: list[tuple[int, int]], skipped: int) -> list[tuple[int, int]]:
+    """Marks of a text whose first ``skipped`` characters went (what began there, at 0)."""
+    if not marks:
+        return []
+    before = [m for m in marks if m[0] <= skipped]
+    first = before[-1] if before else marks[0]
+    return [(0, first[1]), *((i - skipped, ms) for i, ms in marks if i > skipped)]

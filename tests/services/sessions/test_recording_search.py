@@ -1,0 +1,232 @@
+"""Search across recordings: the index written as sessions run, its filters and permissions.
+
+Every test runs on SQLite (FTS5) and PostgreSQL (tsvector + GIN).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hostgate.config import Config
+from hostgate.db.models.search import SearchEntry
+from hostgate.db.models.sessions import RemoteSession
+from hostgate.services.sessions import search_index
+from hostgate.timefmt import iso, utcnow
+from sqlmodel import select
+
+from tests.services.sessions.helpers import Screen, socket_path, ticket_for
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def config(request: Any, config: Config) -> Config:
+    """The suite's config on each engine."""
+    if request.param == "sqlite":
+        return config
+    return config.with_overrides(database_url=request.getfixturevalue("postgres_url"))
+
+
+async def search(client: Any, who: Any, query: str, status: int = 200) -> dict[str, Any]:
+    response = await client.get(f"/api/v1/sessions/search?{query}", headers=who.headers)
+    assert response.status_code == status, await response.get_data()
+    return dict(await response.get_json())
+
+
+async def index_output(client: Any, admin: Any, on: bool) -> None:
+    response = await client.put(
+        "/api/v1/settings", json={"recordings.index_output": on}, headers=admin.headers
+    )
+    assert response.status_code == 200, await response.get_data()
+
+
+async def run_shell(client: Any, kernel: Any, user: Any, connection: Any, *steps: str) -> None:
+    """Open a recorded local shell, run ``steps`` (command, marker pairs), exit."""
+    path = socket_path("localshell", ticket_for(kernel, user), connection.id, cols=80, rows=24)
+    async with client.websocket(path) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        for command, marker in zip(steps[::2], steps[1::2], strict=True):
+            await screen.step(command, marker)
+        await screen.send("exit\r")
+        await screen.until_closed()
+    await kernel.terminal_sessions.tick()
+
+
+async def entries(kernel: Any, kind: str | None = None) -> list[SearchEntry]:
+    async with kernel.db.session() as db:
+        query = select(SearchEntry)
+        if kind:
+            query = query.where(SearchEntry.kind == kind)
+        return list((await db.exec(query)).all())
+
+
+async def session_of(client: Any, user: Any) -> str:
+    listed = await (await client.get("/api/v1/sessions", headers=user.headers)).get_json()
+    return str(listed["sessions"][0]["id"])
+
+
+async def test_commands_and_output_are_found_with_their_offsets(
+    client, kernel, admin, shell_connection
+):
+    user, connection = shell_connection
+    await index_output(client, admin, True)
+    await run_shell(
+        client,
+        kernel,
+        user,
+        connection,
+        "echo needle-$((6*7))",
+        "needle-42",
+        "sleep 2; echo zebra-$((2+3))-done",
+        "zebra-5-done",
+    )
+    session_id = await session_of(client, user)
+
+    commands = await search(client, user, "q=needle&kind=command")
+    [hit] = commands["hits"]
+    logged = await (
+        await client.get(f"/api/v1/sessions/{session_id}/commands", headers=user.headers)
+    ).get_json()
+    needle = next(c for c in logged["commands"] if c["command"].startswith("echo needle"))
+    assert hit["sessionId"] == session_id and hit["kind"] == "command"
+    assert hit["offset"] == needle["elapsed"] / 1000
+    assert hit["snippet"] == "echo needle-$((6*7))"
+    assert hit["session"]["id"] == session_id and hit["session"]["hasRecording"]
+    assert (commands["page"], commands["limit"], commands["total"]) == (1, 25, 1)
+    assert commands["totalCapped"] is False
+
+    # output: the words in order, any case; "42" is only in the output, not the command
+    found = await search(client, user, "q=NEEDLE+42")
+    assert [(h["kind"], h["sessionId"]) for h in found["hits"]] == [("output", session_id)]
+    # the output after two quiet seconds starts its own chunk; either way the offset is the
+    # moment it showed, as the recording has it
+    [zebra] = (await search(client, user, "q=zebra+5+done&kind=output"))["hits"]
+    cast = await (
+        await client.get(f"/api/v1/sessions/{session_id}/recording", headers=user.headers)
+    ).get_data()
+    events = [json.loads(line) for line in cast.decode().splitlines()[1:]]
+    shown = next(e[0] for e in events if "zebra-5-done\r" in e[2])
+    assert abs(zebra["offset"] - shown) < 0.1, (zebra, shown)
+    # inside a chunk too: the needle's offset is when it showed, not when the chunk began
+    needle_shown = next(e[0] for e in events if "needle-42\r" in e[2])
+    assert abs(found["hits"][0]["offset"] - needle_shown) < 0.1, (found, needle_shown)
+    assert "zebra-5-done" in zebra["snippet"]
+    assert (await search(client, user, "q=42+needle"))["hits"] == []  # order matters
+    assert (await search(client, user, "q=needl"))["hits"] == []  # whole words
+
+
+@pytest.mark.parametrize("few_sessions", [2000, 0], ids=["sessions-first", "matches-first"])
+async def test_a_user_never_gets_hits_from_sessions_they_may_not_see(
+    client, kernel, admin, make_user, shell_connection, monkeypatch, few_sessions
+):
+    # both ways to search: test the entries of the few sessions the filters leave, or walk
+    # every match newest first and filter it
+    monkeypatch.setattr(search_index, "FEW_SESSIONS", few_sessions)
+    alice, connection = shell_connection
+    bob = await make_user("bob")
+    await run_shell(client, kernel, alice, connection, "echo private-word", "private-word")
+    assert (await search(client, bob, "q=private+word"))["hits"] == []
+    assert (await search(client, bob, "q=private+word"))["total"] == 0
+    mine = await search(client, alice, "q=private+word")
+    assert mine["total"] == 1
+    # sessions.view_any (the admin) sees everyone's, with the session list's filters
+    everyone = await search(client, admin, "q=private+word")
+    assert [h["session"]["username"] for h in everyone["hits"]] == ["alice"]
+    assert (await search(client, admin, f"q=private+word&userId={bob.id}"))["hits"] == []
+    assert (await search(client, admin, f"q=private+word&userId={alice.id}"))["total"] == 1
+    by_connection = f"q=private+word&connectionId={connection.id}"
+    assert (await search(client, admin, by_connection))["total"] == 1
+    assert (await search(client, admin, "q=private+word&connectionId=other"))["total"] == 0
+    assert (await search(client, admin, "q=private+word&search=LOCAL"))["total"] == 1
+    assert (await search(client, admin, "q=private+word&protocol=ssh"))["total"] == 0
+    later = iso(utcnow() + timedelta(minutes=1))
+    earlier = iso(utcnow() - timedelta(hours=1))
+    assert (await search(client, admin, f"q=private+word&from={later}"))["total"] == 0
+    assert (await search(client, admin, f"q=private+word&from={earlier}"))["total"] == 1
+    assert (await search(client, admin, f"q=private+word&to={earlier}"))["total"] == 0
+
+
+async def test_bad_input_is_a_400(client, admin):
+    for query in (
+        "",
+        "q=",
+        "q=%20%20",
+        "q=---",
+        "q=" + "a" * 201,
+        "q=" + "+".join(["w"] * 17),
+        "q=x&kind=both",
+        "q=x&page=0",
+        "q=x&limit=abc",
+        "q=x&from=yesterday",
+    ):
+        body = await search(client, admin, query, status=400)
+        assert body["error"], query
+
+
+async def test_output_indexing_off_purges_and_stops_it(client, kernel, admin, shell_connection):
+    user, connection = shell_connection
+    assert kernel.settings.get("recordings.index_output") is False  # the default
+    await run_shell(client, kernel, user, connection, "echo off-by-default", "off-by-default")
+    assert await entries(kernel, "output") == []
+    assert len(await entries(kernel, "command")) >= 1
+
+    await index_output(client, admin, True)
+    await run_shell(client, kernel, user, connection, "echo kept-$((1+1))", "kept-2")
+    assert (await search(client, user, "q=kept+2&kind=output"))["total"] == 1
+
+    await index_output(client, admin, False)
+    await kernel.terminal_sessions.tick()  # every node follows the setting within a second
+    assert await entries(kernel, "output") == []
+    assert (await search(client, user, "q=kept+2"))["total"] == 0
+    assert (await search(client, user, "q=kept&kind=command"))["total"] == 1  # commands stay
+    await run_shell(client, kernel, user, connection, "echo after-$((2+2))", "after-4")
+    assert await entries(kernel, "output") == []
+    assert (await search(client, user, "q=after&kind=command"))["total"] == 1
+
+
+async def test_retention_and_deletion_remove_index_entries(client, kernel, admin, shell_connection):
+    user, connection = shell_connection
+    await index_output(client, admin, True)
+    await run_shell(client, kernel, user, connection, "echo old-one", "old-one")
+    await run_shell(client, kernel, user, connection, "echo new-one", "new-one")
+    old_id = next(
+        h["sessionId"] for h in (await search(client, user, "q=old+one&kind=command"))["hits"]
+    )
+    async with kernel.db.session() as db:
+        row = await db.get(RemoteSession, old_id)
+        row.started_at = utcnow() - timedelta(days=10)
+        db.add(row)
+        await db.commit()
+    await client.put(
+        "/api/v1/settings", json={"recordings.retention_days": 2}, headers=admin.headers
+    )
+    assert await kernel.recordings.apply_retention() == 1
+    assert {e.session_id for e in await entries(kernel)} == {
+        h["sessionId"] for h in (await search(client, user, "q=new+one"))["hits"]
+    }
+    assert (await search(client, user, "q=old+one"))["total"] == 0
+
+    purged = await client.delete("/api/v1/sessions", headers=admin.headers)
+    assert purged.status_code == 200
+    assert await entries(kernel) == []
+    assert (await search(client, user, "q=new+one"))["total"] == 0
+
+
+async def test_hits_are_paged_most_recent_first_and_counted_up_to_the_cap(
+    client, kernel, admin, shell_connection, monkeypatch
+):
+    user, connection = shell_connection
+    monkeypatch.setattr(search_index, "TOTAL_CAP", 3)
+    steps = [x for n in range(5) for x in (f"echo paged-{n}", f"paged-{n}\r\n")]
+    await run_shell(client, kernel, user, connection, *steps)
+    first = await search(client, user, "q=echo+paged&kind=command&limit=2")
+    assert [h["snippet"] for h in first["hits"]] == ["echo paged-4", "echo paged-3"]
+    assert (first["total"], first["totalCapped"]) == (3, True)
+    third = await search(client, user, "q=echo+paged&kind=command&limit=2&page=3")
+    assert [h["snippet"] for h in third["hits"]] == ["echo paged-0"]
+    offsets = [
+        h["offset"] for h in (await search(client, user, "q=echo+paged&kind=command"))["hits"]
+    ]
+    assert offsets == sorted(offsets, reverse=True)
