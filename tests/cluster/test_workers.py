@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from testsupport.gateway import ENCRYPTION_KEY, GatewayProcess
+from testsupport.gateway import ADMIN_PASSWORD, ENCRYPTION_KEY, GatewayProcess
 from testsupport.peers import free_port
 
 API = "/api/v1"
@@ -112,6 +112,36 @@ def test_two_workers_on_sqlite_say_so_at_start(tmp_path, redis_server):
         fresh_requests(node, token, 6)
         assert "2 workers on SQLite" in node.log()
         assert "nodes on several hosts need PostgreSQL" in node.log()
+    finally:
+        node.stop()
+    assert node.unhandled() == [], node.log()[-3000:]
+
+
+def test_a_logout_on_one_sqlite_worker_is_seen_by_the_other(tmp_path, redis_server):
+    """Each worker keeps its own read cache; a commit by either empties both."""
+    env = {"HOSTGATE_REDIS_URL": redis_server.url, "HOSTGATE_LOG_LEVEL": "INFO"}
+    node = GatewayProcess(tmp_path / "data", env, serve_args=("--workers", "2"))
+    node.start()
+    try:
+        listening(node, 2)
+        node.setup_admin()
+        login = httpx.post(
+            f"{node.url}{API}/auth/login",
+            json={"username": "admin", "password": ADMIN_PASSWORD},
+            timeout=60,
+        )
+        assert login.status_code == 200, login.text
+        token = login.json()["token"]
+        # both workers have served (and cached) this login
+        fresh_requests(node, token, 20)
+        with httpx.Client(base_url=node.url, timeout=30) as http:
+            out = http.post(f"{API}/auth/logout", headers={"Authorization": f"Bearer {token}"})
+            assert out.status_code in (200, 204), out.text
+        for _ in range(20):
+            with httpx.Client(base_url=node.url, timeout=30) as http:
+                response = http.get(f"{API}/auth/me", headers={"Authorization": f"Bearer {token}"})
+            assert response.status_code == 401, response.text
+            assert response.json()["code"] == "session_revoked"
     finally:
         node.stop()
     assert node.unhandled() == [], node.log()[-3000:]

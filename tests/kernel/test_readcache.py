@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 import time
 
 import jwt
 import pytest
+from hostgate.db import changes
+from hostgate.db.changes import SqliteChanges
 from hostgate.db.engine import Database
 from hostgate.db.readcache import ReadCache
 from hostgate.testing import TEST_KEY
@@ -67,6 +71,94 @@ async def test_a_read_only_transaction_keeps_the_cache(kernel):
         other.execute("SELECT count(*) FROM users").fetchone()
     await kernel.readcache.get("key", load)
     assert len(calls) == 1
+
+
+def commit_in_another_process(path) -> None:
+    """A commit by a separate Python process (another worker, the CLI)."""
+    code = (
+        "import sqlite3, sys\n"
+        "with sqlite3.connect(sys.argv[1]) as db:\n"
+        '    db.execute("INSERT OR REPLACE INTO system_values (name, value, created_at) '
+        "VALUES ('other process', 'x', '2026-01-01 00:00:00')\")\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
+
+
+def traced(probe: SqliteChanges) -> list[str]:
+    """The statements the probe's own connection runs from now on."""
+    statements: list[str] = []
+    assert probe._connection is not None
+    probe._connection.set_trace_callback(statements.append)
+    return statements
+
+
+async def test_the_sqlite_probe_reads_the_wal_index_instead_of_querying(kernel):
+    probe = kernel.db.changes
+    assert isinstance(probe, SqliteChanges)
+    first = await probe.version()
+    statements = traced(probe)
+    # nothing committed: the same answer, and no statement ran for it
+    assert [await probe.version() for _ in range(5)] == [first] * 5
+    commit_elsewhere(kernel)  # another connection of this process
+    second = await probe.version()
+    commit_in_another_process(kernel.config.data_dir / "hostgate.db")
+    third = await probe.version()
+    assert len({first, second, third}) == 3
+    assert None not in (first, second, third)
+    assert statements == []
+
+
+async def test_another_process_revoking_a_session_is_seen_without_the_pragma(
+    client, kernel, make_user
+):
+    user = await make_user("hana")
+    for _ in range(3):
+        assert (await client.get("/api/v1/auth/me", headers=user.headers)).status_code == 200
+    statements = traced(kernel.db.changes)
+    code = (
+        "import sqlite3, sys\n"
+        "with sqlite3.connect(sys.argv[1]) as db:\n"
+        "    db.execute(\"UPDATE login_sessions SET revoked_at = '2026-01-01 00:00:00' "
+        'WHERE user_id = ?", (sys.argv[2],))\n'
+    )
+    db_path = str(kernel.config.data_dir / "hostgate.db")
+    subprocess.run([sys.executable, "-c", code, db_path, user.id], check=True, timeout=60)
+    response = await client.get("/api/v1/auth/me", headers=user.headers)
+    assert response.status_code == 401
+    assert (await response.get_json())["code"] == "session_revoked"
+    assert statements == []
+
+
+async def test_a_database_not_in_wal_mode_is_probed_with_the_pragma(tmp_path):
+    path = tmp_path / "rollback.db"
+    with sqlite3.connect(path) as setup:
+        setup.execute("PRAGMA journal_mode=DELETE")
+        setup.execute("CREATE TABLE system_values (name PRIMARY KEY, value, created_at)")
+    probe = SqliteChanges(str(path))
+    try:
+        first = await probe.version()
+        statements = traced(probe)
+        assert await probe.version() == first
+        commit_in_another_process(path)
+        assert await probe.version() not in (first, None)
+        assert statements == ["PRAGMA data_version"] * 2
+    finally:
+        await probe.close()
+
+
+async def test_a_wal_index_caught_between_its_two_copies_means_unknown(kernel, monkeypatch):
+    probe = kernel.db.changes
+    header = await probe.version()
+    assert isinstance(header, bytes)
+    load, calls = counting_loader(["a", "b", "c"])
+    assert await kernel.readcache.get("key", load) == "a"
+    # a writer has updated the second copy and not yet the first
+    torn = header + header[:16] + bytes(b ^ 0xFF for b in header[16:20]) + header[20:]
+    monkeypatch.setattr(changes.os, "pread", lambda fd, size, offset: torn)
+    assert await probe.version() is None
+    assert [await kernel.readcache.get("key", load) for _ in range(2)] == ["b", "c"]
+    monkeypatch.undo()
+    assert await probe.version() == header
 
 
 async def test_databases_without_a_change_counter_are_never_cached(tmp_path):

@@ -96,8 +96,8 @@ class Database:
     async def data_version(self) -> Hashable | None:
         """A value that changes whenever anyone commits a change; None when unknown.
 
-        See ``changes.py``: SQLite answers from ``PRAGMA data_version`` in
-        microseconds, PostgreSQL from ``pg_current_snapshot()`` in one round
+        See ``changes.py``: SQLite answers from its WAL-index header in well
+        under a microsecond, PostgreSQL from ``pg_current_snapshot()`` in one round
         trip shared by every request waiting at that moment.
         """
         return await self.changes.version()

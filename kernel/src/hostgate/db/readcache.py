@@ -10,8 +10,9 @@ before every lookup the cache asks :meth:`Database.data_version`, which moves
 on any commit by anyone (this process, the CLI, another process sharing the
 file). Any change empties the cache, so a revocation, a role change or a
 restore is seen by the very next request, and a write path cannot "forget" to
-invalidate. SQLite answers in microseconds (``PRAGMA data_version``);
-PostgreSQL in one small round trip shared by the requests waiting at that
+invalidate. SQLite answers in well under a microsecond (the WAL-index header
+every commit rewrites, read from the shared "-shm" file; ``PRAGMA data_version``
+outside WAL mode); PostgreSQL in one small round trip shared by the requests waiting at that
 moment (``pg_current_snapshot()``), still far cheaper than the reads it saves.
 Where no probe exists the cache stays empty and every read goes to the
 database.
