@@ -14,10 +14,13 @@ Printed per protocol and direction: the median MB/s, the median of the
 per-round ratios to the direct client, CPU seconds per GiB (the gateway
 process and its children for a variant, this process for the direct client:
 steadier than MB/s on a shared machine) and the gateway's largest RSS growth
-during a transfer. ``current`` is the code as it is; a ``--variant`` starts
+during a transfer; then the CPU seconds per GiB of the file server (its
+processes and what they forked) and, through the gateway, of curl: where the
+rest of the machine's two cores went. ``current`` is the code as it is; a ``--variant`` starts
 another gateway with module attributes replaced (``bench/_patched.py``), so a
 tunable is measured on and off against the same peers in the same run, e.g.
-``--variant ahead8 hostgate_ssh.sftp:READ_AHEAD=8``.
+``--variant ahead8 hostgate_ssh.sftp:READ_AHEAD=8``; ``--variant-at base COMMIT``
+runs the kernel and packs of another commit (``git archive``) instead.
 
 ``--profile DIR`` records the ``current`` gateway with py-spy during one more
 transfer per protocol and direction (flame graph SVGs, 100 samples/s, native
@@ -68,6 +71,8 @@ class Peer:
     direct_download: Transfer
     local: Callable[[str], Path]
     """The server-side file behind a gateway path (to check an upload's size)."""
+    pid: int
+    """The server's main process (its CPU and that of the processes it forks count)."""
 
 
 @contextmanager
@@ -118,6 +123,7 @@ def sftp_peer(source: Path) -> Iterator[Peer]:
             upload,
             download,
             Path,
+            server.process.pid if server.process else 0,
         )
     finally:
         server.stop()
@@ -173,6 +179,7 @@ def smb_peer(source: Path) -> Iterator[Peer]:
             upload,
             download,
             lambda path: server.share_dir("files") / path.lstrip("/"),
+            process.pid,
         )
     finally:
         smbclient.reset_connection_cache(connection_cache=cache)
@@ -217,6 +224,7 @@ def ftp_peer(source: Path) -> Iterator[Peer]:
             upload,
             download,
             server.local,
+            process.pid,
         )
     finally:
         stop(process)
@@ -230,7 +238,35 @@ class Samples:
     speeds: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
+    server_cpu: list[float] = field(default_factory=list)
+    curl_cpu: list[float] = field(default_factory=list)
     rss: float = 0.0
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a server and everything it forked (live, or exited and reaped)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        times = process.cpu_times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for child in process.children(recursive=True):
+            try:
+                total += sum(child.cpu_times()[:2])
+            except psutil.NoSuchProcess:
+                continue
+    except psutil.NoSuchProcess:
+        return 0.0
+    return total
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's finished children: the curl clients."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def gateway_list(gateway: Gateway, protocol: str, connection_id: str, path: str) -> None:
@@ -291,6 +327,7 @@ def rounds(
     gateways: dict[str, Gateway],
     count: int,
     profile: Path | None,
+    directions: tuple[str, ...] = ("upload", "download"),
 ) -> list[str]:
     """Alternating rounds for one protocol; the printed lines of its table."""
     size = source.stat().st_size
@@ -303,13 +340,20 @@ def rounds(
     for name, gateway in gateways.items():
         # the first request opens the session (handshake, host-key trust); transfers reuse it
         gateway_list(gateway, peer.protocol, ids[name], peer.directory or "/")
+    if "upload" not in directions:  # the files to download
+        asyncio.run(peer.direct_upload())
+        for name, gateway in gateways.items():
+            asyncio.run(gateway.upload(peer.protocol, ids[name], paths[name], source))
     samples: dict[tuple[str, str], Samples] = {}
     for index in range(count):
         order = names[index % len(names) :] + names[: index % len(names)]
-        for direction in ("upload", "download"):
+        for direction in directions:
             direct = samples.setdefault(("direct", direction), Samples())
             run = peer.direct_upload if direction == "upload" else peer.direct_download
+            server_cpu = tree_cpu(peer.pid)
             speed, cpu = direct_once(run)
+            time.sleep(1.0)  # the server reaps the processes of the closed connection
+            direct.server_cpu.append((tree_cpu(peer.pid) - server_cpu) * GIB / size)
             direct.speeds.append(speed)
             direct.cpu.append(cpu)
             for name in order:
@@ -323,7 +367,10 @@ def rounds(
                         peer.protocol, ids[n], paths[n]
                     )
                 mine = samples.setdefault((name, direction), Samples())
+                server_cpu, curl_cpu = tree_cpu(peer.pid), children_cpu()
                 speed_gw, cpu_gw, rss = gateway_once(gateway, transfer)
+                mine.server_cpu.append((tree_cpu(peer.pid) - server_cpu) * GIB / size)
+                mine.curl_cpu.append((children_cpu() - curl_cpu) * GIB / size)
                 mine.speeds.append(speed_gw)
                 mine.cpu.append(cpu_gw)
                 mine.ratios.append(speed_gw / speed)
@@ -333,7 +380,7 @@ def rounds(
                     assert got == size, f"{name}: the upload wrote {got} of {size} bytes"
     if profile is not None:
         gateway = gateways[names[0]]
-        for direction in ("upload", "download"):
+        for direction in directions:
             svg = profile / f"{peer.protocol}-{direction}.svg"
             with profiled(gateway.pid, svg):
                 if direction == "upload":
@@ -343,17 +390,18 @@ def rounds(
                 else:
                     asyncio.run(gateway.download(peer.protocol, ids[names[0]], paths[names[0]]))
     lines = []
-    for direction in ("upload", "download"):
+    for direction in directions:
         direct = samples[("direct", direction)]
         lines.append(
             f"{peer.protocol:<4} {direction:<8} {'direct':<12} {median(direct.speeds):>9,.1f}"
-            f" {'':>7} {median(direct.cpu):>8.2f} {'':>8}"
+            f" {'':>7} {median(direct.cpu):>8.2f} {'':>8} {median(direct.server_cpu):>8.2f}"
         )
         for name in names:
             mine = samples[(name, direction)]
             lines.append(
                 f"{peer.protocol:<4} {direction:<8} {name:<12} {median(mine.speeds):>9,.1f}"
                 f" {median(mine.ratios):>6.2f}x {median(mine.cpu):>8.2f} {mine.rss:>8.1f}"
+                f" {median(mine.server_cpu):>8.2f} {median(mine.curl_cpu):>8.2f}"
             )
     return lines
 
@@ -416,10 +464,12 @@ def main() -> None:
         help="a gateway running the kernel and packs of another commit",
     )
     parser.add_argument("--profile", type=Path)
+    parser.add_argument("--direction", choices=("upload", "download"), help="only this way")
     parser.add_argument("--parallel", help="the curve: comma-separated counts, e.g. 1,8")
     parser.add_argument("--curve-size", type=int, default=256, help="MiB per transfer")
     args = parser.parse_args()
     protocols = [p for p in args.only.split(",") if p]
+    directions = (args.direction,) if args.direction else ("upload", "download")
     counts = [int(n) for n in args.parallel.split(",")] if args.parallel else []
     mib = args.curve_size if counts else args.size
     size = max(1, mib * MIB // BLOCK) * BLOCK
@@ -445,7 +495,9 @@ def main() -> None:
                     if counts:
                         lines += curve(peer, source, gateways["current"], counts)
                     else:
-                        lines += rounds(peer, source, gateways, args.rounds, args.profile)
+                        lines += rounds(
+                            peer, source, gateways, args.rounds, args.profile, directions
+                        )
                 print(
                     "\n".join(lines[-(2 * len(counts) if counts else 2 * (len(variants) + 1)) :]),
                     flush=True,
@@ -462,7 +514,10 @@ def main() -> None:
     if counts:
         print(f"{'':<4} {'':<8} {'transfers':>11} {'MB/s':>9} {'CPU s/GiB':>8} {'RSS+MiB':>8}")
     else:
-        header = f"{'client':<12} {'MB/s':>9} {'ratio':>7} {'CPU s/GiB':>8} {'RSS+MiB':>8}"
+        header = (
+            f"{'client':<12} {'MB/s':>9} {'ratio':>7} {'CPU s/GiB':>8} {'RSS+MiB':>8}"
+            f" {'server':>8} {'curl':>8}"
+        )
         print(f"{'':<4} {'':<8} {header}")
     print("\n".join(lines))
 
