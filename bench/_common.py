@@ -59,19 +59,35 @@ class Server:
 
 
 @contextmanager
-def hostgate_server(extra_env: dict[str, str] | None = None) -> Iterator[Server]:
-    """A real `hostgate serve` on a free port with a throwaway data dir."""
+def hostgate_server(
+    extra_env: dict[str, str] | None = None,
+    patches: dict[str, object] | None = None,
+    source: Path | None = None,
+) -> Iterator[Server]:
+    """A real `hostgate serve` on a free port with a throwaway data dir.
+
+    ``patches`` (``{"module:NAME": value}``) starts it through ``_patched.py``
+    with those module attributes replaced: a variant of the same code.
+    ``source`` runs the kernel and packs of another checkout (``checkout()``)
+    in front of the installed ones: the same bench against older code.
+    """
     data = Path(tempfile.mkdtemp(prefix="hg-bench-"))
     port = free_port()
     env = {**os.environ, "HOSTGATE_ENCRYPTION_KEY": BENCH_KEY, "HOSTGATE_LOG_LEVEL": "WARNING"}
     env.update(extra_env or {})
+    launcher = ["-m", "hostgate"]
+    if patches:
+        env["HOSTGATE_BENCH_PATCHES"] = json.dumps(patches)
+        launcher = [str(Path(__file__).resolve().parent / "_patched.py")]
+    if source is not None:
+        paths = [source / "kernel" / "src", *sorted((source / "plugins").glob("*/src"))]
+        env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
     # the peers run on loopback, which network.protected refuses by default
     config = write_test_config(data / "bench.toml")
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "hostgate",
+            *launcher,
             "--data-dir",
             str(data),
             "--config",
@@ -95,6 +111,22 @@ def hostgate_server(extra_env: dict[str, str] | None = None) -> Iterator[Server]
         except subprocess.TimeoutExpired:
             process.kill()
         shutil.rmtree(data, ignore_errors=True)
+
+
+@contextmanager
+def checkout(commit: str) -> Iterator[Path]:
+    """The kernel and packs of ``commit`` in a temporary directory (``git archive``)."""
+    target = Path(tempfile.mkdtemp(prefix="hg-bench-src-"))
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", commit, "kernel/src", "plugins"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+        yield target
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
 
 
 def rss_mib(pid: int) -> float:

@@ -275,8 +275,8 @@ def smb_rows(gateway: Gateway, source: Path) -> list[Row]:
     finally:
         stop(process)
     return [
-        Row("SMB download via gateway", down, "MB/s", direct_down, ">= 0.80x direct"),
-        Row("SMB upload via gateway", up, "MB/s", direct_up, ">= 0.80x direct"),
+        Row("SMB download via gateway", down, "MB/s", direct_down, ">= 0.90x direct"),
+        Row("SMB upload via gateway", up, "MB/s", direct_up, ">= 0.90x direct"),
         Row("SMB gateway RSS growth (max)", max(up_rss, down_rss), "MiB", None, "< 64 MiB"),
     ]
 
@@ -330,8 +330,8 @@ def ftp_rows(gateway: Gateway, source: Path) -> list[Row]:
     finally:
         stop(process)
     return [
-        Row("FTP download via gateway", down, "MB/s", direct_down, ">= 0.50x direct"),
-        Row("FTP upload via gateway", up, "MB/s", direct_up, ">= 0.60x direct"),
+        Row("FTP download via gateway", down, "MB/s", direct_down, ">= 0.80x direct"),
+        Row("FTP upload via gateway", up, "MB/s", direct_up, ">= 0.80x direct"),
         Row("FTP gateway RSS growth (max)", max(up_rss, down_rss), "MiB", None, "< 64 MiB"),
     ]
 

@@ -7,6 +7,11 @@ remote accepts. Here the receive loop pauses once ``HIGH_WATER`` bytes wait
 unread, until the view consumes them - or until somebody awaits the whole
 body (``await request.get_data()``), which switches back to plain buffering
 under ``MAX_CONTENT_LENGTH``.
+
+The body keeps the received chunks as they came instead of copying them into
+one growing buffer and out again (Quart's ``Body`` copies every byte twice): a
+chunk the view reads while it is the only one waiting is handed over as the
+same object, several waiting ones are joined once.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ class FlowControlledBody(Body):
 
     def __init__(self, expected_content_length: int | None, max_content_length: int | None):
         super().__init__(expected_content_length, max_content_length)
+        self._parts: list[bytes] = []
+        self._size = 0
         self._drained = asyncio.Event()
         self._whole = False
         self._declared_too_large = self._must_raise is not None
@@ -55,13 +62,26 @@ class FlowControlledBody(Body):
 
     async def __anext__(self) -> bytes:
         try:
-            return await super().__anext__()
-        except StopAsyncIteration:
             if self._must_raise is not None:
-                raise self._must_raise from None
-            raise
+                raise self._must_raise
+            if not self._complete.is_set():
+                await self._has_data.wait()
+            if self._parts:
+                return self._take()
+            if self._must_raise is not None:
+                raise self._must_raise
+            raise StopAsyncIteration
         finally:
             self._drained.set()
+
+    def _take(self) -> bytes:
+        """Everything waiting, as one bytes object (the chunk itself when there is one)."""
+        parts = self._parts
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._parts = []
+        self._size = 0
+        self._has_data.clear()
+        return data
 
     def __await__(self) -> Generator[Any, None, Any]:
         if self._declared_too_large:
@@ -69,19 +89,30 @@ class FlowControlledBody(Body):
         self._whole = True
         self._check_size()
         self._drained.set()
-        return super().__await__()
+        if self._must_raise is not None:
+            raise self._must_raise
+        yield from self._complete.wait().__await__()
+        if self._must_raise is not None:
+            raise self._must_raise
+        return b"".join(self._parts)
 
     def append(self, data: bytes) -> None:
-        """Buffer received bytes; enforce the size limit once the body is awaited whole."""
+        """Keep received bytes; enforce the size limit once the body is awaited whole."""
         if data == b"" or self._must_raise is not None or self._discarding:
             return
-        self._data.extend(data)
+        self._parts.append(bytes(data))
+        self._size += len(data)
         self._has_data.set()
         self._check_size()
 
+    def clear(self) -> None:
+        """Drop what was received and not read."""
+        self._parts = []
+        self._size = 0
+
     def _check_size(self) -> None:
         limit = self._max_content_length
-        if self._whole and limit is not None and len(self._data) > limit:
+        if self._whole and limit is not None and self._size > limit:
             self._must_raise = RequestEntityTooLarge()
             self.set_complete()
 
@@ -97,7 +128,7 @@ class FlowControlledBody(Body):
             and not self._discarding
             and self._must_raise is None
             and not self._complete.is_set()
-            and len(self._data) >= HIGH_WATER
+            and self._size >= HIGH_WATER
         ):
             self._drained.clear()
             await self._drained.wait()

@@ -306,3 +306,29 @@ def test_a_malformed_share_list_answer_is_a_remote_error():
         srvsvc.check_bind_ack(srvsvc.bind_request())  # a bind is not a bind_ack
     with pytest.raises(RemoteError):
         srvsvc.response_stub([b"\x05\x00"])
+
+
+async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requests(
+    smb, workdir, monkeypatch
+):
+    """A 6 MiB piece (a fast client, a slow server) goes out as 1 MiB writes: no request
+    asks for more credits than the window holds."""
+    from hostgate_smb import files as smb_files
+
+    base, local = workdir
+    sizes: list[int] = []
+    original = smb_files._PipelinedWriter._send
+
+    def spy(self: smb_files._PipelinedWriter, data: bytes) -> None:
+        sizes.append(len(data))
+        original(self, data)
+
+    monkeypatch.setattr(smb_files._PipelinedWriter, "_send", spy)
+    payload = random.randbytes(6 * MIB + 7)
+
+    async def pieces() -> AsyncIterator[bytes]:
+        yield payload
+
+    assert await smb.write(f"{base}/pieces.bin", pieces()) == len(payload)
+    assert (local / "pieces.bin").read_bytes() == payload
+    assert sizes == [MIB] * 6 + [7]

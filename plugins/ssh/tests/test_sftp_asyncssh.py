@@ -230,3 +230,40 @@ async def test_the_remote_root_is_never_deleted(client, owner, conn, area, serve
     assert "root directory cannot be deleted" in body["error"]
     assert (local / "kept.txt").read_bytes() == b"kept"
     assert sorted(p.name for p in server.root.iterdir()) == before
+
+
+async def test_an_upload_is_cut_into_whole_blocks_without_copying_them(asyncssh_sftp, monkeypatch):
+    """Chunks of any size go out as full blocks in order: views of one joined buffer."""
+    import asyncssh
+
+    server = asyncssh_sftp
+    files = await open_files(SimpleNamespace(state={}), target(server))
+    sent: list[tuple[int, object]] = []
+    original = asyncssh.SFTPClientFile.write
+
+    async def spy(self: Any, data: Any, offset: int | None = None) -> int:
+        sent.append((offset or 0, data))
+        return await original(self, data, offset)
+
+    monkeypatch.setattr(asyncssh.SFTPClientFile, "write", spy)
+    block = files.write_block
+    payload = os.urandom(3 * block + 1234)
+    sizes = [100_000, block, 7]
+    sizes.append(len(payload) - sum(sizes))
+
+    async def chunks() -> Any:
+        start = 0
+        for size in sizes:
+            yield payload[start : start + size]
+            start += size
+
+    name = f"/blocks-{uuid.uuid4().hex[:6]}.bin"
+    try:
+        assert await files.write(name, chunks()) == len(payload)
+    finally:
+        await files.close()
+    assert (server.root / name.lstrip("/")).read_bytes() == payload
+    assert [offset for offset, _ in sent] == [0, block, 2 * block, 3 * block]
+    assert [len(data) for _, data in sent] == [block, block, block, 1234]  # type: ignore[arg-type]
+    assert all(isinstance(data, memoryview) for _, data in sent[:3])
+    (server.root / name.lstrip("/")).unlink()

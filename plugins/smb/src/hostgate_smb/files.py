@@ -296,7 +296,6 @@ class _PipelinedWriter:
         self.handle = handle
         self.path = path
         self.chunk = share.chunk_size(handle, "write")
-        self.limit = int(handle.connection.max_write_size or self.chunk)
         self.offset = 0
         self.written = 0
         self.inflight: deque[Any] = deque()
@@ -316,9 +315,16 @@ class _PipelinedWriter:
         self.written += int(self.share.receive_bulk(self.handle, request, "write"))
 
     def send(self, data: bytes) -> None:
-        """Send ``data`` as one write when the server allows that size, else in pieces."""
+        """Send ``data`` in writes of at most ``chunk`` bytes.
+
+        Never one larger write, even when the server would take it: a request's
+        credit charge grows with its size, and one the window cannot cover while
+        nothing else is in flight would wait for credits that never come (a 6 MiB
+        piece of an upload needs 96; the window grows only as requests of the
+        usual size are answered).
+        """
         with self.lock, mapped(self.path):
-            if len(data) <= self.limit:
+            if len(data) <= self.chunk:
                 if data:
                     self._send(data)
                 return

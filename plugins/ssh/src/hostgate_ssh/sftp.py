@@ -60,6 +60,8 @@ KEEPALIVE_SECONDS = 15
 CLEANUP_SECONDS = 15
 WINDOW = 8 * 1024 * 1024
 """SSH channel window: enough for READ_AHEAD blocks in flight."""
+PACKET_SIZE = 32 * 1024
+"""Largest SSH packet the server may send on the SFTP channel (asyncssh's default)."""
 TRANSFER_CIPHERS = (
     "aes128-gcm@openssh.com",
     "aes256-gcm@openssh.com",
@@ -279,13 +281,15 @@ class SftpFiles:
         written = 0
         try:
             handle = await _call(path, self._sftp.open(temp, "wb", block_size=self.write_block))
-            parts: list[bytes] = []
+            parts: list[bytes | memoryview] = []
             buffered = 0
             async for chunk in chunks:
                 parts.append(chunk)
                 buffered += len(chunk)
                 if buffered >= self.write_block:
-                    data = b"".join(parts)
+                    # one join; the blocks are views of it (asyncssh copies each once
+                    # into its packet), so the bytes are not copied again to be cut
+                    data = memoryview(b"".join(parts))
                     parts.clear()
                     for start in range(0, len(data) - self.write_block + 1, self.write_block):
                         piece = data[start : start + self.write_block]
@@ -296,9 +300,9 @@ class SftpFiles:
                         parts.append(data[len(data) - rest :])
                     buffered = rest
             if buffered:
-                data = b"".join(parts)
-                await self._queue_write(handle, data, written, pending, path)
-                written += len(data)
+                tail = b"".join(parts)
+                await self._queue_write(handle, tail, written, pending, path)
+                written += len(tail)
             await _drain(pending, path)
             await _call(path, handle.close())
             handle = None
@@ -368,7 +372,7 @@ class SftpFiles:
     async def _queue_write(
         self,
         handle: asyncssh.SFTPClientFile,
-        data: bytes,
+        data: bytes | memoryview,
         offset: int,
         pending: set[asyncio.Task[None]],
         path: str,
@@ -383,7 +387,8 @@ class SftpFiles:
                 raise _mapped(errors[0], path)
 
         async def write() -> None:
-            await handle.write(data, offset)
+            # asyncssh takes any bytes-like object here (it builds the packet with +)
+            await handle.write(cast(bytes, data), offset)
 
         pending.add(asyncio.ensure_future(write()))
 
@@ -527,6 +532,7 @@ async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFiles
         keepalive_count_max=4,
         encryption_algs=TRANSFER_CIPHERS,
         window=WINDOW,
+        max_pktsize=PACKET_SIZE,
     )
     try:
         sftp = await connection.start_sftp_client(path_errors="surrogateescape")

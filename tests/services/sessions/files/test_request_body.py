@@ -67,3 +67,27 @@ async def test_a_disconnect_after_the_whole_body_changes_nothing():
     body.set_complete()
     body.abort()
     assert [chunk async for chunk in body] == [b"all"]
+
+
+async def test_a_chunk_reaches_the_view_without_a_copy_and_waiting_chunks_are_joined_in_order():
+    body = FlowControlledBody(None, None)
+    stream = aiter(body)
+    chunk = b"c" * 70_000
+    body.append(chunk)
+    assert await anext(stream) is chunk
+    body.append(b"one ")
+    body.append(bytearray(b"two "))
+    body.append(b"three")
+    assert await anext(stream) == b"one two three"
+    body.set_complete()
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+
+
+async def test_the_whole_body_is_every_chunk_in_order():
+    body = FlowControlledBody(None, 1000)
+    whole = asyncio.ensure_future(body)
+    body.append(b"ab")
+    body.append(b"cd")
+    body.set_complete()
+    assert await whole == b"abcd"
