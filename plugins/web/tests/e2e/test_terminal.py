@@ -57,6 +57,53 @@ def run(page: Any, screen: Any, command: str, expected: str | re.Pattern[str]) -
     expect(screen).to_contain_text(expected)
 
 
+# WebGL2 that says it is drawn by a GPU (the renderer name the app reads to choose).
+HARDWARE_WEBGL = """
+const getParameter = WebGL2RenderingContext.prototype.getParameter;
+const GPU = "ANGLE (NVIDIA, NVIDIA GeForce RTX 3060, D3D11)";
+WebGL2RenderingContext.prototype.getParameter = function (name) {
+  return name === 0x9246 ? GPU : getParameter.call(this, name);  // UNMASKED_RENDERER_WEBGL
+};
+"""
+
+
+@pytest.mark.parametrize("webgl", ["software", "hardware"])
+def test_terminal_renderer_follows_the_gpu(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    webgl: str,
+) -> None:
+    """xterm.js's WebGL renderer on a GPU; on a software WebGL (this headless Chromium's
+    SwiftShader) the DOM renderer, which drew `cat` about five times faster there."""
+    connection_id = ssh_connection(gateway, admin_token, sshd)
+    software = page.evaluate(
+        """() => {
+          const gl = document.createElement("canvas").getContext("webgl2");
+          const info = gl && gl.getExtension("WEBGL_debug_renderer_info");
+          return info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : "";
+        }"""
+    )
+    assert "SwiftShader" in software  # the premise: this Chromium's WebGL2 is software
+    if webgl == "hardware":
+        page.context.add_init_script(HARDWARE_WEBGL)
+    signed_in(page, gateway)
+    page.goto(f"{gateway.url}/connections/{connection_id}")
+    page.get_by_role("button", name="Open terminal").click()
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+    screen = page.get_by_role("region", name="Terminal output of lab-ssh")
+    canvases = screen.locator(".xterm-screen canvas")
+    if webgl == "hardware":
+        expect(canvases).not_to_have_count(0)
+        expect(screen.locator(".xterm-rows")).to_have_count(0)
+    else:
+        expect(screen).to_contain_text(PROMPT)  # real text: the DOM renderer's rows
+        run(page, screen, "echo drawn-$((6*7))", "drawn-42")
+        expect(canvases).to_have_count(0)
+
+
 def test_ssh_terminal_types_resizes_and_reconnects(
     page: Any,
     gateway: Gateway,

@@ -8,6 +8,7 @@ import { WebglAddon } from "@xterm/addon-webgl";
 import { Terminal } from "@xterm/xterm";
 import { api, call } from "../../api/client";
 import { terminalTheme } from "../terminalthemes";
+import { hardwareWebgl } from "./renderer";
 import { closeReason, isMultiline, isSignedOut, parseServerText, terminalUrl } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
@@ -75,12 +76,15 @@ export class TerminalSession {
       }),
     );
     this.terminal.open(container);
-    try {
-      const webgl = new WebglAddon();
-      webgl.onContextLoss(() => webgl.dispose());
-      this.terminal.loadAddon(webgl);
-    } catch {
-      // no WebGL (a headless browser, an old GPU): xterm's DOM renderer draws instead
+    // WebGL on a GPU; without one (no WebGL2, or a software rasteriser) xterm's DOM renderer
+    if (hardwareWebgl(document)) {
+      try {
+        const webgl = new WebglAddon();
+        webgl.onContextLoss(() => webgl.dispose());
+        this.terminal.loadAddon(webgl);
+      } catch {
+        // the context could not be made after all: the DOM renderer draws
+      }
     }
     this.terminal.onData((data) => this.send({ type: "data", data }));
     // copy on select: whatever is selected lands in the clipboard
