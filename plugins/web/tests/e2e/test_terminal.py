@@ -76,7 +76,8 @@ def test_terminal_renderer_follows_the_gpu(
     webgl: str,
 ) -> None:
     """xterm.js's WebGL renderer on a GPU; on a software WebGL (this headless Chromium's
-    SwiftShader) the DOM renderer, which drew `cat` about five times faster there."""
+    SwiftShader) the DOM renderer, which drew `cat` about five times faster there, with
+    a cursor that blinks without a CSS animation."""
     connection_id = ssh_connection(gateway, admin_token, sshd)
     software = page.evaluate(
         """() => {
@@ -102,6 +103,18 @@ def test_terminal_renderer_follows_the_gpu(
         expect(screen).to_contain_text(PROMPT)  # real text: the DOM renderer's rows
         run(page, screen, "echo drawn-$((6*7))", "drawn-42")
         expect(canvases).to_have_count(0)
+        # its cursor blinks by a class on the box, with no CSS animation to draw every frame
+        phase = """(off) => {
+          const box = document.querySelector(".hg-blink");
+          const cursor = box && box.querySelector(".xterm-cursor");
+          return cursor && box.classList.contains("hg-blink-off") === off
+            && getComputedStyle(cursor).backgroundColor;
+        }"""
+        hidden = page.wait_for_function(phase, arg=True).json_value()
+        shown = page.wait_for_function(phase, arg=False).json_value()
+        assert hidden != shown
+        cursor = screen.locator(".xterm-cursor")
+        assert cursor.evaluate("(c) => c.getAnimations().length") == 0
 
 
 def test_ssh_terminal_types_resizes_and_reconnects(

@@ -28,3 +28,40 @@ export function hardwareWebgl(document: Document): boolean {
     gl?.getExtension("WEBGL_lose_context")?.loseContext();
   }
 }
+
+/** Half of xterm.js's one-second blink: the cursor is shown, then hidden, this long. */
+export const BLINK_HALF_MS = 500;
+
+/**
+ * The DOM renderer's cursor blink as a class toggled twice a second on the terminal's
+ * box (blink.css), not xterm.js's CSS animation: a CSS animation of colours makes the
+ * page draw every frame, so an idle terminal kept a core busy and a keystroke's echo
+ * waited for the next frame (26 ms vs 8 ms at p50, docs/performance.md).
+ */
+export class CursorBlink {
+  private timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(private readonly box: HTMLElement) {}
+
+  /** Blink (or not) with this cursor colour. */
+  set(blink: boolean, cursor: string): void {
+    this.box.style.setProperty("--hg-cursor", cursor);
+    this.box.classList.toggle("hg-blink", blink);
+    if (blink) this.restart();
+    else this.stop();
+  }
+
+  /** Show the cursor now and blink from here (after a key, as xterm.js does). */
+  restart(): void {
+    if (!this.box.classList.contains("hg-blink")) return;
+    if (this.timer !== null) clearInterval(this.timer);
+    this.box.classList.remove("hg-blink-off");
+    this.timer = setInterval(() => this.box.classList.toggle("hg-blink-off"), BLINK_HALF_MS);
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    this.box.classList.remove("hg-blink-off");
+  }
+}
