@@ -17,15 +17,23 @@ Printed: MB/s of each, the browser/curl ratio (goal >= 0.9x), and the gateway's
 RSS growth over its idle RSS while each transfer runs (psutil, children
 included). Each pair runs ``HOSTGATE_BENCH_REPEATS`` times (default 3),
 alternating, and the best counts. No assertions: figures only.
+
+``--plain`` adds the same two clients against a plain HTTP server in the bench
+process (the file sent with ``sendfile``, an upload read and dropped; a page of its
+own with a file input and the same one-XHR upload): what Chromium itself reaches
+next to curl on this machine with no gateway and no SFTP behind the route.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.server
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -51,6 +59,80 @@ CHROMIUM = "/usr/bin/chromium"
 DONE = """(name) => [...document.querySelectorAll('[aria-label="Uploads"] li')]
   .some((item) => item.innerText.includes(name) && /done|cancelled/.test(item.innerText)
     || item.querySelector('[role="alert"]'))"""
+
+
+PLAIN_PAGE = b"""<!doctype html><title>plain</title>
+<label>Upload files <input type="file"></label><p id="state">idle</p>
+<a href="/download" download>Download</a>
+<script>
+document.querySelector("input").onchange = (event) => {
+  const state = document.getElementById("state");
+  state.textContent = "uploading";
+  const xhr = new XMLHttpRequest();
+  xhr.upload.onprogress = () => {};
+  xhr.onload = () => { state.textContent = xhr.status === 200 ? "done" : "failed"; };
+  xhr.onerror = () => { state.textContent = "failed"; };
+  xhr.open("POST", "/upload");
+  xhr.setRequestHeader("Content-Type", "application/octet-stream");
+  xhr.send(event.target.files[0]);
+  event.target.value = "";
+};
+</script>"""
+
+
+class PlainServer:
+    """A plain HTTP/1.1 server: the page, ``GET /download`` (sendfile), ``POST /upload``."""
+
+    def __init__(self, source: Path) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path != "/download":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(PLAIN_PAGE)))
+                    self.end_headers()
+                    self.wfile.write(PLAIN_PAGE)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Disposition", 'attachment; filename="plain.bin"')
+                self.send_header("Content-Length", str(source.stat().st_size))
+                self.end_headers()
+                self.wfile.flush()
+                with source.open("rb") as file:
+                    self.connection.sendfile(file)
+
+            def do_POST(self) -> None:  # noqa: N802
+                remaining = int(self.headers.get("Content-Length", 0))
+                buffer = memoryview(bytearray(MIB))
+                while remaining:
+                    got = self.rfile.readinto(buffer[: min(MIB, remaining)])
+                    if not got:
+                        break
+                    remaining -= got
+                self.send_response(200 if not remaining else 400)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def timed(run: Callable[[], int]) -> float:
+    """MB/s of one transfer that returns the bytes moved."""
+    started = time.perf_counter()
+    moved = run()
+    return moved / 1e6 / (time.perf_counter() - started)
 
 
 def measured(gateway: Gateway, run: Callable[[], int]) -> tuple[float, float]:
@@ -94,14 +176,34 @@ class Browser:
             raise RuntimeError(f"the browser upload failed: {text}")
         return source.stat().st_size
 
-    def download(self, name: str) -> int:
+    def download(self, name: str, page: Any = None) -> int:
         """Click the file's link; wait until Chromium has written all of it."""
-        with self.page.expect_download() as info:
-            self.page.get_by_role("link", name=f"Download {name}").click()
+        page = page or self.page
+        with page.expect_download() as info:
+            page.get_by_role("link", name=f"Download {name}".strip()).click()
         path = Path(info.value.path())
         size = path.stat().st_size
         path.unlink()
         return size
+
+    def plain_page(self, url: str) -> Any:
+        """A second tab on the plain server's page."""
+        page = self.context.new_page()
+        page.set_default_timeout(30 * 60_000)
+        page.goto(url + "/")
+        return page
+
+    def plain_upload(self, page: Any, source: Path) -> int:
+        page.get_by_label("Upload files").set_input_files(source)
+        page.wait_for_function(
+            "!['idle', 'uploading'].includes(document.getElementById('state').textContent)",
+            polling=50,
+        )
+        state = page.locator("#state").inner_text()
+        if state != "done":
+            raise RuntimeError(f"the plain upload failed: {state}")
+        page.evaluate("document.getElementById('state').textContent = 'idle'")
+        return source.stat().st_size
 
     def close(self) -> None:
         self.context.close()
@@ -111,6 +213,9 @@ class Browser:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1024, help="file size in MiB (default 1024)")
+    parser.add_argument(
+        "--plain", action="store_true", help="also both clients against a plain HTTP server"
+    )
     args = parser.parse_args()
     if not CURL:
         raise SystemExit("curl is needed for the comparison (apt-get install curl)")
@@ -182,6 +287,30 @@ def main() -> None:
 
             best: dict[str, float] = {}
             growth: dict[str, float] = {}
+            plain_runs: tuple[tuple[str, Callable[[], int]], ...] = ()
+            if args.plain:
+                plain = PlainServer(source)
+                plain_tab = browser.plain_page(plain.url)
+                plain_runs = (
+                    ("plain browser upload", lambda: browser.plain_upload(plain_tab, source)),
+                    (
+                        "plain curl upload",
+                        lambda: (
+                            run_curl("-X", "POST", "-T", str(source), f"{plain.url}/upload") or size
+                        ),
+                    ),
+                    ("plain browser download", lambda: browser.download("", plain_tab)),
+                    (
+                        "plain curl download",
+                        lambda: run_curl(
+                            "-o",
+                            str(curl_target),
+                            "-w",
+                            "%{size_download}",
+                            f"{plain.url}/download",
+                        ),
+                    ),
+                )
             for _ in range(REPEATS):
                 for key, run in (
                     ("browser upload", lambda: browser.upload(source, "source.bin")),
@@ -193,6 +322,15 @@ def main() -> None:
                     best[key] = max(best.get(key, 0.0), speed)
                     growth[key] = max(growth.get(key, 0.0), grown)
                     assert (remote / "source.bin").stat().st_size == size
+                for key, run in plain_runs:
+                    best[key] = max(best.get(key, 0.0), timed(run))
+                print(
+                    "round: " + ", ".join(f"{key} {speed:.0f}" for key, speed in best.items()),
+                    f"(best so far, MB/s), load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+            if args.plain:
+                plain.close()
             browser.close()
     finally:
         server.stop()
@@ -221,7 +359,22 @@ def main() -> None:
             for key in ("browser upload", "curl upload", "browser download", "curl download")
         ),
     ]
-    print(f"file {mib} MiB, best of {REPEATS}, Chromium {CHROMIUM}")
+    if args.plain:
+        rows += [
+            Row(
+                f"plain server upload {mib} MiB, browser vs curl",
+                best["plain browser upload"],
+                "MB/s",
+                best["plain curl upload"],
+            ),
+            Row(
+                f"plain server download {mib} MiB, browser vs curl",
+                best["plain browser download"],
+                "MB/s",
+                best["plain curl download"],
+            ),
+        ]
+    print(f"file {mib} MiB, best of {REPEATS}, Chromium {CHROMIUM}, load {os.getloadavg()[0]:.2f}")
     print_table(rows)
 
 

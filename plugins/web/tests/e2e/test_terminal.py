@@ -18,6 +18,66 @@ from .terminals import PROMPT, commands_seen, open_terminal, run, size, ssh_conn
 pytestmark = pytest.mark.peer("chromium")
 
 
+# WebGL2 that says it is drawn by a GPU (the renderer name the app reads to choose).
+HARDWARE_WEBGL = """
+const getParameter = WebGL2RenderingContext.prototype.getParameter;
+const GPU = "ANGLE (NVIDIA, NVIDIA GeForce RTX 3060, D3D11)";
+WebGL2RenderingContext.prototype.getParameter = function (name) {
+  return name === 0x9246 ? GPU : getParameter.call(this, name);  // UNMASKED_RENDERER_WEBGL
+};
+"""
+
+
+@pytest.mark.parametrize("webgl", ["software", "hardware"])
+def test_terminal_renderer_follows_the_gpu(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    webgl: str,
+) -> None:
+    """xterm.js's WebGL renderer on a GPU; on a software WebGL (this headless Chromium's
+    SwiftShader) the DOM renderer, which drew `cat` about five times faster there, with
+    a cursor that blinks without a CSS animation."""
+    connection_id = ssh_connection(gateway, admin_token, sshd)
+    software = page.evaluate(
+        """() => {
+          const gl = document.createElement("canvas").getContext("webgl2");
+          const info = gl && gl.getExtension("WEBGL_debug_renderer_info");
+          return info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : "";
+        }"""
+    )
+    assert "SwiftShader" in software  # the premise: this Chromium's WebGL2 is software
+    if webgl == "hardware":
+        page.context.add_init_script(HARDWARE_WEBGL)
+    signed_in(page, gateway)
+    page.goto(f"{gateway.url}/connections/{connection_id}")
+    page.get_by_role("button", name="Open terminal").click()
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+    screen = page.get_by_role("region", name="Terminal output of lab-ssh")
+    canvases = screen.locator(".xterm-screen canvas")
+    if webgl == "hardware":
+        expect(canvases).not_to_have_count(0)
+        expect(screen.locator(".xterm-rows")).to_have_count(0)
+    else:
+        expect(screen).to_contain_text(PROMPT)  # real text: the DOM renderer's rows
+        run(page, screen, "echo drawn-$((6*7))", "drawn-42")
+        expect(canvases).to_have_count(0)
+        # its cursor blinks by a class on the box, with no CSS animation to draw every frame
+        phase = """(off) => {
+          const box = document.querySelector(".hg-blink");
+          const cursor = box && box.querySelector(".xterm-cursor");
+          return cursor && box.classList.contains("hg-blink-off") === off
+            && getComputedStyle(cursor).backgroundColor;
+        }"""
+        hidden = page.wait_for_function(phase, arg=True).json_value()
+        shown = page.wait_for_function(phase, arg=False).json_value()
+        assert hidden != shown
+        cursor = screen.locator(".xterm-cursor")
+        assert cursor.evaluate("(c) => c.getAnimations().length") == 0
+
+
 def test_ssh_terminal_types_resizes_and_reconnects(
     page: Any,
     gateway: Gateway,

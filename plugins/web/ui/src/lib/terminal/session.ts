@@ -8,6 +8,8 @@ import { WebglAddon } from "@xterm/addon-webgl";
 import { Terminal } from "@xterm/xterm";
 import { api, call } from "../../api/client";
 import { terminalTheme } from "../terminalthemes";
+import { CursorBlink, hardwareWebgl } from "./renderer";
+import "./blink.css";
 import { closeReason, isMultiline, isSignedOut, parseServerText, terminalUrl } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
@@ -48,6 +50,8 @@ export class TerminalSession {
   private lastError = "";
   private readonly observer: ResizeObserver;
   private readonly sessionId = crypto.randomUUID();
+  /** The DOM renderer's cursor blink (null with the WebGL renderer, which blinks cheaply). */
+  private readonly blink: CursorBlink | null = null;
 
   constructor(
     private readonly container: HTMLElement,
@@ -75,14 +79,25 @@ export class TerminalSession {
       }),
     );
     this.terminal.open(container);
-    try {
-      const webgl = new WebglAddon();
-      webgl.onContextLoss(() => webgl.dispose());
-      this.terminal.loadAddon(webgl);
-    } catch {
-      // no WebGL (a headless browser, an old GPU): xterm's DOM renderer draws instead
+    // WebGL on a GPU; without one (no WebGL2, or a software rasteriser) xterm's DOM renderer
+    let webgl = hardwareWebgl(document);
+    if (webgl) {
+      try {
+        const addon = new WebglAddon();
+        addon.onContextLoss(() => addon.dispose());
+        this.terminal.loadAddon(addon);
+      } catch {
+        webgl = false; // the context could not be made after all: the DOM renderer draws
+      }
     }
-    this.terminal.onData((data) => this.send({ type: "data", data }));
+    if (!webgl) {
+      this.blink = new CursorBlink(container);
+      this.blink.set(preferences.cursorBlink, terminalTheme(preferences.theme).cursor);
+    }
+    this.terminal.onData((data) => {
+      this.blink?.restart();
+      this.send({ type: "data", data });
+    });
     // copy on select: whatever is selected lands in the clipboard
     this.terminal.onSelectionChange(() => {
       const text = this.terminal.getSelection();
@@ -134,6 +149,7 @@ export class TerminalSession {
     options.cursorBlink = preferences.cursorBlink;
     options.scrollback = preferences.scrollback;
     options.theme = terminalTheme(preferences.theme);
+    this.blink?.set(preferences.cursorBlink, options.theme.cursor ?? "");
     this.fitNow();
   }
 
@@ -194,6 +210,7 @@ export class TerminalSession {
   /** Close the socket and free the terminal. */
   dispose(): void {
     this.observer.disconnect();
+    this.blink?.stop();
     const socket = this.socket;
     this.socket = null;
     socket?.close(1000, "Tab closed");
