@@ -355,7 +355,7 @@ class CommandTracker:
         commands = [line.strip() for line in editor.command().split("\n") if line.strip()]
         for command in commands[:-1]:
             self._entries.append(
-                CommandEntry(when, elapsed, self._scrub(command[:COMMAND_CHARS]), None)
+                CommandEntry(when, elapsed, self.scrub(command[:COMMAND_CHARS]), None)
             )
         if commands:
             self._pending = _Pending(when, elapsed, commands[-1][:COMMAND_CHARS], [])
