@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+import weakref
 from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +23,8 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
+SETTLE_MARGIN_S = 5.0
+"""Beyond the busy timeout, how long closing waits for a SQLite worker thread to end."""
 
 
 def _sqlite_pragmas(busy_timeout_ms: int) -> Any:
@@ -64,6 +69,42 @@ def _upgrade(sync_connection: Any) -> None:
     command.upgrade(alembic_config(sync_connection), "head")
 
 
+class _SqliteWorkers:
+    """The aiosqlite connections an engine opened: each runs its queries in a thread.
+
+    A query whose task is cancelled (a request or background task ended at
+    shut-down) goes on in that thread, and so does the stop of a connection that
+    SQLAlchemy terminated. When the thread is done it hands the result to the event
+    loop; were the loop closed by then, the thread dies with "Event loop is closed".
+    ``settle`` waits for them all while the loop still runs.
+    """
+
+    def __init__(self, engine: AsyncEngine, busy_timeout_ms: int) -> None:
+        # the connection may be gone (garbage-collected: its stop is queued) while its
+        # thread still works, so the threads are kept apart
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._threads: set[threading.Thread] = set()
+        self._timeout = busy_timeout_ms / 1000 + SETTLE_MARGIN_S
+        event.listen(engine.sync_engine, "connect", self._opened)
+
+    def _opened(self, dbapi_connection: Any, _record: Any) -> None:
+        connection = dbapi_connection._connection  # the aiosqlite Connection
+        self._connections.add(connection)
+        self._threads = {t for t in self._threads if t.is_alive()}
+        self._threads.add(connection._thread)
+
+    async def settle(self) -> None:
+        """Stop the connections no pool closed, and wait until every worker thread ended."""
+        for connection in list(self._connections):
+            if connection._running and connection._thread.is_alive():
+                connection.stop()  # checked out by a task that was cancelled: nobody uses it now
+        for thread in list(self._threads):
+            await asyncio.to_thread(thread.join, self._timeout)
+            if thread.is_alive():
+                log.warning("a SQLite worker thread still runs after %.0f s", self._timeout)
+        self._threads = {t for t in self._threads if t.is_alive()}
+
+
 class Database:
     """Sessions for services; one per process."""
 
@@ -72,6 +113,9 @@ class Database:
         self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
         self.sessions = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
         self.changes = change_probe(url)
+        self._workers = (
+            _SqliteWorkers(self.engine, busy_timeout_ms) if url.startswith("sqlite") else None
+        )
 
     @property
     def dialect(self) -> str:
@@ -103,6 +147,8 @@ class Database:
         return await self.changes.version()
 
     async def close(self) -> None:
-        """Dispose of the engine's pool."""
+        """Dispose of the engine's pool; with SQLite, wait for its worker threads to end."""
         await self.changes.close()
         await self.engine.dispose()
+        if self._workers is not None:
+            await self._workers.settle()

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -29,7 +30,7 @@ from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess
 from testsupport.peers import peer_unavailable
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture, for lab_ssh
 
-from .terminals import NO_WEBGL, ssh_connection
+from .terminals import NO_WEBGL
 
 ROOT = Path(__file__).resolve().parents[4]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
@@ -192,8 +193,21 @@ def page(context: Any, console: Console) -> Iterator[Any]:
     tab.set_default_timeout(15_000)
     tab.on("console", console.on_message)
     tab.on("pageerror", console.on_page_error)
+    # every peer of the suite is on this machine: a request anywhere else is the app
+    # loading something from another origin (a CDN, a web font), which it must not
+    elsewhere: list[str] = []
+    tab.context.on(
+        "request", lambda request: None if local(request.url) else elsewhere.append(request.url)
+    )
     yield tab
     assert not console.errors, "\n".join(console.errors)
+    assert not elsewhere, f"requests to other hosts: {elsewhere}"
+
+
+def local(url: str) -> bool:
+    """True for a URL of this machine (or data:/blob:)."""
+    parts = urlsplit(url)
+    return parts.scheme in {"data", "blob"} or parts.hostname in {"127.0.0.1", "::1", "localhost"}
 
 
 @pytest.fixture
@@ -237,13 +251,41 @@ AXE_RUN = """async () => {
 }"""
 
 
+def server_connection(
+    gateway: Gateway,
+    token: str,
+    server: Any,
+    *,
+    name: str = "lab-ssh",
+    protocol: str = "ssh",
+    trust: bool = True,
+) -> str:
+    """A connection to one of the suite's servers (``host``, ``port``, ``username``,
+    ``password``), its host key trusted unless ``trust=False`` (the prompts: test_hostkeys.py).
+    """
+    body = {
+        "name": name,
+        "protocol": protocol,
+        "host": server.host,
+        "port": server.port,
+        "username": server.username,
+        "password": server.password,
+    }
+    response = gateway.api("POST", "/connections", token, json=body)
+    assert response.status_code == 201, response.text
+    connection_id = str(response.json()["id"])
+    if trust:
+        gateway.trust_host_key(token, connection_id)
+    return connection_id
+
+
 @pytest.fixture
 def lab_ssh(page: Any, gateway: Gateway, admin_token: str, sshd: SshdServer) -> str:  # noqa: F811
     """The usual start of a terminal test: an SSH connection ``lab-ssh`` of the admin's to
     the suite's sshd (host key trusted), the page with xterm's DOM renderer (the text
     readable), signed in as admin. The connection's id; ``terminals.open_terminal`` opens it.
     """
-    connection_id = ssh_connection(gateway, admin_token, sshd)
+    connection_id = server_connection(gateway, admin_token, sshd)
     page.context.add_init_script(NO_WEBGL)
     signed_in(page, gateway)
     return connection_id

@@ -1,8 +1,8 @@
 """Driving the app's terminal tab in the e2e tests: the SSH connection, opening a tab,
 typing a command and waiting for its output, the PTY size, the server's command log.
 
-The ``lab_ssh`` fixture (conftest.py) does the usual start: the connection, the page
-with xterm's DOM renderer, signed in as admin.
+The ``lab_ssh`` fixture (conftest.py) does the usual start: the connection
+(``server_connection``), the page with xterm's DOM renderer, signed in as admin.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 from playwright.sync_api import expect
 
 if TYPE_CHECKING:
-    from testsupport.sshd import SshdServer
-
     from .conftest import Gateway
 
 # The WebGL renderer draws text on a canvas, which no test can read. Without WebGL2 (as on
@@ -27,23 +25,6 @@ HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
 """
 
 PROMPT = re.compile(r"@[^\s:]+:~\$")
-
-
-def ssh_connection(gateway: Gateway, token: str, server: SshdServer, name: str = "lab-ssh") -> str:
-    """A connection to ``server`` (its host key trusted: host-key prompts are test_hostkeys.py)."""
-    body = {
-        "name": name,
-        "protocol": "ssh",
-        "host": server.host,
-        "port": server.port,
-        "username": server.username,
-        "password": server.password,
-    }
-    response = gateway.api("POST", "/connections", token, json=body)
-    assert response.status_code == 201, response.text
-    connection_id = str(response.json()["id"])
-    gateway.trust_host_key(token, connection_id)
-    return connection_id
 
 
 def open_terminal(

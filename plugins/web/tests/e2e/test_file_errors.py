@@ -22,26 +22,10 @@ from testsupport.asyncssh_server import (  # noqa: F401 - the fixtures
     asyncssh_sftp_full,
 )
 
-from .conftest import Console, Gateway, Screens, signed_in
+from .conftest import Console, Gateway, Screens, server_connection, signed_in
 
 pytestmark = pytest.mark.peer("chromium")
 MiB = 1024 * 1024
-
-
-def sftp_connection(gateway: Gateway, token: str, server: AsyncsshServer) -> str:
-    body = {
-        "name": "small disk",
-        "protocol": "sftp",
-        "host": server.host,
-        "port": server.port,
-        "username": server.username,
-        "password": server.password,
-    }
-    response = gateway.api("POST", "/connections", token, json=body)
-    assert response.status_code == 201, response.text
-    connection_id = str(response.json()["id"])
-    gateway.trust_host_key(token, connection_id)
-    return connection_id
 
 
 @pytest.fixture
@@ -70,7 +54,9 @@ def test_no_space_is_said_on_the_files_line(
     tmp_path: Path,
     screens: Screens,
 ) -> None:
-    connection_id = sftp_connection(gateway, admin_token, asyncssh_sftp_full)
+    connection_id = server_connection(
+        gateway, admin_token, asyncssh_sftp_full, name="small disk", protocol="sftp"
+    )
     folder = folder_on(asyncssh_sftp_full)
     small, big = tmp_path / "fits.txt", tmp_path / "too-big.bin"
     small.write_bytes(b"x" * (FULL_QUOTA // 2))
@@ -102,7 +88,9 @@ def test_a_session_revoked_during_an_upload_returns_to_sign_in(
     folder_on: Any,
     tmp_path: Path,
 ) -> None:
-    connection_id = sftp_connection(gateway, admin_token, asyncssh_sftp)
+    connection_id = server_connection(
+        gateway, admin_token, asyncssh_sftp, name="small disk", protocol="sftp"
+    )
     folder = folder_on(asyncssh_sftp)
     slow = tmp_path / "slow.bin"
     slow.write_bytes(os.urandom(8 * MiB))

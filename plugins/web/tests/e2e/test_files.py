@@ -24,7 +24,7 @@ from testsupport.ftpd import FtpServer, pyftpd  # noqa: F401
 from testsupport.samba import SambaServer, samba  # noqa: F401
 from testsupport.sshd import SshdServer, sshd  # noqa: F401
 
-from .conftest import Gateway, Screens, signed_in
+from .conftest import Gateway, Screens, server_connection, signed_in
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -39,18 +39,7 @@ def make_connection(gateway: Gateway, token: str, **body: Any) -> str:
 
 @pytest.fixture
 def sftp_id(gateway: Gateway, admin_token: str, sshd: SshdServer) -> str:  # noqa: F811
-    connection_id = make_connection(
-        gateway,
-        admin_token,
-        name="OpenSSH box",
-        protocol="sftp",
-        host=sshd.host,
-        port=sshd.port,
-        username=sshd.username,
-        password=sshd.password,
-    )
-    gateway.trust_host_key(admin_token, connection_id)  # host-key prompts: test_hostkeys.py
-    return connection_id
+    return server_connection(gateway, admin_token, sshd, name="OpenSSH box", protocol="sftp")
 
 
 def open_files(page: Any, gateway: Gateway, connection_id: str, path: str = "") -> None:

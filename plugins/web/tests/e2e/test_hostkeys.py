@@ -12,23 +12,9 @@ from playwright.sync_api import expect
 from testsupport.gateway import ADMIN_PASSWORD
 from testsupport.sshd import SshdServer, private_sshd  # noqa: F401 - the fixture
 
-from .conftest import Gateway, Screens, signed_in
+from .conftest import Gateway, Screens, server_connection, signed_in
 
 pytestmark = pytest.mark.peer("chromium")
-
-
-def connection(gateway: Gateway, token: str, server: SshdServer, protocol: str) -> str:
-    body = {
-        "name": "lab",
-        "protocol": protocol,
-        "host": server.host,
-        "port": server.port,
-        "username": server.username,
-        "password": server.password,
-    }
-    response = gateway.api("POST", "/connections", token, json=body)
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
 
 
 def keys(gateway: Gateway, token: str, connection_id: str) -> dict[str, Any]:
@@ -48,7 +34,7 @@ def test_terminal_asks_on_first_use_and_on_a_changed_key(
     private_sshd: SshdServer,  # noqa: F811
     screens: Screens,
 ) -> None:
-    connection_id = connection(gateway, admin_token, private_sshd, "ssh")
+    connection_id = server_connection(gateway, admin_token, private_sshd, name="lab", trust=False)
     first = private_sshd.host_key_fingerprint
     signed_in(page, gateway)
     page.goto(f"{gateway.url}/connections/{connection_id}")
@@ -120,7 +106,9 @@ def test_files_of_a_shared_connection_stop_at_a_changed_key(
     private_sshd: SshdServer,  # noqa: F811
     screens: Screens,
 ) -> None:
-    connection_id = connection(gateway, admin_token, private_sshd, "sftp")
+    connection_id = server_connection(
+        gateway, admin_token, private_sshd, name="lab", protocol="sftp", trust=False
+    )
     first = gateway.trust_host_key(admin_token, connection_id)
     created = gateway.api(
         "POST", "/users", admin_token, json={"username": "bob", "password": ADMIN_PASSWORD}

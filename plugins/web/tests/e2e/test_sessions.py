@@ -25,8 +25,8 @@ from playwright.sync_api import expect
 from testsupport.gateway import ADMIN_PASSWORD
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
 
-from .conftest import AXE_SOURCE, Gateway, Screens, signed_in
-from .terminals import NO_WEBGL, PROMPT, open_terminal, run, ssh_connection
+from .conftest import AXE_SOURCE, Gateway, Screens, server_connection, signed_in
+from .terminals import NO_WEBGL, PROMPT, open_terminal, run
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -123,7 +123,7 @@ def test_a_recorded_ssh_session_plays_with_command_markers_and_search(
     sshd: SshdServer,  # noqa: F811
     screens: Screens,
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
+    connection_id = server_connection(gateway, admin_token, sshd)
     session_id = recorded_session(gateway, admin_token, connection_id)
     commands = gateway.api("GET", f"/sessions/{session_id}/commands", admin_token).json()[
         "commands"
@@ -235,7 +235,7 @@ def test_live_view_follows_a_terminal_and_the_watched_user_sees_it(
 ) -> None:
     alice = make_user(gateway, admin_token, "alice")
     bob = make_user(gateway, admin_token, "bob")
-    connection_id = ssh_connection(gateway, alice, sshd)
+    connection_id = server_connection(gateway, alice, sshd)
 
     # alice's browser: a terminal
     page.context.add_init_script(NO_WEBGL)
@@ -419,7 +419,7 @@ def test_file_transfer_sessions_exports_storage_and_the_purge(
     sshd: SshdServer,  # noqa: F811
     screens: Screens,
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
+    connection_id = server_connection(gateway, admin_token, sshd)
     listed = httpx.post(
         f"{gateway.url}/api/v1/sftp/{connection_id}/list",
         headers={"Authorization": f"Bearer {admin_token}", "X-File-Session-Id": "tab-1"},

@@ -12,8 +12,8 @@ from playwright.sync_api import expect
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
 from testsupport.telnetd import TelnetServer, telnetd  # noqa: F401 - the fixture
 
-from .conftest import Gateway, Screens, signed_in
-from .terminals import PROMPT, commands_seen, open_terminal, run, size, ssh_connection
+from .conftest import Gateway, Screens, server_connection, signed_in
+from .terminals import PROMPT, commands_seen, open_terminal, run, size
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -128,7 +128,7 @@ def test_terminal_code_loads_only_with_the_first_terminal(
     admin_token: str,
     sshd: SshdServer,  # noqa: F811
 ) -> None:
-    connection_id = ssh_connection(gateway, admin_token, sshd)
+    connection_id = server_connection(gateway, admin_token, sshd)
     loaded: list[str] = []
     page.on("request", lambda request: loaded.append(request.url))
     signed_in(page, gateway)
@@ -316,17 +316,9 @@ def test_telnet_terminal_in_a_tab(
     telnetd: TelnetServer,  # noqa: F811
     lab_ssh: str,
 ) -> None:
-    body = {
-        "name": "lab-telnet",
-        "protocol": "telnet",
-        "host": telnetd.host,
-        "port": telnetd.port,
-        "username": telnetd.username,
-        "password": telnetd.password,
-    }
-    response = gateway.api("POST", "/connections", admin_token, json=body)
-    assert response.status_code == 201, response.text
-    telnet_id = str(response.json()["id"])
+    telnet_id = server_connection(
+        gateway, admin_token, telnetd, name="lab-telnet", protocol="telnet", trust=False
+    )
 
     # a telnet tab beside an SSH tab: both live, each its own session
     screen = open_terminal(page, telnet_id, "lab-telnet", prompt="$ ")
