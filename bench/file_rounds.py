@@ -412,6 +412,8 @@ def curve(peer: Peer, source: Path, gateway: Gateway, counts: list[int]) -> list
     most = max(counts)
     ids = [gateway.connection({"name": f"curve {i}", **peer.connection}) for i in range(most)]
     paths = [f"{peer.directory}/curve-{i}-{uuid.uuid4().hex[:6]}.bin" for i in range(most)]
+    # the first file request loads the protocol's modules: not part of a transfer's memory
+    gateway_list(gateway, peer.protocol, ids[0], peer.directory or "/")
     lines = []
     for direction in ("upload", "download"):
         for n in counts:
