@@ -321,6 +321,7 @@ def main() -> None:
                     speed, grown = measured(gateway, run)
                     best[key] = max(best.get(key, 0.0), speed)
                     growth[key] = max(growth.get(key, 0.0), grown)
+                    print(f"  {key}: {speed:.0f} MB/s, RSS +{grown:.1f} MiB", flush=True)
                     assert (remote / "source.bin").stat().st_size == size
                 for key, run in plain_runs:
                     best[key] = max(best.get(key, 0.0), timed(run))

@@ -23,9 +23,10 @@ form, with the app's terminal tab open on the connection. Printed:
   the row changing) vs sent and its echo read by the Python client; p50 and p99 over
   ``--keystrokes`` keys each.
 
-The page draws with xterm.js's DOM renderer (WebGL refused, as in the e2e tests: a
-headless Chromium without a GPU would otherwise render WebGL in software), which is
-also what makes the screen readable here. ``--trace FILE`` writes a Chromium
+The page draws with xterm.js's DOM renderer, which is also what makes the screen
+readable here: this Chromium's WebGL2 is SwiftShader, a software rasteriser, on which
+the app chooses the DOM renderer itself (WebGL2 is refused here too, as in the e2e
+tests, so the figure does not depend on that choice). ``--trace FILE`` writes a Chromium
 performance trace of one browser ``cat`` (open it in chrome://tracing or Perfetto).
 No assertions: figures only. Note the load average, printed with the figures: on a
 shared machine the browser's processes, the gateway and sshd compete for the cores.
