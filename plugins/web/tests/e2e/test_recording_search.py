@@ -15,9 +15,8 @@ from playwright.sync_api import expect
 
 from testsupport.sshd import SshdServer, sshd  # noqa: F401 - the fixture
 
-from .conftest import Gateway, Screens, signed_in
+from .conftest import Gateway, Screens, server_connection, signed_in
 from .test_sessions import cast_events, recorded_session, wait_position
-from .test_terminal import ssh_connection
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -31,7 +30,7 @@ def test_search_finds_output_and_commands_and_plays_at_the_hit(
 ) -> None:
     enabled = gateway.api("PUT", "/settings", admin_token, json={"recordings.index_output": True})
     assert enabled.status_code == 200, enabled.text
-    connection_id = ssh_connection(gateway, admin_token, sshd)
+    connection_id = server_connection(gateway, admin_token, sshd)
     session_id = recorded_session(gateway, admin_token, connection_id)
     appeared = next(
         e[0] for e in cast_events(gateway, admin_token, session_id) if "needle-found" in e[2]

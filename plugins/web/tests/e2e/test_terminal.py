@@ -39,7 +39,7 @@ def test_terminal_renderer_follows_the_gpu(
     """xterm.js's WebGL renderer on a GPU; on a software WebGL (this headless Chromium's
     SwiftShader) the DOM renderer, which drew `cat` about five times faster there, with
     a cursor that blinks without a CSS animation."""
-    connection_id = ssh_connection(gateway, admin_token, sshd)
+    connection_id = server_connection(gateway, admin_token, sshd)
     software = page.evaluate(
         """() => {
           const gl = document.createElement("canvas").getContext("webgl2");
