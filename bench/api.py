@@ -6,7 +6,7 @@
 Each figure is the median of ``--rounds`` runs of ``--seconds``, taken in turns
 with the baseline while both servers run; each ratio is the median of the
 rounds' ratios (each against the baseline measured just before it). Besides
-requests/s, the gateway's CPU milliseconds per request (user + system of its
+requests/s, the gateway's CPU microseconds per request (user + system of its
 process over the run, divided by the requests wrk counted) are printed: on a
 shared machine they move far less than the rate.
 
@@ -104,14 +104,14 @@ class Target:
 
 
 def rate(target: Target, seconds: int, clients: int) -> tuple[float, float]:
-    """Requests/s, and the serving process's CPU milliseconds per request."""
+    """Requests/s, and the serving process's CPU microseconds per request."""
     cpu = cpu_seconds(target.pid)
     measured = wrk(target.url, seconds, clients, target.token)
     if measured is None:
         measured = asyncio.run(httpx_rate(target.url, seconds, clients, target.token))
     spent = cpu_seconds(target.pid) - cpu
     per_second, requests = measured
-    return per_second, 1000 * spent / max(requests, 1)
+    return per_second, 1e6 * spent / max(requests, 1)
 
 
 def seed_connections(url: str, token: str, groups: int = 3, per_group: int = 6) -> int:
@@ -141,7 +141,7 @@ def seed_connections(url: str, token: str, groups: int = 3, per_group: int = 6) 
 def interleaved(
     measure: dict[str, Target], rounds: int, seconds: int, clients: int
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Requests/s and CPU ms per request of every target, measured in turns, ``rounds`` times.
+    """Requests/s and CPU µs per request of every target, measured in turns, ``rounds`` times.
 
     The baseline and the gateway run side by side and are measured alternately,
     so a noisy neighbour slows both rather than skewing the ratio.
@@ -258,14 +258,14 @@ def run(
         return Row(
             f"{label}: CPU per request",
             median(costs[name]),
-            "ms",
+            "µs",
             median(costs["bare"]),
             measured_ratio=median([value / base for value, base in pairs]),
         )
 
     rows += [
         Row("bare Quart /ping (baseline)", baseline, "/s"),
-        Row("bare Quart /ping: CPU per request", median(costs["bare"]), "ms"),
+        Row("bare Quart /ping: CPU per request", median(costs["bare"]), "µs"),
         Row(
             "GET /api/v1/health",
             median(rates["health"]),

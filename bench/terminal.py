@@ -1,6 +1,7 @@
 """Terminal figures: throughput vs a direct asyncssh channel, keystroke latency, idle memory.
 
 .venv/bin/python bench/terminal.py [--size 64] [--keystrokes 300] [--terminals 200]
+.venv/bin/python bench/terminal.py --concurrent 1,10,100 --size 4 [--rounds 3] [--deflate]
 
 A real ``hostgate serve`` (hypercorn) runs on a free port in front of OpenSSH sshd
 (``testsupport.sshd``, needs root for its login user). Printed:
@@ -19,6 +20,11 @@ A real ``hostgate serve`` (hypercorn) runs on a free port in front of OpenSSH ss
   ``--keystrokes`` keys, through the gateway and directly.
 - memory: the gateway's resident set with ``--terminals`` idle SSH terminals open
   (and the growth per terminal). Target: < 512 MiB.
+
+``--concurrent 1,10,100`` measures only how the relay scales: that many terminals
+``cat`` the ``--size`` MiB file at once (recording on, the default), and the
+aggregate MB/s and the gateway's CPU per MiB are printed for each number
+(medians of ``--rounds``).
 """
 
 from __future__ import annotations
@@ -147,6 +153,65 @@ async def gateway_cat(
     return moved, elapsed, cpu_seconds(pid) - cpu
 
 
+async def concurrent_cats(
+    gateway: Gateway, path: Path, pid: int, sessions: int, *, deflate: bool
+) -> tuple[int, float, float]:
+    """``sessions`` terminals each ``cat`` the file at once: bytes, seconds, gateway CPU seconds.
+
+    The sockets are opened first (in batches of 10, as a browser tab each), then
+    every ``cat`` starts together; the time runs until the last socket closed.
+    """
+    sockets: list[Any] = []
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=60) as http:
+        for start in range(0, sessions, 10):
+            batch = range(start, min(sessions, start + 10))
+            sockets += await asyncio.gather(*(gateway.open(http, deflate=deflate) for _ in batch))
+
+    async def drain(socket: Any) -> int:
+        moved = 0
+        try:
+            while True:
+                frame = await socket.recv()
+                if isinstance(frame, bytes):
+                    moved += len(frame)
+        except websockets.ConnectionClosed:
+            return moved
+
+    cpu = cpu_seconds(pid)
+    start = time.perf_counter()
+    command = json.dumps({"type": "data", "data": f"cat {path}; exit\r"})
+    await asyncio.gather(*(socket.send(command) for socket in sockets))
+    moved = sum(await asyncio.gather(*(drain(socket) for socket in sockets)))
+    return moved, time.perf_counter() - start, cpu_seconds(pid) - cpu
+
+
+async def curve(args: argparse.Namespace, gateway: Gateway, server: Any, pid: int) -> list[Row]:
+    """Aggregate throughput and gateway CPU per MiB with 1, 10, 100... concurrent ``cat``s."""
+    path = server.home / "bench-terminal.txt"
+    size = text_file(path, args.size)
+    os.chmod(path, 0o644)
+    await gateway_cat(gateway, Path("/dev/null"), pid, deflate=False)
+    rows: list[Row] = []
+    try:
+        for sessions in args.concurrent:
+            rates: list[float] = []
+            costs: list[float] = []
+            for _ in range(args.rounds):
+                moved, elapsed, spent = await concurrent_cats(
+                    gateway, path, pid, sessions, deflate=args.deflate
+                )
+                if moved < size * sessions:
+                    raise RuntimeError(f"moved {moved} of {size * sessions} bytes")
+                rates.append(moved / elapsed / 2**20)
+                costs.append(spent * 1000 / (moved / 2**20))
+            label = f"{sessions} concurrent cat ({args.size} MiB each)"
+            rows.append(Row(f"{label}: aggregate", statistics.median(rates), "MB/s"))
+            rows.append(Row(f"{label}: gateway CPU per MiB", statistics.median(costs), "ms"))
+    finally:
+        path.unlink()
+    return rows
+
+
 async def keystrokes_gateway(gateway: Gateway, count: int) -> list[float]:
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         socket = await gateway.open(http)
@@ -271,7 +336,16 @@ def main() -> None:
     parser.add_argument(
         "--loop", default="auto", help="the gateway's event loop (HOSTGATE_EVENT_LOOP)"
     )
+    parser.add_argument(
+        "--concurrent",
+        type=lambda text: [int(n) for n in text.split(",")],
+        help="only the curve: comma-separated numbers of concurrent cat sessions (1,10,100)",
+    )
+    parser.add_argument(
+        "--deflate", action="store_true", help="the curve's sockets negotiate permessage-deflate"
+    )
     args = parser.parse_args()
+    print(f"load average at the start: {os.getloadavg()}")
 
     from testsupport.sshd import start_sshd
 
@@ -283,10 +357,12 @@ def main() -> None:
                 {"security.max_sessions_per_user": 10_000, "security.max_sessions_total": 10_000}
             )
             gateway.add_connection(server)
-            rows = asyncio.run(measure(args, gateway, server, hg.pid))
+            run = curve if args.concurrent else measure
+            rows = asyncio.run(run(args, gateway, server, hg.pid))
     finally:
         server.stop()
     print_table(rows)
+    print(f"load average at the end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -7,22 +7,32 @@ Regressions of two fixes found by profiling the API benchmark:
   (the read cache); ``/auth/me`` and ``/connections`` are answered from memory too;
 - quart-schema built a pydantic ``TypeAdapter`` for every dict a view returned
   (a third of a small request's time); plain dicts and lists now go straight to
-  the JSON provider, which still serializes models nested in them.
+  the JSON provider, which still serializes models nested in them;
+- issue 20's levers on a cached GET: a finished ``Response`` skips the schema
+  conversion, the default headers are added in one pass, each metrics series
+  is looked up once, a disabled access log builds no line, query arguments are
+  parsed only when there are some, and no absent header costs an exception.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import jwt
 import pytest
 import quart_schema.conversion
-from hostgate import hookimpl, public
+import quart_schema.extension
+from hostgate import accesslog, hookimpl, public
 from pydantic import BaseModel
-from quart import Blueprint
+from quart import Blueprint, Quart, Response
 from sqlalchemy import event
+from werkzeug.exceptions import BadRequestKeyError
+from werkzeug.sansio.request import Request
+from werkzeug.utils import cached_property
 
 
 class Nested(BaseModel):
@@ -48,7 +58,7 @@ class ProbePack:
 
 @pytest.fixture
 def plugins() -> list[object]:
-    return [ProbePack()]
+    return [ProbePack(), HeadersPack()]
 
 
 @contextmanager
@@ -120,3 +130,167 @@ async def test_models_nested_in_a_dict_still_serialize(client: Any) -> None:
         "item": {"when": "2026-01-02T00:00:00Z", "tags": ["a"]},
         "n": 1,
     }
+
+
+# The API hot-path levers of issue 20 (what a cached GET costs besides the bare endpoint).
+
+headers_probe = Blueprint("headers_probe", __name__)
+
+
+@headers_probe.get("/headers-probe")
+@public
+async def own_headers() -> Any:
+    """A view that sets its own values for two of the default headers."""
+    response = Response(b"{}", content_type="application/json")
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    response.headers["Cache-Control"] = "max-age=60"
+    response.headers["X-Request-Id"] = "set-by-the-view"
+    return response
+
+
+class HeadersPack:
+    @hookimpl
+    def register_blueprints(self) -> Sequence[Blueprint]:
+        return [headers_probe]
+
+
+async def warm(client: Any, admin: Any) -> None:
+    for path in ("/api/v1/auth/me", "/api/v1/connections"):
+        for _ in range(2):
+            assert (await client.get(path, headers=admin.headers)).status_code == 200
+
+
+async def test_a_finished_response_skips_the_schema_conversion(
+    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    converted: list[object] = []
+    original = quart_schema.extension.convert_response_return_value
+
+    def convert(result: Any) -> Any:
+        converted.append(result)
+        return original(result)
+
+    monkeypatch.setattr(quart_schema.extension, "convert_response_return_value", convert)
+    await warm(client, admin)
+    assert converted == []
+    # a model is still converted
+    assert (await client.get("/api/v1/protocols", headers=admin.headers)).status_code == 200
+
+
+async def test_default_headers_are_added_once_and_a_views_own_values_win(client: Any) -> None:
+    response = await client.get("/api/v1/headers-probe", headers={"X-Request-Id": "given"})
+    headers = response.headers
+    assert headers.getlist("X-Frame-Options") == ["SAMEORIGIN"]
+    assert headers.getlist("Cache-Control") == ["max-age=60"]
+    assert headers.getlist("X-Content-Type-Options") == ["nosniff"]
+    assert headers.getlist("Referrer-Policy") == ["no-referrer"]
+    assert headers.getlist("X-Request-Id") == ["given"]
+    plain = await client.get("/api/v1/health")
+    assert plain.headers.getlist("Cache-Control") == ["no-store"]
+    assert plain.headers.getlist("X-Frame-Options") == ["DENY"]
+    assert len(plain.headers.getlist("X-Request-Id")[0]) == 16
+    # outside the API: no Cache-Control of the kernel's
+    outside = await client.get("/health")
+    assert outside.headers.getlist("X-Content-Type-Options") == ["nosniff"]
+
+
+async def test_each_request_series_is_looked_up_once(
+    client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[tuple[str, ...]] = []
+    original = kernel.metrics.requests.labels
+
+    def labels(*values: str) -> Any:
+        looked_up.append(values)
+        return original(*values)
+
+    monkeypatch.setattr(kernel.metrics.requests, "labels", labels)
+    for _ in range(5):
+        await client.get("/api/v1/auth/me", headers=admin.headers)
+    await client.get("/api/v1/auth/me")  # a 401: another series
+    assert looked_up == [
+        ("GET", "/api/v1/auth/me", "200"),
+        ("GET", "/api/v1/auth/me", "401"),
+    ]
+    figures = kernel.metrics.render().decode()
+    assert (
+        'hostgate_http_requests_total{method="GET",route="/api/v1/auth/me",status="200"} 5.0'
+        in figures
+    )
+    assert (
+        'hostgate_http_requests_total{method="GET",route="/api/v1/auth/me",status="401"} 1.0'
+        in figures
+    )
+
+
+async def test_a_disabled_access_log_builds_no_line(
+    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+    original = accesslog._emit
+
+    def emit(method: str, path: str, *args: Any, **kwargs: Any) -> None:
+        built.append(path)
+        original(method, path, *args, **kwargs)
+
+    monkeypatch.setattr(accesslog, "_emit", emit)
+    logger = logging.getLogger("hostgate.access")
+    monkeypatch.setattr(logger, "level", logging.WARNING)
+    logger.manager._clear_cache()
+    await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert built == []
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    logger.manager._clear_cache()
+    await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert built == ["/api/v1/auth/me"]
+
+
+async def test_query_arguments_are_parsed_only_when_there_are_some(
+    client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await warm(client, admin)
+    parsed: list[bytes] = []
+    original = Request.args
+
+    def args(self: Any) -> Any:
+        parsed.append(self.query_string)
+        return original.func(self)
+
+    monkeypatch.setattr(Request, "args", cached_property(args))
+    await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert parsed == []
+    # the heartbeat is still read: it does not count as activity
+    before = (await kernel.identity._login_view(admin_session(admin))).last_used_at
+    await client.get("/api/v1/auth/me?heartbeat=1", headers=admin.headers)
+    assert parsed == [b"heartbeat=1"]
+    assert (await kernel.identity._login_view(admin_session(admin))).last_used_at == before
+
+
+def admin_session(admin: Any) -> str:
+    return str(jwt.decode(admin.token, options={"verify_signature": False})["sid"])
+
+
+async def test_no_absent_header_costs_an_exception_beyond_bare_quarts(
+    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """werkzeug's ``headers.get`` builds a ``BadRequestKeyError`` for each absent header."""
+    raised: list[str] = []
+    original = BadRequestKeyError.__init__
+
+    def init(self: Any, key: Any = None, *args: Any, **kwargs: Any) -> None:
+        raised.append(str(key))
+        original(self, key, *args, **kwargs)
+
+    bare = Quart("bare")
+
+    @bare.get("/ping")
+    async def ping() -> dict[str, bool]:
+        return {"ok": True}
+
+    await warm(client, admin)
+    monkeypatch.setattr(BadRequestKeyError, "__init__", init)
+    await bare.test_client().get("/ping", headers=admin.headers)
+    by_quart = sorted(raised)
+    raised.clear()
+    await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert sorted(raised) == by_quart

@@ -63,6 +63,8 @@ def install(app: Quart, trusted_proxies: tuple[IPNetwork, ...] = ()) -> None:
 
     @app.after_request
     async def _log_request(response: Response) -> Response:
+        if not log.isEnabledFor(logging.INFO):
+            return response  # the line would be dropped: build nothing
         started = g.get("request_started", time.perf_counter())
         _emit(
             request.method,
@@ -80,6 +82,8 @@ def install(app: Quart, trusted_proxies: tuple[IPNetwork, ...] = ()) -> None:
 
     @app.after_websocket
     async def _log_socket(response: Any) -> Any:
+        if not log.isEnabledFor(logging.INFO):
+            return response
         started = g.get("request_started", time.perf_counter())
         status = response.status_code if response is not None else 101
         extra = {"close": g.get("close_code")} if g.get("close_code") is not None else {}

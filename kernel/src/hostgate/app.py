@@ -10,6 +10,7 @@ from typing import Any
 
 from quart import Quart, Response, g, request
 from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
+from werkzeug.datastructures import Headers
 
 from . import accesslog, errors, socketreads
 from .api import blueprints
@@ -87,26 +88,27 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
 
     @app.before_request
     async def _tag_request() -> None:
-        request_id.set(request.headers.get("X-Request-Id", "")[:64] or os.urandom(8).hex())
         g.request_started = time.perf_counter()
-        if request.blueprint in pages and request.path.startswith(KERNEL_PATHS):
+        current = request._get_current_object()  # type: ignore[attr-defined]
+        # getlist: werkzeug's get builds an exception when the header is absent (usual)
+        given = current.headers.getlist("X-Request-Id")
+        request_id.set(given[0][:64] if given and given[0] else os.urandom(8).hex())
+        if pages and current.blueprint in pages and current.path.startswith(KERNEL_PATHS):
             raise errors.NotFound("Not found")
 
     @app.after_request
     async def _headers(response: Response) -> Response:
-        rule = request.url_rule
+        current = request._get_current_object()  # type: ignore[attr-defined]
+        rule = current.url_rule
+        started = g.get("request_started")
         kernel.metrics.observe_request(
-            request.method,
+            current.method,
             rule.rule if rule is not None else None,
             response.status_code,
-            time.perf_counter() - g.get("request_started", time.perf_counter()),
+            0.0 if started is None else time.perf_counter() - started,
         )
-        response.headers["X-Request-Id"] = request_id.get()
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        if request.path.startswith(API_PREFIX):
-            response.headers.setdefault("Cache-Control", "no-store")
+        defaults = API_HEADERS if current.path.startswith(API_PREFIX) else DEFAULT_HEADERS
+        add_default_headers(response.headers, request_id.get(), defaults)
         return response
 
     if config.access_log:
@@ -129,13 +131,42 @@ async def _root_health() -> dict[str, Any]:
     return result
 
 
+DEFAULT_HEADERS: tuple[tuple[str, str], ...] = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+)
+"""Headers of every response, unless the view set its own value."""
+API_HEADERS = (*DEFAULT_HEADERS, ("Cache-Control", "no-store"))
+"""... and of every API response."""
+
+
+def add_default_headers(
+    headers: Headers, request_id: str, defaults: tuple[tuple[str, str], ...]
+) -> None:
+    """``X-Request-Id`` and each default the response does not have yet.
+
+    One pass over the response's headers instead of a search per default: the
+    same result as ``headers[...] =`` and ``setdefault`` for each.
+    """
+    present = {name.lower() for name, _ in headers.items()}
+    if "x-request-id" in present:
+        headers["X-Request-Id"] = request_id
+    else:
+        headers.add("X-Request-Id", request_id)
+    for name, value in defaults:
+        if name.lower() not in present:
+            headers.add(name, value)
+
+
 def _plain_json_responses(app: Quart) -> None:
-    """Plain ``dict``/``list`` results skip quart-schema's conversion.
+    """Plain ``dict``/``list`` results and finished responses skip quart-schema's conversion.
 
     quart-schema builds a pydantic ``TypeAdapter`` for every dict a view returns
     before Quart serializes it: a third of the time of a small request. The JSON
     provider it installs still turns anything pydantic knows (a model nested in
-    a dict) into JSON, so the output is the same.
+    a dict) into JSON, so the output is the same. A ``Response`` (the cached JSON
+    bodies) has nothing to convert.
     """
     converting = app.make_response
     original = getattr(converting, "__wrapped__", None)
@@ -144,7 +175,7 @@ def _plain_json_responses(app: Quart) -> None:
 
     async def make_response(result: Any) -> Response:
         value = result[0] if isinstance(result, tuple) else result
-        if type(value) is dict or type(value) is list:
+        if type(value) is dict or type(value) is list or isinstance(value, Response):
             return await original(result)  # type: ignore[no-any-return]
         return await converting(result)  # type: ignore[no-any-return,return-value]
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
-from quart import current_app, g, request
+from quart import Request, current_app, g, request
 
 from .errors import NotAuthenticated, PermissionDenied
 from .principals import Caller, ClientInfo
@@ -49,18 +49,23 @@ _kernel = app_kernel
 
 def request_client() -> ClientInfo:
     """Client IP (trusted proxies honoured) and parsed User-Agent of the current request."""
+    return _client_of(request._get_current_object())  # type: ignore[attr-defined]
+
+
+def _client_of(current: Request) -> ClientInfo:
     kernel = _kernel()
-    agent = request.headers.get("User-Agent", "")
+    headers = current.headers
+    agent = headers.get("User-Agent", "")
     browser, system = parse_user_agent(agent)
-    ip = client_ip(request.remote_addr, request.headers, kernel.config.trusted_proxies)
+    ip = client_ip(current.remote_addr, headers, kernel.config.trusted_proxies)
     return ClientInfo(ip_address=ip, user_agent=agent[:512], browser=browser, os=system)
 
 
-def _token() -> tuple[str | None, bool]:
-    header = request.headers.get("Authorization", "")
+def _token(current: Request) -> tuple[str | None, bool]:
+    header = current.headers.get("Authorization", "")
     if header[:7].lower() == "bearer ":
         return header[7:].strip() or None, False
-    cookie = request.cookies.get(COOKIE_NAME)
+    cookie = current.cookies.get(COOKIE_NAME)
     return (cookie or None), cookie is not None
 
 
@@ -80,13 +85,16 @@ async def authenticate_request() -> Caller:
     cached = g.get("caller")
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    token, from_cookie = _token()
+    # the request itself rather than the context proxy, once per use
+    current: Request = request._get_current_object()  # type: ignore[attr-defined]
+    token, from_cookie = _token(current)
     if not token:
         raise NotAuthenticated("Authentication required")
     if from_cookie:
         _check_csrf()
-    touch = request.args.get(HEARTBEAT) not in {"1", "true"}
-    caller = await _kernel().identity.authenticate(token, request_client(), touch=touch)
+    # no query string, no heartbeat: the arguments are parsed only when there are some
+    heartbeat = bool(current.query_string) and current.args.get(HEARTBEAT) in {"1", "true"}
+    caller = await _kernel().identity.authenticate(token, _client_of(current), touch=not heartbeat)
     g.caller = caller
     return caller  # type: ignore[no-any-return]
 

@@ -116,6 +116,7 @@ class Metrics:
             ["channel", "outcome"],
             registry=self.registry,
         )
+        self._request_series: dict[tuple[str, str | None, int], tuple[Any, Any]] = {}
         self._lock = threading.Lock()
         self._ended_bytes: dict[tuple[str, str], int] = defaultdict(int)
         self.registry.register(_SessionCollector(self))
@@ -123,9 +124,19 @@ class Metrics:
 
     def observe_request(self, method: str, route: str | None, status: int, seconds: float) -> None:
         """One HTTP request answered."""
-        label = route or UNMATCHED_ROUTE
-        self.requests.labels(method, label, str(status)).inc()
-        self.latency.labels(method, label).observe(seconds)
+        key = (method, route, status)
+        series = self._request_series.get(key)
+        if series is None:
+            # labels() validates and looks the series up under a lock each time; the
+            # set of (method, route, status) is bounded by the app's routes
+            label = route or UNMATCHED_ROUTE
+            series = (
+                self.requests.labels(method, label, str(status)),
+                self.latency.labels(method, label),
+            )
+            self._request_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def session_ended(self, protocol: str, bytes_in: int, bytes_out: int) -> None:
         """A terminal or relay session ended: keep its bytes in the totals."""

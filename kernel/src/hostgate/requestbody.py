@@ -195,8 +195,12 @@ class StreamingRequest(Request):
 
 def _bodiless(request: Request) -> bool:
     """A request that announced no body (most GETs): nothing can be left unread."""
+    # getlist: werkzeug's get and ``in`` build an exception for every absent header
     headers = request.headers
-    return "Transfer-Encoding" not in headers and headers.get("Content-Length", "0") == "0"
+    return not headers.getlist("Transfer-Encoding") and headers.getlist("Content-Length") in (
+        [],
+        ["0"],
+    )
 
 
 class FlowControlledConnection(ASGIHTTPConnection):
