@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -40,6 +41,7 @@ from typing import Any
 
 import asyncssh
 import httpx
+import websockets
 from hostgate_ssh.terminal import CIPHERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
