@@ -285,7 +285,10 @@ class RecordingSearch:
                 base = select(col(SearchEntry.id)).where(
                     *of_candidates, self.full_text.restricted_match(found, span)
                 )
-                order = col(SearchEntry.id).desc()
+                # an expression, not the key: the engine then reads the few sessions'
+                # entries by their index and sorts them, instead of walking every entry
+                # newest first to find theirs
+                order = (col(SearchEntry.id) + 0).desc()
             else:
                 base = (
                     select(col(SearchEntry.id))
