@@ -117,13 +117,18 @@ async def test_commands_and_output_are_found_with_their_offsets(
     assert (await search(client, user, "q=needl"))["hits"] == []  # whole words
 
 
-@pytest.mark.parametrize("few_sessions", [2000, 0], ids=["sessions-first", "matches-first"])
+@pytest.mark.parametrize(
+    ("few_sessions", "probe_entries"),
+    [(2000, 5000), (2000, 0), (0, 5000)],
+    ids=["sessions-first", "sessions-first-in-range", "matches-first"],
+)
 async def test_a_user_never_gets_hits_from_sessions_they_may_not_see(
-    client, kernel, admin, make_user, shell_connection, monkeypatch, few_sessions
+    client, kernel, admin, make_user, shell_connection, monkeypatch, few_sessions, probe_entries
 ):
-    # both ways to search: test the entries of the few sessions the filters leave, or walk
-    # every match newest first and filter it
+    # every way to search: test the entries of the few sessions the filters leave (one by
+    # one, or among the matches in their id range), or walk every match newest first
     monkeypatch.setattr(search_index, "FEW_SESSIONS", few_sessions)
+    monkeypatch.setattr(search_index, "PROBE_ENTRIES", probe_entries)
     alice, connection = shell_connection
     bob = await make_user("bob")
     await run_shell(client, kernel, alice, connection, "echo private-word", "private-word")

@@ -50,7 +50,18 @@ TOTAL_CAP = 1000
 """Hits are counted up to this many; beyond, ``total`` says this and ``capped`` is true."""
 FEW_SESSIONS = 2000
 """Filters leaving at most this many sessions: their entries are tested, not every match."""
+PROBE_ENTRIES = 5000
+"""SQLite: up to this many entries of the few sessions are tested one by one against FTS5."""
 DELETE_BATCH = 500
+
+
+@dataclass(frozen=True)
+class EntrySpan:
+    """How many entries a few sessions have, and their lowest and highest id."""
+
+    count: int
+    lowest: int
+    highest: int
 
 
 @dataclass(frozen=True)
@@ -81,8 +92,8 @@ class FullText(Protocol):
     def match(self, query_words: Sequence[str]) -> Any:
         """The WHERE clause that keeps entries containing the words in this order."""
 
-    def restricted_match(self, query_words: Sequence[str]) -> Any:
-        """The same test on ``recording_search`` alone (FROM has no full-text source)."""
+    def restricted_match(self, query_words: Sequence[str], entries: EntrySpan) -> Any:
+        """The same test on ``recording_search`` alone, for ``entries`` of a few sessions."""
 
     def order_key(self) -> Any:
         """The entry id as the full-text source walks it in order (most recent last)."""
@@ -103,11 +114,15 @@ class SqliteFullText:
         phrase = '"' + " ".join(query_words) + '"'
         return text("recording_search_fts MATCH :phrase").bindparams(phrase=phrase)
 
-    def restricted_match(self, query_words: Sequence[str]) -> Any:
-        """The entry's id among the FTS5 matches (collected once, then probed)."""
+    def restricted_match(self, query_words: Sequence[str], entries: EntrySpan) -> Any:
+        """Few entries: FTS5 is asked about each; more: its matches in their id range."""
         phrase = '"' + " ".join(query_words) + '"'
+        matches = text("recording_search_fts MATCH :restricted").bindparams(restricted=phrase)
+        if entries.count <= PROBE_ENTRIES:
+            probe = select(_FTS.c.rowid).where(matches, _FTS.c.rowid == col(SearchEntry.id))
+            return probe.exists()
         matching = select(_FTS.c.rowid).where(
-            text("recording_search_fts MATCH :restricted").bindparams(restricted=phrase)
+            matches, _FTS.c.rowid >= entries.lowest, _FTS.c.rowid <= entries.highest
         )
         return col(SearchEntry.id).in_(matching)
 
@@ -130,7 +145,7 @@ class PostgresFullText:
             "recording_search.document @@ to_tsquery('simple'::regconfig, :tsquery)"
         ).bindparams(tsquery=tsquery)
 
-    def restricted_match(self, query_words: Sequence[str]) -> Any:
+    def restricted_match(self, query_words: Sequence[str], entries: EntrySpan) -> Any:
         """The same test: PostgreSQL combines the GIN index with the session index."""
         return self.match(query_words)
 
@@ -259,14 +274,21 @@ class RecordingSearch:
                 if len(ids) <= FEW_SESSIONS:
                     candidates = ids
             if candidates is not None:
-                if not candidates:
+                of_candidates = [col(SearchEntry.session_id).in_(candidates), *entry_where]
+                spanning = select(
+                    func.count(), func.min(col(SearchEntry.id)), func.max(col(SearchEntry.id))
+                ).where(*of_candidates)
+                count, lowest, highest = (await session.exec(spanning)).one()
+                if not count or lowest is None or highest is None:
                     return SearchResult([], 0, False)
+                span = EntrySpan(int(count), int(lowest), int(highest))
                 base = select(col(SearchEntry.id)).where(
-                    col(SearchEntry.session_id).in_(candidates),
-                    self.full_text.restricted_match(found),
-                    *entry_where,
+                    *of_candidates, self.full_text.restricted_match(found, span)
                 )
-                order = col(SearchEntry.id).desc()
+                # an expression, not the key: the engine then reads the few sessions'
+                # entries by their index and sorts them, instead of walking every entry
+                # newest first to find theirs
+                order = (col(SearchEntry.id) + 0).desc()
             else:
                 base = (
                     select(col(SearchEntry.id))
