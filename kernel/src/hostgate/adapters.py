@@ -66,23 +66,35 @@ class ConnectionTarget:
 
 
 async def open_tcp(
-    target: ConnectionTarget, *, timeout: float | None, limit: int = 2**16
+    target: ConnectionTarget,
+    *,
+    timeout: float | None,
+    limit: int = 2**16,
+    reader: asyncio.StreamReader | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Open a TCP connection to the target: directly, or through its jump hosts.
 
     Every pack that speaks TCP to a target (telnet, VNC, RDP, FTP...) opens it here, so
     jump hosts work for it without knowing about them. ``TimeoutError`` and ``OSError``
     propagate as from ``asyncio.open_connection``; a jump host that fails raises the
-    ssh pack's Remote* errors.
+    ssh pack's Remote* errors. ``reader`` replaces the ``StreamReader`` (``limit`` is
+    then the reader's own), e.g. one that keeps the received chunks instead of copying
+    them into a buffer.
     """
+    loop = asyncio.get_running_loop()
+    if reader is None:
+        reader = asyncio.StreamReader(limit=limit, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     if not target.via:
-        return await asyncio.wait_for(
-            asyncio.open_connection(target.address, target.port, limit=limit), timeout
+        transport, _ = await asyncio.wait_for(
+            loop.create_connection(lambda: protocol, target.address, target.port), timeout
         )
-    if target.tunnel is None:
-        raise OSError("jump hosts need the ssh pack, which is not installed")
-    sock = await asyncio.wait_for(target.tunnel(target.via, target.host, target.port), timeout)
-    return await asyncio.open_connection(sock=sock, limit=limit)
+    else:
+        if target.tunnel is None:
+            raise OSError("jump hosts need the ssh pack, which is not installed")
+        sock = await asyncio.wait_for(target.tunnel(target.via, target.host, target.port), timeout)
+        transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from hostgate import (
     RemotePermissionDenied,
     RemoteUnreachable,
 )
+from hostgate_ftp.client import SMALL_CHUNK, ChunkReader
 from hostgate_ftp.files import FtpFiles, open_files
 
 from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer
@@ -322,4 +324,74 @@ async def test_relative_paths_on_a_server(vsftpd: FtpServer):
         assert await files.list("pub") == await files.list("/pub")
         assert {e.name for e in await files.list(".")} >= {"pub", "locked"}
     finally:
+        await files.close()
+
+
+class _Transport:
+    """Just the flow control a reader drives."""
+
+    def __init__(self) -> None:
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+async def test_chunk_reader_hands_on_received_pieces_in_order_without_copies():
+    reader = ChunkReader(limit=1000)
+    transport = _Transport()
+    reader.set_transport(transport)  # type: ignore[arg-type]
+    pieces = [bytes([n]) * 600 for n in range(1, 5)]
+    for piece in pieces:
+        reader.feed_data(piece)
+    assert transport.paused is True  # above twice the limit: the socket is not read
+    assert await reader.read(1024) is pieces[0]  # the very object received, not a copy
+    assert await reader.read(1024) is pieces[1]
+    assert transport.paused is True  # 1,200 bytes still buffered
+    assert await reader.read(300) == pieces[2][:300]  # longer than asked: split
+    assert transport.paused is False  # at the limit again: reading resumes
+    # Pieces shorter than SMALL_CHUNK in a row are joined, up to the size asked for.
+    assert await reader.read(1024) == pieces[2][300:] + pieces[3]
+    reader.feed_data(bytearray(b"tail"))  # a view into a reused buffer is copied once
+    reader.feed_data(b"more")
+    reader.feed_eof()
+    assert await reader.read(1024) == b"tailmore"
+    assert await reader.read(1024) == b""
+    assert reader.at_eof()
+
+
+async def test_a_download_hands_on_the_received_bytes_in_order(
+    vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch
+):
+    received: list[bytes] = []
+    feed = ChunkReader.feed_data
+
+    def keep(self: ChunkReader, data: bytes) -> None:
+        received.append(data)
+        feed(self, data)
+
+    monkeypatch.setattr(ChunkReader, "feed_data", keep)
+    payload = random.Random(3).randbytes(3 * MIB + 12345)  # an odd size
+    pieces = [payload[start : start + 100_003] for start in range(0, len(payload), 100_003)]
+
+    async def upload() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            yield piece
+
+    name = f"odd-{uuid.uuid4().hex[:8]}.bin"
+    local = vsftpd.local("/pub")
+    files = await open_files(None, ftp_target(vsftpd))
+    try:
+        assert await files.write(f"/pub/{name}", upload()) == len(payload)
+        assert (local / name).read_bytes() == payload
+        chunks = [chunk async for chunk in files.read(f"/pub/{name}")]
+        assert b"".join(chunks) == payload  # in order, nothing lost
+        big = [chunk for chunk in chunks if len(chunk) >= SMALL_CHUNK]
+        # The pieces the socket delivered, handed on as they are (not copies).
+        assert big and all(any(chunk is r for r in received) for chunk in big)
+    finally:
+        (local / name).unlink(missing_ok=True)
         await files.close()

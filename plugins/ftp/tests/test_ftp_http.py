@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -224,3 +225,42 @@ async def test_connection_field_ftps(client, owner, vsftpd):
     response = await client.post("/api/v1/connections", json=base_body, headers=owner.headers)
     assert response.status_code == 201
     assert (await response.get_json())["port"] == vsftpd.port
+
+
+async def test_a_download_hands_the_received_bytes_to_http_in_order(
+    client, owner, make_connection, vsftpd, monkeypatch
+):
+    from hostgate.services.sessions.file_transfers import DownloadStream
+    from hostgate_ftp.client import SMALL_CHUNK, ChunkReader
+
+    received: list[bytes] = []
+    feed = ChunkReader.feed_data
+    monkeypatch.setattr(
+        ChunkReader, "feed_data", lambda self, data: (received.append(data), feed(self, data))[1]
+    )
+    relayed: list[bytes] = []
+    next_chunk = DownloadStream.__anext__
+
+    async def spy(self: DownloadStream) -> bytes:
+        chunk = await next_chunk(self)
+        relayed.append(chunk)
+        return chunk
+
+    monkeypatch.setattr(DownloadStream, "__anext__", spy)
+    payload = random.Random(9).randbytes(5 * 1024 * 1024 + 4321)  # an odd size
+    local = vsftpd.local("/pub") / f"odd-{uuid.uuid4().hex[:8]}.bin"
+    local.write_bytes(payload)
+    try:
+        connection = await make_connection(owner, "ftp", vsftpd.host, vsftpd.port)
+        response = await client.get(
+            url(connection, "download"),
+            query_string={"path": f"/pub/{local.name}"},
+            headers=owner.headers,
+        )
+        assert response.status_code == 200
+        assert await response.get_data() == payload
+    finally:
+        local.unlink()
+    assert b"".join(relayed) == payload  # in order, nothing lost
+    big = [chunk for chunk in relayed if len(chunk) >= SMALL_CHUNK]
+    assert big and all(any(chunk is piece for piece in received) for chunk in big)
