@@ -163,10 +163,11 @@ async def populate(kernel: Kernel, *, audit_rows: int = 3, recording_size: int =
         )
         session.add(recorded)
         await session.flush()
-        # the recording search index: its rows travel, the full-text part is rebuilt
+        # the recording search index: its rows travel, the full-text part is rebuilt (a
+        # command: output entries are purged while recordings.index_output is off)
         session.add(
             SearchEntry(
-                session_id=recorded.id, kind="output", offset_ms=4_200, text="marker search text"
+                session_id=recorded.id, kind="command", offset_ms=4_200, text="marker search text"
             )
         )
         await session.commit()

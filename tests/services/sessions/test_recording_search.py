@@ -235,3 +235,65 @@ async def test_hits_are_paged_most_recent_first_and_counted_up_to_the_cap(
         h["offset"] for h in (await search(client, user, "q=echo+paged&kind=command"))["hits"]
     ]
     assert offsets == sorted(offsets, reverse=True)
+
+
+async def test_a_user_filter_finds_that_users_sessions_among_many_others(
+    client, kernel, admin, make_user
+):
+    # a common word in every session of twenty users; the filters (userId, connectionId,
+    # the caller's own sessions, a time window) pick out exactly the matching sessions
+    await index_output(client, admin, True)  # while off, output entries are purged
+    bob = await make_user("bob")
+    now = utcnow()
+    owners = [f"other-{n:02d}" for n in range(20) for _ in range(3)] + [bob.id] * 5
+    sessions = []
+    async with kernel.db.session() as db:
+        for number, owner in enumerate(owners):
+            row = RemoteSession(
+                user_id=owner,
+                username=owner,
+                connection_id=f"conn-{number % 2}",
+                connection_name=f"web-{number % 2}",
+                protocol="ssh",
+                started_at=now - timedelta(days=10 if number == len(owners) - 1 else 0, minutes=1),
+                recording_state="complete",
+            )
+            db.add(row)
+            await db.flush()
+            db.add(SearchEntry(session_id=row.id, kind="output", offset_ms=number, text="an error"))
+            db.add(SearchEntry(session_id=row.id, kind="command", offset_ms=5, text="ls -la"))
+            sessions.append(row.id)
+        await db.commit()
+    bobs = set(sessions[-5:])
+
+    def found(body: dict[str, Any]) -> set[str]:
+        return {h["sessionId"] for h in body["hits"]}
+
+    everyone = await search(client, admin, "q=error&limit=100")
+    assert everyone["total"] == len(owners)
+    assert found(await search(client, admin, f"q=error&userId={bob.id}")) == bobs
+    assert found(await search(client, bob, "q=error")) == bobs
+    by_connection = found(await search(client, bob, "q=error&connectionId=conn-0"))
+    assert by_connection == {s for n, s in enumerate(sessions) if s in bobs and n % 2 == 0}
+    recent = iso(now - timedelta(days=1))
+    assert found(await search(client, bob, f"q=error&from={recent}")) == bobs - {sessions[-1]}
+    assert (await search(client, bob, "q=error&userId=other-03"))["total"] == 0
+    assert (await search(client, admin, "q=error&userId=other-03"))["total"] == 3
+    assert (await search(client, admin, "q=error&userId=other-03&kind=command"))["total"] == 0
+    # a session given to another user, one removed: the filters follow at once
+    async with kernel.db.session() as db:
+        moved = await db.get(RemoteSession, sessions[9])
+        moved.user_id = bob.id
+        db.add(moved)
+        await db.delete(await db.get(RemoteSession, sessions[-2]))
+        await db.commit()
+    bobs = (bobs | {sessions[9]}) - {sessions[-2]}
+    assert found(await search(client, bob, "q=error")) == bobs
+    assert found(await search(client, admin, f"q=error&userId={bob.id}")) == bobs
+    assert (await search(client, admin, "q=error&userId=other-03"))["total"] == 2
+    assert (await search(client, admin, "q=error&limit=100"))["total"] == len(owners) - 1
+    if kernel.db.dialect == "sqlite":  # the full-text index agrees with its content
+        async with kernel.db.engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO recording_search_fts(recording_search_fts) VALUES ('integrity-check')"
+            )

@@ -19,6 +19,7 @@ SEARCH_OBJECTS = frozenset(
         "recording_search_fts_docsize",
         "recording_search_fts_config",
         "recording_search_fts_content",
+        "recording_search_scoped",
         "ix_recording_search_document",
         "document",
     }

@@ -98,6 +98,14 @@ class FullText(Protocol):
     def order_key(self) -> Any:
         """The entry id as the full-text source walks it in order (most recent last)."""
 
+    def scoped_match(self, query_words: Sequence[str], scope: Sequence[str]) -> Any | None:
+        """The match narrowed to entries whose session has every ``scope`` token, if indexed."""
+
+
+def scope_token(prefix: str, value: str) -> str:
+    """The token of a user (``u``) or connection (``c``) id, as the SQLite index holds it."""
+    return prefix + value.encode().hex()
+
 
 _FTS = table("recording_search_fts", column("rowid"), column("recording_search_fts"))
 
@@ -111,12 +119,12 @@ class SqliteFullText:
 
     def match(self, query_words: Sequence[str]) -> Any:
         """``MATCH`` a phrase of the words."""
-        phrase = '"' + " ".join(query_words) + '"'
+        phrase = 'text : "' + " ".join(query_words) + '"'
         return text("recording_search_fts MATCH :phrase").bindparams(phrase=phrase)
 
     def restricted_match(self, query_words: Sequence[str], entries: EntrySpan) -> Any:
         """Few entries: FTS5 is asked about each; more: its matches in their id range."""
-        phrase = '"' + " ".join(query_words) + '"'
+        phrase = 'text : "' + " ".join(query_words) + '"'
         matches = text("recording_search_fts MATCH :restricted").bindparams(restricted=phrase)
         if entries.count <= PROBE_ENTRIES:
             probe = select(_FTS.c.rowid).where(matches, _FTS.c.rowid == col(SearchEntry.id))
@@ -129,6 +137,13 @@ class SqliteFullText:
     def order_key(self) -> Any:
         """FTS5 walks its rowids in order, ``ORDER BY rowid DESC`` too, without sorting."""
         return _FTS.c.rowid
+
+    def scoped_match(self, query_words: Sequence[str], scope: Sequence[str]) -> Any | None:
+        """``scope : "u…" AND text : "…"``: FTS5 intersects the doclists itself."""
+        terms = [f'scope : "{token}"' for token in scope]
+        terms.append('text : "' + " ".join(query_words) + '"')
+        expression = " AND ".join(terms)
+        return text("recording_search_fts MATCH :scoped").bindparams(scoped=expression)
 
 
 class PostgresFullText:
@@ -152,6 +167,10 @@ class PostgresFullText:
     def order_key(self) -> Any:
         """The primary key."""
         return col(SearchEntry.id)
+
+    def scoped_match(self, query_words: Sequence[str], scope: Sequence[str]) -> Any | None:
+        """None: the session filters join the GIN matches (fast enough on PostgreSQL)."""
+        return None
 
 
 def full_text_for(dialect: str) -> FullText:
@@ -257,7 +276,9 @@ class RecordingSearch:
         their own sessions are searched. When the filters leave at most
         ``FEW_SESSIONS`` sessions, their entries are tested against the words;
         otherwise the full-text matches are walked newest first and filtered,
-        which stops as soon as the page is full.
+        which stops as soon as the page is full. On SQLite a user or connection
+        filter (visibility included) is part of the full-text match itself, and
+        the matches are walked the same way, the session filters still applied.
         """
         found = query_words(query)
         if kind and kind not in KINDS:
@@ -266,9 +287,17 @@ class RecordingSearch:
         session_where = flt.conditions()
         if not visible_to_all:
             session_where.append(col(RemoteSession.user_id) == caller.user_id)
+        scope = []
+        if flt.user_id:
+            scope.append(scope_token("u", flt.user_id))
+        if not visible_to_all and caller.user_id != flt.user_id:
+            scope.append(scope_token("u", caller.user_id))
+        if flt.connection_id:
+            scope.append(scope_token("c", flt.connection_id))
+        scoped = self.full_text.scoped_match(found, scope) if scope else None
         async with self.db.session() as session:
             candidates: list[str] | None = None
-            if session_where:
+            if session_where and scoped is None:
                 narrowed = select(col(RemoteSession.id)).where(*session_where)
                 ids = list((await session.exec(narrowed.limit(FEW_SESSIONS + 1))).all())
                 if len(ids) <= FEW_SESSIONS:
@@ -294,7 +323,11 @@ class RecordingSearch:
                     select(col(SearchEntry.id))
                     .select_from(self.full_text.source())
                     .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
-                    .where(self.full_text.match(found), *entry_where, *session_where)
+                    .where(
+                        self.full_text.match(found) if scoped is None else scoped,
+                        *entry_where,
+                        *session_where,
+                    )
                 )
                 order = self.full_text.order_key().desc()
             listed = base.order_by(order).offset(page.offset).limit(page.limit)

@@ -5,7 +5,9 @@ Revises: 0004_access_requests
 Create Date: 2026-11-25 11:00:00
 
 SQLite: an external-content FTS5 table over ``recording_search`` kept in step by
-triggers. PostgreSQL: a generated ``tsvector`` column (the ``simple``
+triggers; besides the text it indexes each entry's scope, its session's user and
+connection as tokens (``u<hex> c<hex>``), so user/connection filters are part of
+the MATCH. PostgreSQL: a generated ``tsvector`` column (the ``simple``
 configuration over the text with every run of non-alphanumeric characters made a
 space, which is how FTS5's unicode61 tokenizer splits words) and a GIN index.
 """
@@ -21,19 +23,48 @@ down_revision = '0004_access_requests'
 branch_labels = None
 depends_on = None
 
+def _scope(row: str) -> str:
+    """The scope tokens of a ``sessions`` row: ``u<hex user id> c<hex connection id>``."""
+    return f"'u' || hex({row}.user_id) || ' c' || hex(coalesce({row}.connection_id, ''))"
+
+
+# the FTS5 table indexes, besides the text, the scope of each entry's session (its
+# user and connection as single tokens), so a filtered search is one MATCH; the
+# content is a view joining each entry to its session, which 'rebuild' reads
 SQLITE_FTS = (
+    "CREATE VIEW recording_search_scoped AS SELECT e.id AS id, "
+    f"{_scope('s')} AS scope, e.text AS text "
+    "FROM recording_search e JOIN sessions s ON s.id = e.session_id",
     "CREATE VIRTUAL TABLE recording_search_fts USING fts5("
-    "text, content='recording_search', content_rowid='id', "
+    "scope, text, content='recording_search_scoped', content_rowid='id', "
     "tokenize='unicode61 remove_diacritics 0')",
     "CREATE TRIGGER recording_search_ai AFTER INSERT ON recording_search BEGIN "
-    "INSERT INTO recording_search_fts(rowid, text) VALUES (new.id, new.text); END",
+    "INSERT INTO recording_search_fts(rowid, scope, text) "
+    f"SELECT new.id, {_scope('s')}, new.text FROM sessions s WHERE s.id = new.session_id; END",
     "CREATE TRIGGER recording_search_ad AFTER DELETE ON recording_search BEGIN "
-    "INSERT INTO recording_search_fts(recording_search_fts, rowid, text) "
-    "VALUES ('delete', old.id, old.text); END",
+    "INSERT INTO recording_search_fts(recording_search_fts, rowid, scope, text) "
+    f"SELECT 'delete', old.id, {_scope('s')}, old.text FROM sessions s "
+    "WHERE s.id = old.session_id; END",
     "CREATE TRIGGER recording_search_au AFTER UPDATE ON recording_search BEGIN "
-    "INSERT INTO recording_search_fts(recording_search_fts, rowid, text) "
-    "VALUES ('delete', old.id, old.text); "
-    "INSERT INTO recording_search_fts(rowid, text) VALUES (new.id, new.text); END",
+    "INSERT INTO recording_search_fts(recording_search_fts, rowid, scope, text) "
+    f"SELECT 'delete', old.id, {_scope('s')}, old.text FROM sessions s "
+    "WHERE s.id = old.session_id; "
+    "INSERT INTO recording_search_fts(rowid, scope, text) "
+    f"SELECT new.id, {_scope('s')}, new.text FROM sessions s WHERE s.id = new.session_id; END",
+    # a session's entries leave the index while the session still says their scope
+    "CREATE TRIGGER sessions_search_bd BEFORE DELETE ON sessions BEGIN "
+    "DELETE FROM recording_search WHERE session_id = old.id; END",
+    # a session whose user or connection changes: its entries are indexed again
+    "CREATE TRIGGER sessions_search_bu BEFORE UPDATE OF user_id, connection_id ON sessions "
+    "WHEN old.user_id IS NOT new.user_id OR old.connection_id IS NOT new.connection_id BEGIN "
+    "INSERT INTO recording_search_fts(recording_search_fts, rowid, scope, text) "
+    f"SELECT 'delete', e.id, {_scope('old')}, e.text FROM recording_search e "
+    "WHERE e.session_id = old.id; END",
+    "CREATE TRIGGER sessions_search_au AFTER UPDATE OF user_id, connection_id ON sessions "
+    "WHEN old.user_id IS NOT new.user_id OR old.connection_id IS NOT new.connection_id BEGIN "
+    "INSERT INTO recording_search_fts(rowid, scope, text) "
+    f"SELECT e.id, {_scope('new')}, e.text FROM recording_search e "
+    "WHERE e.session_id = new.id; END",
 )
 
 POSTGRES_FTS = (
@@ -71,7 +102,11 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == 'sqlite':
-        for name in ('recording_search_ai', 'recording_search_ad', 'recording_search_au'):
+        for name in (
+            'recording_search_ai', 'recording_search_ad', 'recording_search_au',
+            'sessions_search_bd', 'sessions_search_bu', 'sessions_search_au',
+        ):
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
         op.execute("DROP TABLE IF EXISTS recording_search_fts")
+        op.execute("DROP VIEW IF EXISTS recording_search_scoped")
     op.drop_table('recording_search')
