@@ -65,3 +65,24 @@ async def test_the_callers_own_cancellation_propagates() -> None:
     release.set()
     await asyncio.wait([worker])
     assert worker.cancelled()
+
+
+async def test_a_task_that_swallowed_the_cancellation_is_cancelled_again() -> None:
+    """A loop whose first CancelledError was eaten by a library (SQLAlchemy's pool does,
+    in a connection's reset) and that waits again is cancelled at that wait, not
+    waited for forever."""
+    swallowed: list[int] = []
+
+    async def loop_that_swallows_once() -> None:
+        while True:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if swallowed:
+                    raise
+                swallowed.append(1)  # what the library did: logged and went on
+
+    task = asyncio.create_task(loop_that_swallows_once())
+    await asyncio.sleep(0)
+    await asyncio.wait_for(cancel_and_wait(task), 60)
+    assert task.cancelled() and swallowed == [1]

@@ -8,6 +8,9 @@ from typing import Any
 
 log = logging.getLogger("hostgate.tasks")
 
+RECANCEL_SECONDS = 0.5
+"""How long a cancelled task has to end before it is cancelled again."""
+
 
 async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
     """Cancel background tasks (``None`` entries are skipped) and wait until each has ended.
@@ -18,10 +21,14 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
     ``suppress(CancelledError)`` around ``await task``).
     """
     present = [task for task in tasks if task is not None]
-    for task in present:
-        task.cancel()
-    if present:
-        await asyncio.wait(present)
+    pending = set(present)
+    while pending:
+        for task in pending:
+            task.cancel()
+        # a library may swallow the CancelledError (SQLAlchemy's pool logs one thrown
+        # into a connection's reset and goes on), so a task still running is cancelled
+        # again at its next wait instead of being waited for forever
+        _, pending = await asyncio.wait(pending, timeout=RECANCEL_SECONDS)
     for task in present:
         if not task.cancelled() and task.exception() is not None:
             log.error("background task %s had failed", task.get_name(), exc_info=task.exception())
