@@ -294,3 +294,35 @@ async def test_no_absent_header_costs_an_exception_beyond_bare_quarts(
     raised.clear()
     await client.get("/api/v1/auth/me", headers=admin.headers)
     assert sorted(raised) == by_quart
+
+
+async def test_one_after_request_hook_logs_counts_and_adds_the_headers(
+    app: Any, client: Any, kernel: Any, admin: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The access log, the metrics and the default headers come from one hook, in that order."""
+    assert len(app.after_request_funcs[None]) == 1
+    caplog.set_level(logging.INFO, logger="hostgate.access")
+    observed: list[tuple[str, str | None, int]] = []
+    original = kernel.metrics.requests.labels
+
+    def labels(method: str, route: str, status: str) -> Any:
+        lines = [r.getMessage() for r in caplog.records if r.name == "hostgate.access"]
+        observed.append((method, route, int(status)))
+        assert lines and lines[-1].startswith(f"{method} {route} {status} ")  # logged first
+        return original(method, route, status)
+
+    kernel.metrics.requests.labels = labels
+    try:
+        denied = await client.get("/api/v1/auth/me", headers={"X-Request-Id": "mine"})
+        allowed = await client.get("/api/v1/auth/me", headers=admin.headers)
+    finally:
+        del kernel.metrics.requests.labels
+    assert observed == [("GET", "/api/v1/auth/me", 401), ("GET", "/api/v1/auth/me", 200)]
+    for response in (denied, allowed):
+        assert response.headers.getlist("Cache-Control") == ["no-store"]
+        assert response.headers.getlist("X-Content-Type-Options") == ["nosniff"]
+        assert response.headers.getlist("X-Frame-Options") == ["DENY"]
+        assert response.headers.getlist("Referrer-Policy") == ["no-referrer"]
+    assert denied.headers.getlist("X-Request-Id") == ["mine"]
+    lines = [r for r in caplog.records if r.name == "hostgate.access"]
+    assert f"user={admin.id}" in lines[1].getMessage()
