@@ -351,6 +351,7 @@ async def count_inside(requests: int, library: Path) -> None:
     import tempfile
 
     from hostgate.app import create_app
+    from hostgate.commands.serve import tune_garbage_collector
     from hostgate.config import load_config
     from quart import Quart
 
@@ -462,6 +463,7 @@ async def count_inside(requests: int, library: Path) -> None:
             "me": (app, "/api/v1/auth/me", token),
             "connections": (app, "/api/v1/connections", token),
         }
+        tune_garbage_collector()  # as ``hostgate serve`` does before it listens
         for name in COUNTED:
             target, path, auth = targets[name]
             for _ in range(200):

@@ -326,3 +326,47 @@ async def test_one_after_request_hook_logs_counts_and_adds_the_headers(
     assert denied.headers.getlist("X-Request-Id") == ["mine"]
     lines = [r for r in caplog.records if r.name == "hostgate.access"]
     assert f"user={admin.id}" in lines[1].getMessage()
+
+
+async def test_the_caller_and_client_are_built_once_while_nothing_changes(
+    client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hostgate.guards
+    import hostgate.services.identity.identity as identity_module
+
+    built: list[str] = []
+    made: list[str] = []
+    original_caller = identity_module.Caller
+    original_client = hostgate.guards.ClientInfo
+
+    def caller(*args: Any, **kwargs: Any) -> Any:
+        built.append(kwargs["user_agent"])
+        return original_caller(*args, **kwargs)
+
+    def client_info(*args: Any, **kwargs: Any) -> Any:
+        made.append(kwargs["user_agent"])
+        return original_client(*args, **kwargs)
+
+    monkeypatch.setattr(identity_module, "Caller", caller)
+    monkeypatch.setattr(hostgate.guards, "ClientInfo", client_info)
+    await warm(client, admin)
+    headers = {**admin.headers, "User-Agent": "probe/1 Firefox/1"}
+    for _ in range(4):
+        me = await client.get("/api/v1/auth/me", headers=headers)
+        assert me.status_code == 200
+    assert built.count("probe/1 Firefox/1") == 1
+    assert made.count("probe/1 Firefox/1") == 1
+    # another client: its own Caller, with its own user agent
+    other = await client.get("/api/v1/auth/me", headers={**admin.headers, "User-Agent": "b/2"})
+    assert other.status_code == 200
+    assert built[-1] == "b/2"
+    # a Caller a pack wrote into is never handed to another request
+    known = kernel.identity._callers[admin_session(admin)][2]
+    known.extra["pack"] = "x"
+    await client.get("/api/v1/auth/me", headers={**admin.headers, "User-Agent": "b/2"})
+    assert built[-2:] == ["b/2", "b/2"]
+    # a revoked session is refused at once, reused Caller or not
+    assert (await client.post("/api/v1/auth/logout", headers=headers)).status_code == 200
+    refused = await client.get("/api/v1/auth/me", headers=headers)
+    assert refused.status_code == 401
+
