@@ -370,3 +370,35 @@ async def test_the_caller_and_client_are_built_once_while_nothing_changes(
     refused = await client.get("/api/v1/auth/me", headers=headers)
     assert refused.status_code == 401
 
+
+async def test_a_cached_json_body_answers_as_an_ordinary_response_without_parsing(
+    app: Any, client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hostgate.api.cachedjson import CachedJSONResponse
+    from werkzeug.sansio.response import Response as SansIOResponse
+
+    body = b'{"a": 1}\n'
+    cached = CachedJSONResponse(body, str(len(body)))
+    async with app.app_context():
+        ordinary = Response(body, mimetype="application/json")
+    assert cached.status == ordinary.status and cached.status_code == ordinary.status_code == 200
+    assert list(cached.headers.items()) == list(ordinary.headers.items())
+    assert await cached.get_data() == await ordinary.get_data() == body
+    assert cached.mimetype == "application/json" and cached.content_length == len(body)
+
+    await warm(client, admin)
+    cleaned: list[object] = []
+    original = SansIOResponse._clean_status
+
+    def clean(self: Any, value: Any) -> Any:
+        cleaned.append(value)
+        return original(self, value)
+
+    monkeypatch.setattr(SansIOResponse, "_clean_status", clean)
+    me = await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert cleaned == [200]  # the test client's own copy of the answer; none by the app
+    assert me.status_code == 200 and me.mimetype == "application/json"
+    data = await me.get_data()
+    assert me.content_length == len(data)
+    assert (await me.get_json())["user"]["username"] == "admin"
+    assert me.headers.getlist("Cache-Control") == ["no-store"]
