@@ -15,12 +15,22 @@ example ``git worktree add /tmp/before integrate``) and is measured in the same
 rounds, so a change is compared on and off in one run. ``--profile DIR``: after
 the rounds, py-spy (when installed) records the gateway under load on each
 endpoint and writes flame graphs (SVG) into DIR.
+
+``--instructions N``: instead of loading servers, count the CPU instructions of
+one request with ``valgrind --tool=callgrind``, in-process (the app called
+through ASGI, no network): the gateway's ``/auth/me``, ``/connections`` and
+``/health`` and the bare endpoint, each warmed and then counted over N requests
+with instrumentation switched on only around them (a few lines of C with
+``valgrind/callgrind.h``, built with ``cc`` and called through ctypes). The
+counts do not depend on the load of the machine; with ``--against`` the other
+checkout's kernel is counted too.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import re
 import shutil
@@ -30,12 +40,14 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
+    BENCH_KEY,
     Row,
     free_port,
     hostgate_server,
@@ -44,6 +56,7 @@ from _common import (  # noqa: E402
     print_table,
     rss_mib,
     wait_http,
+    write_test_config,
 )
 
 PASSWORD = "bench password 1"
@@ -313,6 +326,226 @@ def run(
     return rows
 
 
+CALLGRIND_C = """
+#include <valgrind/callgrind.h>
+void hg_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void hg_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
+void hg_zero(void) { CALLGRIND_ZERO_STATS; }
+void hg_dump(const char *name) { CALLGRIND_DUMP_STATS_AT(name); }
+"""
+COUNTED = ("bare", "health", "me", "connections")
+
+
+def callgrind_library(directory: Path) -> Path:
+    """The instrumentation switch, compiled from ``callgrind.h`` (valgrind's header)."""
+    source = directory / "hgcallgrind.c"
+    source.write_text(CALLGRIND_C)
+    library = directory / "hgcallgrind.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", library, source], check=True)
+    return library
+
+
+async def count_inside(requests: int, library: Path) -> None:
+    """Run under callgrind: each endpoint warmed, then ``requests`` of it counted and dumped."""
+    import ctypes
+    import tempfile
+
+    from hostgate.app import create_app
+    from hostgate.commands.serve import tune_garbage_collector
+    from hostgate.config import load_config
+    from quart import Quart
+
+    switch = ctypes.CDLL(str(library))
+    data = Path(tempfile.mkdtemp(prefix="hg-bench-cg-"))
+    config = load_config(
+        config_file=write_test_config(data / "bench.toml"),
+        data_dir=data,
+        encryption_key=BENCH_KEY,
+        log_level="WARNING",
+    )
+    logging.getLogger("hostgate").setLevel(logging.WARNING)
+    app = create_app(config)
+    bare = Quart("bare")
+
+    @bare.get("/ping")
+    async def ping() -> dict[str, bool]:
+        return {"ok": True}
+
+    async def call(
+        target: Any, method: str, path: str, token: str | None = None, body: bytes = b""
+    ) -> tuple[int, bytes]:
+        headers = [(b"host", b"127.0.0.1"), (b"user-agent", b"wrk")]
+        if token:
+            headers.append((b"authorization", f"Bearer {token}".encode()))
+        if body:
+            headers += [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 40000),
+            "server": ("127.0.0.1", 8080),
+            "extensions": {},
+        }
+        sent = False
+        status = 0
+        chunks: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await target(scope, receive, send)
+        return status, b"".join(chunks)
+
+    import json as jsonlib
+
+    await app.startup()
+    try:
+        status, answer = await call(
+            app,
+            "POST",
+            "/api/v1/auth/setup",
+            body=jsonlib.dumps(
+                {"username": "bench", "password": PASSWORD, "displayName": "Bench"}
+            ).encode(),
+        )
+        assert status == 200, answer
+        token = jsonlib.loads(answer)["token"]
+        for g in range(3):
+            status, answer = await call(
+                app,
+                "POST",
+                "/api/v1/connections/groups",
+                token,
+                jsonlib.dumps({"name": f"group {g}"}).encode(),
+            )
+            group = jsonlib.loads(answer)["id"]
+            for c in range(6 + (2 if g == 0 else 0)):
+                item = {
+                    "name": f"host {g}-{c}",
+                    "protocol": "ssh",
+                    "host": f"10.0.{g}.{c + 1}",
+                    "port": 22,
+                    "username": "ops",
+                    "password": "not used",
+                    "tags": ["bench"],
+                    "groupId": group if c % 4 else None,
+                }
+                status, answer = await call(
+                    app, "POST", "/api/v1/connections", token, jsonlib.dumps(item).encode()
+                )
+                assert status == 201, answer
+        targets = {
+            "bare": (bare, "/ping", None),
+            "health": (app, "/api/v1/health", None),
+            "me": (app, "/api/v1/auth/me", token),
+            "connections": (app, "/api/v1/connections", token),
+        }
+        tune_garbage_collector()  # as ``hostgate serve`` does before it listens
+        if os.environ.get("HOSTGATE_BENCH_NO_GC"):
+            # where collections fall varies between runs: off, a lever's count is exact
+            import gc
+
+            gc.disable()
+        for name in COUNTED:
+            target, path, auth = targets[name]
+            for _ in range(200):
+                status, answer = await call(target, "GET", path, auth)
+                assert status == 200, answer
+            switch.hg_zero()
+            switch.hg_start()
+            for _ in range(requests):
+                await call(target, "GET", path, auth)
+            switch.hg_stop()
+            switch.hg_dump(name.encode())
+    finally:
+        await app.shutdown()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def count_instructions(requests: int, against: Path | None) -> list[Row]:
+    """Instructions per request of each endpoint (and of ``against``'s kernel), by callgrind."""
+    import tempfile
+
+    if not shutil.which("valgrind") or not shutil.which("cc"):
+        raise SystemExit("--instructions needs valgrind and a C compiler (cc)")
+    work = Path(tempfile.mkdtemp(prefix="hg-callgrind-"))
+    library = callgrind_library(work)
+    kernels: dict[str, str | None] = {"": None}
+    if against is not None:
+        kernels[f" on {against}"] = str(against.resolve() / "kernel" / "src")
+    counts: dict[str, dict[str, int]] = {}
+    for label, source in kernels.items():
+        env = {**os.environ, "HOSTGATE_LOG_LEVEL": "WARNING", "PYTHONHASHSEED": "0"}
+        if source is not None:
+            env["PYTHONPATH"] = source
+        out = work / f"callgrind{len(counts)}.out"
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--count-inside",
+                str(requests),
+                "--library",
+                str(library),
+            ],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        found: dict[str, int] = {}
+        for dump in work.glob(f"{out.name}.*"):
+            text = dump.read_text(errors="replace")
+            trigger = re.search(r"^desc: Trigger: Client Request: (\S+)", text, re.M)
+            total = re.search(r"^totals: (\d+)", text, re.M)
+            if trigger and total and trigger.group(1) in COUNTED:
+                found[trigger.group(1)] = int(total.group(1))
+            dump.unlink()
+        counts[label] = found
+    shutil.rmtree(work, ignore_errors=True)
+    bare = counts[""]["bare"] / requests
+    rows = [Row("bare Quart /ping: instructions per request", bare / 1000, "k")]
+    for label, found in counts.items():
+        for name in ("me", "connections", "health"):
+            per = found[name] / requests
+            rows.append(
+                Row(
+                    f"{name}{label}: instructions per request",
+                    per / 1000,
+                    "k",
+                    measured_ratio=bare / per,
+                )
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=10)
@@ -320,7 +553,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating measurements")
     parser.add_argument("--against", type=Path, help="a checkout whose kernel runs alongside")
     parser.add_argument("--profile", type=Path, help="write py-spy flame graphs here")
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        metavar="N",
+        help="count instructions of N requests each with callgrind instead",
+    )
+    parser.add_argument("--count-inside", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.count_inside:
+        asyncio.run(count_inside(args.count_inside, args.library))
+        return
+    if args.instructions:
+        print_table(count_instructions(args.instructions, args.against))
+        return
     print(f"load average at the start: {os.getloadavg()}")
     rows = run(
         args.seconds, args.clients, args.rounds, against=args.against, profile_dir=args.profile

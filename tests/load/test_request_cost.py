@@ -294,3 +294,111 @@ async def test_no_absent_header_costs_an_exception_beyond_bare_quarts(
     raised.clear()
     await client.get("/api/v1/auth/me", headers=admin.headers)
     assert sorted(raised) == by_quart
+
+
+async def test_one_after_request_hook_logs_counts_and_adds_the_headers(
+    app: Any, client: Any, kernel: Any, admin: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The access log, the metrics and the default headers come from one hook, in that order."""
+    assert len(app.after_request_funcs[None]) == 1
+    caplog.set_level(logging.INFO, logger="hostgate.access")
+    observed: list[tuple[str, str | None, int]] = []
+    original = kernel.metrics.requests.labels
+
+    def labels(method: str, route: str, status: str) -> Any:
+        lines = [r.getMessage() for r in caplog.records if r.name == "hostgate.access"]
+        observed.append((method, route, int(status)))
+        assert lines and lines[-1].startswith(f"{method} {route} {status} ")  # logged first
+        return original(method, route, status)
+
+    kernel.metrics.requests.labels = labels
+    try:
+        denied = await client.get("/api/v1/auth/me", headers={"X-Request-Id": "mine"})
+        allowed = await client.get("/api/v1/auth/me", headers=admin.headers)
+    finally:
+        del kernel.metrics.requests.labels
+    assert observed == [("GET", "/api/v1/auth/me", 401), ("GET", "/api/v1/auth/me", 200)]
+    for response in (denied, allowed):
+        assert response.headers.getlist("Cache-Control") == ["no-store"]
+        assert response.headers.getlist("X-Content-Type-Options") == ["nosniff"]
+        assert response.headers.getlist("X-Frame-Options") == ["DENY"]
+        assert response.headers.getlist("Referrer-Policy") == ["no-referrer"]
+    assert denied.headers.getlist("X-Request-Id") == ["mine"]
+    lines = [r for r in caplog.records if r.name == "hostgate.access"]
+    assert f"user={admin.id}" in lines[1].getMessage()
+
+
+async def test_the_caller_and_client_are_built_once_while_nothing_changes(
+    client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hostgate.guards
+    import hostgate.services.identity.identity as identity_module
+
+    built: list[str] = []
+    made: list[str] = []
+    original_caller = identity_module.Caller
+    original_client = hostgate.guards.ClientInfo
+
+    def caller(*args: Any, **kwargs: Any) -> Any:
+        built.append(kwargs["user_agent"])
+        return original_caller(*args, **kwargs)
+
+    def client_info(*args: Any, **kwargs: Any) -> Any:
+        made.append(kwargs["user_agent"])
+        return original_client(*args, **kwargs)
+
+    monkeypatch.setattr(identity_module, "Caller", caller)
+    monkeypatch.setattr(hostgate.guards, "ClientInfo", client_info)
+    await warm(client, admin)
+    headers = {**admin.headers, "User-Agent": "probe/1 Firefox/1"}
+    for _ in range(4):
+        me = await client.get("/api/v1/auth/me", headers=headers)
+        assert me.status_code == 200
+    assert built.count("probe/1 Firefox/1") == 1
+    assert made.count("probe/1 Firefox/1") == 1
+    # another client: its own Caller, with its own user agent
+    other = await client.get("/api/v1/auth/me", headers={**admin.headers, "User-Agent": "b/2"})
+    assert other.status_code == 200
+    assert built[-1] == "b/2"
+    # a Caller a pack wrote into is never handed to another request
+    known = kernel.identity._callers[admin_session(admin)][2]
+    known.extra["pack"] = "x"
+    await client.get("/api/v1/auth/me", headers={**admin.headers, "User-Agent": "b/2"})
+    assert built[-2:] == ["b/2", "b/2"]
+    # a revoked session is refused at once, reused Caller or not
+    assert (await client.post("/api/v1/auth/logout", headers=headers)).status_code == 200
+    refused = await client.get("/api/v1/auth/me", headers=headers)
+    assert refused.status_code == 401
+
+
+async def test_a_cached_json_body_answers_as_an_ordinary_response_without_parsing(
+    app: Any, client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hostgate.api.cachedjson import CachedJSONResponse
+    from werkzeug.sansio.response import Response as SansIOResponse
+
+    body = b'{"a": 1}\n'
+    cached = CachedJSONResponse(body, str(len(body)))
+    async with app.app_context():
+        ordinary = Response(body, mimetype="application/json")
+    assert cached.status == ordinary.status and cached.status_code == ordinary.status_code == 200
+    assert list(cached.headers.items()) == list(ordinary.headers.items())
+    assert await cached.get_data() == await ordinary.get_data() == body
+    assert cached.mimetype == "application/json" and cached.content_length == len(body)
+
+    await warm(client, admin)
+    cleaned: list[object] = []
+    original = SansIOResponse._clean_status
+
+    def clean(self: Any, value: Any) -> Any:
+        cleaned.append(value)
+        return original(self, value)
+
+    monkeypatch.setattr(SansIOResponse, "_clean_status", clean)
+    me = await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert cleaned == [200]  # the test client's own copy of the answer; none by the app
+    assert me.status_code == 200 and me.mimetype == "application/json"
+    data = await me.get_data()
+    assert me.content_length == len(data)
+    assert (await me.get_json())["user"]["username"] == "admin"
+    assert me.headers.getlist("Cache-Control") == ["no-store"]

@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
-from quart import Quart, Response, g, request, websocket
+from quart import Quart, Request, g, websocket
 
 from .config import IPNetwork
 from .logs import request_id
@@ -55,25 +56,26 @@ def _emit(method: str, path: str, status: int, started: float, client: str, **ex
     )
 
 
+def request_logger(
+    trusted_proxies: tuple[IPNetwork, ...] = (),
+) -> Callable[[Request, int], None]:
+    """What logs one finished HTTP request; the app calls it from its one after-request hook."""
+
+    def log_request(current: Request, status: int) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return  # the line would be dropped: build nothing
+        started = g.get("request_started", time.perf_counter())
+        address = client_ip(current.remote_addr, current.headers, trusted_proxies) or "-"
+        _emit(current.method, current.path, status, started, address)
+
+    return log_request
+
+
 def install(app: Quart, trusted_proxies: tuple[IPNetwork, ...] = ()) -> None:
-    """Log every request and WebSocket of ``app`` to ``hostgate.access``."""
+    """Log every WebSocket of ``app`` to ``hostgate.access`` (requests: ``request_logger``)."""
 
     def client(remote: str | None, headers: Any) -> str:
         return client_ip(remote, headers, trusted_proxies) or "-"
-
-    @app.after_request
-    async def _log_request(response: Response) -> Response:
-        if not log.isEnabledFor(logging.INFO):
-            return response  # the line would be dropped: build nothing
-        started = g.get("request_started", time.perf_counter())
-        _emit(
-            request.method,
-            request.path,
-            response.status_code,
-            started,
-            client(request.remote_addr, request.headers),
-        )
-        return response
 
     @app.before_websocket
     async def _start_socket() -> None:

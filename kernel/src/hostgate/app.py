@@ -96,23 +96,29 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         if pages and current.blueprint in pages and current.path.startswith(KERNEL_PATHS):
             raise errors.NotFound("Not found")
 
+    log_request = accesslog.request_logger(config.trusted_proxies) if config.access_log else None
+    if config.access_log:
+        accesslog.install(app, config.trusted_proxies)  # the WebSockets' lines
+    observe = kernel.metrics.observe_request
+
     @app.after_request
-    async def _headers(response: Response) -> Response:
+    async def _finish(response: Response) -> Response:
+        """One hook for every request: the access log line, the metrics, the default headers."""
         current = request._get_current_object()  # type: ignore[attr-defined]
+        status = response.status_code
+        if log_request is not None:
+            log_request(current, status)
         rule = current.url_rule
         started = g.get("request_started")
-        kernel.metrics.observe_request(
+        observe(
             current.method,
             rule.rule if rule is not None else None,
-            response.status_code,
+            status,
             0.0 if started is None else time.perf_counter() - started,
         )
         defaults = API_HEADERS if current.path.startswith(API_PREFIX) else DEFAULT_HEADERS
         add_default_headers(response.headers, request_id.get(), defaults)
         return response
-
-    if config.access_log:
-        accesslog.install(app, config.trusted_proxies)
 
     @app.before_serving
     async def _start() -> None:

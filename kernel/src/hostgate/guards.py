@@ -52,13 +52,29 @@ def request_client() -> ClientInfo:
     return _client_of(request._get_current_object())  # type: ignore[attr-defined]
 
 
+_clients: dict[tuple[Any, str | None, str, str], ClientInfo] = {}
+"""``ClientInfo`` by (trusted proxies, peer, User-Agent, X-Forwarded-For): parsed once,
+shared (it is frozen)."""
+
+
 def _client_of(current: Request) -> ClientInfo:
-    kernel = _kernel()
+    proxies = _kernel().config.trusted_proxies
     headers = current.headers
-    agent = headers.get("User-Agent", "")
+    # getlist: werkzeug's get builds an exception when the header is absent
+    agents = headers.getlist("User-Agent")
+    agent = agents[0] if agents else ""
+    forwarded = headers.getlist("X-Forwarded-For") if proxies else ()
+    key = (proxies, current.remote_addr, agent, ",".join(forwarded))
+    known = _clients.get(key)
+    if known is not None:
+        return known
     browser, system = parse_user_agent(agent)
-    ip = client_ip(current.remote_addr, headers, kernel.config.trusted_proxies)
-    return ClientInfo(ip_address=ip, user_agent=agent[:512], browser=browser, os=system)
+    ip = client_ip(current.remote_addr, headers, proxies)
+    made = ClientInfo(ip_address=ip, user_agent=agent[:512], browser=browser, os=system)
+    if len(_clients) >= 1024:
+        _clients.clear()
+    _clients[key] = made
+    return made
 
 
 def _token(current: Request) -> tuple[str | None, bool]:

@@ -20,6 +20,7 @@ class AuditEntry(SQLModel, table=True):
         Index("ix_audit_ts", "timestamp"),
         Index("ix_audit_type_ts", "event_type", "timestamp"),
         Index("ix_audit_user_ts", "user_id", "timestamp"),
+        Index("ix_audit_user_type_ts", "user_id", "event_type", "timestamp"),
     )
 
     seq: int | None = Field(
