@@ -359,7 +359,7 @@ class Kernel:
         except ClusterSetupError as exc:
             raise StartupError(str(exc)) from None
         await self.db.migrate()
-        await self._check_key()
+        await self._first_start_step(self._check_key)
         if self.cluster.redis is not None:
             try:
                 database_id = await self._database_id()
@@ -368,8 +368,8 @@ class Kernel:
             except ClusterSetupError as exc:
                 raise StartupError(str(exc)) from None
         await self.settings.load()
-        await self.identity.start()
-        await self.sync_builtin_roles()
+        await self._first_start_step(self.identity.start)
+        await self._first_start_step(self.sync_builtin_roles)
         # joined before the recordings repair rows left open, which skips the held ones
         await self.live.start()
         for hook in self._start_hooks:
@@ -471,6 +471,22 @@ class Kernel:
                     continue  # another node made it at the same time: read theirs
                 return value
         raise StartupError("Cannot store the database id")
+
+    @staticmethod
+    async def _first_start_step(step: Callable[[], Awaitable[None]]) -> None:
+        """Run a start-up step that creates its rows when the database is new.
+
+        Workers of ``serve --workers N`` (and nodes) start at the same moment: two
+        can both find a row missing and both insert it. The second commit fails on
+        the unique key; the step then runs again and finds the first one's row.
+        """
+        from sqlalchemy.exc import IntegrityError
+
+        try:
+            await step()
+        except IntegrityError:
+            log.info("another worker or node created the start-up rows first; reading theirs")
+            await step()
 
     async def _check_key(self) -> None:
         async with self.db.session() as session:
