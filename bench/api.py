@@ -569,6 +569,12 @@ def main() -> None:
         print_table(count_instructions(args.instructions, args.against))
         return
     print(f"load average at the start: {os.getloadavg()}")
+    if not shutil.which("wrk"):
+        print(
+            "wrk is not installed (python3 scripts/dev.py setup installs it): the httpx fallback"
+            " saturates before the servers do, so the ratios below are not meaningful",
+            file=sys.stderr,
+        )
     rows = run(
         args.seconds, args.clients, args.rounds, against=args.against, profile_dir=args.profile
     )

@@ -41,6 +41,8 @@ TEST_DEBIAN_PACKAGES = [
     # download its own here); a font so screenshots show text
     "chromium",
     "fonts-dejavu-core",
+    # bench/api.py's load generator (its Python fallback saturates before the server does)
+    "wrk",
 ]
 # Commands whose presence shows each package is installed.
 PROBES = {
@@ -58,6 +60,7 @@ PROBES = {
     "xrdp": "/usr/sbin/xrdp",
     "redis-server": "/usr/bin/redis-server",
     "haproxy": "/usr/sbin/haproxy",
+    "wrk": "/usr/bin/wrk",
     "iproute2": "/bin/ip",
     "chromium": "/usr/bin/chromium",
     "fonts-dejavu-core": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
