@@ -18,6 +18,7 @@ from hostgate.security.passwords import hash_password_sync
 from hostgate.security.secretbox import SecretBox
 from hostgate.services.identity.identity import ClientInfo
 from quart import Quart
+from quart.testing.app import TestApp
 from sqlmodel import select
 
 from testsupport.secretscan import (
@@ -41,6 +42,36 @@ def _logging_is_left_as_found() -> Iterator[None]:
     yield
     root.setLevel(level)
     root.handlers[:] = handlers
+
+
+HARNESS_SECONDS = 30
+"""Start-up and shut-down time of an in-process app (Quart's test harness gives 6 s)."""
+
+
+class PatientTestApp(TestApp):
+    """Quart's test harness with :data:`HARNESS_SECONDS` for start-up and shut-down.
+
+    On the 2-core CI machine under load a start-up or shut-down (sessions closed,
+    deliveries stored, a backup's instance re-sealed, the database closed) has run
+    past Quart's 6 s. A hang still fails the test, after 30 s.
+    """
+
+    def __init__(
+        self,
+        app: Quart,
+        startup_timeout: int = HARNESS_SECONDS,
+        shutdown_timeout: int = HARNESS_SECONDS,
+    ) -> None:
+        super().__init__(app, startup_timeout, shutdown_timeout)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _patient_test_app() -> Iterator[None]:
+    """Every ``app.test_app()`` of the session (fixtures of any scope, the test kit's, a
+    test's own) is a :class:`PatientTestApp`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Quart, "test_app_class", PatientTestApp)
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -87,12 +118,8 @@ def plugins() -> list[object]:
 async def app(config: Config, plugins: list[object]) -> AsyncIterator[Quart]:
     """A started app (start-up and shut-down hooks run)."""
     application = create_app(config, plugins=plugins)
-    # Quart's test harness gives start-up and shut-down 6 s; on the 2-core CI machine
-    # under load, a shut-down (sessions closed, deliveries stored, the database closed)
-    # has run past that. A hang still fails the test, after 30 s.
-    harness = application.test_app_class(application, startup_timeout=30, shutdown_timeout=30)  # type: ignore[call-arg]
-    async with harness as test_app:
-        yield test_app.app  # type: ignore[misc]
+    async with application.test_app() as test_app:
+        yield test_app.app  # type: ignore[attr-defined]
 
 
 @pytest.fixture

@@ -97,3 +97,43 @@ async def test_one_node_has_nobody_to_tell():
     await bus.publish("test.topic", {"n": 1})
     await bus.stop()
     assert inbox.messages == []
+
+
+async def test_stop_ends_a_listener_that_swallowed_its_cancellation(redis_server, monkeypatch):
+    """A cancellation lost inside the Redis client's read (the listener reads on) does not
+    hang the node's shut-down: the bus cancels again until its listener has ended."""
+    from redis.asyncio.client import PubSub
+
+    real = PubSub.get_message
+    swallowed: list[bool] = []
+
+    async def losing_one_cancellation(self: PubSub, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await real(self, *args, **kwargs)
+        except asyncio.CancelledError:
+            if swallowed:
+                raise
+            swallowed.append(True)
+            current = asyncio.current_task()
+            assert current is not None
+            current.uncancel()  # lost for good, as a timeout racing the cancel can lose it
+            return None
+
+    monkeypatch.setattr(PubSub, "get_message", losing_one_cancellation)
+    client = connect(redis_server.url)
+    bus = RedisBus(client)
+    bus.subscribe("test.topic", Inbox())
+    await bus.start()
+    listener = bus._task
+    assert listener is not None
+    await asyncio.sleep(0.1)  # the listener waits in get_message
+    stopping = asyncio.create_task(bus.stop())
+    await asyncio.wait({stopping}, timeout=10)  # (wait_for would cancel the listener again)
+    try:
+        assert stopping.done(), "stop() still waits for a listener that reads on"
+        assert swallowed == [True]
+        assert listener.done() and not bus.ready.is_set()
+    finally:
+        listener.cancel()
+        await asyncio.wait({stopping, listener}, timeout=10)
+        await client.aclose()

@@ -262,13 +262,17 @@ async def test_command_log_through_a_real_shell(client, kernel, shell_connection
     user, connection = shell_connection
     async with await open_screen(client, kernel, user, connection.id) as socket:
         screen = Screen(socket)
-        await screen.until("$ ")
-        await screen.run("echo one-$((0+1))", "one-1\r\n")
-        await screen.until("$ ")
-        await screen.run("read -s -p 'Password: ' secret; echo; echo len=${#secret}", "Password: ")
+        # each line is typed at a prompt that is showing, as a person types: the
+        # output is awaited from where the line was sent (the echo of the read command
+        # holds 'Password: ' too, and an earlier '$ ' would let a line be typed ahead)
+        await screen.prompt()
+        await screen.step("echo one-$((0+1))", "one-1\r\n")
+        await screen.send("read -s -p 'Password: ' secret; echo; echo len=${#secret}\r")
+        await screen.until("echo len=${#secret}")  # the echo of the whole line, then
+        await screen.prompt(b"Password: ")  # read's own prompt
         await screen.send("Typed-Secret-99\r")
         await screen.until("len=15")
-        await screen.until("$ ")
+        await screen.prompt()
         await screen.send("exit\r")
         await screen.until_closed()
     [entry] = (await (await client.get("/api/v1/sessions", headers=user.headers)).get_json())[

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..tasks import cancel_and_wait
 from .shared import KEY_PREFIX, reaching
 
 if TYPE_CHECKING:
@@ -100,14 +101,12 @@ class RedisBus(Bus):
         self._task = asyncio.create_task(self._listen(pubsub), name="hostgate-bus")
 
     async def stop(self) -> None:
-        """Cancel the listener."""
+        """Cancel the listener and the handlers still running; return once they ended."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        for running in list(self._running):
-            running.cancel()
+        # cancel_and_wait cancels again a task that swallowed its cancellation: with
+        # one cancel and an await, a cancellation lost inside a library (as
+        # SQLAlchemy's pool loses one) left the node's shut-down waiting forever
+        await cancel_and_wait(task, *self._running)
         self.ready.clear()
 
     async def _subscribed(self) -> PubSub:
