@@ -152,15 +152,20 @@ def endpoint(settings: DirectorySettings) -> tuple[str, int, bool]:
     """``(host, port, use_ssl)`` of the configured URL; DirectoryMisconfigured when it is bad."""
     if not settings.url:
         raise DirectoryMisconfigured("No LDAP URL is configured")
-    parts = urlsplit(settings.url)
-    if parts.scheme not in {"ldap", "ldaps"} or not parts.hostname:
-        raise DirectoryMisconfigured("The LDAP URL must look like ldap://host:389 or ldaps://host")
+    shape = "The LDAP URL must look like ldap://host:389 or ldaps://host"
+    try:
+        parts = urlsplit(settings.url)
+        hostname = parts.hostname
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        raise DirectoryMisconfigured(shape) from None
+    if parts.scheme not in {"ldap", "ldaps"} or not hostname:
+        raise DirectoryMisconfigured(shape)
     try:
         port = parts.port
     except ValueError:
         raise DirectoryMisconfigured("The LDAP URL has an invalid port") from None
     use_ssl = parts.scheme == "ldaps"
-    return parts.hostname, port or (636 if use_ssl else 389), use_ssl
+    return hostname, port or (636 if use_ssl else 389), use_ssl
 
 
 def _server(settings: DirectorySettings) -> ldap3.Server:
