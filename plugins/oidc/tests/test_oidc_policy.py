@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hostgate_oidc.provider import _secure_url
 
 pytestmark = pytest.mark.peer("oidc-provider-mock")
 
@@ -42,3 +43,15 @@ async def test_endpoints_the_discovery_document_names_are_checked_too(
     await kernel.settings.update({"network.deny": ""})
     answer = await flow.login("sub-carol")
     assert answer.headers["Location"] == "/?sso=success"
+
+
+@pytest.mark.parametrize("url", ["https://[::1", "https://a\x00b/jwks", "ftp://idp.example/"])
+def test_a_url_that_does_not_parse_is_not_usable(url):
+    assert not _secure_url(url)
+
+
+async def test_an_issuer_that_does_not_parse_is_a_clear_502(client, kernel, oidc_on):
+    await kernel.settings.update({"auth.oidc_issuer": "https://[::1"})
+    answer = await client.get("/api/v1/auth/oidc/authorize")
+    assert answer.status_code == 502
+    assert (await answer.get_json())["code"] == "oidc_misconfigured"

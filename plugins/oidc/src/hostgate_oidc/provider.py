@@ -152,10 +152,20 @@ def tls_verify_option(settings: OidcSettings) -> ssl.SSLContext | bool:
 
 
 def _secure_url(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
+    """True for an https:// URL (http:// on loopback names) that the HTTP client can send to.
+
+    Issuer and discovery-document URLs are untrusted text: one that does not parse
+    (an unclosed IPv6 bracket, a control character) is simply not usable.
+    """
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return False
+    if parts.scheme == "https" and hostname:
         return True
-    return parts.scheme == "http" and parts.hostname in {"localhost", "127.0.0.1", "::1"}
+    return parts.scheme == "http" and hostname in {"localhost", "127.0.0.1", "::1"}
 
 
 def _describe_http_error(exc: httpx.HTTPError) -> str:
