@@ -7,6 +7,10 @@
   writes there are refused.
 - ``pyftpd``: pyftpdlib in a subprocess with password users: ``alice`` (full
   rights) and ``reader`` (read-only); it speaks MLSD/MLST.
+- ``start_pyftpd(base, pasv=...)``: the same server with a doctored passive-mode
+  reply, for the relay's data-connection checks: ``masquerade:<ip>`` names another
+  host in PASV replies (EPSV refused, so clients fall back to PASV), ``port:<n>``
+  names port ``n`` in PASV and EPSV replies without listening there.
 """
 
 from __future__ import annotations
@@ -150,19 +154,41 @@ handler.authorizer = authorizer
 handler.banner = "hostgate test pyftpdlib"
 handler.permit_foreign_addresses = False
 handler.auth_failed_timeout = 0.1
+pasv = sys.argv[7]
+if pasv.startswith("masquerade:"):
+    class Handler(FTPHandler):
+        def ftp_EPSV(self, line):
+            self.respond("502 EPSV is switched off on this server.")
+
+    Handler.masquerade_address = pasv.split(":", 1)[1]
+    handler = Handler
+elif pasv.startswith("port:"):
+    named = int(pasv.split(":", 1)[1])
+
+    class Handler(FTPHandler):
+        def ftp_PASV(self, line):
+            self.respond("227 Entering passive mode (127,0,0,1,%d,%d)." % divmod(named, 256))
+
+        def ftp_EPSV(self, line):
+            self.respond("229 Entering extended passive mode (|||%d|)." % named)
+
+    handler = Handler
 server = FTPServer(("127.0.0.1", port), handler)
 server.max_cons = 256
 server.serve_forever(handle_exit=True)
 """
 
 
-def start_pyftpd(base: Path) -> tuple[FtpServer, subprocess.Popen[bytes]]:
-    """Start pyftpdlib with users alice (read-write) and reader (read-only)."""
+def start_pyftpd(base: Path, *, pasv: str = "") -> tuple[FtpServer, subprocess.Popen[bytes]]:
+    """Start pyftpdlib with users alice (read-write) and reader (read-only).
+
+    ``pasv`` doctors the passive-mode replies (see the module docstring).
+    """
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     users = [FTP_USER, FTP_PASSWORD, READER_USER, READER_PASSWORD]
-    command = [sys.executable, "-c", _PYFTPD_SCRIPT, str(port), str(root), *users]
+    command = [sys.executable, "-c", _PYFTPD_SCRIPT, str(port), str(root), *users, pasv]
     process = launch("pyftpdlib", command, base / "pyftpd.out", port)
     return FtpServer("127.0.0.1", port, root, FTP_USER, FTP_PASSWORD), process
 

@@ -20,6 +20,9 @@ from typing_extensions import Unpack
 from .timefmt import iso
 
 if TYPE_CHECKING:
+    import ssl
+
+    import httpx
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from .errors import NotAuthenticated
@@ -344,6 +347,16 @@ class OutboundAPI(Protocol):
 
     async def check(self, host: str, port: int, *, purpose: str) -> str:
         """Resolve ``host`` under the network policy; the address to connect to."""
+
+    def transport(
+        self, *, purpose: str, verify: ssl.SSLContext | bool = True
+    ) -> httpx.AsyncBaseTransport:
+        """An httpx transport for a pack's own client (e.g. an OAuth library's).
+
+        Every request it sends, to whatever URL, is checked by the network policy
+        and pinned to the checked address; give the client ``trust_env=False`` so
+        proxy variables cannot route around it.
+        """
 
 
 class NotificationsAPI(Protocol):

@@ -57,7 +57,14 @@ def test_slack_and_webhook_configs():
     assert SlackConfig.model_validate({"webhookUrl": " https://h.example/x "}).webhook_url == (
         "https://h.example/x"
     )
-    for url in ("hooks.slack.com/x", "javascript:alert(1)", "https://", "http://a b/"):
+    for url in (
+        "hooks.slack.com/x",
+        "javascript:alert(1)",
+        "https://",
+        "http://a b/",
+        "http://a\x00b/",
+        "https://h.example/x\x7f",
+    ):
         with pytest.raises(ValidationError):
             SlackConfig.model_validate({"webhookUrl": url})
     hook = WebhookConfig.model_validate({"url": "http://10.0.0.1:8080/in", "method": "patch"})

@@ -65,12 +65,22 @@ async def test_untrusted_certificate(client, admin, ldap_on, slapd_server):
     assert "certificate" in result["error"].lower()
 
 
-async def test_bad_url(client, admin, ldap_on, slapd_server):
-    result = await run_test(client, admin.headers, body_for(slapd_server, url="http://example.org"))
+@pytest.mark.parametrize("url", ["http://example.org", "ldap://[::1", "ldap://"])
+async def test_bad_url(client, admin, ldap_on, slapd_server, url):
+    result = await run_test(client, admin.headers, body_for(slapd_server, url=url))
     assert result == {
         "success": False,
         "error": "The LDAP URL must look like ldap://host:389 or ldaps://host",
     }
+
+
+async def test_a_stored_url_that_does_not_parse_is_a_502_not_a_crash(client, kernel, ldap_on):
+    await kernel.settings.update({"auth.ldap_url": "ldap://[::1"})
+    answer = await client.post(
+        "/api/v1/auth/login/ldap", json={"username": "alice", "password": "alice-password"}
+    )
+    assert answer.status_code == 502
+    assert (await answer.get_json())["code"] == "ldap_misconfigured"
 
 
 async def test_masked_password_reuses_the_stored_one_only_for_the_same_server(

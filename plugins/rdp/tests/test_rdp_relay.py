@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from typing import Any
 from urllib.parse import urlencode
@@ -185,6 +186,35 @@ async def test_unreachable_server(client, kernel, make_user):
         assert (await read_pdu(wire))["error"] == {"errorCode": 1, "httpStatusCode": 502}
         assert await wire.until_closed() == 4003
     assert "Cannot reach the RDP server" in await session_end_reason(client, user)
+
+
+async def test_a_target_the_network_policy_refuses_is_never_dialled(
+    client, kernel, make_user, admin
+):
+    dialled: list[bool] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        dialled.append(True)
+        writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        user = await make_user("alice")
+        connection_id = await create_rdp(client, user, "127.0.0.1", port, skip=True)
+        await kernel.settings.update({"network.deny": "127.0.0.0/8"})
+        async with client.websocket(rdp_path(kernel, user, connection_id)) as socket:
+            wire = Wire(socket)
+            await wire.send(cleanpath_request(connection_request(PROTOCOL_SSL)))
+            assert await wire.until_closed() == 4003
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert dialled == []
+    response = await client.get("/api/v1/audit?eventType=network.denied", headers=admin.headers)
+    [entry] = (await response.get_json())["entries"]
+    assert entry["target"] == f"127.0.0.1:{port}"
+    assert entry["details"]["reason"] == "matches network.deny entry '127.0.0.0/8'"
 
 
 async def test_tickets_permissions_and_ownership(client, kernel, make_user, make_connection, xrdp):

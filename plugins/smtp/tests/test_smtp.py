@@ -3,8 +3,11 @@
 The app and the logged-in client come from the kernel's test kit (``hostgate.testing``).
 """
 
+import pytest
 from hostgate.app import create_app
 from hostgate.testing import LoggedInClient
+from hostgate_smtp.plugin import SmtpConfig
+from pydantic import ValidationError
 
 TEST = "/api/v1/notifications/channels/smtp/test"
 
@@ -79,3 +82,11 @@ async def test_an_untrusted_certificate_is_refused(
     assert response.status_code == 502
     assert "could not be verified" in (await response.get_json())["error"]
     assert receiver.messages == []
+
+
+def test_a_host_with_control_characters_is_refused():
+    base = {"port": 25, "from": "gate@example.org"}
+    assert SmtpConfig.model_validate({**base, "host": "mail.example.org"}).host
+    for host in ("a\x00b", "mail\x7f.example", "mail\u2028.example"):
+        with pytest.raises(ValidationError):
+            SmtpConfig.model_validate({**base, "host": host})

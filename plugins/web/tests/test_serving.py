@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hostgate_web import plugin as web_plugin
+from hostgate_web.assets import STATIC, ensure_built
 
 INDEX = (
     "<!doctype html><title>hostgate</title><script type=module src=/assets/app-1a2b.js></script>"
@@ -79,6 +81,21 @@ async def test_a_missing_asset_is_404_never_the_page(client: Any, static: Path, 
     assert await response.get_data(as_text=True) != INDEX
 
 
+@pytest.mark.parametrize(
+    "outside",
+    ["../secret.txt", "assets/../../secret.txt", "..%2fsecret.txt", "x/../../secret.txt"],
+)
+async def test_a_path_out_of_the_build_folder_tells_nothing_about_what_is_there(
+    client: Any, static: Path, outside: str
+) -> None:
+    (static.parent / "secret.txt").write_text("not for the web")
+    present = await client.get("/" + outside)
+    absent = await client.get("/" + outside.replace("secret", "absent"))
+    assert present.status_code == absent.status_code
+    assert await present.get_data() == await absent.get_data()
+    assert b"not for the web" not in await present.get_data()
+
+
 async def test_the_build_stamp_is_not_served(client: Any, static: Path) -> None:
     response = await client.get("/.source-hash")
     assert await response.get_data(as_text=True) == INDEX
@@ -107,3 +124,35 @@ async def test_without_a_build_the_page_says_how_to_build(
     response = await client.get("/")
     assert response.status_code == 503
     assert "hostgate_web.assets" in await response.get_data(as_text=True)
+
+
+class _Scripts(HTMLParser):
+    """Collects inline script bodies and inline event handlers of an HTML page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inline: list[str] = []
+        self._in_inline_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        names = {name.lower() for name, _ in attrs}
+        self.inline += [f"{tag} {name}=" for name in names if name.startswith("on")]
+        self._in_inline_script = tag == "script" and "src" not in names
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_inline_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_inline_script and data.strip():
+            self.inline.append(data.strip()[:80])
+
+
+def test_the_built_pages_need_no_inline_script() -> None:
+    """The CSP refuses inline script: the shipped pages must not rely on any."""
+    ensure_built()
+    pages = list(STATIC.rglob("*.html"))
+    assert STATIC / "index.html" in pages
+    for page in pages:
+        scripts = _Scripts()
+        scripts.feed(page.read_text())
+        assert scripts.inline == [], page

@@ -38,8 +38,8 @@ def _http_url(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an http:// or https:// URL with a host")
-    if any(ch in value for ch in " \r\n\t"):
-        raise ValueError("must not contain spaces or line breaks")
+    if any(ch == " " or not ch.isprintable() for ch in value):
+        raise ValueError("must not contain spaces, line breaks or control characters")
     return value
 
 

@@ -2,7 +2,11 @@
 
 The control and the data connections go to ``target.address`` (the address
 the network policy approved): the address a server names in its PASV reply
-is ignored, so a server cannot point the gateway at another host. With the
+is ignored and the control connection's peer is used instead, as curl does,
+so a server cannot point the gateway at another host. The port it names is
+checked before the gateway connects: it must be a TCP port, and the network
+policy must allow it on that address (it refuses the gateway's own listening
+port, so a server cannot make the gateway talk to its own API). With the
 ``ftps`` field the session is upgraded with ``AUTH TLS`` before login and
 certificates are verified against ``target.host`` unless the connection
 says to skip certificate validation.
@@ -12,18 +16,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any, SupportsIndex
 
 import aioftp
 from aioftp.client import DataConnectionThrottleStreamIO
 from aioftp.common import SSLSessionBoundContext
-from hostgate import ConnectionTarget, open_tcp
+from hostgate import ConnectionTarget, RemoteError, open_tcp
 
 from .errors import mapped
+
+log = logging.getLogger("hostgate.ftp")
+
+DataCheck = Callable[[str, int], Awaitable[object]]
+"""``await check(address, port)``: raises when the policy refuses a data connection there."""
 
 CONNECT_TIMEOUT = 15.0
 SOCKET_TIMEOUT = 60.0
@@ -141,9 +151,12 @@ def tls_context(target: ConnectionTarget) -> ssl.SSLContext:
 class FtpClient(aioftp.Client):
     """aioftp's client with TLS names taken from ``host`` while dialing ``address``."""
 
-    def __init__(self, target: ConnectionTarget, **kwargs: Any) -> None:
+    def __init__(
+        self, target: ConnectionTarget, check_data: DataCheck | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.target = target
+        self.check_data = check_data
         self.tls: ssl.SSLContext | None = None
         self.features: frozenset[str] = frozenset()
         self.last_used = 0.0
@@ -154,16 +167,37 @@ class FtpClient(aioftp.Client):
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """Control and data connections: plain TCP, always to the approved address.
 
-        A data connection (opened once the control connection is up) reads with
-        ``ChunkReader``, which hands on the received pieces without copying them.
+        A data connection (opened once the control connection is up, ``host`` and
+        ``port`` from the server's PASV/EPSV reply) goes to the control connection's
+        address whatever ``host`` says, on ``port`` once the network policy allowed
+        it there; it reads with ``ChunkReader``, which hands on the received pieces
+        without copying them.
         """
-        target = replace(self.target, port=port)
         reader = None
-        if KEEP_CHUNKS and self._stream is not None:
-            reader = ChunkReader(limit=STREAM_LIMIT)
+        if self._stream is not None:
+            await self._check_data_port(host, port)
+            if KEEP_CHUNKS:
+                reader = ChunkReader(limit=STREAM_LIMIT)
+        target = replace(self.target, port=port)
         return await open_tcp(
             target, timeout=self.connection_timeout, limit=STREAM_LIMIT, reader=reader
         )
+
+    async def _check_data_port(self, host: str, port: int) -> None:
+        """Refuse a data port that is no TCP port or that the network policy forbids."""
+        target = self.target
+        if not 0 < port < 65536:
+            raise RemoteError(f"The FTP server {target.host} named an invalid data port {port}")
+        if host not in (target.address, target.host):
+            log.debug(
+                "FTP server %s named %s for a data connection; using %s",
+                target.host,
+                host,
+                target.address,
+            )
+        # Behind jump hosts the last hop connects, so this host's own ports are not at stake.
+        if self.check_data is not None and not target.via:
+            await self.check_data(target.address, port)
 
     async def get_stream(  # type: ignore[override]
         self,
@@ -232,11 +266,16 @@ class FtpClient(aioftp.Client):
                 await self.command("OPTS UTF8 ON", "2xx")
 
 
-async def connect(target: ConnectionTarget) -> FtpClient:
-    """A logged-in FTP (or explicit FTPS) session; Remote* errors say what failed."""
+async def connect(target: ConnectionTarget, check_data: DataCheck | None = None) -> FtpClient:
+    """A logged-in FTP (or explicit FTPS) session; Remote* errors say what failed.
+
+    ``check_data`` vets the address and port of every data connection (the
+    network policy; None in adapter-level tests that run without a kernel).
+    """
     use_tls = bool(target.extra.get("ftps"))
     client = FtpClient(
         target,
+        check_data,
         socket_timeout=SOCKET_TIMEOUT,
         connection_timeout=CONNECT_TIMEOUT,
         path_timeout=SOCKET_TIMEOUT,

@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import aioftp
@@ -24,6 +25,7 @@ from hostgate import (
     ConnectionTarget,
     InvalidInput,
     KernelAPI,
+    OutboundAPI,
     RemoteEntry,
     RemoteNotFound,
     RemotePermissionDenied,
@@ -123,9 +125,20 @@ async def send(stream: DataConnectionThrottleStreamIO, data: bytes) -> None:
         await stream.writer.drain()
 
 
-async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> FtpFiles:
-    """Log in to the target now (errors surface here) and return the adapter."""
-    pool = Pool(target)
+async def _policy_check(outbound: OutboundAPI, address: str, port: int) -> str:
+    return await outbound.check(address, port, purpose="ftp data connection")
+
+
+async def open_files(kernel: KernelAPI | None, target: ConnectionTarget) -> FtpFiles:
+    """Log in to the target now (errors surface here) and return the adapter.
+
+    Every data connection is checked by the network policy first (``kernel`` is
+    None only in adapter-level tests).
+    """
+    check_data = None
+    if kernel is not None:
+        check_data = partial(_policy_check, kernel.notifications.outbound)
+    pool = Pool(target, check_data)
     home = await pool.start()
     return FtpFiles(pool, home)
 

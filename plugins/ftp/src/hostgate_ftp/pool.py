@@ -21,7 +21,7 @@ from hostgate import (
     RemoteUnreachable,
 )
 
-from .client import FtpClient, connect
+from .client import DataCheck, FtpClient, connect
 
 MAX_CONNECTIONS = 4
 IDLE_PROBE_SECONDS = 15.0
@@ -35,8 +35,9 @@ _CLEAN = (RemoteNotFound, RemotePermissionDenied, InvalidInput, Conflict)
 class Pool:
     """Control connections to one target."""
 
-    def __init__(self, target: ConnectionTarget) -> None:
+    def __init__(self, target: ConnectionTarget, check_data: DataCheck | None = None) -> None:
         self.target = target
+        self.check_data = check_data
         self._idle: list[FtpClient] = []
         self._count = 0
         self._changed = asyncio.Condition()
@@ -93,7 +94,7 @@ class Pool:
                     client.close()
                     client = None
             if client is None:
-                client = await connect(self.target)
+                client = await connect(self.target, self.check_data)
         except BaseException:
             async with self._changed:
                 self._count -= 1

@@ -1,7 +1,10 @@
 """Talking to the directory: service bind, user search, user bind, connection test (ldap3).
 
 Everything here is blocking ldap3 code; the routes run it in a worker thread.
-Error messages are written for admins and never contain a password.
+Error messages are written for admins and never contain a password. The routes
+resolve the URL's host under the network policy first (:func:`endpoint`) and
+hand the approved address in ``DirectorySettings.address``: ldap3 connects to
+it, while TLS names and certificate checks keep the host of the URL.
 """
 
 from __future__ import annotations
@@ -43,6 +46,12 @@ class DirectoryMisconfigured(DirectoryError):
     reason = "ldap_misconfigured"
 
 
+class DirectoryRefused(DirectoryUnreachable):
+    """The network policy does not allow connecting to the directory's address."""
+
+    reason = "ldap_target_denied"
+
+
 class AmbiguousUser(DirectoryError):
     """More than one entry matched the login name."""
 
@@ -66,6 +75,8 @@ class DirectorySettings:
     tls_verify: bool = True
     ca_cert: str = ""
     timeout: int = 5
+    address: str = ""
+    """The IP address the network policy approved for the URL's host (empty: the host)."""
 
     @classmethod
     def from_settings(cls, get: Any) -> DirectorySettings:
@@ -132,25 +143,38 @@ def _tls(settings: DirectorySettings, host: str) -> ldap3.Tls:
         validate=ssl.CERT_REQUIRED if settings.tls_verify else ssl.CERT_NONE,
         ca_certs_data=settings.ca_cert or None,
         sni=sni,
+        # ldap3 checks the certificate against the address it dials; the URL's host counts.
+        valid_names=[host],
     )
 
 
-def _server(settings: DirectorySettings) -> ldap3.Server:
+def endpoint(settings: DirectorySettings) -> tuple[str, int, bool]:
+    """``(host, port, use_ssl)`` of the configured URL; DirectoryMisconfigured when it is bad."""
     if not settings.url:
         raise DirectoryMisconfigured("No LDAP URL is configured")
-    parts = urlsplit(settings.url)
-    if parts.scheme not in {"ldap", "ldaps"} or not parts.hostname:
-        raise DirectoryMisconfigured("The LDAP URL must look like ldap://host:389 or ldaps://host")
+    shape = "The LDAP URL must look like ldap://host:389 or ldaps://host"
+    try:
+        parts = urlsplit(settings.url)
+        hostname = parts.hostname
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        raise DirectoryMisconfigured(shape) from None
+    if parts.scheme not in {"ldap", "ldaps"} or not hostname:
+        raise DirectoryMisconfigured(shape)
     try:
         port = parts.port
     except ValueError:
         raise DirectoryMisconfigured("The LDAP URL has an invalid port") from None
     use_ssl = parts.scheme == "ldaps"
+    return hostname, port or (636 if use_ssl else 389), use_ssl
+
+
+def _server(settings: DirectorySettings) -> ldap3.Server:
+    host, port, use_ssl = endpoint(settings)
     return ldap3.Server(
-        parts.hostname,
-        port=port or (636 if use_ssl else 389),
+        settings.address or host,
+        port=port,
         use_ssl=use_ssl,
-        tls=_tls(settings, parts.hostname),
+        tls=_tls(settings, host),
         connect_timeout=settings.timeout,
         get_info=ldap3.NONE,
     )

@@ -10,6 +10,7 @@ from typing import Any, NotRequired
 from hostgate import (
     LOGIN_NAME_PATTERN,
     SECRET_MASK,
+    ApiError,
     ClientInfo,
     InvalidInput,
     KernelAPI,
@@ -33,9 +34,12 @@ from typing_extensions import TypedDict
 from .directory import (
     AmbiguousUser,
     DirectoryError,
+    DirectoryRefused,
     DirectorySettings,
+    DirectoryUnreachable,
     DirectoryUser,
     check_password,
+    endpoint,
     find_user,
     redact,
     role_for_groups,
@@ -69,6 +73,21 @@ class LdapTest(BaseModel):
     searchBase: str = Field(max_length=1000)  # noqa: N815 - wire name
 
 
+async def approved(kernel: KernelAPI, settings: DirectorySettings) -> DirectorySettings:
+    """``settings`` with the address the network policy approved for the URL's host.
+
+    A refusal is audited by the policy (``network.denied``, purpose ``ldap``) and
+    raised as DirectoryRefused; a name that does not resolve as DirectoryUnreachable.
+    """
+    host, port, _ = endpoint(settings)
+    try:
+        address = await kernel.notifications.outbound.check(host, port, purpose="ldap")
+    except ApiError as exc:
+        error = DirectoryRefused if exc.code == "target_denied" else DirectoryUnreachable
+        raise error(exc.message) from None
+    return replace(settings, address=address)
+
+
 async def _directory_down(
     kernel: KernelAPI, client: ClientInfo, username: str, error: DirectoryError
 ) -> RemoteUnreachable:
@@ -92,6 +111,7 @@ async def _authenticate(
     """Search, lockout check, user bind; every failure is counted and answered the same."""
     logins = kernel.logins
     try:
+        settings = await approved(kernel, settings)
         entry = await asyncio.to_thread(find_user, settings, username)
     except AmbiguousUser:
         await logins.check_not_locked(None, client, username=username)
@@ -182,7 +202,7 @@ async def ldap_test(data: LdapTest) -> dict[str, Any]:
         search_base=data.searchBase.strip(),
     )
     try:
-        await asyncio.to_thread(test_connection, settings)
+        await asyncio.to_thread(test_connection, await approved(kernel, settings))
         result: dict[str, Any] = {"success": True}
     except DirectoryError as exc:
         result = {

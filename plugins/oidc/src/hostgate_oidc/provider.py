@@ -3,6 +3,11 @@
 The authorization code flow with ``state``, ``nonce`` and PKCE (S256). The ID token's
 signature is checked against the provider's JWKS, then issuer, audience, expiry and
 nonce. Outbound TLS is verified unless ``auth.oidc_tls_verify`` is turned off.
+
+Every request (discovery, JWKS, token, userinfo) goes through the kernel's
+policy-checked transport (``kernel.notifications.outbound.transport``): the
+endpoints a discovery document names are checked like the issuer itself, so a
+provider cannot send the gateway to an address the target network policy refuses.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from authlib.jose.errors import JoseError
 from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from authlib.oidc.core import CodeIDToken
+from hostgate import ApiError, OutboundAPI
 
 from .settings import parse_role_map
 
@@ -146,10 +152,20 @@ def tls_verify_option(settings: OidcSettings) -> ssl.SSLContext | bool:
 
 
 def _secure_url(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
+    """True for an https:// URL (http:// on loopback names) that the HTTP client can send to.
+
+    Issuer and discovery-document URLs are untrusted text: one that does not parse
+    (an unclosed IPv6 bracket, a control character) is simply not usable.
+    """
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return False
+    if parts.scheme == "https" and hostname:
         return True
-    return parts.scheme == "http" and parts.hostname in {"localhost", "127.0.0.1", "::1"}
+    return parts.scheme == "http" and hostname in {"localhost", "127.0.0.1", "::1"}
 
 
 def _describe_http_error(exc: httpx.HTTPError) -> str:
@@ -161,12 +177,25 @@ def _describe_http_error(exc: httpx.HTTPError) -> str:
     return text
 
 
-class OidcClient:
-    """One relying party configuration; discovery and keys are cached across requests."""
+def _refused(exc: ApiError, what: str) -> OidcError:
+    """The flow error for a request the network policy refused or could not resolve."""
+    reason = "oidc_target_denied" if exc.code == "target_denied" else "oidc_unreachable"
+    return OidcError(f"Cannot reach the identity provider for its {what}: {exc.message}", reason)
 
-    def __init__(self, settings: OidcSettings, cache: dict[Any, Any]) -> None:
+
+class OidcClient:
+    """One relying party configuration; discovery and keys are cached across requests.
+
+    ``outbound`` is the kernel's (requests obey the network policy); None only in
+    tests that talk to a provider without a kernel.
+    """
+
+    def __init__(
+        self, settings: OidcSettings, cache: dict[Any, Any], outbound: OutboundAPI | None = None
+    ) -> None:
         self.settings = settings
         self._cache = cache
+        self._outbound = outbound
 
     def check_configured(self) -> None:
         """Raise OidcError when the settings cannot work."""
@@ -177,18 +206,30 @@ class OidcClient:
         if not _secure_url(self.settings.issuer):
             raise OidcError("The OIDC issuer must be an https:// URL", "oidc_misconfigured")
 
+    def _client_options(self) -> dict[str, Any]:
+        """Options of the httpx clients: the policy's transport, no proxies, no redirects."""
+        verify = tls_verify_option(self.settings)
+        transport: httpx.AsyncBaseTransport
+        if self._outbound is not None:
+            transport = self._outbound.transport(purpose="oidc", verify=verify)
+        else:
+            transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False)
+        return {
+            "transport": transport,
+            "trust_env": False,
+            "timeout": self.settings.timeout,
+            "follow_redirects": False,
+        }
+
     def _http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            verify=tls_verify_option(self.settings),
-            timeout=self.settings.timeout,
-            follow_redirects=False,
-            headers={"Accept": "application/json"},
-        )
+        return httpx.AsyncClient(headers={"Accept": "application/json"}, **self._client_options())
 
     async def _get_json(self, url: str, what: str) -> dict[str, Any]:
         try:
             async with self._http() as http:
                 answer = await http.get(url)
+        except ApiError as exc:
+            raise _refused(exc, what) from None
         except httpx.HTTPError as exc:
             raise OidcError(
                 f"Cannot reach the identity provider for its {what}: {_describe_http_error(exc)}",
@@ -313,8 +354,7 @@ class OidcClient:
             client_secret=self.settings.client_secret or None,
             token_endpoint_auth_method=self.settings.token_auth_method,
             redirect_uri=redirect_uri,
-            verify=tls_verify_option(self.settings),
-            timeout=self.settings.timeout,
+            **self._client_options(),
         )
         try:
             async with client:
@@ -324,6 +364,8 @@ class OidcClient:
                     code=code,
                     code_verifier=code_verifier,
                 )
+        except ApiError as exc:
+            raise _refused(exc, "token endpoint") from None
         except OAuthError as exc:
             description = exc.description or exc.error or "token request refused"
             raise OidcError(
@@ -409,6 +451,8 @@ class OidcClient:
                     metadata.userinfo_endpoint,
                     headers={"Authorization": f"Bearer {access_token}"},
                 )
+        except ApiError as exc:
+            raise _refused(exc, "userinfo endpoint") from None
         except httpx.HTTPError:
             return {}
         if answer.status_code != 200:

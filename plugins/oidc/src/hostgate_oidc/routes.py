@@ -57,7 +57,9 @@ def _client(kernel: KernelAPI) -> OidcClient:
         settings = OidcSettings.from_settings(kernel.settings.get)
     except ValueError as exc:
         raise OidcError(f"OIDC settings are invalid: {exc}", "oidc_misconfigured") from None
-    return OidcClient(settings, kernel.state.setdefault(CACHE_KEY, {}))
+    return OidcClient(
+        settings, kernel.state.setdefault(CACHE_KEY, {}), kernel.notifications.outbound
+    )
 
 
 def _browser_hash(value: str) -> str:

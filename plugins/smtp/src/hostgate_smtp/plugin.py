@@ -63,7 +63,7 @@ class SmtpConfig(BaseModel):
     @classmethod
     def _host(cls, value: str) -> str:
         value = value.strip()
-        if any(ch in value for ch in " /\\@\r\n\t") or not value:
+        if any(ch in value for ch in " /\\@") or not value.isprintable() or not value:
             raise ValueError("must be a host name or IP address")
         return value
 

@@ -13,6 +13,7 @@ from hostgate import hookimpl, public
 from quart import Blueprint, Response, send_from_directory
 from quart_schema import hide
 from werkzeug.routing import PathConverter
+from werkzeug.security import safe_join
 
 from .assets import STATIC
 
@@ -102,9 +103,17 @@ async def app_root() -> Response:
 @public
 @hide
 async def app_path(path: str) -> Response:
-    """A built file when one has this name, else the app's page (client-side routes)."""
-    candidate = STATIC / path
-    servable = candidate.name != "index.html" and not candidate.name.startswith(".")
+    """A built file when one has this name, else the app's page (client-side routes).
+
+    A path that would leave the build folder (``..``, a drive or NUL) names no
+    file and is never looked up, so the answer cannot tell which files exist
+    elsewhere on the machine.
+    """
+    local = safe_join(str(STATIC), path)
+    candidate = STATIC / (local or ".")
+    servable = (
+        local is not None and candidate.name != "index.html" and not candidate.name.startswith(".")
+    )
     if path.startswith(HASHED_PREFIX) or (servable and candidate.is_file()):
         if not (servable and candidate.is_file()):
             # a missing script must not come back as HTML

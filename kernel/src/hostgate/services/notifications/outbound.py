@@ -1,10 +1,13 @@
-"""Outbound requests for channel packs: policy-checked, pinned to the checked address.
+"""Outbound requests for packs: policy-checked, pinned to the checked address.
 
 Every destination goes through the target network policy (``kernel.netpolicy``)
 after DNS resolution, and the request connects to the very address that was
 checked (the Host header and TLS server name stay the original host, so
-certificates are verified against it). Redirects are not followed, proxies from
-the environment are ignored, and every request has a timeout.
+certificates are verified against it). :class:`PolicyTransport` does that for
+each request an httpx client sends: ``Outbound.request`` uses it, and packs with
+an HTTP client of their own (the OIDC pack's OAuth client) get one from
+``Outbound.transport``. Redirects are not followed, proxies from the environment
+are ignored, and every request has a timeout.
 
 Each request is logged once by ``hostgate.outbound`` with the method, the host and
 the status (or the failure), never the path or query: webhook URLs, ``?token=``
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,8 +76,51 @@ def _url_secrets(*urls: httpx.URL) -> list[str]:
     return sorted({p for p in parts if len(p) > 1}, key=len, reverse=True)
 
 
+def default_port(url: httpx.URL) -> int:
+    """The URL's port, or its scheme's default."""
+    return url.port or (443 if url.scheme == "https" else 80)
+
+
+class PolicyTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that sends each request to the address the network policy approved.
+
+    The request's host is resolved and checked before anything connects (every
+    request the client sends passes here, a followed redirect too); the request
+    then goes to the checked address, keeping the original Host header and, over
+    TLS, the original server name, so certificates are checked against it.
+    """
+
+    def __init__(
+        self, outbound: Outbound, purpose: str, verify: ssl.SSLContext | bool = True
+    ) -> None:
+        self.outbound = outbound
+        self.purpose = purpose
+        self.inner = httpx.AsyncHTTPTransport(verify=verify, trust_env=False)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Check the destination, pin the request to the approved address, send it."""
+        url = request.url
+        if url.scheme not in ("http", "https") or not url.host:
+            raise InvalidInput(f"{self.purpose} URLs must be http:// or https:// with a host")
+        host = url.host
+        address = await self.outbound.check(host, default_port(url), purpose=self.purpose)
+        if address != host:
+            try:
+                ipaddress.ip_address(address)
+            except ValueError:
+                raise RemoteUnreachable(f"cannot resolve {host}") from None
+            request.url = url.copy_with(host=address)
+            if url.scheme == "https":
+                request.extensions = {**request.extensions, "sni_hostname": host}
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self.inner.aclose()
+
+
 class Outbound:
-    """The one way channel packs reach the network."""
+    """The one way packs reach the network over HTTP, and resolve a host under the policy."""
 
     def __init__(self, netpolicy: NetworkPolicy | None) -> None:
         self.netpolicy = netpolicy
@@ -86,6 +133,12 @@ class Outbound:
             return host
         address: str = await policy.resolve_allowed(host, port, purpose=purpose)
         return address
+
+    def transport(
+        self, *, purpose: str, verify: ssl.SSLContext | bool = True
+    ) -> httpx.AsyncBaseTransport:
+        """A :class:`PolicyTransport` for a pack's own httpx client."""
+        return PolicyTransport(self, purpose, verify)
 
     async def request(
         self,
@@ -111,36 +164,30 @@ class Outbound:
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise InvalidInput(f"{purpose} URLs must be http:// or https:// with a host")
         host = parsed.host
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        address = await self.check(host, port, purpose=purpose)
+        port = default_port(parsed)
         send_headers = {str(k): str(v) for k, v in (headers or {}).items()}
-        extensions: dict[str, Any] = {}
-        target = parsed
-        if address != host:
-            try:
-                ipaddress.ip_address(address)
-            except ValueError:
-                raise RemoteUnreachable(f"cannot resolve {host}") from None
-            target = parsed.copy_with(host=address)
-            if not any(k.lower() == "host" for k in send_headers):
-                send_headers["Host"] = parsed.netloc.decode("ascii")
-            if parsed.scheme == "https":
-                extensions["sni_hostname"] = host
         seconds = self.timeout if timeout is None else timeout
         where = f"{method} {parsed.netloc.decode('ascii', 'replace')}"
         started = time.monotonic()
         try:
             response = await self._send(
-                method, target, json, content, send_headers, extensions, seconds, limit
+                PolicyTransport(self, purpose),
+                method,
+                parsed,
+                json,
+                content,
+                send_headers,
+                seconds,
+                limit,
             )
         except httpx.TimeoutException:
             failure: ApiError = RemoteTimeout(f"{host} did not answer within {seconds:g} s")
         except httpx.ConnectError as exc:
             failure = RemoteUnreachable(
-                f"cannot connect to {host}:{port}: {self._reason(exc, parsed, target)}"
+                f"cannot connect to {host}:{port}: {self._reason(exc, parsed)}"
             )
         except httpx.HTTPError as exc:
-            failure = RemoteError(f"request to {host} failed: {self._reason(exc, parsed, target)}")
+            failure = RemoteError(f"request to {host} failed: {self._reason(exc, parsed)}")
         else:
             log.info(
                 "outbound %s -> HTTP %d (%s, %.0f ms)",
@@ -155,30 +202,23 @@ class Outbound:
 
     @staticmethod
     async def _send(
+        transport: PolicyTransport,
         method: str,
         target: httpx.URL,
         json: Any,
         content: bytes | None,
         headers: Mapping[str, str],
-        extensions: dict[str, Any],
         seconds: float,
         limit: int,
     ) -> OutboundResponse:
         async with (
             httpx.AsyncClient(
+                transport=transport,
                 timeout=httpx.Timeout(seconds),
-                verify=True,
                 follow_redirects=False,
                 trust_env=False,
             ) as client,
-            client.stream(
-                method,
-                target,
-                json=json,
-                content=content,
-                headers=headers,
-                extensions=extensions,
-            ) as response,
+            client.stream(method, target, json=json, content=content, headers=headers) as response,
         ):
             body = bytearray()
             async for chunk in response.aiter_bytes():
