@@ -394,3 +394,31 @@ def test_terminal_preferences_apply_live_to_open_terminals(
     tab.get_by_label("Search in terminal").fill("s-1-e")
     tab.get_by_label("Search in terminal").press("Enter")
     expect(tab.get_by_text(re.compile(r"^Match 1 of 1$"))).to_be_visible()
+
+
+def test_why_a_terminal_closed_is_said_in_words(
+    page: Any, gateway: Gateway, admin_token: str, lab_ssh: str
+) -> None:
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+    alert = tab.get_by_role("alert")
+
+    # the SSH server's end of the connection dies: its session process is killed
+    screen.click()
+    page.keyboard.insert_text("kill -9 $PPID")
+    page.keyboard.press("Enter")
+    expect(alert).to_have_text(
+        re.compile(r"^Disconnected: The connection to the server was lost\.\s*Reconnect$"),
+        timeout=20_000,
+    )
+    expect(tab.get_by_role("status").first).to_have_text("Disconnected")
+
+    # the network policy now refuses the server: the reconnect says so, naming the rule
+    denied = gateway.api("PUT", "/settings", admin_token, json={"network.deny": "127.0.0.1/32"})
+    assert denied.status_code == 200, denied.text
+    tab.get_by_role("button", name="Reconnect").click()
+    expect(alert).to_contain_text(
+        "Disconnected: Refused by the gateway's network policy: connecting to 127.0.0.1 is "
+        "not allowed (matches network.deny entry '127.0.0.1/32').",
+        timeout=20_000,
+    )
