@@ -396,6 +396,43 @@ def test_terminal_preferences_apply_live_to_open_terminals(
     expect(tab.get_by_text(re.compile(r"^Match 1 of 1$"))).to_be_visible()
 
 
+def test_terminal_preferences_follow_in_another_tab_and_on_focus(
+    page: Any, gateway: Gateway, admin_token: str, lab_ssh: str
+) -> None:
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
+    terminal = screen.locator(".xterm")
+    expect(terminal.locator(".xterm-cursor-block")).to_have_count(1)
+
+    # another tab of the same browser saves new settings in the profile
+    other = page.context.new_page()
+    other.goto(gateway.url + "/profile")
+    other.get_by_label("Font size").fill("20")
+    other.get_by_label("Cursor", exact=True).select_option("underline")
+    other.get_by_label("Colours").select_option(label="Solarized light")
+    other.get_by_role("button", name="Save terminal settings").click()
+    expect(other.get_by_text("Your terminal settings are saved.")).to_be_visible()
+    other.close()
+
+    # the first tab's open terminal follows, without a reload
+    expect(terminal.locator(".xterm-cursor-underline")).to_have_count(1)
+    expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "20px")
+    expect(screen).to_have_css("background-color", "rgb(253, 246, 227)")
+
+    # changed elsewhere (another browser: straight through the API): the tab fetches the
+    # settings again when it gets the focus back
+    changed = gateway.api(
+        "PUT",
+        "/profile/ssh-prefs",
+        admin_token,
+        json={**gateway.api("GET", "/profile/ssh-prefs", admin_token).json(), "fontSize": 16},
+    )
+    assert changed.status_code == 200, changed.text
+    expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "20px")
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "16px")
+    expect(terminal.locator(".xterm-cursor-underline")).to_have_count(1)
+
+
 def test_why_a_terminal_closed_is_said_in_words(
     page: Any, gateway: Gateway, admin_token: str, lab_ssh: str
 ) -> None:
