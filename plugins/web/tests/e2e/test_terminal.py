@@ -411,12 +411,13 @@ def test_terminal_preferences_follow_in_another_tab_and_on_focus(
     other.get_by_label("Colours").select_option(label="Solarized light")
     other.get_by_role("button", name="Save terminal settings").click()
     expect(other.get_by_text("Your terminal settings are saved.")).to_be_visible()
-    other.close()
 
-    # the first tab's open terminal follows, without a reload
+    # the first tab's open terminal follows, without a reload (and without the focus: the
+    # other tab is still in front)
     expect(terminal.locator(".xterm-cursor-underline")).to_have_count(1)
     expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "20px")
     expect(screen).to_have_css("background-color", "rgb(253, 246, 227)")
+    other.close()
 
     # changed elsewhere (another browser: straight through the API): the tab fetches the
     # settings again when it gets the focus back
