@@ -93,6 +93,11 @@ async def test_commands_and_output_are_found_with_their_offsets(
     assert hit["sessionId"] == session_id and hit["kind"] == "command"
     assert hit["offset"] == needle["elapsed"] / 1000
     assert hit["snippet"] == "echo needle-$((6*7))"
+    assert hit["snippetParts"] == [
+        {"text": "echo ", "match": False},
+        {"text": "needle", "match": True},
+        {"text": "-$((6*7))", "match": False},
+    ]
     assert hit["session"]["id"] == session_id and hit["session"]["hasRecording"]
     assert (commands["page"], commands["limit"], commands["total"]) == (1, 25, 1)
     assert commands["totalCapped"] is False
@@ -100,6 +105,11 @@ async def test_commands_and_output_are_found_with_their_offsets(
     # output: the words in order, any case; "42" is only in the output, not the command
     found = await search(client, user, "q=NEEDLE+42")
     assert [(h["kind"], h["sessionId"]) for h in found["hits"]] == [("output", session_id)]
+    # the snippet keeps the terminal's lines; its parts mark the words found, as they appeared
+    [output] = found["hits"]
+    assert "\nneedle-42" in output["snippet"]
+    assert "".join(part["text"] for part in output["snippetParts"]) == output["snippet"]
+    assert [part["text"] for part in output["snippetParts"] if part["match"]] == ["needle-42"]
     # the output after two quiet seconds starts its own chunk; either way the offset is the
     # moment it showed, as the recording has it
     [zebra] = (await search(client, user, "q=zebra+5+done&kind=output"))["hits"]

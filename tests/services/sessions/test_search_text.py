@@ -6,8 +6,10 @@ from hostgate.services.sessions.search_text import (
     CHUNK_CHARS,
     CHUNK_MS,
     GAP_MS,
+    SNIPPET_LINES,
     OutputChunker,
     encode_marks,
+    marked,
     offset_at,
     position_of,
     snippet,
@@ -70,7 +72,32 @@ def test_query_words_and_snippets():
     cut = snippet(text, ["needle"])
     assert "needle is here" in cut and cut.startswith("…") and cut.endswith("…")
     assert len(cut) <= 162
-    assert snippet("short\ntext", ["text"]) == "short text"
+    assert snippet("short  \n\n  text", ["text"]) == "short\ntext"
+
+
+def test_snippets_keep_line_breaks_around_the_match():
+    text = "".join(f"line {n}\n" for n in range(40)) + "the needle here\n" + "after\n" * 40
+    cut = snippet(text, ["needle", "here"])
+    shown = cut.strip("…").split("\n")
+    assert len(shown) == SNIPPET_LINES and cut.startswith("…") and cut.endswith("…")
+    assert shown[:2] == ["line 39", "the needle here"]  # the line before the match's, then it
+    # a phrase later in the text than its first word alone: the snippet shows the phrase
+    assert "needle here" in snippet("needle " + "x " * 300 + "needle here", ["needle", "here"])
+
+
+def test_the_words_found_are_marked_whole_in_order_and_any_case():
+    assert marked("$ echo Needle-Found; needle found\nneedle\nfound", ["needle", "found"]) == [
+        ("$ echo ", False),
+        ("Needle-Found", True),
+        ("; ", False),
+        ("needle found", True),
+        ("\n", False),
+        ("needle\nfound", True),  # next to each other across a line break, as the index has it
+    ]
+    assert marked("needles found; found needle", ["needle", "found"]) == [
+        ("needles found; found needle", False)
+    ]
+    assert marked("", ["x"]) == [] and marked("text", []) == [("text", False)]
 
 
 def test_marks_say_when_each_part_of_a_chunk_appeared():

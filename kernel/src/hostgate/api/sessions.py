@@ -158,6 +158,13 @@ class SessionPage(Pagination):
     total: int
 
 
+class SnippetPart(TypedDict):
+    """A piece of a hit's snippet: ``match`` where the words searched for are."""
+
+    text: str
+    match: bool
+
+
 class SearchHitRecord(TypedDict):
     """Where a search matched: a session, a command or output, and when in it."""
 
@@ -166,6 +173,9 @@ class SearchHitRecord(TypedDict):
     offset: float
     """Seconds since the session started: where the player jumps to."""
     snippet: str
+    """The text around the match, its line breaks kept (at most 4 lines)."""
+    snippetParts: list[SnippetPart]
+    """``snippet`` cut into pieces, in order: joined they are ``snippet``."""
     session: SessionRecord
 
 
@@ -185,6 +195,7 @@ def hit_json(history: SessionHistory, hit: SearchHit) -> SearchHitRecord:
         "kind": "command" if hit.kind == "command" else "output",
         "offset": hit.offset_ms / 1000,
         "snippet": hit.snippet,
+        "snippetParts": [{"text": text, "match": match} for text, match in hit.parts],
         "session": session_json(history, hit.session),
     }
 

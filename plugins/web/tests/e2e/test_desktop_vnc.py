@@ -208,7 +208,11 @@ def test_vnc_close_reason_and_reconnect(
         window.close()
         stop(server.process)  # the VNC server goes away mid-session
         alert = tab.get_by_role("alert")
-        expect(alert).to_contain_text("Disconnected: Connection closed", timeout=15_000)
+        # the relay's "Connection closed", in words
+        expect(alert).to_have_text(
+            re.compile(r"Disconnected: The server closed the connection\.\s*Reconnect"),
+            timeout=15_000,
+        )
         tab.get_by_role("button", name="Reconnect").click()
         # the relay's own words: the server is gone
         expect(alert).to_contain_text(

@@ -1,8 +1,9 @@
 """Search across recordings in Chromium against the suite's real sshd.
 
 An SSH session recorded through the gateway (output indexing on) is found from the
-session history's search box by its output and by a command; a hit opens the
-player at the moment the text appeared (the player's position control says so).
+session history's search box by its output and by a command, the words found marked
+in the snippet; a hit opens the player at the moment the text appeared (the player's
+position control says so).
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ def test_search_finds_output_and_commands_and_plays_at_the_hit(
     expect(results.get_by_role("listitem")).to_have_count(1)
     expect(results).to_contain_text("needle-found")
     expect(results).to_contain_text("Output")
+    # the words found are marked (whatever their case in the query), the terminal's lines kept
+    expect(results.locator("mark")).to_have_text(["needle-found"])
+    shown = results.locator("code").inner_text()
+    assert "found\nneedle-found" in shown, shown
     expect(page.get_by_text("1 hit · page 1 of 1")).to_be_visible()
     assert "q=NEEDLE+found" in page.url and "kind=output" in page.url
-    screens.check(page, "sessions-search")
+    screens.check(page, "sessions-search", scroll_to=results)
 
     results.get_by_role("link", name=re.compile(r"^Play at [0-9:]+, lab-ssh: ")).click()
     expect(page).to_have_url(re.compile(rf"/sessions/{session_id}/play\?t="))
@@ -77,6 +82,7 @@ def test_search_finds_output_and_commands_and_plays_at_the_hit(
     expect(results.get_by_role("listitem")).to_have_count(1)
     expect(results).to_contain_text("echo second-$((40+2))")
     expect(results).to_contain_text("Command")
+    expect(results.locator("mark")).to_have_text(["echo second"])
     results.get_by_role("link", name=re.compile(r"^Play at [0-9:]+, lab-ssh: ")).click()
     expect(page.get_by_role("slider", name="Position")).to_be_visible()
     page.get_by_label("Skip pauses longer than").select_option("0")

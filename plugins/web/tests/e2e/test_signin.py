@@ -216,7 +216,7 @@ def test_idle_timeout_signs_out_with_a_notice(
     page.evaluate("window.dispatchEvent(new Event('focus'))")  # the tab comes back
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     expect(page.get_by_role("status")).to_have_text(
-        "You were signed out because the session was idle too long."
+        "Idle timeout: you were signed out after 1 minute without activity."
     )
     page.reload()  # the server ended the session: the cookie no longer works
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()

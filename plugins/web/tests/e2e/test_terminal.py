@@ -394,3 +394,69 @@ def test_terminal_preferences_apply_live_to_open_terminals(
     tab.get_by_label("Search in terminal").fill("s-1-e")
     tab.get_by_label("Search in terminal").press("Enter")
     expect(tab.get_by_text(re.compile(r"^Match 1 of 1$"))).to_be_visible()
+
+
+def test_terminal_preferences_follow_in_another_tab_and_on_focus(
+    page: Any, gateway: Gateway, admin_token: str, lab_ssh: str
+) -> None:
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
+    terminal = screen.locator(".xterm")
+    expect(terminal.locator(".xterm-cursor-block")).to_have_count(1)
+
+    # another tab of the same browser saves new settings in the profile
+    other = page.context.new_page()
+    other.goto(gateway.url + "/profile")
+    other.get_by_label("Font size").fill("20")
+    other.get_by_label("Cursor", exact=True).select_option("underline")
+    other.get_by_label("Colours").select_option(label="Solarized light")
+    other.get_by_role("button", name="Save terminal settings").click()
+    expect(other.get_by_text("Your terminal settings are saved.")).to_be_visible()
+
+    # the first tab's open terminal follows, without a reload (and without the focus: the
+    # other tab is still in front)
+    expect(terminal.locator(".xterm-cursor-underline")).to_have_count(1)
+    expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "20px")
+    expect(screen).to_have_css("background-color", "rgb(253, 246, 227)")
+    other.close()
+
+    # changed elsewhere (another browser: straight through the API): the tab fetches the
+    # settings again when it gets the focus back
+    changed = gateway.api(
+        "PUT",
+        "/profile/ssh-prefs",
+        admin_token,
+        json={**gateway.api("GET", "/profile/ssh-prefs", admin_token).json(), "fontSize": 16},
+    )
+    assert changed.status_code == 200, changed.text
+    expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "20px")
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    expect(terminal.locator(".xterm-rows")).to_have_css("font-size", "16px")
+    expect(terminal.locator(".xterm-cursor-underline")).to_have_count(1)
+
+
+def test_why_a_terminal_closed_is_said_in_words(
+    page: Any, gateway: Gateway, admin_token: str, lab_ssh: str
+) -> None:
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+    alert = tab.get_by_role("alert")
+
+    # the SSH server's end of the connection dies: its session process is killed
+    screen.click()
+    page.keyboard.insert_text("kill -9 $PPID")
+    page.keyboard.press("Enter")
+    expect(alert).to_have_text(
+        re.compile(r"^Disconnected: The connection to the server was lost\.\s*Reconnect$"),
+        timeout=20_000,
+    )
+    expect(tab.get_by_role("status").first).to_have_text("Disconnected")
+
+    # the network policy now refuses the server: the reconnect says so, naming the rule
+    denied = gateway.api("PUT", "/settings", admin_token, json={"network.deny": "127.0.0.1/32"})
+    assert denied.status_code == 200, denied.text
+    tab.get_by_role("button", name="Reconnect").click()
+    expect(alert).to_contain_text(
+        "Disconnected: Refused by the gateway's network policy: connecting to 127.0.0.1 is "
+        "not allowed (matches network.deny entry '127.0.0.1/32').",
+        timeout=20_000,
+    )

@@ -26,6 +26,7 @@ from .search_text import (
     MAX_QUERY_WORDS,
     OutputChunk,
     encode_marks,
+    marked,
     offset_at,
     position_of,
     snippet,
@@ -75,12 +76,16 @@ class SearchResult:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """Where a query matched: the session, the kind of entry, its offset and a snippet."""
+    """Where a query matched: the session, the kind of entry, its offset and a snippet.
+
+    ``parts`` is the snippet cut where the query's words are (``True``) and are not.
+    """
 
     session: RemoteSession
     kind: str
     offset_ms: int
     snippet: str
+    parts: list[tuple[str, bool]]
 
 
 class FullText(Protocol):
@@ -346,13 +351,18 @@ class RecordingSearch:
                     .order_by(col(SearchEntry.id).desc())
                 )
                 rows = list((await session.exec(details)).all())
-        hits = [
-            SearchHit(
-                session=row,
-                kind=entry.kind,
-                offset_ms=offset_at(entry.marks, position_of(entry.text, found), entry.offset_ms),
-                snippet=snippet(entry.text, found),
+        hits = []
+        for entry, row in rows:
+            piece = snippet(entry.text, found)
+            hits.append(
+                SearchHit(
+                    session=row,
+                    kind=entry.kind,
+                    offset_ms=offset_at(
+                        entry.marks, position_of(entry.text, found), entry.offset_ms
+                    ),
+                    snippet=piece,
+                    parts=marked(piece, found),
+                )
             )
-            for entry, row in rows
-        ]
         return SearchResult(hits, min(total, TOTAL_CAP), total > TOTAL_CAP)

@@ -25,6 +25,7 @@ MAX_MARKS = 64
 MAX_SESSION_CHARS = 256 * 1024
 MAX_PENDING_ESCAPE = 256
 SNIPPET_CHARS = 160
+SNIPPET_LINES = 4
 MAX_QUERY_WORDS = 16
 MAX_WORD_CHARS = 100
 
@@ -56,13 +57,22 @@ def words(query: str, limit: int = MAX_QUERY_WORDS) -> list[str]:
     return [word[:MAX_WORD_CHARS] for word in WORD.findall(query.lower())][:limit]
 
 
+def phrase(query_words: list[str]) -> re.Pattern[str]:
+    """The query's words as the index matches them: whole, in order, next to each other."""
+    between = r"[\W_]+"
+    return re.compile(
+        r"(?<![^\W_])" + between.join(map(re.escape, query_words)) + r"(?![^\W_])", re.IGNORECASE
+    )
+
+
 def position_of(text: str, query_words: list[str]) -> int:
-    """Where the first query word starts in ``text`` as a word (0 when it is not found)."""
-    for word in query_words[:1]:
-        found = re.search(r"(?<![^\W_])" + re.escape(word), text.lower())
-        if found is not None:
-            return found.start()
-    return 0
+    """Where the query's words start in ``text`` (else its first word as a word; else 0)."""
+    if not query_words:
+        return 0
+    found = phrase(query_words).search(text)
+    if found is None:
+        found = re.search(r"(?<![^\W_])" + re.escape(query_words[0]), text, re.IGNORECASE)
+    return found.start() if found is not None else 0
 
 
 Marks = tuple[tuple[int, int], ...]
@@ -86,14 +96,38 @@ def offset_at(marks_text: str, position: int, default: int) -> int:
 
 
 def snippet(text: str, query_words: list[str]) -> str:
-    """About ``SNIPPET_CHARS`` characters of ``text`` around the first query word, one line."""
-    flat = " ".join(text.split())
-    if len(flat) <= SNIPPET_CHARS:
-        return flat
+    """About ``SNIPPET_CHARS`` characters of ``text`` around the query's words.
+
+    Line breaks stay (at most ``SNIPPET_LINES`` lines, the match's among them);
+    blanks within a line are squeezed; ``…`` says where text was left out.
+    """
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    flat = "\n".join(line for line in lines if line)
     at = position_of(flat, query_words)
     start = max(0, min(at - SNIPPET_CHARS // 3, len(flat) - SNIPPET_CHARS))
-    piece = flat[start : start + SNIPPET_CHARS]
-    return ("…" if start > 0 else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+    kept = flat[start : start + SNIPPET_CHARS].split("\n")
+    if len(kept) > SNIPPET_LINES:
+        matched = flat.count("\n", start, at)
+        first = max(0, min(matched - 1, len(kept) - SNIPPET_LINES))
+        start += sum(len(line) + 1 for line in kept[:first])
+        kept = kept[first : first + SNIPPET_LINES]
+    piece = "\n".join(kept)
+    end = start + len(piece)
+    return ("…" if start > 0 else "") + piece + ("…" if end < len(flat) else "")
+
+
+def marked(piece: str, query_words: list[str]) -> list[tuple[str, bool]]:
+    """``piece`` cut into ``(text, matched)`` parts: matched where the query's words are."""
+    parts: list[tuple[str, bool]] = []
+    position = 0
+    for found in phrase(query_words).finditer(piece) if query_words else ():
+        if found.start() > position:
+            parts.append((piece[position : found.start()], False))
+        parts.append((found.group(), True))
+        position = found.end()
+    if position < len(piece):
+        parts.append((piece[position:], False))
+    return parts
 
 
 @dataclass(frozen=True)

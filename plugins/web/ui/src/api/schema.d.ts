@@ -3331,6 +3331,8 @@ export interface components {
             sessionId: string;
             /** Snippet */
             snippet: string;
+            /** Snippetparts */
+            snippetParts: components["schemas"]["SnippetPart"][];
         };
         /**
          * SearchPage
@@ -3583,6 +3585,16 @@ export interface components {
             reason: string;
             /** Where */
             where: string;
+        };
+        /**
+         * SnippetPart
+         * @description A piece of a hit's snippet: ``match`` where the words searched for are.
+         */
+        SnippetPart: {
+            /** Match */
+            match: boolean;
+            /** Text */
+            text: string;
         };
         /**
          * SshConfigImported

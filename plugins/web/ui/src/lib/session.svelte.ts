@@ -1,6 +1,7 @@
 // Who is signed in, the instance's public settings and login methods, the signed-out notice.
 import { api, call, onSessionEnded } from "../api/client";
 import type { Me, Providers, PublicSettings } from "../api/types";
+import { idleSignOutNotice } from "./closereason";
 import { describeError } from "./errors";
 
 export type Phase = "loading" | "setup" | "signin" | "app" | "unreachable";
@@ -98,5 +99,7 @@ export async function logout(): Promise<void> {
 }
 
 onSessionEnded((error) => {
-  if (session.phase === "app") signedOut(describeError(error), error.code === "session_idle_timeout" ? "info" : "danger");
+  if (session.phase !== "app") return;
+  if (error.code === "session_idle_timeout") signedOut(idleSignOutNotice(Number(setting("security.idle_timeout_minutes", 0))), "info");
+  else signedOut(describeError(error), "danger");
 });

@@ -8,6 +8,7 @@ import {
   playAt,
   recordingSearchFromAddress,
   recordingSearchQuery,
+  snippetPieces,
   searchFromFilters,
   startFromAddress,
   watchUrl,
@@ -81,5 +82,27 @@ describe("recording search", () => {
     expect(startFromAddress("?t=12.3")).toBe(12.3);
     expect(startFromAddress("?t=-1")).toBe(0);
     expect(startFromAddress("?t=abc")).toBe(0);
+  });
+});
+
+describe("snippetPieces", () => {
+  it("draws the server's parts: marked where the words are, line breaks kept", () => {
+    const parts = [
+      { text: "$ echo ", match: false },
+      { text: "needle-found", match: true },
+      { text: "\nneedle\nfound", match: false },
+    ];
+    expect(snippetPieces("$ echo needle-found\nneedle\nfound", parts)).toEqual(parts);
+  });
+  it("drops empty parts", () => {
+    expect(snippetPieces("ab", [{ text: "", match: true }, { text: "a", match: true }, { text: "b", match: false }])).toEqual([
+      { text: "a", match: true },
+      { text: "b", match: false },
+    ]);
+  });
+  it("shows the snippet unmarked when the parts are missing or do not add up to it", () => {
+    expect(snippetPieces("plain text", undefined)).toEqual([{ text: "plain text", match: false }]);
+    expect(snippetPieces("plain text", [{ text: "plain", match: true }])).toEqual([{ text: "plain text", match: false }]);
+    expect(snippetPieces("", [])).toEqual([]);
   });
 });

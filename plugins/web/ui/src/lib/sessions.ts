@@ -144,3 +144,20 @@ export function startFromAddress(search: string): number {
   const value = Number(new URLSearchParams(search).get("t") ?? "0");
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
+
+/** A piece of a search hit's snippet: `match` where the words searched for are. */
+export interface SnippetPiece {
+  text: string;
+  match: boolean;
+}
+
+/**
+ * The pieces a hit's snippet is drawn from (text, and <mark> where `match`): the server's
+ * parts (GET /sessions/search cuts the snippet where the words are), or the whole snippet
+ * unmarked when they do not add up to it. Line breaks stay in the text.
+ */
+export function snippetPieces(snippet: string, parts: readonly SnippetPiece[] | undefined): SnippetPiece[] {
+  const pieces = (parts ?? []).filter((part) => part.text !== "");
+  if (pieces.map((part) => part.text).join("") !== snippet) return snippet ? [{ text: snippet, match: false }] : [];
+  return pieces.map(({ text, match }) => ({ text, match }));
+}

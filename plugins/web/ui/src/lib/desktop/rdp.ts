@@ -7,7 +7,7 @@ import "@devolutions/iron-remote-desktop";
 import type { ClipboardData, IronError, Session, UserInteraction } from "@devolutions/iron-remote-desktop";
 import { Backend, displayControl, init } from "@devolutions/iron-remote-desktop-rdp";
 import { api, call } from "../../api/client";
-import { closeReason, isSignedOut } from "../terminal/socket";
+import { closeReason } from "../closereason";
 import { relayUrl, type DesktopDriver, type DriverOptions } from "./driver";
 import { strokes, type KeyCombo } from "./keys";
 import { Recorder } from "./recorder";
@@ -157,7 +157,7 @@ export class RdpDriver implements DesktopDriver {
       if (!current()) return;
       const code = closed?.code ?? 0;
       const message = closed?.reason && !this.userClosed ? closeReason(code, closed.reason, "") : fallback;
-      events.onState("closed", isSignedOut(code) ? `Signed out: ${message}` : message, code);
+      events.onState("closed", message, code);
     };
     this.userClosed = false;
     events.onState("connecting", "", 0);

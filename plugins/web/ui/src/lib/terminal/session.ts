@@ -10,7 +10,8 @@ import { api, call } from "../../api/client";
 import { terminalTheme } from "../terminalthemes";
 import { CursorBlink, hardwareWebgl } from "./renderer";
 import "./blink.css";
-import { closeReason, isMultiline, isSignedOut, parseServerText, terminalUrl } from "./socket";
+import { closeReason } from "../closereason";
+import { isMultiline, parseServerText, terminalUrl } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
 
@@ -193,8 +194,7 @@ export class TerminalSession {
     socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
-      const reason = closeReason(event.code, event.reason, this.lastError);
-      this.events.onState("closed", isSignedOut(event.code) ? `Signed out: ${reason}` : reason, event.code);
+      this.events.onState("closed", closeReason(event.code, event.reason, this.lastError), event.code);
     };
   }
 

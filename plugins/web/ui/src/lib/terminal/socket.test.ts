@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closeReason, isMultiline, parseServerText, terminalUrl } from "./socket";
+import { isMultiline, parseServerText, terminalUrl } from "./socket";
 
 describe("terminalUrl", () => {
   it("uses wss on https and escapes the parameters", () => {
@@ -18,11 +18,6 @@ describe("server frames", () => {
     expect(parseServerText('{"type":"status","message":"Connected"}')).toEqual({ kind: "status", message: "Connected" });
     expect(parseServerText('{"type":"error","message":"Host key changed"}')).toEqual({ kind: "error", message: "Host key changed" });
     expect(parseServerText("plain")).toEqual({ kind: "other" });
-  });
-  it("prefers the error frame's full text over the cut close reason", () => {
-    expect(closeReason(4003, "Host key cha", "Host key changed: SHA256:a then SHA256:b")).toContain("SHA256:b");
-    expect(closeReason(1000, "Shell closed", "")).toBe("Shell closed");
-    expect(closeReason(1006, "", "")).toBe("The connection to the gateway was lost.");
   });
 });
 

@@ -41,19 +41,6 @@ export function parseServerText(text: string): ServerText {
   return { kind: "other" };
 }
 
-/** Why the socket closed, in words: the server's error frame, else its close reason. */
-export function closeReason(code: number, reason: string, lastError: string): string {
-  if (lastError) return lastError;
-  if (reason) return reason;
-  if (code === 1006) return "The connection to the gateway was lost.";
-  return `The session ended (code ${code}).`;
-}
-
-/** 4001 means the login session is gone: the app returns to sign-in. */
-export function isSignedOut(code: number): boolean {
-  return code === 4001;
-}
-
 /** Whether pasted text asks for a confirmation: a line break in it would run a command. */
 export function isMultiline(text: string): boolean {
   return /[\r\n]/.test(text);

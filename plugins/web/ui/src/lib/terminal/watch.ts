@@ -4,7 +4,7 @@ import "@xterm/xterm/css/xterm.css";
 import { Terminal } from "@xterm/xterm";
 import { api, call } from "../../api/client";
 import { watchUrl } from "../sessions";
-import { closeReason } from "./socket";
+import { closeReason } from "../closereason";
 
 export type WatchState = "connecting" | "live" | "ended";
 
