@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +58,18 @@ class Server:
         return self.process.pid
 
 
+BENCH_LOG = "HG_BENCH_LOG"
+"""Environment variable: a file the bench gateways' stderr (their log) is appended to."""
+
+
+def bench_log() -> Any:
+    """Where a bench gateway's stderr goes: ``$HG_BENCH_LOG`` opened to append, else nowhere."""
+    path = os.environ.get(BENCH_LOG)
+    if not path:
+        return subprocess.DEVNULL
+    return open(path, "ab")  # noqa: SIM115 - handed to the child, closed by the caller
+
+
 @contextmanager
 def hostgate_server(
     extra_env: dict[str, str] | None = None,
@@ -70,6 +82,7 @@ def hostgate_server(
     with those module attributes replaced: a variant of the same code.
     ``source`` runs the kernel and packs of another checkout (``checkout()``)
     in front of the installed ones: the same bench against older code.
+    Its log (stderr, at ``WARNING``) is appended to ``$HG_BENCH_LOG`` when set.
     """
     data = Path(tempfile.mkdtemp(prefix="hg-bench-"))
     port = free_port()
@@ -84,6 +97,7 @@ def hostgate_server(
         env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
     # the peers run on loopback, which network.protected refuses by default
     config = write_test_config(data / "bench.toml")
+    log = bench_log()
     process = subprocess.Popen(
         [
             sys.executable,
@@ -98,8 +112,10 @@ def hostgate_server(
         ],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log,
     )
+    if log is not subprocess.DEVNULL:
+        log.close()  # the gateway holds its own descriptor
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/health")
@@ -139,16 +155,25 @@ def rss_mib(pid: int) -> float:
     return total / 2**20
 
 
-def percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return float("nan")
+def percentile(values: Iterable[float], pct: float) -> float:
+    """The ``pct`` percentile (nearest rank) of ``values``; NaN when there are none.
+
+    The one percentile of the bench scripts: every p50/p95/p99 they print comes from here.
+    """
     ordered = sorted(values)
+    if not ordered:
+        return float("nan")
     index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
     return ordered[index]
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
+def median(values: Iterable[float]) -> float:
+    """The median of ``values`` (the mean of the middle two for an even count); NaN when empty.
+
+    The one median of the bench scripts (figures and the per-round ratios alike).
+    """
+    listed = list(values)
+    return statistics.median(listed) if listed else float("nan")
 
 
 @dataclass

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import BENCH_KEY, Row, print_table  # noqa: E402
+from _common import BENCH_KEY, Row, median, print_table  # noqa: E402
 
 from testsupport.peers import launch_on_free_port, stop, which  # noqa: E402
 
@@ -126,8 +125,8 @@ async def measure(args: argparse.Namespace, redis_url: str, data: Path) -> list[
                     row = await db.get(RemoteSession, session_id)
                     assert row is not None and row.ended_at is not None
                     assert row.recording_state == "complete", row.recording_state
-    beat_ms = statistics.median(beats) * 1000
-    end_ms = statistics.median(ends) * 1000
+    beat_ms = median(beats) * 1000
+    end_ms = median(ends) * 1000
     return [
         Row(f"heartbeat round, {args.live} sessions registered", beat_ms, "ms"),
         Row(f"end a dead node's {args.sessions} sessions", end_ms, "ms"),

@@ -33,7 +33,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -47,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import (  # noqa: E402
     Row,
     hostgate_server,
+    median,
     percentile,
     print_table,
     text_file,  # noqa: E402
@@ -174,40 +174,40 @@ async def measure(args: argparse.Namespace, gateway: Gateway, server: Any, pid: 
         )
         mib = moved / 2**20
         client_cpu.append(viewers_cpu * 1000 / mib)
-        share = statistics.median(received) / moved
+        share = median(received) / moved
         watched.append((mib / elapsed, spent * 1000 / mib, mib / elapsed / plain[-1][0], share))
         screens.extend(firsts)
     path.unlink()
-    plain_rate = statistics.median(r for r, _ in plain)
-    plain_cpu = statistics.median(c for _, c in plain)
+    plain_rate = median(r for r, _ in plain)
+    plain_cpu = median(c for _, c in plain)
     n = args.viewers
     return [
         Row("cat unwatched", plain_rate, "MB/s"),
         Row(
             f"cat watched by {n}",
-            statistics.median(r for r, _, _, _ in watched),
+            median(r for r, _, _, _ in watched),
             "MB/s",
             plain_rate,
-            measured_ratio=statistics.median(ratio for _, _, ratio, _ in watched),
+            measured_ratio=median(ratio for _, _, ratio, _ in watched),
         ),
         Row("gateway CPU per MiB, unwatched", plain_cpu, "ms"),
         Row(
             f"gateway CPU per MiB, watched by {n}",
-            statistics.median(c for _, c, _, _ in watched),
+            median(c for _, c, _, _ in watched),
             "ms",
             plain_cpu,
         ),
         Row(
             f"gateway CPU per MiB per viewer (of {n})",
-            (statistics.median(c for _, c, _, _ in watched) - plain_cpu) / n,
+            (median(c for _, c, _, _ in watched) - plain_cpu) / n,
             "ms",
         ),
         Row(
             f"viewers' process CPU per MiB (all {n})",
-            statistics.median(client_cpu),
+            median(client_cpu),
             "ms",
         ),
-        Row("bytes each viewer received", 100 * statistics.median(s for *_, s in watched), "%"),
+        Row("bytes each viewer received", 100 * median(s for *_, s in watched), "%"),
         Row("first screen p50", percentile(screens, 50), "ms"),
         Row("first screen max", max(screens), "ms"),
     ]

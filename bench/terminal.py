@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -49,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import (  # noqa: E402
     Row,
     hostgate_server,
+    median,
     percentile,
     print_table,
     rss_mib,
@@ -207,8 +207,8 @@ async def curve(args: argparse.Namespace, gateway: Gateway, server: Any, pid: in
                 rates.append(moved / elapsed / 2**20)
                 costs.append(spent * 1000 / (moved / 2**20))
             label = f"{sessions} concurrent cat ({args.size} MiB each)"
-            rows.append(Row(f"{label}: aggregate", statistics.median(rates), "MB/s"))
-            rows.append(Row(f"{label}: gateway CPU per MiB", statistics.median(costs), "ms"))
+            rows.append(Row(f"{label}: aggregate", median(rates), "MB/s"))
+            rows.append(Row(f"{label}: gateway CPU per MiB", median(costs), "ms"))
     finally:
         path.unlink()
     return rows
@@ -280,8 +280,8 @@ async def measure(args: argparse.Namespace, gateway: Gateway, server: Any, pid: 
             through[(deflate, recording)].append(
                 (speed, spent * 1000 / (moved / 2**20), speed / rate)
             )
-    direct_rate = statistics.median(rate for rate, _ in direct)
-    direct_cpu = statistics.median(cpu for _, cpu in direct)
+    direct_rate = median(rate for rate, _ in direct)
+    direct_cpu = median(cpu for _, cpu in direct)
     rows.append(Row("cat direct asyncssh", direct_rate, "MB/s"))
     cpu_rows = [Row("CPU per MiB, direct asyncssh client", direct_cpu, "ms")]
     for deflate, recording in variants:
@@ -290,17 +290,17 @@ async def measure(args: argparse.Namespace, gateway: Gateway, server: Any, pid: 
         rows.append(
             Row(
                 f"cat {name}",
-                statistics.median(speed for speed, _, _ in runs),
+                median(speed for speed, _, _ in runs),
                 "MB/s",
                 direct_rate,
                 ">= 0.9x",
-                measured_ratio=statistics.median(ratio for _, _, ratio in runs),
+                measured_ratio=median(ratio for _, _, ratio in runs),
             )
         )
         cpu_rows.append(
             Row(
                 f"CPU per MiB, {name} process",
-                statistics.median(cpu for _, cpu, _ in runs),
+                median(cpu for _, cpu, _ in runs),
                 "ms",
                 direct_cpu,
             )

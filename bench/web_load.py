@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import re
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import median  # noqa: E402
 from hostgate_web.assets import STATIC, ensure_built  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
@@ -114,16 +115,16 @@ def main() -> int:
                 ends = [end for _, end in ats[1:]]
                 if ends:
                     print(
-                        f"  {name:<32} {statistics.median(starts):6.0f}"
-                        f" - {statistics.median(ends):4.0f}   (n={len(ends)})"
+                        f"  {name:<32} {median(starts):6.0f}"
+                        f" - {median(ends):4.0f}   (n={len(ends)})"
                     )
             print(
-                f"time to an interactive sign-in: median {statistics.median(times):.0f} ms,"
+                f"time to an interactive sign-in: median {median(times):.0f} ms,"
                 f" worst {max(times):.0f} ms over {len(times)} cold loads (goal < 300 ms)"
             )
             print(
                 f"  of which in the page (the form's button enabled, seen by the page itself):"
-                f" median {statistics.median(in_page):.0f} ms, worst {max(in_page):.0f} ms"
+                f" median {median(in_page):.0f} ms, worst {max(in_page):.0f} ms"
             )
         finally:
             gateway.stop()

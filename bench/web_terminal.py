@@ -39,7 +39,6 @@ import asyncio
 import concurrent.futures
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -51,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import (  # noqa: E402
     Row,
+    median,
     percentile,
     print_table,
     socket_cat,
@@ -351,18 +351,18 @@ def main() -> None:
             finally:
                 browser.close()
         rows = [
-            Row("cat python client /ws/ssh", statistics.median(python_rates), "MB/s"),
+            Row("cat python client /ws/ssh", median(python_rates), "MB/s"),
             Row(
                 "cat browser terminal, on screen",
-                statistics.median(browser_rates),
+                median(browser_rates),
                 "MB/s",
-                statistics.median(python_rates),
+                median(python_rates),
                 ">= 0.8x",
-                measured_ratio=statistics.median(ratios),
+                measured_ratio=median(ratios),
             ),
-            Row("  (the browser's socket, last frame)", statistics.median(received_rates), "MB/s"),
+            Row("  (the browser's socket, last frame)", median(received_rates), "MB/s"),
             *(
-                [Row("  (ended by a MutationObserver)", statistics.median(observer_rates), "MB/s")]
+                [Row("  (ended by a MutationObserver)", median(observer_rates), "MB/s")]
                 if observer_rates
                 else []
             ),

@@ -14,7 +14,7 @@ from typing import Any
 from hostgate import SettingSpec, hookimpl
 from hostgate.app import create_app, kernel_of
 from hostgate.config import Config
-from hostgate.db.models.audit import AuditEntry
+from hostgate.db.models.audit import AuditCount, AuditEntry
 from hostgate.db.models.connections import Connection, ConnectionGroup
 from hostgate.db.models.identity import LoginSession, Role, User
 from hostgate.db.models.search import SearchEntry
@@ -240,10 +240,23 @@ async def check_restored(kernel: Kernel, markers: Markers, *, with_recordings: b
     ]
     await kernel.audit.record("after.restore", actor=caller)
     assert (await kernel.audit.verify_chain()).ok
+    assert await audit_counts(kernel) == [await counted_entries(kernel)]
     if with_recordings:
         recordings = kernel.config.resolved_recordings_dir
         for name, content in markers.recording_bytes.items():
             assert (recordings / name).read_bytes() == content, name
+
+
+async def audit_counts(kernel: Kernel) -> list[int]:
+    """The counter rows' ``entries`` (one row when all is well)."""
+    async with kernel.db.session() as session:
+        return list((await session.exec(select(AuditCount.entries))).all())
+
+
+async def counted_entries(kernel: Kernel) -> int:
+    """The audit entries present, counted."""
+    async with kernel.db.session() as session:
+        return int((await session.exec(select(func.count()).select_from(AuditEntry))).one())
 
 
 async def export_to(kernel: Kernel, path: Path, *, include_recordings: bool = True) -> Path:

@@ -151,6 +151,11 @@ async def test_every_table_and_type_round_trips(tmp_path, instance_config, cross
         await restore_from(b.kernel, archive)
         async with b.kernel.db.engine.connect() as conn:
             for table in metadata.sorted_tables:
+                if table.name == "audit_count":
+                    # counted by the restore, not carried: the one generated entry
+                    found_counts = (await conn.execute(select(table))).all()
+                    assert found_counts == [(1, 1)]
+                    continue
                 expected = rows[table.name]
                 where = [column == expected[column.name] for column in table.primary_key]
                 found = (await conn.execute(select(table).where(*where))).mappings().one()

@@ -37,3 +37,23 @@ class AuditEntry(SQLModel, table=True):
     timestamp: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     prev_hash: str = Field(default="", max_length=64)
     hash: str = Field(default="", max_length=64)
+
+
+AUDIT_COUNT_ID = 1
+"""The ``id`` of the one row of ``audit_count``."""
+
+
+class AuditCount(SQLModel, table=True):
+    """How many entries ``audit_log`` holds: one row, kept exact by every audit write.
+
+    ``AuditLog.atomic`` adds its entries to it in the transaction that inserts
+    them, so the unfiltered page's ``total`` is one row read instead of a count
+    over millions of entries. A restore recounts it (``recount_statements``).
+    """
+
+    __tablename__ = "audit_count"
+
+    id: int = Field(
+        default=AUDIT_COUNT_ID, primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    entries: int = Field(default=0, sa_type=BigInteger)

@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
+from sqlalchemy import func, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 from typing_extensions import Unpack
 
-from ...db.models.audit import AuditEntry
+from ...db.models.audit import AUDIT_COUNT_ID, AuditCount, AuditEntry
 from ...db.models.settings import SystemValue
 from ...descriptors import AuditEvent
 from ...timefmt import iso, utcnow
@@ -124,6 +124,26 @@ CHAIN_LOCK = {
 """What serializes the log's writers across processes, per database."""
 
 
+def count_added(entries: int) -> Any:
+    """The statement adding ``entries`` to the log's counter row (``audit_count``)."""
+    column = AuditCount.entries
+    return (
+        update(AuditCount)
+        .where(AuditCount.id == AUDIT_COUNT_ID)  # type: ignore[arg-type]
+        .values(entries=column + entries)
+    )
+
+
+def recount_statements() -> list[Any]:
+    """Statements that set the counter row to the entries present (after a restore)."""
+    table = AuditCount.__table__  # type: ignore[attr-defined]
+    counted = select(func.count()).select_from(AuditEntry).scalar_subquery()
+    return [
+        table.delete(),
+        table.insert().values(id=AUDIT_COUNT_ID, entries=counted),
+    ]
+
+
 class AuditLog:
     """Writes audit entries and fans them out to the ``event`` hook."""
 
@@ -201,6 +221,10 @@ class AuditLog:
                 self._last_hash = (await session.exec(query)).first() or ""
             batch = AuditBatch(session, key, self._last_hash)
             yield batch
+            if batch.entries:
+                # the counter moves in the entries' own transaction: exact whoever else
+                # writes (the row's lock orders concurrent writers on PostgreSQL)
+                await session.exec(count_added(len(batch.entries)))  # type: ignore[call-overload]
             await session.commit()
             self._last_hash = batch.head
         for callback in batch.committed:

@@ -30,6 +30,7 @@ from ...db.models import metadata
 from ...db.models.identity import LoginSession
 from ...db.models.settings import SystemValue
 from ...timefmt import utcnow
+from ..audit.audit import recount_statements
 from .tables import primary_key
 
 log = logging.getLogger("hostgate.backup")
@@ -130,6 +131,9 @@ async def swap_database(
             done = [0]
             for table in tables:
                 await _copy_table(source, target, table, done, progress, total_rows)
+            # counted, not carried: right whatever the archive's counter row says
+            for statement in recount_statements():
+                await target.execute(statement)
             if target.dialect.name == "postgresql":
                 await _reset_sequences(target)
     finally:
