@@ -1,6 +1,7 @@
 """The terminal in the browser: throughput and keystroke echo in Chromium vs a Python client.
 
 .venv/bin/python bench/web_terminal.py [--size 64] [--rounds 3] [--keystrokes 200]
+    [--variants app,direct,...] [--trace FILE]
 
 A real ``hostgate serve`` in front of OpenSSH sshd (``testsupport.sshd``, needs root
 for its login user) and Debian's Chromium through Playwright, signed in through the
@@ -28,6 +29,16 @@ readable here: this Chromium's WebGL2 is SwiftShader, a software rasteriser, on 
 the app chooses the DOM renderer itself (WebGL2 is refused here too, as in the e2e
 tests, so the figure does not depend on that choice). ``--trace FILE`` writes a Chromium
 performance trace of one browser ``cat`` (open it in chrome://tracing or Perfetto).
+``--variants``: the page's levers measured off and on in one run (``VARIANTS``
+below; each a tab of its own, set through ``window.hgTerminalBench``, which the app's
+``lib/terminal/session.ts`` reads): every round cats once in each, in a rotating order,
+after the Python client. For each: MB/s, the ratio to the Python client of its round,
+and the page's cost per MiB of output: the renderer process's CPU (psutil; the
+renderer that did the most in that ``cat``), all Chromium processes' CPU (renderers,
+browser, GPU/compositing, network service), its main thread's task, script, layout
+and style time (the DevTools ``Performance.getMetrics`` counters: wall time, inflated
+on a loaded machine; the CPU figures are the steady ones), and the animation frames
+run per MiB (xterm.js draws the screen in one).
 No assertions: figures only. Note the load average, printed with the figures: on a
 shared machine the browser's processes, the gateway and sshd compete for the cores.
 """
@@ -37,6 +48,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import json
 import os
 import shutil
 import sys
@@ -45,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -80,6 +93,12 @@ HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
   return kind === "webgl2" ? null : getContext.call(this, kind, ...rest);
 };
 window.hgBytes = 0;
+window.hgFrames = 0;
+// animation frame callbacks run: xterm.js draws in one (the bench's own checks add a few)
+window.hgDraws = 0;
+const animationFrame = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (callback) =>
+  animationFrame((time) => { window.hgDraws += 1; callback(time); });
 window.hgLastFrame = 0;
 const NativeSocket = window.WebSocket;
 window.WebSocket = class extends NativeSocket {
@@ -88,6 +107,7 @@ window.WebSocket = class extends NativeSocket {
     this.addEventListener("message", (event) => {
       if (event.data instanceof ArrayBuffer) {
         window.hgBytes += event.data.byteLength;
+        window.hgFrames += 1;
         window.hgLastFrame = performance.now();
         if (window.hgWant) hgSocketTail(event.data);
       }
@@ -147,6 +167,47 @@ window.hgArm = (text) => {
   });
 };
 """
+
+
+# The levers a run can compare (``--variants``): what the app's terminal does by default
+# ("app") and each lever turned off or changed (window.hgTerminalBench, read by
+# lib/terminal/session.ts: ``batch`` the most bytes joined per write, 0 = each socket
+# frame written as it comes; ``interval`` ms between writes during a flood, 0 = a write
+# as soon as the last is parsed; ``text`` decode to a string first; ``options`` xterm.js's).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "app": {},
+    "direct": {"batch": 0},
+    "joined": {"interval": 0},
+    "every33ms": {"interval": 33},
+    "every100ms": {"interval": 100},
+    "batch1m": {"batch": 2**20},
+    "text": {"text": True},
+    "direct-text": {"batch": 0, "text": True},
+    "scrollback0": {"options": {"scrollback": 0}},
+    "scrollback1000": {"options": {"scrollback": 1000}},
+    "scrollback50000": {"options": {"scrollback": 50000}},
+    "contrast1": {"options": {"minimumContrastRatio": 1}},
+    "smooth0": {"options": {"smoothScrollDuration": 0}},
+    "noglyphs": {"options": {"customGlyphs": False, "rescaleOverlappingGlyphs": False}},
+}
+
+# The DevTools counters read around each cat (seconds of the page's main thread).
+METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+
+
+def chromium_cpu() -> dict[int, tuple[bool, float]]:
+    """CPU seconds of each Chromium process under this one (and whether it is a renderer)."""
+    seconds = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name() not in ("chromium", "chrome", "headless_shell"):
+                continue
+            times = child.cpu_times()
+            renderer = "--type=renderer" in " ".join(child.cmdline())
+            seconds[child.pid] = (renderer, times.user + times.system)
+        except psutil.Error:
+            continue
+    return seconds
 
 
 class Setup:
@@ -214,11 +275,19 @@ def run(coroutine: Any) -> Any:
 class Browser:
     """The app's terminal tab on the connection, signed in through the form."""
 
-    def __init__(self, playwright: Any, setup: Setup) -> None:
-        self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = self.browser.new_context(viewport={"width": 1280, "height": 800})
+    def __init__(
+        self, browser: Any, setup: Setup, name: str = "app", levers: dict[str, Any] | None = None
+    ) -> None:
+        self.browser = browser
+        self.name = name
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
         context.add_init_script(PAGE)
+        if levers:
+            context.add_init_script(f"window.hgTerminalBench = {json.dumps(levers)};")
         self.page = page = context.new_page()
+        self.cdp = context.new_cdp_session(page)
+        self.cdp.send("Performance.enable")
+        self.cost: dict[str, float] = {}
         self.errors: list[str] = []
         page.on("pageerror", lambda error: self.errors.append(str(error)))
         url = setup.gateway.url
@@ -248,15 +317,41 @@ class Browser:
         self.command("clear; echo CLEARED-$((20+1))", "CLEARED-21")
         self.page.wait_for_timeout(100)
 
+    def metrics(self) -> dict[str, float]:
+        found = self.cdp.send("Performance.getMetrics")["metrics"]
+        return {m["name"]: m["value"] for m in found if m["name"] in METRICS}
+
     def cat(self, path: Path, marker: int, until: str = "observer") -> tuple[int, float, float]:
-        """Bytes the socket brought, seconds to the marker on screen, seconds to the last frame."""
+        """Bytes the socket brought, seconds to the marker on screen, seconds to the last frame.
+
+        ``self.cost``: what the cat cost the page, in ms per MiB (``renderer`` CPU and
+        the main thread's ``METRICS``).
+        """
         self.clear()
-        before = self.page.evaluate("window.hgBytes")
+        before = self.page.evaluate("[window.hgBytes, window.hgFrames, window.hgDraws]")
+        cpu, counters = chromium_cpu(), self.metrics()
         start, end = self.command(f"cat {path}; echo END-$(({marker}))", f"END-{marker}", until)
-        moved, last = self.page.evaluate("[window.hgBytes, window.hgLastFrame]")
+        cpu_after, counters_after = chromium_cpu(), self.metrics()
+        moved, last, frames, draws = self.page.evaluate(
+            "[window.hgBytes, window.hgLastFrame, window.hgFrames, window.hgDraws]"
+        )
         if self.errors:
             raise RuntimeError(f"the page failed: {self.errors}")
-        return moved - before, (end - start) / 1000, (last - start) / 1000
+        mib = (moved - before[0]) / 2**20
+        spent = {
+            pid: (renderer, seconds - cpu.get(pid, (renderer, 0.0))[1])
+            for pid, (renderer, seconds) in cpu_after.items()
+        }
+        busiest = max(seconds for renderer, seconds in spent.values() if renderer)
+        self.cost = {
+            "renderer": busiest * 1000 / mib,
+            "chromium": sum(seconds for _, seconds in spent.values()) * 1000 / mib,
+            "frame KiB": mib * 1024 / max(1, frames - before[1]),
+            "draws": (draws - before[2]) / mib,
+        }
+        for name in METRICS:
+            self.cost[name] = (counters_after[name] - counters[name]) * 1000 / mib
+        return moved - before[0], (end - start) / 1000, (last - start) / 1000
 
     def keys(self, count: int) -> list[float]:
         self.clear()
@@ -276,7 +371,7 @@ class Browser:
         return samples
 
     def close(self) -> None:
-        self.browser.close()
+        self.page.context.close()
 
 
 def main() -> None:
@@ -284,7 +379,16 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64, help="MiB of text to cat")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keystrokes", type=int, default=200)
-    parser.add_argument("--trace", type=Path, help="a Chromium trace of one browser cat")
+    parser.add_argument(
+        "--variants",
+        default="app",
+        help=f"comma-separated, each a tab with its levers: {', '.join(VARIANTS)}",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        help="a Chromium trace of one browser cat (one per variant: FILE-<variant>.json)",
+    )
     parser.add_argument(
         "--compare-end",
         action="store_true",
@@ -293,6 +397,10 @@ def main() -> None:
         " screen is checked once per frame)",
     )
     args = parser.parse_args()
+    names = args.variants.split(",")
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
 
     from hostgate_web.assets import ensure_built
     from playwright.sync_api import sync_playwright
@@ -308,77 +416,14 @@ def main() -> None:
         os.chmod(path, 0o644)
         print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
         with sync_playwright() as playwright:
-            browser = Browser(playwright, setup)
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            tabs = [Browser(chromium, setup, name, VARIANTS[name]) for name in names]
             try:
-                run(python_cat(setup, Path("/dev/null"), 1))  # warm up
-                browser.cat(Path("/dev/null"), 2)
-                python_rates, browser_rates, received_rates, ratios = [], [], [], []
-                observer_rates: list[float] = []
-                for round_ in range(args.rounds):
-                    moved, elapsed = run(python_cat(setup, path, 100 + round_))
-                    python_rate = moved / elapsed / 2**20
-                    got, seconds, last = browser.cat(path, 200 + round_, until="socket")
-                    if got < size:
-                        raise RuntimeError(f"the browser got {got} of {size} bytes")
-                    browser_rate = got / seconds / 2**20
-                    python_rates.append(python_rate)
-                    browser_rates.append(browser_rate)
-                    received_rates.append(got / last / 2**20)
-                    ratios.append(browser_rate / python_rate)
-                    print(
-                        f"round {round_ + 1}: python {python_rate:.1f} MB/s,"
-                        f" browser {browser_rate:.1f} MB/s (last frame after {last:.2f} s,"
-                        f" on screen after {seconds:.2f} s),"
-                        f" load {os.getloadavg()[0]:.2f}",
-                        flush=True,
-                    )
-                    if args.compare_end:
-                        got, seconds, last = browser.cat(path, 400 + round_, until="observer")
-                        observer_rates.append(got / seconds / 2**20)
-                        print(
-                            f"  browser, MutationObserver: {observer_rates[-1]:.1f} MB/s"
-                            f" (last frame after {last:.2f} s, on screen after {seconds:.2f} s)",
-                            flush=True,
-                        )
-                if args.trace:
-                    browser.browser.start_tracing(
-                        page=browser.page, path=str(args.trace), screenshots=False
-                    )
-                    browser.cat(path, 300, until="socket")
-                    browser.browser.stop_tracing()
-                python_keystrokes = run(python_keys(setup, args.keystrokes))
-                browser_keystrokes = browser.keys(args.keystrokes)
+                rows = measure(args, setup, tabs, path, size)
             finally:
-                browser.close()
-        rows = [
-            Row("cat python client /ws/ssh", median(python_rates), "MB/s"),
-            Row(
-                "cat browser terminal, on screen",
-                median(browser_rates),
-                "MB/s",
-                median(python_rates),
-                ">= 0.8x",
-                measured_ratio=median(ratios),
-            ),
-            Row("  (the browser's socket, last frame)", median(received_rates), "MB/s"),
-            *(
-                [Row("  (ended by a MutationObserver)", median(observer_rates), "MB/s")]
-                if observer_rates
-                else []
-            ),
-            Row(
-                "keystroke p50 browser",
-                percentile(browser_keystrokes, 50),
-                "ms",
-                percentile(python_keystrokes, 50),
-            ),
-            Row(
-                "keystroke p99 browser",
-                percentile(browser_keystrokes, 99),
-                "ms",
-                percentile(python_keystrokes, 99),
-            ),
-        ]
+                for tab in tabs:
+                    tab.close()
+                chromium.close()
         print_table(rows)
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     finally:
@@ -386,6 +431,107 @@ def main() -> None:
         gateway.stop()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(
+    args: argparse.Namespace, setup: Setup, tabs: list[Browser], path: Path, size: int
+) -> list[Row]:
+    """Alternating rounds (the Python client, then each tab in a rotating order); the rows."""
+    run(python_cat(setup, Path("/dev/null"), 1))  # warm up
+    for index, tab in enumerate(tabs):
+        tab.cat(Path("/dev/null"), 2 + index)
+    python_rates: list[float] = []
+    rates: dict[str, list[float]] = {tab.name: [] for tab in tabs}
+    received: dict[str, list[float]] = {tab.name: [] for tab in tabs}
+    ratios: dict[str, list[float]] = {tab.name: [] for tab in tabs}
+    costs: dict[str, list[dict[str, float]]] = {tab.name: [] for tab in tabs}
+    observer_rates: list[float] = []
+    marker = 1000
+    for round_ in range(args.rounds):
+        moved, elapsed = run(python_cat(setup, path, marker))
+        marker += 1
+        python_rate = moved / elapsed / 2**20
+        python_rates.append(python_rate)
+        print(f"round {round_ + 1}: python {python_rate:.1f} MB/s", flush=True)
+        shift = round_ % len(tabs)
+        for tab in tabs[shift:] + tabs[:shift]:
+            got, seconds, last = tab.cat(path, marker, until="socket")
+            marker += 1
+            if got < size:
+                raise RuntimeError(f"the browser got {got} of {size} bytes")
+            rate = got / seconds / 2**20
+            rates[tab.name].append(rate)
+            received[tab.name].append(got / last / 2**20)
+            ratios[tab.name].append(rate / python_rate)
+            costs[tab.name].append(tab.cost)
+            print(
+                f"  {tab.name}: {rate:.1f} MB/s ({rate / python_rate:.2f}x; last frame after"
+                f" {last:.2f} s, on screen after {seconds:.2f} s), per MiB: renderer"
+                f" {tab.cost['renderer']:.0f} ms CPU (all Chromium {tab.cost['chromium']:.0f}),"
+                f" task {tab.cost['TaskDuration']:.0f}"
+                f" (script {tab.cost['ScriptDuration']:.0f}, layout"
+                f" {tab.cost['LayoutDuration']:.0f}, style {tab.cost['RecalcStyleDuration']:.0f}),"
+                f" {tab.cost['draws']:.1f} animation frames; socket frames of"
+                f" {tab.cost['frame KiB']:.0f} KiB; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+        if args.compare_end:
+            got, seconds, last = tabs[0].cat(path, marker, until="observer")
+            marker += 1
+            observer_rates.append(got / seconds / 2**20)
+            print(
+                f"  {tabs[0].name}, MutationObserver: {observer_rates[-1]:.1f} MB/s"
+                f" (last frame after {last:.2f} s, on screen after {seconds:.2f} s)",
+                flush=True,
+            )
+    if args.trace:
+        for tab in tabs:
+            trace = args.trace
+            if len(tabs) > 1:
+                trace = trace.with_name(f"{trace.stem}-{tab.name}{trace.suffix or '.json'}")
+            tab.browser.start_tracing(page=tab.page, path=str(trace), screenshots=False)
+            tab.cat(path, marker, until="socket")
+            marker += 1
+            tab.browser.stop_tracing()
+    python_keystrokes = run(python_keys(setup, args.keystrokes))
+    keystrokes = {tab.name: tab.keys(args.keystrokes) for tab in tabs}
+
+    python_rate = median(python_rates)
+    rows = [Row("cat python client /ws/ssh", python_rate, "MB/s")]
+    for tab in tabs:
+        name = tab.name
+        rows += [
+            Row(
+                f"cat browser [{name}], on screen",
+                median(rates[name]),
+                "MB/s",
+                python_rate,
+                ">= 0.8x",
+                measured_ratio=median(ratios[name]),
+            ),
+            Row("  (the browser's socket, last frame)", median(received[name]), "MB/s"),
+            *(
+                Row(f"  {what} per MiB", median(c[what] for c in costs[name]), "ms")
+                for what in ("renderer", "chromium", *METRICS)
+            ),
+            *(
+                Row(f"  {what} per MiB", median(c[what] for c in costs[name]), "")
+                for what in ("draws",)
+            ),
+        ]
+    if observer_rates:
+        rows.append(Row("  (ended by a MutationObserver)", median(observer_rates), "MB/s"))
+    for tab in tabs:
+        for pct in (50, 99):
+            rows.append(
+                Row(
+                    f"keystroke p{pct} browser [{tab.name}]",
+                    percentile(keystrokes[tab.name], pct),
+                    "ms",
+                    percentile(python_keystrokes, pct),
+                )
+            )
+    return rows
 
 
 if __name__ == "__main__":

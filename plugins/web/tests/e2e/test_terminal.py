@@ -122,6 +122,35 @@ def test_ssh_terminal_types_resizes_and_reconnects(
     assert len(gateway.api("GET", "/sessions", admin_token).json()["sessions"]) == 2
 
 
+def test_a_flood_of_output_reaches_the_screen_whole_and_in_order(
+    page: Any,
+    lab_ssh: str,
+) -> None:
+    """Megabytes of output, which the terminal hands to xterm.js in batches while it is
+    busy (lib/terminal/feed.ts): nothing lost or out of order, and keys answered after."""
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+    screen.click()
+    page.keyboard.insert_text("seq -w 1 400000 | sed 's/^/n-/'; echo flood-$((6*7))")
+    page.keyboard.press("Enter")
+    expect(screen).to_contain_text("flood-42", timeout=60_000)
+
+    # the screen's last rows: consecutive numbers up to the last one
+    rows = screen.locator(".xterm-rows > div").all_inner_texts()
+    numbers = [int(m.group(1)) for row in rows if (m := re.fullmatch(r"n-(\d+)\s*", row))]
+    assert len(numbers) > 10
+    assert numbers == list(range(400000 - len(numbers) + 1, 400001))
+    # lines from earlier batches, in the scrollback, each once
+    tab.get_by_role("button", name="Search").click()
+    for line in ("n-396001", "n-398765"):
+        tab.get_by_label("Search in terminal").fill(line)
+        tab.get_by_label("Search in terminal").press("Enter")
+        expect(tab.get_by_text(re.compile(r"^Match 1 of 1$"))).to_be_visible()
+    tab.get_by_role("button", name="Search").click()
+
+    run(page, screen, "echo after-$((6*7))", "after-42")
+
+
 def test_terminal_code_loads_only_with_the_first_terminal(
     page: Any,
     gateway: Gateway,
