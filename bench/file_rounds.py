@@ -15,8 +15,9 @@ per-round ratios to the direct client, CPU seconds per GiB (the gateway
 process and its children for a variant, this process for the direct client:
 steadier than MB/s on a shared machine) and the gateway's largest RSS growth
 during a transfer; then the CPU seconds per GiB of the file server (its
-processes and what they forked) and, through the gateway, of curl: where the
-rest of the machine's two cores went. ``current`` is the code as it is; a ``--variant`` starts
+processes and what they forked, sampled by ``TreeCpu``) and, through the
+gateway, of curl: where the rest of the machine's two cores went.
+``current`` is the code as it is; a ``--variant`` starts
 another gateway with module attributes replaced (``bench/_patched.py``), so a
 tunable is measured on and off against the same peers in the same run, e.g.
 ``--variant ahead8 hostgate_ssh.sftp:READ_AHEAD=8``; ``--variant-at base COMMIT``
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -41,6 +43,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
@@ -56,6 +59,7 @@ from files import cpu_seconds  # noqa: E402
 from files_smb_ftp import BLOCK, MIB, Gateway, RssSampler, source_file  # noqa: E402
 
 GIB = 2**30
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PROTOCOLS = ("sftp", "smb", "ftp")
 Transfer = Callable[[], Coroutine[Any, Any, int]]
 
@@ -243,22 +247,69 @@ class Samples:
     rss: float = 0.0
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of a server and everything it forked (live, or exited and reaped)."""
-    import psutil
+class TreeCpu:
+    """CPU seconds a server's process tree spends while the block runs.
 
-    try:
-        process = psutil.Process(pid)
-        times = process.cpu_times()
-        total = times.user + times.system + times.children_user + times.children_system
-        for child in process.children(recursive=True):
+    Servers that fork per session (vsftpd, sshd, smbd) defeat one reading of a
+    pid before and after: a session process that is already running counts
+    its earlier CPU, and one that exits inside the block takes its CPU away
+    with it unless its own parent waited for it (vsftpd's session processes
+    are reaped by init, not by the listener). So the tree is walked every
+    ``INTERVAL`` seconds (``/proc/<pid>/task/*/children``) and each process's
+    own user + system time is kept at its latest reading, per (pid, start
+    time); the block's figure is the sum of what each process added after
+    the first reading (all of it for a process forked inside the block). What
+    a process spends in its last ``INTERVAL`` before exiting is lost: a
+    closing session's tail, not its transfer. ``overhead`` is the sampling
+    thread's own CPU, which lands on this process.
+    """
+
+    INTERVAL = 0.02
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.seen: dict[tuple[int, int], float] = {}
+        self.first: dict[tuple[int, int], float] = {}
+        self.seconds = 0.0
+        self.overhead = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _read(self) -> None:
+        pending = [self.pid]
+        while pending:
+            pid = pending.pop()
             try:
-                total += sum(child.cpu_times()[:2])
-            except psutil.NoSuchProcess:
-                continue
-    except psutil.NoSuchProcess:
-        return 0.0
-    return total
+                with open(f"/proc/{pid}/stat") as handle:
+                    fields = handle.read().rpartition(")")[2].split()
+                children: list[int] = []
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children") as handle:
+                        children += [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):
+                continue  # exited meanwhile
+            # after the command: state, ppid, ... utime (14th field), stime (15th), starttime (22nd)
+            key = (pid, int(fields[19]))
+            self.seen[key] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            pending += children
+
+    def _sample(self) -> None:
+        started = time.thread_time()
+        while not self._stop.wait(self.INTERVAL):
+            self._read()
+        self.overhead = time.thread_time() - started
+
+    def __enter__(self) -> TreeCpu:
+        self._read()
+        self.first = dict(self.seen)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        self.seconds = sum(cpu - self.first.get(key, 0.0) for key, cpu in self.seen.items())
 
 
 def children_cpu() -> float:
@@ -287,17 +338,24 @@ def run_timed(run: Transfer) -> tuple[float, int]:
     return time.perf_counter() - started, moved
 
 
-def direct_once(run: Transfer) -> tuple[float, float]:
-    """(MB/s, CPU seconds per GiB) of the direct client in this process."""
+def direct_once(run: Transfer, server: TreeCpu) -> tuple[float, float]:
+    """(MB/s, CPU seconds per GiB) of the direct client in this process.
+
+    ``server`` samples the file server meanwhile; its thread's CPU is not the client's.
+    """
     cpu = time.process_time()
-    seconds, moved = run_timed(run)
-    return moved / 1e6 / seconds, (time.process_time() - cpu) * GIB / moved
+    with server:
+        seconds, moved = run_timed(run)
+    used = time.process_time() - cpu - server.overhead
+    return moved / 1e6 / seconds, used * GIB / moved
 
 
-def gateway_once(gateway: Gateway, run: Transfer) -> tuple[float, float, float]:
+def gateway_once(
+    gateway: Gateway, run: Transfer, server: TreeCpu | None = None
+) -> tuple[float, float, float]:
     """(MB/s, gateway CPU seconds per GiB, RSS growth MiB) of one transfer."""
     cpu = cpu_seconds(gateway.pid)
-    with RssSampler(gateway.pid) as sampler:
+    with RssSampler(gateway.pid) as sampler, server or contextlib.nullcontext():
         seconds, moved = run_timed(run)
     return moved / 1e6 / seconds, (cpu_seconds(gateway.pid) - cpu) * GIB / moved, sampler.growth
 
@@ -350,10 +408,9 @@ def rounds(
         for direction in directions:
             direct = samples.setdefault(("direct", direction), Samples())
             run = peer.direct_upload if direction == "upload" else peer.direct_download
-            server_cpu = tree_cpu(peer.pid)
-            speed, cpu = direct_once(run)
-            time.sleep(1.0)  # the server reaps the processes of the closed connection
-            direct.server_cpu.append((tree_cpu(peer.pid) - server_cpu) * GIB / size)
+            server = TreeCpu(peer.pid)
+            speed, cpu = direct_once(run, server)
+            direct.server_cpu.append(server.seconds * GIB / size)
             direct.speeds.append(speed)
             direct.cpu.append(cpu)
             for name in order:
@@ -367,9 +424,9 @@ def rounds(
                         peer.protocol, ids[n], paths[n]
                     )
                 mine = samples.setdefault((name, direction), Samples())
-                server_cpu, curl_cpu = tree_cpu(peer.pid), children_cpu()
-                speed_gw, cpu_gw, rss = gateway_once(gateway, transfer)
-                mine.server_cpu.append((tree_cpu(peer.pid) - server_cpu) * GIB / size)
+                server, curl_cpu = TreeCpu(peer.pid), children_cpu()
+                speed_gw, cpu_gw, rss = gateway_once(gateway, transfer, server)
+                mine.server_cpu.append(server.seconds * GIB / size)
                 mine.curl_cpu.append((children_cpu() - curl_cpu) * GIB / size)
                 mine.speeds.append(speed_gw)
                 mine.cpu.append(cpu_gw)

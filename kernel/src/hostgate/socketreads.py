@@ -7,6 +7,15 @@ the request body, and the transport is paused and resumed (two epoll
 changes) on most of them. Reads of up to 256 KiB with room for 1 MiB in the
 stream buffer cut the gateway's CPU per GiB uploaded by about a fifth
 (``bench/files.py``); small requests read what arrived, as before.
+
+The body of a request with a ``Content-Length`` then passes h11 by: h11 copies
+every received piece into its buffer, twice out of it (``maybe_extract_at_most``
+slices before it extracts) and hypercorn once more into ``bytes``, four
+copies of every uploaded byte before the view sees it. A piece that holds
+only body bytes (h11's buffer empty, no more than the body still to come)
+goes to the request as the very object the socket read returned; h11 is told
+how much of the body it no longer has to read, and parses the end of the
+body, and whatever follows it, as before.
 """
 
 from __future__ import annotations
@@ -14,14 +23,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import h11
 import hypercorn.asyncio.tcp_server as tcp_server
+import hypercorn.protocol.h11 as h11_protocol
+from h11._readers import ContentLengthReader
+from hypercorn.events import RawData
+from hypercorn.protocol.events import Body
 
 READ_BYTES = 256 * 1024
 """Most bytes one read takes from a client socket (asyncio's transport reads up to this)."""
 BUFFER_LIMIT = 512 * 1024
 """The stream buffer's limit; asyncio pauses the socket at twice this."""
+PASS_BODY = True
+"""Request body pieces go to the app as read (False: every piece through h11's buffer)."""
 
 _original_init = tcp_server.TCPServer.__init__
+_original_handle = h11_protocol.H11Protocol.handle
 
 
 def _init(
@@ -40,7 +57,41 @@ def _init(
     _original_init(self, app, loop, config, context, state, reader, writer)
 
 
+def _body_reader(protocol: Any, size: int) -> ContentLengthReader | None:
+    """h11's reader of the request body, when ``size`` received bytes are all body bytes."""
+    connection = protocol.connection
+    if type(connection) is not h11.Connection or not isinstance(
+        protocol.stream, h11_protocol.HTTPStream
+    ):
+        return None  # a WebSocket, or no request yet
+    if (
+        connection.their_state is not h11.SEND_BODY
+        or connection.client_is_waiting_for_100_continue  # h11 clears it on the first body bytes
+        or connection._receive_buffer  # earlier bytes come first
+        or connection._receive_buffer_closed
+    ):
+        return None
+    reader = connection._reader
+    if type(reader) is not ContentLengthReader or not 0 < size <= reader._remaining:
+        return None  # chunked, or the end of the body with what follows it: h11 parses
+    return reader
+
+
+async def _handle(self: Any, event: Any) -> None:
+    if PASS_BODY and isinstance(event, RawData):
+        data = event.data
+        reader = _body_reader(self, len(data))
+        if reader is not None:
+            reader._remaining -= len(data)
+            await self.stream.handle(Body(stream_id=h11_protocol.STREAM_ID, data=data))
+            if reader._remaining == 0:
+                await self._handle_events()  # h11 ends the body (EndOfMessage)
+            return
+    await _original_handle(self, event)
+
+
 def install() -> None:
-    """Make hypercorn read up to ``READ_BYTES`` at a time (idempotent)."""
+    """Make hypercorn read up to ``READ_BYTES`` at a time and pass bodies by h11 (idempotent)."""
     tcp_server.MAX_RECV = READ_BYTES  # type: ignore[attr-defined]
     tcp_server.TCPServer.__init__ = _init  # type: ignore[method-assign]
+    h11_protocol.H11Protocol.handle = _handle  # type: ignore[method-assign]
