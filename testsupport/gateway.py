@@ -109,7 +109,10 @@ class GatewayProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        if not wait_for_port(self.port, timeout) or self.process.poll() is not None:
+        if (
+            not wait_for_port(self.port, timeout, process=self.process)
+            or self.process.poll() is not None
+        ):
             self.kill()
             pytest.fail(f"hostgate serve did not start: {self.log()[-2000:]}")
         return self

@@ -36,14 +36,25 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout: float = 20.0, host: str = "127.0.0.1") -> bool:
-    """True once something accepts connections on the port."""
+def wait_for_port(
+    port: int,
+    timeout: float = 20.0,
+    host: str = "127.0.0.1",
+    process: subprocess.Popen[bytes] | None = None,
+) -> bool:
+    """True once something accepts connections on the port.
+
+    False after ``timeout``, or at once when ``process`` (the server meant to listen)
+    has exited: a server that refuses to start is not waited for until the timeout.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return True
         except OSError:
+            if process is not None and process.poll() is not None:
+                return False
             time.sleep(0.05)
     return False
 
@@ -116,7 +127,10 @@ def _listening(
     every port and still runs, else ``None`` after stopping it."""
     with log.open("ab") as out:
         process = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, **popen)
-    if all(wait_for_port(port, timeout, host) for port in ports) and process.poll() is None:
+    if (
+        all(wait_for_port(port, timeout, host, process) for port in ports)
+        and process.poll() is None
+    ):
         return process
     stop(process)
     return None

@@ -2,12 +2,14 @@
 
 ``redis_server`` (function scope) starts one server in its own temporary directory
 for the test and removes it after; the test may ``stop()`` and ``start()`` it again
-on the same port (Redis down, Redis back). When redis-server is missing or does not
+on the same port (Redis down, Redis back). ``started_redis()`` does the same for a
+fixture of a wider scope. When redis-server is missing or does not
 start, ``peer_unavailable`` fails the test under ``CI=true`` and skips otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import tempfile
@@ -70,9 +72,9 @@ class RedisServer:
             )
 
 
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    """A fresh redis-server for this test (see the module docstring)."""
+@contextlib.contextmanager
+def started_redis() -> Iterator[RedisServer]:
+    """A fresh redis-server in its own temporary directory, stopped and removed after."""
     binary = which("redis-server", "/usr/bin", "/usr/sbin", "/usr/local/bin")
     if binary is None:
         peer_unavailable("redis-server", "not installed (Debian package redis-server)")
@@ -90,3 +92,10 @@ def redis_server() -> Iterator[RedisServer]:
             server.stop()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A fresh redis-server for this test (see the module docstring)."""
+    with started_redis() as server:
+        yield server

@@ -4,7 +4,8 @@ made on one node close the sockets another holds, a node killed with SIGKILL has
 sessions marked ended by the other within the node timeout with the recording readable,
 and a terminal held by one node is watched from the other.
 
-Each node has its own data directory; both record into one HOSTGATE_RECORDINGS_DIR.
+Each node has its own data directory; both record into one HOSTGATE_RECORDINGS_DIR. The
+nodes are started once for the module; each test begins with both up and no session held.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,6 +24,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess
+from testsupport.haproxy import Balancer, start_haproxy
+from testsupport.postgres import create_database
+from testsupport.redisd import started_redis
 from testsupport.telnetd import telnetd  # noqa: F401
 
 API = "/api/v1"
@@ -30,24 +34,44 @@ NODE_TIMEOUT = 6.0
 """HOSTGATE_NODE_TIMEOUT_SECONDS of the test nodes (30 by default)."""
 
 
-@pytest.fixture
-def nodes(tmp_path: Path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
-    shared = tmp_path / "shared-recordings"  # HOSTGATE_RECORDINGS_DIR of both nodes
-    env = {
-        "HOSTGATE_DATABASE_URL": postgres_url,
-        "HOSTGATE_REDIS_URL": redis_server.url,
-        "HOSTGATE_NODE_TIMEOUT_SECONDS": str(NODE_TIMEOUT),
-    }
+@dataclass
+class Cluster:
+    """The module's two nodes, their balancer and the first admin's token."""
+
+    node_a: GatewayProcess
+    node_b: GatewayProcess
+    balancer: Balancer
+    token: str
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, postgres_server: str) -> Iterator[Cluster]:
+    """Two nodes (one new PostgreSQL database, one redis-server) behind HAProxy, started
+    once for the module: starting them was most of each test's time. A test that kills a
+    node leaves it to ``setup``, which starts it again on the same port and data."""
+    base = tmp_path_factory.mktemp("node-sessions")
+    shared = base / "shared-recordings"  # HOSTGATE_RECORDINGS_DIR of both nodes
     started: list[GatewayProcess] = []
-    try:
-        for name in ("node-a", "node-b"):  # one after the other: the first migrates
-            started.append(GatewayProcess(tmp_path / name, env, recordings=shared).start())
-        yield tuple(started)
-    finally:
-        for node in reversed(started):
-            node.stop()
-        for node in started:
-            assert node.unhandled() == [], node.log()[-3000:]
+    balancer: Balancer | None = None
+    with started_redis() as redis:
+        env = {
+            "HOSTGATE_DATABASE_URL": create_database(postgres_server),
+            "HOSTGATE_REDIS_URL": redis.url,
+            "HOSTGATE_NODE_TIMEOUT_SECONDS": str(NODE_TIMEOUT),
+        }
+        try:
+            for name in ("node-a", "node-b"):  # one after the other: the first migrates
+                started.append(GatewayProcess(base / name, env, recordings=shared).start())
+            node_a, node_b = started
+            balancer = start_haproxy(base / "haproxy", [node_a.port, node_b.port])
+            yield Cluster(node_a, node_b, balancer, node_a.setup_admin())
+        finally:
+            if balancer is not None:
+                balancer.stop()
+            for node in reversed(started):
+                node.stop()
+    for node in started:
+        assert node.unhandled() == [], node.log()[-3000:]
 
 
 def share_with(*user_ids: str) -> dict[str, Any]:
@@ -146,10 +170,20 @@ def until(check: Any, timeout: float, what: str) -> Any:
 
 
 @pytest.fixture
-def setup(nodes, haproxy, telnetd):  # noqa: F811
-    node_a, node_b = nodes
-    balancer = haproxy([node_a.port, node_b.port])
-    admin = Node(balancer.url, node_a.setup_admin())
+def setup(cluster: Cluster, telnetd):  # noqa: F811
+    """Both nodes up and holding no session (as if new), and a telnet connection."""
+    node_a, node_b = cluster.node_a, cluster.node_b
+    for node in (node_a, node_b):
+        if node.process is None or node.process.poll() is not None:
+            node.start()  # killed by the test before
+    admin = Node(cluster.balancer.url, cluster.token)
+    on_a, on_b = Node(node_a.url, cluster.token), Node(node_b.url, cluster.token)
+    # what an earlier test ended (or its killed node held) has left the registry
+    until(
+        lambda: on_a.active() == [] and on_b.active() == [],
+        NODE_TIMEOUT * 2 + 10,
+        "no node lists a session of an earlier test",
+    )
     created = admin.call(
         "POST",
         "/connections",
@@ -253,7 +287,7 @@ async def test_identity_changes_on_one_node_close_the_sockets_another_node_holds
 
 
 async def test_a_killed_nodes_sessions_are_ended_by_the_other_with_the_recording_readable(
-    setup, haproxy
+    setup,
 ):
     node_a, node_b, admin, connection_id = setup
     on_b = Node(node_b.url, admin.token)
@@ -300,7 +334,7 @@ async def test_a_killed_nodes_sessions_are_ended_by_the_other_with_the_recording
     await terminal.socket.close()
 
 
-async def test_a_viewer_on_one_node_watches_a_terminal_the_other_node_holds(setup, haproxy):
+async def test_a_viewer_on_one_node_watches_a_terminal_the_other_node_holds(setup):
     node_a, node_b, admin, connection_id = setup
     on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
     terminal = await open_terminal(node_a, on_b.ticket(), connection_id)
