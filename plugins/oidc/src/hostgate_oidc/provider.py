@@ -44,6 +44,7 @@ SIGNING_ALGORITHMS = (
     "EdDSA",
 )
 CACHE_SECONDS = 600.0
+FAILURE_SECONDS = 10.0
 CLOCK_LEEWAY_SECONDS = 60
 MAX_DOCUMENT_BYTES = 1_000_000
 
@@ -255,12 +256,31 @@ class OidcClient:
         return body
 
     async def metadata(self) -> ProviderMetadata:
-        """The provider's discovery document (cached for ten minutes)."""
+        """The provider's discovery document (cached for ten minutes).
+
+        A failed discovery is remembered for ``FAILURE_SECONDS``: the authorize route
+        is public, and anonymous callers must not make the gateway call out (and
+        audit a refusal by the network policy) once per request.
+        """
         self.check_configured()
         key = self.settings.cache_key()
         cached = self._cache.get(key)
-        if cached is not None and time.monotonic() - cached.fetched < CACHE_SECONDS:
+        now = time.monotonic()
+        if cached is not None and now - cached.fetched < CACHE_SECONDS:
             return cached.metadata  # type: ignore[no-any-return]
+        failed = self._cache.get(("failed", key))
+        if failed is not None and now - failed[0] < FAILURE_SECONDS:
+            raise OidcError(str(failed[1]), failed[1].reason)
+        try:
+            metadata = await self._discover()
+        except OidcError as exc:
+            self._cache[("failed", key)] = (time.monotonic(), exc)
+            raise
+        self._cache.pop(("failed", key), None)
+        self._cache[key] = _Cached(metadata=metadata, keys=None, fetched=time.monotonic())
+        return metadata
+
+    async def _discover(self) -> ProviderMetadata:
         issuer = self.settings.issuer.rstrip("/")
         document = await self._get_json(
             f"{issuer}/.well-known/openid-configuration", "discovery document"
@@ -298,7 +318,6 @@ class OidcClient:
             else "",
             algorithms=algorithms,
         )
-        self._cache[key] = _Cached(metadata=metadata, keys=None, fetched=time.monotonic())
         return metadata
 
     async def _keys(self, metadata: ProviderMetadata, *, refresh: bool = False) -> KeySet:
