@@ -180,6 +180,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "joined": {"interval": 0},
     "every33ms": {"interval": 33},
     "every50ms": {"interval": 50},
+    "every200ms": {"interval": 200},
     "batch1m": {"batch": 2**20},
     "scrollback0": {"options": {"scrollback": 0}},
     "scrollback1000": {"options": {"scrollback": 1000}},
