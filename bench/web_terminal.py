@@ -173,16 +173,15 @@ window.hgArm = (text) => {
 # ("app") and each lever turned off or changed (window.hgTerminalBench, read by
 # lib/terminal/session.ts: ``batch`` the most bytes joined per write, 0 = each socket
 # frame written as it comes; ``interval`` ms between writes during a flood, 0 = a write
-# as soon as the last is parsed; ``text`` decode to a string first; ``options`` xterm.js's).
+# as soon as the last is parsed; ``options`` xterm.js's).
 VARIANTS: dict[str, dict[str, Any]] = {
     "app": {},
     "direct": {"batch": 0},
     "joined": {"interval": 0},
     "every33ms": {"interval": 33},
-    "every100ms": {"interval": 100},
+    "every50ms": {"interval": 50},
+    "every200ms": {"interval": 200},
     "batch1m": {"batch": 2**20},
-    "text": {"text": True},
-    "direct-text": {"batch": 0, "text": True},
     "scrollback0": {"options": {"scrollback": 0}},
     "scrollback1000": {"options": {"scrollback": 1000}},
     "scrollback50000": {"options": {"scrollback": 50000}},

@@ -47,13 +47,11 @@ const MATCHES = {
  * Levers bench/web_terminal.py turns off and on within one run, through its init script
  * (`window.hgTerminalBench`); a normal page has none, and gets what the app chose:
  * `batch` the most bytes joined per write (0: each frame written as it comes, no feed),
- * `interval` the feed's wait during a flood (ms, 0: none), `text` decoding to a string
- * before writing, `options` more xterm.js options.
+ * `interval` the feed's wait during a flood (ms, 0: none), `options` more xterm.js options.
  */
 interface BenchLevers {
   batch?: number;
   interval?: number;
-  text?: boolean;
   options?: ITerminalOptions;
 }
 
@@ -151,9 +149,9 @@ export class TerminalSession {
 
   /** Where the socket's output goes: xterm.js, in batches during a flood (feed.ts). */
   private feed(levers: BenchLevers): (data: Uint8Array | string) => void {
-    const decoder = levers.text ? new TextDecoder() : null;
-    const write = (data: Uint8Array | string, done?: () => void) =>
-      this.terminal.write(decoder && typeof data !== "string" ? decoder.decode(data, { stream: true }) : data, done);
+    // the socket's bytes as they are: xterm.js decodes UTF-8 itself (a TextDecoder first
+    // made no difference, docs/performance.md)
+    const write = (data: Uint8Array | string, done?: () => void) => this.terminal.write(data, done);
     if (levers.batch === 0) return (data) => write(data);
     const feed = new OutputFeed(write, { maxBatch: levers.batch, interval: levers.interval });
     this.batch = feed;
