@@ -63,8 +63,11 @@ def hostgate_server(
     extra_env: dict[str, str] | None = None,
     patches: dict[str, object] | None = None,
     source: Path | None = None,
+    log: Path | None = None,
 ) -> Iterator[Server]:
     """A real `hostgate serve` on a free port with a throwaway data dir.
+
+    ``log`` keeps the server's output (warnings and errors) in that file.
 
     ``patches`` (``{"module:NAME": value}``) starts it through ``_patched.py``
     with those module attributes replaced: a variant of the same code.
@@ -84,22 +87,27 @@ def hostgate_server(
         env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
     # the peers run on loopback, which network.protected refuses by default
     config = write_test_config(data / "bench.toml")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            *launcher,
-            "--data-dir",
-            str(data),
-            "--config",
-            str(config),
-            "serve",
-            "--port",
-            str(port),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    output = None if log is None else log.open("ab")
+    try:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                *launcher,
+                "--data-dir",
+                str(data),
+                "--config",
+                str(config),
+                "serve",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL if output is None else output,
+        )
+    finally:
+        if output is not None:
+            output.close()  # the server has its own copy
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/health")
