@@ -149,7 +149,8 @@ async def _upload_broken_off(client: Any, owner: Any, conn: Any, path: str, pool
 async def test_every_transfer_gives_its_session_back(client, kernel, owner, conn, base):
     """More transfers than a connection's pool holds - whole, ranged, HEAD, and broken off by
     the client before the answer, mid-body, just after the last byte, mid-upload - each give
-    their session back: none stays leased, and the next transfer does not wait for one."""
+    their session back: none stays leased, the next transfer does not wait for one, and
+    the broken-off uploads leave no temporary file behind."""
     pool = kernel.files
     path, local = base
     payload = random.Random(11).randbytes(4 * MIB + 3)
@@ -182,6 +183,7 @@ async def test_every_transfer_gives_its_session_back(client, kernel, owner, conn
     assert await response.get_data() == payload
     assert pool.leased_count() == 0
     assert (local / "leases.bin").read_bytes() == payload
+    await wait_until(lambda: sorted(p.name for p in local.iterdir()) == ["leases.bin"])
 
 
 async def test_parallel_transfers_beyond_the_pool_wait_their_turn(
