@@ -62,12 +62,13 @@ BENCH_LOG = "HG_BENCH_LOG"
 """Environment variable: a file the bench gateways' stderr (their log) is appended to."""
 
 
-def bench_log() -> Any:
-    """Where a bench gateway's stderr goes: ``$HG_BENCH_LOG`` opened to append, else nowhere."""
-    path = os.environ.get(BENCH_LOG)
-    if not path:
+def bench_log(path: Path | None = None) -> Any:
+    """Where a bench gateway's stderr goes: ``path`` or ``$HG_BENCH_LOG`` opened to append,
+    else nowhere."""
+    chosen = path or os.environ.get(BENCH_LOG)
+    if not chosen:
         return subprocess.DEVNULL
-    return open(path, "ab")  # noqa: SIM115 - handed to the child, closed by the caller
+    return open(chosen, "ab")  # noqa: SIM115 - handed to the child, closed by the caller
 
 
 @contextmanager
@@ -75,14 +76,17 @@ def hostgate_server(
     extra_env: dict[str, str] | None = None,
     patches: dict[str, object] | None = None,
     source: Path | None = None,
+    log: Path | None = None,
 ) -> Iterator[Server]:
     """A real `hostgate serve` on a free port with a throwaway data dir.
+
+    ``log`` keeps the server's output (warnings and errors) in that file.
 
     ``patches`` (``{"module:NAME": value}``) starts it through ``_patched.py``
     with those module attributes replaced: a variant of the same code.
     ``source`` runs the kernel and packs of another checkout (``checkout()``)
     in front of the installed ones: the same bench against older code.
-    Its log (stderr, at ``WARNING``) is appended to ``$HG_BENCH_LOG`` when set.
+    Without ``log``, its log (stderr, at ``WARNING``) is appended to ``$HG_BENCH_LOG`` when set.
     """
     data = Path(tempfile.mkdtemp(prefix="hg-bench-"))
     port = free_port()
@@ -97,25 +101,27 @@ def hostgate_server(
         env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
     # the peers run on loopback, which network.protected refuses by default
     config = write_test_config(data / "bench.toml")
-    log = bench_log()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            *launcher,
-            "--data-dir",
-            str(data),
-            "--config",
-            str(config),
-            "serve",
-            "--port",
-            str(port),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    if log is not subprocess.DEVNULL:
-        log.close()  # the gateway holds its own descriptor
+    output = bench_log(log)
+    try:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                *launcher,
+                "--data-dir",
+                str(data),
+                "--config",
+                str(config),
+                "serve",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=output,
+        )
+    finally:
+        if output is not subprocess.DEVNULL:
+            output.close()  # the server has its own copy
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/health")

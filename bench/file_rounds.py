@@ -2,7 +2,7 @@
 
 .venv/bin/python bench/file_rounds.py [--size 1024] [--rounds 3] [--only sftp,smb,ftp]
     [--variant NAME module:ATTR=VALUE[,module:ATTR=VALUE...]]... [--profile DIR]
-    [--parallel 1,8 --curve-size 256]
+    [--parallel 1,8 --curve-size 256] [--gateway-log DIR]
 
 Each protocol's real peer (OpenSSH sshd, smbd, vsftpd; testsupport launchers)
 serves the same file (``--size`` MiB of random bytes). Every round moves it
@@ -495,6 +495,14 @@ def curve(peer: Peer, source: Path, gateway: Gateway, counts: list[int]) -> list
     return lines
 
 
+def gateway_log(directory: Path | None, name: str) -> Path | None:
+    """``DIR/<variant>.log`` when ``--gateway-log DIR`` was given."""
+    if directory is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{name}.log"
+
+
 def parse_variant(name: str, spec: str) -> tuple[str, dict[str, object]]:
     patches: dict[str, object] = {}
     for item in spec.split(","):
@@ -523,6 +531,9 @@ def main() -> None:
         help="a gateway running the kernel and packs of another commit",
     )
     parser.add_argument("--profile", type=Path)
+    parser.add_argument(
+        "--gateway-log", type=Path, metavar="DIR", help="keep each gateway's output in DIR"
+    )
     parser.add_argument("--direction", choices=("upload", "download"), help="only this way")
     parser.add_argument("--parallel", help="the curve: comma-separated counts, e.g. 1,8")
     parser.add_argument("--curve-size", type=int, default=256, help="MiB per transfer")
@@ -542,11 +553,15 @@ def main() -> None:
         with ExitStack() as stack:
             gateways: dict[str, Gateway] = {}
             for name, patches in variants[: 1 if counts else None]:
-                server = stack.enter_context(hostgate_server(patches=patches))
+                server = stack.enter_context(
+                    hostgate_server(patches=patches, log=gateway_log(args.gateway_log, name))
+                )
                 gateways[name] = Gateway.setup(server.url, server.pid)
             for name, commit in [] if counts else args.variant_at:
                 code = stack.enter_context(checkout(commit))
-                server = stack.enter_context(hostgate_server(source=code))
+                server = stack.enter_context(
+                    hostgate_server(source=code, log=gateway_log(args.gateway_log, name))
+                )
                 gateways[name] = Gateway.setup(server.url, server.pid)
                 variants.append((name, {"commit": commit}))
             for protocol in protocols:

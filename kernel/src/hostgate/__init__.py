@@ -90,6 +90,7 @@ from .sessioncookie import (
     set_trusted_device_cookie,
     signed_in_response,
 )
+from .tasks import finish_anyway
 from .timefmt import iso, parse_iso, utcnow
 
 __all__ = [
@@ -117,6 +118,7 @@ __all__ = [
     "SecretsAPI",
     "SettingsAPI",
     "FILE_OPERATIONS",
+    "finish_anyway",
     "ApiError",
     "AuditEvent",
     "Account",

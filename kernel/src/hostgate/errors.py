@@ -107,8 +107,20 @@ class RateLimited(ApiError):
     status = 429
     code = "rate_limited"
 
-    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
-        super().__init__(message, code=code, headers={"Retry-After": str(max(1, int(retry_after)))})
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: int,
+        code: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            code=code,
+            headers={"Retry-After": str(max(1, int(retry_after)))},
+            extra=extra,
+        )
         self.retry_after = max(1, int(retry_after))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 log = logging.getLogger("hostgate.tasks")
@@ -32,3 +33,24 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
     for task in present:
         if not task.cancelled() and task.exception() is not None:
             log.error("background task %s had failed", task.get_name(), exc_info=task.exception())
+
+
+async def finish_anyway(cleanup: Awaitable[Any], timeout: float) -> None:
+    """Run a clean-up to its end (at most ``timeout`` s) even if the caller is cancelled meanwhile.
+
+    ``asyncio.shield`` alone keeps the clean-up running but lets the caller go on at
+    once: a transfer cancelled while it discards its temporary file would give its
+    session back, and the session be closed, under the discard still running. The
+    cancellation propagates once the clean-up is done; clean-up errors are ignored.
+    """
+    task = asyncio.ensure_future(cleanup)
+    try:
+        await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        await asyncio.wait({task}, timeout=timeout)
+        raise
+    finally:
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()

@@ -11,9 +11,13 @@ from typing import Any
 import pytest
 
 from testsupport.file_rows import (  # noqa: F401  (shared SPEC §4.1 rows run for this pack)
+    test_a_full_pool_answers_429_saying_why,
+    test_a_lease_whose_request_ends_without_it_goes_back,
     test_a_missing_path_is_404_over_http,
     test_aborted_http_upload_leaves_nothing,
     test_empty_file_upload_and_download,
+    test_every_transfer_gives_its_session_back,
+    test_parallel_transfers_beyond_the_pool_wait_their_turn,
     test_upload_download_round_trip,
     url,
 )

@@ -22,6 +22,12 @@ from plugins.ssh.tests.sftp_support import (
     names,
     upload,
 )
+from testsupport.file_rows import (  # noqa: F401  (shared rows run for this pack)
+    test_a_full_pool_answers_429_saying_why,
+    test_a_lease_whose_request_ends_without_it_goes_back,
+    test_every_transfer_gives_its_session_back,
+    test_parallel_transfers_beyond_the_pool_wait_their_turn,
+)
 from testsupport.peers import free_port
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -43,6 +49,12 @@ async def conn(make_connection: Any, owner: Any, sshd: Any) -> Any:
         username=sshd.username,
         password=sshd.password,
     )
+
+
+@pytest.fixture
+def base(workdir: Path) -> tuple[str, Path]:
+    """The shared rows' (remote directory, local directory): the same path over SFTP."""
+    return str(workdir), workdir
 
 
 async def test_listing_has_full_sftp_attributes(client, owner, conn, workdir):

@@ -30,7 +30,7 @@ from ..openapi import Success, answers
 from ..requestbody import streamed_body
 from ..services.netpolicy import conceal
 from ..services.sessions.file_sessions import client_key_of, entries_detail, human_size
-from ..services.sessions.file_transfers import FileWork
+from ..services.sessions.file_transfers import Download, FileWork
 from ..services.sessions.files import (
     RemotePath,
     check_not_root,
@@ -349,17 +349,25 @@ async def download_file(protocol: str, connection_id: str) -> Response:
     path = query_path()
     ctx = await context(protocol, connection_id)
     download = await ctx.start_download(path)
+    try:
+        response, length = await _download_response(download, path)
+    except BaseException as exc:
+        await download.abandon(exc)  # the lease goes back whatever failed (a 416 too)
+    response.content_length = length
+    response.timeout = None
+    return response
+
+
+async def _download_response(download: Download, path: str) -> tuple[Response, int]:
+    """The response to a started download (headers, range) and its length."""
     size = max(0, int(download.entry.size))
     etag, modified = validators(download.entry)
-    try:
-        chosen = requested_range(
-            request.headers.get("Range"),
-            size,
-            if_range=request.headers.get("If-Range"),
-            validators=(etag, modified),
-        )
-    except BaseException as exc:
-        await download.abandon(exc)
+    chosen = requested_range(
+        request.headers.get("Range"),
+        size,
+        if_range=request.headers.get("If-Range"),
+        validators=(etag, modified),
+    )
     start, stop = chosen if chosen is not None else (0, size)
     length = stop - start
     headers = {
@@ -378,10 +386,6 @@ async def download_file(protocol: str, connection_id: str) -> Response:
     status = 206 if chosen is not None else 200
     if request.method == "HEAD":
         await download.release()
-        response = Response(b"", status=status, headers=headers)
-    else:
-        stream = await download.stream(start, length, detail)
-        response = Response(stream, status=status, headers=headers)
-    response.content_length = length
-    response.timeout = None
-    return response
+        return Response(b"", status=status, headers=headers), length
+    stream = await download.stream(start, length, detail)
+    return Response(stream, status=status, headers=headers), length

@@ -22,6 +22,7 @@ from hostgate import (
     InvalidInput,
     KernelAPI,
     RemoteEntry,
+    finish_anyway,
 )
 from smbprotocol.open import (
     CreateDisposition,
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 THREADS = 4
+CLEANUP_SECONDS = 30.0
+"""How long a cancelled transfer waits for its clean-up (collect the writes in flight,
+delete the temporary file) before its session may be closed."""
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename"})
 
 
@@ -98,8 +102,13 @@ class SmbFiles(Unoffered):
         return await loop.run_in_executor(self._pool, function, *args)
 
     async def _cleanup(self, function: Callable[..., Any], *args: Any) -> None:
-        """Run cleanup to completion even when the awaiting task is being cancelled."""
-        await asyncio.shield(self.call(quietly, function, *args))
+        """Run cleanup to completion even when the awaiting task is being cancelled.
+
+        Waited for, not only shielded: an upload that failed because its client left is
+        cancelled while it discards; going on at once, it gave its session back and the
+        session was logged off under the discard, leaving the ``.part`` file behind.
+        """
+        await finish_anyway(self.call(quietly, function, *args), CLEANUP_SECONDS)
 
     async def _open(
         self, undo: Callable[[Open], Any], function: Callable[..., Open], *args: Any

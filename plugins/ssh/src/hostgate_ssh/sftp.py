@@ -19,7 +19,7 @@ import secrets
 import stat as stat_module
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Coroutine
+from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -37,6 +37,7 @@ from hostgate import (
     RemoteNotFound,
     RemotePermissionDenied,
     RemoteUnreachable,
+    finish_anyway,
 )
 
 from .client import connect
@@ -255,7 +256,7 @@ class SftpFiles:
                 if len(data) < wanted:
                     return
         finally:
-            await _finish_anyway(_close_reader(handle, [t for _, _, t in pending]))
+            await finish_anyway(_close_reader(handle, [t for _, _, t in pending]), CLEANUP_SECONDS)
 
     async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
         """Write ``chunks`` to a temporary name beside ``path``, then rename it over ``path``."""
@@ -310,7 +311,7 @@ class SftpFiles:
                 await _quietly(self._sftp.chmod(temp, existing_mode))
             await self._replace(temp, path)
         except BaseException:
-            await _finish_anyway(self._abandon(temp, handle, pending))
+            await finish_anyway(self._abandon(temp, handle, pending), CLEANUP_SECONDS)
             raise
         return written
 
@@ -496,24 +497,6 @@ async def _close_reader(
     await asyncio.gather(*pending, return_exceptions=True)
     if handle is not None:
         await _quietly(handle.close())
-
-
-async def _finish_anyway(cleanup: Coroutine[Any, Any, None]) -> None:
-    """Run a clean-up to its end (bounded) even if this task is cancelled meanwhile.
-
-    The cancellation still propagates afterwards; clean-up errors are ignored.
-    """
-    task = asyncio.ensure_future(cleanup)
-    try:
-        await asyncio.wait({task}, timeout=CLEANUP_SECONDS)
-    except asyncio.CancelledError:
-        await asyncio.wait({task}, timeout=CLEANUP_SECONDS)
-        raise
-    finally:
-        if not task.done():
-            task.cancel()
-        elif not task.cancelled():
-            task.exception()
 
 
 async def _quietly(action: Awaitable[Any]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.services.sessions.files.conftest import url
-from tests.services.sessions.files.test_file_routes import wait_until
+from testsupport.file_rows import wait_until
 
 
 async def list_root(client, user, conn):

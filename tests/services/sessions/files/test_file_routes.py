@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import quote
 
@@ -10,15 +9,7 @@ import pytest
 from hostgate import RemoteNotFound
 
 from tests.services.sessions.files.conftest import url
-
-
-async def wait_until(condition: Any, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (fails the test after ``timeout``)."""
-    for _ in range(int(timeout / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition never held")
+from testsupport.file_rows import wait_until
 
 
 async def put_file(client: Any, user: Any, conn: Any, path: str, data: bytes) -> None:

@@ -243,7 +243,8 @@ class DownloadStream:
         self._chunks: AsyncIterator[bytes] | None = None
         self._first: bytes | None = None
         self._exhausted = False
-        self._done = False
+        self._settling: asyncio.Task[None] | None = None
+        lease.on_abandon = self.aclose
 
     async def prime(self) -> None:
         """Open the remote file and fetch the first chunk (errors raise here, untranslated)."""
@@ -260,7 +261,7 @@ class DownloadStream:
         return self
 
     async def __anext__(self) -> bytes:
-        if self._done:
+        if self._settling is not None:
             raise StopAsyncIteration
         try:
             while True:
@@ -293,17 +294,34 @@ class DownloadStream:
         await self._finish(False)
 
     async def _finish(self, ok: bool, error: BaseException | None = None) -> None:
-        if self._done:
-            return
-        self._done = True
+        """Close the remote file and give the lease back, once, whoever asks first.
+
+        The settling runs in a task of its own that a cancellation of the request does
+        not interrupt: a client closes its connection as soon as it has the last byte,
+        which cancels the request while the remote file is still being closed (an SMB
+        or SFTP round trip). Interrupted there, the lease was never given back and
+        after four downloads the connection's pool was full (a 429 for the next
+        transfer); now the lease goes back, the session is kept, the event recorded.
+        """
+        if self._settling is None:
+            self._settling = asyncio.create_task(self._settle(ok, error))
+            self._lease.hand_over(self._settling)
+        await asyncio.shield(self._settling)
+
+    async def _settle(self, ok: bool, error: BaseException | None) -> None:
         healthy = ok or (isinstance(error, Exception) and keeps_session(error))
-        if self._chunks is not None and hasattr(self._chunks, "aclose"):
-            try:
-                await asyncio.wait_for(self._chunks.aclose(), CLEANUP_SECONDS)
-            except Exception as exc:
-                log.debug("closing a download stream failed: %s", exc)
-                healthy = False
-        await self._lease.release(healthy=healthy)
+        try:
+            if self._chunks is not None and hasattr(self._chunks, "aclose"):
+                try:
+                    await asyncio.wait_for(self._chunks.aclose(), CLEANUP_SECONDS)
+                except Exception as exc:
+                    log.debug("closing a download stream failed: %s", exc)
+                    healthy = False
+        except BaseException:
+            healthy = False  # cancelled by the gateway itself (a revoked login)
+            raise
+        finally:
+            await self._lease.release(healthy=healthy)
         if ok:
             try:
                 await self._work.log("download", self._path, self._detail)

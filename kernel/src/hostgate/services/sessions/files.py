@@ -51,6 +51,8 @@ PoolKey = tuple[str, str, str, str]
 MAX_PATH_BYTES = 4096
 OPEN_TIMEOUT = 60.0
 """Seconds an adapter may take to connect and authenticate."""
+RETRY_AFTER_SECONDS = 5
+"""``Retry-After`` of the 429 when every session of a connection stayed busy."""
 HOLDER_CLEANUP_SECONDS = 8.0
 """How long a cancelled transfer may clean up before its adapter closes under it (the
 live registry bounds a closer at 10 s)."""
@@ -170,7 +172,13 @@ class _Slot:
 
 
 class FileLease:
-    """An adapter leased for one operation (or one streamed transfer)."""
+    """An adapter leased for one operation (or one streamed transfer).
+
+    A lease lives no longer than the task that took it (the request): a task that
+    ends without giving it back (a response never sent, a path that forgot) gives
+    it back then, its session discarded, after ``on_abandon`` ran. So the pool
+    never stays full of leases nobody holds.
+    """
 
     def __init__(self, pool: RemoteFilePool, slot: _Slot, entry: PooledFiles, reused: bool):
         self._pool = pool
@@ -178,19 +186,41 @@ class FileLease:
         self.entry = entry
         self.reused = reused
         self.released = False
-        entry.holder = asyncio.current_task()
+        self.on_abandon: Callable[[], Awaitable[None]] | None = None
+        """Clean-up run before an abandoned lease is given back (a download's stream
+        closes its remote file); it may give the lease back itself."""
+        self._holder = asyncio.current_task()
+        entry.holder = self._holder
         entry.let_go = asyncio.Event()
+        if self._holder is not None:
+            self._holder.add_done_callback(self._holder_ended)
 
     @property
     def adapter(self) -> RemoteFiles:
         """The leased adapter."""
         return self.entry.adapter
 
+    def _holder_ended(self, _task: asyncio.Task[Any]) -> None:
+        if not self.released:
+            self._pool._reclaim(self)
+
+    def hand_over(self, task: asyncio.Task[Any]) -> None:
+        """From now on ``task`` holds the lease (a transfer finishing in a task of its own)."""
+        if self.released:
+            return
+        if self._holder is not None:
+            self._holder.remove_done_callback(self._holder_ended)
+        self._holder = task
+        self.entry.holder = task
+        task.add_done_callback(self._holder_ended)
+
     async def release(self, *, healthy: bool) -> None:
         """Hand the adapter back (kept for reuse when healthy, else closed). Idempotent."""
         if self.released:
             return
         self.released = True
+        if self._holder is not None:
+            self._holder.remove_done_callback(self._holder_ended)
         self.entry.holder = None
         try:
             await self._pool._give_back(self._slot, self.entry, healthy)
@@ -220,6 +250,7 @@ class RemoteFilePool:
         self._slots: dict[PoolKey, _Slot] = {}
         self._entries: dict[str, PooledFiles] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._reclaiming: set[asyncio.Task[None]] = set()
         self._stopping = False
         lifecycle.on_start(self.start)
         lifecycle.on_stop(self.stop)
@@ -234,6 +265,8 @@ class RemoteFilePool:
         self._stopping = True
         await cancel_and_wait(self._sweeper)
         self._sweeper = None
+        if self._reclaiming:
+            await asyncio.wait(set(self._reclaiming), timeout=HOLDER_CLEANUP_SECONDS)
         for entry in list(self._entries.values()):
             await self._close(entry, "server shutting down")
         self._slots.clear()
@@ -241,6 +274,10 @@ class RemoteFilePool:
     def open_count(self) -> int:
         """How many adapters are open (idle or leased)."""
         return len(self._entries)
+
+    def leased_count(self) -> int:
+        """How many adapters are leased now, over every user and connection."""
+        return sum(slot.leased for slot in self._slots.values())
 
     async def acquire(
         self, caller: Caller, spec: ProtocolSpec, target: ConnectionTarget, *, fresh: bool = False
@@ -257,9 +294,12 @@ class RemoteFilePool:
             await asyncio.wait_for(slot.semaphore.acquire(), self.wait_seconds)
         except TimeoutError:
             raise RateLimited(
-                f"Too many file operations at once on this connection (at most "
-                f"{self.max_per_key}); try again when one has finished",
-                retry_after=5,
+                f"Too many file transfers at once on this connection: each user may run "
+                f"{self.max_per_key} in parallel, and none of yours finished within "
+                f"{self.wait_seconds:g} s; try again when one has finished",
+                retry_after=RETRY_AFTER_SECONDS,
+                code="too_many_transfers",
+                extra={"limit": self.max_per_key},
             ) from None
         finally:
             slot.waiting -= 1
@@ -298,6 +338,22 @@ class RemoteFilePool:
             return await asyncio.wait_for(spec.open_files(self.api, target), OPEN_TIMEOUT)
         except Exception as exc:
             raise translate(exc, spec.name) from None
+
+    def _reclaim(self, lease: FileLease) -> None:
+        """A lease whose task ended without giving it back: clean up and give it back now."""
+        log.warning("a %s file session outlived its request; reclaimed", lease.entry.key[2])
+        task = asyncio.get_running_loop().create_task(self._give_back_abandoned(lease))
+        self._reclaiming.add(task)
+        task.add_done_callback(self._reclaiming.discard)
+
+    async def _give_back_abandoned(self, lease: FileLease) -> None:
+        try:
+            if lease.on_abandon is not None:
+                await asyncio.wait_for(lease.on_abandon(), HOLDER_CLEANUP_SECONDS)
+        except Exception as exc:
+            log.debug("cleaning up after an abandoned file lease failed: %s", exc)
+        finally:
+            await lease.release(healthy=False)
 
     async def _give_back(self, slot: _Slot, entry: PooledFiles, healthy: bool) -> None:
         slot.leased -= 1
