@@ -19,6 +19,7 @@ from .adapters import (
     TunnelOpener,
     open_tcp,
 )
+from .chunkreader import ChunkReader
 from .contract import (
     SECRET_MASK,
     Account,
@@ -93,6 +94,7 @@ from .sessioncookie import (
 from .timefmt import iso, parse_iso, utcnow
 
 __all__ = [
+    "ChunkReader",
     "LOGIN_NAME_PATTERN",
     "ErrorBody",
     "MfaChallenge",

@@ -19,7 +19,7 @@ from hostgate import (
     RemotePermissionDenied,
     RemoteUnreachable,
 )
-from hostgate_ftp.client import SMALL_CHUNK, ChunkReader
+from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
 from hostgate_ftp.files import FtpFiles, open_files
 
 from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer
