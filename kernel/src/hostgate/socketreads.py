@@ -6,14 +6,16 @@ stream buffer pauses the socket above 128 KiB. A 1 GiB upload then takes
 the request body, and the transport is paused and resumed (two epoll
 changes) on most of them. Reads of up to 256 KiB with room for 1 MiB in the
 stream buffer cut the gateway's CPU per GiB uploaded by about a fifth
-(``bench/files.py``); small requests read what arrived, as before.
+(``bench/files.py``); small requests read what arrived, as before. The
+connection reads with ``ChunkReader``, which hands on the pieces the
+transport delivered instead of copying each into a buffer and out again.
 
 The body of a request with a ``Content-Length`` then passes h11 by: h11 copies
 every received piece into its buffer, twice out of it (``maybe_extract_at_most``
 slices before it extracts) and hypercorn once more into ``bytes``, four
 copies of every uploaded byte before the view sees it. A piece that holds
 only body bytes (h11's buffer empty, no more than the body still to come)
-goes to the request as the very object the socket read returned; h11 is told
+goes to the request as the very object the transport delivered; h11 is told
 how much of the body it no longer has to read, and parses the end of the
 body, and whatever follows it, as before.
 """
