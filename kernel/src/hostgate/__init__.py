@@ -19,6 +19,7 @@ from .adapters import (
     TunnelOpener,
     open_tcp,
 )
+from .chunkreader import ChunkReader
 from .contract import (
     SECRET_MASK,
     Account,
@@ -94,6 +95,7 @@ from .tasks import finish_anyway
 from .timefmt import iso, parse_iso, utcnow
 
 __all__ = [
+    "ChunkReader",
     "LOGIN_NAME_PATTERN",
     "ErrorBody",
     "MfaChallenge",

@@ -6,14 +6,16 @@ stream buffer pauses the socket above 128 KiB. A 1 GiB upload then takes
 the request body, and the transport is paused and resumed (two epoll
 changes) on most of them. Reads of up to 256 KiB with room for 1 MiB in the
 stream buffer cut the gateway's CPU per GiB uploaded by about a fifth
-(``bench/files.py``); small requests read what arrived, as before.
+(``bench/files.py``); small requests read what arrived, as before. The
+connection reads with ``ChunkReader``, which hands on the pieces the
+transport delivered instead of copying each into a buffer and out again.
 
 The body of a request with a ``Content-Length`` then passes h11 by: h11 copies
 every received piece into its buffer, twice out of it (``maybe_extract_at_most``
 slices before it extracts) and hypercorn once more into ``bytes``, four
 copies of every uploaded byte before the view sees it. A piece that holds
 only body bytes (h11's buffer empty, no more than the body still to come)
-goes to the request as the very object the socket read returned; h11 is told
+goes to the request as the very object the transport delivered; h11 is told
 how much of the body it no longer has to read, and parses the end of the
 body, and whatever follows it, as before.
 """
@@ -21,6 +23,7 @@ body, and whatever follows it, as before.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any
 
 import h11
@@ -30,15 +33,48 @@ from h11._readers import ContentLengthReader
 from hypercorn.events import RawData
 from hypercorn.protocol.events import Body
 
+from .chunkreader import ChunkReader
+
 READ_BYTES = 256 * 1024
 """Most bytes one read takes from a client socket (asyncio's transport reads up to this)."""
 BUFFER_LIMIT = 512 * 1024
 """The stream buffer's limit; asyncio pauses the socket at twice this."""
+KEEP_CHUNKS = True
+"""Connections read with ``ChunkReader`` (False: asyncio's ``StreamReader``, which copies
+every received piece into its buffer and out again)."""
 PASS_BODY = True
 """Request body pieces go to the app as read (False: every piece through h11's buffer)."""
 
 _original_init = tcp_server.TCPServer.__init__
 _original_handle = h11_protocol.H11Protocol.handle
+
+
+def _keeping_chunks(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Any:
+    """A ``ChunkReader`` in place of ``reader`` on the connection (``reader`` if that fails).
+
+    ``asyncio.start_server`` made ``reader`` before the connection existed and may
+    have fed it already: what it holds moves over, in order.
+    """
+    protocol = writer.transport.get_protocol()
+    if (
+        not isinstance(protocol, asyncio.StreamReaderProtocol)
+        or protocol._stream_reader is not reader  # type: ignore[attr-defined]
+    ):
+        return reader
+    chunks = ChunkReader(limit=BUFFER_LIMIT)
+    chunks.set_transport(writer.transport)
+    chunks._paused = reader._paused  # type: ignore[attr-defined]  # it paused the transport
+    buffered = reader._buffer  # type: ignore[attr-defined]
+    if buffered:
+        chunks.feed_data(bytes(buffered))
+    error = reader.exception()
+    if error is not None:
+        chunks.set_exception(error)
+    elif reader._eof:  # type: ignore[attr-defined]
+        chunks.feed_eof()
+    protocol._stream_reader_wr = weakref.ref(chunks)  # type: ignore[attr-defined]
+    writer._reader = chunks  # type: ignore[attr-defined]
+    return chunks
 
 
 def _init(
@@ -51,9 +87,12 @@ def _init(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
 ) -> None:
-    # asyncio.start_server takes the limit only as an argument, and hypercorn
-    # does not pass one; the reader keeps it in this attribute
-    reader._limit = BUFFER_LIMIT  # type: ignore[attr-defined]
+    if KEEP_CHUNKS:
+        reader = _keeping_chunks(reader, writer)
+    if not isinstance(reader, ChunkReader):
+        # asyncio.start_server takes the limit only as an argument, and hypercorn
+        # does not pass one; the reader keeps it in this attribute
+        reader._limit = BUFFER_LIMIT  # type: ignore[attr-defined]
     _original_init(self, app, loop, config, context, state, reader, writer)
 
 

@@ -19,7 +19,7 @@ from hostgate import (
     RemotePermissionDenied,
     RemoteUnreachable,
 )
-from hostgate_ftp.client import SMALL_CHUNK, ChunkReader
+from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
 from hostgate_ftp.files import FtpFiles, open_files
 
 from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer
@@ -394,4 +394,39 @@ async def test_a_download_hands_on_the_received_bytes_in_order(
         assert big and all(any(chunk is r for r in received) for chunk in big)
     finally:
         (local / name).unlink(missing_ok=True)
+        await files.close()
+
+
+async def test_an_upload_sends_each_piece_as_it_arrives(
+    vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch
+):
+    from hostgate_ftp import files as ftp_files
+
+    sent: list[bytes] = []
+    send = ftp_files.send
+
+    async def spy(stream: object, data: bytes) -> None:
+        await send(stream, data)  # type: ignore[arg-type]
+        sent.append(data)
+
+    monkeypatch.setattr(ftp_files, "send", spy)
+    rng = random.Random(11)
+    pieces = [rng.randbytes(size) for size in (100_003, 17, 300_000, 5, 64 * 1024, 1)]
+
+    async def upload() -> AsyncIterator[bytes]:
+        for index, piece in enumerate(pieces):
+            # the pieces before this one are on the data connection already: none waits
+            # for more to arrive (the server would idle meanwhile)
+            assert len(sent) == index
+            yield piece
+
+    name = f"each-{uuid.uuid4().hex[:8]}.bin"
+    local = vsftpd.local("/pub") / name
+    files = await open_files(None, ftp_target(vsftpd))
+    try:
+        assert await files.write(f"/pub/{name}", upload()) == sum(map(len, pieces))
+        assert local.read_bytes() == b"".join(pieces)
+        assert all(out is piece for out, piece in zip(sent, pieces, strict=True))  # not copies
+    finally:
+        local.unlink(missing_ok=True)
         await files.close()

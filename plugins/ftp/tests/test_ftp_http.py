@@ -234,8 +234,8 @@ async def test_connection_field_ftps(client, owner, vsftpd):
 async def test_a_download_hands_the_received_bytes_to_http_in_order(
     client, owner, make_connection, vsftpd, monkeypatch
 ):
+    from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
     from hostgate.services.sessions.file_transfers import DownloadStream
-    from hostgate_ftp.client import SMALL_CHUNK, ChunkReader
 
     received: list[bytes] = []
     feed = ChunkReader.feed_data

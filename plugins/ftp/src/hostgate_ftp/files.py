@@ -37,7 +37,6 @@ from .pool import Pool
 
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename", "stat"})
 READ_CHUNK = 1024 * 1024
-WRITE_CHUNK = 256 * 1024
 _SEPARATORS = re.compile(r"/+")
 
 
@@ -324,22 +323,14 @@ class FtpFiles:
                     except aioftp.StatusCodeError as exc:
                         raise await self._explain(client, exc, target, writing=True) from None
                 client.broken = True  # until the server confirmed the whole file
-                parts: list[bytes] = []
-                pending = 0
                 try:
+                    # Each piece goes out as it comes (pieces that waited were joined
+                    # upstream): holding one back until more arrive leaves the server
+                    # idle while the client sends the next.
                     async for chunk in chunks:
-                        parts.append(chunk)
-                        pending += len(chunk)
-                        if pending >= WRITE_CHUNK:
-                            async with mapped(target):
-                                await send(stream, b"".join(parts))
-                            written += pending
-                            parts.clear()
-                            pending = 0
-                    async with mapped(target):
-                        if pending:
-                            await send(stream, b"".join(parts))
-                            written += pending
+                        async with mapped(target):
+                            await send(stream, chunk)
+                        written += len(chunk)
                 finally:
                     stream.close()
                 async with mapped(target):
