@@ -107,6 +107,8 @@ def api_md(app: Any) -> str:
 
             return openapi_document()
 
+    from hostgate.pagination import FILTER_MAX, ID_MAX
+
     schema = asyncio.run(document())
     guards: dict[tuple[str, str], str] = {}
     for rule in app.url_map.iter_rules():
@@ -133,7 +135,9 @@ def api_md(app: Any) -> str:
         "Request bodies and query arguments are checked against the same models the "
         "document is generated from: an unknown field or query argument, or a value outside "
         "its schema, is a 400 (`heartbeat=1`, which keeps a poll from counting as activity "
-        "for the idle timeout, is accepted everywhere).\n",
+        "for the idle timeout, is accepted everywhere). Every free-text query argument has "
+        f"a `maxLength` in the document: a list route's filters at most {FILTER_MAX} "
+        f"characters, ids {ID_MAX}.\n",
         "| method | path | access | answers | summary |",
         "|---|---|---|---|---|",
     ]

@@ -134,6 +134,15 @@ def client(app: Quart) -> Any:
     return app.test_client()
 
 
+async def store_unchecked(kernel: Kernel, key: str, value: Any) -> None:
+    """Store a setting without the save-time check, as a database from an older release
+    (or a restored backup) may hold it: for tests of what happens when it is used."""
+    async with kernel.db.session() as session:
+        await kernel.settings.write(session, {key: value})
+        await session.commit()
+    kernel.settings.remember({key: value})
+
+
 @dataclass
 class TestUser:
     """A user created for a test, with a live session token."""

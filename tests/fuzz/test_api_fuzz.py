@@ -14,13 +14,16 @@ language of its own (an ssh_config file), schema-valid cases carry a real one, a
 schemathesis's "realistic values":
 so those operations are fuzzed through to success, not only to "wrong password".
 Operations that end the session (logout, revoking login sessions, restoring a
-backup) run last, and the identity logs in again whenever one of them ended it.
+backup) run last, each example on a session of its own, logged in for it: what one
+example ended never decides what the next one sees, nor what Hypothesis sees when it
+runs an example again (to confirm or shrink a failure): the outcome of an example
+depends on the example alone, so a failure there is the server's, not "flaky".
+The identity logs in again whenever one of them ended the shared session too.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -78,35 +81,43 @@ def operations(live_gateway):
     return sorted(found, key=order)
 
 
-def session_keeper(live_gateway, who: str) -> Callable[[], str]:
-    """The identity's token, renewed by logging in again when an operation ended it."""
-    username = "fuzzadmin" if who == "admin" else "fuzzuser"
-    token = live_gateway.admin_token if who == "admin" else live_gateway.user_token
-    renewals = 0
+class SessionKeeper:
+    """The identity's tokens: the shared one, renewed when an operation ended it, and
+    a fresh one for each example of an operation that ends its session."""
 
-    def current() -> str:
-        nonlocal token, renewals
-        me = httpx.get(f"{live_gateway.url}{API}/auth/me", headers=bearer(token))
+    def __init__(self, live_gateway: Any, who: str) -> None:
+        self.url = live_gateway.url
+        self.who = who
+        self.username = "fuzzadmin" if who == "admin" else "fuzzuser"
+        self.token = live_gateway.admin_token if who == "admin" else live_gateway.user_token
+        self.logins = 0
+
+    def login(self) -> str:
+        """A new session of the identity's own."""
+        # each login comes from its own client address (through the trusted proxy the
+        # fixture configures), so they never meet the per-IP login limit that the
+        # fuzzed login routes run into
+        self.logins += 1
+        net = 1 if self.who == "admin" else 2
+        client = f"10.{net}.{self.logins // 250 % 250}.{self.logins % 250 + 1}"
+        login = httpx.post(
+            f"{self.url}{API}/auth/login",
+            json={"username": self.username, "password": PASSWORD},
+            headers={"X-Forwarded-For": client},
+        )
+        assert login.status_code == 200, login.text
+        return str(login.json()["token"])
+
+    def current(self) -> str:
+        """The shared token, logged in again if an operation ended its session."""
+        me = httpx.get(f"{self.url}{API}/auth/me", headers=bearer(self.token))
         if me.status_code == 401:
-            # each renewal comes from its own client address (through the trusted proxy
-            # the fixture configures), so renewals never meet the per-IP login limit
-            # that the fuzzed login routes run into
-            renewals += 1
-            client = (
-                f"198.51.100.{renewals % 250 + 1}"
-                if who == "admin"
-                else f"203.0.113.{renewals % 250 + 1}"
-            )
-            login = httpx.post(
-                f"{live_gateway.url}{API}/auth/login",
-                json={"username": username, "password": PASSWORD},
-                headers={"X-Forwarded-For": client},
-            )
-            assert login.status_code == 200, login.text
-            token = login.json()["token"]
-        return token
+            self.token = self.login()
+        return self.token
 
-    return current
+    def for_case(self, path: str) -> str:
+        """The token an example of the operation at ``path`` runs with."""
+        return self.login() if path.startswith(ENDS_SESSION) else self.current()
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -132,7 +143,7 @@ def with_real_secrets(case: Any, live_gateway: Any, known: dict[str, str]) -> No
 
 
 def fuzz(live_gateway, who):
-    token = session_keeper(live_gateway, who)
+    sessions = SessionKeeper(live_gateway, who)
     known: dict[str, str] = {}
     failures = []
     calls = 0
@@ -153,7 +164,7 @@ def fuzz(live_gateway, who):
                 calls += 1
                 if case.meta is not None and case.meta.generation.mode.is_positive:
                     with_real_secrets(case, live_gateway, known)
-                headers = bearer(token())
+                headers = bearer(sessions.for_case(case.operation.path))
                 response = case.call(base_url=live_gateway.url, headers=headers, timeout=60)
                 if case.operation.path == MFA_STEPS[0] and response.status_code == 200:
                     known["totp"] = response.json()["secret"]

@@ -145,3 +145,50 @@ async def test_integers_are_json_schema_integers(client, admin):
         "/api/v1/connections/groups", headers=admin.headers, json={"name": "g", "sortOrder": 4.0}
     )
     assert group.status_code == 201 and (await group.get_json())["sortOrder"] == 4
+
+
+def free_text_query_parameters(schema):
+    """``(path, name, maxLength)`` of every GET query argument that takes any text."""
+    for path, operations in schema["paths"].items():
+        for parameter in operations.get("get", {}).get("parameters", []):
+            if parameter["in"] != "query":
+                continue
+            for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
+                if option.get("type") == "string" and not {"enum", "const", "format"} & set(option):
+                    yield path, parameter["name"], option.get("maxLength")
+
+
+async def test_every_free_text_query_argument_has_a_documented_maximum(config):
+    from hostgate.pagination import FILTER_MAX
+
+    found = list(free_text_query_parameters(await document(all_pack_app(config))))
+    assert ("/api/v1/audit", "eventType", FILTER_MAX) in found
+    unbounded = [(path, name) for path, name, most in found if most is None]
+    assert unbounded == []
+
+
+async def test_a_list_filter_beyond_its_maximum_is_a_400(client, admin):
+    schema = await (await client.get("/api/v1/openapi.json")).get_json()
+    lists = [
+        (path, name, most)
+        for path, name, most in free_text_query_parameters(schema)
+        if "{" not in path
+    ]
+    assert len(lists) >= 8
+    for path, name, most in lists:
+        needed = {"q": "word"} if path == "/api/v1/sessions/search" else {}
+        at_most = await client.get(
+            path, query_string={**needed, name: "x" * most}, headers=admin.headers
+        )
+        assert at_most.status_code == 200, (path, name, await at_most.get_data(as_text=True))
+        beyond = await client.get(
+            path, query_string={**needed, name: "x" * (most + 1)}, headers=admin.headers
+        )
+        assert beyond.status_code == 400, (path, name)
+        body = await beyond.get_json()
+        assert body["code"] == "invalid_input" and name in body["error"], body
+    huge = await client.get(
+        "/api/v1/audit", query_string={"eventType": "x" * 100_000}, headers=admin.headers
+    )
+    assert huge.status_code == 400
+    assert "eventType" in (await huge.get_json())["error"]

@@ -1,5 +1,6 @@
 """The settings registry over HTTP."""
 
+import pytest
 from hostgate import SECRET_MASK
 from hostgate.default_settings import KERNEL_SETTINGS
 
@@ -162,3 +163,59 @@ async def test_a_stored_value_wins_over_the_configured_default(config, admin, cl
     assert kernel.settings.get("network.protected") == "loopback"
     await kernel.settings.load()
     assert kernel.settings.get("network.protected") == "loopback"
+
+
+BAD_URLS = [
+    ("auth.ldap_url", "http://ldap.example.org", "must be an ldap:// or ldaps:// URL"),
+    ("auth.ldap_url", "ldap.example.org", "must be an ldap:// or ldaps:// URL"),
+    ("auth.ldap_url", "ldap://[::1", "must be an ldap:// or ldaps:// URL"),
+    ("auth.ldap_url", "ldap://", "must be an ldap:// or ldaps:// URL"),
+    ("auth.ldap_url", "ldap://host:99999", "must be an ldap:// or ldaps:// URL"),
+    ("auth.ldap_url", "ldap://ho st", "no spaces or control characters"),
+    ("auth.oidc_issuer", "http://idp.example.org", "must be an https:// URL"),
+    ("auth.oidc_issuer", "idp.example.org", "must be an https:// URL"),
+    ("auth.oidc_issuer", "https://[::1", "must be an https:// URL"),
+    ("auth.oidc_issuer", "https://idp.example.org/\x00", "no spaces or control characters"),
+    ("auth.oidc_issuer", "https://idp.example.org/?realm=x", "without a query or fragment"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), BAD_URLS)
+async def test_a_bad_url_setting_is_refused_when_saved_and_changes_nothing(
+    client, admin, kernel, key, value, problem
+):
+    response = await client.put(
+        "/api/v1/settings", json={"app.name": "Changed", key: value}, headers=admin.headers
+    )
+    assert response.status_code == 400
+    body = await response.get_json()
+    assert body["code"] == "invalid_input"
+    assert body["error"].startswith(f"{key}: ") and problem in body["error"]
+    # the request's other key is not written either
+    assert kernel.settings.get("app.name") == "hostgate"
+    assert kernel.settings.get(key) == ""
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("auth.ldap_url", "ldaps://ldap.example.org"),
+        ("auth.ldap_url", "LDAP://[::1]:1389"),
+        ("auth.ldap_url", " ldap://127.0.0.1:389 "),
+        ("auth.oidc_issuer", "https://idp.example.org/realms/main/"),
+        ("auth.oidc_issuer", "http://127.0.0.1:8080"),
+        ("auth.oidc_issuer", "http://localhost/issuer"),
+        ("auth.ldap_url", ""),
+    ],
+)
+async def test_a_usable_url_setting_is_stored(client, admin, kernel, key, value):
+    response = await client.put("/api/v1/settings", json={key: value}, headers=admin.headers)
+    assert response.status_code == 200, await response.get_json()
+    assert kernel.settings.get(key) == value
+
+
+async def test_the_schema_marks_url_settings_as_checked(client, admin):
+    response = await client.get("/api/v1/settings/schema", headers=admin.headers)
+    described = {s["key"]: s for s in (await response.get_json())["settings"]}
+    assert described["auth.ldap_url"]["checked"] is True
+    assert described["auth.oidc_issuer"]["checked"] is True

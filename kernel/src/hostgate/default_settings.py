@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import SplitResult, urlsplit
 
 from .descriptors import SettingSpec
 from .markers import hookimpl
@@ -10,6 +11,57 @@ from .services.netpolicy import PROTECTED_DEFAULT, validate_rules
 from .services.version import DEFAULT_FEED, validate_feed_url
 
 CURSOR_STYLES = ("block", "bar", "underline")
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _url_parts(value: object, shape: str) -> SplitResult | None:
+    """``value`` split as a URL, None when empty; ValueError(``shape``) when it cannot be one.
+
+    Whitespace or a control character inside, a host missing, an unclosed IPv6 bracket
+    or a port out of range are refused here, at save time, not at the first login.
+    """
+    text = str(value).strip()
+    if not text:
+        return None
+    if any(ch.isspace() or not ch.isprintable() for ch in text):
+        raise ValueError(f"{shape} (no spaces or control characters)")
+    try:
+        parts = urlsplit(text)
+        hostname = parts.hostname
+        port = parts.port
+    except ValueError:  # an unclosed IPv6 bracket, a port out of range
+        raise ValueError(shape) from None
+    if not hostname or port == 0:
+        raise ValueError(shape)
+    return parts
+
+
+def validate_ldap_url(value: object) -> None:
+    """Setting validator for ``auth.ldap_url``: empty, or ``ldap://host[:port]`` / ``ldaps://``."""
+    shape = "must be an ldap:// or ldaps:// URL such as ldaps://ldap.example.org:636"
+    parts = _url_parts(value, shape)
+    if parts is not None and parts.scheme not in {"ldap", "ldaps"}:
+        raise ValueError(shape)
+
+
+def validate_issuer_url(value: object) -> None:
+    """Setting validator for ``auth.oidc_issuer``: empty, or an https:// URL.
+
+    http:// only on a loopback name (a provider on the same machine), as the OIDC pack
+    accepts when it calls the provider; no query or fragment (OpenID Connect Discovery).
+    """
+    shape = "must be an https:// URL such as https://idp.example.org/realms/main"
+    parts = _url_parts(value, shape)
+    if parts is None:
+        return
+    if parts.scheme != "https" and not (
+        parts.scheme == "http" and parts.hostname in LOOPBACK_NAMES
+    ):
+        raise ValueError(shape + " (http:// only on localhost)")
+    if parts.query or parts.fragment:
+        raise ValueError(shape + " without a query or fragment")
+
 
 KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
@@ -189,7 +241,14 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         description="Free disk below which new recordings stop (with an audit event)",
     ),
     SettingSpec("auth.local_enabled", bool, True, description="Local password login on/off"),
-    SettingSpec("auth.ldap_url", str, "", max_length=1000, description="ldap:// or ldaps:// URL"),
+    SettingSpec(
+        "auth.ldap_url",
+        str,
+        "",
+        max_length=1000,
+        validate=validate_ldap_url,
+        description="ldap:// or ldaps:// URL",
+    ),
     SettingSpec("auth.ldap_bind_dn", str, "", max_length=1000, description="Service bind DN"),
     SettingSpec("auth.ldap_search_base", str, "", max_length=1000, description="User search base"),
     SettingSpec(
@@ -199,7 +258,14 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         max_length=100,
         description="Attribute holding the login name",
     ),
-    SettingSpec("auth.oidc_issuer", str, "", max_length=1000, description="OIDC issuer URL"),
+    SettingSpec(
+        "auth.oidc_issuer",
+        str,
+        "",
+        max_length=1000,
+        validate=validate_issuer_url,
+        description="OIDC issuer URL (https://; http:// only on localhost)",
+    ),
     SettingSpec("auth.oidc_client_id", str, "", max_length=1000, description="OIDC client id"),
     SettingSpec(
         "network.allow",

@@ -1,6 +1,9 @@
 """The one pagination helper: ``page`` >= 1 (default 1), ``limit`` 1-200 (default 25).
 
-Both are plain ASCII digits; anything else is a 400.
+Both are plain ASCII digits; anything else is a 400. Every list route's query model
+derives from ``FilterQuery``: a free-text filter longer than ``FILTER_MAX`` characters
+(or a field's own tighter ``max_length``) is a 400, and the OpenAPI document says so
+(``maxLength``).
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
 from .errors import InvalidInput
@@ -16,6 +19,10 @@ from .errors import InvalidInput
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 200
 MAX_DIGITS = 9
+FILTER_MAX = 1000
+"""Longest free-text query argument a list route takes (room for a comma-separated list)."""
+ID_MAX = 64
+"""Longest id a list route takes as a filter (``userId``, ``rule_id``...)."""
 
 
 class Pagination(TypedDict):
@@ -25,7 +32,17 @@ class Pagination(TypedDict):
     limit: int
 
 
-class PageQuery(BaseModel):
+class FilterQuery(BaseModel):
+    """Base of the list routes' query models: no string argument beyond ``FILTER_MAX``.
+
+    The query models are checked before the view runs (``answers(query=...)``), so
+    the limit holds for every filter a route declares, now and later.
+    """
+
+    model_config = ConfigDict(str_max_length=FILTER_MAX)
+
+
+class PageQuery(FilterQuery):
     """``?page=&limit=`` as the OpenAPI document shows them (larger limits are clamped)."""
 
     page: int = Field(default=1, ge=1, le=10**MAX_DIGITS - 1)

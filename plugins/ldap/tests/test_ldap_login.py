@@ -223,3 +223,22 @@ async def test_bind_password_is_masked_in_settings(client, admin, ldap_on):
     answer = await client.get("/api/v1/settings", headers=admin.headers)
     text = await answer.get_data(as_text=True)
     assert ldap_on["auth.ldap_bind_password"] not in text
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:389", "ldap://[::1", "ldap.example.org"])
+async def test_a_bad_url_is_refused_when_saved_and_logins_keep_working(
+    client, kernel, admin, ldap_on, slapd_server: SlapdServer, url: str
+):
+    answer = await client.put(
+        "/api/v1/settings",
+        json={"auth.ldap_url": url, "auth.ldap_search_base": "dc=nowhere"},
+        headers=admin.headers,
+    )
+    assert answer.status_code == 400
+    body = await answer.get_json()
+    assert body["code"] == "invalid_input"
+    assert body["error"].startswith("auth.ldap_url: must be an ldap:// or ldaps:// URL")
+    assert kernel.settings.get("auth.ldap_url") == slapd_server.url
+    assert kernel.settings.get("auth.ldap_search_base") == slapd_server.suffix
+    # a 400 at save time, not a 502 at the next login: the directory still answers
+    assert (await login(client, "alice", "alice-password")).status_code == 200

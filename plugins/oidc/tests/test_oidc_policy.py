@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from hostgate_oidc.provider import _secure_url
 
+from testsupport.fixtures import store_unchecked
+
 pytestmark = pytest.mark.peer("oidc-provider-mock")
 
 
@@ -52,7 +54,28 @@ def test_a_url_that_does_not_parse_is_not_usable(url):
 
 
 async def test_an_issuer_that_does_not_parse_is_a_clear_502(client, kernel, oidc_on):
-    await kernel.settings.update({"auth.oidc_issuer": "https://[::1"})
+    # refused when saved now; one stored by an older release is still used safely
+    await store_unchecked(kernel, "auth.oidc_issuer", "https://[::1")
     answer = await client.get("/api/v1/auth/oidc/authorize")
     assert answer.status_code == 502
     assert (await answer.get_json())["code"] == "oidc_misconfigured"
+
+
+@pytest.mark.parametrize("issuer", ["http://idp.example.org", "https://[::1", "idp.example.org"])
+async def test_a_bad_issuer_is_refused_when_saved_and_sign_in_keeps_working(
+    client, kernel, admin, oidc_on, issuer
+):
+    answer = await client.put(
+        "/api/v1/settings",
+        json={"auth.oidc_issuer": issuer, "auth.oidc_client_id": "someone-else"},
+        headers=admin.headers,
+    )
+    assert answer.status_code == 400
+    body = await answer.get_json()
+    assert body["code"] == "invalid_input"
+    assert body["error"].startswith("auth.oidc_issuer: must be an https:// URL")
+    assert kernel.settings.get("auth.oidc_issuer") == oidc_on["auth.oidc_issuer"]
+    assert kernel.settings.get("auth.oidc_client_id") == oidc_on["auth.oidc_client_id"]
+    # the provider is still reached: a 400 at save time, not a 502 at sign-in
+    start = await client.get("/api/v1/auth/oidc/authorize")
+    assert start.status_code == 200, await start.get_data(as_text=True)

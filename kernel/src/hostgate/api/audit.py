@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from quart import Blueprint, Response, request
 from quart_schema import tag
 from typing_extensions import TypedDict
@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 from ..errors import InvalidInput
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import answers
-from ..pagination import PageQuery, Pagination, page_from
+from ..pagination import ID_MAX, FilterQuery, PageQuery, Pagination, page_from
 from ..security.ratelimit import Limit
 from ..services.audit import audit_query
 from ..services.identity.identity import Caller
@@ -60,19 +60,19 @@ class AuditQuery(PageQuery):
 
     search: str = Field(default="", max_length=audit_query.SEARCH_MAX)
     eventType: str = Field(default="", description="comma-separated event types")
-    userId: str = ""
+    userId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
     from_: datetime | None = Field(default=None, alias="from")
     to: datetime | None = None
 
 
-class AuditFilterQuery(BaseModel):
+class AuditFilterQuery(FilterQuery):
     """The filters of ``GET /audit/export`` (those of ``GET /audit``) and the format."""
 
     model_config = ConfigDict(populate_by_name=True)
     format: Literal["json", "csv"] = "json"
     search: str = Field(default="", max_length=audit_query.SEARCH_MAX)
     eventType: str = Field(default="", description="comma-separated event types")
-    userId: str = ""
+    userId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
     from_: datetime | None = Field(default=None, alias="from")
     to: datetime | None = None
 
@@ -154,9 +154,8 @@ async def list_entries() -> dict[str, Any]:
 
 def _filter(caller: Caller) -> audit_query.AuditFilter:
     """The filters of the query string; a caller without ``audit.view_any`` sees their own."""
+    # lengths are checked before the view runs (``AuditQuery``, ``AuditFilterQuery``)
     search = request.args.get("search", "").strip()
-    if len(search) > audit_query.SEARCH_MAX:
-        raise InvalidInput(f"search must be at most {audit_query.SEARCH_MAX} characters")
     types = tuple(t.strip() for t in request.args.get("eventType", "").split(",") if t.strip())
     return audit_query.AuditFilter(
         search=search,

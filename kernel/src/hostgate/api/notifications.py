@@ -15,7 +15,7 @@ from ..db.models.notifications import NotificationLogEntry, NotificationRule
 from ..errors import InvalidInput, NotFound
 from ..guards import app_kernel, current_caller, requires
 from ..openapi import Ok, answers
-from ..pagination import PageQuery, Pagination, page_from
+from ..pagination import ID_MAX, FilterQuery, PageQuery, Pagination, page_from
 from ..timefmt import iso
 from .fields import WHOLE
 from .notification_rules import RuleIn, RulePatch
@@ -222,14 +222,14 @@ class LogQuery(PageQuery):
     """The filters of ``GET /notifications/log``."""
 
     status: Literal["sent", "failed", "pending", ""] = ""
-    rule_id: str = ""
+    rule_id: str = Field(default="", max_length=ID_MAX)
 
 
-class ClearQuery(BaseModel):
+class ClearQuery(FilterQuery):
     """The filters of ``DELETE /notifications/log``."""
 
     status: Literal["sent", "failed", "pending", ""] = ""
-    rule_id: str = ""
+    rule_id: str = Field(default="", max_length=ID_MAX)
     before: datetime | None = None
 
 

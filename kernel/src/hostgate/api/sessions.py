@@ -18,7 +18,7 @@ from ..db.models.sessions import RemoteSession, SessionCommand
 from ..errors import InvalidInput, NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
-from ..pagination import PageQuery, Pagination, page_from
+from ..pagination import ID_MAX, PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.sessions.live import LiveSession
 from ..services.sessions.recordings import stream_plaintext
@@ -38,7 +38,7 @@ class SessionQuery(PageQuery):
     """The filters of ``GET /sessions`` (all optional, combined with AND)."""
 
     protocol: str = Field(default="", max_length=200, description="comma-separated protocols")
-    userId: str = Field(default="", max_length=64)  # noqa: N815 - the API's name
+    userId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
     search: str = Field(
         default="", max_length=SEARCH_MAX, description="part of the connection name or username"
     )
@@ -47,7 +47,7 @@ class SessionQuery(PageQuery):
     recorded: Literal["true", "false", ""] = Field(
         default="", description="only sessions with (true) or without (false) a recording"
     )
-    connectionId: str = Field(default="", max_length=64)  # noqa: N815 - the API's name
+    connectionId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
 
 
 class SearchQuery(SessionQuery):
