@@ -11,7 +11,9 @@ Regressions of two fixes found by profiling the API benchmark:
 - issue 20's levers on a cached GET: a finished ``Response`` skips the schema
   conversion, the default headers are added in one pass, each metrics series
   is looked up once, a disabled access log builds no line, query arguments are
-  parsed only when there are some, and no absent header costs an exception.
+  parsed only when there are some, and no absent header costs an exception;
+  a view's query model is not run without a query string (when it takes none),
+  and a finished response is sent in this task, in two messages.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ import jwt
 import pytest
 import quart_schema.conversion
 import quart_schema.extension
-from hostgate import accesslog, hookimpl, public
-from pydantic import BaseModel
+from hostgate import accesslog, answers, hookimpl, public
+from pydantic import BaseModel, ValidationError
 from quart import Blueprint, Quart, Response
-from sqlalchemy import event
 from werkzeug.exceptions import BadRequestKeyError
 from werkzeug.sansio.request import Request
 from werkzeug.utils import cached_property
+
+from testsupport.statements import executed_statements
 
 
 class Nested(BaseModel):
@@ -63,17 +66,11 @@ def plugins() -> list[object]:
 
 @contextmanager
 def counted_statements(kernel: Any) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement.split(None, 1)[0].upper())
-
-    engine = kernel.db.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
+    """The verbs (``SELECT``...) of the statements run inside the block."""
+    verbs: list[str] = []
+    with executed_statements(kernel) as statements:
+        yield verbs
+        verbs += [statement.split(None, 1)[0].upper() for statement in statements]
 
 
 @contextmanager
@@ -148,10 +145,142 @@ async def own_headers() -> Any:
     return response
 
 
+class NeedsQuery(BaseModel):
+    q: str
+
+
+class MayQuery(BaseModel):
+    q: str = ""
+
+
+@headers_probe.get("/query-probe/needed")
+@public
+@answers(dict[str, str], query=NeedsQuery)
+async def needs_query() -> dict[str, str]:
+    """A view whose query model has a required argument."""
+    return {"ok": "yes"}
+
+
+@headers_probe.get("/query-probe/optional")
+@public
+@answers(dict[str, str], query=MayQuery)
+async def may_query() -> dict[str, str]:
+    """A view whose query model takes no argument at all too."""
+    return {"ok": "yes"}
+
+
+@headers_probe.get("/range-probe")
+@public
+async def range_probe() -> Any:
+    """A finished body answering ``Range`` requests."""
+    from quart import request
+
+    response = Response(b"0123456789", content_type="application/octet-stream")
+    return await response.make_conditional(request, accept_ranges=True, complete_length=10)
+
+
+@headers_probe.get("/slow-probe")
+@public
+async def slow_probe() -> Any:
+    """A streamed body whose second piece never comes, within a short response timeout."""
+    import asyncio
+
+    async def pieces() -> Any:
+        yield b"first"
+        await asyncio.Event().wait()
+
+    response = Response(pieces(), content_type="text/plain")
+    response.timeout = 0.05
+    return response
+
+
+walked: list[str] = []
+outer_probe = Blueprint("outer_probe", __name__)
+inner_probe = Blueprint("inner_probe", __name__, url_prefix="/inner")
+
+
+@inner_probe.get("/walk")
+@public
+async def walk_probe() -> dict[str, Any]:
+    """The blueprint names the request gives, and Quart's own working-out of them."""
+    from quart import request
+    from quart.wrappers.base import BaseRequestWebsocket
+
+    current = request._get_current_object()  # type: ignore[attr-defined]
+    walked.append("view")
+    return {
+        "blueprint": current.blueprint,
+        "blueprints": current.blueprints,
+        "quart": [
+            BaseRequestWebsocket.blueprint.fget(current),  # type: ignore[attr-defined]
+            BaseRequestWebsocket.blueprints.fget(current),  # type: ignore[attr-defined]
+        ],
+    }
+
+
+for _probe in (outer_probe, inner_probe):
+
+    def _hooks(name: str) -> None:
+        async def before() -> None:
+            walked.append(f"before {name}")
+
+        async def after(response: Any) -> Any:
+            walked.append(f"after {name}")
+            return response
+
+        blueprint = outer_probe if name == "outer" else inner_probe
+        blueprint.before_request(before)
+        blueprint.after_request(after)
+
+    _hooks("outer" if _probe is outer_probe else "inner")
+outer_probe.register_blueprint(inner_probe)
+
+
 class HeadersPack:
     @hookimpl
     def register_blueprints(self) -> Sequence[Blueprint]:
-        return [headers_probe]
+        return [headers_probe, outer_probe]
+
+
+async def asgi_get(
+    app: Any, path: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> list[dict[str, Any]]:
+    """The ASGI messages ``app`` sends for a GET of ``path`` (as a server would see them)."""
+    import asyncio
+
+    raw, _, query = path.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": raw,
+        "raw_path": raw.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), *headers],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8080),
+        "extensions": {},
+    }
+    received = False
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal received
+        if not received:
+            received = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async with asyncio.timeout(10):  # in this task: the test counts the tasks a request makes
+        await app(scope, receive, send)
+    return sent
 
 
 async def warm(client: Any, admin: Any) -> None:
@@ -402,3 +531,140 @@ async def test_a_cached_json_body_answers_as_an_ordinary_response_without_parsin
     assert me.content_length == len(data)
     assert (await me.get_json())["user"]["username"] == "admin"
     assert me.headers.getlist("Cache-Control") == ["no-store"]
+
+
+async def test_a_query_model_runs_only_when_there_is_a_query_string(
+    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hostgate.api.connections import ListQuery
+
+    await warm(client, admin)
+    validated: list[object] = []
+    original = ListQuery.model_validate.__func__  # type: ignore[attr-defined]
+
+    def validate(cls: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        validated.append(value)
+        return original(cls, value, *args, **kwargs)
+
+    monkeypatch.setattr(ListQuery, "model_validate", classmethod(validate))
+    listed = await client.get("/api/v1/connections", headers=admin.headers)
+    assert listed.status_code == 200 and validated == []
+    own = await client.get("/api/v1/connections?scope=own", headers=admin.headers)
+    assert own.status_code == 200 and validated == [{"scope": "own"}]
+    wrong = await client.get("/api/v1/connections?scope=nobody", headers=admin.headers)
+    assert wrong.status_code == 400
+    unknown = await client.get("/api/v1/connections?bogus=1", headers=admin.headers)
+    assert unknown.status_code == 400
+    # a model that needs an argument still refuses a request without any
+    with pytest.raises(ValidationError):
+        NeedsQuery.model_validate({})
+    assert (await client.get("/api/v1/query-probe/needed")).status_code == 400
+    assert (await client.get("/api/v1/query-probe/needed?q=x")).status_code == 200
+    assert (await client.get("/api/v1/query-probe/optional")).status_code == 200
+    assert (await client.get("/api/v1/query-probe/optional?r=x")).status_code == 400
+
+
+async def test_a_finished_response_is_sent_in_this_task_in_two_messages(
+    app: Any, admin: Any
+) -> None:
+    """No task of its own for sending (Quart's ``wait_for``), and no empty closing message."""
+    import asyncio
+
+    auth = [(b"authorization", f"Bearer {admin.token}".encode())]
+    for _ in range(2):
+        await asgi_get(app, "/api/v1/auth/me", auth)  # warm: the read cache
+    loop = asyncio.get_running_loop()
+    made: list[object] = []
+    factory = loop.get_task_factory()
+
+    def counting(loop: Any, coro: Any, **kwargs: Any) -> Any:
+        made.append(coro)
+        if factory is not None:
+            return factory(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting)
+    try:
+        sent = await asgi_get(app, "/api/v1/auth/me", auth)
+    finally:
+        loop.set_task_factory(factory)
+    # Quart's own two: the view's and the one that reads the request body
+    assert [getattr(c, "__qualname__", "") for c in made] == [
+        "FlowControlledConnection.handle_messages",
+        "FlowControlledConnection.handle_request",
+    ]
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    assert sent[0]["status"] == 200 and sent[1]["more_body"] is False
+    headers = dict(sent[0]["headers"])
+    body = sent[1]["body"]
+    assert headers[b"content-length"] == str(len(body)).encode()
+    assert headers[b"content-type"] == b"application/json"
+    assert b'"username":"admin"' in body.replace(b" ", b"")
+
+
+async def test_a_range_of_a_finished_body_and_the_response_timeout_still_hold(app: Any) -> None:
+    whole = await asgi_get(app, "/api/v1/range-probe")
+    assert whole[0]["status"] == 200
+    assert b"".join(m.get("body", b"") for m in whole[1:]) == b"0123456789"
+    part = await asgi_get(app, "/api/v1/range-probe", [(b"range", b"bytes=2-4")])
+    assert part[0]["status"] == 206
+    assert dict(part[0]["headers"])[b"content-range"] == b"bytes 2-4/10"
+    assert b"".join(m.get("body", b"") for m in part[1:]) == b"234"
+    assert part[-1]["more_body"] is False
+    # a response that outlives its timeout is abandoned, not waited for
+    slow = await asgi_get(app, "/api/v1/slow-probe")
+    assert [m.get("body") for m in slow[1:]] == [b"first"]
+
+
+async def test_the_blueprint_walk_works_its_names_out_once_per_request(
+    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quart reads ``blueprints`` three times per request, each from the endpoint, twice."""
+    from quart.wrappers.base import BaseRequestWebsocket
+
+    await warm(client, admin)
+    reads: list[str] = []
+    original = BaseRequestWebsocket.endpoint
+
+    def endpoint(self: Any) -> Any:
+        reads.append("endpoint")
+        return original.fget(self)  # type: ignore[attr-defined]
+
+    with monkeypatch.context() as patched:
+        patched.setattr(BaseRequestWebsocket, "endpoint", property(endpoint))
+        me = await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert me.status_code == 200
+    assert reads == []
+    # the same names as Quart's, and the nested blueprints' hooks still run in order
+    walked.clear()
+    response = await client.get("/api/v1/inner/walk")
+    body = await response.get_json()
+    assert response.status_code == 200, body
+    assert body["blueprint"] == "outer_probe.inner_probe"
+    assert body["blueprints"] == ["outer_probe.inner_probe", "outer_probe"]
+    assert body["quart"] == [body["blueprint"], body["blueprints"]]
+    assert walked == ["before outer", "before inner", "view", "after inner", "after outer"]
+    assert (await client.get("/api/v1/no-such-route")).status_code == 404
+    assert (await client.get("/health")).status_code == 200  # a rule outside any blueprint
+
+
+async def test_the_default_headers_go_in_without_werkzeugs_checks(
+    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from werkzeug.datastructures import Headers
+
+    await warm(client, admin)
+    added: list[str] = []
+    original = Headers.add
+
+    def add(self: Any, key: str, value: Any, **kwargs: Any) -> None:
+        added.append(key)
+        original(self, key, value, **kwargs)
+
+    monkeypatch.setattr(Headers, "add", add)
+    me = await client.get("/api/v1/auth/me", headers=admin.headers)
+    assert me.status_code == 200
+    # the request id comes from the client or is made: checked; the constants are not
+    assert [name for name in added if name in {"X-Request-Id", "Cache-Control"}] == ["X-Request-Id"]
+    assert me.headers.getlist("Cache-Control") == ["no-store"]
+    assert me.headers.getlist("X-Frame-Options") == ["DENY"]

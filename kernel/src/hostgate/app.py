@@ -153,16 +153,19 @@ def add_default_headers(
     """``X-Request-Id`` and each default the response does not have yet.
 
     One pass over the response's headers instead of a search per default: the
-    same result as ``headers[...] =`` and ``setdefault`` for each.
+    same result as ``headers[...] =`` and ``setdefault`` for each. The defaults
+    are constant, valid header values, so they go into the list directly
+    (``Headers.add`` checks every value it is given for line breaks).
     """
-    present = {name.lower() for name, _ in headers.items()}
+    listed = headers._list  # werkzeug's own list: the defaults need none of its checks
+    present = {name.lower() for name, _ in listed}
     if "x-request-id" in present:
         headers["X-Request-Id"] = request_id
     else:
-        headers.add("X-Request-Id", request_id)
+        headers.add("X-Request-Id", request_id)  # from the client: checked
     for name, value in defaults:
         if name.lower() not in present:
-            headers.add(name, value)
+            listed.append((name, value))
 
 
 def _plain_json_responses(app: Quart) -> None:

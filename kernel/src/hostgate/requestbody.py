@@ -19,13 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Generator
-from typing import Any
+from typing import Any, cast
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent
 from hypercorn.utils import UnexpectedMessageError
-from quart import Request, request
-from quart.asgi import ASGIHTTPConnection
+from quart import Request, Response, request
+from quart.asgi import ASGIHTTPConnection, _handle_exception
+from quart.helpers import _split_blueprint_path
+from quart.typing import ResponseTypes
+from quart.utils import encode_headers
 from quart.wrappers.request import Body
+from quart.wrappers.response import DataBody
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from . import jsoninput
@@ -172,6 +176,35 @@ class StreamingRequest(Request):
     """The kernel's request class: bodies are flow-controlled, JSON is parsed by ``jsoninput``."""
 
     body_class = FlowControlledBody
+    _matched: tuple[Any, str | None, list[str]] | None = None
+
+    def _blueprint_names(self) -> tuple[str | None, list[str]]:
+        """The matched rule's blueprint and its parents, worked out once per rule."""
+        rule = self.url_rule
+        known = self._matched
+        if known is not None and known[0] is rule:
+            return known[1], known[2]
+        endpoint = rule.endpoint if rule is not None else None
+        name = endpoint.rsplit(".", 1)[0] if endpoint is not None and "." in endpoint else None
+        names = _split_blueprint_path(name) if name is not None else []
+        self._matched = (rule, name, names)
+        return name, names
+
+    @property
+    def blueprint(self) -> str | None:
+        """Quart's ``blueprint``, without working it out from the endpoint on every use.
+
+        Quart reads ``blueprints`` three times per request (before-request hooks,
+        after-request hooks, teardown), each time from ``blueprint``, which reads
+        ``endpoint`` twice, plus an import statement: for a view in a blueprint
+        (every API route) that is most of the cost of the hook walk.
+        """
+        return self._blueprint_names()[0]
+
+    @property
+    def blueprints(self) -> list[str]:
+        """Quart's ``blueprints``: the blueprint and its parents, innermost first."""
+        return self._blueprint_names()[1]
 
     async def get_json(self, force: bool = False, silent: bool = False, cache: bool = True) -> Any:
         """Quart's ``get_json``, through ``jsoninput.decode`` (bounded depth, storable text).
@@ -193,6 +226,24 @@ class StreamingRequest(Request):
         return result
 
 
+def _lingering(body: FlowControlledBody, send: ASGISendCallable) -> ASGISendCallable:
+    """``send`` for a request whose body may still be arriving (see ``handle_request``)."""
+
+    async def sending(message: ASGISendEvent) -> None:
+        if message["type"] == "http.response.start":
+            body.discard_unread()
+        elif message["type"] == "http.response.body" and not message.get("more_body"):
+            await body.wait_complete(LINGER_SECONDS)
+        try:
+            await send(message)
+        except UnexpectedMessageError:
+            # the connection closed before the answer (the server is shutting down,
+            # or the client left mid-upload): there is nobody to send it to
+            body.abort()
+
+    return sending
+
+
 def _bodiless(request: Request) -> bool:
     """A request that announced no body (most GETs): nothing can be left unread."""
     # getlist: werkzeug's get and ``in`` build an exception for every absent header
@@ -207,31 +258,55 @@ class FlowControlledConnection(ASGIHTTPConnection):
     """Feeds request bodies with back-pressure (see the module docstring)."""
 
     async def handle_request(self, request: Request, send: ASGISendCallable) -> None:
-        """Run the view; once its response starts, unread body bytes are discarded.
+        """Run the view, then send its response within the response timeout.
 
-        The end of such a response waits until the client has sent the rest of its
-        body (at most ``LINGER_SECONDS``): closing the connection on unread bytes
-        would reset it, and a client that reads only after sending (most do) would
-        see the reset instead of the error response.
+        Once the response starts, unread body bytes are discarded; the end of such
+        a response waits until the client has sent the rest of its body (at most
+        ``LINGER_SECONDS``): closing the connection on unread bytes would reset it,
+        and a client that reads only after sending (most do) would see the reset
+        instead of the error response.
+
+        The response is sent under ``asyncio.timeout`` in this task, where Quart's
+        ``wait_for`` runs it as a task of its own (a task, a copy of the context
+        and another pass of the event loop for every response), with the same
+        bound: ``response.timeout``, else ``RESPONSE_TIMEOUT``.
         """
         body = request.body
-        if not isinstance(body, FlowControlledBody) or _bodiless(request):
-            await super().handle_request(request, send)
+        if isinstance(body, FlowControlledBody) and not _bodiless(request):
+            send = _lingering(body, send)
+        try:
+            response = await self.app.handle_request(request)
+        except Exception as error:
+            response = await _handle_exception(self.app, error)
+        if isinstance(response, Response) and response.timeout != Ellipsis:
+            timeout = cast(float | None, response.timeout)
+        else:
+            timeout = self.app.config["RESPONSE_TIMEOUT"]
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._send_response(send, response)
+
+    async def _send_response(self, send: ASGISendCallable, response: ResponseTypes) -> None:
+        """A finished body goes in one message with the end of the response, else as Quart does.
+
+        Quart sends every body as its chunks and then an empty closing message:
+        three trips through the server for a small JSON answer instead of two.
+        """
+        content = getattr(response, "response", None)
+        if type(content) is not DataBody:
+            await super()._send_response(send, response)
             return
-
-        async def sending(message: ASGISendEvent) -> None:
-            if message["type"] == "http.response.start":
-                body.discard_unread()
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                await body.wait_complete(LINGER_SECONDS)
-            try:
-                await send(message)
-            except UnexpectedMessageError:
-                # the connection closed before the answer (the server is shutting down,
-                # or the client left mid-upload): there is nobody to send it to
-                body.abort()
-
-        await super().handle_request(request, sending)
+        data = content.data
+        if content.begin != 0 or content.end != len(data):
+            data = data[content.begin : content.end]  # a range request's part
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": encode_headers(response.headers),
+            }
+        )
+        await send({"type": "http.response.body", "body": data, "more_body": False})
 
     async def handle_messages(self, request: Request, receive: ASGIReceiveCallable) -> None:
         """Move body messages into the request, pausing while the view is behind."""
