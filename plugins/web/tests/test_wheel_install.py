@@ -3,9 +3,11 @@
 The three wheels are built from this tree (the web wheel carries the built app), installed
 into a fresh virtual environment with nothing else of hostgate, and `hostgate serve` from
 that environment must serve the app at `/` with SSH (and its SFTP side) as the only
-protocols. No network: the build uses uv's cache (as `scripts/dev.py setup` left it) and
-the third-party dependencies are installed at the versions uv.lock pins, from that cache;
-the resolver then checks the wheels' own requirements are met by them.
+protocols. The build uses uv's cache offline (as `scripts/dev.py setup` left it); the
+third-party dependencies are installed at the versions uv.lock pins, from the package
+registry (a fresh machine's cache holds the locked wheels but not the registry's index
+pages that `uv pip install` resolves pins against); the resolver then checks, offline,
+that the wheels' own requirements are met by them.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     uv("venv", "--quiet", "--python", sys.executable, str(env), cwd=work)
     python = str(env / "bin" / "python")
     built = sorted(str(w) for w in wheels.glob("*.whl"))
-    uv("pip", "install", "--offline", "--no-deps", "--python", python, "-r", str(pins), *built,
+    uv("pip", "install", "--no-deps", "--python", python, "-r", str(pins), *built,
        cwd=work)  # fmt: skip
     # the resolver, offline, finds the three requirements met by what is installed
     uv("pip", "install", "--offline", "--python", python, "--find-links", str(wheels), *PACKS,

@@ -11706,7 +11706,11 @@ export interface operations {
                     "auth.ldap_timeout_seconds"?: number;
                     /** @description Verify the directory's TLS certificate (turn off only for labs) */
                     "auth.ldap_tls_verify"?: boolean;
-                    /** @description ldap:// or ldaps:// URL */
+                    /**
+                     * Format: setting:auth.ldap_url
+                     * @description ldap:// or ldaps:// URL
+                     * @example
+                     */
                     "auth.ldap_url"?: string;
                     /**
                      * Format: setting:auth.ldap_user_filter
@@ -11734,7 +11738,11 @@ export interface operations {
                     "auth.oidc_display_name_claim"?: string;
                     /** @description OIDC login on/off */
                     "auth.oidc_enabled"?: boolean;
-                    /** @description OIDC issuer URL */
+                    /**
+                     * Format: setting:auth.oidc_issuer
+                     * @description OIDC issuer URL (https://; http:// only on localhost)
+                     * @example
+                     */
                     "auth.oidc_issuer"?: string;
                     /**
                      * Format: setting:auth.oidc_redirect_uri
