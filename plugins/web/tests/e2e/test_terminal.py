@@ -319,12 +319,16 @@ def test_search_in_the_scrollback_and_links_open_apart(
     expect(tab.get_by_text("No match")).to_be_visible()
 
     # a URL the server prints is a link: it opens in a new tab, without a way back (noopener)
-    target = f"{gateway.url}/linked-from-the-terminal"
-    run(page, screen, "clear; echo " + target, target)
+    # the printed URL differs from the typed command (the shell computes its end), so the
+    # wait below ends once the output is there, after `clear`, not at the command's echo
+    command = f"clear; echo {gateway.url}/linked-from-the-$((6*7))"
+    target = f"{gateway.url}/linked-from-the-42"
+    run(page, screen, command, target)
     row = screen.locator(".xterm-rows > div").filter(has_text=target).last
     box = row.bounding_box()
     page.mouse.move(box["x"] + 40, box["y"] + box["height"] / 2)
-    page.wait_for_timeout(200)  # the link addon finds the link under the pointer
+    # the link addon has found the link under the pointer
+    expect(page.locator(".xterm-cursor-pointer")).to_have_count(1)
     with page.context.expect_page() as opened:
         page.mouse.click(box["x"] + 40, box["y"] + box["height"] / 2)
     new_page = opened.value
@@ -334,8 +338,9 @@ def test_search_in_the_scrollback_and_links_open_apart(
     new_page.close()
 
     # what the server saw
-    seen = commands_seen(gateway, admin_token, page, ["echo " + target])
+    seen = commands_seen(gateway, admin_token, page, [command])
     assert "echo needle-$((7*6)); seq 1 300 | sed 's/^/line-/'" in seen
+    assert command in seen
 
 
 def test_telnet_terminal_in_a_tab(
