@@ -43,10 +43,10 @@ ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 class ScriptedTerminal:
     """A terminal opened through the gateway's socket from Python (as a browser would)."""
 
-    def __init__(self, gateway: Gateway, token: str, connection_id: str) -> None:
+    def __init__(self, gateway: Gateway, token: str, connection_id: str, cols: int = 100) -> None:
         url = (
             f"{gateway.ws_url}/ws/ssh?ticket={ticket(gateway, token)}"
-            f"&connectionId={connection_id}&cols=100&rows=30"
+            f"&connectionId={connection_id}&cols={cols}&rows=30"
         )
         self.socket = websockets.sync.client.connect(url, max_size=2**22)
         self.output = b""

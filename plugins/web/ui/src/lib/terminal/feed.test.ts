@@ -80,6 +80,28 @@ describe("OutputFeed", () => {
     expect(p.writes).toEqual([bytes(1)]);
   });
 
+  it("runs a scheduled action after the output before it is parsed, before the output after it", () => {
+    const p = parser();
+    const seen: string[] = [];
+    const feed = new OutputFeed((data, done) => {
+      seen.push(`write ${String(data)}`);
+      p.write(data, done);
+    }, { interval: 0 });
+    feed.push(bytes(1));
+    feed.push(bytes(2));
+    feed.schedule(() => seen.push("action"));
+    feed.push(bytes(3));
+    feed.push(bytes(4));
+    expect(seen).toEqual(["write 1"]); // xterm.js still parses 1: the action waits
+    p.finish();
+    expect(seen).toEqual(["write 1", "write 2"]); // 2 is not joined with 3 across the action
+    p.finish();
+    expect(seen).toEqual(["write 1", "write 2", "action", "write 3,4"]);
+    p.finish();
+    feed.schedule(() => seen.push("idle action"));
+    expect(seen.at(-1)).toBe("idle action"); // nothing before it: at once
+  });
+
   describe("during a flood", () => {
     afterEach(() => vi.useRealTimers());
 
@@ -130,6 +152,26 @@ describe("OutputFeed", () => {
       vi.advanceTimersByTime(100);
       expect(p.writes).toHaveLength(2); // the cancelled timer writes nothing
       expect(feed.backlog).toBe(0);
+    });
+
+    it("holds an action behind output that waits for the interval", () => {
+      vi.useFakeTimers();
+      const p = parser();
+      const order: string[] = [];
+      const feed = new OutputFeed((data, done) => {
+        order.push(`write ${data.length}`);
+        p.write(data, done);
+      }, { interval: 50, floodBytes: 4, now: () => Date.now() });
+      feed.push(new Uint8Array(8));
+      p.finish();
+      feed.push(bytes(1));
+      feed.schedule(() => order.push("action"));
+      feed.push(bytes(2, 3));
+      expect(order).toEqual(["write 8"]); // the flood's wait holds the output, and so the action
+      vi.advanceTimersByTime(50);
+      expect(order).toEqual(["write 8", "write 1"]);
+      p.finish();
+      expect(order).toEqual(["write 8", "write 1", "action", "write 2"]);
     });
 
     it("clear() cancels the waiting write", () => {

@@ -28,10 +28,14 @@ export interface FeedOptions {
 }
 
 type Piece = Uint8Array | string;
+/** An action queued between pieces of output. */
+class Action {
+  constructor(readonly run: () => void) {}
+}
 
 /** Hands data to `write` one piece at a time, joined into batches while xterm.js is busy. */
 export class OutputFeed {
-  private readonly waiting: Piece[] = [];
+  private readonly waiting: (Piece | Action)[] = [];
   private waitingSize = 0;
   private busy = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -61,6 +65,12 @@ export class OutputFeed {
     this.pump();
   }
 
+  /** Run `action` after all output pushed so far is parsed, before any output pushed after. */
+  schedule(action: () => void): void {
+    this.waiting.push(new Action(action));
+    this.pump();
+  }
+
   /** How many pieces wait (for tests). */
   get backlog(): number {
     return this.waiting.length;
@@ -75,7 +85,10 @@ export class OutputFeed {
   }
 
   private pump(): void {
-    if (this.busy || this.waiting.length === 0) return;
+    if (this.busy) return;
+    // an action waits for nothing but the output before it (not for the flood's interval)
+    while (this.waiting[0] instanceof Action) (this.waiting.shift() as Action).run();
+    if (this.waiting.length === 0) return;
     // a whole batch waiting goes in at once: output faster than a batch per interval
     // is parsed as fast as it comes, and what waits never grows beyond about a batch
     const full = this.waitingSize >= this.maxBatch;
@@ -110,7 +123,7 @@ export class OutputFeed {
     let size = first.length;
     let count = 0;
     for (const piece of this.waiting) {
-      if (typeof piece === "string" || size + piece.length > this.maxBatch) break;
+      if (!(piece instanceof Uint8Array) || size + piece.length > this.maxBatch) break;
       size += piece.length;
       count++;
     }

@@ -5,19 +5,12 @@ import { Terminal } from "@xterm/xterm";
 import { api, call } from "../../api/client";
 import { watchUrl } from "../sessions";
 import { closeReason } from "../closereason";
+import { OutputFeed } from "./feed";
+import { routeWatchFrame, type Watched } from "./watchframes";
+
+export type { Watched } from "./watchframes";
 
 export type WatchState = "connecting" | "live" | "ended";
-
-export interface Watched {
-  sessionId: string;
-  userId: string;
-  username: string;
-  connectionId: string;
-  connectionName: string;
-  protocol: string;
-  cols: number;
-  rows: number;
-}
 
 export interface WatchEvents {
   onWatched: (watched: Watched) => void;
@@ -29,6 +22,8 @@ export class WatchView {
   readonly terminal: Terminal;
   private socket: WebSocket | null = null;
   private lastError = "";
+  /** Output in batches during a flood, as in the terminal itself; the size changes in order. */
+  private readonly feed: OutputFeed;
 
   constructor(
     container: HTMLElement,
@@ -45,11 +40,13 @@ export class WatchView {
       theme: { background: "#0f141a", foreground: "#e6ebf1", cursor: "#8fb8f8", selectionBackground: "#364152" },
     });
     this.terminal.open(container);
+    this.feed = new OutputFeed((data, done) => this.terminal.write(data, done));
   }
 
   /** Open the socket: a fresh single-use ticket, then the current screen and the output. */
   async connect(): Promise<void> {
     this.lastError = "";
+    this.feed.clear(); // the server starts again with the whole screen
     this.events.onState("connecting", "", 0);
     let ticket: string;
     try {
@@ -61,28 +58,16 @@ export class WatchView {
     const socket = new WebSocket(watchUrl(window.location, this.sessionId, ticket));
     socket.binaryType = "arraybuffer";
     this.socket = socket;
-    socket.onmessage = (event) => {
-      if (event.data instanceof ArrayBuffer) {
-        this.terminal.write(new Uint8Array(event.data));
-        return;
-      }
-      let frame: Record<string, unknown>;
-      try {
-        frame = JSON.parse(String(event.data)) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      if (frame.type === "watch") {
-        const watched = frame as unknown as Watched;
-        this.terminal.resize(watched.cols, watched.rows);
-        this.events.onWatched(watched);
-        this.events.onState("live", "", 0);
-      } else if (frame.type === "resize" && typeof frame.cols === "number" && typeof frame.rows === "number") {
-        this.terminal.resize(frame.cols, frame.rows);
-      } else if (frame.type === "error" && typeof frame.message === "string") {
-        this.lastError = frame.message;
-      }
-    };
+    socket.onmessage = (event) =>
+      routeWatchFrame(event.data, this.feed, {
+        resize: (cols, rows) => this.terminal.resize(cols, rows),
+        watched: (watched) => {
+          this.terminal.resize(watched.cols, watched.rows);
+          this.events.onWatched(watched);
+          this.events.onState("live", "", 0);
+        },
+        error: (message) => (this.lastError = message),
+      });
     socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
@@ -95,6 +80,7 @@ export class WatchView {
     const socket = this.socket;
     this.socket = null;
     socket?.close(1000, "Viewer left");
+    this.feed.clear();
     this.terminal.dispose();
   }
 }
