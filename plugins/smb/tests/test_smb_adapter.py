@@ -313,8 +313,8 @@ def test_a_malformed_share_list_answer_is_a_remote_error():
 async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requests(
     smb, workdir, monkeypatch, fast
 ):
-    """A 6 MiB piece (a fast client, a slow server) goes out as 1 MiB writes: no request
-    asks for more credits than the window holds."""
+    """A 6 MiB piece (a fast client, a slow server) goes out as 1 MiB writes, 4 MiB ones
+    once the window holds them: no request asks for more credits than the window has."""
     from hostgate_smb import files as smb_files
     from hostgate_smb import share as smb_share
 
@@ -335,7 +335,32 @@ async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requ
 
     assert await smb.write(f"{base}/pieces.bin", pieces()) == len(payload)
     assert (local / "pieces.bin").read_bytes() == payload
-    assert sizes == [MIB] * 6 + [7]
+    assert sum(sizes) == len(payload) and max(sizes) <= smb_share.WRITE_CHUNK
+    assert set(sizes[:-1]) <= {MIB, smb_share.WRITE_CHUNK}  # the last is the rest
+
+
+async def test_writes_grow_to_write_chunk_once_the_window_holds_them(smb, workdir, monkeypatch):
+    """The first writes of a session are 1 MiB (the window smbd grants at first covers one
+    4 MiB write and nothing else); they ask for more credits, and the rest go as 4 MiB."""
+    from hostgate_smb import files as smb_files
+    from hostgate_smb import share as smb_share
+
+    base, local = workdir
+    sizes: list[int] = []
+    original = smb_files._PipelinedWriter._send
+
+    def spy(self: smb_files._PipelinedWriter, pieces: list, size: int) -> None:
+        sizes.append(size)
+        original(self, pieces, size)
+
+    monkeypatch.setattr(smb_files._PipelinedWriter, "_send", spy)
+    size = 40 * MIB + 3
+    assert await smb.write(f"{base}/grown.bin", pattern(size, seed=4)) == size
+    assert file_digest(local / "grown.bin") == pattern_digest(size, seed=4)
+    assert sum(sizes) == size
+    assert sizes[0] == MIB
+    assert sizes.count(smb_share.WRITE_CHUNK) >= 6, sizes
+    assert max(sizes) == smb_share.WRITE_CHUNK
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["pieces-as-they-are", "smbprotocol-packs"])
@@ -390,9 +415,12 @@ def test_signatures_over_pieces_equal_smbprotocols_over_the_whole_message():
 
 
 async def test_writes_in_flight_do_not_hold_the_uploaded_bytes(smb, workdir):
-    """Memory stays flat: a 48 MiB upload in 64 KiB pieces allocates a few MiB at most
-    (smbprotocol's own packing kept every write in flight, 8 MiB, and copies of each)."""
+    """Memory stays flat: a 48 MiB upload in 64 KiB pieces holds the pieces of the next
+    write and a shorter rest, never the writes in flight (smbprotocol's own packing kept
+    each of them, PIPELINE_DEPTH writes, and made copies of each)."""
     import tracemalloc
+
+    from hostgate_smb import share as smb_share
 
     base, local = workdir
     size = 48 * MIB
@@ -405,4 +433,4 @@ async def test_writes_in_flight_do_not_hold_the_uploaded_bytes(smb, workdir):
     finally:
         tracemalloc.stop()
     assert file_digest(local / "flat.bin") == pattern_digest(size, seed=9)
-    assert peak < 4 * MIB, peak
+    assert peak < 2 * smb_share.WRITE_CHUNK + MIB, peak

@@ -300,7 +300,7 @@ class _PipelinedReader:
 
 
 class _PipelinedWriter:
-    """Sends writes of ``chunk`` bytes made of the upload's pieces, several in flight at once.
+    """Sends writes made of the upload's pieces, several in flight at once.
 
     A piece is never copied: a write is a list of pieces, and a piece that spans two
     writes is split into views (the join and smbprotocol's copies are gone, ``writes.py``).
@@ -310,7 +310,7 @@ class _PipelinedWriter:
         self.share = share
         self.handle = handle
         self.path = path
-        self.chunk = share.chunk_size(handle, "write")
+        self.chunk = share.write_size(handle)
         self.offset = 0
         self.written = 0
         self.inflight: deque[Any] = deque()
@@ -346,6 +346,7 @@ class _PipelinedWriter:
                 self._send(held, chunk)
                 held, size = [], 0
                 start += take
+                chunk = self.chunk = self.share.write_size(self.handle)
             if start < end:
                 held.append(piece if start == 0 else memoryview(piece)[start:])
                 size += end - start
@@ -357,8 +358,8 @@ class _PipelinedWriter:
         Never one larger write, even when the server would take it: a request's
         credit charge grows with its size, and one the window cannot cover while
         nothing else is in flight would wait for credits that never come (a 6 MiB
-        piece of an upload needs 96; the window grows only as requests of the
-        usual size are answered).
+        piece of an upload needs 96; the window grows only as requests are
+        answered). ``chunk`` is 1 MiB until the window holds WRITE_CHUNK writes.
         """
         with self.lock, mapped(self.path):
             self._add(pieces)

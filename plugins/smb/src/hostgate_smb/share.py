@@ -50,6 +50,9 @@ from .errors import mapped
 CONNECT_TIMEOUT = 15
 OPERATION_TIMEOUT = 120
 CHUNK = 1024 * 1024
+WRITE_CHUNK = 4 * 1024 * 1024
+"""Upload writes once the credit window holds PIPELINE_DEPTH of them: each write costs the
+gateway the same Python (header, thread hop, the response's parsing) whatever its size."""
 PIPELINE_DEPTH = 8
 CREDIT_RESERVE = 8
 CREDIT_POLL = 0.005
@@ -255,12 +258,15 @@ class SmbShare:
 
     # -- bulk transfers: pipelined, credit-aware -----------------------------
 
-    def _credit_request(self, connection: Connection, charge: int, inflight: int) -> int | None:
+    def _credit_request(
+        self, connection: Connection, charge: int, inflight: int, unit: int = 0
+    ) -> int | None:
         """Wait (holding ``_credits``) until the window covers ``charge``; the credits to ask for.
 
         With requests of the caller's own in flight the caller gets None instead of
         waiting (it should collect a response first); with none it waits. The window
-        grows while it could not hold PIPELINE_DEPTH requests of this size.
+        grows while it could not hold PIPELINE_DEPTH requests of this size (or of
+        ``unit`` credits, the size the requests will grow to).
         """
         deadline = time.monotonic() + OPERATION_TIMEOUT
         while True:
@@ -273,7 +279,7 @@ class SmbShare:
             if time.monotonic() > deadline:
                 raise RemoteTimeout("the SMB server granted no credits in time")
             self._credits.wait(timeout=CREDIT_POLL)
-        grow = available < (PIPELINE_DEPTH + 1) * charge + CREDIT_RESERVE
+        grow = available < (PIPELINE_DEPTH + 1) * max(charge, unit) + CREDIT_RESERVE
         return charge * 2 if grow else charge
 
     def send_bulk(self, handle: Open, message: Any, inflight: int) -> Any | None:
@@ -310,8 +316,9 @@ class SmbShare:
             return self.send_bulk(handle, message, inflight)
         connection = handle.connection
         charge = writes.write_charge(connection, sum(len(piece) for piece in pieces))
+        unit = writes.write_charge(connection, self._write_limit(connection, WRITE_CHUNK))
         with self._credits:
-            credit_request = self._credit_request(connection, charge, inflight)
+            credit_request = self._credit_request(connection, charge, inflight, unit)
             if credit_request is None:
                 return None
             return writes.send_write(
@@ -333,6 +340,23 @@ class SmbShare:
         connection = handle.connection
         limit = connection.max_read_size if kind == "read" else connection.max_write_size
         return int(min(CHUNK, limit or CHUNK))
+
+    @staticmethod
+    def _write_limit(connection: Connection, size: int) -> int:
+        return int(min(size, connection.max_write_size or CHUNK))
+
+    def write_size(self, handle: Open) -> int:
+        """The next write's size: WRITE_CHUNK once the free window covers one, else CHUNK.
+
+        A write the window cannot cover while nothing is in flight would wait for credits
+        that never come; smaller writes grow the window towards WRITE_CHUNK's first.
+        """
+        connection = handle.connection
+        big = self._write_limit(connection, WRITE_CHUNK)
+        window = connection.sequence_window
+        if window["high"] - window["low"] >= writes.write_charge(connection, big) + CREDIT_RESERVE:
+            return big
+        return self._write_limit(connection, CHUNK)
 
     # -- operations ---------------------------------------------------------
 
