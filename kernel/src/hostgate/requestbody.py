@@ -10,8 +10,9 @@ under ``MAX_CONTENT_LENGTH``.
 
 The body keeps the received chunks as they came instead of copying them into
 one growing buffer and out again (Quart's ``Body`` copies every byte twice): a
-chunk the view reads while it is the only one waiting is handed over as the
-same object, several waiting ones are joined once.
+chunk the view reads is handed over as the same object, also when several
+waited (a streaming upload sends each as it is); only a run of small ones
+(under 64 KiB) is joined.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ from quart.wrappers.response import DataBody
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from . import jsoninput
+from .chunkreader import SMALL_CHUNK
 
 HIGH_WATER = 1 << 20
+JOIN_WAITING = False
+"""Every waiting chunk joined into one on read (False: large chunks handed out as they are)."""
 """Unread body bytes at which the receive loop stops reading from the client."""
 LINGER_SECONDS = 30.0
 """How long a response that came before the end of its request body waits, discarding
@@ -79,12 +83,23 @@ class FlowControlledBody(Body):
             self._drained.set()
 
     def _take(self) -> bytes:
-        """Everything waiting, as one bytes object (the chunk itself when there is one)."""
+        """The next waiting chunk as it came; a run of small ones joined (or all: JOIN_WAITING).
+
+        Large chunks are handed out one by one: a streaming upload sends each as it
+        is, and joining the ones that waited copied most of its bytes once more.
+        """
         parts = self._parts
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
-        self._parts = []
-        self._size = 0
-        self._has_data.clear()
+        count, taken = 0, 0
+        while count < len(parts) and (count == 0 or JOIN_WAITING or taken < SMALL_CHUNK):
+            if count and not JOIN_WAITING and len(parts[count]) >= SMALL_CHUNK:
+                break  # a large chunk after small ones: its own turn, not a copy
+            taken += len(parts[count])
+            count += 1
+        data = parts[0] if count == 1 else b"".join(parts[:count])
+        del parts[:count]
+        self._size -= taken
+        if not parts:
+            self._has_data.clear()
         return data
 
     def __await__(self) -> Generator[Any, None, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import random
 import threading
 from collections.abc import AsyncIterator
@@ -308,20 +309,23 @@ def test_a_malformed_share_list_answer_is_a_remote_error():
         srvsvc.response_stub([b"\x05\x00"])
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["pieces-as-they-are", "smbprotocol-packs"])
 async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requests(
-    smb, workdir, monkeypatch
+    smb, workdir, monkeypatch, fast
 ):
-    """A 6 MiB piece (a fast client, a slow server) goes out as 1 MiB writes: no request
-    asks for more credits than the window holds."""
+    """A 6 MiB piece (a fast client, a slow server) goes out as 1 MiB writes, 4 MiB ones
+    once the window holds them: no request asks for more credits than the window has."""
     from hostgate_smb import files as smb_files
+    from hostgate_smb import share as smb_share
 
+    monkeypatch.setattr(smb_share, "FAST_WRITES", fast)
     base, local = workdir
     sizes: list[int] = []
     original = smb_files._PipelinedWriter._send
 
-    def spy(self: smb_files._PipelinedWriter, data: bytes) -> None:
-        sizes.append(len(data))
-        original(self, data)
+    def spy(self: smb_files._PipelinedWriter, pieces: list, size: int) -> None:
+        sizes.append(size)
+        original(self, pieces, size)
 
     monkeypatch.setattr(smb_files._PipelinedWriter, "_send", spy)
     payload = random.randbytes(6 * MIB + 7)
@@ -331,4 +335,102 @@ async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requ
 
     assert await smb.write(f"{base}/pieces.bin", pieces()) == len(payload)
     assert (local / "pieces.bin").read_bytes() == payload
-    assert sizes == [MIB] * 6 + [7]
+    assert sum(sizes) == len(payload) and max(sizes) <= smb_share.WRITE_CHUNK
+    assert set(sizes[:-1]) <= {MIB, smb_share.WRITE_CHUNK}  # the last is the rest
+
+
+async def test_writes_grow_to_write_chunk_once_the_window_holds_them(smb, workdir, monkeypatch):
+    """The first writes of a session are 1 MiB (the window smbd grants at first covers one
+    4 MiB write and nothing else); they ask for more credits, and the rest go as 4 MiB."""
+    from hostgate_smb import files as smb_files
+    from hostgate_smb import share as smb_share
+
+    base, local = workdir
+    sizes: list[int] = []
+    original = smb_files._PipelinedWriter._send
+
+    def spy(self: smb_files._PipelinedWriter, pieces: list, size: int) -> None:
+        sizes.append(size)
+        original(self, pieces, size)
+
+    monkeypatch.setattr(smb_files._PipelinedWriter, "_send", spy)
+    size = 40 * MIB + 3
+    assert await smb.write(f"{base}/grown.bin", pattern(size, seed=4)) == size
+    assert file_digest(local / "grown.bin") == pattern_digest(size, seed=4)
+    assert sum(sizes) == size
+    assert sizes[0] == MIB
+    assert sizes.count(smb_share.WRITE_CHUNK) >= 6, sizes
+    assert max(sizes) == smb_share.WRITE_CHUNK
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["pieces-as-they-are", "smbprotocol-packs"])
+@pytest.mark.parametrize("size", [1, MIB - 1, MIB, MIB + 1, 3 * MIB + 12345], ids=lambda n: f"{n}B")
+async def test_uploads_around_write_boundaries_arrive_intact(smb, workdir, monkeypatch, fast, size):
+    """Pieces of odd sizes (a few bytes, 300,001, 2.5 MiB) split across 1 MiB writes: every
+    byte lands once, in order, whether the pieces are sent as they are or joined first."""
+    from hostgate_smb import share as smb_share
+
+    monkeypatch.setattr(smb_share, "FAST_WRITES", fast)
+    base, local = workdir
+    payload = random.Random(size).randbytes(size)
+    cuts = [0, 3, 300_004, 2_921_444]  # piece sizes 3, 300,001, 2,621,440, then the rest
+
+    async def pieces() -> AsyncIterator[bytes]:
+        bounds = sorted({min(cut, size) for cut in cuts} | {size})
+        for start, end in itertools.pairwise(bounds):
+            yield payload[start:end]
+
+    assert await smb.write(f"{base}/edge.bin", pieces()) == size
+    assert (local / "edge.bin").read_bytes() == payload
+    assert sorted(p.name for p in local.iterdir()) == ["edge.bin"]
+
+
+def test_signatures_over_pieces_equal_smbprotocols_over_the_whole_message():
+    """GMAC (3.1.1), CMAC (3.0) and HMAC-SHA256 (2.x) over the header and the pieces in
+    turn give the signature smbprotocol computes over the joined message."""
+    import uuid
+
+    from hostgate_smb import writes
+    from smbprotocol import Dialects
+    from smbprotocol.connection import Connection, SigningAlgorithms
+    from smbprotocol.header import Commands
+
+    rng = random.Random(5)
+    key = rng.randbytes(16)
+    header = bytes(48) + bytes(16) + rng.randbytes(48)  # signature field zeroed
+    pieces = [rng.randbytes(3), rng.randbytes(70_001), memoryview(rng.randbytes(9000))[5:]]
+    whole = header + b"".join(pieces)
+    cases = [
+        (Dialects.SMB_3_1_1, SigningAlgorithms.AES_GMAC),
+        (Dialects.SMB_3_1_1, SigningAlgorithms.AES_CMAC),
+        (Dialects.SMB_3_0_2, None),
+        (Dialects.SMB_2_1_0, None),
+    ]
+    for dialect, algorithm in cases:
+        connection = Connection(uuid.uuid4(), "127.0.0.1", 445)
+        connection.dialect = dialect
+        connection.signing_algorithm_id = algorithm
+        expected = connection._generate_signature(whole, key, 77, False, Commands.SMB2_WRITE)
+        assert writes.signature(connection, key, 77, [header, *pieces]) == expected, dialect
+
+
+async def test_writes_in_flight_do_not_hold_the_uploaded_bytes(smb, workdir):
+    """Memory stays flat: a 48 MiB upload in 64 KiB pieces holds the pieces of the next
+    write and a shorter rest, never the writes in flight (smbprotocol's own packing kept
+    each of them, PIPELINE_DEPTH writes, and made copies of each)."""
+    import tracemalloc
+
+    from hostgate_smb import share as smb_share
+
+    base, local = workdir
+    size = 48 * MIB
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        baseline = tracemalloc.get_traced_memory()[0]
+        assert await smb.write(f"{base}/flat.bin", pattern(size, seed=9)) == size
+        peak = tracemalloc.get_traced_memory()[1] - baseline
+    finally:
+        tracemalloc.stop()
+    assert file_digest(local / "flat.bin") == pattern_digest(size, seed=9)
+    assert peak < 2 * smb_share.WRITE_CHUNK + MIB, peak

@@ -30,11 +30,11 @@ from smbprotocol.open import (
     FilePipePrinterAccessMask,
     Open,
     SMB2ReadRequest,
-    SMB2WriteRequest,
 )
 
 from .errors import mapped
 from .share import PIPELINE_DEPTH, SmbShare, parent_and_name, quietly, share_path
+from .writes import Buffer
 
 if TYPE_CHECKING:
     from .server import SmbServerFiles
@@ -44,6 +44,8 @@ THREADS = 4
 CLEANUP_SECONDS = 30.0
 """How long a cancelled transfer waits for its clean-up (collect the writes in flight,
 delete the temporary file) before its session may be closed."""
+MAX_PIECES = 64
+"""More pieces than this in one write are joined first (an iovec per piece otherwise)."""
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename"})
 
 
@@ -196,11 +198,11 @@ class SmbFiles(Unoffered):
             async for chunk in chunks:
                 parts.append(chunk)
                 pending += len(chunk)
-                if pending >= writer.chunk:
-                    await self.call(writer.send, b"".join(parts))
-                    parts.clear()
+                if pending >= writer.chunk:  # one thread hop per write, not per piece
+                    await self.call(writer.send, parts)
+                    parts = []
                     pending = 0
-            await self.call(writer.finish, b"".join(parts), final)
+            await self.call(writer.finish, parts, final)
             done = True
             return writer.written
         finally:
@@ -298,51 +300,77 @@ class _PipelinedReader:
 
 
 class _PipelinedWriter:
-    """Sends 1 MiB writes, several in flight at once."""
+    """Sends writes made of the upload's pieces, several in flight at once.
+
+    A piece is never copied: a write is a list of pieces, and a piece that spans two
+    writes is split into views (the join and smbprotocol's copies are gone, ``writes.py``).
+    """
 
     def __init__(self, share: SmbShare, handle: Open, path: str) -> None:
         self.share = share
         self.handle = handle
         self.path = path
-        self.chunk = share.chunk_size(handle, "write")
+        self.chunk = share.write_size(handle)
         self.offset = 0
         self.written = 0
         self.inflight: deque[Any] = deque()
         self.lock = threading.Lock()
+        self._held: list[Buffer] = []
+        self._held_size = 0
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, pieces: list[Buffer], size: int) -> None:
         while len(self.inflight) >= PIPELINE_DEPTH:
             self._collect_one()
-        message: SMB2WriteRequest = self.handle.write(data, self.offset, send=False)[0]
-        while (request := self.share.send_bulk(self.handle, message, len(self.inflight))) is None:
+        if len(pieces) > MAX_PIECES:
+            pieces = [b"".join(pieces)]  # tiny pieces: one copy beats a long iovec
+        while (
+            request := self.share.send_write(self.handle, pieces, self.offset, len(self.inflight))
+        ) is None:
             self._collect_one()  # out of credits for now: wait for an acknowledgement
         self.inflight.append(request)
-        self.offset += len(data)
+        self.offset += size
 
     def _collect_one(self) -> None:
         request = self.inflight.popleft()
         self.written += int(self.share.receive_bulk(self.handle, request, "write"))
 
-    def send(self, data: bytes) -> None:
-        """Send ``data`` in writes of at most ``chunk`` bytes.
+    def _add(self, pieces: list[bytes]) -> None:
+        """Send every full write the held pieces and ``pieces`` make; hold the rest."""
+        held, size, chunk = self._held, self._held_size, self.chunk
+        for piece in pieces:
+            start, end = 0, len(piece)
+            while end - start >= chunk - size:
+                take = chunk - size
+                whole = start == 0 and take == end
+                held.append(piece if whole else memoryview(piece)[start : start + take])
+                self._send(held, chunk)
+                held, size = [], 0
+                start += take
+                chunk = self.chunk = self.share.write_size(self.handle)
+            if start < end:
+                held.append(piece if start == 0 else memoryview(piece)[start:])
+                size += end - start
+        self._held, self._held_size = held, size
+
+    def send(self, pieces: list[bytes]) -> None:
+        """Send ``pieces`` in writes of exactly ``chunk`` bytes; a shorter rest waits.
 
         Never one larger write, even when the server would take it: a request's
         credit charge grows with its size, and one the window cannot cover while
         nothing else is in flight would wait for credits that never come (a 6 MiB
-        piece of an upload needs 96; the window grows only as requests of the
-        usual size are answered).
+        piece of an upload needs 96; the window grows only as requests are
+        answered). ``chunk`` is 1 MiB until the window holds WRITE_CHUNK writes.
         """
         with self.lock, mapped(self.path):
-            if len(data) <= self.chunk:
-                if data:
-                    self._send(data)
-                return
-            for start in range(0, len(data), self.chunk):
-                self._send(data[start : start + self.chunk])
+            self._add(pieces)
 
-    def finish(self, tail: bytes, final: str) -> None:
-        """Send the tail, wait for every acknowledgement, rename over the final name."""
-        self.send(tail)
+    def finish(self, pieces: list[bytes], final: str) -> None:
+        """Send the last pieces, wait for every acknowledgement, rename over the final name."""
+        with self.lock, mapped(self.path):
+            self._add(pieces)
+            if self._held_size:
+                self._send(self._held, self._held_size)
+                self._held, self._held_size = [], 0
         with self.lock, mapped(self.path, target=self.path):
             while self.inflight:
                 self._collect_one()

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -44,15 +44,21 @@ from smbprotocol.open import (
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from . import srvsvc
+from . import srvsvc, writes
 from .errors import mapped
 
 CONNECT_TIMEOUT = 15
 OPERATION_TIMEOUT = 120
 CHUNK = 1024 * 1024
+WRITE_CHUNK = 4 * 1024 * 1024
+"""Upload writes once the credit window holds PIPELINE_DEPTH of them: each write costs the
+gateway the same Python (header, thread hop, the response's parsing) whatever its size."""
 PIPELINE_DEPTH = 8
 CREDIT_RESERVE = 8
 CREDIT_POLL = 0.005
+FAST_WRITES = True
+"""WRITE requests sent from the upload's pieces without copying them (``writes.py``);
+False: smbprotocol packs each write (seven copies of its bytes)."""
 GUEST_USER = "Guest"
 SHARE_ALL = (
     ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
@@ -252,34 +258,71 @@ class SmbShare:
 
     # -- bulk transfers: pipelined, credit-aware -----------------------------
 
+    def _credit_request(
+        self, connection: Connection, charge: int, inflight: int, unit: int = 0
+    ) -> int | None:
+        """Wait (holding ``_credits``) until the window covers ``charge``; the credits to ask for.
+
+        With requests of the caller's own in flight the caller gets None instead of
+        waiting (it should collect a response first); with none it waits. The window
+        grows while it could not hold PIPELINE_DEPTH requests of this size (or of
+        ``unit`` credits, the size the requests will grow to).
+        """
+        deadline = time.monotonic() + OPERATION_TIMEOUT
+        while True:
+            window = connection.sequence_window
+            available = window["high"] - window["low"]
+            if available >= charge + (CREDIT_RESERVE if inflight else 0):
+                break
+            if inflight:
+                return None
+            if time.monotonic() > deadline:
+                raise RemoteTimeout("the SMB server granted no credits in time")
+            self._credits.wait(timeout=CREDIT_POLL)
+        grow = available < (PIPELINE_DEPTH + 1) * max(charge, unit) + CREDIT_RESERVE
+        return charge * 2 if grow else charge
+
     def send_bulk(self, handle: Open, message: Any, inflight: int) -> Any | None:
         """Send a READ or WRITE when the credit window allows, growing the window.
 
-        With requests of its own in flight the caller gets None instead of
-        waiting (it should collect a response first); with none it waits.
+        None when the caller's own requests hold the window (``_credit_request``).
         Credits come back as the connection's reader thread sees responses.
         """
         connection = handle.connection
         charge = connection._calculate_credit_charge(message)
         tree = handle.tree_connect
-        deadline = time.monotonic() + OPERATION_TIMEOUT
         with self._credits:
-            while True:
-                window = connection.sequence_window
-                available = window["high"] - window["low"]
-                if available >= charge + (CREDIT_RESERVE if inflight else 0):
-                    break
-                if inflight:
-                    return None
-                if time.monotonic() > deadline:
-                    raise RemoteTimeout("the SMB server granted no credits in time")
-                self._credits.wait(timeout=CREDIT_POLL)
-            grow = available < (PIPELINE_DEPTH + 1) * charge + CREDIT_RESERVE
+            credit_request = self._credit_request(connection, charge, inflight)
+            if credit_request is None:
+                return None
             return connection.send(
                 message,
                 sid=tree.session.session_id,
                 tid=tree.tree_connect_id,
-                credit_request=charge * 2 if grow else charge,
+                credit_request=credit_request,
+            )
+
+    def send_write(
+        self, handle: Open, pieces: Sequence[writes.Buffer], offset: int, inflight: int
+    ) -> Any | None:
+        """A pipelined WRITE of ``pieces`` at ``offset``, as ``send_bulk`` sends requests.
+
+        The pieces go out as they are (``writes.py``), unless the session or the share
+        encrypts or ``FAST_WRITES`` is off: then they are joined into smbprotocol's request.
+        """
+        tree = handle.tree_connect
+        if not FAST_WRITES or writes.encrypted(tree):
+            message = handle.write(b"".join(pieces), offset, send=False)[0]
+            return self.send_bulk(handle, message, inflight)
+        connection = handle.connection
+        charge = writes.write_charge(connection, sum(len(piece) for piece in pieces))
+        unit = writes.write_charge(connection, self._write_limit(connection, WRITE_CHUNK))
+        with self._credits:
+            credit_request = self._credit_request(connection, charge, inflight, unit)
+            if credit_request is None:
+                return None
+            return writes.send_write(
+                connection, tree, handle.file_id, pieces, offset, credit_request
             )
 
     def receive_bulk(self, handle: Open, request: Any, kind: str) -> Any:
@@ -297,6 +340,23 @@ class SmbShare:
         connection = handle.connection
         limit = connection.max_read_size if kind == "read" else connection.max_write_size
         return int(min(CHUNK, limit or CHUNK))
+
+    @staticmethod
+    def _write_limit(connection: Connection, size: int) -> int:
+        return int(min(size, connection.max_write_size or CHUNK))
+
+    def write_size(self, handle: Open) -> int:
+        """The next write's size: WRITE_CHUNK once the free window covers one, else CHUNK.
+
+        A write the window cannot cover while nothing is in flight would wait for credits
+        that never come; smaller writes grow the window towards WRITE_CHUNK's first.
+        """
+        connection = handle.connection
+        big = self._write_limit(connection, WRITE_CHUNK)
+        window = connection.sequence_window
+        if window["high"] - window["low"] >= writes.write_charge(connection, big) + CREDIT_RESERVE:
+            return big
+        return self._write_limit(connection, CHUNK)
 
     # -- operations ---------------------------------------------------------
 

@@ -84,6 +84,34 @@ async def test_a_chunk_reaches_the_view_without_a_copy_and_waiting_chunks_are_jo
         await anext(stream)
 
 
+async def test_large_chunks_that_waited_come_out_one_by_one_as_they_came(monkeypatch):
+    """Several large chunks waiting (the view was behind) are handed over as the very
+    objects received, in order, not joined into a copy; a run of small ones is joined,
+    and a large one after them keeps its own turn."""
+    from hostgate import requestbody
+
+    body = FlowControlledBody(None, None)
+    stream = aiter(body)
+    large = [bytes([n]) * 200_000 for n in range(3)]
+    for chunk in large:
+        body.append(chunk)
+    for chunk in large:
+        assert await anext(stream) is chunk
+    small = [b"a" * 30_000, b"b" * 30_000, b"c" * 30_000, b"d" * 10]
+    for chunk in [*small, large[0]]:
+        body.append(chunk)
+    assert await anext(stream) == b"".join(small[:3])  # joined up to 64 KiB
+    assert await anext(stream) == small[3]
+    assert await anext(stream) is large[0]
+    monkeypatch.setattr(requestbody, "JOIN_WAITING", True)
+    for chunk in large:
+        body.append(chunk)
+    assert await anext(stream) == b"".join(large)
+    body.set_complete()
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+
+
 async def test_the_whole_body_is_every_chunk_in_order():
     body = FlowControlledBody(None, 1000)
     whole = asyncio.ensure_future(body)
