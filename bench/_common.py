@@ -292,3 +292,21 @@ async def socket_keystrokes(socket: Any, count: int) -> list[float]:
             await asyncio.sleep(0.05)
     await socket.close()
     return samples
+
+
+@contextmanager
+def postgres() -> Iterator[str | None]:
+    """A throwaway PostgreSQL server (the test suite's), or None when it cannot start."""
+    from testsupport.postgres import create_database, postgres_server
+
+    server = postgres_server.__wrapped__()  # type: ignore[attr-defined]
+    try:
+        address = next(server)
+    except BaseException as exc:  # the suite's "peer unavailable" is a pytest skip
+        print(f"PostgreSQL unavailable: {exc}")
+        yield None
+        return
+    try:
+        yield create_database(address, prefix="hg_bench_")
+    finally:
+        next(server, None)

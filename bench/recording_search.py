@@ -24,15 +24,13 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import BENCH_KEY, Row, median, percentile, print_table  # noqa: E402
+from _common import BENCH_KEY, Row, median, percentile, postgres, print_table  # noqa: E402
 
 USERS = 50
 CONNECTIONS = 300
@@ -276,24 +274,6 @@ async def measure(
             rows.append(Row(f"{name} p50 ({totals[name]} hits)", median(timings[name]), "ms"))
             rows.append(Row(f"{name} p95", percentile(timings[name], 95), "ms", target="< 200 ms"))
     return rows
-
-
-@contextmanager
-def postgres() -> Iterator[str | None]:
-    """A throwaway PostgreSQL server (the test suite's), or None when it cannot start."""
-    from testsupport.postgres import create_database, postgres_server
-
-    server = postgres_server.__wrapped__()  # type: ignore[attr-defined]
-    try:
-        address = next(server)
-    except BaseException as exc:  # the suite's "peer unavailable" is a pytest skip
-        print(f"PostgreSQL unavailable: {exc}")
-        yield None
-        return
-    try:
-        yield create_database(address, prefix="hg_bench_")
-    finally:
-        next(server, None)
 
 
 def run(engine: str, url: str, data: Path, sessions: int, repeat: int) -> list[Row]:

@@ -95,20 +95,13 @@ def api_rows(args: argparse.Namespace) -> list[Row]:
 def audit_rows(args: argparse.Namespace) -> list[Row]:
     """``GET /audit`` over a large log (bench/audit_page.py)."""
     import audit_page
-    from hostgate.db.engine import Database
 
     data = Path(tempfile.mkdtemp(prefix="hg-bench-audit-"))
     try:
-        db = data / "hostgate.db"
-
-        async def migrate() -> None:
-            database = Database(f"sqlite+aiosqlite:///{db}")
-            await database.migrate()
-            await database.close()
-
-        asyncio.run(migrate())
-        users, newest = audit_page.fill(db, args.audit_rows)
-        rows: list[Row] = asyncio.run(audit_page.measure(data, users, newest, 30))
+        url = f"sqlite+aiosqlite:///{data / 'hostgate.db'}"
+        audit_page.migrate(url)
+        filled = audit_page.fill_sqlite(data / "hostgate.db", args.audit_rows)
+        rows: list[Row] = asyncio.run(audit_page.measure(url, data, filled, 30))
     finally:
         shutil.rmtree(data, ignore_errors=True)
     for row in rows:

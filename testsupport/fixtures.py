@@ -17,8 +17,8 @@ from hostgate.kernel import Kernel
 from hostgate.security.passwords import hash_password_sync
 from hostgate.security.secretbox import SecretBox
 from hostgate.services.identity.identity import ClientInfo
+from hostgate.testing import PatientTestApp
 from quart import Quart
-from quart.testing.app import TestApp
 from sqlmodel import select
 
 from testsupport.secretscan import (
@@ -44,31 +44,10 @@ def _logging_is_left_as_found() -> Iterator[None]:
     root.handlers[:] = handlers
 
 
-HARNESS_SECONDS = 30
-"""Start-up and shut-down time of an in-process app (Quart's test harness gives 6 s)."""
-
-
-class PatientTestApp(TestApp):
-    """Quart's test harness with :data:`HARNESS_SECONDS` for start-up and shut-down.
-
-    On the 2-core CI machine under load a start-up or shut-down (sessions closed,
-    deliveries stored, a backup's instance re-sealed, the database closed) has run
-    past Quart's 6 s. A hang still fails the test, after 30 s.
-    """
-
-    def __init__(
-        self,
-        app: Quart,
-        startup_timeout: int = HARNESS_SECONDS,
-        shutdown_timeout: int = HARNESS_SECONDS,
-    ) -> None:
-        super().__init__(app, startup_timeout, shutdown_timeout)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _patient_test_app() -> Iterator[None]:
-    """Every ``app.test_app()`` of the session (fixtures of any scope, the test kit's, a
-    test's own) is a :class:`PatientTestApp`."""
+    """Every ``app.test_app()`` of the session (fixtures of any scope, a test's own) is
+    the test kit's :class:`~hostgate.testing.PatientTestApp`, as its ``hostgate_app`` is."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Quart, "test_app_class", PatientTestApp)
         yield

@@ -42,6 +42,7 @@ from .contract import (
     SettingsAPI,
     StoredCredential,
 )
+from .default_settings import url_setting_parts
 from .descriptors import (
     AuditEvent,
     ChannelSpec,
@@ -172,6 +173,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "iso",
+    "url_setting_parts",
     "parse_iso",
     "public",
     "request_client",

@@ -15,11 +15,12 @@ CURSOR_STYLES = ("block", "bar", "underline")
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
-def _url_parts(value: object, shape: str) -> SplitResult | None:
+def url_setting_parts(value: object, shape: str) -> SplitResult | None:
     """``value`` split as a URL, None when empty; ValueError(``shape``) when it cannot be one.
 
-    Whitespace or a control character inside, a host missing, an unclosed IPv6 bracket
-    or a port out of range are refused here, at save time, not at the first login.
+    For the ``validate`` of a URL setting (a pack's too): whitespace or a control
+    character inside, a host missing, an unclosed IPv6 bracket or a port out of range
+    are refused at save time, not at the first login.
     """
     text = str(value).strip()
     if not text:
@@ -40,7 +41,7 @@ def _url_parts(value: object, shape: str) -> SplitResult | None:
 def validate_ldap_url(value: object) -> None:
     """Setting validator for ``auth.ldap_url``: empty, or ``ldap://host[:port]`` / ``ldaps://``."""
     shape = "must be an ldap:// or ldaps:// URL such as ldaps://ldap.example.org:636"
-    parts = _url_parts(value, shape)
+    parts = url_setting_parts(value, shape)
     if parts is not None and parts.scheme not in {"ldap", "ldaps"}:
         raise ValueError(shape)
 
@@ -52,7 +53,7 @@ def validate_issuer_url(value: object) -> None:
     accepts when it calls the provider; no query or fragment (OpenID Connect Discovery).
     """
     shape = "must be an https:// URL such as https://idp.example.org/realms/main"
-    parts = _url_parts(value, shape)
+    parts = url_setting_parts(value, shape)
     if parts is None:
         return
     if parts.scheme != "https" and not (

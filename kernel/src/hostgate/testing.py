@@ -17,7 +17,9 @@ module and the tests use the rest::
 
 Fixtures: ``hostgate_packs`` (override it), ``hostgate_config`` (override it
 to set ``plugin_options``), ``hostgate_app`` (started, so ``startup`` hooks
-ran), ``hostgate_kernel`` (the ``KernelAPI`` your hooks receive),
+ran, with :data:`HARNESS_SECONDS` for start-up and shut-down: an app a test starts
+itself gets the same with ``async with PatientTestApp(app):``),
+``hostgate_kernel`` (the ``KernelAPI`` your hooks receive),
 ``hostgate_client`` (logged in as the first admin, through ``/auth/setup``)
 and ``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
 requests). Async tests need pytest-asyncio (``hostgate-kernel[testing]``).
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from quart.testing.app import TestApp
 
 from .app import create_app, kernel_of
 from .config import Config
@@ -84,6 +87,26 @@ async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str 
 
 
 # -- the app ---------------------------------------------------------------------
+
+HARNESS_SECONDS = 30
+"""Start-up and shut-down time of an in-process app (Quart's test harness gives 6 s)."""
+
+
+class PatientTestApp(TestApp):
+    """Quart's test harness with :data:`HARNESS_SECONDS` for start-up and shut-down.
+
+    On a busy 2-core CI machine a start-up or shut-down (sessions closed, deliveries
+    stored, the database migrated or closed) has run past Quart's 6 s. A hang still
+    fails the test, after 30 s.
+    """
+
+    def __init__(
+        self,
+        app: Quart,
+        startup_timeout: int = HARNESS_SECONDS,
+        shutdown_timeout: int = HARNESS_SECONDS,
+    ) -> None:
+        super().__init__(app, startup_timeout, shutdown_timeout)
 
 
 def migrated_database(path: Path) -> Path:
@@ -132,7 +155,7 @@ async def hostgate_app(
 ) -> AsyncIterator[Quart]:
     """The app with ``hostgate_packs`` loaded, started (``startup`` ran) and stopped after."""
     application = create_app(hostgate_config, plugins=hostgate_packs)
-    async with application.test_app():
+    async with PatientTestApp(application):
         yield application
 
 

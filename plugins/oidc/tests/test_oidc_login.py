@@ -148,6 +148,39 @@ async def test_missing_parameters(flow, oidc_on):
     assert sso_error(await flow.callback({})) == "The callback is missing code or state"
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"code": "c" * 4097},
+        {"state": "s" * 4097},
+        {"error": "access_denied", "error_description": "d" * 4097},
+        {"padding": "p" * 8200},
+    ],
+    ids=["code", "state", "error_description", "whole query"],
+)
+async def test_an_over_long_callback_is_refused_before_the_provider_is_asked(
+    flow, kernel, oidc_provider, oidc_on, change
+):
+    oidc_provider.set_user("sub-lena", preferred_username="lena")
+    params = await flow.sign_in(await flow.start(), "sub-lena")
+    answer = await flow.callback({**params, **change})
+    assert sso_error(answer) == "The callback's parameters are too long"
+    assert session_cookie(answer) is None
+    failed = await audit_events(kernel, "auth.login_failed")
+    assert failed[-1].details["reason"] == "callback_too_long"
+    # the pending state was not even looked up (it is single-use), so the code was not
+    # sent to the provider: the genuine callback still logs in
+    assert (await flow.callback(params)).headers["Location"] == "/?sso=success"
+
+
+async def test_values_at_the_limit_are_read(flow, oidc_on):
+    # each value at most 4096 characters, and the whole query (8,116 here) at most 8 KiB
+    answer = await flow.callback({"code": "c" * 4096, "state": "s" * 4008})
+    assert sso_error(answer) == "Invalid or expired login state"
+    answer = await flow.callback({"error": "access_denied", "error_description": "d" * 4096})
+    assert sso_error(answer).startswith("The identity provider said: ddd")
+
+
 async def test_disabled(flow, kernel, oidc_on):
     await kernel.settings.update({"auth.oidc_enabled": False})
     assert sso_error(await flow.callback({"code": "x", "state": "y"})) == "OIDC login is disabled"

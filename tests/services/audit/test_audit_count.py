@@ -23,6 +23,7 @@ from hostgate.db.models.audit import AuditCount, AuditEntry
 from hostgate.kernel import Kernel
 from hostgate.pagination import Page
 from hostgate.services.audit.audit_query import AuditFilter
+from hostgate.testing import PatientTestApp
 from sqlalchemy import delete, update
 from sqlmodel import func, select
 
@@ -39,9 +40,7 @@ def engine_config(request: pytest.FixtureRequest, config: Config) -> Config:
 @asynccontextmanager
 async def started(config: Config) -> AsyncIterator[Kernel]:
     app = create_app(config)
-    # the fixtures' start-up and shut-down bound (Quart's 6 s is short on a busy machine)
-    harness = app.test_app_class(app, startup_timeout=30, shutdown_timeout=30)  # type: ignore[call-arg]
-    async with harness:
+    async with PatientTestApp(app):
         yield kernel_of(app)
 
 

@@ -31,6 +31,7 @@ from quart_schema import tag
 
 from .pending import PENDING_TTL_SECONDS, PendingLogin, PendingLogins
 from .provider import OidcClient, OidcError, OidcSettings
+from .settings import CALLBACK_PATH
 
 log = logging.getLogger("hostgate.oidc")
 blueprint = Blueprint("oidc", __name__)
@@ -38,13 +39,25 @@ PROVIDER = "oidc"
 DISABLED = "OIDC login is disabled"
 BROWSER_COOKIE = "hostgate_oidc"
 COOKIE_PATH = "/api/v1/auth/oidc"
-CALLBACK_PATH = "/api/v1/auth/oidc/callback"
 PENDING_KEY = "oidc.pending"
 CACHE_KEY = "oidc.cache"
 _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
 _USERNAME_CHARS = re.compile(r"[^a-z0-9._-]")
 MAX_USERNAME = 64
 MAX_ERROR_TEXT = 300
+# A provider's code and state are well under 1 KiB; bigger values are refused before
+# the state is looked up or the provider called.
+MAX_CALLBACK_VALUE = 4096
+MAX_CALLBACK_QUERY = 8192
+CALLBACK_PARAMS = ("code", "state", "error", "error_description")
+
+
+def _callback_too_long() -> bool:
+    """Whether the callback's query, or one of the parameters it reads, is over its limit."""
+    if len(request.query_string) > MAX_CALLBACK_QUERY:
+        return True
+    args = request.args
+    return any(len(v) > MAX_CALLBACK_VALUE for name in CALLBACK_PARAMS for v in args.getlist(name))
 
 
 def _pending(kernel: KernelAPI) -> PendingLogins:
@@ -163,6 +176,12 @@ async def _finish(kernel: KernelAPI, client: ClientInfo) -> Account:
     args = request.args
     if not kernel.settings.get("auth.oidc_enabled"):
         raise await _fail(kernel, client, OidcError(DISABLED, "oidc_disabled"))
+    if _callback_too_long():
+        raise await _fail(
+            kernel,
+            client,
+            OidcError("The callback's parameters are too long", "callback_too_long"),
+        )
     if args.get("error"):
         text = (args.get("error_description") or args.get("error") or "")[:MAX_ERROR_TEXT]
         raise await _fail(

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
-from hostgate import SettingSpec
+from hostgate import SettingSpec, url_setting_parts
+
+CALLBACK_PATH = "/api/v1/auth/oidc/callback"
 
 
 def parse_role_map(text: str) -> dict[str, str]:
@@ -34,13 +35,24 @@ def _role_map(value: Any) -> None:
     parse_role_map(str(value))
 
 
-def _redirect_uri(value: Any) -> None:
-    text = str(value).strip()
-    if not text:
+def check_redirect_uri(value: Any) -> None:
+    """Setting validator for ``auth.oidc_redirect_uri``: empty, or this gateway's callback.
+
+    An absolute http(s) URL whose path is :data:`CALLBACK_PATH`, without spaces or
+    control characters, user info, a query or a fragment. The gateway is served at the
+    root of its host (the browser app and its cookies use absolute paths), so the
+    path has no prefix either.
+    """
+    shape = f"must be an absolute http(s) URL whose path is {CALLBACK_PATH}"
+    parts = url_setting_parts(value, shape)
+    if parts is None:
         return
-    parts = urlsplit(text)
-    if parts.scheme not in {"https", "http"} or not parts.netloc:
-        raise ValueError("must be an absolute URL ending in /api/v1/auth/oidc/callback")
+    if parts.scheme not in {"https", "http"} or parts.path != CALLBACK_PATH:
+        raise ValueError(shape)
+    if "@" in parts.netloc:
+        raise ValueError(f"{shape}, without user info")
+    if "?" in str(value) or "#" in str(value):
+        raise ValueError(f"{shape}, without a query or fragment")
 
 
 def _pem(value: Any) -> None:
@@ -68,9 +80,9 @@ OIDC_SETTINGS: tuple[SettingSpec, ...] = (
         str,
         "",
         max_length=1000,
-        validate=_redirect_uri,
+        validate=check_redirect_uri,
         description="Callback URL registered at the provider, "
-        "https://<host>/api/v1/auth/oidc/callback (empty: derived from the request)",
+        f"https://<host>{CALLBACK_PATH} (empty: derived from the request)",
     ),
     SettingSpec(
         "auth.oidc_scope",
