@@ -668,3 +668,110 @@ async def test_the_default_headers_go_in_without_werkzeugs_checks(
     assert [name for name in added if name in {"X-Request-Id", "Cache-Control"}] == ["X-Request-Id"]
     assert me.headers.getlist("Cache-Control") == ["no-store"]
     assert me.headers.getlist("X-Frame-Options") == ["DENY"]
+
+
+async def test_hooks_and_views_are_checked_for_coroutine_functions_once(
+    app: Any, client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quart asked ``iscoroutinefunction`` about every hook and view on every request."""
+    import quart.app
+
+    await warm(client, admin)
+    asked: list[object] = []
+    original = quart.app.iscoroutinefunction
+
+    def counting(func: Any) -> bool:
+        asked.append(func)
+        return original(func)
+
+    monkeypatch.setattr(quart.app, "iscoroutinefunction", counting)
+    for _ in range(3):
+        assert (await client.get("/api/v1/auth/me", headers=admin.headers)).status_code == 200
+    assert asked == []
+
+    # a plain function is still wrapped to run in a thread, every time
+    def plain() -> int:
+        return 7
+
+    wrapped = app.ensure_async(plain)
+    assert wrapped is not plain and await wrapped() == 7
+    assert app.ensure_async(plain) is not plain
+
+
+def test_the_constant_response_headers_are_checked_once_with_the_same_result(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listed header lines skip hypercorn's and h11's checks; the bytes sent are the same."""
+    import h11
+    import h11._headers
+    import hypercorn.protocol.http_stream as http_stream
+    import hypercorn.utils
+    from hostgate import responseheaders
+
+    lines = [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"2"),
+        (b"x-request-id", b"abc"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"x-frame-options", b"DENY"),
+        (b"cache-control", b"no-store"),
+        (b"server", b"hypercorn-h11"),
+    ]
+
+    def sent(headers: list[tuple[bytes, bytes]]) -> bytes:
+        connection = h11.Connection(h11.SERVER)
+        connection.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        connection.next_event()
+        response = h11.Response(
+            status_code=200, headers=http_stream.build_and_validate_headers(headers)
+        )
+        return connection.send(response) or b""
+
+    assert http_stream.build_and_validate_headers is responseheaders.build_and_validate_headers
+    checked: list[bytes] = []
+    original_validate = h11._headers.validate
+
+    def validate(regex: Any, data: bytes, *args: Any) -> Any:
+        checked.append(data)
+        return original_validate(regex, data, *args)
+
+    monkeypatch.setattr(h11._headers, "validate", validate)
+    ours = sent(lines)
+    # only the lines that are not listed were checked (each name and value, and the length)
+    assert sorted(checked) == sorted([b"content-length", b"2", b"2", b"x-request-id", b"abc"])
+    monkeypatch.setattr(
+        http_stream, "build_and_validate_headers", hypercorn.utils.build_and_validate_headers
+    )
+    monkeypatch.setattr(h11._events, "normalize_and_validate", h11._headers.normalize_and_validate)
+    assert sent(lines) == ours
+    assert ours.startswith(
+        b"HTTP/1.1 200 \r\ncontent-type: application/json\r\ncontent-length: 2\r\n"
+    )
+
+
+def test_a_bad_header_line_beside_listed_ones_is_still_refused(app: Any) -> None:
+    import h11
+    import hypercorn.protocol.http_stream as http_stream
+
+    listed = (b"x-frame-options", b"DENY")
+    with pytest.raises(h11.LocalProtocolError):
+        h11.Response(status_code=200, headers=[listed, (b"bad name", b"v")])
+    with pytest.raises(h11.LocalProtocolError):
+        h11.Response(status_code=200, headers=[listed, (b"x-a", b"line\nbreak")])
+    with pytest.raises(h11.LocalProtocolError, match="conflicting Content-Length"):
+        h11.Response(
+            status_code=200,
+            headers=[(b"content-length", b"1"), listed, (b"content-length", b"2")],
+        )
+    # repeated equal lengths are merged into one line, as h11 does
+    merged = h11.Response(
+        status_code=200, headers=[(b"content-length", b"1"), listed, (b"content-length", b"1")]
+    )
+    assert list(merged.headers) == [(b"content-length", b"1"), (b"x-frame-options", b"DENY")]
+    with pytest.raises(ValueError, match="Pseudo"):
+        http_stream.build_and_validate_headers([listed, (b":path", b"/")])
+    assert http_stream.build_and_validate_headers([(b"x-a", b" v "), listed]) == [
+        (b"x-a", b"v"),
+        listed,
+    ]

@@ -12,7 +12,7 @@ from quart import Quart, Response, g, request
 from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 from werkzeug.datastructures import Headers
 
-from . import accesslog, errors, socketreads
+from . import accesslog, errors, responseheaders, socketreads
 from .api import blueprints
 from .api.health import health
 from .config import Config, load_config
@@ -32,6 +32,34 @@ KERNEL_PATHS = ("/api/", "/ws/", "/health")
 log = logging.getLogger("hostgate.app")
 
 
+class GatewayQuart(Quart):
+    """Quart, with its per-call check of hooks and views for coroutine functions done once each."""
+
+    MAX_KNOWN = 4096
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._coroutine_functions: set[Any] = set()
+
+    def ensure_async(self, func: Any) -> Any:
+        """Quart's ``ensure_async``, remembering the functions that are coroutine functions.
+
+        Quart asks ``asyncio.iscoroutinefunction`` about every before-request hook,
+        view and after-request hook on every request (about 5 k instructions each);
+        the answer for a function never changes. Synchronous functions still go
+        through Quart every time (their wrapper runs them in a thread).
+        """
+        known = self._coroutine_functions
+        if func in known:
+            return func
+        result = super().ensure_async(func)
+        if result is func:
+            if len(known) >= self.MAX_KNOWN:
+                known.clear()
+            known.add(func)
+        return result
+
+
 def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) -> Quart:
     """Build the Quart app: plugins loaded, kernel built, routes mounted.
 
@@ -46,9 +74,11 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         disabled=config.disabled_plugins,
         extra=plugins,
     )
-    app = Quart("hostgate", static_folder=None)
+    app = GatewayQuart("hostgate", static_folder=None)
     deflate.install()
     socketreads.install()
+    responseheaders.install()
+    responseheaders.trust(CONSTANT_HEADERS)
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
@@ -145,6 +175,12 @@ DEFAULT_HEADERS: tuple[tuple[str, str], ...] = (
 """Headers of every response, unless the view set its own value."""
 API_HEADERS = (*DEFAULT_HEADERS, ("Cache-Control", "no-store"))
 """... and of every API response."""
+CONSTANT_HEADERS = (
+    *API_HEADERS,
+    ("Content-Type", "application/json"),
+    ("Server", "hypercorn-h11"),
+)
+"""Header lines most responses carry unchanged: checked once (``responseheaders``)."""
 
 
 def add_default_headers(
