@@ -22,6 +22,7 @@ from .logs import request_id, silence_libraries
 from .openapi import Document
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
+from .routing import SharedBuilderRule
 from .services.version import current_version
 from .ws import blueprint_for as socket_blueprint
 from .ws import deflate
@@ -47,6 +48,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         extra=plugins,
     )
     app = Quart("hostgate", static_folder=None)
+    app.url_rule_class = SharedBuilderRule
     deflate.install()
     socketreads.install()
     app.request_class = StreamingRequest
