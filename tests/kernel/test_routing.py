@@ -15,10 +15,10 @@ def all_pack_app(config: Any) -> Quart:
     return create_app(config.with_overrides(load_entry_points=True))
 
 
-def rules_of(app: Quart) -> list[tuple[Any, ...]]:
+def shapes_of(url_map: Map) -> list[tuple[Any, ...]]:
     """Each rule's shape and the URLs it builds (known and unknown arguments)."""
     shapes = []
-    for rule in app.url_map.iter_rules():
+    for rule in url_map.iter_rules():
         values = {name: f"v {name}/1" for name in rule.arguments}
         shapes.append(
             (
@@ -59,26 +59,13 @@ def test_each_rule_builds_as_a_werkzeug_compiled_rule(config):
                 websocket=rule.websocket,
             )
         )
-    assert rules_of(app) == [
-        (
-            rule.rule,
-            rule.endpoint,
-            sorted(rule.methods or ()),
-            rule.websocket,
-            repr(rule._parts),  # the matcher's input
-            rule.build({name: f"v {name}/1" for name in rule.arguments}, append_unknown=False),
-            rule.build(
-                {**{name: f"v {name}/1" for name in rule.arguments}, "page": 2, "q": "a b&c"}
-            ),
-        )
-        for rule in plain.iter_rules()
-    ]
+    assert shapes_of(app.url_map) == shapes_of(plain)
 
 
-async def test_a_second_app_routes_and_documents_as_the_first(config, tmp_path):
+async def test_a_second_app_routes_and_documents_as_the_first(config):
     first = all_pack_app(config)
     second = all_pack_app(config)  # its rules take the builders the first compiled
-    assert rules_of(second) == rules_of(first)
+    assert shapes_of(second.url_map) == shapes_of(first.url_map)
     assert await openapi_of(second) == await openapi_of(first)
 
 
