@@ -46,6 +46,35 @@ async def test_migrated_schema_equals_models(database_url: str) -> None:
         await db.close()
 
 
+def test_the_head_revision_is_alembics():
+    """A new migration moves HEAD_REVISION too: else a database at the old head is not migrated."""
+    from alembic.script import ScriptDirectory
+    from hostgate.db.engine import HEAD_REVISION, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_heads() == [HEAD_REVISION]
+
+
+async def test_a_database_behind_the_head_is_migrated_at_start(database_url: str) -> None:
+    """The start's quick check skips Alembic only at the head: an older database is upgraded."""
+    from alembic import command
+    from hostgate.db.engine import HEAD_REVISION, alembic_config
+    from sqlalchemy import text
+
+    db = Database(database_url)
+    try:
+        async with db.engine.begin() as conn:
+            await conn.run_sync(
+                lambda sync: command.upgrade(alembic_config(sync), "0006_audit_user_type_index")
+            )
+        await db.migrate()
+        async with db.engine.connect() as conn:
+            version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+            diff = await conn.run_sync(_differences)
+        assert (version, diff) == (HEAD_REVISION, [])
+    finally:
+        await db.close()
+
+
 async def test_types_round_trip(database_url):
     db = Database(database_url)
     try:

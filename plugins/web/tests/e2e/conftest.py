@@ -16,6 +16,7 @@ Under CI=true a browser that cannot start fails the test; elsewhere it skips.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,9 +136,20 @@ def gateway_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def gateway(tmp_path: Path, built_app: None, gateway_env: dict[str, str]) -> Iterator[Gateway]:
-    """A fresh ``hostgate serve`` (no users yet)."""
-    process = Gateway(tmp_path / "data", env=gateway_env).start()
+def gateway(
+    tmp_path: Path, built_app: None, gateway_env: dict[str, str], template_db: Path
+) -> Iterator[Gateway]:
+    """A fresh ``hostgate serve`` (no users yet).
+
+    Its data dir starts with the session's migrated, empty database (as the in-process
+    tests' do): the first start's work (first admin, roles, key check) still runs, the
+    replay of every migration does not.
+    """
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    shutil.copy(template_db, data / "hostgate.db")
+    (data / "hostgate.db").chmod(0o600)
+    process = Gateway(data, env=gateway_env).start()
     yield process
     process.stop()
     assert not process.unhandled(), process.unhandled()
