@@ -7,6 +7,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,21 @@ def _pg_bin(name: str) -> str | None:
         if (directory / name).exists():
             return str(directory / name)
     return shutil.which(name)
+
+
+def _accepting(port: int, timeout: float) -> bool:
+    """Wait until the server takes connections: it listens while still starting up
+    (recovery), when a connection is refused with "the database system is starting up"."""
+    ready = _pg_bin("pg_isready")
+    if ready is None:
+        return True  # the port was open: the best sign left
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        probe = [ready, "-q", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+        if subprocess.run(probe, capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 @pytest.fixture(scope="session")
@@ -70,9 +86,9 @@ def postgres_server() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    if not wait_for_port(port, 30):
+    if not wait_for_port(port, 30) or not _accepting(port, 30):
         stop(process)
-        peer_unavailable("postgresql", "server did not start listening")
+        peer_unavailable("postgresql", "server did not start taking connections")
     yield f"127.0.0.1:{port}"
     stop(process)
     shutil.rmtree(base, ignore_errors=True)
