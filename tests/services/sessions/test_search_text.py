@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+from hostgate.errors import InvalidInput
+from hostgate.services.sessions.search_index import query_words
 from hostgate.services.sessions.search_text import (
     CHUNK_CHARS,
     CHUNK_MS,
     GAP_MS,
+    QUERY_PATTERN,
     SNIPPET_LINES,
     OutputChunker,
     encode_marks,
@@ -142,3 +148,33 @@ def test_marks_follow_a_long_output_cut_into_chunks():
                 at = offset_at(encode_marks(chunk.marks), position_of(chunk.text, [name]), -1)
                 where[name] = at
     assert where == {f"line{n}": n * 1_000 for n in range(6)}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "x",
+        "é",
+        "a_b",
+        "  two words  ",
+        "---",
+        "",
+        "   ",
+        "_",
+        "42",
+        " ".join(["w"] * 16),
+        " ".join(["w"] * 17),
+        "w," * 16,
+        "w," * 17,
+        "\U000f069a",
+        "ab\U000f069acd",
+    ],
+)
+def test_the_schema_pattern_accepts_what_the_server_does(query):
+    """The OpenAPI pattern of ``q`` and the server's check agree on every query."""
+    try:
+        query_words(query)
+        accepted = True
+    except InvalidInput:
+        accepted = False
+    assert (re.match(QUERY_PATTERN, query) is not None) is accepted

@@ -23,6 +23,7 @@ from ..requestbody import streamed_body
 from ..services.sessions.live import LiveSession
 from ..services.sessions.recordings import stream_plaintext
 from ..services.sessions.search_index import KINDS, QUERY_MAX, SearchHit
+from ..services.sessions.search_text import QUERY_PATTERN
 from ..services.sessions.session_history import SEARCH_MAX, SessionFilter, SessionHistory
 from ..timefmt import iso, parse_iso
 from .ranges import requested_range
@@ -56,7 +57,10 @@ class SearchQuery(SessionQuery):
     q: str = Field(
         min_length=1,
         max_length=QUERY_MAX,
-        description="words to find, in this order (whole words, any case)",
+        description="words to find, in this order (whole words, any case): 1 to 16 runs of"
+        " letters and digits; anything else only separates them",
+        # the schema says what the server checks (its own messages stay the clearer ones)
+        json_schema_extra={"pattern": QUERY_PATTERN},
     )
     kind: Literal["command", "output", ""] = Field(
         default="", description="only commands or only terminal output (both by default)"

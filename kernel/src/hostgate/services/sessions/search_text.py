@@ -41,6 +41,8 @@ CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 BLANKS = re.compile(r"[ \t]+")
 BLANK_LINES = re.compile(r"\n\s*\n+")
 WORD = re.compile(r"[^\W_]+")
+QUERY_PATTERN = rf"^[\W_]*(?:[^\W_]+[\W_]+){{0,{MAX_QUERY_WORDS - 1}}}[^\W_]+[\W_]*$"
+"""A query of 1 to ``MAX_QUERY_WORDS`` words, as a regular expression (the API's schema)."""
 
 
 def strip_escapes(text: str) -> str:
