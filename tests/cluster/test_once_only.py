@@ -29,6 +29,11 @@ TICK = 0.5  # seconds between two turns of the retry scheduler (production: 30)
 FEW_TURNS = 3 * TICK
 
 
+# one client for the API calls and polls (``httpx.get`` built a client and its TLS
+# context per call); no keep-alive: each call opens its own connection, as before
+HTTP = httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
+
+
 def node_config(path: Path) -> Path:
     """The suite's test config with quick automatic retries, looked for every ``TICK``."""
     write_test_config(path)
@@ -102,14 +107,13 @@ def holder_of_lease(redis_url: str, nodes: tuple[GatewayProcess, ...]) -> Gatewa
 def setup(node: GatewayProcess, receiver) -> dict[str, str]:
     token = node.setup_admin()
     headers = {"Authorization": f"Bearer {token}"}
-    response = httpx.put(
+    response = HTTP.put(
         f"{node.url}{API}/notifications/channels/webhook",
         headers=headers,
         json={"enabled": True, "config": {"url": receiver.url("/hook")}},
-        timeout=30,
     )
     assert response.status_code == 200, response.text
-    response = httpx.post(
+    response = HTTP.post(
         f"{node.url}{API}/notifications/rules",
         headers=headers,
         json={
@@ -117,25 +121,23 @@ def setup(node: GatewayProcess, receiver) -> dict[str, str]:
             "events": ["user.created"],
             "actions": [{"channel": "webhook", "recipients": []}],
         },
-        timeout=30,
     )
     assert response.status_code == 201, response.text
     return headers
 
 
 def create_user(node: GatewayProcess, headers: dict[str, str], username: str) -> None:
-    response = httpx.post(
+    response = HTTP.post(
         f"{node.url}{API}/users",
         headers=headers,
         json={"username": username, "password": "long enough pw"},
-        timeout=30,
     )
     assert response.status_code == 201, response.text
 
 
 def all_entries(node: GatewayProcess, headers: dict[str, str]) -> list[dict]:
-    response = httpx.get(
-        f"{node.url}{API}/notifications/log", headers=headers, params={"limit": 200}, timeout=30
+    response = HTTP.get(
+        f"{node.url}{API}/notifications/log", headers=headers, params={"limit": 200}
     )
     assert response.status_code == 200, response.text
     return list(response.json()["entries"])
