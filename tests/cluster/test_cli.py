@@ -1,58 +1,57 @@
-"""The command line with HOSTGATE_REDIS_URL configured: only what needs Redis needs it."""
+"""The command line with HOSTGATE_REDIS_URL configured: only what needs Redis needs it.
+
+The commands run in-process through the CLI's ``main()`` (what ``python -m hostgate``
+runs): the test is about what each command needs, not about a new interpreter.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
+import pytest
 import redis
+from hostgate.cli import main
+from hostgate.kernel import StartupError
 
 from testsupport.gateway import ENCRYPTION_KEY
 from testsupport.peers import free_port
 
 
-def hostgate(tmp_path, *args: str, redis_url: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
-    env.update(HOSTGATE_ENCRYPTION_KEY=ENCRYPTION_KEY, HOSTGATE_REDIS_URL=redis_url)
-    env["HOSTGATE_PASSWORD"] = "a long new password 1"
-    return subprocess.run(
-        [sys.executable, "-m", "hostgate", "--data-dir", str(tmp_path / "data"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+@pytest.fixture
+def hostgate(tmp_path, monkeypatch, capsys):
+    """``hostgate(redis_url, *args)``: ``(code, stdout, stderr)`` of one command."""
+    import os
+
+    for name in [n for n in os.environ if n.startswith("HOSTGATE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", ENCRYPTION_KEY)
+    monkeypatch.setenv("HOSTGATE_PASSWORD", "a long new password 1")
+
+    def run(redis_url: str, *args: str) -> tuple[int, str, str]:
+        monkeypatch.setenv("HOSTGATE_REDIS_URL", redis_url)
+        code = main(["--data-dir", str(tmp_path / "data"), *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
-def test_commands_that_only_use_the_database_run_while_redis_is_down(tmp_path):
+def test_commands_that_only_use_the_database_run_while_redis_is_down(hostgate):
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
-    created = hostgate(
-        tmp_path, "user", "create", "ops", "--role", "admin", redis_url=unreachable,
-    )  # fmt: skip
-    assert created.returncode == 0, created.stderr
-    listed = hostgate(tmp_path, "user", "list", redis_url=unreachable)
-    assert listed.returncode == 0, listed.stderr
-    assert "ops" in listed.stdout
+    code, _, err = hostgate(unreachable, "user", "create", "ops", "--role", "admin")
+    assert code == 0, err
+    code, out, err = hostgate(unreachable, "user", "list")
+    assert code == 0, err
+    assert "ops" in out
     # a password reset closes the user's sockets on every node: it needs Redis, and says so
-    reset = hostgate(
-        tmp_path, "user", "reset-password", "ops",
-        redis_url=unreachable,
-    )  # fmt: skip
-    assert reset.returncode != 0
-    assert "Cannot reach Redis at" in reset.stderr + reset.stdout
+    # (as an error that ends the command: a traceback and exit code 1 from the shell)
+    with pytest.raises(StartupError, match="Cannot reach Redis at"):
+        hostgate(unreachable, "user", "reset-password", "ops")
 
 
-def test_a_password_reset_runs_with_redis_up_and_takes_no_lease(tmp_path, redis_server):
-    created = hostgate(
-        tmp_path, "user", "create", "ops", "--role", "admin", redis_url=redis_server.url,
-    )  # fmt: skip
-    assert created.returncode == 0, created.stderr
-    reset = hostgate(
-        tmp_path, "user", "reset-password", "ops",
-        redis_url=redis_server.url,
-    )  # fmt: skip
-    assert reset.returncode == 0, reset.stderr
+def test_a_password_reset_runs_with_redis_up_and_takes_no_lease(hostgate, redis_server):
+    code, _, err = hostgate(redis_server.url, "user", "create", "ops", "--role", "admin")
+    assert code == 0, err
+    code, _, err = hostgate(redis_server.url, "user", "reset-password", "ops")
+    assert code == 0, err
     client = redis.Redis.from_url(redis_server.url)
     try:
         assert client.get("hostgate:lease:housekeeping") is None

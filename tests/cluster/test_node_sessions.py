@@ -82,6 +82,12 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+# one client for the module's API calls, many of them polls: ``httpx.request`` built a
+# client and its TLS context per call; no keep-alive, so each call still opens its own
+# connection (the balancer shares calls out per connection)
+HTTP = httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
+
+
 class Node:
     """API calls to one node (or the balancer) as one user."""
 
@@ -90,9 +96,7 @@ class Node:
         self.token = token
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(
-            method, f"{self.url}{API}{path}", headers=bearer(self.token), timeout=30, **kwargs
-        )
+        return HTTP.request(method, f"{self.url}{API}{path}", headers=bearer(self.token), **kwargs)
 
     def ticket(self) -> str:
         response = self.call("POST", "/auth/ws-ticket")
@@ -106,8 +110,8 @@ class Node:
 
 
 def login(url: str, username: str, password: str = ADMIN_PASSWORD) -> str:
-    response = httpx.post(
-        f"{url}{API}/auth/login", json={"username": username, "password": password}, timeout=30
+    response = HTTP.post(
+        f"{url}{API}/auth/login", json={"username": username, "password": password}
     )
     assert response.status_code == 200, response.text
     return str(response.json()["token"])

@@ -24,21 +24,30 @@ from testsupport.receivers import http_receiver  # noqa: F401
 API = "/api/v1"
 LEASE_KEY = "hostgate:lease:housekeeping"
 LEASE_SECONDS = 3
+TICK = 0.5  # seconds between two turns of the retry scheduler (production: 30)
+# "a few scheduler turns later": long enough for a second retry, had any node made one
+FEW_TURNS = 3 * TICK
+
+
+# one client for the API calls and polls (``httpx.get`` built a client and its TLS
+# context per call); no keep-alive: each call opens its own connection, as before
+HTTP = httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def node_config(path: Path) -> Path:
-    """The suite's test config with quick automatic retries."""
+    """The suite's test config with quick automatic retries, looked for every ``TICK``."""
     write_test_config(path)
     with path.open("a") as out:
         out.write("\n[plugins.notifications]\nretry_delays = [1.0, 1.0]\n")
+        out.write(f"retry_scheduler_seconds = {TICK}\n")
     return path
 
 
 def eager_config(path: Path) -> Path:
-    """Also: the lease holder takes entries pending over 1 s as left over, every 0.5 s."""
+    """Also: the lease holder takes entries pending over 1 s as left over (every turn)."""
     node_config(path)
     with path.open("a") as out:
-        out.write("orphan_seconds = 1.0\nretry_scheduler_seconds = 0.5\n")
+        out.write("orphan_seconds = 1.0\n")
     return path
 
 
@@ -98,14 +107,13 @@ def holder_of_lease(redis_url: str, nodes: tuple[GatewayProcess, ...]) -> Gatewa
 def setup(node: GatewayProcess, receiver) -> dict[str, str]:
     token = node.setup_admin()
     headers = {"Authorization": f"Bearer {token}"}
-    response = httpx.put(
+    response = HTTP.put(
         f"{node.url}{API}/notifications/channels/webhook",
         headers=headers,
         json={"enabled": True, "config": {"url": receiver.url("/hook")}},
-        timeout=30,
     )
     assert response.status_code == 200, response.text
-    response = httpx.post(
+    response = HTTP.post(
         f"{node.url}{API}/notifications/rules",
         headers=headers,
         json={
@@ -113,25 +121,23 @@ def setup(node: GatewayProcess, receiver) -> dict[str, str]:
             "events": ["user.created"],
             "actions": [{"channel": "webhook", "recipients": []}],
         },
-        timeout=30,
     )
     assert response.status_code == 201, response.text
     return headers
 
 
 def create_user(node: GatewayProcess, headers: dict[str, str], username: str) -> None:
-    response = httpx.post(
+    response = HTTP.post(
         f"{node.url}{API}/users",
         headers=headers,
         json={"username": username, "password": "long enough pw"},
-        timeout=30,
     )
     assert response.status_code == 201, response.text
 
 
 def all_entries(node: GatewayProcess, headers: dict[str, str]) -> list[dict]:
-    response = httpx.get(
-        f"{node.url}{API}/notifications/log", headers=headers, params={"limit": 200}, timeout=30
+    response = HTTP.get(
+        f"{node.url}{API}/notifications/log", headers=headers, params={"limit": 200}
     )
     assert response.status_code == 200, response.text
     return list(response.json()["entries"])
@@ -157,7 +163,7 @@ async def failed_then_retried_once(node, other, headers, receiver, username) -> 
     create_user(node, headers, username)
     await new_entries(other, headers, seen, 2)
     # a few scheduler turns later there is still one retry, not one per node
-    await asyncio.sleep(3)
+    await asyncio.sleep(FEW_TURNS)
     entries = [e for e in all_entries(other, headers) if e["id"] not in seen]
     assert sorted((e["attempt"], e["status"]) for e in entries) == [(1, "failed"), (2, "sent")]
     assert len(receiver.received("/hook")) - before == 2
@@ -176,7 +182,7 @@ async def test_a_rule_notifies_once_per_event_and_retries_once_with_two_nodes(
     create_user(nodes[0], headers, "alice")
     create_user(nodes[1], headers, "bob")
     entries = await new_entries(nodes[1], headers, set(), 2)
-    await asyncio.sleep(2)
+    await asyncio.sleep(FEW_TURNS)  # and no node sends any of them again
     entries = all_entries(nodes[0], headers)
     assert sorted((e["attempt"], e["status"]) for e in entries) == [(1, "sent"), (1, "sent")]
     bodies = [r.body.decode() for r in http_receiver.received("/hook")]
@@ -223,7 +229,7 @@ async def test_a_delivery_in_flight_on_one_node_is_not_sent_again_by_the_lease_h
     try:
         create_user(other, headers, "frank")
         [entry] = await new_entries(holder, headers, set(), 1)
-        await asyncio.sleep(1.5)  # a few more turns of the holder's scheduler
+        await asyncio.sleep(FEW_TURNS)  # a few more turns of the holder's scheduler
     finally:
         http_receiver.delay = 0.0
     assert (entry["attempt"], entry["status"]) == (1, "sent")

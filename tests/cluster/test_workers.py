@@ -43,8 +43,9 @@ def listening(node: GatewayProcess, count: int) -> None:
 
 def fresh_requests(node: GatewayProcess, token: str, count: int) -> None:
     """``count`` requests, each on a new connection (so the workers share them out)."""
-    for _ in range(count):
-        with httpx.Client(base_url=node.url, timeout=30) as http:
+    no_keepalive = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(base_url=node.url, timeout=30, limits=no_keepalive) as http:
+        for _ in range(count):
             try:
                 response = http.get(f"{API}/auth/me", headers={"Authorization": f"Bearer {token}"})
             except httpx.TransportError as error:
@@ -52,6 +53,24 @@ def fresh_requests(node: GatewayProcess, token: str, count: int) -> None:
                 # the supervisor's log says which and why
                 raise AssertionError(f"{error!r}; gateway log:\n{node.log()[-3000:]}") from error
             assert response.status_code == 200, response.text
+
+
+STARTUP_WINDOW = 10.0  # serve.py: a worker that dies this soon after its spawn stops everything
+
+
+def past_startup_window(pid: int) -> None:
+    """Wait until worker ``pid`` has run for longer than the supervisor's start-up window.
+
+    Counted from the process's own start time (``/proc/<pid>/stat``, the supervisor
+    notes its spawn just after), plus a second of margin, rather than a fixed 10 s
+    after whatever the test did meanwhile.
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, since boot
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    remaining = STARTUP_WINDOW + 1.0 - (uptime - started)
+    if remaining > 0:
+        time.sleep(remaining)
 
 
 def gone(pid: int) -> None:
@@ -109,7 +128,7 @@ def test_two_workers_on_postgresql_share_one_port_and_replace_a_dead_one(
             assert response.status_code == 200, response.text
         # one worker dies: the other keeps serving, the supervisor starts a new one
         dead = min(workers)
-        time.sleep(10)  # past the start-up window, where a death stops everything
+        past_startup_window(dead)  # where a death stops everything
         os.kill(dead, signal.SIGKILL)
         # a connection made while the kill is under way can land on the dying worker's
         # socket and be reset with it; the survivor must serve every one made after

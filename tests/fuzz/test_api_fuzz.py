@@ -88,6 +88,9 @@ class SessionKeeper:
 
     def __init__(self, live_gateway: Any, who: str) -> None:
         self.url = live_gateway.url
+        # one client for the keeper's own requests (a look before every example):
+        # ``httpx.get`` builds a client, and its TLS context, per request
+        self.http = httpx.Client(base_url=self.url)
         self.who = who
         self.username = "fuzzadmin" if who == "admin" else "fuzzuser"
         self.token = live_gateway.admin_token if who == "admin" else live_gateway.user_token
@@ -101,8 +104,8 @@ class SessionKeeper:
         self.logins += 1
         net = 1 if self.who == "admin" else 2
         client = f"10.{net}.{self.logins // 250 % 250}.{self.logins % 250 + 1}"
-        login = httpx.post(
-            f"{self.url}{API}/auth/login",
+        login = self.http.post(
+            f"{API}/auth/login",
             json={"username": self.username, "password": PASSWORD},
             headers={"X-Forwarded-For": client},
         )
@@ -111,7 +114,7 @@ class SessionKeeper:
 
     def current(self) -> str:
         """The shared token, logged in again if an operation ended its session."""
-        me = httpx.get(f"{self.url}{API}/auth/me", headers=bearer(self.token))
+        me = self.http.get(f"{API}/auth/me", headers=bearer(self.token))
         if me.status_code == 401:
             self.token = self.login()
         return self.token
@@ -119,6 +122,10 @@ class SessionKeeper:
     def for_case(self, path: str) -> str:
         """The token an example of the operation at ``path`` runs with."""
         return self.login() if path.startswith(ENDS_SESSION) else self.current()
+
+    def close(self) -> None:
+        """Close the keeper's client."""
+        self.http.close()
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -158,6 +165,13 @@ def code_went_stale(case: Any, response: Any, known: dict[str, str], sent_at: fl
 
 def fuzz(live_gateway, who):
     sessions = SessionKeeper(live_gateway, who)
+    try:
+        return fuzz_with(live_gateway, sessions)
+    finally:
+        sessions.close()
+
+
+def fuzz_with(live_gateway, sessions):
     known: dict[str, str] = {}
     failures = []
     calls = 0

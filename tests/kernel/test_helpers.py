@@ -74,11 +74,24 @@ def test_config_precedence(tmp_path):
         ({"HOSTGATE_LOG_FORMAT": "xml"}, "LOG_FORMAT"),
         ({"HOSTGATE_TLS_CERT": "/x.pem"}, "TLS"),
         ({"HOSTGATE_CONFIG": "/nonexistent.toml"}, "does not exist"),
+        ({"HOSTGATE_SHUTDOWN_GRACE_SECONDS": "0"}, "HOSTGATE_SHUTDOWN_GRACE_SECONDS"),
+        ({"HOSTGATE_SHUTDOWN_GRACE_SECONDS": "soon"}, "HOSTGATE_SHUTDOWN_GRACE_SECONDS"),
     ],
 )
 def test_config_errors_name_the_variable(env, message):
     with pytest.raises(ConfigError, match=message):
         load_config(env=env)
+
+
+def test_the_shutdown_grace_period_reaches_hypercorn(tmp_path):
+    from hostgate.commands.serve import hypercorn_config
+
+    assert hypercorn_config(load_config(env={})).graceful_timeout == 10.0
+    toml = tmp_path / "hostgate.toml"
+    toml.write_text("shutdown_grace_seconds = 4.5\n")
+    assert hypercorn_config(load_config(env={}, config_file=toml)).graceful_timeout == 4.5
+    env = {"HOSTGATE_SHUTDOWN_GRACE_SECONDS": "2"}
+    assert hypercorn_config(load_config(env=env)).graceful_timeout == 2.0
 
 
 def test_bad_toml_is_reported(tmp_path):

@@ -33,6 +33,9 @@ FIRST = 256 * 1024
 REST = 4 * 1024 * 1024
 NAME = "upload.bin"
 HANG_BOUND = 90  # seconds; only a hung server or client ever reaches it
+# a stalled upload is abandoned when the grace period ends: a short one (the production
+# default is 10 s) is the same behaviour; a sender that keeps sending gets the default
+STALLED_GRACE = 2
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,8 @@ async def test_sigterm_during_upload_leaves_whole_file_or_none(
     client never sends the rest, so the gateway must abandon the upload when its
     grace period ends. The bound on each wait only catches a hang.
     """
-    gateway = GatewayProcess(tmp_path / "data").start()
+    env = {"HOSTGATE_SHUTDOWN_GRACE_SECONDS": str(STALLED_GRACE)} if client == "stalls" else {}
+    gateway = GatewayProcess(tmp_path / "data", env).start()
     data = payload()
     release = asyncio.Event()
     never = asyncio.Event()

@@ -46,6 +46,9 @@ class Config:
     tls_self_signed: bool = False
     version_timeout_seconds: float = 4.0
     max_body_bytes: int = 16 * 1024 * 1024
+    # ``hostgate serve`` on SIGTERM: how long requests in flight (an upload) may take
+    # to end before they are cancelled, in seconds
+    shutdown_grace_seconds: float = 10.0
     database_busy_timeout_ms: int = 10_000
     # the Redis (or Valkey) several gateway nodes share: tickets, rate limits, control
     # messages (docs/admin.md "Scaling out"); empty = one node, everything in memory
@@ -227,6 +230,10 @@ def load_config(
             lambda v: _seconds("HOSTGATE_NODE_TIMEOUT_SECONDS", v),
         ),
         "lease_seconds": ("HOSTGATE_LEASE_SECONDS", _lease_seconds),
+        "shutdown_grace_seconds": (
+            "HOSTGATE_SHUTDOWN_GRACE_SECONDS",
+            lambda v: _seconds("HOSTGATE_SHUTDOWN_GRACE_SECONDS", v),
+        ),
         "event_loop": ("HOSTGATE_EVENT_LOOP", lambda v: str(v).strip().lower()),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",

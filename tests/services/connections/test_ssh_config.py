@@ -154,12 +154,21 @@ async def test_an_imported_entry_logs_in_with_its_key_file(client, kernel, admin
         assert await screen.until_closed() == 1000
 
 
-def test_the_cli_reads_the_config_and_the_files_it_names(run_cli, tmp_path):
-    env = {"HOSTGATE_DATA_DIR": str(tmp_path / "data"), "HOSTGATE_ENCRYPTION_KEY": "5a" * 32}
-    code, _, err = run_cli(
-        "setup", "--username", "root", env={**env, "HOSTGATE_ADMIN_PASSWORD": "root-password"}
-    )
+def test_the_cli_reads_the_config_and_the_files_it_names(tmp_path, monkeypatch, capsys):
+    """The CLI's ``main()`` in-process: the commands, not a new interpreter per command."""
+    from hostgate.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    monkeypatch.setenv("HOSTGATE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", "5a" * 32)
+    monkeypatch.setenv("HOSTGATE_ADMIN_PASSWORD", "root-password")
+    code, _, err = run("setup", "--username", "root")
     assert code == 0, err
+    monkeypatch.delenv("HOSTGATE_ADMIN_PASSWORD")
     ssh_dir = tmp_path / "dot-ssh"
     (ssh_dir / "config.d").mkdir(parents=True)
     (ssh_dir / "config").write_text(CONFIG)
@@ -167,15 +176,14 @@ def test_the_cli_reads_the_config_and_the_files_it_names(run_cli, tmp_path):
     (ssh_dir / "id_db").write_text("KEY TEXT")
     (ssh_dir / "unrelated_key").write_text("NEVER READ")
     config = str(ssh_dir / "config")
-    code, out, err = run_cli(
-        "connection", "import-ssh-config", config, "--owner", "root", "--dry-run", env=env
-    )
+    code, out, err = run("connection", "import-ssh-config", config, "--owner", "root", "--dry-run")
     assert code == 0, err
     assert out.startswith("would create 6 connections: ")
     assert "missing.conf: not supplied" in err
-    code, out, err = run_cli("connection", "import-ssh-config", config, "--owner", "root", env=env)
+    code, out, err = run("connection", "import-ssh-config", config, "--owner", "root")
     assert code == 0, err
     assert out.startswith("created 6 connections")
-    code, out, err = run_cli("connection", "export", "--owner", "root", env=env)
+    code, out, err = run("connection", "export", "--owner", "root")
+    assert code == 0, err
     exported = {c["name"]: c for c in __import__("json").loads(out)["connections"]}
     assert exported["inner"]["jumpHostId"] == exported["bastion"]["id"]

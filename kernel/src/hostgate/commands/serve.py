@@ -61,7 +61,7 @@ def hypercorn_config(config: Config, *, bind: str | None = None) -> Any:
 
     hyper = HyperConfig()
     hyper.bind = [bind or f"{config.host}:{config.port}"]
-    hyper.graceful_timeout = 10
+    hyper.graceful_timeout = config.shutdown_grace_seconds
     hyper.accesslog = None
     hyper.errorlog = logging.getLogger("hypercorn.error")
     hyper.websocket_max_message_size = WS_MAX_MESSAGE_BYTES
