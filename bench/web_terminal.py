@@ -38,7 +38,15 @@ renderer that did the most in that ``cat``), all Chromium processes' CPU (render
 browser, GPU/compositing, network service), its main thread's task, script, layout
 and style time (the DevTools ``Performance.getMetrics`` counters: wall time, inflated
 on a loaded machine; the CPU figures are the steady ones), and the animation frames
-run per MiB (xterm.js draws the screen in one).
+run per MiB (xterm.js draws the screen in one), xterm.js's own drawings (``onRender``) and
+the writes it was given per MiB.
+The ceiling (``--variants app,appplain,ceiling,ceiling100ms``): a plain WebSocket server in
+the bench (``plain_terminal.py``, no gateway, no sshd) replays the bytes of one ``cat``
+through the gateway, in the frame sizes the app's tab got them. ``ceiling``: a page with
+xterm.js alone (the app terminal's options, read from its tab) writing each frame as it
+comes; ``ceiling100ms``: the same joining frames per 100 ms as the app's feed does; what
+xterm.js reaches in this Chromium at all, and each tab's rate as a ratio of it in the same
+round. ``appplain``: the app's terminal fed by that server (the app's code, no gateway).
 No assertions: figures only. Note the load average, printed with the figures: on a
 shared machine the browser's processes, the gateway and sshd compete for the cores.
 """
@@ -71,6 +79,8 @@ from _common import (  # noqa: E402
     terminal_socket,
     text_file,
 )
+from plain_terminal import PlainServer, record_cat  # noqa: E402
+from plain_terminal import page as page_html  # noqa: E402
 
 from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess  # noqa: E402
 from testsupport.sshd import SshdServer, start_sshd  # noqa: E402
@@ -109,6 +119,7 @@ window.WebSocket = class extends NativeSocket {
         window.hgBytes += event.data.byteLength;
         window.hgFrames += 1;
         window.hgLastFrame = performance.now();
+        if (window.hgSizes) window.hgSizes.push(event.data.byteLength);
         if (window.hgWant) hgSocketTail(event.data);
       }
     });
@@ -173,9 +184,19 @@ window.hgArm = (text) => {
 # ("app") and each lever turned off or changed (window.hgTerminalBench, read by
 # lib/terminal/session.ts: ``batch`` the most bytes joined per write, 0 = each socket
 # frame written as it comes; ``interval`` ms between writes during a flood, 0 = a write
-# as soon as the last is parsed; ``options`` xterm.js's).
+# as soon as the last is parsed; ``options`` xterm.js's). The bench's own: ``plain`` the
+# app's terminal on the plain server (plain_terminal.py: the frames of a real ``cat``
+# replayed, no gateway, no sshd); ``ceiling`` xterm.js alone with the app's options on
+# that server, each frame written as it comes (what xterm.js reaches in this Chromium at
+# all) or, with ``interval``, joined as the app's feed does; ``patches`` its bench-only
+# changes (plain_terminal.PATCHES).
 VARIANTS: dict[str, dict[str, Any]] = {
     "app": {},
+    "ceiling": {"ceiling": True},
+    "ceilingnosync": {"ceiling": True, "patches": ["nosync"]},
+    "ceiling100ms": {"ceiling": True, "interval": 100},
+    "ceiling100msnosync": {"ceiling": True, "interval": 100, "patches": ["nosync"]},
+    "appplain": {"plain": True},
     "direct": {"batch": 0},
     "joined": {"interval": 0},
     "every33ms": {"interval": 33},
@@ -261,6 +282,14 @@ async def python_cat(setup: Setup, path: Path, marker: int) -> tuple[int, float]
     return moved, elapsed
 
 
+async def recorded_cat(setup: Setup, path: Path) -> list[bytes]:
+    """The frames of one ``cat`` of ``path`` through ``/ws/ssh`` (the plain server replays them)."""
+    socket = await setup.socket()
+    frames = await record_cat(socket, path, 999)
+    await socket.close()
+    return frames
+
+
 async def python_keys(setup: Setup, count: int) -> list[float]:
     return await socket_keystrokes(await setup.socket(), count)
 
@@ -275,33 +304,82 @@ class Browser:
     """The app's terminal tab on the connection, signed in through the form."""
 
     def __init__(
-        self, browser: Any, setup: Setup, name: str = "app", levers: dict[str, Any] | None = None
+        self,
+        browser: Any,
+        setup: Setup,
+        name: str = "app",
+        levers: dict[str, Any] | None = None,
+        plain: PlainServer | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
+        """The app's tab (``levers``: ``VARIANTS``), or with ``ceiling`` among them
+        xterm.js alone with ``options`` on ``plain`` (the app's options, ``app_options``)."""
         self.browser = browser
         self.name = name
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        levers = dict(levers or {})
+        ceiling = levers.pop("ceiling", False)
+        patches = levers.pop("patches", [])
+        if levers.pop("plain", False) or ceiling:
+            assert plain is not None
+            levers["url"] = plain.url
+        # the app's CSP allows sockets to its own origin only: not to the plain server
+        context = browser.new_context(
+            viewport={"width": 1280, "height": 800}, bypass_csp="url" in levers
+        )
         context.add_init_script(PAGE)
-        if levers:
-            context.add_init_script(f"window.hgTerminalBench = {json.dumps(levers)};")
+        context.add_init_script(f"window.hgTerminalBench = {json.dumps(levers)};")
         self.page = page = context.new_page()
         self.cdp = context.new_cdp_session(page)
         self.cdp.send("Performance.enable")
         self.cost: dict[str, float] = {}
         self.errors: list[str] = []
         page.on("pageerror", lambda error: self.errors.append(str(error)))
-        url = setup.gateway.url
-        page.goto(url + "/")
-        page.get_by_label("Username").fill("admin")
-        page.get_by_label("Password").fill(ADMIN_PASSWORD)
-        page.get_by_role("button", name="Sign in", exact=True).click()
-        page.get_by_role("navigation", name="Connections").wait_for()
-        page.goto(f"{url}/connections/{setup.connection_id}")
-        page.get_by_role("button", name="Open terminal").click()
+        if ceiling:
+            assert plain is not None and options is not None
+            # the app's blink is a class toggled twice a second (lib/terminal/renderer.ts),
+            # xterm.js's own a CSS animation drawing every frame: none here
+            interval = levers.get("interval", 0)
+            plain.html = page_html(dict(options, cursorBlink=False), plain.url, patches, interval)
+            page.goto(plain.origin + "/")
+        else:
+            url = setup.gateway.url
+            page.goto(url + "/")
+            page.get_by_label("Username").fill("admin")
+            page.get_by_label("Password").fill(ADMIN_PASSWORD)
+            page.get_by_role("button", name="Sign in", exact=True).click()
+            page.get_by_role("navigation", name="Connections").wait_for()
+            page.goto(f"{url}/connections/{setup.connection_id}")
+            page.get_by_role("button", name="Open terminal").click()
         tab = page.get_by_role("region", name="Terminal bench")
         tab.get_by_role("status").filter(has_text="Connected").wait_for(timeout=30_000)
         self.screen = page.get_by_role("region", name="Terminal output of bench")
         page.wait_for_function("window.hgText().includes('$')", timeout=30_000)
+        # xterm.js's own count of drawings (onRender) and the writes it was given
+        page.evaluate(
+            """() => {
+              const term = window.hgTerminal;
+              window.hgRenders = 0;
+              window.hgWrites = 0;
+              term.onRender(() => { window.hgRenders += 1; });
+              const write = term.write.bind(term);
+              term.write = (data, done) => { window.hgWrites += 1; write(data, done); };
+            }"""
+        )
         self.screen.click()
+
+    def app_options(self) -> dict[str, Any]:
+        """The app terminal's xterm.js options, its columns and rows among them."""
+        return dict(
+            self.page.evaluate(
+                """() => {
+                  const term = window.hgTerminal;
+                  const options = {};
+                  for (const key in term.options) options[key] = term.options[key];
+                  Object.assign(options, { cols: term.cols, rows: term.rows });
+                  return JSON.parse(JSON.stringify(options));
+                }"""
+            )
+        )
 
     def command(self, text: str, marker: str, until: str = "observer") -> tuple[float, float]:
         """Type ``text``, arm, press Enter; the page's [keydown, marker on screen] times."""
@@ -327,13 +405,13 @@ class Browser:
         the main thread's ``METRICS``).
         """
         self.clear()
-        before = self.page.evaluate("[window.hgBytes, window.hgFrames, window.hgDraws]")
+        counters_js = "[window.hgBytes, window.hgFrames, window.hgDraws, hgRenders, hgWrites]"
+        before = self.page.evaluate(counters_js)
         cpu, counters = chromium_cpu(), self.metrics()
         start, end = self.command(f"cat {path}; echo END-$(({marker}))", f"END-{marker}", until)
         cpu_after, counters_after = chromium_cpu(), self.metrics()
-        moved, last, frames, draws = self.page.evaluate(
-            "[window.hgBytes, window.hgLastFrame, window.hgFrames, window.hgDraws]"
-        )
+        moved, frames, draws, renders, writes = self.page.evaluate(counters_js)
+        last = self.page.evaluate("window.hgLastFrame")
         if self.errors:
             raise RuntimeError(f"the page failed: {self.errors}")
         mib = (moved - before[0]) / 2**20
@@ -347,10 +425,18 @@ class Browser:
             "chromium": sum(seconds for _, seconds in spent.values()) * 1000 / mib,
             "frame KiB": mib * 1024 / max(1, frames - before[1]),
             "draws": (draws - before[2]) / mib,
+            "renders": (renders - before[3]) / mib,
+            "writes": (writes - before[4]) / mib,
         }
         for name in METRICS:
             self.cost[name] = (counters_after[name] - counters[name]) * 1000 / mib
         return moved - before[0], (end - start) / 1000, (last - start) / 1000
+
+    def frame_sizes(self, path: Path, marker: int) -> list[int]:
+        """The sizes of the socket frames a ``cat`` of ``path`` brought this tab."""
+        self.page.evaluate("window.hgSizes = []")
+        self.cat(path, marker, until="socket")
+        return list(self.page.evaluate("window.hgSizes.splice(0)"))
 
     def keys(self, count: int) -> list[float]:
         self.clear()
@@ -414,15 +500,42 @@ def main() -> None:
         size = text_file(path, args.size)
         os.chmod(path, 0o644)
         print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
+        plain = None
+        if any({"plain", "ceiling"} & VARIANTS[name].keys() for name in names):
+            frames = run(recorded_cat(setup, path))
+            plain = PlainServer(frames)
+            average = sum(map(len, frames)) / len(frames) / 1024
+            print(
+                f"plain server: {len(frames)} frames of {average:.0f} KiB on average"
+                " (one cat through the gateway, replayed)",
+                flush=True,
+            )
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            tabs = [Browser(chromium, setup, name, VARIANTS[name]) for name in names]
+            tabs = [
+                Browser(chromium, setup, name, VARIANTS[name], plain)
+                for name in names
+                if "ceiling" not in VARIANTS[name]
+            ]
+            if len(tabs) < len(names):
+                app = tabs[0] if tabs else Browser(chromium, setup, "app", {}, plain)
+                options = app.app_options()
+                if not tabs:
+                    app.close()
+                tabs += [
+                    Browser(chromium, setup, name, VARIANTS[name], plain, options)
+                    for name in names
+                    if "ceiling" in VARIANTS[name]
+                ]
+                tabs.sort(key=lambda tab: names.index(tab.name))
             try:
-                rows = measure(args, setup, tabs, path, size)
+                rows = measure(args, setup, tabs, path, size, plain)
             finally:
                 for tab in tabs:
                     tab.close()
                 chromium.close()
+                if plain:
+                    plain.stop()
         print_table(rows)
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     finally:
@@ -432,17 +545,58 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def resplit(frames: list[bytes], sizes: list[int]) -> list[bytes]:
+    """The bytes of ``frames`` cut into pieces of ``sizes`` (the big ones: not an echo)."""
+    data = b"".join(frames)
+    pieces, offset = [], 0
+    for size in sizes:
+        if size < 1024:
+            continue
+        pieces.append(data[offset : offset + size])
+        offset += size
+        if offset >= len(data):
+            break
+    if offset < len(data):
+        pieces.append(data[offset:])
+    return [piece for piece in pieces if piece]
+
+
 def measure(
-    args: argparse.Namespace, setup: Setup, tabs: list[Browser], path: Path, size: int
+    args: argparse.Namespace,
+    setup: Setup,
+    tabs: list[Browser],
+    path: Path,
+    size: int,
+    plain: PlainServer | None = None,
 ) -> list[Row]:
     """Alternating rounds (the Python client, then each tab in a rotating order); the rows."""
     run(python_cat(setup, Path("/dev/null"), 1))  # warm up
     for index, tab in enumerate(tabs):
         tab.cat(Path("/dev/null"), 2 + index)
+    gateway_tabs = [tab for tab in tabs if not VARIANTS[tab.name].keys() & {"plain", "ceiling"}]
+    if plain is not None and gateway_tabs:
+        # the plain server's frames: the bytes of the gateway's cat in the sizes the app's
+        # tab got them (bigger than the Python client's: the gateway joins what waits)
+        app = gateway_tabs[0]
+        plain.frames = resplit(plain.frames, app.frame_sizes(path, 990))
+        print(
+            f"plain server: {len(plain.frames)} frames of"
+            f" {size / len(plain.frames) / 1024:.0f} KiB on average, as the app's tab got them",
+            flush=True,
+        )
     python_rates: list[float] = []
     rates: dict[str, list[float]] = {tab.name: [] for tab in tabs}
     received: dict[str, list[float]] = {tab.name: [] for tab in tabs}
     ratios: dict[str, list[float]] = {tab.name: [] for tab in tabs}
+    # each tab's rate over each ceiling's (xterm.js alone, unpatched) in the same round
+    ceilings = [
+        tab.name
+        for tab in tabs
+        if VARIANTS[tab.name].get("ceiling") and not VARIANTS[tab.name].get("patches")
+    ]
+    of_ceiling: dict[tuple[str, str], list[float]] = {
+        (tab.name, ceiling): [] for tab in tabs for ceiling in ceilings
+    }
     costs: dict[str, list[dict[str, float]]] = {tab.name: [] for tab in tabs}
     observer_rates: list[float] = []
     marker = 1000
@@ -453,6 +607,7 @@ def measure(
         python_rates.append(python_rate)
         print(f"round {round_ + 1}: python {python_rate:.1f} MB/s", flush=True)
         shift = round_ % len(tabs)
+        round_rates: dict[str, float] = {}
         for tab in tabs[shift:] + tabs[:shift]:
             got, seconds, last = tab.cat(path, marker, until="socket")
             marker += 1
@@ -460,6 +615,7 @@ def measure(
                 raise RuntimeError(f"the browser got {got} of {size} bytes")
             rate = got / seconds / 2**20
             rates[tab.name].append(rate)
+            round_rates[tab.name] = rate
             received[tab.name].append(got / last / 2**20)
             ratios[tab.name].append(rate / python_rate)
             costs[tab.name].append(tab.cost)
@@ -470,8 +626,17 @@ def measure(
                 f" task {tab.cost['TaskDuration']:.0f}"
                 f" (script {tab.cost['ScriptDuration']:.0f}, layout"
                 f" {tab.cost['LayoutDuration']:.0f}, style {tab.cost['RecalcStyleDuration']:.0f}),"
-                f" {tab.cost['draws']:.1f} animation frames; socket frames of"
+                f" {tab.cost['draws']:.1f} animation frames, {tab.cost['renders']:.1f} xterm.js"
+                f" renders, {tab.cost['writes']:.1f} writes; socket frames of"
                 f" {tab.cost['frame KiB']:.0f} KiB; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+        for (name, ceiling), ratio in of_ceiling.items():
+            ratio.append(round_rates[name] / round_rates[ceiling])
+        for ceiling in ceilings:
+            print(
+                f"  of [{ceiling}]: "
+                + ", ".join(f"{t.name} {of_ceiling[t.name, ceiling][-1]:.2f}x" for t in tabs),
                 flush=True,
             )
         if args.compare_end:
@@ -510,12 +675,17 @@ def measure(
             ),
             Row("  (the browser's socket, last frame)", median(received[name]), "MB/s"),
             *(
+                Row(f"  of [{ceiling}] (per-round ratio)", median(of_ceiling[name, ceiling]), "x")
+                for ceiling in ceilings
+                if ceiling != name
+            ),
+            *(
                 Row(f"  {what} per MiB", median(c[what] for c in costs[name]), "ms")
                 for what in ("renderer", "chromium", *METRICS)
             ),
             *(
                 Row(f"  {what} per MiB", median(c[what] for c in costs[name]), "")
-                for what in ("draws",)
+                for what in ("draws", "renders", "writes")
             ),
         ]
     if observer_rates:

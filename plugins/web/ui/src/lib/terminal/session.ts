@@ -47,16 +47,21 @@ const MATCHES = {
  * Levers bench/web_terminal.py turns off and on within one run, through its init script
  * (`window.hgTerminalBench`); a normal page has none, and gets what the app chose:
  * `batch` the most bytes joined per write (0: each frame written as it comes, no feed),
- * `interval` the feed's wait during a flood (ms, 0: none), `options` more xterm.js options.
+ * `interval` the feed's wait during a flood (ms, 0: none), `options` more xterm.js options,
+ * `url` the socket to open instead of the gateway's (the bench's plain server).
+ * With levers, the terminal is `window.hgTerminal`: the bench copies its options.
  */
 interface BenchLevers {
   batch?: number;
   interval?: number;
   options?: ITerminalOptions;
+  url?: string;
 }
 
+type BenchWindow = { hgTerminalBench?: BenchLevers; hgTerminal?: Terminal };
+
 function benchLevers(): BenchLevers {
-  return (window as { hgTerminalBench?: BenchLevers }).hgTerminalBench ?? {};
+  return (window as BenchWindow).hgTerminalBench ?? {};
 }
 
 /** A terminal in `container`, connected to connection `connectionId` over `protocol`. */
@@ -94,6 +99,7 @@ export class TerminalSession {
       allowProposedApi: true,
       ...levers.options,
     });
+    if ((window as BenchWindow).hgTerminalBench) (window as BenchWindow).hgTerminal = this.terminal;
     this.terminal.loadAddon(this.fit);
     this.terminal.loadAddon(this.search);
     this.terminal.loadAddon(
@@ -203,7 +209,7 @@ export class TerminalSession {
       this.events.onState("closed", error instanceof Error ? error.message : "No ticket", 0);
       return;
     }
-    const url = terminalUrl(window.location, this.protocol, {
+    const url = benchLevers().url ?? terminalUrl(window.location, this.protocol, {
       ticket,
       connectionId: this.connectionId,
       sessionId: this.sessionId,
