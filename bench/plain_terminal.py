@@ -49,8 +49,9 @@ async def record_cat(socket: Any, path: Path, marker: int) -> list[bytes]:
 class PlainServer:
     """The server, on its own event loop in a thread; ``url`` is its socket's address."""
 
-    def __init__(self, frames: list[bytes]) -> None:
+    def __init__(self, frames: list[bytes], deflate: bool = True) -> None:
         self.frames = frames
+        self.deflate = deflate
         self.html = ""  # the page served at any other path than the socket's (``page``)
         self.loop = asyncio.new_event_loop()
         self.port = 0
@@ -74,7 +75,12 @@ class PlainServer:
 
         async def main() -> None:
             async with serve(
-                self.shell, "127.0.0.1", 0, max_size=2**24, process_request=self.files
+                self.shell,
+                "127.0.0.1",
+                0,
+                max_size=2**24,
+                process_request=self.files,
+                compression="deflate" if self.deflate else None,
             ) as server:
                 self.port = server.sockets[0].getsockname()[1]
                 started.set()

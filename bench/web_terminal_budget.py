@@ -9,6 +9,7 @@ base64 lines (as bench/web_terminal.py's ``cat``) for:
 
 - ``socket``: the bytes received from the bench's plain WebSocket server (permessage-
   deflate, 200 KiB frames) and dropped: Chromium's share of a message, no terminal;
+  ``socket, no deflate``: the same from a server that does not compress;
 - ``parse``: the bytes already in the page written to xterm.js at once (one drawing);
 - ``parse nosync``: the same with xterm.js 6's ``Viewport._sync`` (run on every
   scrolled line) replaced by a no-op through its private fields (bench-only);
@@ -107,8 +108,10 @@ def main() -> None:
     frame = 200 * 1024
     plain = PlainServer([lines[i : i + frame] for i in range(0, len(lines), frame)])
     plain.html = page(OPTIONS, plain.url, [])
+    raw = PlainServer(plain.frames, deflate=False)
     parts: dict[str, Any] = {
-        "socket": ("receive", None),
+        "socket": ("receive", plain.url),
+        "socket, no deflate": ("receive", raw.url),
         "parse": ("write", [0, True]),
         "parse nosync": ("write", [0, False]),
         "parse, a drawing per MiB": ("write", [2**20, True]),
@@ -139,13 +142,14 @@ def main() -> None:
                     kind, value = parts[name]
                     before = renderer_cpu()
                     if kind == "receive":
-                        tab.evaluate(RECEIVE, [plain.url, len(lines)])
+                        tab.evaluate(RECEIVE, [value, len(lines)])
                     else:
                         tab.evaluate(WRITE, value)
                     spent[name].append((renderer_cpu() - before) * 1000 / mib)
             chromium.close()
     finally:
         plain.stop()
+        raw.stop()
     for name, values in spent.items():
         print(
             f"{name:32s} renderer CPU per MiB: median {statistics.median(values):5.1f} ms,"
