@@ -2,7 +2,7 @@
 
 .venv/bin/python bench/file_rounds.py [--size 1024] [--rounds 3] [--only sftp,smb,ftp]
     [--variant NAME module:ATTR=VALUE[,module:ATTR=VALUE...]]... [--profile DIR]
-    [--parallel 1,8 --curve-size 256] [--gateway-log DIR]
+    [--parallel 1,8 --curve-size 256] [--gateway-log DIR] [--smb-uploads upload,replace,in-place]
 
 Each protocol's real peer (OpenSSH sshd, smbd, vsftpd; testsupport launchers)
 serves the same file (``--size`` MiB of random bytes). Every round moves it
@@ -22,6 +22,14 @@ another gateway with module attributes replaced (``bench/_patched.py``), so a
 tunable is measured on and off against the same peers in the same run, e.g.
 ``--variant ahead8 hostgate_ssh.sftp:READ_AHEAD=8``; ``--variant-at base COMMIT``
 runs the kernel and packs of another commit (``git archive``) instead.
+
+SMB uploads are measured into a deleted target by default, for the direct
+client and the gateway alike (the row ``upload``; why in ``upload_ways``).
+``--smb-uploads`` names the rows to measure in each round: ``upload``;
+``replace``, both clients replacing the previous round's file the way the
+gateway does (a temporary file renamed over it); ``in-place``, the direct
+client overwriting its file in place while the gateway replaces (how this
+benchmark compared them before 2026-11-28).
 
 ``--profile DIR`` records the ``current`` gateway with py-spy during one more
 transfer per protocol and direction (flame graph SVGs, 100 samples/s, native
@@ -77,6 +85,12 @@ class Peer:
     """The server-side file behind a gateway path (to check an upload's size)."""
     pid: int
     """The server's main process (its CPU and that of the processes it forks count)."""
+    direct_target: Path | None = None
+    """The server-side file the direct client uploads to: set, uploads are measured in the
+    rows ``--smb-uploads`` names; None: one ``upload`` row over the previous round's file."""
+    direct_replace: Transfer | None = None
+    """The direct client's upload done as the gateway does it: a temporary file renamed
+    over the previous round's (the ``replace`` row)."""
 
 
 @contextmanager
@@ -159,6 +173,17 @@ def smb_peer(source: Path) -> Iterator[Peer]:
                 handle.write(data)
         return size
 
+    async def replace() -> int:
+        temporary = rf"{unc}\.direct.bin.part"
+        with (
+            source.open("rb") as local,
+            smbclient.open_file(temporary, mode="wb", connection_cache=cache, **kwargs) as handle,
+        ):
+            while data := local.read(BLOCK):
+                handle.write(data)
+        smbclient.replace(temporary, rf"{unc}\direct.bin", connection_cache=cache, **kwargs)
+        return size
+
     async def download() -> int:
         moved = 0
         with smbclient.open_file(
@@ -184,6 +209,8 @@ def smb_peer(source: Path) -> Iterator[Peer]:
             download,
             lambda path: server.share_dir("files") / path.lstrip("/"),
             process.pid,
+            server.share_dir("files") / "direct.bin",
+            replace,
         )
     finally:
         smbclient.reset_connection_cache(connection_cache=cache)
@@ -379,6 +406,29 @@ def profiled(pid: int, svg: Path) -> Iterator[None]:
             print(f"py-spy failed for {svg.name}: {errors.decode(errors='replace')[-400:]}")
 
 
+UPLOAD_ROWS = ("upload", "replace", "in-place")
+
+
+def upload_ways(peer: Peer, directions: tuple[str, ...], rows: str) -> list[str]:
+    """The rows to measure for ``directions``: for SMB, the upload rows of ``rows``.
+
+    The direct client overwrites its file (the server truncates it, then writes into the
+    page-cache pages just freed); the gateway writes a temporary file and renames it over
+    the old one, so the server needs new pages and frees the old ones after. On a VM that
+    hands free memory back to its host (free page reporting, as here) new pages cost the
+    server about 2 s of CPU per GiB in host faults (docs/performance.md, 2026-11-28 07:30).
+    ``upload`` deletes the previous copy first, for both clients alike; ``replace`` has the
+    direct client replace its file as the gateway does; ``in-place`` compares them as they are.
+    """
+    ways: list[str] = []
+    for direction in directions:
+        if direction == "upload" and peer.direct_target is not None:
+            ways += [row for row in rows.split(",") if row]
+        else:
+            ways.append(direction)
+    return ways
+
+
 def rounds(
     peer: Peer,
     source: Path,
@@ -386,6 +436,7 @@ def rounds(
     count: int,
     profile: Path | None,
     directions: tuple[str, ...] = ("upload", "download"),
+    upload_rows: str = "upload",
 ) -> list[str]:
     """Alternating rounds for one protocol; the printed lines of its table."""
     size = source.stat().st_size
@@ -403,11 +454,18 @@ def rounds(
         for name, gateway in gateways.items():
             asyncio.run(gateway.upload(peer.protocol, ids[name], paths[name], source))
     samples: dict[tuple[str, str], Samples] = {}
+    ways = upload_ways(peer, directions, upload_rows)
     for index in range(count):
         order = names[index % len(names) :] + names[: index % len(names)]
-        for direction in directions:
-            direct = samples.setdefault(("direct", direction), Samples())
+        for way in ways:
+            direction = "download" if way == "download" else "upload"
+            fresh = way == "upload" and peer.direct_target is not None
+            direct = samples.setdefault(("direct", way), Samples())
             run = peer.direct_upload if direction == "upload" else peer.direct_download
+            if way == "replace" and peer.direct_replace is not None:
+                run = peer.direct_replace
+            if fresh and peer.direct_target is not None:
+                peer.direct_target.unlink(missing_ok=True)
             server = TreeCpu(peer.pid)
             speed, cpu = direct_once(run, server)
             direct.server_cpu.append(server.seconds * GIB / size)
@@ -423,7 +481,9 @@ def rounds(
                     transfer = lambda g=gateway, n=name: g.download(  # noqa: E731
                         peer.protocol, ids[n], paths[n]
                     )
-                mine = samples.setdefault((name, direction), Samples())
+                mine = samples.setdefault((name, way), Samples())
+                if fresh:
+                    peer.local(paths[name]).unlink(missing_ok=True)
                 server, curl_cpu = TreeCpu(peer.pid), children_cpu()
                 speed_gw, cpu_gw, rss = gateway_once(gateway, transfer, server)
                 mine.server_cpu.append(server.seconds * GIB / size)
@@ -447,16 +507,16 @@ def rounds(
                 else:
                     asyncio.run(gateway.download(peer.protocol, ids[names[0]], paths[names[0]]))
     lines = []
-    for direction in directions:
-        direct = samples[("direct", direction)]
+    for way in ways:
+        direct = samples[("direct", way)]
         lines.append(
-            f"{peer.protocol:<4} {direction:<8} {'direct':<12} {median(direct.speeds):>9,.1f}"
+            f"{peer.protocol:<4} {way:<8} {'direct':<12} {median(direct.speeds):>9,.1f}"
             f" {'':>7} {median(direct.cpu):>8.2f} {'':>8} {median(direct.server_cpu):>8.2f}"
         )
         for name in names:
-            mine = samples[(name, direction)]
+            mine = samples[(name, way)]
             lines.append(
-                f"{peer.protocol:<4} {direction:<8} {name:<12} {median(mine.speeds):>9,.1f}"
+                f"{peer.protocol:<4} {way:<8} {name:<12} {median(mine.speeds):>9,.1f}"
                 f" {median(mine.ratios):>6.2f}x {median(mine.cpu):>8.2f} {mine.rss:>8.1f}"
                 f" {median(mine.server_cpu):>8.2f} {median(mine.curl_cpu):>8.2f}"
             )
@@ -537,7 +597,16 @@ def main() -> None:
     parser.add_argument("--direction", choices=("upload", "download"), help="only this way")
     parser.add_argument("--parallel", help="the curve: comma-separated counts, e.g. 1,8")
     parser.add_argument("--curve-size", type=int, default=256, help="MiB per transfer")
+    parser.add_argument(
+        "--smb-uploads",
+        default="upload",
+        help="SMB upload rows, comma-separated: upload (into a deleted target), replace"
+        " (both clients rename a temporary file over it), in-place (the direct client"
+        " overwrites in place)",
+    )
     args = parser.parse_args()
+    if not set(args.smb_uploads.split(",")) <= set(UPLOAD_ROWS):
+        parser.error(f"--smb-uploads takes {', '.join(UPLOAD_ROWS)}")
     protocols = [p for p in args.only.split(",") if p]
     directions = (args.direction,) if args.direction else ("upload", "download")
     counts = [int(n) for n in args.parallel.split(",")] if args.parallel else []
@@ -566,14 +635,23 @@ def main() -> None:
                 variants.append((name, {"commit": commit}))
             for protocol in protocols:
                 with PEERS[protocol](source) as peer:
+                    rows = len(upload_ways(peer, directions, args.smb_uploads))
                     if counts:
                         lines += curve(peer, source, gateways["current"], counts)
                     else:
                         lines += rounds(
-                            peer, source, gateways, args.rounds, args.profile, directions
+                            peer,
+                            source,
+                            gateways,
+                            args.rounds,
+                            args.profile,
+                            directions,
+                            args.smb_uploads,
                         )
                 print(
-                    "\n".join(lines[-(2 * len(counts) if counts else 2 * (len(variants) + 1)) :]),
+                    "\n".join(
+                        lines[-(2 * len(counts) if counts else rows * (len(variants) + 1)) :]
+                    ),
                     flush=True,
                 )
     finally:

@@ -230,8 +230,11 @@ def smb_rows(gateway: Gateway, source: Path) -> list[Row]:
         kwargs = {"username": server.username, "password": server.password, "port": server.port}
         cache: dict[str, object] = {}
         smbclient.register_session(server.host, connection_cache=cache, **kwargs)
+        shared = server.share_dir("files")
 
         async def direct_upload() -> int:
+            # Both clients upload into a deleted target (file_rounds.upload_ways says why).
+            (shared / "direct.bin").unlink(missing_ok=True)
             with (
                 source.open("rb") as local,
                 smbclient.open_file(
@@ -263,15 +266,20 @@ def smb_rows(gateway: Gateway, source: Path) -> list[Row]:
             }
         )
         name = f"/gateway-{uuid.uuid4().hex[:6]}.bin"
+
+        async def gateway_upload() -> int:
+            (shared / name.lstrip("/")).unlink(missing_ok=True)
+            return await gateway.upload("smb", connection_id, name, source)
+
         (direct_up, direct_down), (up, down), (up_rss, down_rss) = interleaved(
             gateway,
             direct_upload,
             direct_download,
-            lambda: gateway.upload("smb", connection_id, name, source),
+            gateway_upload,
             lambda: gateway.download("smb", connection_id, name),
         )
         smbclient.reset_connection_cache(connection_cache=cache)
-        assert (server.share_dir("files") / name.lstrip("/")).stat().st_size == size
+        assert (shared / name.lstrip("/")).stat().st_size == size
     finally:
         stop(process)
     return [

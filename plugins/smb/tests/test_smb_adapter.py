@@ -309,17 +309,11 @@ def test_a_malformed_share_list_answer_is_a_remote_error():
         srvsvc.response_stub([b"\x05\x00"])
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["pieces-as-they-are", "smbprotocol-packs"])
-async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requests(
-    smb, workdir, monkeypatch, fast
-):
-    """A 6 MiB piece (a fast client, a slow server) goes out as 1 MiB writes, 4 MiB ones
-    once the window holds them: no request asks for more credits than the window has."""
+@pytest.fixture
+def write_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every WRITE the uploads of the test send, in order (``_PipelinedWriter``)."""
     from hostgate_smb import files as smb_files
-    from hostgate_smb import share as smb_share
 
-    monkeypatch.setattr(smb_share, "FAST_WRITES", fast)
-    base, local = workdir
     sizes: list[int] = []
     original = smb_files._PipelinedWriter._send
 
@@ -328,6 +322,19 @@ async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requ
         original(self, pieces, size)
 
     monkeypatch.setattr(smb_files._PipelinedWriter, "_send", spy)
+    return sizes
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["pieces-as-they-are", "smbprotocol-packs"])
+async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requests(
+    smb, workdir, monkeypatch, fast, write_sizes
+):
+    """A 6 MiB piece (a fast client, a slow server) goes out as 1 MiB writes, 4 MiB ones
+    once the window holds them: no request asks for more credits than the window has."""
+    from hostgate_smb import share as smb_share
+
+    monkeypatch.setattr(smb_share, "FAST_WRITES", fast)
+    base, local = workdir
     payload = random.randbytes(6 * MIB + 7)
 
     async def pieces() -> AsyncIterator[bytes]:
@@ -335,32 +342,23 @@ async def test_an_upload_arriving_in_large_pieces_is_written_in_chunk_sized_requ
 
     assert await smb.write(f"{base}/pieces.bin", pieces()) == len(payload)
     assert (local / "pieces.bin").read_bytes() == payload
-    assert sum(sizes) == len(payload) and max(sizes) <= smb_share.WRITE_CHUNK
-    assert set(sizes[:-1]) <= {MIB, smb_share.WRITE_CHUNK}  # the last is the rest
+    assert sum(write_sizes) == len(payload) and max(write_sizes) <= smb_share.WRITE_CHUNK
+    assert set(write_sizes[:-1]) <= {MIB, smb_share.WRITE_CHUNK}  # the last is the rest
 
 
-async def test_writes_grow_to_write_chunk_once_the_window_holds_them(smb, workdir, monkeypatch):
+async def test_writes_grow_to_write_chunk_once_the_window_holds_them(smb, workdir, write_sizes):
     """The first writes of a session are 1 MiB (the window smbd grants at first covers one
     4 MiB write and nothing else); they ask for more credits, and the rest go as 4 MiB."""
-    from hostgate_smb import files as smb_files
     from hostgate_smb import share as smb_share
 
     base, local = workdir
-    sizes: list[int] = []
-    original = smb_files._PipelinedWriter._send
-
-    def spy(self: smb_files._PipelinedWriter, pieces: list, size: int) -> None:
-        sizes.append(size)
-        original(self, pieces, size)
-
-    monkeypatch.setattr(smb_files._PipelinedWriter, "_send", spy)
     size = 40 * MIB + 3
     assert await smb.write(f"{base}/grown.bin", pattern(size, seed=4)) == size
     assert file_digest(local / "grown.bin") == pattern_digest(size, seed=4)
-    assert sum(sizes) == size
-    assert sizes[0] == MIB
-    assert sizes.count(smb_share.WRITE_CHUNK) >= 6, sizes
-    assert max(sizes) == smb_share.WRITE_CHUNK
+    assert sum(write_sizes) == size
+    assert write_sizes[0] == MIB
+    assert write_sizes.count(smb_share.WRITE_CHUNK) >= 6, write_sizes
+    assert max(write_sizes) == smb_share.WRITE_CHUNK
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["pieces-as-they-are", "smbprotocol-packs"])
