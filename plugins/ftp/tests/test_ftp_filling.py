@@ -10,7 +10,7 @@ import pytest
 from hostgate.chunkreader import ChunkReader
 from hostgate_ftp import filling
 from hostgate_ftp.files import READ_CHUNK, open_files, receive
-from hostgate_ftp.filling import CAPACITY, FillingProtocol
+from hostgate_ftp.filling import CAPACITY, FIRST, FillingProtocol
 
 from testsupport.ftpd import FtpServer
 
@@ -23,10 +23,12 @@ async def pieces_of_a_download_that_waited(server: FtpServer, fill: bool) -> Non
     """With the whole file received before it is read, the pieces are the buffer's size.
 
     Without the lever each piece is one socket read (at most 256 KiB, asyncio's and
-    uvloop's read size); with it the socket reads into the 1 MiB buffer, handed on
-    when full and at the end: 3 MiB + 12,345 bytes come out in four pieces.
+    uvloop's read size); with it the socket reads into the buffer, handed on when
+    full (the buffer then doubles, up to ``CAPACITY``) and at the end: 7.75 MiB +
+    12,345 bytes come out as 256 KiB, 512 KiB, 1, 2 and 4 MiB, and 12,345 bytes
+    (short of the 8 MiB at which the reader would pause the socket).
     """
-    payload = random.Random(5).randbytes(3 * MIB + 12345)
+    payload = random.Random(5).randbytes(7 * MIB + 3 * MIB // 4 + 12345)
     name = f"fill-{uuid.uuid4().hex[:8]}.bin"
     local = server.local("/pub") / name
     local.write_bytes(payload)
@@ -50,9 +52,10 @@ async def pieces_of_a_download_that_waited(server: FtpServer, fill: bool) -> Non
         assert b"".join(pieces) == payload  # in order, nothing lost or repeated
         sizes = [len(piece) for piece in pieces]
         if fill:
-            assert sizes == [CAPACITY, CAPACITY, CAPACITY, 12345]
+            assert FIRST == MIB // 4 and CAPACITY == 4 * MIB
+            assert sizes == [MIB // 4, MIB // 2, MIB, 2 * MIB, 4 * MIB, 12345]
         else:
-            assert max(sizes) <= 256 * 1024 and len(sizes) >= 13
+            assert max(sizes) <= 256 * 1024 and len(sizes) >= 32
     finally:
         local.unlink(missing_ok=True)
         await files.close()
@@ -79,8 +82,8 @@ def test_the_same_on_uvloop(vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch, 
 async def test_a_reader_waiting_gets_what_arrived_without_waiting_for_a_full_buffer(
     vsftpd: FtpServer,
 ):
-    """Read as it arrives, a 5 MiB download is whole and no read waits for 1 MiB."""
-    payload = random.Random(6).randbytes(5 * MIB + 7)
+    """Read as it arrives, a 9 MiB download is whole (each read hands on what is there)."""
+    payload = random.Random(6).randbytes(9 * MIB + 7)
     name = f"wait-{uuid.uuid4().hex[:8]}.bin"
     local = vsftpd.local("/pub") / name
     local.write_bytes(payload)
