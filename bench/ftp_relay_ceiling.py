@@ -1,6 +1,7 @@
 """What any relay can reach on an FTP download: minimal relays vs the direct client and the gateway.
 
-.venv/bin/python bench/ftp_relay_ceiling.py [--size 512] [--rounds 3] [--variants ...]
+.venv/bin/python bench/ftp_relay_ceiling.py [--size 512] [--rounds 3] [--variants WAY,...]
+    [--variant NAME module:ATTR=VALUE,...]... [--instructions [--profile DIR]]
 
 One vsftpd (testsupport launcher) serves one file of ``--size`` MiB of random
 bytes. Every round moves it once each way below, in an order rotating from
@@ -19,7 +20,9 @@ round to round:
   I/O pattern without the HTTP framework;
 - ``uvloop-buf``: the same with a ``BufferedProtocol`` reading into a pool of
   buffers, each handed to the client's transport and reused once written;
-- ``gateway``: a real ``hostgate serve``, ``/api/v1/ftp/<id>/download`` with curl.
+- ``gateway``: a real ``hostgate serve``, ``/api/v1/ftp/<id>/download`` with curl;
+- ``gateway-NAME``: one more gateway per ``--variant``, module attributes
+  patched as in ``bench/file_rounds.py`` (a lever on and off in one run).
 
 Printed per way: median MB/s, the median of the per-round ratios to ``direct``,
 and CPU seconds per GiB of the relay process (the gateway; this process for
@@ -27,6 +30,11 @@ and CPU seconds per GiB of the relay process (the gateway; this process for
 ``TreeCpu``) and of curl. The relays' CPU is read from ``/proc`` before and
 after each transfer, which stays meaningful on a loaded machine where MB/s
 does not.
+
+``--instructions`` moves no rounds: each gateway (and variant) runs under
+callgrind and its user-space instructions per MiB during one download are
+printed, copies (``memcpy``) apart; ``--profile DIR`` keeps a per-function
+summary of each.
 """
 
 from __future__ import annotations
@@ -60,7 +68,8 @@ if TYPE_CHECKING:
     from testsupport.ftpd import FtpServer
 
 BUFFER = 256 * 1024
-"""The relays' read size (uvloop reads 256,000 bytes at a time in the gateway)."""
+"""The relays' read size (``--buffer``; uvloop reads 256,000 bytes at a time into a plain
+protocol, the ``uvloop`` relay's, whatever this says)."""
 PIPE_SIZE = 1024 * 1024
 """The splice relay's pipe capacity."""
 RELAYS = ("recv", "splice", "uvloop", "uvloop-buf")
@@ -276,11 +285,14 @@ def serve(mode: str, host: str, port: int, listener: socket.socket) -> None:
             assert moved == size, f"relayed {moved} of {size} bytes"
 
 
-def start_relay(mode: str, host: str, port: int) -> tuple[subprocess.Popen[bytes], int]:
+def start_relay(
+    mode: str, host: str, port: int, buffer: int
+) -> tuple[subprocess.Popen[bytes], int]:
     """A relay process of ``mode`` in front of the FTP server; (process, its HTTP port)."""
     listen = free_port()
     process = subprocess.Popen(
-        [sys.executable, __file__, "--serve", mode, host, str(port), str(listen)]
+        [sys.executable, __file__, "--buffer", str(buffer), "--serve", mode, host, str(port)]
+        + [str(listen)]
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -435,8 +447,11 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=Path, help="with --instructions: per-function summaries into DIR"
     )
+    parser.add_argument("--buffer", type=int, default=256, help="the relays' buffer in KiB")
     parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global BUFFER
+    BUFFER = args.buffer * 1024
     if args.serve:
         mode, host, port, listen = args.serve
         listener = socket.create_server(("127.0.0.1", int(listen)))
@@ -489,7 +504,7 @@ def main() -> None:
             }
             for mode in RELAYS:
                 if mode in ways:
-                    relay, listen = start_relay(mode, server.host, server.port)
+                    relay, listen = start_relay(mode, server.host, server.port, BUFFER // 1024)
                     stack.callback(relay.kill)
                     url = f"http://127.0.0.1:{listen}{name}"
                     runs[mode] = (lambda url=url: curl_get(url), relay.pid)
