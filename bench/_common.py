@@ -77,6 +77,8 @@ def hostgate_server(
     patches: dict[str, object] | None = None,
     source: Path | None = None,
     log: Path | None = None,
+    wrapper: list[str] | None = None,
+    start_timeout: float = 60,
 ) -> Iterator[Server]:
     """A real `hostgate serve` on a free port with a throwaway data dir.
 
@@ -87,6 +89,8 @@ def hostgate_server(
     ``source`` runs the kernel and packs of another checkout (``checkout()``)
     in front of the installed ones: the same bench against older code.
     Without ``log``, its log (stderr, at ``WARNING``) is appended to ``$HG_BENCH_LOG`` when set.
+    ``wrapper`` runs the interpreter under another program (e.g. valgrind), which then
+    needs ``start_timeout`` seconds to come up.
     """
     data = Path(tempfile.mkdtemp(prefix="hg-bench-"))
     port = free_port()
@@ -105,6 +109,7 @@ def hostgate_server(
     try:
         process = subprocess.Popen(
             [
+                *(wrapper or []),
                 sys.executable,
                 *launcher,
                 "--data-dir",
@@ -124,7 +129,7 @@ def hostgate_server(
             output.close()  # the server has its own copy
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{url}/health")
+        wait_http(f"{url}/health", start_timeout)
         yield Server(url, process, data)
     finally:
         process.send_signal(signal.SIGTERM)

@@ -28,6 +28,7 @@ from aioftp.common import SSLSessionBoundContext
 from hostgate import ChunkReader, ConnectionTarget, RemoteError, open_tcp
 
 from .errors import mapped
+from .filling import fill_reads
 
 log = logging.getLogger("hostgate.ftp")
 
@@ -75,7 +76,8 @@ class FtpClient(aioftp.Client):
         ``port`` from the server's PASV/EPSV reply) goes to the control connection's
         address whatever ``host`` says, on ``port`` once the network policy allowed
         it there; it reads with ``ChunkReader``, which hands on the received pieces
-        without copying them.
+        without copying them, and a plain one reads into a large buffer first
+        (``filling``: fewer, larger pieces).
         """
         reader = None
         if self._stream is not None:
@@ -83,9 +85,12 @@ class FtpClient(aioftp.Client):
             if KEEP_CHUNKS:
                 reader = ChunkReader(limit=STREAM_LIMIT)
         target = replace(self.target, port=port)
-        return await open_tcp(
+        opened, writer = await open_tcp(
             target, timeout=self.connection_timeout, limit=STREAM_LIMIT, reader=reader
         )
+        if reader is not None and self.tls is None:
+            fill_reads(writer, opened)
+        return opened, writer
 
     async def _check_data_port(self, host: str, port: int) -> None:
         """Refuse a data port that is no TCP port or that the network policy forbids."""

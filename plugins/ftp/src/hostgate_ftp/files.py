@@ -36,7 +36,8 @@ from .errors import is_code, mapped, refusal
 from .pool import Pool
 
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename", "stat"})
-READ_CHUNK = 1024 * 1024
+READ_CHUNK = 4 * 1024 * 1024
+"""Most bytes one read of a data connection returns (``filling.CAPACITY``: its pieces whole)."""
 _SEPARATORS = re.compile(r"/+")
 
 

@@ -1,0 +1,551 @@
+"""What any relay can reach on an FTP download: minimal relays vs the direct client and the gateway.
+
+.venv/bin/python bench/ftp_relay_ceiling.py [--size 512] [--rounds 3] [--variants WAY,...]
+    [--variant NAME module:ATTR=VALUE,...]... [--instructions [--profile DIR]]
+
+One vsftpd (testsupport launcher) serves one file of ``--size`` MiB of random
+bytes. Every round moves it once each way below, in an order rotating from
+round to round:
+
+- ``direct``: aioftp in this process (the baseline of ``bench/file_rounds.py``);
+- ``curl-ftp``: curl fetching ``ftp://`` itself (a C client, no relay);
+- ``recv``: a minimal relay, a process of its own, serving the same RETR as an
+  HTTP/1.1 response (Content-Length from SIZE) to curl: blocking raw sockets,
+  ``recv_into`` one reused buffer and ``send`` the filled part, no framework;
+- ``splice``: the same relay moving the body data socket -> pipe -> client
+  socket with ``os.splice`` (no copy through user space);
+- ``uvloop``: the same relay on uvloop with an ``asyncio.Protocol`` on the data
+  connection (uvloop copies every ``recv`` into a new ``bytes``), writes to the
+  client's transport, paused and resumed by its flow control: the gateway's
+  I/O pattern without the HTTP framework;
+- ``uvloop-buf``: the same with a ``BufferedProtocol`` reading into a pool of
+  buffers, each handed to the client's transport and reused once written;
+- ``gateway``: a real ``hostgate serve``, ``/api/v1/ftp/<id>/download`` with curl;
+- ``gateway-NAME``: one more gateway per ``--variant``, module attributes
+  patched as in ``bench/file_rounds.py`` (a lever on and off in one run).
+
+Printed per way: median MB/s, the median of the per-round ratios to ``direct``,
+and CPU seconds per GiB of the relay process (the gateway; this process for
+``direct``; curl for ``curl-ftp``), of vsftpd (its session processes,
+``TreeCpu``) and of curl. The relays' CPU is read from ``/proc`` before and
+after each transfer, which stays meaningful on a loaded machine where MB/s
+does not.
+
+``--instructions`` moves no rounds: each gateway (and variant) runs under
+callgrind and its user-space instructions per MiB during one download are
+printed, copies (``memcpy``) apart; ``--profile DIR`` keeps a per-function
+summary of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import free_port, hostgate_server, median  # noqa: E402
+from file_rounds import GIB, TreeCpu, children_cpu, gateway_list, parse_variant  # noqa: E402
+from files import cpu_seconds  # noqa: E402
+from files_smb_ftp import BLOCK, MIB, Gateway  # noqa: E402
+
+if TYPE_CHECKING:
+    from testsupport.ftpd import FtpServer
+
+BUFFER = 256 * 1024
+"""The relays' read size (``--buffer``; uvloop reads 256,000 bytes at a time into a plain
+protocol, the ``uvloop`` relay's, whatever this says)."""
+PIPE_SIZE = 1024 * 1024
+"""The splice relay's pipe capacity."""
+RELAYS = ("recv", "splice", "uvloop", "uvloop-buf")
+WAYS = ("direct", "curl-ftp", *RELAYS, "gateway")
+
+
+# -- the relay process ----------------------------------------------------------
+
+
+def _reply(control: socket.socket, buffered: bytearray) -> str:
+    """One FTP reply (multi-line replies to their last line) from the control socket."""
+    while True:
+        while b"\r\n" not in buffered:
+            data = control.recv(4096)
+            if not data:
+                raise ConnectionError("the FTP server closed the control connection")
+            buffered += data
+        line, _, rest = bytes(buffered).partition(b"\r\n")
+        buffered[:] = rest
+        text = line.decode()
+        if len(text) >= 4 and text[:3].isdigit() and text[3] == " ":
+            return text
+
+
+def _command(control: socket.socket, buffered: bytearray, line: str, expect: str) -> str:
+    control.sendall(line.encode() + b"\r\n")
+    reply = _reply(control, buffered)
+    if reply[0] not in expect:
+        raise ConnectionError(f"{line!r}: {reply}")
+    return reply
+
+
+def _open_retr(
+    host: str, port: int, path: str
+) -> tuple[socket.socket, socket.socket, bytearray, int]:
+    """Log in anonymously, SIZE and RETR ``path``: (control, data, buffer, size)."""
+    control = socket.create_connection((host, port))
+    buffered = bytearray()
+    _reply(control, buffered)
+    if _command(control, buffered, "USER anonymous", "23").startswith("3"):
+        _command(control, buffered, "PASS bench@", "2")
+    _command(control, buffered, "TYPE I", "2")
+    size = int(_command(control, buffered, f"SIZE {path}", "2").split()[1])
+    reply = _command(control, buffered, "PASV", "2")
+    numbers = reply[reply.index("(") + 1 : reply.index(")")].split(",")
+    data = socket.create_connection(
+        (".".join(numbers[:4]), int(numbers[4]) * 256 + int(numbers[5]))
+    )
+    _command(control, buffered, f"RETR {path}", "1")
+    return control, data, buffered, size
+
+
+def _headers(size: int) -> bytes:
+    return (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+        f"Content-Length: {size}\r\nConnection: close\r\n\r\n"
+    ).encode()
+
+
+def _request_path(client: socket.socket) -> str:
+    request = b""
+    while b"\r\n\r\n" not in request:
+        data = client.recv(4096)
+        if not data:
+            raise ConnectionError("the HTTP client went away")
+        request += data
+    return request.split(b" ", 2)[1].decode()
+
+
+def relay_recv(data: socket.socket, client: socket.socket) -> int:
+    """recv_into one reused buffer, send what it holds: two copies through user space."""
+    buffer = bytearray(BUFFER)
+    view = memoryview(buffer)
+    moved = 0
+    while count := data.recv_into(buffer):
+        client.sendall(view[:count])
+        moved += count
+    return moved
+
+
+def relay_splice(data: socket.socket, client: socket.socket) -> int:
+    """data socket -> pipe -> client socket with splice(2): the bytes stay in the kernel."""
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        flags = os.SPLICE_F_MOVE | os.SPLICE_F_MORE
+        moved = 0
+        while count := os.splice(data.fileno(), write_end, PIPE_SIZE, flags=flags):
+            while count:
+                sent = os.splice(read_end, client.fileno(), count, flags=flags)
+                count -= sent
+                moved += sent
+        return moved
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+class _Copying(asyncio.Protocol):
+    """The data connection as the gateway's: each received piece a new ``bytes``."""
+
+    def __init__(self, client: asyncio.Transport, done: asyncio.Future[int]) -> None:
+        self.client = client
+        self.done = done
+        self.moved = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        client_protocol = self.client.get_protocol()
+        assert isinstance(client_protocol, _ClientSide)
+        client_protocol.source = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.moved += len(data)
+        self.client.write(data)
+
+    def eof_received(self) -> bool:
+        if not self.done.done():
+            self.done.set_result(self.moved)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(self.moved)
+
+
+class _Pooled(asyncio.BufferedProtocol):
+    """The data connection read into pooled buffers, each handed to the client's transport.
+
+    A buffer goes back to the pool once the transport holds nothing more
+    (``get_write_buffer_size() == 0``): until then it may keep a reference.
+    """
+
+    def __init__(self, client: asyncio.Transport, done: asyncio.Future[int]) -> None:
+        self.client = client
+        self.done = done
+        self.moved = 0
+        self.free = [bytearray(BUFFER) for _ in range(4)]
+        self.lent: list[bytearray] = []
+        self.current = self.free.pop()
+
+    connection_made = _Copying.connection_made
+    eof_received = _Copying.eof_received
+    connection_lost = _Copying.connection_lost
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.client.get_write_buffer_size() == 0:
+            self.free += self.lent
+            self.lent.clear()
+        return memoryview(self.current)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.moved += nbytes
+        self.client.write(memoryview(self.current)[:nbytes])
+        if self.client.get_write_buffer_size():
+            self.lent.append(self.current)
+            self.current = self.free.pop() if self.free else bytearray(BUFFER)
+
+
+class _ClientSide(asyncio.Protocol):
+    """The HTTP client's connection: its flow control pauses the data connection."""
+
+    source: asyncio.ReadTransport | None = None
+
+    def pause_writing(self) -> None:
+        if self.source is not None:
+            self.source.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.source is not None:
+            self.source.resume_reading()
+
+
+async def relay_uvloop(data: socket.socket, client: socket.socket, pooled: bool) -> int:
+    loop = asyncio.get_running_loop()
+    client_transport, _ = await loop.connect_accepted_socket(_ClientSide, client)
+    client_transport.set_write_buffer_limits(high=1024 * 1024)
+    done: asyncio.Future[int] = loop.create_future()
+    kind = _Pooled if pooled else _Copying
+    await loop.connect_accepted_socket(lambda: kind(client_transport, done), data)  # type: ignore[arg-type]
+    moved = await done
+    while client_transport.get_write_buffer_size():
+        await asyncio.sleep(0.001)
+    client_transport.close()
+    return moved
+
+
+def serve(mode: str, host: str, port: int, listener: socket.socket) -> None:
+    """Answer each HTTP GET of a server path with that file relayed from the FTP server."""
+    if mode.startswith("uvloop"):
+        import uvloop
+
+        uvloop.install()
+    while True:
+        client, _ = listener.accept()
+        with client:
+            try:
+                path = _request_path(client)
+            except ConnectionError:
+                continue  # the start-up probe
+            control, data, buffered, size = _open_retr(host, port, path)
+            client.sendall(_headers(size))
+            if mode == "recv":
+                moved = relay_recv(data, client)
+            elif mode == "splice":
+                moved = relay_splice(data, client)
+            else:
+                moved = asyncio.run(relay_uvloop(data, client, mode == "uvloop-buf"))
+            data.close()
+            _reply(control, buffered)  # 226
+            control.sendall(b"QUIT\r\n")
+            control.close()
+            assert moved == size, f"relayed {moved} of {size} bytes"
+
+
+def start_relay(
+    mode: str, host: str, port: int, buffer: int
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A relay process of ``mode`` in front of the FTP server; (process, its HTTP port)."""
+    listen = free_port()
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--buffer", str(buffer), "--serve", mode, host, str(port)]
+        + [str(listen)]
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", listen), timeout=1).close()
+            return process, listen
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"the {mode} relay did not start")
+
+
+# -- the rounds -------------------------------------------------------------------
+
+
+@dataclass
+class Samples:
+    speeds: list[float] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    server: list[float] = field(default_factory=list)
+    curl: list[float] = field(default_factory=list)
+
+
+def curl_get(url: str, *options: str) -> int:
+    """Download ``url`` with curl into nothing; the bytes it received."""
+    output = subprocess.run(
+        ["curl", "-sS", "--fail", *options, "-o", "/dev/null", "-w", "%{size_download}", url],
+        check=True,
+        capture_output=True,
+    ).stdout
+    return int(output)
+
+
+def measured(
+    run: Callable[[], int], server_pid: int, process_pid: int | None
+) -> tuple[float, float, float, float, int]:
+    """(seconds, relay CPU s, server CPU s, curl CPU s, bytes) of one transfer."""
+    before = cpu_seconds(process_pid) if process_pid else time.process_time()
+    curl_before = children_cpu()
+    server = TreeCpu(server_pid)
+    with server:
+        started = time.perf_counter()
+        moved = run()
+        seconds = time.perf_counter() - started
+    after = cpu_seconds(process_pid) if process_pid else time.process_time() - server.overhead
+    return seconds, after - before, server.seconds, children_cpu() - curl_before, moved
+
+
+def gateway_way(
+    stack: ExitStack,
+    server: FtpServer,
+    name: str,
+    patches: dict[str, object],
+    wrapper: list[str] | None = None,
+) -> tuple[Callable[[], int], int]:
+    """A ``hostgate serve`` (module attributes patched) with a connection to ``server``:
+    (a download of ``name`` through it with curl, the gateway's pid)."""
+    hostgate = stack.enter_context(
+        hostgate_server(patches=patches, wrapper=wrapper, start_timeout=900 if wrapper else 60)
+    )
+    gateway = Gateway.setup(hostgate.url, hostgate.pid)
+    connection = gateway.connection(
+        {"name": "ceiling", "protocol": "ftp", "host": server.host, "port": server.port}
+    )
+    gateway_list(gateway, "ftp", connection, "/pub")
+    url = f"{gateway.url}/api/v1/ftp/{connection}/download?path={name}"
+    authorization = gateway.headers["Authorization"]
+    return lambda: curl_get(url, "-H", f"Authorization: {authorization}"), hostgate.pid
+
+
+def count_instructions(
+    server: FtpServer,
+    name: str,
+    variants: dict[str, dict[str, object]],
+    work: Path,
+    keep: Path | None = None,
+) -> dict[str, tuple[int, int]]:
+    """User-space instructions of each gateway during one download (callgrind): (all, copies).
+
+    Each gateway runs under ``valgrind --tool=callgrind`` with instrumentation
+    off; after a warm-up download it is switched on (``callgrind_control -i on``)
+    for one more download and the counts dumped. valgrind makes the gateway the
+    slowest part by far, so this is the regime where the gateway is the
+    bottleneck; the kernel's copies and TCP work are not instructions it counts.
+    ``memcpy``/``memmove`` are counted apart: valgrind counts a ``rep movsb``
+    (glibc's copy up to a few MiB) as one instruction per byte, a larger copy's
+    vector loop as one per 32 bytes, so their count says how many bytes were
+    copied rather than how long it took.
+    ``keep``: a directory for each gateway's per-function summary (callgrind_annotate).
+    """
+    counts: dict[str, tuple[int, int]] = {}
+    for label, patches in variants.items():
+        out = work / f"callgrind-{label or 'current'}.out"
+        wrapper = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+        wrapper.append(f"--callgrind-out-file={out}")
+        with ExitStack() as stack:
+            run, pid = gateway_way(stack, server, name, patches, wrapper)
+            run()
+            subprocess.run(
+                ["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True
+            )
+            run()
+            for command in (["-i", "off"], ["-d"]):
+                subprocess.run(
+                    ["callgrind_control", *command, str(pid)], check=True, capture_output=True
+                )
+        # the counted dump: the one of the largest total
+        totals = {
+            dump: int(match.group(1))
+            for dump in work.glob(f"{out.name}*")
+            if (match := re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.M))
+        }
+        dump = max(totals, key=totals.__getitem__)
+        summary = subprocess.run(
+            ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(dump)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        copies = sum(
+            int(line.split()[0].replace(",", ""))
+            for line in summary.splitlines()
+            if re.search(r":__mem(cpy|move)_", line) and line.split()[0][0].isdigit()
+        )
+        counts[label or "current"] = (totals[dump], copies)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            text = "\n".join(summary.splitlines()[:60])
+            (keep / f"callgrind-{label or 'current'}.txt").write_text(text + "\n")
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=512, help="file size in MiB")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", default=",".join(WAYS), help=f"a subset of {WAYS}")
+    parser.add_argument(
+        "--variant",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "PATCHES"),
+        help="one more gateway, gateway-NAME, with module attributes patched (as file_rounds.py)",
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each gateway's user-space instructions for one download with callgrind",
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="with --instructions: per-function summaries into DIR"
+    )
+    parser.add_argument("--buffer", type=int, default=256, help="the relays' buffer in KiB")
+    parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    global BUFFER
+    BUFFER = args.buffer * 1024
+    if args.serve:
+        mode, host, port, listen = args.serve
+        listener = socket.create_server(("127.0.0.1", int(listen)))
+        serve(mode, host, int(port), listener)
+        return
+
+    import aioftp
+
+    from testsupport.ftpd import start_vsftpd
+    from testsupport.peers import stop
+
+    variants = dict(parse_variant(n, spec) for n, spec in args.variant)
+    ways = [w for w in args.variants.split(",") if w] + [f"gateway-{n}" for n in variants]
+    size = max(1, args.size * MIB // BLOCK) * BLOCK
+    base = Path(tempfile.mkdtemp(prefix="hg-bench-ceiling-"))
+    started_load = os.getloadavg()
+    samples: dict[str, Samples] = {way: Samples() for way in ways}
+    try:
+        with ExitStack() as stack:
+            server, process = start_vsftpd(base)
+            stack.callback(stop, process)
+            name = f"/pub/ceiling-{uuid.uuid4().hex[:6]}.bin"
+            block = os.urandom(BLOCK)
+            with server.local(name).open("wb") as handle:
+                for _ in range(size // BLOCK):
+                    handle.write(block)
+            server.local(name).chmod(0o644)
+            if args.instructions:
+                counts = count_instructions(server, name, {"": {}, **variants}, base, args.profile)
+                print(f"file {size // MIB} MiB, load average {os.getloadavg()[0]:.1f}")
+                print(f"{'gateway':<12} {'all':>8} {'memcpy':>8} {'other':>8}  M instructions/MiB")
+                for label, (count, copies) in counts.items():
+                    per = [value / (size / MIB) / 1e6 for value in (count, copies, count - copies)]
+                    print(f"{label:<12} {per[0]:>8.3f} {per[1]:>8.3f} {per[2]:>8.3f}")
+                return
+
+            async def aioftp_download() -> int:
+                moved = 0
+                async with (
+                    aioftp.Client.context(server.host, server.port) as client,
+                    client.download_stream(name) as stream,
+                ):
+                    async for chunk in stream.iter_by_block(BLOCK):
+                        moved += len(chunk)
+                return moved
+
+            runs: dict[str, tuple[Callable[[], int], int | None]] = {
+                "direct": (lambda: asyncio.run(aioftp_download()), None),
+                "curl-ftp": (lambda: curl_get(f"ftp://{server.host}:{server.port}{name}"), None),
+            }
+            for mode in RELAYS:
+                if mode in ways:
+                    relay, listen = start_relay(mode, server.host, server.port, BUFFER // 1024)
+                    stack.callback(relay.kill)
+                    url = f"http://127.0.0.1:{listen}{name}"
+                    runs[mode] = (lambda url=url: curl_get(url), relay.pid)
+            for way in ways:
+                if way == "gateway" or way.startswith("gateway-"):
+                    patches = variants[way.partition("-")[2]] if "-" in way else {}
+                    runs[way] = gateway_way(stack, server, name, patches)
+            for way in ways:  # warm-up: pools, page cache, imports
+                runs[way][0]()
+            for index in range(args.rounds):
+                order = ways[index % len(ways) :] + ways[: index % len(ways)]
+                speeds: dict[str, float] = {}
+                for way in order:
+                    run, pid = runs[way]
+                    seconds, cpu, server_cpu, curl_cpu, moved = measured(run, process.pid, pid)
+                    assert moved == size, f"{way}: {moved} of {size} bytes"
+                    mine = samples[way]
+                    speeds[way] = moved / 1e6 / seconds
+                    mine.speeds.append(speeds[way])
+                    mine.cpu.append((curl_cpu if way == "curl-ftp" else cpu) * GIB / moved)
+                    mine.server.append(server_cpu * GIB / moved)
+                    mine.curl.append(curl_cpu * GIB / moved)
+                if "direct" in speeds:
+                    for way, speed in speeds.items():
+                        samples[way].ratios.append(speed / speeds["direct"])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    load = os.getloadavg()
+    print(
+        f"file {size // MIB} MiB, {args.rounds} rounds, load average {started_load[0]:.1f}"
+        f" at the start, {load[0]:.1f} / {load[1]:.1f} at the end"
+    )
+    print(f"{'way':<12} {'MB/s':>9} {'ratio':>7} {'CPU s/GiB':>9} {'vsftpd':>8} {'curl':>8}")
+    for way in ways:
+        mine = samples[way]
+        ratio = f"{median(mine.ratios):>6.2f}x" if mine.ratios else f"{'':>7}"
+        print(
+            f"{way:<12} {median(mine.speeds):>9,.1f} {ratio} {median(mine.cpu):>9.2f}"
+            f" {median(mine.server):>8.2f} {median(mine.curl):>8.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
