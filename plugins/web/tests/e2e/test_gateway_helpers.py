@@ -1,14 +1,18 @@
-"""The e2e ``Gateway`` helper: its API calls share one HTTP client, closed when it stops."""
+"""The e2e helpers: the ``Gateway``'s API calls share one HTTP client, closed when it
+stops; consecutive e2e tests share one Chromium."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from hostgate.testing import start_receiver
 
-from .conftest import Gateway
+from .conftest import CHROMIUM_SHARED, Gateway
+
+SEEN: list[Any] = []
 
 
 def test_api_calls_share_one_client_until_the_gateway_stops(
@@ -39,3 +43,18 @@ def test_api_calls_share_one_client_until_the_gateway_stops(
         gateway.stop()
     finally:
         running.stop()
+
+
+def test_a_test_gets_the_running_chromium(browser: Any) -> None:
+    assert browser is CHROMIUM_SHARED.instance and browser.is_connected()
+    SEEN.append(browser)
+
+
+def test_the_next_test_gets_the_same_one(browser: Any) -> None:
+    """Run after the test above (file order): not closed and launched again in between."""
+    assert len(SEEN) == 1 and SEEN[0] is browser and browser.is_connected()
+    context = browser.new_context()  # each test's own profile, as the ``context`` fixture
+    try:
+        assert context.pages == [] and context.cookies() == []
+    finally:
+        context.close()
