@@ -9,17 +9,22 @@ survivor then runs the retries.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+from hostgate.testing import HttpReceiver, start_receiver
 from redis import Redis
 
 from testsupport.gateway import GatewayProcess, write_test_config
+from testsupport.postgres import create_database
 from testsupport.receivers import http_receiver  # noqa: F401
+from testsupport.redisd import RedisServer, started_redis
 
 API = "/api/v1"
 LEASE_KEY = "hostgate:lease:housekeeping"
@@ -51,18 +56,43 @@ def eager_config(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def nodes(tmp_path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
+@dataclass
+class Pair:
+    """Two nodes, their Redis, the webhook receiver and the admin's headers (``setup``)."""
+
+    nodes: tuple[GatewayProcess, ...]
+    redis: RedisServer
+    receiver: HttpReceiver
+    headers: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory, postgres_server) -> Iterator[Pair]:
+    """One pair for the module's tests with the usual config (starting two nodes is most
+    of such a test's time). Each test counts only what it made (log entries, requests);
+    the test that kills a node leaves the pair running again."""
+    tmp_path = tmp_path_factory.mktemp("once-only")
     config = node_config(tmp_path / "nodes.toml")
-    yield from two_nodes(tmp_path, postgres_url, redis_server, config)
+    running = start_receiver()
+    try:
+        with (
+            started_redis() as redis_server,
+            two_nodes(tmp_path, create_database(postgres_server), redis_server, config) as nodes,
+        ):
+            headers = setup(nodes[0], running.receiver)
+            yield Pair(nodes, redis_server, running.receiver, headers)
+    finally:
+        running.stop()
 
 
 @pytest.fixture
 def eager_nodes(tmp_path, postgres_url, redis_server) -> Iterator[tuple[GatewayProcess, ...]]:
     config = eager_config(tmp_path / "nodes.toml")
-    yield from two_nodes(tmp_path, postgres_url, redis_server, config)
+    with two_nodes(tmp_path, postgres_url, redis_server, config) as nodes:
+        yield nodes
 
 
+@contextlib.contextmanager
 def two_nodes(
     tmp_path: Path, postgres_url: str, redis_server, config: Path
 ) -> Iterator[tuple[GatewayProcess, ...]]:
@@ -170,47 +200,41 @@ async def failed_then_retried_once(node, other, headers, receiver, username) -> 
     assert all(username in r.body.decode() for r in receiver.received("/hook")[before:])
 
 
-async def test_a_rule_notifies_once_per_event_and_retries_once_with_two_nodes(
-    nodes,
-    redis_server,
-    http_receiver,  # noqa: F811
-):
-    holder = holder_of_lease(redis_server.url, nodes)
+async def test_a_rule_notifies_once_per_event_and_retries_once_with_two_nodes(pair):
+    nodes, headers, receiver = pair.nodes, pair.headers, pair.receiver
+    holder = holder_of_lease(pair.redis.url, nodes)
     other = next(n for n in nodes if n is not holder)
-    headers = setup(nodes[0], http_receiver)
+    seen = {e["id"] for e in all_entries(nodes[0], headers)}
+    before = len(receiver.received("/hook"))
     # events on each node: one delivery per event, each to the receiver once
     create_user(nodes[0], headers, "alice")
     create_user(nodes[1], headers, "bob")
-    entries = await new_entries(nodes[1], headers, set(), 2)
+    entries = await new_entries(nodes[1], headers, seen, 2)
     await asyncio.sleep(FEW_TURNS)  # and no node sends any of them again
-    entries = all_entries(nodes[0], headers)
+    entries = [e for e in all_entries(nodes[0], headers) if e["id"] not in seen]
     assert sorted((e["attempt"], e["status"]) for e in entries) == [(1, "sent"), (1, "sent")]
-    bodies = [r.body.decode() for r in http_receiver.received("/hook")]
+    bodies = [r.body.decode() for r in receiver.received("/hook")[before:]]
     assert len(bodies) == 2
     assert sum("alice" in b for b in bodies) == 1 and sum("bob" in b for b in bodies) == 1
     # a failed first attempt on the node without the lease: the holder retries, once
-    await failed_then_retried_once(other, holder, headers, http_receiver, "carol")
+    await failed_then_retried_once(other, holder, headers, receiver, "carol")
     # and on the holder itself
-    await failed_then_retried_once(holder, other, headers, http_receiver, "dave")
+    await failed_then_retried_once(holder, other, headers, receiver, "dave")
 
 
-async def test_the_lease_moves_to_the_other_node_when_its_holder_is_killed(
-    nodes,
-    redis_server,
-    http_receiver,  # noqa: F811
-):
-    headers = setup(nodes[0], http_receiver)
-    holder = holder_of_lease(redis_server.url, nodes)
+async def test_the_lease_moves_to_the_other_node_when_its_holder_is_killed(pair):
+    nodes, redis_url = pair.nodes, pair.redis.url
+    holder = holder_of_lease(redis_url, nodes)
     survivor = next(n for n in nodes if n is not holder)
     holder.kill()  # SIGKILL: it never hands the lease back
-    took = holder_of_lease(redis_server.url, (survivor,))
+    took = holder_of_lease(redis_url, (survivor,))
     assert took is survivor
     # the survivor now runs the retries
-    await failed_then_retried_once(survivor, survivor, headers, http_receiver, "erin")
+    await failed_then_retried_once(survivor, survivor, pair.headers, pair.receiver, "erin")
     # the killed node comes back and does not take the lease from the survivor
     holder.start()
     await asyncio.sleep(LEASE_SECONDS)
-    assert holder_of_lease(redis_server.url, nodes) is survivor
+    assert holder_of_lease(redis_url, nodes) is survivor
 
 
 async def test_a_delivery_in_flight_on_one_node_is_not_sent_again_by_the_lease_holder(

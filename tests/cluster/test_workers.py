@@ -178,11 +178,13 @@ def test_a_logout_on_one_sqlite_worker_is_seen_by_the_other(tmp_path, redis_serv
         with httpx.Client(base_url=node.url, timeout=30) as http:
             out = http.post(f"{API}/auth/logout", headers={"Authorization": f"Bearer {token}"})
             assert out.status_code in (200, 204), out.text
-        for _ in range(20):
-            with httpx.Client(base_url=node.url, timeout=30) as http:
+        # each request on a new connection (so both workers answer), from one client
+        no_keepalive = httpx.Limits(max_keepalive_connections=0)
+        with httpx.Client(base_url=node.url, timeout=30, limits=no_keepalive) as http:
+            for _ in range(20):
                 response = http.get(f"{API}/auth/me", headers={"Authorization": f"Bearer {token}"})
-            assert response.status_code == 401, response.text
-            assert response.json()["code"] == "session_revoked"
+                assert response.status_code == 401, response.text
+                assert response.json()["code"] == "session_revoked"
     finally:
         node.stop()
     assert node.unhandled() == [], node.log()[-3000:]

@@ -1,0 +1,38 @@
+"""``scripts/dev.py test``: the pytest run lists the slowest tests in every log."""
+
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dev_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("dev_script", ROOT / "scripts" / "dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(command: list[str], cwd: Path) -> str:
+    """Run a pytest command line in ``cwd`` (pytest's own plugins only: a second each
+    instead of the installed ones' 3 s of CPU); its output."""
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_the_test_command_reports_the_40_slowest_tests_unless_told_otherwise(tmp_path):
+    dev = dev_script()
+    (tmp_path / "test_two.py").write_text(
+        "def test_one():\n    pass\n\n\ndef test_two():\n    pass\n"
+    )
+    command = dev.pytest_command(["-q", "-p", "no:cacheprovider", "test_two.py"])
+    assert command[-4:] == ["-q", "-p", "no:cacheprovider", "test_two.py"]
+    assert "slowest 40 durations" in run(command, tmp_path)
+    # a --durations of the caller's comes later on the line and wins
+    assert "slowest 1 durations" in run(dev.pytest_command(["-q", "--durations=1"]), tmp_path)
