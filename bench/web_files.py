@@ -28,7 +28,8 @@ request's shape measured in the same rounds.
 Each round runs every transfer once, the order of the clients rotating from
 round to round so that a change in machine load favours none. Per transfer:
 MB/s, and CPU seconds per GiB of the gateway (its process and children), of
-sshd's tree, of Chromium's process tree, of curl and of the plain server
+sshd's tree, of Chromium's process tree (its renderers' share apart: the
+page's own work), of curl and of the plain server
 (``/proc`` readings, steady under load where MB/s is not). Printed are the
 medians over the rounds and the median per-round ratios: Chromium / curl
 through the gateway (goal >= 0.9x), and, with ``--plain``, Chromium through
@@ -37,8 +38,8 @@ gateway treats Chromium's transfer worse than curl's). The gateway's RSS
 growth during each transfer is the largest seen. No assertions: figures only.
 
 ``--strace DIR`` runs one more transfer of each kind with ``strace -c -f``
-attached to the gateway and keeps the summaries in DIR: the syscalls per GiB,
-and the bytes per socket read the gateway receives from each client.
+attached to the gateway and to Chromium's process tree and keeps the summaries
+in DIR: the syscalls per GiB, and the bytes per read and per write of each.
 """
 
 from __future__ import annotations
