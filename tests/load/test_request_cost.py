@@ -19,6 +19,7 @@ Regressions of two fixes found by profiling the API benchmark:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -326,21 +327,18 @@ async def test_default_headers_are_added_once_and_a_views_own_values_win(client:
 async def test_each_request_series_is_looked_up_once(
     client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    looked_up: list[tuple[str, ...]] = []
-    original = kernel.metrics.requests.labels
+    looked_up: list[tuple[str, str | None, int]] = []
+    original = kernel.metrics._new_series
 
-    def labels(*values: str) -> Any:
-        looked_up.append(values)
-        return original(*values)
+    def new_series(method: str, route: str | None, status: int) -> Any:
+        looked_up.append((method, route, status))
+        return original(method, route, status)
 
-    monkeypatch.setattr(kernel.metrics.requests, "labels", labels)
+    monkeypatch.setattr(kernel.metrics, "_new_series", new_series)
     for _ in range(5):
         await client.get("/api/v1/auth/me", headers=admin.headers)
     await client.get("/api/v1/auth/me")  # a 401: another series
-    assert looked_up == [
-        ("GET", "/api/v1/auth/me", "200"),
-        ("GET", "/api/v1/auth/me", "401"),
-    ]
+    assert looked_up == [("GET", "/api/v1/auth/me", 200), ("GET", "/api/v1/auth/me", 401)]
     figures = kernel.metrics.render().decode()
     assert (
         'hostgate_http_requests_total{method="GET",route="/api/v1/auth/me",status="200"} 5.0'
@@ -350,6 +348,96 @@ async def test_each_request_series_is_looked_up_once(
         'hostgate_http_requests_total{method="GET",route="/api/v1/auth/me",status="401"} 1.0'
         in figures
     )
+
+
+REQUESTS_SEEN = [
+    ("GET", "/api/v1/auth/me", 200, 0.0012),
+    ("GET", "/api/v1/auth/me", 200, 0.005),  # on a bucket's bound: that bucket
+    ("GET", "/api/v1/auth/me", 401, 0.0),
+    ("POST", "/api/v1/connections", 201, 0.3),
+    ("GET", None, 404, 0.07),
+    ("GET", "/api/v1/auth/me", 200, 12.5),  # above the last finite bound: +Inf only
+    ("GET", "/api/v1/connections", 200, 1.0),
+    ("GET", None, 405, 2.5000001),
+    ("POST", "/api/v1/connections", 201, 0.0251),
+]
+
+
+def test_the_request_figures_read_as_prometheus_clients_own_did(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The exposition text of the plain-Python counts is byte for byte what
+    prometheus_client's ``Counter`` and ``Histogram`` wrote for the same requests."""
+    import time
+
+    from hostgate.metrics import UNMATCHED_ROUTE, Metrics
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    monkeypatch.setattr(time, "time", lambda: 1764300000.25)  # the _created samples
+    reference = CollectorRegistry(auto_describe=True)
+    requests = Counter(
+        "hostgate_http_requests",
+        "HTTP requests by method, route template and status",
+        ["method", "route", "status"],
+        registry=reference,
+    )
+    latency = Histogram(
+        "hostgate_http_request_duration_seconds",
+        "Time to the response head, by method and route template",
+        ["method", "route"],
+        registry=reference,
+    )
+    metrics = Metrics(live=NoLiveSessions(), relays=list)  # type: ignore[arg-type]
+    empty = metrics.render().decode()
+    reference_empty = generate_latest(reference).decode()
+    assert reference_empty and empty.startswith(reference_empty)
+    for method, route, status, seconds in REQUESTS_SEEN:
+        metrics.observe_request(method, route, status, seconds)
+        label = route or UNMATCHED_ROUTE
+        requests.labels(method, label, str(status)).inc()
+        latency.labels(method, label).observe(seconds)
+    expected = generate_latest(reference).decode()
+    rendered = metrics.render().decode()
+    assert rendered.startswith(expected)
+    assert "hostgate_http_request" not in rendered[len(expected) :]  # the other families
+    assert 'le="+Inf"' in expected and "_created" in expected and "_sum" in expected
+
+
+class NoLiveSessions:
+    def all(self) -> list[object]:
+        return []
+
+
+async def test_a_request_costs_prometheus_client_no_call(
+    client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No counter or histogram value of prometheus_client is touched per request
+    (its ``inc`` and ``observe`` took a lock and a value object per bucket)."""
+    from prometheus_client import values
+
+    await warm(client, admin)
+    touched: list[float] = []
+    value_class = values.ValueClass
+    original = value_class.inc
+
+    def inc(self: Any, amount: float) -> None:
+        touched.append(amount)
+        original(self, amount)
+
+    monkeypatch.setattr(value_class, "inc", inc)
+    for _ in range(3):
+        assert (await client.get("/api/v1/auth/me", headers=admin.headers)).status_code == 200
+    assert touched == []
+    kernel.metrics.recording_written("asciicast")  # the rare figures still go through it
+    assert touched == [1]
+    figures = kernel.metrics.render().decode()
+    counted = re.search(
+        r'^hostgate_http_request_duration_seconds_count\{method="GET",route="/api/v1/auth/me"\} '
+        r"(\S+)$",
+        figures,
+        re.M,
+    )
+    assert counted is not None and float(counted.group(1)) >= 5  # warm's two and these three
 
 
 async def test_a_disabled_access_log_builds_no_line(
@@ -432,20 +520,20 @@ async def test_one_after_request_hook_logs_counts_and_adds_the_headers(
     assert len(app.after_request_funcs[None]) == 1
     caplog.set_level(logging.INFO, logger="hostgate.access")
     observed: list[tuple[str, str | None, int]] = []
-    original = kernel.metrics.requests.labels
+    original = kernel.metrics._new_series
 
-    def labels(method: str, route: str, status: str) -> Any:
+    def new_series(method: str, route: str, status: int) -> Any:
         lines = [r.getMessage() for r in caplog.records if r.name == "hostgate.access"]
-        observed.append((method, route, int(status)))
+        observed.append((method, route, status))
         assert lines and lines[-1].startswith(f"{method} {route} {status} ")  # logged first
         return original(method, route, status)
 
-    kernel.metrics.requests.labels = labels
+    kernel.metrics._new_series = new_series
     try:
         denied = await client.get("/api/v1/auth/me", headers={"X-Request-Id": "mine"})
         allowed = await client.get("/api/v1/auth/me", headers=admin.headers)
     finally:
-        del kernel.metrics.requests.labels
+        del kernel.metrics._new_series
     assert observed == [("GET", "/api/v1/auth/me", 401), ("GET", "/api/v1/auth/me", 200)]
     for response in (denied, allowed):
         assert response.headers.getlist("Cache-Control") == ["no-store"]
