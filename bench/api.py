@@ -670,8 +670,8 @@ async def keep_alive_gets(port: int, path: str, token: str | None, requests: int
     )
 
 
-def _callgrind_total(out: Path, before: set[Path]) -> int:
-    """The instruction total of the dump ``callgrind_control -d`` just wrote."""
+def _callgrind_total(out: Path, before: set[Path]) -> tuple[Path, int]:
+    """The dump ``callgrind_control -d`` just wrote, and its instruction total."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         made = set(out.parent.glob(f"{out.name}.*")) - before
@@ -679,13 +679,16 @@ def _callgrind_total(out: Path, before: set[Path]) -> int:
             text = dump.read_text(errors="replace")
             total = re.search(r"^totals: (\d+)", text, re.M)
             if total:
-                return int(total.group(1))
+                return dump, int(total.group(1))
         time.sleep(0.5)
     raise RuntimeError(f"no callgrind dump beside {out}")
 
 
-def count_served(requests: int, variants: dict[str, Any]) -> list[Row]:
-    """Instructions per served request: bare ``/ping``, and each endpoint of each variant."""
+def count_served(requests: int, variants: dict[str, Any], keep: Path | None = None) -> list[Row]:
+    """Instructions per served request: bare ``/ping``, and each endpoint of each variant.
+
+    ``keep``: a directory the callgrind dumps are moved to (for ``callgrind_annotate``).
+    """
     import json as jsonlib
     import tempfile
 
@@ -756,7 +759,11 @@ def count_served(requests: int, variants: dict[str, Any]) -> list[Row]:
                     [*control, "-i", "off", str(process.pid)], check=True, capture_output=True
                 )
                 subprocess.run([*control, "-d", str(process.pid)], check=True, capture_output=True)
-                found[endpoint] = _callgrind_total(out, before) / requests
+                dump, total = _callgrind_total(out, before)
+                found[endpoint] = total / requests
+                if keep is not None:
+                    keep.mkdir(parents=True, exist_ok=True)
+                    shutil.move(dump, keep / f"callgrind.{name.replace(' ', '-')}.{endpoint}")
             counts[name] = found
     shutil.rmtree(work, ignore_errors=True)
     bare = counts["bare"]["bare"]
@@ -796,6 +803,9 @@ def main() -> None:
         metavar="NAME=JSON",
         help="with --served: another gateway with module attributes replaced",
     )
+    parser.add_argument(
+        "--keep", type=Path, help="with --served: keep the callgrind dumps in this directory"
+    )
     parser.add_argument("--serve-inside", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--count-inside", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
@@ -811,7 +821,7 @@ def main() -> None:
             name, _, patches = given.partition("=")
             variants[name] = patches[1:] if patches.startswith("@") else jsonlib.loads(patches)
         print(f"load average at the start: {os.getloadavg()}")
-        print_table(count_served(args.served, variants))
+        print_table(count_served(args.served, variants, args.keep))
         print(f"load average at the end: {os.getloadavg()}")
         return
     if args.count_inside:
