@@ -783,3 +783,51 @@ async def test_a_streamed_answer_to_a_bodiless_get_ends_when_the_client_leaves(
     assert sent[0]["status"] == 200
     assert [m.get("body") for m in sent[1:]] == [b"first"]
     assert made == ["FlowControlledConnection._send_within", QUARTS_TWO[0]]
+
+
+@contextmanager
+def counted_proxy_lookups() -> Iterator[list[str]]:
+    """Each lookup through Quart's ``request``, ``g`` and ``current_app`` proxies."""
+    import quart.globals
+
+    looked_up: list[str] = []
+    proxies = {name: getattr(quart.globals, name) for name in ("request", "g", "current_app")}
+    originals = {
+        name: object.__getattribute__(proxy, "_get_current_object")
+        for name, proxy in proxies.items()
+    }
+    for name, proxy in proxies.items():
+
+        def lookup(name: str = name) -> Any:
+            looked_up.append(name)
+            return originals[name]()
+
+        object.__setattr__(proxy, "_get_current_object", lookup)
+    try:
+        yield looked_up
+    finally:
+        for name, proxy in proxies.items():
+            object.__setattr__(proxy, "_get_current_object", originals[name])
+
+
+async def test_the_kernel_adds_no_context_proxy_lookup_to_a_cached_get(
+    client: Any, admin: Any
+) -> None:
+    """The kernel's hooks, guard and cached views read the request, ``g`` and the app from
+    Quart's context variables, not through a proxy each time: a cached ``/auth/me`` or
+    ``/connections`` makes the proxy lookups bare Quart's own request handling makes."""
+    bare = Quart("bare")
+
+    @bare.get("/ping")
+    async def ping() -> dict[str, bool]:
+        return {"ok": True}
+
+    bare_client = bare.test_client()
+    await bare_client.get("/ping")
+    await warm(client, admin)
+    with counted_proxy_lookups() as by_quart:
+        assert (await bare_client.get("/ping")).status_code == 200
+    for path in ("/api/v1/auth/me", "/api/v1/connections"):
+        with counted_proxy_lookups() as looked_up:
+            assert (await client.get(path, headers=admin.headers)).status_code == 200
+        assert sorted(looked_up) == sorted(by_quart), path

@@ -297,9 +297,10 @@ class FlowControlledConnection(ASGIHTTPConnection):
         the client disconnects, which cancels the view. An HTTP/1 request without
         ``Content-Length`` (or with 0) and without ``Transfer-Encoding`` has no
         body (RFC 9112, 6.3): its view runs in this task, the server's, and a
-        finished response is sent from it too; a streamed response is sent as
-        before, beside a reader that cancels it when the client leaves. HTTP/2 and 3 requests carry a body without announcing its length, so
-        they keep Quart's way.
+        finished response is sent from it too. A client that leaves meanwhile no
+        longer cancels the view (its answer goes nowhere); a streamed response is
+        still sent beside a reader that cancels it when the client leaves. HTTP/2
+        and 3 requests carry a body without announcing its length: Quart's way.
         """
         request = self._create_request_from_scope(send)
         if not (INLINE_BODILESS and self.scope["http_version"] in HTTP1 and _bodiless(request)):
