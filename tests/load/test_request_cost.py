@@ -769,6 +769,13 @@ async def test_a_get_that_announces_a_body_still_reads_it_in_quarts_two_tasks(ap
             sent = await asgi_get(app, "/api/v1/body-probe", headers)
         assert made == ["_wrap_awaitable"]  # get_data's own wait_for
         assert sent[1]["body"] == b'{"body":""}\n'
+    # not announced, yet sent (an ASGI client such as Quart's test client): still read,
+    # in this task when it came whole in one message, else in Quart's two tasks
+    for pieces, tasks in (((b"hello",), []), ((b"hel", b"lo"), QUARTS_TWO)):
+        with counted_tasks() as made:
+            sent = await asgi_get(app, "/api/v1/body-probe", body=pieces)
+        assert [name for name in made if name != "_wrap_awaitable"] == tasks
+        assert sent[1]["body"] == b'{"body":"hello"}\n'
 
 
 async def test_a_streamed_answer_to_a_bodiless_get_ends_when_the_client_leaves(

@@ -296,25 +296,41 @@ class FlowControlledConnection(ASGIHTTPConnection):
         messages, and whichever ends first cancels the other: the reader ends when
         the client disconnects, which cancels the view. An HTTP/1 request without
         ``Content-Length`` (or with 0) and without ``Transfer-Encoding`` has no
-        body (RFC 9112, 6.3): its view runs in this task, the server's, and a
-        finished response is sent from it too. A client that leaves meanwhile no
-        longer cancels the view (its answer goes nowhere); a streamed response is
-        still sent beside a reader that cancels it when the client leaves. HTTP/2
-        and 3 requests carry a body without announcing its length: Quart's way.
+        body (RFC 9112, 6.3): its one body message is read here, and when it ends
+        the body (an ASGI client that sends a body without announcing it, such as
+        Quart's test client, sends it whole in that message) the view runs in
+        this task, the server's, and a finished response is sent from it too. A
+        client that leaves meanwhile no longer cancels the view (its answer goes
+        nowhere); a streamed response is still sent beside a reader that cancels
+        it when the client leaves. HTTP/2 and 3 requests carry a body without
+        announcing its length: Quart's way, as is a body in several messages.
         """
         request = self._create_request_from_scope(send)
-        if not (INLINE_BODILESS and self.scope["http_version"] in HTTP1 and _bodiless(request)):
-            receiver = asyncio.ensure_future(self.handle_messages(request, receive))
-            handler = asyncio.ensure_future(self.handle_request(request, send))
-            await _first_of(handler, receiver)
-            return
-        request.body.set_complete()  # nothing will come
+        if INLINE_BODILESS and self.scope["http_version"] in HTTP1 and _bodiless(request):
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client left before its request ended: nobody to answer
+            request.body.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                request.body.set_complete()
+                await self._answer_here(request, receive, send)
+                return
+        receiver = asyncio.ensure_future(self.handle_messages(request, receive))
+        handler = asyncio.ensure_future(self.handle_request(request, send))
+        await _first_of(handler, receiver)
+
+    async def _answer_here(
+        self, request: Request, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        """Answer a request received whole from this task.
+
+        A streamed answer goes beside a reader of the request's messages, so that
+        the client leaving cancels it.
+        """
         response = await self._respond(request)
         timeout = _timeout_of(self.app, response)
         if type(getattr(response, "response", None)) is DataBody:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._send_response(send, response)
+            await self._send_within(send, response, timeout)
             return
         sender = asyncio.ensure_future(self._send_within(send, response, timeout))
         await _first_of(sender, asyncio.ensure_future(self.handle_messages(request, receive)))
