@@ -26,6 +26,17 @@ counts do not depend on the load of the machine (the kernel's clock-driven
 work, periodic tasks and the login session's touch, is stopped in that process:
 how much of it fell into a counted window depended on how long valgrind took);
 with ``--against`` the other checkout's kernel is counted too.
+
+``--served N``: count the instructions of the **served** processes instead: the
+gateway (its app built and served as ``hostgate serve`` does, under hypercorn on
+the configured event loop) and ``bare_app.py``, each under callgrind with the
+instrumentation off; after 300 warm requests of an endpoint it is switched on
+with ``callgrind_control -i on``, N requests go over 8 keep-alive connections,
+then it is switched off and dumped. The kernel's clock-driven work is stopped in
+the served gateway as above. ``--variant NAME='{"module:ATTR": value}'``
+(repeatable) serves another gateway with those module attributes replaced
+(``_patched.py``'s form) in the same run: a lever counted on and off;
+``--variant NAME=@COMMIT`` serves that commit's kernel and packs instead.
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     BENCH_KEY,
     Row,
+    checkout,
     free_port,
     hostgate_server,
     median,
@@ -570,6 +582,201 @@ def count_instructions(requests: int, against: Path | None) -> list[Row]:
     return rows
 
 
+SERVED_WARM = 300
+SERVED_CONNECTIONS = 8
+
+
+def _stop_clock_work(app: Any) -> None:
+    """Stop the kernel's clock-driven work once it has started (see ``quiet_background``).
+
+    Only the tasks the kernel's start-up made are cancelled: the server's own stay.
+    """
+    from hostgate.services.identity import identity
+
+    identity.TOUCH_INTERVAL = timedelta(days=1)
+    before: set[asyncio.Task[Any]] = set()
+
+    async def snapshot() -> None:
+        before.update(asyncio.all_tasks())
+
+    async def stop() -> None:
+        made = [task for task in asyncio.all_tasks() if task not in before]
+        for task in made:
+            task.cancel()
+        await asyncio.gather(*made, return_exceptions=True)
+
+    app.before_serving_funcs.insert(0, snapshot)
+    app.before_serving_funcs.append(stop)
+
+
+def serve_inside(port: int) -> None:
+    """Run under callgrind: the gateway served as ``hostgate serve`` serves it, clock work off."""
+    import json as jsonlib
+
+    from hostgate.app import create_app
+    from hostgate.commands.serve import hypercorn_config, loop_factory, tune_garbage_collector
+    from hostgate.config import load_config
+    from hypercorn.asyncio import serve
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _patched import apply
+
+    apply(jsonlib.loads(os.environ.get("HOSTGATE_BENCH_PATCHES", "{}")))
+    data = Path(os.environ["HG_SERVED_DATA"])
+    config = load_config(
+        config_file=write_test_config(data / "bench.toml"),
+        data_dir=data,
+        encryption_key=BENCH_KEY,
+        log_level="WARNING",
+    )
+    logging.getLogger("hostgate").setLevel(logging.WARNING)
+    app = create_app(config)
+    _stop_clock_work(app)
+    hyper = hypercorn_config(config, bind=f"127.0.0.1:{port}")
+
+    async def main() -> None:
+        tune_garbage_collector()
+        await serve(app, hyper)  # type: ignore[arg-type]
+
+    with asyncio.Runner(loop_factory=loop_factory(config.event_loop)) as runner:
+        runner.run(main())
+
+
+async def keep_alive_gets(port: int, path: str, token: str | None, requests: int) -> None:
+    """``requests`` GETs of ``path`` over ``SERVED_CONNECTIONS`` keep-alive connections."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    if token:
+        lines.append(f"Authorization: Bearer {token}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+    async def connection(count: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            for _ in range(count):
+                writer.write(head)
+                answer = await reader.readuntil(b"\r\n\r\n")
+                status = answer.split(b" ", 2)[1]
+                if status != b"200":
+                    raise RuntimeError(f"{path}: {answer!r}")
+                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer)
+                assert length is not None, answer
+                await reader.readexactly(int(length.group(1)))
+        finally:
+            writer.close()
+
+    share, extra = divmod(requests, SERVED_CONNECTIONS)
+    await asyncio.gather(
+        *(connection(share + (1 if n < extra else 0)) for n in range(SERVED_CONNECTIONS))
+    )
+
+
+def _callgrind_total(out: Path, before: set[Path]) -> tuple[Path, int]:
+    """The dump ``callgrind_control -d`` just wrote, and its instruction total."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        made = set(out.parent.glob(f"{out.name}.*")) - before
+        for dump in made:
+            text = dump.read_text(errors="replace")
+            total = re.search(r"^totals: (\d+)", text, re.M)
+            if total:
+                return dump, int(total.group(1))
+        time.sleep(0.5)
+    raise RuntimeError(f"no callgrind dump beside {out}")
+
+
+def count_served(requests: int, variants: dict[str, Any], keep: Path | None = None) -> list[Row]:
+    """Instructions per served request: bare ``/ping``, and each endpoint of each variant.
+
+    ``keep``: a directory the callgrind dumps are moved to (for ``callgrind_annotate``).
+    """
+    import json as jsonlib
+    import tempfile
+
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        raise SystemExit("--served needs valgrind (callgrind_control)")
+    work = Path(tempfile.mkdtemp(prefix="hg-served-"))
+    counts: dict[str, dict[str, float]] = {}
+    with ExitStack() as stack:
+        processes: dict[str, tuple[subprocess.Popen[bytes], int, Path]] = {}
+        env = {**os.environ, "HOSTGATE_LOG_LEVEL": "WARNING", "PYTHONHASHSEED": "0"}
+        for name, patches in {"bare": {}, **variants}.items():
+            port = free_port()
+            out = work / f"{name}.out"
+            if name == "bare":
+                inside = [str(Path(__file__).parent / "bare_app.py"), str(port)]
+                child_env = env
+            else:
+                data = work / f"data-{name}"
+                data.mkdir()
+                inside = [__file__, "--serve-inside", str(port)]
+                child_env = {**env, "HG_SERVED_DATA": str(data)}
+                if isinstance(patches, str):  # "@commit": that commit's kernel and packs
+                    source = stack.enter_context(checkout(patches))
+                    paths = [source / "kernel" / "src", *sorted((source / "plugins").glob("*/src"))]
+                    child_env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
+                else:
+                    child_env["HOSTGATE_BENCH_PATCHES"] = jsonlib.dumps(patches)
+            process = subprocess.Popen(
+                [
+                    "valgrind",
+                    "--tool=callgrind",
+                    "--instr-atstart=no",
+                    f"--callgrind-out-file={out}",
+                    sys.executable,
+                    *inside,
+                ],
+                env=child_env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            stack.callback(process.wait, 60)
+            stack.callback(process.terminate)
+            processes[name] = (process, port, out)
+        for name, (process, port, out) in processes.items():
+            probe = "/ping" if name == "bare" else "/health"
+            wait_http(f"http://127.0.0.1:{port}{probe}", timeout=600)
+            if name == "bare":
+                targets = {"bare": ("/ping", None)}
+            else:
+                url = f"http://127.0.0.1:{port}"
+                token = sign_up(url)
+                seed_connections(url, token)
+                targets = {
+                    "health": ("/api/v1/health", None),
+                    "me": ("/api/v1/auth/me", token),
+                    "connections": ("/api/v1/connections", token),
+                }
+            found: dict[str, float] = {}
+            for endpoint, (path, auth) in targets.items():
+                asyncio.run(keep_alive_gets(port, path, auth, SERVED_WARM))
+                before = set(work.glob(f"{out.name}.*"))
+                control = ["callgrind_control"]
+                subprocess.run(
+                    [*control, "-i", "on", str(process.pid)], check=True, capture_output=True
+                )
+                asyncio.run(keep_alive_gets(port, path, auth, requests))
+                subprocess.run(
+                    [*control, "-i", "off", str(process.pid)], check=True, capture_output=True
+                )
+                subprocess.run([*control, "-d", str(process.pid)], check=True, capture_output=True)
+                dump, total = _callgrind_total(out, before)
+                found[endpoint] = total / requests
+                if keep is not None:
+                    keep.mkdir(parents=True, exist_ok=True)
+                    shutil.move(dump, keep / f"callgrind.{name.replace(' ', '-')}.{endpoint}")
+            counts[name] = found
+    shutil.rmtree(work, ignore_errors=True)
+    bare = counts["bare"]["bare"]
+    rows = [Row("bare Quart /ping: instructions per served request", bare / 1000, "k")]
+    for name in variants:
+        for endpoint in ("health", "me", "connections"):
+            per = counts[name][endpoint]
+            rows.append(
+                Row(f"{endpoint} ({name}): served", per / 1000, "k", measured_ratio=bare / per)
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=10)
@@ -583,9 +790,40 @@ def main() -> None:
         metavar="N",
         help="count instructions of N requests each with callgrind instead",
     )
+    parser.add_argument(
+        "--served",
+        type=int,
+        metavar="N",
+        help="count instructions of N served requests each (callgrind on the servers)",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="with --served: another gateway with module attributes replaced",
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="with --served: keep the callgrind dumps in this directory"
+    )
+    parser.add_argument("--serve-inside", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--count-inside", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_inside:
+        serve_inside(args.serve_inside)
+        return
+    if args.served:
+        import json as jsonlib
+
+        variants: dict[str, Any] = {"this tree": {}}
+        for given in args.variant:
+            name, _, patches = given.partition("=")
+            variants[name] = patches[1:] if patches.startswith("@") else jsonlib.loads(patches)
+        print(f"load average at the start: {os.getloadavg()}")
+        print_table(count_served(args.served, variants, args.keep))
+        print(f"load average at the end: {os.getloadavg()}")
+        return
     if args.count_inside:
         asyncio.run(count_inside(args.count_inside, args.library))
         return

@@ -19,6 +19,7 @@ Regressions of two fixes found by profiling the API benchmark:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -194,6 +195,34 @@ async def slow_probe() -> Any:
     return response
 
 
+@headers_probe.get("/body-probe")
+@public
+async def body_probe() -> dict[str, Any]:
+    """What body a GET came with (the spec allows one where it is announced)."""
+    from quart import request
+
+    return {"body": (await request.get_data()).decode()}
+
+
+streamed_ended: list[str] = []
+
+
+@headers_probe.get("/stream-probe")
+@public
+async def stream_probe() -> Any:
+    """A streamed body whose second piece never comes (no response timeout of its own)."""
+    import asyncio
+
+    async def pieces() -> Any:
+        try:
+            yield b"first"
+            await asyncio.Event().wait()
+        finally:
+            streamed_ended.append("ended")
+
+    return Response(pieces(), content_type="text/plain")
+
+
 walked: list[str] = []
 outer_probe = Blueprint("outer_probe", __name__)
 inner_probe = Blueprint("inner_probe", __name__, url_prefix="/inner")
@@ -243,16 +272,26 @@ class HeadersPack:
 
 
 async def asgi_get(
-    app: Any, path: str, headers: Sequence[tuple[bytes, bytes]] = ()
+    app: Any,
+    path: str,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+    *,
+    body: Sequence[bytes] = (b"",),
+    http_version: str = "1.1",
+    leave_after_first_piece: bool = False,
 ) -> list[dict[str, Any]]:
-    """The ASGI messages ``app`` sends for a GET of ``path`` (as a server would see them)."""
+    """The ASGI messages ``app`` sends for a GET of ``path`` (as a server would see them).
+
+    ``body``: the request's body messages. ``leave_after_first_piece``: the client
+    disconnects once the first piece of the response body has come.
+    """
     import asyncio
 
     raw, _, query = path.partition("?")
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
-        "http_version": "1.1",
+        "http_version": http_version,
         "method": "GET",
         "scheme": "http",
         "path": raw,
@@ -264,23 +303,53 @@ async def asgi_get(
         "server": ("127.0.0.1", 8080),
         "extensions": {},
     }
-    received = False
+    waiting = [
+        {"type": "http.request", "body": piece, "more_body": n < len(body) - 1}
+        for n, piece in enumerate(body)
+    ]
+    left = asyncio.Event()
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
-        nonlocal received
-        if not received:
-            received = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await asyncio.Event().wait()
+        if waiting:
+            return waiting.pop(0)
+        await left.wait()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
+        if leave_after_first_piece and message["type"] == "http.response.body":
+            left.set()
 
-    async with asyncio.timeout(10):  # in this task: the test counts the tasks a request makes
-        await app(scope, receive, send)
+    # a task of its own per request, in a copy of this context, as the server runs each
+    async with asyncio.timeout(10):
+        await asyncio.ensure_future(app(scope, receive, send))
     return sent
+
+
+@contextmanager
+def counted_tasks() -> Iterator[list[str]]:
+    """The request's tasks the running loop makes inside the block: those of the connection
+    class and of the view's helpers (not the kernel's own background work meanwhile)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    made: list[str] = []
+    factory = loop.get_task_factory()
+
+    def counting(loop: Any, coro: Any, **kwargs: Any) -> Any:
+        name = getattr(coro, "__qualname__", "")
+        if name.startswith(("FlowControlledConnection.", "_wrap_awaitable")):
+            made.append(name)
+        if factory is not None:
+            return factory(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting)
+    try:
+        yield made
+    finally:
+        loop.set_task_factory(factory)
 
 
 async def warm(client: Any, admin: Any) -> None:
@@ -326,21 +395,18 @@ async def test_default_headers_are_added_once_and_a_views_own_values_win(client:
 async def test_each_request_series_is_looked_up_once(
     client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    looked_up: list[tuple[str, ...]] = []
-    original = kernel.metrics.requests.labels
+    looked_up: list[tuple[str, str | None, int]] = []
+    original = kernel.metrics._new_series
 
-    def labels(*values: str) -> Any:
-        looked_up.append(values)
-        return original(*values)
+    def new_series(method: str, route: str | None, status: int) -> Any:
+        looked_up.append((method, route, status))
+        return original(method, route, status)
 
-    monkeypatch.setattr(kernel.metrics.requests, "labels", labels)
+    monkeypatch.setattr(kernel.metrics, "_new_series", new_series)
     for _ in range(5):
         await client.get("/api/v1/auth/me", headers=admin.headers)
     await client.get("/api/v1/auth/me")  # a 401: another series
-    assert looked_up == [
-        ("GET", "/api/v1/auth/me", "200"),
-        ("GET", "/api/v1/auth/me", "401"),
-    ]
+    assert looked_up == [("GET", "/api/v1/auth/me", 200), ("GET", "/api/v1/auth/me", 401)]
     figures = kernel.metrics.render().decode()
     assert (
         'hostgate_http_requests_total{method="GET",route="/api/v1/auth/me",status="200"} 5.0'
@@ -350,6 +416,96 @@ async def test_each_request_series_is_looked_up_once(
         'hostgate_http_requests_total{method="GET",route="/api/v1/auth/me",status="401"} 1.0'
         in figures
     )
+
+
+REQUESTS_SEEN = [
+    ("GET", "/api/v1/auth/me", 200, 0.0012),
+    ("GET", "/api/v1/auth/me", 200, 0.005),  # on a bucket's bound: that bucket
+    ("GET", "/api/v1/auth/me", 401, 0.0),
+    ("POST", "/api/v1/connections", 201, 0.3),
+    ("GET", None, 404, 0.07),
+    ("GET", "/api/v1/auth/me", 200, 12.5),  # above the last finite bound: +Inf only
+    ("GET", "/api/v1/connections", 200, 1.0),
+    ("GET", None, 405, 2.5000001),
+    ("POST", "/api/v1/connections", 201, 0.0251),
+]
+
+
+def test_the_request_figures_read_as_prometheus_clients_own_did(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The exposition text of the plain-Python counts is byte for byte what
+    prometheus_client's ``Counter`` and ``Histogram`` wrote for the same requests."""
+    import time
+
+    from hostgate.metrics import UNMATCHED_ROUTE, Metrics
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    monkeypatch.setattr(time, "time", lambda: 1764300000.25)  # the _created samples
+    reference = CollectorRegistry(auto_describe=True)
+    requests = Counter(
+        "hostgate_http_requests",
+        "HTTP requests by method, route template and status",
+        ["method", "route", "status"],
+        registry=reference,
+    )
+    latency = Histogram(
+        "hostgate_http_request_duration_seconds",
+        "Time to the response head, by method and route template",
+        ["method", "route"],
+        registry=reference,
+    )
+    metrics = Metrics(live=NoLiveSessions(), relays=list)  # type: ignore[arg-type]
+    empty = metrics.render().decode()
+    reference_empty = generate_latest(reference).decode()
+    assert reference_empty and empty.startswith(reference_empty)
+    for method, route, status, seconds in REQUESTS_SEEN:
+        metrics.observe_request(method, route, status, seconds)
+        label = route or UNMATCHED_ROUTE
+        requests.labels(method, label, str(status)).inc()
+        latency.labels(method, label).observe(seconds)
+    expected = generate_latest(reference).decode()
+    rendered = metrics.render().decode()
+    assert rendered.startswith(expected)
+    assert "hostgate_http_request" not in rendered[len(expected) :]  # the other families
+    assert 'le="+Inf"' in expected and "_created" in expected and "_sum" in expected
+
+
+class NoLiveSessions:
+    def all(self) -> list[object]:
+        return []
+
+
+async def test_a_request_costs_prometheus_client_no_call(
+    client: Any, kernel: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No counter or histogram value of prometheus_client is touched per request
+    (its ``inc`` and ``observe`` took a lock and a value object per bucket)."""
+    from prometheus_client import values
+
+    await warm(client, admin)
+    touched: list[float] = []
+    value_class = values.ValueClass
+    original = value_class.inc
+
+    def inc(self: Any, amount: float) -> None:
+        touched.append(amount)
+        original(self, amount)
+
+    monkeypatch.setattr(value_class, "inc", inc)
+    for _ in range(3):
+        assert (await client.get("/api/v1/auth/me", headers=admin.headers)).status_code == 200
+    assert touched == []
+    kernel.metrics.recording_written("asciicast")  # the rare figures still go through it
+    assert touched == [1]
+    figures = kernel.metrics.render().decode()
+    counted = re.search(
+        r'^hostgate_http_request_duration_seconds_count\{method="GET",route="/api/v1/auth/me"\} '
+        r"(\S+)$",
+        figures,
+        re.M,
+    )
+    assert counted is not None and float(counted.group(1)) >= 5  # warm's two and these three
 
 
 async def test_a_disabled_access_log_builds_no_line(
@@ -432,20 +588,20 @@ async def test_one_after_request_hook_logs_counts_and_adds_the_headers(
     assert len(app.after_request_funcs[None]) == 1
     caplog.set_level(logging.INFO, logger="hostgate.access")
     observed: list[tuple[str, str | None, int]] = []
-    original = kernel.metrics.requests.labels
+    original = kernel.metrics._new_series
 
-    def labels(method: str, route: str, status: str) -> Any:
+    def new_series(method: str, route: str, status: int) -> Any:
         lines = [r.getMessage() for r in caplog.records if r.name == "hostgate.access"]
-        observed.append((method, route, int(status)))
+        observed.append((method, route, status))
         assert lines and lines[-1].startswith(f"{method} {route} {status} ")  # logged first
         return original(method, route, status)
 
-    kernel.metrics.requests.labels = labels
+    kernel.metrics._new_series = new_series
     try:
         denied = await client.get("/api/v1/auth/me", headers={"X-Request-Id": "mine"})
         allowed = await client.get("/api/v1/auth/me", headers=admin.headers)
     finally:
-        del kernel.metrics.requests.labels
+        del kernel.metrics._new_series
     assert observed == [("GET", "/api/v1/auth/me", 401), ("GET", "/api/v1/auth/me", 200)]
     for response in (denied, allowed):
         assert response.headers.getlist("Cache-Control") == ["no-store"]
@@ -567,211 +723,118 @@ async def test_a_query_model_runs_only_when_there_is_a_query_string(
 async def test_a_finished_response_is_sent_in_this_task_in_two_messages(
     app: Any, admin: Any
 ) -> None:
-    """No task of its own for sending (Quart's ``wait_for``), and no empty closing message."""
-    import asyncio
-
+    """No task of its own for sending (Quart's ``wait_for``), and no empty closing message;
+    a GET without a body makes no task at all (Quart's view and body reader)."""
     auth = [(b"authorization", f"Bearer {admin.token}".encode())]
     for _ in range(2):
         await asgi_get(app, "/api/v1/auth/me", auth)  # warm: the read cache
-    loop = asyncio.get_running_loop()
-    made: list[object] = []
-    factory = loop.get_task_factory()
-
-    def counting(loop: Any, coro: Any, **kwargs: Any) -> Any:
-        made.append(coro)
-        if factory is not None:
-            return factory(loop, coro, **kwargs)
-        return asyncio.Task(coro, loop=loop, **kwargs)
-
-    loop.set_task_factory(counting)
-    try:
+    with counted_tasks() as made:
         sent = await asgi_get(app, "/api/v1/auth/me", auth)
-    finally:
-        loop.set_task_factory(factory)
-    # Quart's own two: the view's and the one that reads the request body
-    assert [getattr(c, "__qualname__", "") for c in made] == [
-        "FlowControlledConnection.handle_messages",
-        "FlowControlledConnection.handle_request",
-    ]
+    assert made == []
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
     assert sent[0]["status"] == 200 and sent[1]["more_body"] is False
     headers = dict(sent[0]["headers"])
     body = sent[1]["body"]
     assert headers[b"content-length"] == str(len(body)).encode()
-    assert headers[b"content-type"] == b"application/json"
-    assert b'"username":"admin"' in body.replace(b" ", b"")
+    assert b'"username"' in body
+    # an error answer of a body-less GET: no task either, same messages
+    with counted_tasks() as made:
+        denied = await asgi_get(app, "/api/v1/auth/me")
+    assert made == [] and denied[0]["status"] == 401
+    assert [m["type"] for m in denied] == ["http.response.start", "http.response.body"]
 
 
-async def test_a_range_of_a_finished_body_and_the_response_timeout_still_hold(app: Any) -> None:
-    whole = await asgi_get(app, "/api/v1/range-probe")
-    assert whole[0]["status"] == 200
-    assert b"".join(m.get("body", b"") for m in whole[1:]) == b"0123456789"
-    part = await asgi_get(app, "/api/v1/range-probe", [(b"range", b"bytes=2-4")])
-    assert part[0]["status"] == 206
-    assert dict(part[0]["headers"])[b"content-range"] == b"bytes 2-4/10"
-    assert b"".join(m.get("body", b"") for m in part[1:]) == b"234"
-    assert part[-1]["more_body"] is False
-    # a response that outlives its timeout is abandoned, not waited for
-    slow = await asgi_get(app, "/api/v1/slow-probe")
-    assert [m.get("body") for m in slow[1:]] == [b"first"]
+QUARTS_TWO = ["FlowControlledConnection.handle_messages", "FlowControlledConnection.handle_request"]
 
 
-async def test_the_blueprint_walk_works_its_names_out_once_per_request(
-    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Quart reads ``blueprints`` three times per request, each from the endpoint, twice."""
-    from quart.wrappers.base import BaseRequestWebsocket
-
-    await warm(client, admin)
-    reads: list[str] = []
-    original = BaseRequestWebsocket.endpoint
-
-    def endpoint(self: Any) -> Any:
-        reads.append("endpoint")
-        return original.fget(self)  # type: ignore[attr-defined]
-
-    with monkeypatch.context() as patched:
-        patched.setattr(BaseRequestWebsocket, "endpoint", property(endpoint))
-        me = await client.get("/api/v1/auth/me", headers=admin.headers)
-    assert me.status_code == 200
-    assert reads == []
-    # the same names as Quart's, and the nested blueprints' hooks still run in order
-    walked.clear()
-    response = await client.get("/api/v1/inner/walk")
-    body = await response.get_json()
-    assert response.status_code == 200, body
-    assert body["blueprint"] == "outer_probe.inner_probe"
-    assert body["blueprints"] == ["outer_probe.inner_probe", "outer_probe"]
-    assert body["quart"] == [body["blueprint"], body["blueprints"]]
-    assert walked == ["before outer", "before inner", "view", "after inner", "after outer"]
-    assert (await client.get("/api/v1/no-such-route")).status_code == 404
-    assert (await client.get("/health")).status_code == 200  # a rule outside any blueprint
-
-
-async def test_the_default_headers_go_in_without_werkzeugs_checks(
-    client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from werkzeug.datastructures import Headers
-
-    await warm(client, admin)
-    added: list[str] = []
-    original = Headers.add
-
-    def add(self: Any, key: str, value: Any, **kwargs: Any) -> None:
-        added.append(key)
-        original(self, key, value, **kwargs)
-
-    monkeypatch.setattr(Headers, "add", add)
-    me = await client.get("/api/v1/auth/me", headers=admin.headers)
-    assert me.status_code == 200
-    # the request id comes from the client or is made: checked; the constants are not
-    assert [name for name in added if name in {"X-Request-Id", "Cache-Control"}] == ["X-Request-Id"]
-    assert me.headers.getlist("Cache-Control") == ["no-store"]
-    assert me.headers.getlist("X-Frame-Options") == ["DENY"]
-
-
-async def test_hooks_and_views_are_checked_for_coroutine_functions_once(
-    app: Any, client: Any, admin: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Quart asked ``iscoroutinefunction`` about every hook and view on every request."""
-    import quart.app
-
-    await warm(client, admin)
-    asked: list[object] = []
-    original = quart.app.iscoroutinefunction
-
-    def counting(func: Any) -> bool:
-        asked.append(func)
-        return original(func)
-
-    monkeypatch.setattr(quart.app, "iscoroutinefunction", counting)
-    for _ in range(3):
-        assert (await client.get("/api/v1/auth/me", headers=admin.headers)).status_code == 200
-    assert asked == []
-
-    # a plain function is still wrapped to run in a thread, every time
-    def plain() -> int:
-        return 7
-
-    wrapped = app.ensure_async(plain)
-    assert wrapped is not plain and await wrapped() == 7
-    assert app.ensure_async(plain) is not plain
-
-
-def test_the_constant_response_headers_are_checked_once_with_the_same_result(
-    app: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Listed header lines skip hypercorn's and h11's checks; the bytes sent are the same."""
-    import h11
-    import h11._headers
-    import hypercorn.protocol.http_stream as http_stream
-    import hypercorn.utils
-    from hostgate import responseheaders
-
-    lines = [
-        (b"content-type", b"application/json"),
-        (b"content-length", b"2"),
-        (b"x-request-id", b"abc"),
-        (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"no-referrer"),
-        (b"x-frame-options", b"DENY"),
-        (b"cache-control", b"no-store"),
-        (b"server", b"hypercorn-h11"),
+async def test_a_get_that_announces_a_body_still_reads_it_in_quarts_two_tasks(app: Any) -> None:
+    """Content-Length, Transfer-Encoding, or HTTP/2 (a body without a length): the reader
+    task feeds the body as before."""
+    announced = [
+        ([(b"content-length", b"5")], "1.1", (b"hello",)),
+        ([(b"transfer-encoding", b"chunked")], "1.1", (b"hel", b"lo")),
+        ([], "2", (b"hel", b"lo")),
     ]
-
-    def sent(headers: list[tuple[bytes, bytes]]) -> bytes:
-        connection = h11.Connection(h11.SERVER)
-        connection.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        connection.next_event()
-        response = h11.Response(
-            status_code=200, headers=http_stream.build_and_validate_headers(headers)
-        )
-        return connection.send(response) or b""
-
-    assert http_stream.build_and_validate_headers is responseheaders.build_and_validate_headers
-    checked: list[bytes] = []
-    original_validate = h11._headers.validate
-
-    def validate(regex: Any, data: bytes, *args: Any) -> Any:
-        checked.append(data)
-        return original_validate(regex, data, *args)
-
-    monkeypatch.setattr(h11._headers, "validate", validate)
-    ours = sent(lines)
-    # only the lines that are not listed were checked (each name and value, and the length)
-    assert sorted(checked) == sorted([b"content-length", b"2", b"2", b"x-request-id", b"abc"])
-    monkeypatch.setattr(
-        http_stream, "build_and_validate_headers", hypercorn.utils.build_and_validate_headers
-    )
-    monkeypatch.setattr(h11._events, "normalize_and_validate", h11._headers.normalize_and_validate)
-    assert sent(lines) == ours
-    assert ours.startswith(
-        b"HTTP/1.1 200 \r\ncontent-type: application/json\r\ncontent-length: 2\r\n"
-    )
+    for headers, version, pieces in announced:
+        with counted_tasks() as made:
+            sent = await asgi_get(
+                app, "/api/v1/body-probe", headers, body=pieces, http_version=version
+            )
+        assert made[:2] == QUARTS_TWO, (headers, version)  # then get_data's wait_for
+        assert sent[0]["status"] == 200
+        assert b"".join(m.get("body", b"") for m in sent[1:]) == b'{"body":"hello"}\n'
+    # announced as none: the view reads an empty body, without Quart's two tasks
+    for headers in ([], [(b"content-length", b"0")]):
+        with counted_tasks() as made:
+            sent = await asgi_get(app, "/api/v1/body-probe", headers)
+        assert made == ["_wrap_awaitable"]  # get_data's own wait_for
+        assert sent[1]["body"] == b'{"body":""}\n'
+    # not announced, yet sent (an ASGI client such as Quart's test client): still read,
+    # in this task when it came whole in one message, else in Quart's two tasks
+    for pieces, tasks in (((b"hello",), []), ((b"hel", b"lo"), QUARTS_TWO)):
+        with counted_tasks() as made:
+            sent = await asgi_get(app, "/api/v1/body-probe", body=pieces)
+        assert [name for name in made if name != "_wrap_awaitable"] == tasks
+        assert sent[1]["body"] == b'{"body":"hello"}\n'
 
 
-def test_a_bad_header_line_beside_listed_ones_is_still_refused(app: Any) -> None:
-    import h11
-    import hypercorn.protocol.http_stream as http_stream
+async def test_a_streamed_answer_to_a_bodiless_get_ends_when_the_client_leaves(
+    app: Any,
+) -> None:
+    """The streamed body is sent beside a reader of the request's messages, as Quart does:
+    the client's disconnect cancels it (it would otherwise wait for ever)."""
+    streamed_ended.clear()
+    with counted_tasks() as made:
+        sent = await asgi_get(app, "/api/v1/stream-probe", leave_after_first_piece=True)
+    assert streamed_ended == ["ended"]
+    assert sent[0]["status"] == 200
+    assert [m.get("body") for m in sent[1:]] == [b"first"]
+    assert made == ["FlowControlledConnection._send_within", QUARTS_TWO[0]]
 
-    listed = (b"x-frame-options", b"DENY")
-    with pytest.raises(h11.LocalProtocolError):
-        h11.Response(status_code=200, headers=[listed, (b"bad name", b"v")])
-    with pytest.raises(h11.LocalProtocolError):
-        h11.Response(status_code=200, headers=[listed, (b"x-a", b"line\nbreak")])
-    with pytest.raises(h11.LocalProtocolError, match="conflicting Content-Length"):
-        h11.Response(
-            status_code=200,
-            headers=[(b"content-length", b"1"), listed, (b"content-length", b"2")],
-        )
-    # repeated equal lengths are merged into one line, as h11 does
-    merged = h11.Response(
-        status_code=200, headers=[(b"content-length", b"1"), listed, (b"content-length", b"1")]
-    )
-    assert list(merged.headers) == [(b"content-length", b"1"), (b"x-frame-options", b"DENY")]
-    with pytest.raises(ValueError, match="Pseudo"):
-        http_stream.build_and_validate_headers([listed, (b":path", b"/")])
-    assert http_stream.build_and_validate_headers([(b"x-a", b" v "), listed]) == [
-        (b"x-a", b"v"),
-        listed,
-    ]
+
+@contextmanager
+def counted_proxy_lookups() -> Iterator[list[str]]:
+    """Each lookup through Quart's ``request``, ``g`` and ``current_app`` proxies."""
+    import quart.globals
+
+    looked_up: list[str] = []
+    proxies = {name: getattr(quart.globals, name) for name in ("request", "g", "current_app")}
+    originals = {
+        name: object.__getattribute__(proxy, "_get_current_object")
+        for name, proxy in proxies.items()
+    }
+    for name, proxy in proxies.items():
+
+        def lookup(name: str = name) -> Any:
+            looked_up.append(name)
+            return originals[name]()
+
+        object.__setattr__(proxy, "_get_current_object", lookup)
+    try:
+        yield looked_up
+    finally:
+        for name, proxy in proxies.items():
+            object.__setattr__(proxy, "_get_current_object", originals[name])
+
+
+async def test_the_kernel_adds_no_context_proxy_lookup_to_a_cached_get(
+    client: Any, admin: Any
+) -> None:
+    """The kernel's hooks, guard and cached views read the request, ``g`` and the app from
+    Quart's context variables, not through a proxy each time: a cached ``/auth/me`` or
+    ``/connections`` makes the proxy lookups bare Quart's own request handling makes."""
+    bare = Quart("bare")
+
+    @bare.get("/ping")
+    async def ping() -> dict[str, bool]:
+        return {"ok": True}
+
+    bare_client = bare.test_client()
+    await bare_client.get("/ping")
+    await warm(client, admin)
+    with counted_proxy_lookups() as by_quart:
+        assert (await bare_client.get("/ping")).status_code == 200
+    for path in ("/api/v1/auth/me", "/api/v1/connections"):
+        with counted_proxy_lookups() as looked_up:
+            assert (await client.get(path, headers=admin.headers)).status_code == 200
+        assert sorted(looked_up) == sorted(by_quart), path

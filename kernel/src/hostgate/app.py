@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from quart import Quart, Response, g, request
+from quart import Quart, Response
 from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 from werkzeug.datastructures import Headers
 
@@ -16,7 +16,7 @@ from . import accesslog, errors, responseheaders, socketreads
 from .api import blueprints
 from .api.health import health
 from .config import Config, load_config
-from .guards import public
+from .guards import public, request_context
 from .kernel import Kernel
 from .logs import request_id, silence_libraries
 from .openapi import Document
@@ -124,8 +124,8 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
 
     @app.before_request
     async def _tag_request() -> None:
-        g.request_started = time.perf_counter()
-        current = request._get_current_object()  # type: ignore[attr-defined]
+        current, context = request_context()
+        context.request_started = time.perf_counter()
         # getlist: werkzeug's get builds an exception when the header is absent (usual)
         given = current.headers.getlist("X-Request-Id")
         request_id.set(given[0][:64] if given and given[0] else os.urandom(8).hex())
@@ -140,12 +140,12 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     @app.after_request
     async def _finish(response: Response) -> Response:
         """One hook for every request: the access log line, the metrics, the default headers."""
-        current = request._get_current_object()  # type: ignore[attr-defined]
+        current, context = request_context()
         status = response.status_code
         if log_request is not None:
             log_request(current, status)
         rule = current.url_rule
-        started = g.get("request_started")
+        started = context.get("request_started")
         observe(
             current.method,
             rule.rule if rule is not None else None,

@@ -27,14 +27,14 @@ from typing import Any, NotRequired, TypeVar, cast
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.json_schema import SkipJsonSchema
-from quart import has_app_context, request
+from quart import has_app_context
 from quart_schema import OpenAPIProvider
 from quart_schema.validation import QUART_SCHEMA_REQUEST_ATTRIBUTE
 from typing_extensions import TypedDict
 from werkzeug.routing.rules import Rule
 
 from .errors import InvalidInput
-from .guards import HEARTBEAT, current_kernel, guard_of
+from .guards import HEARTBEAT, current_kernel, current_request, guard_of
 
 ANSWERS_ATTR = "__hostgate_answers__"
 REF = "#/components/schemas/{model}"
@@ -207,13 +207,14 @@ def _checking_query(view: View, model: type[BaseModel]) -> View:
 
     @functools.wraps(view)
     async def checked(*args: Any, **kwargs: Any) -> Any:
-        if bare_ok and not request.query_string:
+        current = current_request()
+        if bare_ok and not current.query_string:
             return await view(*args, **kwargs)
-        unknown = sorted(set(request.args) - names)
+        unknown = sorted(set(current.args) - names)
         if unknown:
             raise InvalidInput(f"unknown query parameter(s): {', '.join(unknown)[:200]}")
         try:
-            model.model_validate(request.args.to_dict())
+            model.model_validate(current.args.to_dict())
         except ValidationError as exc:
             problem = exc.errors(include_url=False)[0]
             where = ".".join(str(part) for part in problem["loc"])

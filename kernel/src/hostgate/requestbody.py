@@ -28,7 +28,7 @@ from quart import Request, Response, request
 from quart.asgi import ASGIHTTPConnection, _handle_exception
 from quart.helpers import _split_blueprint_path
 from quart.typing import ResponseTypes
-from quart.utils import encode_headers
+from quart.utils import cancel_tasks, encode_headers, raise_task_exceptions
 from quart.wrappers.request import Body
 from quart.wrappers.response import DataBody
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
@@ -40,6 +40,9 @@ HIGH_WATER = 1 << 20
 JOIN_WAITING = False
 """Every waiting chunk joined into one on read (False: large chunks handed out as they are)."""
 """Unread body bytes at which the receive loop stops reading from the client."""
+INLINE_BODILESS = True
+"""An HTTP/1 request without a body is answered in the server's task (False: Quart's two tasks)."""
+HTTP1 = ("1.0", "1.1")
 LINGER_SECONDS = 30.0
 """How long a response that came before the end of its request body waits, discarding
 the rest of the body, so the client can read the response instead of a reset."""
@@ -269,8 +272,82 @@ def _bodiless(request: Request) -> bool:
     )
 
 
+def _timeout_of(app: Any, response: ResponseTypes) -> float | None:
+    """How long sending ``response`` may take: its own ``timeout``, else ``RESPONSE_TIMEOUT``."""
+    if isinstance(response, Response) and response.timeout != Ellipsis:
+        return cast(float | None, response.timeout)
+    return cast(float | None, app.config["RESPONSE_TIMEOUT"])
+
+
+async def _first_of(work: asyncio.Task[None], reader: asyncio.Task[None]) -> None:
+    """Wait until ``work`` or the body ``reader`` ends, cancel the other (Quart's way)."""
+    done, pending = await asyncio.wait([work, reader], return_when=asyncio.FIRST_COMPLETED)
+    await cancel_tasks(pending)
+    raise_task_exceptions(done)
+
+
 class FlowControlledConnection(ASGIHTTPConnection):
     """Feeds request bodies with back-pressure (see the module docstring)."""
+
+    async def __call__(self, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        """Quart's two tasks (body reader, view) only for a request that may have a body.
+
+        Quart runs every request as two tasks, the view and a reader of the body
+        messages, and whichever ends first cancels the other: the reader ends when
+        the client disconnects, which cancels the view. An HTTP/1 request without
+        ``Content-Length`` (or with 0) and without ``Transfer-Encoding`` has no
+        body (RFC 9112, 6.3): its one body message is read here, and when it ends
+        the body (an ASGI client that sends a body without announcing it, such as
+        Quart's test client, sends it whole in that message) the view runs in
+        this task, the server's, and a finished response is sent from it too. A
+        client that leaves meanwhile no longer cancels the view (its answer goes
+        nowhere); a streamed response is still sent beside a reader that cancels
+        it when the client leaves. HTTP/2 and 3 requests carry a body without
+        announcing its length: Quart's way, as is a body in several messages.
+        """
+        request = self._create_request_from_scope(send)
+        if INLINE_BODILESS and self.scope["http_version"] in HTTP1 and _bodiless(request):
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client left before its request ended: nobody to answer
+            request.body.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                request.body.set_complete()
+                await self._answer_here(request, receive, send)
+                return
+        receiver = asyncio.ensure_future(self.handle_messages(request, receive))
+        handler = asyncio.ensure_future(self.handle_request(request, send))
+        await _first_of(handler, receiver)
+
+    async def _answer_here(
+        self, request: Request, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        """Answer a request received whole from this task.
+
+        A streamed answer goes beside a reader of the request's messages, so that
+        the client leaving cancels it.
+        """
+        response = await self._respond(request)
+        timeout = _timeout_of(self.app, response)
+        if type(getattr(response, "response", None)) is DataBody:
+            await self._send_within(send, response, timeout)
+            return
+        sender = asyncio.ensure_future(self._send_within(send, response, timeout))
+        await _first_of(sender, asyncio.ensure_future(self.handle_messages(request, receive)))
+
+    async def _respond(self, request: Request) -> ResponseTypes:
+        """The view's response, or the error handlers' for what it raised."""
+        try:
+            return await self.app.handle_request(request)
+        except Exception as error:
+            return await _handle_exception(self.app, error)
+
+    async def _send_within(
+        self, send: ASGISendCallable, response: ResponseTypes, timeout: float | None
+    ) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._send_response(send, response)
 
     async def handle_request(self, request: Request, send: ASGISendCallable) -> None:
         """Run the view, then send its response within the response timeout.
@@ -289,17 +366,8 @@ class FlowControlledConnection(ASGIHTTPConnection):
         body = request.body
         if isinstance(body, FlowControlledBody) and not _bodiless(request):
             send = _lingering(body, send)
-        try:
-            response = await self.app.handle_request(request)
-        except Exception as error:
-            response = await _handle_exception(self.app, error)
-        if isinstance(response, Response) and response.timeout != Ellipsis:
-            timeout = cast(float | None, response.timeout)
-        else:
-            timeout = self.app.config["RESPONSE_TIMEOUT"]
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self._send_response(send, response)
+        response = await self._respond(request)
+        await self._send_within(send, response, _timeout_of(self.app, response))
 
     async def _send_response(self, send: ASGISendCallable, response: ResponseTypes) -> None:
         """A finished body goes in one message with the end of the response, else as Quart does.

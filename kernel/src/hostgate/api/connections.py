@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from ..db.models.connections import Connection, ConnectionGroup
 from ..errors import InvalidInput, PermissionDenied
-from ..guards import app_kernel, authenticated, current_caller, requires
+from ..guards import app_kernel, authenticated, current_caller, current_request, requires
 from ..kernel import Kernel
 from ..openapi import Success, answers
 from ..services.connections import health_checks
@@ -353,7 +353,9 @@ async def list_connections() -> Response:
     ``?scope=all`` (needs ``connections.edit_any`` or ``delete_any``) adds
     ``otherConnections``: everyone else's connections not shared with the caller.
     """
-    scope = request.args.get("scope", "")
+    current = current_request()
+    # no query string (the usual listing): no arguments to parse
+    scope = current.args.get("scope", "") if current.query_string else ""
     if scope not in ("", "own", "all"):
         raise InvalidInput("scope must be own or all")
     caller = current_caller()
