@@ -31,8 +31,12 @@ request head, opens a STOR and moves exactly Content-Length bytes from the
 client socket to the data connection (``recv``: ``recv_into`` one buffer and
 ``send``; ``splice``: client socket -> pipe -> data socket; ``uvloop`` and
 ``uvloop-buf``: the client's connection as the protocol, the data connection's
-transport written), then closes the data connection, waits for the 226 and
-answers 201; and to the gateway's ``/api/v1/ftp/<id>/upload?path=``;
+transport written; ``recv-part``: ``recv`` storing under a temporary name renamed
+over the target, as the gateway does), then closes the data connection, waits for the
+226 and answers 201; and to the gateway's ``/api/v1/ftp/<id>/upload?path=``. Each upload
+goes to a new file, deleted after it was checked (``--replace``: each way into the same
+file every round; on ext4 a rename over a file starts the new file's writeback at once,
+in vsftpd's time, which swamps the relays' differences);
 - ``gateway-NAME``: one more gateway per ``--variant``, module attributes
   patched as in ``bench/file_rounds.py`` (a lever on and off in one run).
 
@@ -44,8 +48,8 @@ after each transfer, which stays meaningful on a loaded machine where MB/s
 does not.
 
 ``--instructions`` moves no rounds: each gateway (and variant) runs under
-callgrind and its user-space instructions per MiB during one download are
-printed, copies (``memcpy``) apart; ``--profile DIR`` keeps a per-function
+callgrind and its user-space instructions per MiB during one download (or
+upload) are printed, copies (``memcpy``) apart; ``--profile DIR`` keeps a per-function
 summary of each.
 """
 
