@@ -1,11 +1,13 @@
-"""What any relay can reach on an FTP download: minimal relays vs the direct client and the gateway.
+"""What any relay can reach on an FTP transfer: minimal relays vs the direct client and the gateway.
 
-.venv/bin/python bench/ftp_relay_ceiling.py [--size 512] [--rounds 3] [--variants WAY,...]
-    [--variant NAME module:ATTR=VALUE,...]... [--instructions [--profile DIR]]
+.venv/bin/python bench/ftp_relay_ceiling.py [--direction download|upload] [--size 512]
+    [--rounds 3] [--variants WAY,...] [--variant NAME module:ATTR=VALUE,...]...
+    [--instructions [--profile DIR]]
 
 One vsftpd (testsupport launcher) serves one file of ``--size`` MiB of random
-bytes. Every round moves it once each way below, in an order rotating from
-round to round:
+bytes (``--direction upload``: receives a local file of that size, each way
+into a file of its own). Every round moves it once each way below, in an order
+rotating from round to round:
 
 - ``direct``: aioftp in this process (the baseline of ``bench/file_rounds.py``);
 - ``curl-ftp``: curl fetching ``ftp://`` itself (a C client, no relay);
@@ -21,6 +23,20 @@ round to round:
 - ``uvloop-buf``: the same with a ``BufferedProtocol`` reading into a pool of
   buffers, each handed to the client's transport and reused once written;
 - ``gateway``: a real ``hostgate serve``, ``/api/v1/ftp/<id>/download`` with curl;
+
+for ``--direction upload`` the same ways the other way round: ``direct`` is
+aioftp's ``upload_stream``, ``curl-ftp`` curl's ``-T file ftp://...``, and curl
+sends the file (``-X POST -T``, Content-Length) to each relay, which reads the
+request head, opens a STOR and moves exactly Content-Length bytes from the
+client socket to the data connection (``recv``: ``recv_into`` one buffer and
+``send``; ``splice``: client socket -> pipe -> data socket; ``uvloop`` and
+``uvloop-buf``: the client's connection as the protocol, the data connection's
+transport written; ``recv-part``: ``recv`` storing under a temporary name renamed
+over the target, as the gateway does), then closes the data connection, waits for the
+226 and answers 201; and to the gateway's ``/api/v1/ftp/<id>/upload?path=``. Each upload
+goes to a new file, deleted after it was checked (``--replace``: each way into the same
+file every round; on ext4 a rename over a file starts the new file's writeback at once,
+in vsftpd's time, which swamps the relays' differences);
 - ``gateway-NAME``: one more gateway per ``--variant``, module attributes
   patched as in ``bench/file_rounds.py`` (a lever on and off in one run).
 
@@ -32,8 +48,8 @@ after each transfer, which stays meaningful on a loaded machine where MB/s
 does not.
 
 ``--instructions`` moves no rounds: each gateway (and variant) runs under
-callgrind and its user-space instructions per MiB during one download are
-printed, copies (``memcpy``) apart; ``--profile DIR`` keeps a per-function
+callgrind and its user-space instructions per MiB during one download (or
+upload) are printed, copies (``memcpy``) apart; ``--profile DIR`` keeps a per-function
 summary of each.
 """
 
@@ -56,6 +72,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote, unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -74,6 +91,9 @@ PIPE_SIZE = 1024 * 1024
 """The splice relay's pipe capacity."""
 RELAYS = ("recv", "splice", "uvloop", "uvloop-buf")
 WAYS = ("direct", "curl-ftp", *RELAYS, "gateway")
+UPLOAD_WAYS = ("direct", "curl-ftp", *RELAYS, "recv-part", "gateway")
+"""``recv-part``: the ``recv`` relay storing as the gateway does, under a temporary name
+renamed over the target once the server confirmed the file."""
 
 
 # -- the relay process ----------------------------------------------------------
@@ -102,23 +122,25 @@ def _command(control: socket.socket, buffered: bytearray, line: str, expect: str
     return reply
 
 
-def _open_retr(
-    host: str, port: int, path: str
+def _open_ftp(
+    host: str, port: int, command: str
 ) -> tuple[socket.socket, socket.socket, bytearray, int]:
-    """Log in anonymously, SIZE and RETR ``path``: (control, data, buffer, size)."""
+    """Log in anonymously, open ``RETR path`` (after its SIZE) or ``STOR path``:
+    (control, data, buffer, size; 0 for a STOR)."""
     control = socket.create_connection((host, port))
     buffered = bytearray()
     _reply(control, buffered)
     if _command(control, buffered, "USER anonymous", "23").startswith("3"):
         _command(control, buffered, "PASS bench@", "2")
     _command(control, buffered, "TYPE I", "2")
-    size = int(_command(control, buffered, f"SIZE {path}", "2").split()[1])
+    verb, _, path = command.partition(" ")
+    size = int(_command(control, buffered, f"SIZE {path}", "2").split()[1]) if verb == "RETR" else 0
     reply = _command(control, buffered, "PASV", "2")
     numbers = reply[reply.index("(") + 1 : reply.index(")")].split(",")
     data = socket.create_connection(
         (".".join(numbers[:4]), int(numbers[4]) * 256 + int(numbers[5]))
     )
-    _command(control, buffered, f"RETR {path}", "1")
+    _command(control, buffered, command, "1")
     return control, data, buffered, size
 
 
@@ -129,37 +151,63 @@ def _headers(size: int) -> bytes:
     ).encode()
 
 
-def _request_path(client: socket.socket) -> str:
+@dataclass
+class Request:
+    """An HTTP request head: its path, its body's length, the body bytes read with it."""
+
+    path: str
+    length: int
+    head: bytes
+
+
+def _request(client: socket.socket) -> Request:
+    """Read one request head; answer ``Expect: 100-continue`` as an HTTP server does."""
     request = b""
     while b"\r\n\r\n" not in request:
         data = client.recv(4096)
         if not data:
             raise ConnectionError("the HTTP client went away")
         request += data
-    return request.split(b" ", 2)[1].decode()
+    head, _, body = request.partition(b"\r\n\r\n")
+    fields = head.lower().split(b"\r\n")
+    length = next((int(f.split(b":")[1]) for f in fields if f.startswith(b"content-length:")), 0)
+    if b"expect: 100-continue" in fields:
+        client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+    return Request(unquote(head.split(b" ", 2)[1].decode()), length, body)
 
 
-def relay_recv(data: socket.socket, client: socket.socket) -> int:
-    """recv_into one reused buffer, send what it holds: two copies through user space."""
+def relay_recv(source: socket.socket, sink: socket.socket, limit: int | None = None) -> int:
+    """recv_into one reused buffer, send what it holds: two copies through user space.
+
+    ``limit``: stop after that many bytes (an upload's Content-Length), else at EOF.
+    """
     buffer = bytearray(BUFFER)
     view = memoryview(buffer)
     moved = 0
-    while count := data.recv_into(buffer):
-        client.sendall(view[:count])
+    left = BUFFER if limit is None else limit
+    while left and (count := source.recv_into(buffer, min(left, BUFFER))):
+        sink.sendall(view[:count])
         moved += count
+        if limit is not None:
+            left -= count
     return moved
 
 
-def relay_splice(data: socket.socket, client: socket.socket) -> int:
-    """data socket -> pipe -> client socket with splice(2): the bytes stay in the kernel."""
+def relay_splice(source: socket.socket, sink: socket.socket, limit: int | None = None) -> int:
+    """source socket -> pipe -> sink socket with splice(2): the bytes stay in the kernel."""
     read_end, write_end = os.pipe()
     try:
         fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         flags = os.SPLICE_F_MOVE | os.SPLICE_F_MORE
         moved = 0
-        while count := os.splice(data.fileno(), write_end, PIPE_SIZE, flags=flags):
+        left = PIPE_SIZE if limit is None else limit
+        while left and (
+            count := os.splice(source.fileno(), write_end, min(left, PIPE_SIZE), flags=flags)
+        ):
+            if limit is not None:
+                left -= count
             while count:
-                sent = os.splice(read_end, client.fileno(), count, flags=flags)
+                sent = os.splice(read_end, sink.fileno(), count, flags=flags)
                 count -= sent
                 moved += sent
         return moved
@@ -169,22 +217,31 @@ def relay_splice(data: socket.socket, client: socket.socket) -> int:
 
 
 class _Copying(asyncio.Protocol):
-    """The data connection as the gateway's: each received piece a new ``bytes``."""
+    """The source connection as the gateway's: each received piece a new ``bytes``,
+    written to the sink's transport; done at EOF or after ``limit`` bytes."""
 
-    def __init__(self, client: asyncio.Transport, done: asyncio.Future[int]) -> None:
-        self.client = client
+    def __init__(
+        self, sink: asyncio.Transport, done: asyncio.Future[int], limit: int | None
+    ) -> None:
+        self.sink = sink
         self.done = done
+        self.limit = limit
         self.moved = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
-        client_protocol = self.client.get_protocol()
-        assert isinstance(client_protocol, _ClientSide)
-        client_protocol.source = transport  # type: ignore[assignment]
+        sink_protocol = self.sink.get_protocol()
+        assert isinstance(sink_protocol, _SinkSide)
+        sink_protocol.source = transport  # type: ignore[assignment]
+
+    def _count(self, count: int) -> None:
+        self.moved += count
+        if self.moved == self.limit and not self.done.done():
+            self.done.set_result(self.moved)
 
     def data_received(self, data: bytes) -> None:
-        self.moved += len(data)
-        self.client.write(data)
+        self.sink.write(data)
+        self._count(len(data))
 
     def eof_received(self) -> bool:
         if not self.done.done():
@@ -197,15 +254,18 @@ class _Copying(asyncio.Protocol):
 
 
 class _Pooled(asyncio.BufferedProtocol):
-    """The data connection read into pooled buffers, each handed to the client's transport.
+    """The source connection read into pooled buffers, each handed to the sink's transport.
 
     A buffer goes back to the pool once the transport holds nothing more
     (``get_write_buffer_size() == 0``): until then it may keep a reference.
     """
 
-    def __init__(self, client: asyncio.Transport, done: asyncio.Future[int]) -> None:
-        self.client = client
+    def __init__(
+        self, sink: asyncio.Transport, done: asyncio.Future[int], limit: int | None
+    ) -> None:
+        self.sink = sink
         self.done = done
+        self.limit = limit
         self.moved = 0
         self.free = [bytearray(BUFFER) for _ in range(4)]
         self.lent: list[bytearray] = []
@@ -214,23 +274,24 @@ class _Pooled(asyncio.BufferedProtocol):
     connection_made = _Copying.connection_made
     eof_received = _Copying.eof_received
     connection_lost = _Copying.connection_lost
+    _count = _Copying._count
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self.client.get_write_buffer_size() == 0:
+        if self.sink.get_write_buffer_size() == 0:
             self.free += self.lent
             self.lent.clear()
         return memoryview(self.current)
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.moved += nbytes
-        self.client.write(memoryview(self.current)[:nbytes])
-        if self.client.get_write_buffer_size():
+        self.sink.write(memoryview(self.current)[:nbytes])
+        if self.sink.get_write_buffer_size():
             self.lent.append(self.current)
             self.current = self.free.pop() if self.free else bytearray(BUFFER)
+        self._count(nbytes)
 
 
-class _ClientSide(asyncio.Protocol):
-    """The HTTP client's connection: its flow control pauses the data connection."""
+class _SinkSide(asyncio.Protocol):
+    """The connection written to: its flow control pauses the source connection."""
 
     source: asyncio.ReadTransport | None = None
 
@@ -243,22 +304,61 @@ class _ClientSide(asyncio.Protocol):
             self.source.resume_reading()
 
 
-async def relay_uvloop(data: socket.socket, client: socket.socket, pooled: bool) -> int:
+async def relay_uvloop(
+    source: socket.socket,
+    sink: socket.socket,
+    pooled: bool,
+    limit: int | None = None,
+    head: bytes = b"",
+) -> int:
+    """Move ``source`` to ``sink`` on the running loop (``head``: bytes already read).
+
+    The loop gets duplicates of both sockets (their transports close those), so
+    the caller's sockets stay open: the upload answers the client after the 226.
+    """
     loop = asyncio.get_running_loop()
-    client_transport, _ = await loop.connect_accepted_socket(_ClientSide, client)
-    client_transport.set_write_buffer_limits(high=1024 * 1024)
+    sink_transport, _ = await loop.connect_accepted_socket(_SinkSide, sink.dup())
+    sink_transport.set_write_buffer_limits(high=1024 * 1024)
+    sink_transport.write(head)
+    left = None if limit is None else limit - len(head)
     done: asyncio.Future[int] = loop.create_future()
+    if left == 0:
+        done.set_result(0)
     kind = _Pooled if pooled else _Copying
-    await loop.connect_accepted_socket(lambda: kind(client_transport, done), data)  # type: ignore[arg-type]
-    moved = await done
-    while client_transport.get_write_buffer_size():
+    source_transport, _ = await loop.connect_accepted_socket(
+        lambda: kind(sink_transport, done, left),  # type: ignore[arg-type]
+        source.dup(),
+    )
+    moved = await done + len(head)
+    source_transport.pause_reading()
+    while sink_transport.get_write_buffer_size():
         await asyncio.sleep(0.001)
-    client_transport.close()
+    sink_transport.close()
+    source_transport.close()
+    await asyncio.sleep(0)  # let both transports close their sockets
     return moved
 
 
+def relay(mode: str, source: socket.socket, sink: socket.socket, request: Request | None) -> int:
+    """Move the bytes with ``mode``; ``request``: an upload's (its length, its first bytes)."""
+    limit = None if request is None else request.length
+    head = b"" if request is None else request.head
+    if mode.startswith("uvloop"):
+        moved = asyncio.run(relay_uvloop(source, sink, mode == "uvloop-buf", limit, head))
+        source.setblocking(True)  # the duplicates shared the sockets' O_NONBLOCK
+        sink.setblocking(True)
+        return moved
+    sink.sendall(head)
+    left = None if limit is None else limit - len(head)
+    way = relay_recv if mode == "recv" else relay_splice
+    return len(head) + (way(source, sink, left) if left != 0 else 0)
+
+
 def serve(mode: str, host: str, port: int, listener: socket.socket) -> None:
-    """Answer each HTTP GET of a server path with that file relayed from the FTP server."""
+    """Answer each HTTP GET of a server path with that file relayed from the FTP server,
+    each POST (or PUT) by storing its body there."""
+    renaming = mode.endswith("-part")
+    mode = mode.removesuffix("-part")
     if mode.startswith("uvloop"):
         import uvloop
 
@@ -267,21 +367,32 @@ def serve(mode: str, host: str, port: int, listener: socket.socket) -> None:
         client, _ = listener.accept()
         with client:
             try:
-                path = _request_path(client)
+                request = _request(client)
             except ConnectionError:
                 continue  # the start-up probe
-            control, data, buffered, size = _open_retr(host, port, path)
-            client.sendall(_headers(size))
-            if mode == "recv":
-                moved = relay_recv(data, client)
-            elif mode == "splice":
-                moved = relay_splice(data, client)
+            if request.length:
+                parent, _, name = request.path.rpartition("/")
+                stored = f"{parent}/.{name}.{uuid.uuid4().hex[:12]}.part" if renaming else ""
+                control, data, buffered, _ = _open_ftp(host, port, f"STOR {stored or request.path}")
+                moved = relay(mode, client, data, request)
+                data.close()
+                _reply(control, buffered)  # 226
+                if stored:
+                    _command(control, buffered, f"RNFR {stored}", "3")
+                    _command(control, buffered, f"RNTO {request.path}", "2")
+                size = request.length
             else:
-                moved = asyncio.run(relay_uvloop(data, client, mode == "uvloop-buf"))
-            data.close()
-            _reply(control, buffered)  # 226
+                control, data, buffered, size = _open_ftp(host, port, f"RETR {request.path}")
+                client.sendall(_headers(size))
+                moved = relay(mode, data, client, None)
+                data.close()
+                _reply(control, buffered)  # 226
             control.sendall(b"QUIT\r\n")
             control.close()
+            if request.length:
+                client.sendall(
+                    b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
             assert moved == size, f"relayed {moved} of {size} bytes"
 
 
@@ -327,6 +438,19 @@ def curl_get(url: str, *options: str) -> int:
     return int(output)
 
 
+def curl_put(source: Path, url: str, *options: str) -> int:
+    """Send ``source`` to ``url`` with curl (``-T``; ``POST`` unless an ``ftp://`` URL);
+    the bytes it sent."""
+    method = [] if url.startswith("ftp://") else ["-X", "POST"]
+    output = subprocess.run(
+        ["curl", "-sS", "--fail", *method, *options, "-T", str(source), "-o", "/dev/null"]
+        + ["-w", "%{size_upload}", url],
+        check=True,
+        capture_output=True,
+    ).stdout
+    return int(float(output))
+
+
 def measured(
     run: Callable[[], int], server_pid: int, process_pid: int | None
 ) -> tuple[float, float, float, float, int]:
@@ -345,12 +469,14 @@ def measured(
 def gateway_way(
     stack: ExitStack,
     server: FtpServer,
-    name: str,
+    name: str | Callable[[], str],
     patches: dict[str, object],
     wrapper: list[str] | None = None,
+    source: Path | None = None,
 ) -> tuple[Callable[[], int], int]:
     """A ``hostgate serve`` (module attributes patched) with a connection to ``server``:
-    (a download of ``name`` through it with curl, the gateway's pid)."""
+    (a download of ``name`` through it with curl, the gateway's pid; with ``source``:
+    an upload of that file to ``name``, or to what ``name()`` says at each upload)."""
     hostgate = stack.enter_context(
         hostgate_server(patches=patches, wrapper=wrapper, start_timeout=900 if wrapper else 60)
     )
@@ -359,9 +485,14 @@ def gateway_way(
         {"name": "ceiling", "protocol": "ftp", "host": server.host, "port": server.port}
     )
     gateway_list(gateway, "ftp", connection, "/pub")
-    url = f"{gateway.url}/api/v1/ftp/{connection}/download?path={name}"
-    authorization = gateway.headers["Authorization"]
-    return lambda: curl_get(url, "-H", f"Authorization: {authorization}"), hostgate.pid
+    authorization = f"Authorization: {gateway.headers['Authorization']}"
+    if source is not None:
+        url = f"{gateway.url}/api/v1/ftp/{connection}/upload?path="
+        named = name if callable(name) else lambda: name
+        return lambda: curl_put(source, url + quote(named()), "-H", authorization), hostgate.pid
+    path = name() if callable(name) else name
+    url = f"{gateway.url}/api/v1/ftp/{connection}/download?path={quote(path)}"
+    return lambda: curl_get(url, "-H", authorization), hostgate.pid
 
 
 def count_instructions(
@@ -370,8 +501,10 @@ def count_instructions(
     variants: dict[str, dict[str, object]],
     work: Path,
     keep: Path | None = None,
+    source: Path | None = None,
 ) -> dict[str, tuple[int, int]]:
     """User-space instructions of each gateway during one download (callgrind): (all, copies).
+    With ``source``: during one upload of that file to ``name``.
 
     Each gateway runs under ``valgrind --tool=callgrind`` with instrumentation
     off; after a warm-up download it is switched on (``callgrind_control -i on``)
@@ -390,7 +523,7 @@ def count_instructions(
         wrapper = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
         wrapper.append(f"--callgrind-out-file={out}")
         with ExitStack() as stack:
-            run, pid = gateway_way(stack, server, name, patches, wrapper)
+            run, pid = gateway_way(stack, server, name, patches, wrapper, source)
             run()
             subprocess.run(
                 ["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True
@@ -428,9 +561,17 @@ def count_instructions(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--direction", choices=("download", "upload"), default="download")
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="upload: each way into the same file every round (a new file each time otherwise)",
+    )
     parser.add_argument("--size", type=int, default=512, help="file size in MiB")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--variants", default=",".join(WAYS), help=f"a subset of {WAYS}")
+    parser.add_argument(
+        "--variants", help=f"a subset of {WAYS} (upload: of {UPLOAD_WAYS}); all by default"
+    )
     parser.add_argument(
         "--variant",
         nargs=2,
@@ -464,7 +605,9 @@ def main() -> None:
     from testsupport.peers import stop
 
     variants = dict(parse_variant(n, spec) for n, spec in args.variant)
-    ways = [w for w in args.variants.split(",") if w] + [f"gateway-{n}" for n in variants]
+    every = UPLOAD_WAYS if args.direction == "upload" else WAYS
+    ways = [w for w in (args.variants or ",".join(every)).split(",") if w]
+    ways += [f"gateway-{n}" for n in variants]
     size = max(1, args.size * MIB // BLOCK) * BLOCK
     base = Path(tempfile.mkdtemp(prefix="hg-bench-ceiling-"))
     started_load = os.getloadavg()
@@ -479,9 +622,27 @@ def main() -> None:
                 for _ in range(size // BLOCK):
                     handle.write(block)
             server.local(name).chmod(0o644)
+            upload = args.direction == "upload"
+            source = base / "source.bin"
+            if upload:
+                server.local(name).rename(source)
+
+            def target(way: str) -> str:
+                return f"/pub/up-{way}-{uuid.uuid4().hex[:6]}.bin" if upload else name
+
             if args.instructions:
-                counts = count_instructions(server, name, {"": {}, **variants}, base, args.profile)
-                print(f"file {size // MIB} MiB, load average {os.getloadavg()[0]:.1f}")
+                counts = count_instructions(
+                    server,
+                    target("gateway"),
+                    {"": {}, **variants},
+                    base,
+                    args.profile,
+                    source if upload else None,
+                )
+                print(
+                    f"{args.direction}, file {size // MIB} MiB,"
+                    f" load average {os.getloadavg()[0]:.1f}"
+                )
                 print(f"{'gateway':<12} {'all':>8} {'memcpy':>8} {'other':>8}  M instructions/MiB")
                 for label, (count, copies) in counts.items():
                     per = [value / (size / MIB) / 1e6 for value in (count, copies, count - copies)]
@@ -498,20 +659,46 @@ def main() -> None:
                         moved += len(chunk)
                 return moved
 
+            async def aioftp_upload(path: str) -> int:
+                async with (
+                    aioftp.Client.context(server.host, server.port) as client,
+                    client.upload_stream(path) as stream,
+                ):
+                    with source.open("rb") as local:
+                        while data := local.read(BLOCK):
+                            await stream.write(data)
+                return size
+
+            targets = {way: target(way) for way in ways}
+            # the file each upload goes to: a new one each time unless --replace
+            ftp = f"ftp://{server.host}:{server.port}"
             runs: dict[str, tuple[Callable[[], int], int | None]] = {
                 "direct": (lambda: asyncio.run(aioftp_download()), None),
-                "curl-ftp": (lambda: curl_get(f"ftp://{server.host}:{server.port}{name}"), None),
+                "curl-ftp": (lambda: curl_get(f"{ftp}{name}"), None),
             }
-            for mode in RELAYS:
+            if upload:
+                runs["direct"] = (lambda: asyncio.run(aioftp_upload(targets["direct"])), None)
+                runs["curl-ftp"] = (lambda: curl_put(source, ftp + targets["curl-ftp"]), None)
+            for mode in (*RELAYS, "recv-part"):
                 if mode in ways:
                     relay, listen = start_relay(mode, server.host, server.port, BUFFER // 1024)
                     stack.callback(relay.kill)
-                    url = f"http://127.0.0.1:{listen}{name}"
-                    runs[mode] = (lambda url=url: curl_get(url), relay.pid)
+                    url = f"http://127.0.0.1:{listen}"
+                    if upload:
+                        move = lambda u=url, m=mode: curl_put(source, u + quote(targets[m]))  # noqa: E731
+                    else:
+                        move = lambda u=url: curl_get(u + quote(name))  # noqa: E731
+                    runs[mode] = (move, relay.pid)
             for way in ways:
                 if way == "gateway" or way.startswith("gateway-"):
                     patches = variants[way.partition("-")[2]] if "-" in way else {}
-                    runs[way] = gateway_way(stack, server, name, patches)
+                    runs[way] = gateway_way(
+                        stack,
+                        server,
+                        lambda way=way: targets[way],
+                        patches,
+                        source=source if upload else None,
+                    )
             for way in ways:  # warm-up: pools, page cache, imports
                 runs[way][0]()
             for index in range(args.rounds):
@@ -519,8 +706,15 @@ def main() -> None:
                 speeds: dict[str, float] = {}
                 for way in order:
                     run, pid = runs[way]
+                    if upload and not args.replace:
+                        targets[way] = target(way)
                     seconds, cpu, server_cpu, curl_cpu, moved = measured(run, process.pid, pid)
                     assert moved == size, f"{way}: {moved} of {size} bytes"
+                    if upload:
+                        stored = server.local(targets[way]).stat().st_size
+                        assert stored == size, f"{way}: {stored} of {size} bytes stored"
+                        if not args.replace:
+                            server.local(targets[way]).unlink()
                     mine = samples[way]
                     speeds[way] = moved / 1e6 / seconds
                     mine.speeds.append(speeds[way])
@@ -534,7 +728,8 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
     load = os.getloadavg()
     print(
-        f"file {size // MIB} MiB, {args.rounds} rounds, load average {started_load[0]:.1f}"
+        f"{args.direction}, file {size // MIB} MiB, {args.rounds} rounds,"
+        f" load average {started_load[0]:.1f}"
         f" at the start, {load[0]:.1f} / {load[1]:.1f} at the end"
     )
     print(f"{'way':<12} {'MB/s':>9} {'ratio':>7} {'CPU s/GiB':>9} {'vsftpd':>8} {'curl':>8}")

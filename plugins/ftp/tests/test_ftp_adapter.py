@@ -403,13 +403,13 @@ async def test_an_upload_sends_each_piece_as_it_arrives(
     from hostgate_ftp import files as ftp_files
 
     sent: list[bytes] = []
-    send = ftp_files.send
+    queue = ftp_files.queue
 
-    async def spy(stream: object, data: bytes) -> None:
-        await send(stream, data)  # type: ignore[arg-type]
+    def spy(stream: object, data: bytes) -> bool:
         sent.append(data)
+        return queue(stream, data)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ftp_files, "send", spy)
+    monkeypatch.setattr(ftp_files, "queue", spy)
     rng = random.Random(11)
     pieces = [rng.randbytes(size) for size in (100_003, 17, 300_000, 5, 64 * 1024, 1)]
 
@@ -427,6 +427,50 @@ async def test_an_upload_sends_each_piece_as_it_arrives(
         assert await files.write(f"/pub/{name}", upload()) == sum(map(len, pieces))
         assert local.read_bytes() == b"".join(pieces)
         assert all(out is piece for out, piece in zip(sent, pieces, strict=True))  # not copies
+    finally:
+        local.unlink(missing_ok=True)
+        await files.close()
+
+
+@pytest.mark.parametrize("quick", [True, False])
+async def test_an_upload_awaits_the_data_connection_only_when_its_buffer_is_full(
+    vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch, quick: bool
+):
+    """QUICK_WRITES: a piece under the high-water mark goes out without awaiting drain;
+    a full buffer still waits (the upload's memory stays bounded), and the bytes arrive whole."""
+    from hostgate_ftp import client as ftp_client
+    from hostgate_ftp import files as ftp_files
+
+    monkeypatch.setattr(ftp_files, "QUICK_WRITES", quick)
+    monkeypatch.setattr(ftp_client, "STREAM_LIMIT", 256 * 1024)  # a buffer the test can fill
+    waits: list[int] = []
+    drained = ftp_files.drained
+
+    async def counting(stream: ftp_files.DataConnectionThrottleStreamIO) -> None:
+        waits.append(stream.writer.transport.get_write_buffer_size())
+        await drained(stream)
+
+    monkeypatch.setattr(ftp_files, "drained", counting)
+    small = [bytes([i]) * 1000 for i in range(50)]  # 50 kB: the buffer never fills
+    # 32 MiB in pieces of 4 MiB, more than the sockets between here and vsftpd hold: the
+    # transport's buffer goes over its high-water mark
+    big = [random.Random(seed).randbytes(4 * MIB) for seed in range(8)]
+    name = f"quick-{uuid.uuid4().hex[:8]}.bin"
+    local = vsftpd.local("/pub") / name
+    files = await open_files(None, ftp_target(vsftpd))
+
+    async def upload() -> AsyncIterator[bytes]:
+        for piece in [*small, *big]:
+            yield piece
+
+    try:
+        assert await files.write(f"/pub/{name}", upload()) == 50_000 + 32 * MIB
+        assert local.read_bytes() == b"".join(small + big)
+        if quick:  # only pieces that left the buffer over its high-water mark waited
+            assert 1 <= len(waits) <= len(big)
+            assert all(size >= 256 * 1024 for size in waits)
+        else:
+            assert len(waits) == len(small) + len(big)
     finally:
         local.unlink(missing_ok=True)
         await files.close()

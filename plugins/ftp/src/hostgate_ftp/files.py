@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import aioftp
 from aioftp.client import DataConnectionThrottleStreamIO
@@ -38,6 +38,9 @@ from .pool import Pool
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename", "stat"})
 READ_CHUNK = 4 * 1024 * 1024
 """Most bytes one read of a data connection returns (``filling.CAPACITY``: its pieces whole)."""
+QUICK_WRITES = True
+"""An upload's piece that fits under the data connection's high-water mark is written without
+awaiting ``drain`` (False: every piece awaits it, under a timeout and the error mapping)."""
 _SEPARATORS = re.compile(r"/+")
 
 
@@ -118,10 +121,27 @@ async def receive(stream: DataConnectionThrottleStreamIO, size: int) -> bytes:
         return await stream.reader.read(size)
 
 
-async def send(stream: DataConnectionThrottleStreamIO, data: bytes) -> None:
-    """Write to a data connection and wait until the socket took it (see ``receive``)."""
+def queue(stream: DataConnectionThrottleStreamIO, data: bytes) -> bool:
+    """Hand ``data`` to a data connection; whether it went without a wait being needed.
+
+    With ``QUICK_WRITES`` a piece that leaves the transport's buffer under its
+    high-water mark needs none: ``drain()`` would return at once, but awaiting it
+    (with a timeout armed and errors mapped) cost about as much as the rest of
+    the piece's way through the gateway. A closing transport always waits, so a
+    lost connection is noticed at the next piece.
+    """
+    writer = stream.writer
+    writer.write(data)
+    if not QUICK_WRITES:
+        return False
+    transport = cast(asyncio.WriteTransport, writer.transport)
+    high = transport.get_write_buffer_limits()[1]
+    return not transport.is_closing() and transport.get_write_buffer_size() < high
+
+
+async def drained(stream: DataConnectionThrottleStreamIO) -> None:
+    """Wait until the data connection's buffer is under its limit (see ``receive``)."""
     async with asyncio.timeout(SOCKET_TIMEOUT):
-        stream.writer.write(data)
         await stream.writer.drain()
 
 
@@ -329,8 +349,9 @@ class FtpFiles:
                     # upstream): holding one back until more arrive leaves the server
                     # idle while the client sends the next.
                     async for chunk in chunks:
-                        async with mapped(target):
-                            await send(stream, chunk)
+                        if not queue(stream, chunk):
+                            async with mapped(target):
+                                await drained(stream)
                         written += len(chunk)
                 finally:
                     stream.close()
