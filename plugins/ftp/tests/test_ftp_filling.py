@@ -7,7 +7,7 @@ import random
 import uuid
 
 import pytest
-from hostgate.chunkreader import ChunkReader
+from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
 from hostgate_ftp import filling
 from hostgate_ftp.files import READ_CHUNK, open_files, receive
 from hostgate_ftp.filling import CAPACITY, FIRST, FillingProtocol
@@ -55,7 +55,10 @@ async def pieces_of_a_download_that_waited(server: FtpServer, fill: bool) -> Non
             assert FIRST == MIB // 4 and CAPACITY == 4 * MIB
             assert sizes == [MIB // 4, MIB // 2, MIB, 2 * MIB, 4 * MIB, 12345]
         else:
-            assert max(sizes) <= 256 * 1024 and len(sizes) >= 32
+            # one socket read each (at most 256 KiB); on a busy machine a read can come
+            # short, and ChunkReader joins a short one with the next (under SMALL_CHUNK)
+            largest = 256 * 1024 + SMALL_CHUNK
+            assert max(sizes) < largest and len(sizes) > len(payload) // largest
     finally:
         local.unlink(missing_ok=True)
         await files.close()
