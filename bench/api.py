@@ -351,6 +351,21 @@ void hg_dump(const char *name) { CALLGRIND_DUMP_STATS_AT(name); }
 COUNTED = ("bare", "health", "me", "connections")
 
 
+def bench_gateway(data: Path) -> tuple[Any, Any]:
+    """The gateway's config and app on ``data`` as the counted runs use them (WARNING logs)."""
+    from hostgate.app import create_app
+    from hostgate.config import load_config
+
+    config = load_config(
+        config_file=write_test_config(data / "bench.toml"),
+        data_dir=data,
+        encryption_key=BENCH_KEY,
+        log_level="WARNING",
+    )
+    logging.getLogger("hostgate").setLevel(logging.WARNING)
+    return config, create_app(config)
+
+
 async def quiet_background() -> None:
     """Stop what the kernel does by the clock, so the counts are the requests' alone.
 
@@ -385,21 +400,12 @@ async def count_inside(requests: int, library: Path) -> None:
     import ctypes
     import tempfile
 
-    from hostgate.app import create_app
     from hostgate.commands.serve import tune_garbage_collector
-    from hostgate.config import load_config
     from quart import Quart
 
     switch = ctypes.CDLL(str(library))
     data = Path(tempfile.mkdtemp(prefix="hg-bench-cg-"))
-    config = load_config(
-        config_file=write_test_config(data / "bench.toml"),
-        data_dir=data,
-        encryption_key=BENCH_KEY,
-        log_level="WARNING",
-    )
-    logging.getLogger("hostgate").setLevel(logging.WARNING)
-    app = create_app(config)
+    config, app = bench_gateway(data)
     bare = Quart("bare")
 
     @bare.get("/ping")
@@ -613,9 +619,7 @@ def serve_inside(port: int) -> None:
     """Run under callgrind: the gateway served as ``hostgate serve`` serves it, clock work off."""
     import json as jsonlib
 
-    from hostgate.app import create_app
     from hostgate.commands.serve import hypercorn_config, loop_factory, tune_garbage_collector
-    from hostgate.config import load_config
     from hypercorn.asyncio import serve
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -623,14 +627,7 @@ def serve_inside(port: int) -> None:
 
     apply(jsonlib.loads(os.environ.get("HOSTGATE_BENCH_PATCHES", "{}")))
     data = Path(os.environ["HG_SERVED_DATA"])
-    config = load_config(
-        config_file=write_test_config(data / "bench.toml"),
-        data_dir=data,
-        encryption_key=BENCH_KEY,
-        log_level="WARNING",
-    )
-    logging.getLogger("hostgate").setLevel(logging.WARNING)
-    app = create_app(config)
+    config, app = bench_gateway(data)
     _stop_clock_work(app)
     hyper = hypercorn_config(config, bind=f"127.0.0.1:{port}")
 

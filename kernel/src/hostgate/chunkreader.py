@@ -66,6 +66,16 @@ class ChunkReader(asyncio.StreamReader):
         """True once the connection ended and every piece was read."""
         return self._eof and not self._chunks
 
+    @property
+    def reading_paused(self) -> bool:
+        """Whether this reader paused its transport's reading (too much buffered)."""
+        return self._paused
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a ``read()`` is waiting for the next piece."""
+        return self._waiter is not None  # type: ignore[attr-defined]
+
     async def read(self, n: int = -1) -> bytes:
         """The next received piece, at most ``n`` bytes (all buffered ones for ``n < 0``)."""
         if self._exception is not None:

@@ -53,7 +53,7 @@ class FillingProtocol(asyncio.BufferedProtocol):
             self._hand_on()
             if len(self.view) < CAPACITY:  # a bulk transfer: a larger buffer
                 self.view = memoryview(bytearray(min(2 * len(self.view), CAPACITY)))
-        elif self.reader._waiter is not None:  # type: ignore[attr-defined]
+        elif self.reader.waiting:
             self._hand_on()
 
     def _hand_on(self) -> None:
@@ -99,7 +99,7 @@ def fill_reads(writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> bo
         or reader.at_eof()
     ):
         return False
-    paused = reader._paused
+    paused = reader.reading_paused
     transport.pause_reading()  # restarted below so the loop reads into get_buffer()
     transport.set_protocol(FillingProtocol(inner, reader))
     if not paused:
