@@ -22,6 +22,7 @@ from .logs import request_id, silence_libraries
 from .openapi import Document
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
+from .routematch import RememberingMap
 from .routing import SharedBuilderRule
 from .services.version import current_version
 from .ws import blueprint_for as socket_blueprint
@@ -37,9 +38,11 @@ class GatewayQuart(Quart):
     """Quart, tuned for many apps per process and many requests per app.
 
     Its per-call check of hooks and views for coroutine functions is done once each,
-    and URL rules share their compiled builders across apps (``SharedBuilderRule``).
+    URL rules share their compiled builders across apps (``SharedBuilderRule``), and
+    the URL map remembers the paths it matched (``RememberingMap``).
     """
 
+    url_map_class = RememberingMap
     url_rule_class = SharedBuilderRule
     MAX_KNOWN = 4096
 
