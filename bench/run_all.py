@@ -1,6 +1,6 @@
 """Every benchmark in one run, one table: each figure, its direct baseline, ratio, target.
 
-.venv/bin/python bench/run_all.py [--file-mib 1024] [--api-seconds 10] [--audit-rows 1000000]
+.venv/bin/python bench/run_all.py [--file-mib 1024] [--api-seconds 5] [--audit-rows 1000000]
                                   [--terminals 200] [--load-seconds 60] [--skip files,load,...]
 
 Sections, in order (each starts its own servers and gateway and tears them down):
@@ -89,7 +89,7 @@ def api_rows(args: argparse.Namespace) -> list[Row]:
     """Throughput vs bare Quart, login latency, idle RSS (bench/api.py)."""
     import api
 
-    return api.run(args.api_seconds, 32)
+    return api.run(args.api_seconds, 32, rounds=7)
 
 
 def audit_rows(args: argparse.Namespace) -> list[Row]:
@@ -154,7 +154,7 @@ def missed(row: Row) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file-mib", type=int, default=1024, help="file size for files")
-    parser.add_argument("--api-seconds", type=int, default=10, help="seconds per API figure")
+    parser.add_argument("--api-seconds", type=int, default=5, help="seconds per API round")
     parser.add_argument("--audit-rows", type=int, default=1_000_000)
     parser.add_argument("--terminals", type=int, default=200)
     parser.add_argument("--load-seconds", type=int, default=60, help="0 skips the load section")
