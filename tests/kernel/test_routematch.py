@@ -147,3 +147,12 @@ def test_rules_given_to_the_constructor_are_matched():
     adapter = url_map.bind("example.org", "/")
     assert adapter.match("/x", "GET") == ("x", {})
     assert adapter.match("/ws", "GET", websocket=True) == ("ws", {})
+
+
+def test_long_paths_are_matched_but_not_remembered():
+    url_map = RememberingMap([QuartRule("/files/<path:name>", endpoint="file")])
+    adapter = url_map.bind("example.org", "/")
+    long_name = "d/" * 200 + "f.txt"
+    assert adapter.match(f"/files/{long_name}", "GET") == ("file", {"name": long_name})
+    assert adapter.match("/files/short.txt", "GET") == ("file", {"name": "short.txt"})
+    assert [key[1] for key in url_map._matcher.remembered] == ["/files/short.txt"]

@@ -9,7 +9,9 @@ path, the method, whether it is a WebSocket, and the rules; so the map remembers
 the answers that matched (up to ``MAX_REMEMBERED``, then it starts again) and
 forgets them all whenever a rule is added. Refusals (no such path, wrong method,
 a redirect) are not remembered: they are rare for a working client, and a scanner
-trying paths must not fill the memory.
+trying paths must not fill the memory; nor are paths longer than
+``MAX_REMEMBERED_PATH`` (a file path or a page of the app can be as long as the
+request line allows), so the memory stays under a few MiB.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from werkzeug.routing import Rule
 from werkzeug.routing.matcher import StateMachineMatcher
 
 MAX_REMEMBERED = 4096
+MAX_REMEMBERED_PATH = 256
 
 
 class RememberingMatcher(StateMachineMatcher):
@@ -48,6 +51,8 @@ class RememberingMatcher(StateMachineMatcher):
         known = self.remembered.get(key)
         if known is None:
             rule, values = super().match(domain, path, method, websocket)
+            if len(path) > MAX_REMEMBERED_PATH:
+                return rule, dict(values)
             if len(self.remembered) >= MAX_REMEMBERED:
                 self.remembered.clear()
             known = self.remembered[key] = (rule, dict(values))
