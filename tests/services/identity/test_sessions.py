@@ -20,7 +20,8 @@ UA_FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/1
 
 
 def register_socket(kernel, user_id, login_session_id, closed):
-    async def close(reason):
+    async def close(reason, reason_code):
+        assert reason_code == "revoked"  # every revoked login session's socket says so
         closed.append((login_session_id, reason))
 
     kernel.live.add(
