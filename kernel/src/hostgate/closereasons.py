@@ -14,7 +14,10 @@ from enum import StrEnum
 
 
 class CloseReason(StrEnum):
-    """The reason codes; a value never changes once released (add, do not rename)."""
+    """Why a session socket closed: the ``reason`` of its ``error`` frame (docs/terminals.md).
+
+    A value never changes once released: codes are added, never renamed.
+    """
 
     # the ticket and the login session (mostly 4001)
     TICKET_INVALID = "ticket_invalid"
