@@ -100,6 +100,10 @@ describe("closeReason with the server's reason code", () => {
     expect(closeReason(4001, "", "account removed", "user_deleted")).toBe("Signed out: your account was deleted.");
     expect(closeReason(4003, "", "gone", "connection_deleted")).toBe("The connection was deleted.");
     expect(closeReason(1001, "Bye", "Bye", "shutting_down")).toBe("The gateway is shutting down or restarting. Reconnect in a moment.");
+    expect(closeReason(4007, "Authentication timeout", "Authentication timeout", "auth_timeout")).toBe(
+      "No password was entered in time: the server stopped waiting.",
+    );
+    expect(closeReason(4007, "", "Expected an auth message", "auth_timeout")).toBe("Expected an auth message.");
   });
 
   it("keeps the detail of the message: fingerprints, host, minutes, permission", () => {

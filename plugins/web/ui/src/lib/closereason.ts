@@ -81,7 +81,8 @@ const REASONS: Record<string, Reason> = {
   },
   auth_timeout: {
     rules: [[/^authentication timeout/i, () => "No password was entered in time: the server stopped waiting."]],
-    plain: () => "No password was entered in time: the server stopped waiting.",
+    // "Expected an auth message": the client sent something else first
+    plain: (text) => sentence(text) || "No password was entered in time: the server stopped waiting.",
   },
   network_policy: {
     rules: [
