@@ -50,7 +50,8 @@ class CloseReason(StrEnum):
     RESTORING = "restoring"
     """The instance is being restored from a backup."""
     UNAVAILABLE = "unavailable"
-    """The shared state of several nodes cannot be reached (1013)."""
+    """Several nodes: the shared state cannot be reached to check the ticket (1013), or
+    this node lost it long enough to be declared dead."""
     AUTH_TIMEOUT = "auth_timeout"
     """``promptOnConnect``: no ``auth`` frame in time, or another frame instead (4007)."""
     # the remote side

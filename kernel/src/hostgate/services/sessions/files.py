@@ -365,7 +365,7 @@ class RemoteFilePool:
         else:
             await self._close(entry, "discarded")
 
-    async def _end(self, entry: PooledFiles, reason: str, reason_code: CloseReason) -> None:
+    async def _end(self, entry: PooledFiles, reason: str, reason_code: CloseReason | None) -> None:
         """The ``kernel.live`` closer: a leased adapter's holder is cancelled first.
 
         An operation in flight (an upload waiting for its body when the server shuts

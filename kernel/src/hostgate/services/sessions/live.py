@@ -51,8 +51,9 @@ RECHECK_DELAY = 0.3
 """Seconds another node waits before re-checking: a burst of changes is checked once, and
 the explicit close the same change sends (with its own reason) arrives first."""
 
-Closer = Callable[[str, CloseReason], Awaitable[None]]
-"""``await close(reason, code)``: end the session, telling the client why (in words, as a code)."""
+Closer = Callable[[str, CloseReason | None], Awaitable[None]]
+"""``await close(reason, code)``: end the session, telling the client why (in words, as a
+code; None from a node of an older version, which sent none)."""
 
 
 @dataclass
@@ -157,8 +158,10 @@ class LiveSessions:
     def _remote(self, entry: dict[str, Any]) -> LiveSession:
         session_id = str(entry["id"])
 
-        async def close(reason: str, code: CloseReason) -> None:
-            await self.close_where(reason, reason_code=code, id=session_id)
+        async def close(reason: str, code: CloseReason | None) -> None:
+            await self.close_where(
+                reason, reason_code=code or CloseReason.TERMINATED, id=session_id
+            )
 
         return remote_session(entry, close)
 
@@ -249,12 +252,14 @@ class LiveSessions:
             log.warning("ignoring a close message with unknown attributes: %s", match)
             return
         try:
-            code = CloseReason(str(message.get("code")))
+            code: CloseReason | None = CloseReason(str(message.get("code")))
         except ValueError:  # a node of an older version
-            code = CloseReason.REVOKED
+            code = None
         await self.close_here(str(message.get("reason", "")), reason_code=code, **match)
 
-    async def close_here(self, reason: str, *, reason_code: CloseReason, **match: Any) -> int:
+    async def close_here(
+        self, reason: str, *, reason_code: CloseReason | None, **match: Any
+    ) -> int:
         """Close this node's sessions whose attributes equal ``match``; return how many."""
         chosen = [
             s

@@ -107,7 +107,7 @@ class Watch(Watching):
             self._behind = True
         self._wakeup.set()
 
-    async def end(self, reason: str, reason_code: CloseReason) -> None:
+    async def end(self, reason: str, reason_code: CloseReason | None) -> None:
         """Close the watch (the live registry's ``close``): the socket closes with a reason."""
         if reason_code is CloseReason.SHUTTING_DOWN:
             code = 1001

@@ -241,7 +241,7 @@ class RemoteWatch(Watching):
         self._pending_size = 0
         return frames
 
-    async def end(self, reason: str, reason_code: CloseReason) -> None:
+    async def end(self, reason: str, reason_code: CloseReason | None) -> None:
         """Close the watch (the live registry's ``close``)."""
         if reason_code is CloseReason.SHUTTING_DOWN:
             code = 1001

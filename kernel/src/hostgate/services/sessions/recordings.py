@@ -305,7 +305,9 @@ class Recordings:
                 )
             await asyncio.sleep(0.05)
 
-    async def _close_upload(self, session_id: str, reason: str, reason_code: CloseReason) -> None:
+    async def _close_upload(
+        self, session_id: str, reason: str, reason_code: CloseReason | None
+    ) -> None:
         """The live registry's closer: hand over or stop, else end the session."""
         upload = self._uploads.get(session_id)
         if reason in (UPLOAD_HANDED_OVER, SHUTTING_DOWN):

@@ -114,7 +114,7 @@ class LiveRemoteSession:
             },
         )
 
-    async def _close_from_registry(self, reason: str, reason_code: CloseReason) -> None:
+    async def _close_from_registry(self, reason: str, reason_code: CloseReason | None) -> None:
         if reason_code is CloseReason.SHUTTING_DOWN:
             await self.end(1001, "Server shutting down", reason_code)
             return

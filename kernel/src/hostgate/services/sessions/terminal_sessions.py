@@ -156,7 +156,7 @@ class TerminalSessions:
         self.check_caps(session.caller)
         task = asyncio.ensure_future(opening)
 
-        async def abort(reason: str, reason_code: CloseReason) -> None:
+        async def abort(reason: str, reason_code: CloseReason | None) -> None:
             session.abort_reason, session.abort_code = reason, reason_code
             task.cancel()
 
