@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from quart import g, websocket
 
 from ..adapters import SessionClosed
-from ..closereasons import CloseReason, reason_for_error
+from ..closereasons import CloseReason
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError, SharedStateUnavailable
 from ..security.clientinfo import client_ip, parse_user_agent
 from ..services.identity.identity import ClientInfo
 from ..services.netpolicy import conceal
-from ..services.sessions.remote_session import Admission, close_code_for
+from ..services.sessions.remote_session import Admission, close_code_for, close_reason_for
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -67,7 +67,7 @@ async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -
     except ApiError as exc:
         shown = conceal(caller, exc)
         raise SessionClosed(
-            close_code_for(shown), shown.message[:500], reason_for_error(shown.code, shown.status)
+            close_code_for(shown), shown.message[:500], close_reason_for(shown)
         ) from None
     client_session = (websocket.args.get("sessionId") or "").strip()
     if len(client_session) > MAX_CLIENT_SESSION_ID:

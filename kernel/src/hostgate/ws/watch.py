@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 from quart import websocket
 
 from ..adapters import SessionClosed
-from ..closereasons import CloseReason, reason_for_error
+from ..closereasons import CloseReason
 from ..errors import ApiError
 from ..services.sessions.live_view import Closing, Watching
-from ..services.sessions.remote_session import close_code_for
+from ..services.sessions.remote_session import close_code_for, close_reason_for
 from .frames import send_error
 from .gate import close_socket, socket_caller
 
@@ -60,7 +60,7 @@ async def serve_watch(kernel: Kernel, session_id: str) -> None:
         try:
             watch = await kernel.live_view.watch(caller, session_id)
         except ApiError as refused:
-            why = reason_for_error(refused.code, refused.status)
+            why = close_reason_for(refused)
             raise SessionClosed(close_code_for(refused), refused.message[:500], why) from None
     except SessionClosed as closed:
         with contextlib.suppress(Exception):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...adapters import ConnectionTarget, SessionClosed
-from ...closereasons import CloseReason
+from ...closereasons import CloseReason, reason_for_error
 from ...db.models.connections import Connection
 from ...db.models.identity import User
 from ...descriptors import ProtocolSpec
@@ -60,6 +60,11 @@ def close_code_for(error: ApiError) -> int:
     if error.status == 404:
         return 4002
     return 4003
+
+
+def close_reason_for(error: ApiError) -> CloseReason:
+    """The reason code of an error raised while opening a session (from its ``code``)."""
+    return reason_for_error(error.code, error.status)
 
 
 class LiveRemoteSession:

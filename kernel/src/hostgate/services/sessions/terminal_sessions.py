@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ...adapters import SessionClosed, Stream, Terminal, TerminalSize
-from ...closereasons import CloseReason, reason_for_error
+from ...closereasons import CloseReason
 from ...db.models.connections import Connection
 from ...db.models.sessions import RemoteSession
 from ...db.types import new_id
@@ -32,7 +32,7 @@ from ..netpolicy import conceal
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .relay_session import RelaySession
-from .remote_session import Admission, LiveRemoteSession, close_code_for
+from .remote_session import Admission, LiveRemoteSession, close_code_for, close_reason_for
 from .search_text import OutputChunker
 from .session_ledger import SessionLedger
 from .terminal_session import TerminalSession
@@ -177,16 +177,14 @@ class TerminalSessions:
             raise SessionClosed(
                 close_code_for(shown),
                 shown.message[:500],
-                reason_for_error(shown.code, shown.status),
+                close_reason_for(shown),
             ) from None
         except Exception as exc:
             self.live.remove(session.id)
             log.exception("opening %s session failed", session.protocol)
             await self.ledger.record_failure(session, str(exc))
             shown = conceal(session.caller, RemoteError(f"Connection failed: {exc}"))
-            raise SessionClosed(
-                4003, shown.message[:500], reason_for_error(shown.code, shown.status)
-            ) from None
+            raise SessionClosed(4003, shown.message[:500], close_reason_for(shown)) from None
 
     async def open_terminal(self, admission: Admission, size: TerminalSize) -> TerminalSession:
         """Connect a terminal and start its recording and command log."""
