@@ -500,3 +500,31 @@ async def test_a_token_without_the_protocol_permission_cannot_open_its_socket(
         screen = Screen(socket)
         assert await screen.until_closed() == 4003
         assert screen.messages[-1]["reason"] == "forbidden"
+
+
+async def test_deleting_the_connection_or_the_user_closes_the_socket_saying_so(
+    client, kernel, make_user, make_connection, admin, shell_connection, tmp_path
+):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        deleted = await client.delete(f"/api/v1/connections/{connection.id}", headers=user.headers)
+        assert deleted.status_code == 200, await deleted.get_data()
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1] == {
+            "type": "error",
+            "message": "the connection was deleted",
+            "reason": "connection_deleted",
+        }
+    dave = await make_user("dave")
+    theirs = await make_connection(
+        dave, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path / "home")}
+    )
+    async with await open_screen(client, kernel, dave, theirs.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        gone = await client.delete(f"/api/v1/users/{dave.id}", headers=admin.headers)
+        assert gone.status_code == 200, await gone.get_data()
+        assert await screen.until_closed() == 4001
+        assert screen.messages[-1]["reason"] == "user_deleted"
