@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hostgate.closereasons import CloseReason
 from hostgate.cluster.bus import LocalBus, RedisBus
 from hostgate.cluster.registry import MemoryBackend, MemoryRegistry, RedisRegistry
 from hostgate.cluster.shared import connect
@@ -26,6 +27,7 @@ class Held:
 
     def __init__(self, live: LiveSessions, session_id: str, user_id: str = "u1") -> None:
         self.reasons: list[str] = []
+        self.codes: list[str] = []
         self.closed = asyncio.Event()
         self.id = session_id
         live.add(
@@ -41,8 +43,9 @@ class Held:
             )
         )
 
-    async def close(self, reason: str) -> None:
+    async def close(self, reason: str, reason_code: str) -> None:
         self.reasons.append(reason)
+        self.codes.append(reason_code)
         self.closed.set()
 
 
@@ -141,6 +144,7 @@ async def test_a_dead_nodes_sessions_are_reaped_and_it_ends_them_when_it_comes_b
     # a comes back: it was declared dead, so it ends what it still held
     await a.shared.beat()
     assert held.reasons == [DECLARED_DEAD]
+    assert held.codes == [CloseReason.UNAVAILABLE]
     assert a.all() == []
 
 
@@ -193,14 +197,16 @@ async def test_closing_another_nodes_session_reaches_that_node(redis_nodes):
     await a.settled()
     found = await b.find("s1")
     assert found is not None
-    await found.close("Terminated by admin")
+    await found.close("Terminated by admin", CloseReason.TERMINATED)
     await asyncio.wait_for(held.closed.wait(), 5)
     assert held.reasons == ["Terminated by admin"]
+    assert held.codes == [CloseReason.TERMINATED]  # the code crossed the bus with the text
     assert other.reasons == []
     # a restore closes everything on every node
-    await b.close_everywhere("the instance is being restored from a backup")
+    await b.close_everywhere("the instance is being restored from a backup", CloseReason.RESTORING)
     await asyncio.wait_for(other.closed.wait(), 5)
     assert other.reasons == ["the instance is being restored from a backup"]
+    assert other.codes == [CloseReason.RESTORING]
 
 
 async def test_an_access_change_on_one_node_rechecks_the_sessions_of_every_node(redis_nodes):

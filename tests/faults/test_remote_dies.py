@@ -174,6 +174,7 @@ async def test_server_killed_during_a_terminal_session(
     code, reason = await terminal.until_closed()
     assert code == 4003, (code, reason)
     assert "lost" in reason.lower() or "closed" in reason.lower(), reason
+    assert terminal.messages[-1]["reason"] == "connection_lost", terminal.messages
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
         listed = (await client.get("/api/v1/sessions", headers=bearer(token))).json()
         [entry] = [s for s in listed["sessions"] if s["connectionId"] == connection_id]

@@ -73,3 +73,18 @@ def test_the_architecture_page_names_every_layer_the_contract_declares():
             name = module.strip().removeprefix("__main__")
             if name:
                 assert name in page, f"docs/architecture.md does not mention the layer {name}"
+
+
+def test_every_close_reason_is_documented_and_explained_by_the_app():
+    """A reason code the kernel sends is in the docs' table and in the app's mapping."""
+    from hostgate.closereasons import CloseReason
+
+    table = (ROOT / "docs" / "terminals.md").read_text()
+    documented = set(re.findall(r"^\| `(\w+)` \| [\d /]+ \|", table, flags=re.MULTILINE))
+    app = (ROOT / "plugins/web/ui/src/lib/closereason.ts").read_text()
+    body = app[app.index("const REASONS") : app.index("const RULES")]
+    mapped = set(re.findall(r"^  (\w+): \{", body, flags=re.MULTILINE))
+    codes = {reason.value for reason in CloseReason}
+    assert len(codes) == len(CloseReason) > 20
+    assert documented == codes, documented ^ codes
+    assert mapped == codes, mapped ^ codes

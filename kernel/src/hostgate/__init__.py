@@ -20,6 +20,7 @@ from .adapters import (
     open_tcp,
 )
 from .chunkreader import ChunkReader
+from .closereasons import CloseReason
 from .contract import (
     SECRET_MASK,
     Account,
@@ -97,6 +98,7 @@ from .timefmt import iso, parse_iso, utcnow
 
 __all__ = [
     "ChunkReader",
+    "CloseReason",
     "LOGIN_NAME_PATTERN",
     "ErrorBody",
     "MfaChallenge",

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from .closereasons import CloseReason
+
 
 @dataclass(frozen=True)
 class TerminalSize:
@@ -187,13 +189,17 @@ class Terminal(Protocol):
 class SessionClosed(Exception):
     """A session could not open or had to end: the WebSocket close code and reason.
 
-    A relay's ``Stream.read()`` may raise it to end the socket with that code.
+    ``reason`` is the text people read (the close frame's reason and the ``error``
+    frame's ``message``); ``reason_code`` the stable code clients match on (the
+    ``error`` frame's ``reason``, left out when None). A relay's ``Stream.read()``
+    may raise it to end the socket with that code.
     """
 
-    def __init__(self, code: int, reason: str) -> None:
+    def __init__(self, code: int, reason: str, reason_code: CloseReason | None = None) -> None:
         super().__init__(reason)
         self.code = code
         self.reason = reason
+        self.reason_code = reason_code
 
 
 @runtime_checkable

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, TypeVar
 
 from typing_extensions import Unpack
 
+from .closereasons import CloseReason
 from .timefmt import iso
 
 if TYPE_CHECKING:
@@ -303,8 +304,12 @@ class LiveSessionsAPI(Protocol):
     def count(self, *, user_id: str | None = None, kinds: tuple[str, ...] = ()) -> int:
         """How many sessions are open (of a user, of some kinds)."""
 
-    async def close_where(self, reason: str, **match: Any) -> int:
-        """Close every session whose fields equal ``match``; how many were closed."""
+    async def close_where(self, reason: str, *, reason_code: CloseReason, **match: Any) -> int:
+        """Close every session whose fields equal ``match``; how many were closed.
+
+        ``reason`` is the text the client reads, ``reason_code`` the stable code of the
+        socket's ``error`` frame.
+        """
 
 
 class HttpResponse(Protocol):

@@ -12,6 +12,7 @@ from sqlmodel import select
 
 from . import datadir
 from . import permissions as perms
+from .closereasons import CloseReason
 from .cluster import Cluster, ClusterSetupError
 from .cluster.shared import marker_refusal, read_marker, write_marker
 from .config import Config
@@ -388,7 +389,7 @@ class Kernel:
 
     async def shutdown(self) -> None:
         """Stop plugins and services, then close the database."""
-        await self.live.close_all("server shutting down")
+        await self.live.close_all("server shutting down", CloseReason.SHUTTING_DOWN)
         await self.cluster.lease.stop()  # another node takes the once-only work at once
         await self.plugins.call_each("shutdown", kernel=self)
         for hook in reversed(self._stop_hooks):

@@ -54,6 +54,7 @@ async def test_sshd_session_runs_commands_resizes_and_logs(
         await screen.prompt()
         await screen.run("exit", "logout")
         assert await screen.until_closed() == 1000
+        assert screen.messages[-1]["reason"] == "shell_closed"
 
     session_id, commands = await commands_of(client, user)
     texts = [c["command"] for c in commands]
@@ -108,6 +109,7 @@ async def test_pasted_lines_are_logged_once_each(client, kernel, make_user, make
             await screen.prompt()
         await screen.run("exit", "logout")
         assert await screen.until_closed() == 1000
+        assert screen.messages[-1]["reason"] == "shell_closed"
     _, commands = await commands_of(client, user)
     assert [(c["command"], c["output_preview"]) for c in commands] == [
         ("PS1='$ '", ""),
@@ -144,6 +146,7 @@ async def test_wrong_password_closes_with_the_reason(
         screen = Screen(socket)
         assert await screen.until_closed(30) == 4003
         assert "authentication failed" in screen.messages[-1]["message"].lower()
+        assert screen.messages[-1]["reason"] == "auth_failed"
     audit = await client.get(
         "/api/v1/audit?eventType=connection.session_failed", headers=user.headers
     )
@@ -165,6 +168,7 @@ async def test_changed_host_key_is_refused(
         screen = Screen(socket)
         assert await screen.until_closed(30) == 4003
         assert "host key" in screen.messages[-1]["message"].lower()
+        assert screen.messages[-1]["reason"] == "host_key_changed"
 
 
 async def test_asyncssh_server_password_and_key(
@@ -217,5 +221,10 @@ async def test_prompt_on_connect_takes_the_password_from_the_first_frame(
         await socket.send(json.dumps({"type": "data", "data": "ls\r"}))
         screen = Screen(socket)
         assert await screen.until_closed() == 4007
+        assert screen.messages[-1] == {
+            "type": "error",
+            "message": "Expected an auth message",
+            "reason": "auth_timeout",
+        }
     audit = await client.get("/api/v1/audit", headers=user.headers)
     assert sshd.password not in (await audit.get_data()).decode()

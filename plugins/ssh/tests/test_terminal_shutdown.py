@@ -74,12 +74,20 @@ async def test_sigterm_closes_terminals_cleanly(sshd, tmp_path: Path):
         async with websockets.connect(socket_url) as socket:
             assert json.loads(await socket.recv())["message"] == "Connected"
             process.send_signal(signal.SIGTERM)
+            texts: list[str] = []
             try:
                 while True:
-                    await asyncio.wait_for(socket.recv(), 20)
+                    frame = await asyncio.wait_for(socket.recv(), 20)
+                    if isinstance(frame, str):
+                        texts.append(frame)
             except websockets.ConnectionClosed as closed:
                 assert closed.rcvd is not None
                 assert (closed.rcvd.code, closed.rcvd.reason) == (1001, "Server shutting down")
+            assert json.loads(texts[-1]) == {
+                "type": "error",
+                "message": "Server shutting down",
+                "reason": "shutting_down",
+            }
         assert await asyncio.wait_for(process.wait(), 30) == 0
     finally:
         if process.returncode is None:

@@ -73,6 +73,7 @@ async def test_wrong_password_ends_the_session(client, kernel, make_user, make_c
         screen = Screen(socket)
         assert await screen.until_closed(20) == 1000
         assert b"Login incorrect" in screen.output
+        assert screen.messages[-1]["reason"] == "shell_closed"  # the server hung up
 
 
 async def test_unreachable_server(client, kernel, make_user, make_connection, telnetd):
@@ -83,6 +84,7 @@ async def test_unreachable_server(client, kernel, make_user, make_connection, te
         screen = Screen(socket)
         assert await screen.until_closed() == 4003
         assert "cannot reach" in screen.messages[-1]["message"]
+        assert screen.messages[-1]["reason"] == "unreachable"
 
 
 async def test_a_password_echoed_by_the_server_is_masked(

@@ -53,6 +53,7 @@ async def test_request_approve_use_revoke(client, kernel, make_user, sshd):
         screen = Screen(socket)
         assert await screen.until_closed() == 4003
         assert "approved access request" in screen.messages[-1]["message"]
+        assert screen.messages[-1]["reason"] == "forbidden"
 
     response = await ask(client, bob, connection["id"])
     assert response.status_code == 201
@@ -87,6 +88,7 @@ async def test_request_approve_use_revoke(client, kernel, make_user, sshd):
         await screen.step("echo granted-$((40+2))", "granted-42")
         assert (await decide(client, approver, pending["id"], "revoke")).status_code == 200
         assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["reason"] == "access_ended"
     detail = await (
         await client.get(f"{API}/connections/{connection['id']}", headers=bob.headers)
     ).get_json()
@@ -119,6 +121,7 @@ async def test_access_expires_by_itself_and_closes_the_terminal(client, kernel, 
             await session.commit()
         assert await kernel.access_requests.sweep() == 1
         assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["reason"] == "access_ended"
     listed = await client.get(f"{API}/access-requests", headers=bob.headers)
     assert [r["status"] for r in (await listed.get_json())["requests"]] == ["expired"]
     response = await client.get(f"{API}/audit?eventType=access.expired", headers=owner.headers)

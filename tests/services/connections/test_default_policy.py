@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -135,6 +136,14 @@ async def _socket_close(client, path: str) -> int:
         return await Frames(socket).until_closed()
 
 
+async def _terminal_close(client, path: str) -> tuple[int, str]:
+    """A terminal socket's close code and the reason code of its last ``error`` frame."""
+    async with client.websocket(path) as socket:
+        frames = Frames(socket)
+        code = await frames.until_closed()
+    return code, json.loads(frames.text_frames[-1])["reason"]
+
+
 @pytest.mark.parametrize("host", TARGETS)
 @pytest.mark.parametrize("kind", ["terminal", "telnet", "files", "relay"])
 async def test_the_default_refuses_for_terminals_files_and_relays(
@@ -157,7 +166,7 @@ async def test_the_default_refuses_for_terminals_files_and_relays(
         assert await _socket_close(client, path) == 4003
     else:
         path = socket_path(protocol, ticket_for(kernel, owner), connection_id, cols=80, rows=24)
-        assert await _socket_close(client, path) == 4003
+        assert await _terminal_close(client, path) == (4003, "network_policy")
     [denied] = await audit_entries(kernel, "network.denied")
     assert denied.details["host"] == host and denied.details["purpose"] == "connection"
     assert "network.protected" in denied.details["reason"]
@@ -177,7 +186,7 @@ async def test_the_gateways_own_port_is_refused_even_when_allowed(
     for host in ("127.0.0.1", "::1", "localhost"):
         connection_id = await _connection(client, owner, "telnet", host, listener.port)
         path = socket_path("telnet", ticket_for(kernel, owner), connection_id, cols=80, rows=24)
-        assert await _socket_close(client, path) == 4003
+        assert await _terminal_close(client, path) == (4003, "network_policy")
     reasons = {e.details["reason"] for e in await audit_entries(kernel, "network.denied")}
     assert reasons == {"it is the gateway's own listening address"}
     assert listener.accepted == []
@@ -185,7 +194,7 @@ async def test_the_gateways_own_port_is_refused_even_when_allowed(
     other = Listener(free_port())
     connection_id = await _connection(client, owner, "telnet", "127.0.0.1", other.port)
     path = socket_path("telnet", ticket_for(kernel, owner), connection_id, cols=80, rows=24)
-    assert await _socket_close(client, path) == 4003
+    assert await _terminal_close(client, path) == (4003, "unreachable")  # nobody listens
     assert len(await audit_entries(kernel, "network.denied")) == 3
 
 
@@ -217,6 +226,12 @@ async def test_failures_read_the_same_to_a_user_who_may_not_create_connections(
         {"error": "The connection's target cannot be reached", "code": "target_unreachable"},
     )
     assert all(answer == answers["closed"] for answer in answers.values()), answers
+    # a terminal's error frame conceals as much: the policy's refusal reads "unreachable" too
+    denied = await make_connection(
+        admin, "ssh", "192.0.2.1", 22, username="u", password="pw-s3cr3t-1", shared=True
+    )
+    path = socket_path("ssh", ticket_for(kernel, user), denied.id, cols=80, rows=24)
+    assert await _terminal_close(client, path) == (4003, "unreachable")
     # the administrator, who may create connections, is told what happened
     connection = await make_connection(admin, "ssh", "127.0.0.1", closed, username="u")
     response = await client.post(

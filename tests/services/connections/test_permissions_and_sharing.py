@@ -149,8 +149,8 @@ async def test_unsharing_removes_access_and_closes_live_sessions(client, make_us
     closed: list[str] = []
 
     def live(user):
-        async def close(reason: str) -> None:
-            closed.append(f"{user.username}: {reason}")
+        async def close(reason: str, reason_code: str) -> None:
+            closed.append(f"{user.username}: {reason} ({reason_code})")
 
         return LiveSession(
             id=f"live-{user.username}", kind="terminal", protocol="fakedesk", user_id=user.id,
@@ -162,10 +162,10 @@ async def test_unsharing_removes_access_and_closes_live_sessions(client, make_us
     await share(client, owner, conn["id"], ("user", other.id))
     await get_json(client, f"/connections/{conn['id']}", mate, expect=404)
     await get_json(client, f"/connections/{conn['id']}", other)
-    assert closed == ["mate: the connection is no longer shared with you"]
+    assert closed == ["mate: the connection is no longer shared with you (not_shared)"]
     assert kernel.live.get("live-other") is not None
     await send(client, "DELETE", f"/connections/{conn['id']}", owner)
-    assert closed[-1] == "other: the connection was deleted"
+    assert closed[-1] == "other: the connection was deleted (connection_deleted)"
 
 
 async def test_invalid_share_lists_change_nothing(client, make_user):

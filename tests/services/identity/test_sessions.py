@@ -20,8 +20,8 @@ UA_FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/1
 
 
 def register_socket(kernel, user_id, login_session_id, closed):
-    async def close(reason):
-        closed.append((login_session_id, reason))
+    async def close(reason, reason_code):
+        closed.append((login_session_id, reason, reason_code))
 
     kernel.live.add(
         LiveSession(
@@ -77,7 +77,7 @@ async def test_revoke_one_session_takes_effect_at_once(client, make_user, kernel
     response = await client.delete(f"{API}/profile/login-sessions/{other_id}", headers=user.headers)
     assert response.status_code == 200 and await response.get_json() == {"ok": True}
     assert (await client.get(f"{API}/auth/me", headers=bearer(other))).status_code == 401
-    assert closed == [(other_id, "revoked")]
+    assert closed == [(other_id, "revoked", "revoked")]
     assert (await client.get(f"{API}/auth/me", headers=user.headers)).status_code == 200
     # other people's sessions and unknown ids: 404, and nothing happens
     stranger = await make_user("stranger")
@@ -162,7 +162,7 @@ async def test_user_deletion_ends_their_sessions(client, make_user, admin, kerne
     assert response.status_code == 200
     me = await client.get(f"{API}/auth/me", headers=user.headers)
     assert me.status_code == 401
-    assert closed and closed[0][1] == "user deleted"
+    assert closed and closed[0][1:] == ("user deleted", "user_deleted")
     async with kernel.db.session() as session:
         rows = (
             await session.exec(select(LoginSession).where(LoginSession.user_id == user.id))

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from hostgate.app import create_app, kernel_of
+from hostgate.closereasons import CloseReason
 from hostgate.commands.serve import hypercorn_config
 from hypercorn.asyncio import serve
 
@@ -45,7 +46,7 @@ async def serving(config: Any, plugins: list[object]) -> AsyncIterator[LiveServe
 
     async def shutdown_trigger() -> None:
         await stop.wait()
-        await kernel_of(app).live.close_all("server shutting down")
+        await kernel_of(app).live.close_all("server shutting down", CloseReason.SHUTTING_DOWN)
 
     task = asyncio.create_task(serve(app, hyper, shutdown_trigger=shutdown_trigger))  # type: ignore[arg-type]
     try:

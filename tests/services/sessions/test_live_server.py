@@ -25,7 +25,11 @@ async def test_close_code_and_reason_reach_the_client(live_server):
     url = f"{live_server.ws_url}/ws/localshell?ticket=bogus&connectionId=x"
     async with websockets.connect(url) as socket:
         first = json.loads(await socket.recv())
-        assert first == {"type": "error", "message": "Invalid or expired ticket"}
+        assert first == {
+            "type": "error",
+            "message": "Invalid or expired ticket",
+            "reason": "ticket_invalid",
+        }
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await socket.recv()
     assert closed.value.rcvd is not None

@@ -110,18 +110,34 @@ async def test_without_view_any_the_watch_is_refused(
         session = running_session(kernel)
         bob = await make_user("bob")  # the built-in user role: no sessions.view_any
         cases = [
-            (watch_path(session.id, ticket_for(kernel, bob)), 4003, "sessions.view_any"),
+            (
+                watch_path(session.id, ticket_for(kernel, bob)),
+                4003,
+                "sessions.view_any",
+                "forbidden",
+            ),
             # even the session's own user needs the permission
-            (watch_path(session.id, ticket_for(kernel, user)), 4003, "sessions.view_any"),
-            (watch_path(session.id, "not-a-ticket"), 4001, "ticket"),
-            (watch_path(session.id, None), 4001, "ticket"),
-            (watch_path("no-such-session", ticket_for(kernel, admin)), 4002, "not found"),
+            (
+                watch_path(session.id, ticket_for(kernel, user)),
+                4003,
+                "sessions.view_any",
+                "forbidden",
+            ),
+            (watch_path(session.id, "not-a-ticket"), 4001, "ticket", "ticket_invalid"),
+            (watch_path(session.id, None), 4001, "ticket", "ticket_invalid"),
+            (
+                watch_path("no-such-session", ticket_for(kernel, admin)),
+                4002,
+                "not found",
+                "not_found",
+            ),
         ]
-        for path, code, words in cases:
+        for path, code, words, reason in cases:
             async with client.websocket(path) as refused:
                 screen = Screen(refused)
                 assert await screen.until_closed() == code, path
                 assert words in screen.messages[-1]["message"], screen.messages
+                assert screen.messages[-1]["reason"] == reason, screen.messages
         assert session.viewers == []
         # the watched user was never told of a refused viewer
         assert not [m for m in watched.messages if m["type"] == "watchers"]
@@ -159,6 +175,11 @@ async def test_the_viewer_closes_when_the_session_ends_and_a_reattach_keeps_the_
             await back.send("exit\r")
             assert await back.until_closed() == 1000
         assert await viewer.until_closed() == 1000
+        assert viewer.messages[-1] == {
+            "type": "error",
+            "message": "The watched session ended",
+            "reason": "session_ended",
+        }
     for _ in range(100):
         if len(await audit_entries(client, admin, "session.live_view_ended")) == 2:
             break
@@ -190,6 +211,7 @@ async def test_a_watch_is_a_live_session_ended_from_the_list_or_by_revoking_the_
             assert ended.status_code == 200
             assert await viewer.until_closed() == 4003
             assert viewer.messages[-1]["message"] == "Terminated by admin: enough"
+            assert viewer.messages[-1]["reason"] == "terminated"
 
         # the viewer's login session revoked: the watch ends at once, as their terminals would
         async with client.websocket(watch_path(session.id, ticket_for(kernel, auditor))) as viewing:
@@ -200,6 +222,7 @@ async def test_a_watch_is_a_live_session_ended_from_the_list_or_by_revoking_the_
                 login, user_id=auditor.id, reason="Session has been revoked"
             )
             assert await viewer.until_closed() == 4001
+            assert viewer.messages[-1]["reason"] == "revoked"
         # the watched terminal went on through both
         await watched.run("echo still-$((2+2))", "still-4")
         assert session.viewers == []

@@ -127,6 +127,7 @@ async def test_terminating_with_a_reason_tells_the_user_and_the_audit_log(
         assert response.status_code == 200
         assert await screen.until_closed() == 4003
         assert screen.messages[-1]["message"] == "Terminated by admin: Maintenance window"
+        assert screen.messages[-1]["reason"] == "terminated"
     audit = await client.get(
         "/api/v1/audit?eventType=connection.session_terminated", headers=admin.headers
     )

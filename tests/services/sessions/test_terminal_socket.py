@@ -22,6 +22,12 @@ async def test_runs_a_command_and_records_the_session(client, kernel, shell_conn
         await screen.run("echo hello-$((6*7))", "hello-42")
         await screen.send("exit\r")
         assert await screen.until_closed() == 1000
+        # the error frame before a close the server makes names it, a normal end too
+        assert screen.messages[-1] == {
+            "type": "error",
+            "message": "Shell closed",
+            "reason": "shell_closed",
+        }
 
     response = await client.get("/api/v1/sessions", headers=user.headers)
     body = await response.get_json()
@@ -47,21 +53,30 @@ async def test_close_codes_for_refused_sockets(
 ):
     user, connection = shell_connection
     cases = [
-        (socket_path("localshell", "not-a-ticket", connection.id), 4001),
-        (socket_path("localshell", None, connection.id), 4001),
-        (socket_path("localshell", ticket_for(kernel, user), None), 4001),
-        (socket_path("localshell", ticket_for(kernel, user), "no-such-connection"), 4002),
+        (socket_path("localshell", "not-a-ticket", connection.id), 4001, "ticket_invalid"),
+        (socket_path("localshell", None, connection.id), 4001, "ticket_invalid"),
+        (socket_path("localshell", ticket_for(kernel, user), None), 4001, "bad_request"),
+        (
+            socket_path("localshell", ticket_for(kernel, user), "no-such-connection"),
+            4002,
+            "not_found",
+        ),
     ]
     stranger = await make_user("mallory")
-    cases.append((socket_path("localshell", ticket_for(kernel, stranger), connection.id), 4002))
+    cases.append(
+        (socket_path("localshell", ticket_for(kernel, stranger), connection.id), 4002, "not_found")
+    )
     blocked = await make_user("blocked", permissions=[])
     own = await make_connection(blocked, "localshell", "127.0.0.1", 1)
-    cases.append((socket_path("localshell", ticket_for(kernel, blocked), own.id), 4003))
-    for path, code in cases:
+    cases.append(
+        (socket_path("localshell", ticket_for(kernel, blocked), own.id), 4003, "forbidden")
+    )
+    for path, code, reason in cases:
         async with client.websocket(path) as socket:
             screen = Screen(socket)
             assert await screen.until_closed() == code, path
             assert screen.messages and screen.messages[-1]["type"] == "error"
+            assert screen.messages[-1]["reason"] == reason, path
 
 
 async def test_a_ticket_is_single_use(client, kernel, shell_connection):
@@ -135,6 +150,7 @@ async def test_per_user_cap(client, kernel, admin, shell_connection):
             screen = Screen(second)
             assert await screen.until_closed() == 4008
             assert "concurrent" in screen.messages[-1]["message"]
+            assert screen.messages[-1]["reason"] == "session_limit"
 
 
 async def test_global_cap(client, kernel, admin, make_connection, shell_connection):
@@ -146,7 +162,9 @@ async def test_global_cap(client, kernel, admin, make_connection, shell_connecti
     async with await open_screen(client, kernel, user, connection.id) as first:
         await Screen(first).until("$ ")
         async with await open_screen(client, kernel, admin, theirs.id) as second:
-            assert await Screen(second).until_closed() == 4008
+            screen = Screen(second)
+            assert await screen.until_closed() == 4008
+            assert screen.messages[-1]["reason"] == "session_limit"
 
 
 async def test_reattach_replays_and_keeps_the_shell(client, kernel, shell_connection):
@@ -163,6 +181,28 @@ async def test_reattach_replays_and_keeps_the_shell(client, kernel, shell_connec
         await screen.run("echo after-$MARK", "after-kept-6")
     sessions = await (await client.get("/api/v1/sessions", headers=user.headers)).get_json()
     assert len(sessions["sessions"]) == 1
+
+
+async def test_opening_the_session_elsewhere_closes_the_first_socket(
+    client, kernel, shell_connection
+):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id, sessionId="tab-1") as first:
+        screen = Screen(first)
+        await screen.until("$ ")
+        async with await open_screen(
+            client, kernel, user, connection.id, sessionId="tab-1"
+        ) as second:
+            moved = Screen(second)
+            await moved.pump()
+            assert moved.messages[0] == {"type": "status", "message": "Reattached"}
+            assert await screen.until_closed() == 4003
+            assert screen.messages[-1] == {
+                "type": "error",
+                "message": "Session opened in another window",
+                "reason": "opened_elsewhere",
+            }
+            await moved.run("echo moved-$((3*3))", "moved-9")
 
 
 async def test_without_session_id_the_shell_ends_with_the_socket(client, kernel, shell_connection):
@@ -192,6 +232,7 @@ async def test_idle_sockets_are_closed(client, kernel, admin, shell_connection):
         await kernel.terminal_sessions.tick()
         assert await screen.until_closed() == 4003
         assert "without input" in screen.messages[-1]["message"]
+        assert screen.messages[-1]["reason"] == "idle_timeout"
 
 
 async def test_revoking_the_login_session_closes_the_socket(client, kernel, shell_connection):
@@ -205,6 +246,7 @@ async def test_revoking_the_login_session_closes_the_socket(client, kernel, shel
         )
         assert response.status_code == 200
         assert await screen.until_closed() == 4001
+        assert screen.messages[-1]["reason"] == "revoked"
 
 
 async def test_active_sessions_and_termination(client, kernel, make_user, shell_connection, admin):
@@ -232,6 +274,7 @@ async def test_active_sessions_and_termination(client, kernel, make_user, shell_
         assert response.status_code == 200
         assert await screen.until_closed() == 4003
         assert "Terminated by admin" in screen.messages[-1]["message"]
+        assert screen.messages[-1]["reason"] == "terminated"
     gone = await client.delete(f"/api/v1/sessions/active/{entry['id']}", headers=admin.headers)
     assert gone.status_code == 404
 
@@ -323,6 +366,7 @@ async def test_withdrawn_access_closes_open_sockets(client, kernel, make_user, a
         assert unshared.status_code == 200
         assert await screen.until_closed() == 4003
         assert "shared" in screen.messages[-1]["message"]
+        assert screen.messages[-1]["reason"] == "not_shared"
     # losing the permission through a role change closes the owner's own socket too
     roles = await (await client.get("/api/v1/roles", headers=admin.headers)).get_json()
     user_role = next(r for r in roles["roles"] if r["name"] == "user")
@@ -336,6 +380,7 @@ async def test_withdrawn_access_closes_open_sockets(client, kernel, make_user, a
         assert changed.status_code == 200, await changed.get_data()
         assert await screen.until_closed() == 4003
         assert "connections.use_localshell" in screen.messages[-1]["message"]
+        assert screen.messages[-1]["reason"] == "permission_withdrawn"
 
 
 async def test_the_periodic_access_check_gives_the_same_reason_as_the_change(
@@ -369,6 +414,7 @@ async def test_the_periodic_access_check_gives_the_same_reason_as_the_change(
             await session.enforce_access()
         assert await screen.until_closed() == 4003
         assert screen.messages[-1]["message"] == "the connection is no longer shared with you"
+        assert screen.messages[-1]["reason"] == "not_shared"  # the same code, too
 
 
 async def test_a_lockout_leaves_open_sockets_alone_a_password_reset_ends_them(
@@ -404,6 +450,7 @@ async def test_a_lockout_leaves_open_sockets_alone_a_password_reset_ends_them(
         assert reset.status_code == 200, await reset.get_json()
         assert await screen.until_closed() == 4001
         assert screen.messages[-1]["type"] == "error"
+        assert screen.messages[-1]["reason"] == "revoked"
 
 
 async def test_a_personal_api_token_opens_a_socket_and_revoking_it_closes_the_socket(
@@ -428,6 +475,7 @@ async def test_a_personal_api_token_opens_a_socket_and_revoking_it_closes_the_so
         )
         assert response.status_code == 200
         assert await screen.until_closed() == 4001
+        assert screen.messages[-1]["reason"] == "revoked"
     # a ticket asked for with a revoked token is refused before any socket
     refused = await client.post("/api/v1/auth/ws-ticket", headers=token)
     assert refused.status_code == 401
@@ -449,4 +497,34 @@ async def test_a_token_without_the_protocol_permission_cannot_open_its_socket(
         "ticket"
     ]
     async with client.websocket(socket_path("localshell", ticket, connection.id)) as socket:
-        assert await Screen(socket).until_closed() == 4003
+        screen = Screen(socket)
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["reason"] == "forbidden"
+
+
+async def test_deleting_the_connection_or_the_user_closes_the_socket_saying_so(
+    client, kernel, make_user, make_connection, admin, shell_connection, tmp_path
+):
+    user, connection = shell_connection
+    async with await open_screen(client, kernel, user, connection.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        deleted = await client.delete(f"/api/v1/connections/{connection.id}", headers=user.headers)
+        assert deleted.status_code == 200, await deleted.get_data()
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1] == {
+            "type": "error",
+            "message": "the connection was deleted",
+            "reason": "connection_deleted",
+        }
+    dave = await make_user("dave")
+    theirs = await make_connection(
+        dave, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path / "home")}
+    )
+    async with await open_screen(client, kernel, dave, theirs.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        gone = await client.delete(f"/api/v1/users/{dave.id}", headers=admin.headers)
+        assert gone.status_code == 200, await gone.get_data()
+        assert await screen.until_closed() == 4001
+        assert screen.messages[-1]["reason"] == "user_deleted"

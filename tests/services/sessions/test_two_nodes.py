@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from hostgate.app import create_app, kernel_of
+from hostgate.closereasons import CloseReason
 from hostgate.config import Config
 from hostgate.security.ratelimit import LOGIN_PER_IP
 
@@ -55,7 +56,11 @@ async def test_a_ticket_from_node_a_opens_a_socket_on_node_b_once(client, node_b
         async with again.websocket(socket_path("localshell", ticket, connection.id)) as socket:
             screen = Screen(socket)
             assert await screen.until_closed() == 4001
-            assert {"type": "error", "message": "Invalid or expired ticket"} in screen.messages
+            assert {
+                "type": "error",
+                "message": "Invalid or expired ticket",
+                "reason": "ticket_invalid",
+            } in screen.messages
 
 
 async def test_the_login_limit_is_one_budget_across_nodes(client, node_b):
@@ -90,7 +95,7 @@ async def test_logging_out_on_node_a_closes_the_socket_held_by_node_b(
         assert response.status_code in (200, 204)
         # well before the sockets' own 30-second login check: the bus did it
         assert await screen.until_closed(timeout=STEP / 2) == 4001
-        assert {"type": "error", "message": "logout"} in screen.messages
+        assert {"type": "error", "message": "logout", "reason": "revoked"} in screen.messages
     assert kernel_of(node_b).live.all() == []
 
 
@@ -104,10 +109,24 @@ async def test_close_where_on_node_a_closes_what_matches_on_node_b(
         screen = Screen(socket)
         await screen.until("$ ")
         [held] = kernel_of(node_b).live.all()
-        assert await kernel.live.close_where("not this one", user_id="someone-else") == 0
-        assert await kernel.live.close_where("terminated elsewhere", id=held.id) == 0
+        assert (
+            await kernel.live.close_where(
+                "not this one", reason_code=CloseReason.TERMINATED, user_id="someone-else"
+            )
+            == 0
+        )
+        assert (
+            await kernel.live.close_where(
+                "terminated elsewhere", reason_code=CloseReason.TERMINATED, id=held.id
+            )
+            == 0
+        )
         assert await screen.until_closed(timeout=STEP / 2) == 4003
-        assert {"type": "error", "message": "terminated elsewhere"} in screen.messages
+        assert {
+            "type": "error",
+            "message": "terminated elsewhere",
+            "reason": "terminated",
+        } in screen.messages
 
 
 async def test_redis_down_answers_503_then_recovers_without_a_restart(
@@ -250,9 +269,11 @@ async def test_watching_a_session_no_node_holds_is_refused(client, node_b, admin
     ) as s:
         screen = Screen(s)
         assert await screen.until_closed() == 4002
-        assert {"type": "error", "message": "Session not found or not running on this gateway"} in (
-            screen.messages
-        )
+        assert {
+            "type": "error",
+            "message": "Session not found or not running on this gateway",
+            "reason": "not_found",
+        } in screen.messages
 
 
 async def test_a_permission_withdrawn_on_node_a_closes_the_socket_held_by_node_b(
@@ -274,6 +295,7 @@ async def test_a_permission_withdrawn_on_node_a_closes_the_socket_held_by_node_b
         assert {
             "type": "error",
             "message": "Permission connections.use_localshell was withdrawn",
+            "reason": "permission_withdrawn",
         } in screen.messages
 
 
@@ -359,6 +381,7 @@ async def test_a_restore_on_node_a_closes_node_bs_sockets_and_node_b_reloads(
         assert {
             "type": "error",
             "message": "the instance is being restored from a backup",
+            "reason": "restoring",
         } in screen.messages
     assert kernel.settings.get("app.name") == "Before Export"
     await until_true(lambda: kernel_b.settings.get("app.name") == "Before Export", "node B reloads")

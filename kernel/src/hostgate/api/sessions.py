@@ -14,6 +14,7 @@ from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
+from ..closereasons import CloseReason
 from ..db.models.sessions import RemoteSession, SessionCommand
 from ..errors import InvalidInput, NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
@@ -402,7 +403,7 @@ async def end_active_session(session_id: str) -> Ok:
     why = " ".join(request.args.get("reason", "").split())
     reason = f"Terminated by {caller.username}" + (f": {why}" if why else "")
     if not await kernel.terminal_sessions.terminate(session_id, reason):
-        await kernel.live.close_where(reason, id=session_id)
+        await kernel.live.close_where(reason, reason_code=CloseReason.TERMINATED, id=session_id)
     await kernel.audit.record(
         "connection.session_terminated",
         actor=caller,

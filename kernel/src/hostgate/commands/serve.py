@@ -12,6 +12,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+from ..closereasons import CloseReason
 from ..cluster.shared import sqlite_file
 from ..config import EVENT_LOOPS, Config, ConfigError
 from ..logs import configure_logging
@@ -291,7 +292,9 @@ def serve_one(config: Config, *, worker: int = 0) -> int:
             # (or is cancelled and removes its temporary file), then kernel shutdown closes them
             live = kernel_of(app).live
             for kind in SOCKET_KINDS:
-                await live.close_here("server shutting down", kind=kind)
+                await live.close_here(
+                    "server shutting down", reason_code=CloseReason.SHUTTING_DOWN, kind=kind
+                )
 
         await serve(app, hyper, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
 

@@ -13,6 +13,7 @@ from quart import websocket
 
 from .. import jsoninput
 from ..adapters import TerminalSize
+from ..closereasons import CloseReason
 from ..services.sessions.attachment import Attachment
 
 MAX_FRAME = 256 * 1024
@@ -60,6 +61,14 @@ async def send_json(message: dict[str, Any]) -> None:
     await websocket.send(json.dumps(message))
 
 
+async def send_error(message: str, reason: CloseReason | None) -> None:
+    """The ``error`` frame: ``message`` for people, ``reason`` the stable code (when known)."""
+    frame: dict[str, Any] = {"type": "error", "message": message}
+    if reason is not None:
+        frame["reason"] = reason.value
+    await send_json(frame)
+
+
 async def pump_output(attachment: Attachment) -> None:
     """Send queued output as binary frames (coalesced), and queued text frames, until the end."""
     queue = attachment.queue
@@ -98,7 +107,7 @@ async def run_socket(
     attachment: Attachment,
     sender: asyncio.Task[None],
     receiver: asyncio.Task[None],
-    close: Callable[[int, str], Awaitable[None]],
+    close: Callable[[int, str, CloseReason | None], Awaitable[None]],
 ) -> None:
     """Wait until the client goes away or the session ends; then close with its code.
 
@@ -114,7 +123,8 @@ async def run_socket(
         if not sender.done():
             await asyncio.wait({sender}, timeout=DRAIN_SECONDS)
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(close(attachment.code, attachment.reason), DRAIN_SECONDS)
+            closing = close(attachment.code, attachment.reason, attachment.reason_code)
+            await asyncio.wait_for(closing, DRAIN_SECONDS)
     finally:
         ended.cancel()
         for task in (sender, receiver):

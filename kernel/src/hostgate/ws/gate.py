@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 from quart import g, websocket
 
 from ..adapters import SessionClosed
+from ..closereasons import CloseReason
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError, SharedStateUnavailable
 from ..security.clientinfo import client_ip, parse_user_agent
 from ..services.identity.identity import ClientInfo
 from ..services.netpolicy import conceal
-from ..services.sessions.remote_session import Admission, close_code_for
+from ..services.sessions.remote_session import Admission, close_code_for, close_reason_for
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -42,16 +43,16 @@ async def socket_caller(kernel: Kernel) -> Caller:
     try:
         ticket = await kernel.tickets.redeem(websocket.args.get("ticket"))
     except SharedStateUnavailable as exc:
-        raise SessionClosed(TRY_AGAIN_LATER, exc.message) from None
+        raise SessionClosed(TRY_AGAIN_LATER, exc.message, CloseReason.UNAVAILABLE) from None
     if ticket is None:
-        raise SessionClosed(4001, "Invalid or expired ticket")
+        raise SessionClosed(4001, "Invalid or expired ticket", CloseReason.TICKET_INVALID)
     if not await kernel.identity.check_login_session(ticket.login_session_id):
-        raise SessionClosed(4001, "Session has been revoked")
+        raise SessionClosed(4001, "Session has been revoked", CloseReason.REVOKED)
     caller = await kernel.identity.caller_for_user(
         ticket.user_id, ticket.login_session_id, socket_client(kernel)
     )
     if caller is None:
-        raise SessionClosed(4001, "User not found")
+        raise SessionClosed(4001, "User not found", CloseReason.USER_DELETED)
     g.caller = caller  # the access log names the user
     return caller
 
@@ -60,15 +61,17 @@ async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -
     """Redeem the ``ticket`` query parameter and check access to the connection."""
     caller = await socket_caller(kernel)
     if not connection_id:
-        raise SessionClosed(4001, "Missing connectionId")
+        raise SessionClosed(4001, "Missing connectionId", CloseReason.BAD_REQUEST)
     try:
         target = await kernel.connections.target_for(caller, connection_id, spec)
     except ApiError as exc:
         shown = conceal(caller, exc)
-        raise SessionClosed(close_code_for(shown), shown.message[:500]) from None
+        raise SessionClosed(
+            close_code_for(shown), shown.message[:500], close_reason_for(shown)
+        ) from None
     client_session = (websocket.args.get("sessionId") or "").strip()
     if len(client_session) > MAX_CLIENT_SESSION_ID:
-        raise SessionClosed(4001, "sessionId is too long")
+        raise SessionClosed(4001, "sessionId is too long", CloseReason.BAD_REQUEST)
     return Admission(
         caller=caller, spec=spec, target=target, client_session_id=client_session or None
     )

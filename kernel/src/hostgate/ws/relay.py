@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from quart import websocket
 
 from ..adapters import SessionClosed
+from ..closereasons import CloseReason
 from ..descriptors import ProtocolSpec
 from ..services.sessions.attachment import Attachment
 from ..services.sessions.relay_session import RelaySession
@@ -46,6 +47,10 @@ async def serve_relay(kernel: Kernel, spec: ProtocolSpec, connection_id: str | N
     try:
         sender = asyncio.create_task(pump_output(attachment))
         receiver = asyncio.create_task(_receive_forever(session))
-        await run_socket(attachment, sender, receiver, close_socket)
+        await run_socket(attachment, sender, receiver, _close)
     finally:
         session.detach(attachment)
+
+
+async def _close(code: int, reason: str, reason_code: CloseReason | None) -> None:
+    await close_socket(code, reason)  # a relay's frames are the protocol's: no error frame

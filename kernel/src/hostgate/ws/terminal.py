@@ -3,7 +3,8 @@
 Client to server: text JSON ``{"type":"resize","cols","rows"}`` and
 ``{"type":"data","data"}``; any other frame is written raw. Server to client:
 binary frames of terminal output, text JSON ``{"type":"status","message"}`` and
-``{"type":"error","message"}``; the close code and reason say why it ended.
+``{"type":"error","message","reason"}`` before every close the server makes (``reason``
+a stable ``CloseReason`` code); the close code and reason say why it ended.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from typing import TYPE_CHECKING
 from quart import websocket
 
 from ..adapters import SessionClosed, TerminalSize
+from ..closereasons import CloseReason
 from ..descriptors import ProtocolSpec
 from ..errors import InvalidInput
 from ..services.sessions.attachment import Attachment
 from ..services.sessions.remote_session import Admission
 from ..services.sessions.terminal_session import TerminalSession
-from .frames import control_message, pump_output, run_socket, send_json, size_of
+from .frames import control_message, pump_output, run_socket, send_error, send_json, size_of
 from .gate import admit, close_socket
 
 if TYPE_CHECKING:
@@ -48,14 +50,14 @@ async def _prompted_password(admission: Admission) -> Admission:
         return admission
     frame = await _receive(AUTH_FRAME_SECONDS)
     if frame is None:
-        raise SessionClosed(4007, "Authentication timeout")
+        raise SessionClosed(4007, "Authentication timeout", CloseReason.AUTH_TIMEOUT)
     try:
         message = control_message(frame) if isinstance(frame, str) else None
     except InvalidInput as refused:
-        raise SessionClosed(4007, refused.message) from None
+        raise SessionClosed(4007, refused.message, CloseReason.AUTH_TIMEOUT) from None
     password = message.get("password") if message and message["type"] == "auth" else None
     if not isinstance(password, str):
-        raise SessionClosed(4007, "Expected an auth message")
+        raise SessionClosed(4007, "Expected an auth message", CloseReason.AUTH_TIMEOUT)
     target = dataclasses.replace(admission.target, password=password)
     return dataclasses.replace(admission, target=target)
 
@@ -96,7 +98,7 @@ async def handle_frame(session: TerminalSession, frame: str | bytes) -> None:
     try:
         message = control_message(frame)
     except InvalidInput as refused:
-        await send_json({"type": "error", "message": refused.message})
+        await send_error(refused.message, CloseReason.BAD_REQUEST)  # the socket stays open
         return
     if message is None:
         await session.write(frame.encode())
@@ -132,7 +134,7 @@ async def serve_terminal(kernel: Kernel, spec: ProtocolSpec) -> None:
             session = await kernel.terminal_sessions.open_terminal(admission, size)
     except SessionClosed as closed:
         with contextlib.suppress(Exception):
-            await send_json({"type": "error", "message": closed.reason})
+            await send_error(closed.reason, closed.reason_code)
             await close_socket(closed.code, closed.reason)
         return
     await attach_and_run(session, early, reattached=reattached)
@@ -160,7 +162,6 @@ async def attach_and_run(
         session.detach(attachment)
 
 
-async def _close_with_error(code: int, reason: str) -> None:
-    if code >= 4000:
-        await send_json({"type": "error", "message": reason})
+async def _close_with_error(code: int, reason: str, reason_code: CloseReason | None) -> None:
+    await send_error(reason, reason_code)
     await close_socket(code, reason)

@@ -9,7 +9,8 @@ then binary output frames as the session produces them, and a text
 ``{"type":"resize","cols","rows"}`` when the watched terminal changes size.
 Client frames are read and ignored: nothing reaches the watched terminal. The
 socket closes with 1000 when the session ends, 4001/4003 when the watch is
-ended from outside (revoked login, ``DELETE /sessions/active/<watch id>``).
+ended from outside (revoked login, ``DELETE /sessions/active/<watch id>``); an
+``{"type":"error","message","reason"}`` frame comes before each close it makes.
 docs/terminals.md has it all.
 """
 
@@ -22,10 +23,11 @@ from typing import TYPE_CHECKING
 from quart import websocket
 
 from ..adapters import SessionClosed
+from ..closereasons import CloseReason
 from ..errors import ApiError
-from ..services.sessions.live_view import Watching
-from ..services.sessions.remote_session import close_code_for
-from .frames import send_json
+from ..services.sessions.live_view import Closing, Watching
+from ..services.sessions.remote_session import close_code_for, close_reason_for
+from .frames import send_error
 from .gate import close_socket, socket_caller
 
 if TYPE_CHECKING:
@@ -58,10 +60,11 @@ async def serve_watch(kernel: Kernel, session_id: str) -> None:
         try:
             watch = await kernel.live_view.watch(caller, session_id)
         except ApiError as refused:
-            raise SessionClosed(close_code_for(refused), refused.message[:500]) from None
+            why = close_reason_for(refused)
+            raise SessionClosed(close_code_for(refused), refused.message[:500], why) from None
     except SessionClosed as closed:
         with contextlib.suppress(Exception):
-            await send_json({"type": "error", "message": closed.reason})
+            await send_error(closed.reason, closed.reason_code)
             await close_socket(closed.code, closed.reason)
         return
     sender = asyncio.create_task(_send_output(watch))
@@ -69,11 +72,11 @@ async def serve_watch(kernel: Kernel, session_id: str) -> None:
     try:
         done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
         if sender in done and sender.exception() is None:
-            code, reason = watch.closing or (1000, ENDED)
+            closing: Closing = watch.closing or (1000, ENDED, CloseReason.SESSION_ENDED)
+            close_code, reason, reason_code = closing
             with contextlib.suppress(Exception):
-                if code >= 4000:
-                    await send_json({"type": "error", "message": reason})
-                await close_socket(code, reason)
+                await send_error(reason, reason_code)
+                await close_socket(close_code, reason)
     finally:
         kernel.live_view.stop(watch)
         for task in (sender, receiver):

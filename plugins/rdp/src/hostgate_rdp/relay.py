@@ -23,7 +23,7 @@ import logging
 import ssl
 from typing import Any
 
-from hostgate import ConnectionTarget, KernelAPI, SessionClosed, open_tcp
+from hostgate import CloseReason, ConnectionTarget, KernelAPI, SessionClosed, open_tcp
 
 from . import rdcleanpath
 from .der import TAG_SEQUENCE, DerError, total_size
@@ -49,14 +49,23 @@ FAILED = 4003
 class RelayFailure(Exception):
     """The RDCleanPath exchange failed: what to tell the browser, and how to close."""
 
-    def __init__(self, message: str, pdu: bytes, code: int = FAILED) -> None:
+    def __init__(
+        self,
+        message: str,
+        pdu: bytes,
+        code: int = FAILED,
+        reason_code: CloseReason = CloseReason.REMOTE_ERROR,
+    ) -> None:
         super().__init__(message)
         self.pdu = pdu
         self.code = code
+        self.reason_code = reason_code
 
 
 def _bad_request(message: str) -> RelayFailure:
-    return RelayFailure(message, rdcleanpath.general_error(400), BAD_REQUEST)
+    return RelayFailure(
+        message, rdcleanpath.general_error(400), BAD_REQUEST, CloseReason.BAD_REQUEST
+    )
 
 
 def socket_address(address: str, port: int) -> str:
@@ -174,7 +183,7 @@ class RdpStream:
             self._relaying = True
         except RelayFailure as failure:
             self._pending += failure.pdu
-            self._failure = SessionClosed(failure.code, str(failure))
+            self._failure = SessionClosed(failure.code, str(failure), failure.reason_code)
             await self._close_server()
             self._changed.set()
             return
@@ -200,6 +209,7 @@ class RdpStream:
             raise RelayFailure(
                 "Preconnection blobs (Hyper-V console connections) are not supported",
                 rdcleanpath.general_error(501),
+                reason_code=CloseReason.BAD_REQUEST,
             )
         where = f"{self.target.host}:{self.target.port}"
         await self._connect(where)
@@ -213,11 +223,13 @@ class RdpStream:
             raise RelayFailure(
                 f"Timed out connecting to the RDP server at {where}",
                 rdcleanpath.general_error(504),
+                reason_code=CloseReason.UNREACHABLE,
             ) from None
         except OSError as exc:
             raise RelayFailure(
                 f"Cannot reach the RDP server at {where}: {exc.strerror or exc}",
                 rdcleanpath.general_error(502),
+                reason_code=CloseReason.UNREACHABLE,
             ) from None
 
     async def _negotiate(self, connection_request: bytes, where: str) -> bytes:

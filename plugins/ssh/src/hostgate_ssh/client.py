@@ -145,7 +145,9 @@ async def _connect_one(
     except asyncssh.PermissionDenied as exc:
         raise RemoteAuthFailed(f"SSH authentication failed: {exc.reason}") from None
     except asyncssh.HostKeyNotVerifiable as exc:
-        raise RemoteError(f"SSH host key changed during connect: {exc.reason}") from None
+        raise RemoteError(
+            f"SSH host key changed during connect: {exc.reason}", code="host_key_changed"
+        ) from None
     except TimeoutError:
         raise RemoteTimeout(f"SSH server {target.host}:{target.port} did not answer") from None
     except (OSError, asyncssh.Error) as exc:

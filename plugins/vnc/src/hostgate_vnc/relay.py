@@ -17,6 +17,7 @@ import contextlib
 import logging
 
 from hostgate import (
+    CloseReason,
     ConnectionTarget,
     KernelAPI,
     RemoteError,
@@ -83,7 +84,7 @@ class VncStream:
             self._pending += self._browser.feed(data)
         except BrowserHandshakeError as exc:
             self._pending += exc.reply
-            self._failure = SessionClosed(4003, str(exc))
+            self._failure = SessionClosed(4003, str(exc), CloseReason.BAD_REQUEST)
         self._changed.set()
         if self.relaying and self._browser.leftover:
             await self._to_server(self._browser.leftover)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from hostgate.closereasons import CloseReason
+
 from tests.services.sessions.files.conftest import url
 from testsupport.file_rows import wait_until
 
@@ -46,7 +48,12 @@ async def test_idle_sessions_close(client, kernel, owner, memconn, mem_state):
 
 async def test_revocation_closes_the_session(client, kernel, owner, memconn, mem_state):
     await list_root(client, owner, memconn)
-    assert await kernel.live.close_where("access revoked", user_id=owner.id, kind="files") == 1
+    assert (
+        await kernel.live.close_where(
+            "access revoked", reason_code=CloseReason.REVOKED, user_id=owner.id, kind="files"
+        )
+        == 1
+    )
     assert mem_state.open_now == 0
     assert kernel.files.open_count() == 0
     assert (await list_root(client, owner, memconn)).status_code == 200
@@ -104,7 +111,7 @@ async def test_shutdown_closes_every_session(
     await list_root(client, owner, memconn)
     await list_root(client, owner, await make_connection(owner, "memfs"))
     assert mem_state.open_now == 2
-    await kernel.live.close_all("server shutting down")
+    await kernel.live.close_all("server shutting down", CloseReason.SHUTTING_DOWN)
     await kernel.files.stop()
     assert mem_state.open_now == 0
     assert kernel.files.open_count() == 0

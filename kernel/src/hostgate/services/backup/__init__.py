@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, TypeVar
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from ...closereasons import CloseReason
 from ...datadir import DIR_MODE, private_dir, private_open
 from ...db.models import metadata
 from ...errors import Conflict, InvalidInput
@@ -242,7 +243,9 @@ class Backups:
         }
         await asyncio.to_thread(write_journal, self._journal_path, journal)
         # Open terminals and file sessions belong to the data being replaced (every node's).
-        await self.live.close_everywhere("the instance is being restored from a backup")
+        await self.live.close_everywhere(
+            "the instance is being restored from a backup", CloseReason.RESTORING
+        )
         total = sum(staged.rows.values())
         try:
             await swap_database(self.db.engine, staged.database, total, progress)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
+from ...closereasons import CloseReason
 from ...db.models.connections import AccessRequest, Connection
 from ...db.models.identity import User
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -192,7 +193,10 @@ class AccessRequests:
     async def _end_sessions(self, requests: Sequence[AccessRequest]) -> None:
         for request in requests:
             await self.live.close_where(
-                ACCESS_ENDED, user_id=request.user_id, connection_id=request.connection_id
+                ACCESS_ENDED,
+                reason_code=CloseReason.ACCESS_ENDED,
+                user_id=request.user_id,
+                connection_id=request.connection_id,
             )
 
     async def sweep(self) -> int:

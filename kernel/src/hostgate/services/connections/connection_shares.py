@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from ...closereasons import CloseReason
 from ...db.models.connections import Connection, ConnectionShare
 from ...db.models.identity import Role, User
 from ...errors import ApiError, InvalidInput, PermissionDenied
@@ -181,4 +182,6 @@ class ConnectionShares:
                     session, user.id, user.role_id, connection
                 )
             if not still:
-                await self.live.close_where(NO_LONGER_SHARED, id=live.id)
+                await self.live.close_where(
+                    NO_LONGER_SHARED, reason_code=CloseReason.NOT_SHARED, id=live.id
+                )

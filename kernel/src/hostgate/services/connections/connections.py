@@ -20,6 +20,7 @@ from sqlmodel import col, or_, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ...adapters import ConnectionTarget
+from ...closereasons import CloseReason
 from ...db.models.connections import Connection, ConnectionShare
 from ...descriptors import ProtocolSpec
 from ...errors import InvalidInput, NotFound, PermissionDenied
@@ -429,7 +430,11 @@ class Connections:
                 target=f"{connection.protocol}://{connection.host}:{connection.port}",
                 details={"connectionId": connection.id, "name": connection.name},
             )
-        await self.live.close_where(CONNECTION_DELETED, connection_id=connection.id)
+        await self.live.close_where(
+            CONNECTION_DELETED,
+            reason_code=CloseReason.CONNECTION_DELETED,
+            connection_id=connection.id,
+        )
         return connection
 
     async def reorder(self, caller: Caller, items: Sequence[tuple[str, int]]) -> int:

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from ...closereasons import CloseReason
 from ...db.models.identity import Role, User
 from ...db.models.settings import SystemValue
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -432,7 +433,9 @@ class Accounts:
                 target=snapshot["username"],
                 details={"before": snapshot},
             )
-        await self.live.close_where(USER_DELETED, user_id=user_id)
+        await self.live.close_where(
+            USER_DELETED, reason_code=CloseReason.USER_DELETED, user_id=user_id
+        )
 
     async def reset_password(
         self, user_id: str, new_password: str, *, actor: Caller | None
@@ -456,7 +459,9 @@ class Accounts:
             )
         await self.identity.revoke_sessions(user_id, reason="password_reset")
         await self.logins.forget_devices(user_id)
-        await self.live.close_where("password reset", user_id=user_id)
+        await self.live.close_where(
+            "password reset", reason_code=CloseReason.REVOKED, user_id=user_id
+        )
 
     async def unlock_user(self, user_id: str, *, actor: Caller | None) -> None:
         """Clear the failure count and any lock (succeeds when not locked too)."""

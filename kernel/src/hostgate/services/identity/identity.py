@@ -18,6 +18,7 @@ import jwt
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from ...closereasons import CloseReason
 from ...db.models.identity import LoginSession, Role, User
 from ...db.models.settings import SystemValue
 from ...errors import NotAuthenticated
@@ -424,7 +425,9 @@ class Identity:
     async def close_sessions(self, login_session_ids: Iterable[str], reason: str) -> None:
         """Close the open sockets of revoked login sessions (after their revoke committed)."""
         for login_id in login_session_ids:
-            await self.live.close_where(reason, login_session_id=login_id)
+            await self.live.close_where(
+                reason, reason_code=CloseReason.REVOKED, login_session_id=login_id
+            )
 
 
 async def _store_login(session: AsyncSession, row: LoginSession, user_id: str) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
+from ...closereasons import CloseReason
+
 OUTPUT_QUEUE_CHUNKS = 8
 
 
@@ -24,6 +26,7 @@ class Attachment:
         self.ended = asyncio.Event()
         self.code = 1000
         self.reason = ""
+        self.reason_code: CloseReason | None = None
         self._closer: asyncio.Task[None] | None = None
         self._notices: set[asyncio.Task[None]] = set()
 
@@ -38,12 +41,12 @@ class Attachment:
             self._notices.add(task)
             task.add_done_callback(self._notices.discard)
 
-    def finish(self, code: int, reason: str) -> None:
+    def finish(self, code: int, reason: str, reason_code: CloseReason | None = None) -> None:
         """End the socket after the queued output: the sender sees ``None`` last."""
         if self.finished:
             return
         self.finished = True
-        self.code, self.reason = code, reason
+        self.code, self.reason, self.reason_code = code, reason, reason_code
         self.ended.set()
         try:
             self.queue.put_nowait(None)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import Field
 
 from ...adapters import ConnectionTarget, RemoteFiles
+from ...closereasons import CloseReason
 from ...descriptors import ProtocolSpec
 from ...errors import (
     ApiError,
@@ -364,7 +365,7 @@ class RemoteFilePool:
         else:
             await self._close(entry, "discarded")
 
-    async def _end(self, entry: PooledFiles, reason: str) -> None:
+    async def _end(self, entry: PooledFiles, reason: str, reason_code: CloseReason | None) -> None:
         """The ``kernel.live`` closer: a leased adapter's holder is cancelled first.
 
         An operation in flight (an upload waiting for its body when the server shuts

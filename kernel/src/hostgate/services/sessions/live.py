@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...closereasons import CloseReason
 from ...cluster.bus import Bus, LocalBus
 from ...cluster.registry import SessionRegistry
 from ...errors import ApiError
@@ -40,7 +41,8 @@ ACCESS_ENDED = "your access to this connection ended"
 USER_DELETED = "user deleted"
 
 CLOSE_TOPIC = "live.close"
-"""Bus topic of ``close_where``: ``{"reason": str, "match": {attribute: value}}``."""
+"""Bus topic of ``close_where``: ``{"reason": str, "code": str, "match": {attribute: value}}``
+(``code`` the ``CloseReason``)."""
 RECHECK_TOPIC = "live.recheck"
 """Bus topic of ``access_changed``: ``{}``."""
 CHANGED_TOPIC = "live.changed"
@@ -49,8 +51,9 @@ RECHECK_DELAY = 0.3
 """Seconds another node waits before re-checking: a burst of changes is checked once, and
 the explicit close the same change sends (with its own reason) arrives first."""
 
-Closer = Callable[[str], Awaitable[None]]
-"""``await close(reason)``: end the session, telling the client why."""
+Closer = Callable[[str, CloseReason | None], Awaitable[None]]
+"""``await close(reason, code)``: end the session, telling the client why (in words, as a
+code; None from a node of an older version, which sent none)."""
 
 
 @dataclass
@@ -87,8 +90,11 @@ class LiveSessions:
         """The shared registry (several nodes), or None (one node)."""
         if registry is not None:
             self.shared = SharedSessions(
-                registry, lambda: self._sessions, self.close_here, self._announce_change
+                registry, lambda: self._sessions, self._declared_dead, self._announce_change
             )
+
+    async def _declared_dead(self, reason: str) -> int:
+        return await self.close_here(reason, reason_code=CloseReason.UNAVAILABLE)
 
     @property
     def node_id(self) -> str:
@@ -152,8 +158,10 @@ class LiveSessions:
     def _remote(self, entry: dict[str, Any]) -> LiveSession:
         session_id = str(entry["id"])
 
-        async def close(reason: str) -> None:
-            await self.close_where(reason, id=session_id)
+        async def close(reason: str, code: CloseReason | None) -> None:
+            await self.close_where(
+                reason, reason_code=code or CloseReason.TERMINATED, id=session_id
+            )
 
         return remote_session(entry, close)
 
@@ -222,16 +230,18 @@ class LiveSessions:
             except Exception:
                 log.exception("re-checking sessions failed")
 
-    async def close_where(self, reason: str, **match: Any) -> int:
+    async def close_where(self, reason: str, *, reason_code: CloseReason, **match: Any) -> int:
         """Close every session whose attributes equal ``match``, on every node.
 
-        Returns how many were closed on this node. When the bus cannot reach the other
+        ``reason`` is what the client reads, ``reason_code`` the stable code. Returns
+        how many were closed on this node. When the bus cannot reach the other
         nodes (Redis down) it logs that and returns: their sessions' periodic access
         check ends them instead.
         """
-        closed = await self.close_here(reason, **match)
+        closed = await self.close_here(reason, reason_code=reason_code, **match)
+        message = {"reason": reason, "code": reason_code.value, "match": match}
         try:
-            await self._bus.publish(CLOSE_TOPIC, {"reason": reason, "match": match})
+            await self._bus.publish(CLOSE_TOPIC, message)
         except ApiError as exc:
             log.error("could not tell the other nodes to close sessions (%s): %s", match, exc)
         return closed
@@ -241,9 +251,15 @@ class LiveSessions:
         if not isinstance(match, dict) or not set(match) <= _MATCHABLE:
             log.warning("ignoring a close message with unknown attributes: %s", match)
             return
-        await self.close_here(str(message.get("reason", "")), **match)
+        try:
+            code: CloseReason | None = CloseReason(str(message.get("code")))
+        except ValueError:  # a node of an older version
+            code = None
+        await self.close_here(str(message.get("reason", "")), reason_code=code, **match)
 
-    async def close_here(self, reason: str, **match: Any) -> int:
+    async def close_here(
+        self, reason: str, *, reason_code: CloseReason | None, **match: Any
+    ) -> int:
         """Close this node's sessions whose attributes equal ``match``; return how many."""
         chosen = [
             s
@@ -253,15 +269,15 @@ class LiveSessions:
         for session in chosen:
             self._sessions.pop(session.id, None)
             try:
-                await asyncio.wait_for(session.close(reason), 10)
+                await asyncio.wait_for(session.close(reason, reason_code), 10)
             except Exception:
                 log.exception("closing live session %s failed", session.id)
         return len(chosen)
 
-    async def close_all(self, reason: str) -> int:
+    async def close_all(self, reason: str, reason_code: CloseReason) -> int:
         """Close everything on this node (shutdown)."""
-        return await self.close_here(reason)
+        return await self.close_here(reason, reason_code=reason_code)
 
-    async def close_everywhere(self, reason: str) -> int:
+    async def close_everywhere(self, reason: str, reason_code: CloseReason) -> int:
         """Close everything on every node (a restore replaces what they belong to)."""
-        return await self.close_where(reason)
+        return await self.close_where(reason, reason_code=reason_code)

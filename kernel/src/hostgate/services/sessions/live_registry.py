@@ -37,7 +37,7 @@ from ...tasks import cancel_and_wait
 from ...timefmt import iso, parse_iso, utcnow
 
 if TYPE_CHECKING:
-    from .live import LiveSession
+    from .live import Closer, LiveSession
 
 log = logging.getLogger("hostgate.live.registry")
 
@@ -241,7 +241,7 @@ class SharedSessions:
                 self._synced.notify_all()
 
 
-def remote_session(entry: Entry, close: Callable[[str], Awaitable[None]]) -> LiveSession:
+def remote_session(entry: Entry, close: Closer) -> LiveSession:
     """Another node's entry as a ``LiveSession`` whose ``close`` reaches that node."""
     from .live import LiveSession
 

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ...closereasons import CloseReason
 from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
 from .live import LiveSession
@@ -43,10 +44,12 @@ if TYPE_CHECKING:
 
 VIEW_ANY = "sessions.view_any"
 KIND = "watch"
-SHUTDOWN_WORDS = "shutting down"
 BEHIND_BYTES = 1024 * 1024
 ENDED_POLL_SECONDS = 1.0
 """How often a viewer with nothing to send checks that the session still runs."""
+
+Closing = tuple[int, str, CloseReason | None]
+"""Why a watch was ended from outside: close code, reason, its ``CloseReason``."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class Watching(Protocol):
     """What the watch socket reads: a local ``Watch`` or a ``RemoteWatch``."""
 
     id: str
-    closing: tuple[int, str] | None
+    closing: Closing | None
 
     def hello(self) -> str:
         """The first frame: what is being watched."""
@@ -80,8 +83,8 @@ class Watch(Watching):
         self.service = service
         self.caller = caller
         self.session = session
-        self.closing: tuple[int, str] | None = None
-        """Why the watch was ended from outside (close code, reason), or None."""
+        self.closing: Closing | None = None
+        """Why the watch was ended from outside (close code, reason, its code), or None."""
         self.started = time.monotonic()
         self._pending: deque[bytes] = deque()
         self._pending_size = 0
@@ -104,15 +107,15 @@ class Watch(Watching):
             self._behind = True
         self._wakeup.set()
 
-    async def end(self, reason: str) -> None:
+    async def end(self, reason: str, reason_code: CloseReason | None) -> None:
         """Close the watch (the live registry's ``close``): the socket closes with a reason."""
-        if SHUTDOWN_WORDS in reason.lower():
+        if reason_code is CloseReason.SHUTTING_DOWN:
             code = 1001
         else:
             login = self.caller.login_session_id
             alive = login is not None and await self.service.identity.check_login_session(login)
             code = 4003 if alive else 4001
-        self.closing = (code, reason)
+        self.closing = (code, reason, reason_code)
         self._wakeup.set()
 
     # -- read by the socket ----------------------------------------------------------

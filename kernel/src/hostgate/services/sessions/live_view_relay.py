@@ -30,12 +30,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from ...closereasons import CloseReason
 from ...cluster.shared import KEY_PREFIX, reaching
 from ...db.types import new_id
 from ...errors import NotFound
 from ...tasks import cancel_and_wait
 from .live import LiveSession
-from .live_view import BEHIND_BYTES, KIND, SHUTDOWN_WORDS, Frame, Watch, Watching
+from .live_view import BEHIND_BYTES, KIND, Closing, Frame, Watch, Watching
 from .terminal_screen import repaint
 from .terminal_session import TerminalSession
 
@@ -69,6 +70,14 @@ NOT_A_TERMINAL = "Only terminal sessions (SSH, telnet) can be watched"
 RELAY_LOST = "The live view lost its connection to the node holding the session"
 
 
+def _reason_code(ending: dict[str, Any]) -> CloseReason | None:
+    """The ``why`` of a holder's end message (absent from a node of an older version)."""
+    try:
+        return CloseReason(str(ending.get("why")))
+    except ValueError:
+        return None
+
+
 @dataclass
 class Viewer:
     """Who watches, on the holder's node (the part of a ``Caller`` a watch shows)."""
@@ -89,7 +98,7 @@ class RemoteWatch(Watching):
         self.relay = relay
         self.caller = caller
         self.target = target
-        self.closing: tuple[int, str] | None = None
+        self.closing: Closing | None = None
         self.started = time.monotonic()
         self.stopped = False
         self._pubsub = pubsub
@@ -141,7 +150,7 @@ class RemoteWatch(Watching):
                 self._refused = reason
                 self._opened.set()
             elif (code, reason) != (1000, ENDED):
-                self.closing = self.closing or (code, reason)
+                self.closing = self.closing or (code, reason, _reason_code(ending))
             self._ended = True
             self._wakeup.set()
 
@@ -182,7 +191,7 @@ class RemoteWatch(Watching):
             raise
         except Exception as exc:
             log.warning("live view %s lost its relay: %s", self.id, exc)
-            self.closing = self.closing or (4003, RELAY_LOST)
+            self.closing = self.closing or (4003, RELAY_LOST, CloseReason.CONNECTION_LOST)
             self._ended = True
             if not self._opened.is_set():
                 self._refused = RELAY_LOST
@@ -232,15 +241,15 @@ class RemoteWatch(Watching):
         self._pending_size = 0
         return frames
 
-    async def end(self, reason: str) -> None:
+    async def end(self, reason: str, reason_code: CloseReason | None) -> None:
         """Close the watch (the live registry's ``close``)."""
-        if SHUTDOWN_WORDS in reason.lower():
+        if reason_code is CloseReason.SHUTTING_DOWN:
             code = 1001
         else:
             login = self.caller.login_session_id
             alive = login is not None and await self.relay.identity.check_login_session(login)
             code = 4003 if alive else 4001
-        self.closing = (code, reason)
+        self.closing = (code, reason, reason_code)
         self._wakeup.set()
 
 
@@ -419,8 +428,9 @@ class WatchRelay:
             while True:
                 frames = await watch.next()
                 if frames is None:
-                    code, reason = watch.closing or (1000, ENDED)
-                    await self._send(channel, END, json.dumps({"code": code, "reason": reason}))
+                    code, reason, why = watch.closing or (1000, ENDED, None)
+                    ending = {"code": code, "reason": reason, "why": why and why.value}
+                    await self._send(channel, END, json.dumps(ending))
                     return
                 for frame in frames:
                     if isinstance(frame.data, bytes):
@@ -446,7 +456,7 @@ class WatchRelay:
                     return
 
     def _end_tap(self, watch: Watch, reason: str) -> None:
-        watch.closing = (1000, reason)
+        watch.closing = (1000, reason, None)
         watch._wakeup.set()
 
     async def _close_here(self, message: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
+from ...closereasons import CloseReason
 from ...cluster.lease import Lease, LocalLease
 from ...datadir import private_dir
 from ...db.models.sessions import RemoteSession
@@ -290,7 +291,9 @@ class Recordings:
         """
         if self.live.shared is None or await self.live.find(session_id) is None:
             return
-        await self.live.close_where(UPLOAD_HANDED_OVER, id=session_id)
+        await self.live.close_where(
+            UPLOAD_HANDED_OVER, reason_code=CloseReason.SHUTTING_DOWN, id=session_id
+        )
         deadline = time.monotonic() + UPLOAD_HANDOVER_SECONDS
         while await self.live.find(session_id) is not None:
             if time.monotonic() > deadline:
@@ -302,7 +305,9 @@ class Recordings:
                 )
             await asyncio.sleep(0.05)
 
-    async def _close_upload(self, session_id: str, reason: str) -> None:
+    async def _close_upload(
+        self, session_id: str, reason: str, reason_code: CloseReason | None
+    ) -> None:
         """The live registry's closer: hand over or stop, else end the session."""
         upload = self._uploads.get(session_id)
         if reason in (UPLOAD_HANDED_OVER, SHUTTING_DOWN):

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...adapters import Stream
+from ...closereasons import CloseReason
 from .remote_session import Admission, LiveRemoteSession
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ class RelaySession(LiveRemoteSession):
         self._reader = asyncio.create_task(self._read_loop(), name=f"relay-{self.id}")
 
     async def _read_loop(self) -> None:
-        await self._pump(self.stream.read, "Connection closed")
+        await self._pump(self.stream.read, "Connection closed", CloseReason.CONNECTION_CLOSED)
 
     async def write(self, data: bytes) -> None:
         """Bytes from the browser."""

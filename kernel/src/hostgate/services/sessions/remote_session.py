@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...adapters import ConnectionTarget, SessionClosed
+from ...closereasons import CloseReason, reason_for_error
 from ...db.models.connections import Connection
 from ...db.models.identity import User
 from ...descriptors import ProtocolSpec
@@ -40,7 +41,6 @@ log = logging.getLogger("hostgate.sessions")
 
 LOGIN_CHECK_SECONDS = 30.0
 CLOSE_TIMEOUT = 5.0
-SHUTDOWN_WORDS = "shutting down"
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,11 @@ def close_code_for(error: ApiError) -> int:
     if error.status == 404:
         return 4002
     return 4003
+
+
+def close_reason_for(error: ApiError) -> CloseReason:
+    """The reason code of an error raised while opening a session (from its ``code``)."""
+    return reason_for_error(error.code, error.status)
 
 
 class LiveRemoteSession:
@@ -83,6 +88,7 @@ class LiveRemoteSession:
         self.detached_at: float | None = None
         self.ended = False
         self.abort_reason: str | None = None
+        self.abort_code: CloseReason | None = None
         self.bytes_out = 0
         self.bytes_in = 0
         self._reader: asyncio.Task[None] | None = None
@@ -113,13 +119,13 @@ class LiveRemoteSession:
             },
         )
 
-    async def _close_from_registry(self, reason: str) -> None:
-        if SHUTDOWN_WORDS in reason.lower():
-            await self.end(1001, "Server shutting down")
+    async def _close_from_registry(self, reason: str, reason_code: CloseReason | None) -> None:
+        if reason_code is CloseReason.SHUTTING_DOWN:
+            await self.end(1001, "Server shutting down", reason_code)
             return
         login = self.caller.login_session_id
         live = login is not None and await self.service.identity.check_login_session(login)
-        await self.end(4003 if live else 4001, reason)
+        await self.end(4003 if live else 4001, reason, reason_code)
 
     # -- sockets ----------------------------------------------------------------------
 
@@ -127,7 +133,7 @@ class LiveRemoteSession:
         """Make a socket the session's output sink (the previous one is closed)."""
         previous = self.attachment
         if previous is not None and previous is not attachment:
-            previous.finish(4003, "Session opened in another window")
+            previous.finish(4003, "Session opened in another window", CloseReason.OPENED_ELSEWHERE)
             previous.discard()
         self.attachment = attachment
         self.detached_at = None
@@ -143,11 +149,14 @@ class LiveRemoteSession:
         if self.reattach_grace > 0:
             self.detached_at = time.monotonic()
         else:
-            self.service.spawn(self.end(1000, "Client disconnected"))
+            self.service.spawn(self.end(1000, "Client disconnected", None))
 
-    async def _pump(self, read: Callable[[], Awaitable[bytes]], closed: str) -> None:
+    async def _pump(
+        self, read: Callable[[], Awaitable[bytes]], closed: str, closed_code: CloseReason
+    ) -> None:
         """Hand the backend's output on until it ends (``closed``) or fails; then end."""
         code, reason = 1000, closed
+        reason_code: CloseReason | None = closed_code
         try:
             while True:
                 data = await read()
@@ -158,10 +167,11 @@ class LiveRemoteSession:
         except asyncio.CancelledError:
             raise
         except SessionClosed as failure:
-            code, reason = failure.code, failure.reason[:500]
+            code, reason, reason_code = failure.code, failure.reason[:500], failure.reason_code
         except Exception as exc:
             code, reason = 4003, f"Connection lost: {exc}"[:500]
-        self.service.spawn(self.end(code, reason))
+            reason_code = CloseReason.CONNECTION_LOST
+        self.service.spawn(self.end(code, reason, reason_code))
 
     def _received(self, data: bytes) -> None:
         """Output from the backend, before it goes to the socket."""
@@ -178,43 +188,47 @@ class LiveRemoteSession:
         """Once a second: idle, grace and login-session checks."""
         idle_minutes = int(self.service.settings.get("security.idle_timeout_minutes") or 0)
         if idle_minutes > 0 and now - self.last_input > idle_minutes * 60:
-            await self.end(4003, f"Closed after {idle_minutes} minute(s) without input")
+            reason = f"Closed after {idle_minutes} minute(s) without input"
+            await self.end(4003, reason, CloseReason.IDLE_TIMEOUT)
             return
         if self.detached_at is not None and now - self.detached_at > self.reattach_grace:
-            await self.end(1000, "Client did not come back")
+            await self.end(1000, "Client did not come back", None)
             return
         if now - self.last_login_check >= LOGIN_CHECK_SECONDS:
             self.last_login_check = now
             await self.enforce_access()
 
-    async def access_problem(self) -> tuple[int, str] | None:
-        """Why the user may no longer use this session (close code, reason), or None."""
+    async def access_problem(self) -> tuple[int, str, CloseReason] | None:
+        """Why the user may no longer use this session (close code, reason, its code), or None."""
         service = self.service
         login = self.caller.login_session_id
         if login is not None and not await service.identity.check_login_session(login):
-            return 4001, "Session has been revoked"
+            return 4001, "Session has been revoked", CloseReason.REVOKED
         async with service.db.session() as db:
             user = await db.get(User, self.caller.user_id)
         if user is None:
-            return 4001, USER_DELETED
+            return 4001, USER_DELETED, CloseReason.USER_DELETED
         # a lockout after failed sign-ins is not checked: it stops new logins only
         # (docs/identity.md), or anyone mistyping a username's password could end its sessions
         caller = await service.identity.caller_for_user(
             user.id, login, ClientInfo(ip_address=self.caller.ip_address)
         )
         if caller is None:
-            return 4001, USER_DELETED
+            return 4001, USER_DELETED, CloseReason.USER_DELETED
         try:
             connection = await service.connections.visible(caller, self.target.connection_id)
         except ApiError:
             async with service.db.session() as db:
                 gone = await db.get(Connection, self.target.connection_id) is None
-            return 4003, CONNECTION_DELETED if gone else NO_LONGER_SHARED
+            if gone:
+                return 4003, CONNECTION_DELETED, CloseReason.CONNECTION_DELETED
+            return 4003, NO_LONGER_SHARED, CloseReason.NOT_SHARED
         permission = use_permission(connection.protocol)
         if not caller.can(permission):
-            return 4003, f"Permission {permission} was withdrawn"
+            reason = f"Permission {permission} was withdrawn"
+            return 4003, reason, CloseReason.PERMISSION_WITHDRAWN
         if await service.connections.approval_problem(caller, connection) is not None:
-            return 4003, ACCESS_ENDED
+            return 4003, ACCESS_ENDED, CloseReason.ACCESS_ENDED
         return None
 
     async def enforce_access(self) -> None:
@@ -233,8 +247,12 @@ class LiveRemoteSession:
         """(recording state, size, note) to store at the end; None leaves the row as is."""
         return None, 0, ""
 
-    async def end(self, code: int, reason: str) -> None:
-        """End the session once: close the socket and the backend, store the history."""
+    async def end(self, code: int, reason: str, reason_code: CloseReason | None) -> None:
+        """End the session once: close the socket and the backend, store the history.
+
+        ``reason`` is the close frame's text, ``reason_code`` the ``error`` frame's code
+        (None when no socket is left to tell).
+        """
         if self.ended:
             return
         self.ended = True
@@ -257,4 +275,4 @@ class LiveRemoteSession:
             )
         finally:
             if self.attachment is not None:
-                self.attachment.finish(code, reason)
+                self.attachment.finish(code, reason, reason_code)

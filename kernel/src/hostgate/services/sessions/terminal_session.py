@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...adapters import Terminal, TerminalSize
+from ...closereasons import CloseReason
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .remote_session import Admission, LiveRemoteSession
@@ -68,7 +69,7 @@ class TerminalSession(LiveRemoteSession):
 
     async def _read_loop(self) -> None:
         assert self.terminal is not None
-        await self._pump(self.terminal.read, "Shell closed")
+        await self._pump(self.terminal.read, "Shell closed", CloseReason.SHELL_CLOSED)
 
     def _received(self, data: bytes) -> None:
         super()._received(data)

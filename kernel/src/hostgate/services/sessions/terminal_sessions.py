@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ...adapters import SessionClosed, Stream, Terminal, TerminalSize
+from ...closereasons import CloseReason
 from ...db.models.connections import Connection
 from ...db.models.sessions import RemoteSession
 from ...db.types import new_id
@@ -31,7 +32,7 @@ from ..netpolicy import conceal
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .relay_session import RelaySession
-from .remote_session import Admission, LiveRemoteSession, close_code_for
+from .remote_session import Admission, LiveRemoteSession, close_code_for, close_reason_for
 from .search_text import OutputChunker
 from .session_ledger import SessionLedger
 from .terminal_session import TerminalSession
@@ -140,17 +141,23 @@ class TerminalSessions:
         per_user = int(self.settings.get("security.max_sessions_per_user"))
         total = int(self.settings.get("security.max_sessions_total"))
         if self.live.count(kinds=LIVE_KINDS) >= total:
-            raise SessionClosed(4008, "Server session limit reached. Please try again later.")
+            raise SessionClosed(
+                4008,
+                "Server session limit reached. Please try again later.",
+                CloseReason.SESSION_LIMIT,
+            )
         if self.live.count(user_id=caller.user_id, kinds=LIVE_KINDS) >= per_user:
-            raise SessionClosed(4008, f"Maximum {per_user} concurrent sessions per user.")
+            raise SessionClosed(
+                4008, f"Maximum {per_user} concurrent sessions per user.", CloseReason.SESSION_LIMIT
+            )
 
     async def _connect(self, session: LiveRemoteSession, opening: Awaitable[Any]) -> Any:
         """Reserve a live slot, then run the backend's open; map failures to close codes."""
         self.check_caps(session.caller)
         task = asyncio.ensure_future(opening)
 
-        async def abort(reason: str) -> None:
-            session.abort_reason = reason
+        async def abort(reason: str, reason_code: CloseReason | None) -> None:
+            session.abort_reason, session.abort_code = reason, reason_code
             task.cancel()
 
         entry = session.live_entry()
@@ -161,25 +168,31 @@ class TerminalSessions:
         except asyncio.CancelledError:
             self.live.remove(session.id)
             if session.abort_reason is not None:
-                raise SessionClosed(4003, session.abort_reason) from None
+                raise SessionClosed(4003, session.abort_reason, session.abort_code) from None
             raise
         except ApiError as exc:
             self.live.remove(session.id)
             await self.ledger.record_failure(session, exc.message)
             shown = conceal(session.caller, exc)
-            raise SessionClosed(close_code_for(shown), shown.message[:500]) from None
+            raise SessionClosed(
+                close_code_for(shown),
+                shown.message[:500],
+                close_reason_for(shown),
+            ) from None
         except Exception as exc:
             self.live.remove(session.id)
             log.exception("opening %s session failed", session.protocol)
             await self.ledger.record_failure(session, str(exc))
             shown = conceal(session.caller, RemoteError(f"Connection failed: {exc}"))
-            raise SessionClosed(4003, shown.message[:500]) from None
+            raise SessionClosed(4003, shown.message[:500], close_reason_for(shown)) from None
 
     async def open_terminal(self, admission: Admission, size: TerminalSize) -> TerminalSession:
         """Connect a terminal and start its recording and command log."""
         opener = admission.spec.open_terminal
         if opener is None:
-            raise SessionClosed(4002, f"{admission.spec.name} has no terminal")
+            raise SessionClosed(
+                4002, f"{admission.spec.name} has no terminal", CloseReason.NOT_FOUND
+            )
         session = TerminalSession(self, admission, new_id(), size)
         terminal: Terminal = await self._connect(session, opener(self.api, admission.target, size))
         row = self.ledger.new_row(session)
@@ -219,11 +232,12 @@ class TerminalSessions:
         """Connect a byte relay."""
         opener = admission.spec.open_stream
         if opener is None:
-            raise SessionClosed(4002, f"{admission.spec.name} has no relay")
+            raise SessionClosed(4002, f"{admission.spec.name} has no relay", CloseReason.NOT_FOUND)
         placeholder = LiveRemoteSession(self, admission, new_id())
         stream: Stream = await self._connect(placeholder, opener(self.api, admission.target))
         session = RelaySession(self, admission, placeholder.id, stream)
         session.abort_reason = placeholder.abort_reason
+        session.abort_code = placeholder.abort_code
         try:
             await self._start(session, self.ledger.new_row(session))
         except BaseException:
@@ -245,7 +259,7 @@ class TerminalSessions:
     async def _start(self, session: LiveRemoteSession, row: RemoteSession) -> None:
         if session.abort_reason is not None:
             self.live.remove(session.id)
-            raise SessionClosed(4003, session.abort_reason)
+            raise SessionClosed(4003, session.abort_reason, session.abort_code)
         self.live.add(session.live_entry())
         self._sessions[session.id] = session
         await self.ledger.record_start(session, row)
@@ -275,7 +289,7 @@ class TerminalSessions:
         session = self._sessions.get(session_id)
         if session is None:
             return False
-        await session.end(4003, reason)
+        await session.end(4003, reason, CloseReason.TERMINATED)
         return True
 
     # -- lifecycle --------------------------------------------------------------------
@@ -287,7 +301,7 @@ class TerminalSessions:
     async def stop(self) -> None:
         """End every session and stop the ticker."""
         for session in self.all():
-            await session.end(1001, "Server shutting down")
+            await session.end(1001, "Server shutting down", CloseReason.SHUTTING_DOWN)
         await cancel_and_wait(self._ticker)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)

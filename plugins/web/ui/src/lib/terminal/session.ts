@@ -71,6 +71,7 @@ export class TerminalSession {
   readonly search = new SearchAddon();
   private socket: WebSocket | null = null;
   private lastError = "";
+  private lastReason = "";
   private readonly observer: ResizeObserver;
   private readonly sessionId = crypto.randomUUID();
   /** The DOM renderer's cursor blink (null with the WebGL renderer, which blinks cheaply). */
@@ -201,6 +202,7 @@ export class TerminalSession {
   /** Open the socket (again): a fresh single-use ticket each time. */
   async connect(): Promise<void> {
     this.lastError = "";
+    this.lastReason = "";
     this.events.onState("connecting", "", 0);
     let ticket: string;
     try {
@@ -226,14 +228,14 @@ export class TerminalSession {
       }
       const frame = parseServerText(String(event.data));
       if (frame.kind === "status") this.events.onState("connected", frame.message, 0);
-      else if (frame.kind === "error") this.lastError = frame.message;
+      else if (frame.kind === "error") [this.lastError, this.lastReason] = [frame.message, frame.reason];
       else if (frame.kind === "watchers") this.events.onWatched?.(frame.message);
       else this.output(String(event.data));
     };
     socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
-      this.events.onState("closed", closeReason(event.code, event.reason, this.lastError), event.code);
+      this.events.onState("closed", closeReason(event.code, event.reason, this.lastError, this.lastReason), event.code);
     };
   }
 

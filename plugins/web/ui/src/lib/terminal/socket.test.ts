@@ -16,7 +16,12 @@ describe("terminalUrl", () => {
 describe("server frames", () => {
   it("reads status and error frames", () => {
     expect(parseServerText('{"type":"status","message":"Connected"}')).toEqual({ kind: "status", message: "Connected" });
-    expect(parseServerText('{"type":"error","message":"Host key changed"}')).toEqual({ kind: "error", message: "Host key changed" });
+    expect(parseServerText('{"type":"error","message":"Host key changed"}')).toEqual({ kind: "error", message: "Host key changed", reason: "" });
+    expect(parseServerText('{"type":"error","message":"Shell closed","reason":"shell_closed"}')).toEqual({
+      kind: "error",
+      message: "Shell closed",
+      reason: "shell_closed",
+    });
     expect(parseServerText("plain")).toEqual({ kind: "other" });
   });
 });

@@ -19,17 +19,18 @@ export function terminalUrl(
 
 export type ServerText =
   | { kind: "status"; message: string }
-  | { kind: "error"; message: string }
+  | { kind: "error"; message: string; reason: string }
   | { kind: "watchers"; message: string; count: number }
   | { kind: "other" };
 
 /** A text frame from the server: a status, an error (the reason before a close), who watches, or other. */
 export function parseServerText(text: string): ServerText {
   try {
-    const frame = JSON.parse(text) as { type?: unknown; message?: unknown; watchers?: unknown };
+    const frame = JSON.parse(text) as { type?: unknown; message?: unknown; reason?: unknown; watchers?: unknown };
     if (frame && typeof frame.message === "string") {
       if (frame.type === "status") return { kind: "status", message: frame.message };
-      if (frame.type === "error") return { kind: "error", message: frame.message };
+      // `reason`: the stable code (docs/terminals.md); "" from a server that sends none
+      if (frame.type === "error") return { kind: "error", message: frame.message, reason: typeof frame.reason === "string" ? frame.reason : "" };
       if (frame.type === "watchers") {
         const count = Array.isArray(frame.watchers) ? frame.watchers.length : 0;
         return { kind: "watchers", message: count ? frame.message : "", count };

@@ -22,6 +22,7 @@ export class WatchView {
   readonly terminal: Terminal;
   private socket: WebSocket | null = null;
   private lastError = "";
+  private lastReason = "";
   /** Output in batches during a flood, as in the terminal itself; the size changes in order. */
   private readonly feed: OutputFeed;
 
@@ -46,6 +47,7 @@ export class WatchView {
   /** Open the socket: a fresh single-use ticket, then the current screen and the output. */
   async connect(): Promise<void> {
     this.lastError = "";
+    this.lastReason = "";
     this.feed.clear(); // the server starts again with the whole screen
     this.events.onState("connecting", "", 0);
     let ticket: string;
@@ -66,12 +68,14 @@ export class WatchView {
           this.events.onWatched(watched);
           this.events.onState("live", "", 0);
         },
-        error: (message) => (this.lastError = message),
+        error: (message, reason) => {
+          [this.lastError, this.lastReason] = [message, reason];
+        },
       });
     socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
-      this.events.onState("ended", closeReason(event.code, event.reason, this.lastError), event.code);
+      this.events.onState("ended", closeReason(event.code, event.reason, this.lastError, this.lastReason), event.code);
     };
   }
 

@@ -16,7 +16,7 @@ function mirror() {
   const target: MirrorTarget = {
     resize: (cols, rows) => log.push(`resize ${cols}x${rows}`),
     watched: (watched) => log.push(`watched ${watched.username} ${watched.cols}x${watched.rows}`),
-    error: (message) => log.push(`error ${message}`),
+    error: (message, reason) => log.push(`error ${message}${reason ? ` (${reason})` : ""}`),
   };
   const frame = (data: unknown) => routeWatchFrame(data, feed, target);
   const finishAll = () => {
@@ -57,6 +57,7 @@ describe("the live view's frames", () => {
     m.frame("not json");
     m.frame(JSON.stringify({ type: "resize", cols: "wide" }));
     m.frame(JSON.stringify({ type: "error", message: "Session ended" }));
-    expect(m.log).toEqual(["error Session ended"]);
+    m.frame(JSON.stringify({ type: "error", message: "The watched session ended", reason: "session_ended" }));
+    expect(m.log).toEqual(["error Session ended", "error The watched session ended (session_ended)"]);
   });
 });

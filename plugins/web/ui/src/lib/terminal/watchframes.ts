@@ -20,8 +20,8 @@ export interface MirrorTarget {
   resize: (cols: number, rows: number) => void;
   /** The first frame: whose session it is, and its size. */
   watched: (watched: Watched) => void;
-  /** The server's reason, before it closes the socket. */
-  error: (message: string) => void;
+  /** The server's reason (its words, its stable code or ""), before it closes the socket. */
+  error: (message: string, reason: string) => void;
 }
 
 /** One frame from the watch socket: a binary frame is output, a text frame JSON. */
@@ -43,6 +43,6 @@ export function routeWatchFrame(data: unknown, feed: OutputFeed, target: MirrorT
     const { cols, rows } = frame;
     feed.schedule(() => target.resize(cols, rows));
   } else if (frame.type === "error" && typeof frame.message === "string") {
-    target.error(frame.message);
+    target.error(frame.message, typeof frame.reason === "string" ? frame.reason : "");
   }
 }
