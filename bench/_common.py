@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -235,6 +236,97 @@ def text_file(path: Path, mib: int) -> int:
             handle.write(block)
             written += len(block)
     return path.stat().st_size
+
+
+# -- CPU seconds of processes: the load-robust figures of the bench scripts
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, *, tree: bool = False) -> float:
+    """User + system CPU seconds of a process so far (every thread); with ``tree``, plus
+    those of its living descendants."""
+    import psutil
+
+    process = psutil.Process(pid)
+    total = sum(process.cpu_times()[:2])
+    if tree:
+        for child in process.children(recursive=True):
+            total += sum(child.cpu_times()[:2])
+    return float(total)
+
+
+class TreeCpu:
+    """CPU seconds a server's process tree spends while the block runs.
+
+    Servers that fork per session (vsftpd, sshd, smbd) defeat one reading of a
+    pid before and after: a session process that is already running counts
+    its earlier CPU, and one that exits inside the block takes its CPU away
+    with it unless its own parent waited for it (vsftpd's session processes
+    are reaped by init, not by the listener). So the tree is walked every
+    ``INTERVAL`` seconds (``/proc/<pid>/task/*/children``) and each process's
+    own user + system time is kept at its latest reading, per (pid, start
+    time); the block's figure is the sum of what each process added after
+    the first reading (all of it for a process forked inside the block). What
+    a process spends in its last ``INTERVAL`` before exiting is lost: a
+    closing session's tail, not its transfer. ``overhead`` is the sampling
+    thread's own CPU, which lands on this process.
+    """
+
+    INTERVAL = 0.02
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.seen: dict[tuple[int, int], float] = {}
+        self.first: dict[tuple[int, int], float] = {}
+        self.seconds = 0.0
+        self.overhead = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _read(self) -> None:
+        pending = [self.pid]
+        while pending:
+            pid = pending.pop()
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    fields = handle.read().rpartition(")")[2].split()
+                children: list[int] = []
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children") as handle:
+                        children += [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):
+                continue  # exited meanwhile
+            # after the command: state, ppid, ... utime (14th field), stime (15th), starttime (22nd)
+            key = (pid, int(fields[19]))
+            self.seen[key] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            pending += children
+
+    def _sample(self) -> None:
+        started = time.thread_time()
+        while not self._stop.wait(self.INTERVAL):
+            self._read()
+        self.overhead = time.thread_time() - started
+
+    def __enter__(self) -> TreeCpu:
+        self._read()
+        self.first = dict(self.seen)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        self.seconds = sum(cpu - self.first.get(key, 0.0) for key, cpu in self.seen.items())
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's finished children: the curl clients."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # -- a gateway terminal socket (``/ws/ssh``) driven the way the bench scripts drive it

@@ -63,13 +63,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     BENCH_KEY,
     Row,
     checkout,
+    cpu_seconds,
     free_port,
     hostgate_server,
     median,
@@ -122,12 +122,6 @@ async def httpx_rate(
     return done / seconds, done
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (every thread)."""
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
-
-
 @dataclass
 class Target:
     """One URL to load, and the process whose CPU it costs."""
@@ -148,6 +142,20 @@ def rate(target: Target, seconds: int, clients: int) -> tuple[float, float]:
     return per_second, 1e6 * spent / max(requests, 1)
 
 
+def seeded_connection(g: int, c: int, group_id: str) -> dict[str, Any]:
+    """The ``c``-th SSH connection of the ``g``-th seeded group (every fourth one outside it)."""
+    return {
+        "name": f"host {g}-{c}",
+        "protocol": "ssh",
+        "host": f"10.0.{g}.{c + 1}",
+        "port": 22,
+        "username": "ops",
+        "password": "not used",
+        "tags": ["bench"],
+        "groupId": group_id if c % 4 else None,
+    }
+
+
 def seed_connections(url: str, token: str, groups: int = 3, per_group: int = 6) -> int:
     """A realistic tree for ``GET /connections``: a few groups of SSH connections."""
     headers = {"Authorization": f"Bearer {token}"}
@@ -157,16 +165,7 @@ def seed_connections(url: str, token: str, groups: int = 3, per_group: int = 6) 
             group = http.post("/api/v1/connections/groups", json={"name": f"group {g}"})
             group.raise_for_status()
             for c in range(per_group + (2 if g == 0 else 0)):
-                body = {
-                    "name": f"host {g}-{c}",
-                    "protocol": "ssh",
-                    "host": f"10.0.{g}.{c + 1}",
-                    "port": 22,
-                    "username": "ops",
-                    "password": "not used",
-                    "tags": ["bench"],
-                    "groupId": group.json()["id"] if c % 4 else None,
-                }
+                body = seeded_connection(g, c, group.json()["id"])
                 http.post("/api/v1/connections", json=body).raise_for_status()
                 made += 1
     return made
@@ -307,52 +306,38 @@ def run(
             measured_ratio=median([value / base for value, base in pairs]),
         )
 
+    def rate_row(name: str, label: str, target: str = "", base: str = "bare") -> Row:
+        return Row(
+            label,
+            median(rates[name]),
+            "/s",
+            median(rates[base]),
+            target,
+            measured_ratio=against_baseline(name, base),
+        )
+
     tuned = "bare, gateway GC"
 
     def against_tuned(name: str, label: str) -> Row:
-        return Row(
+        return rate_row(
+            name,
             f"  {label} vs bare with the gateway's GC set-up ({spread(name, tuned)})",
-            median(rates[name]),
-            "/s",
-            median(rates[tuned]),
-            measured_ratio=against_baseline(name, tuned),
+            base=tuned,
         )
 
     rows += [
         Row("bare Quart /ping (baseline)", baseline, "/s"),
         Row("bare Quart /ping: CPU per request", median(costs["bare"]), "µs"),
-        Row(
-            "bare Quart /ping, hostgate serve's GC set-up",
-            median(rates[tuned]),
-            "/s",
-            baseline,
-            measured_ratio=against_baseline(tuned),
-        ),
+        rate_row(tuned, "bare Quart /ping, hostgate serve's GC set-up"),
         cpu_row(tuned, "  the same"),
-        Row(
-            "GET /api/v1/health",
-            median(rates["health"]),
-            "/s",
-            baseline,
-            measured_ratio=against_baseline("health"),
-        ),
-        Row(
-            f"GET /api/v1/auth/me @{clients} ({spread('me')})",
-            median(rates["me"]),
-            "/s",
-            baseline,
-            ">= 0.85x",
-            measured_ratio=against_baseline("me"),
-        ),
+        rate_row("health", "GET /api/v1/health"),
+        rate_row("me", f"GET /api/v1/auth/me @{clients} ({spread('me')})", ">= 0.85x"),
         cpu_row("me", "GET /api/v1/auth/me"),
         against_tuned("me", "/auth/me"),
-        Row(
+        rate_row(
+            "connections",
             f"GET /api/v1/connections @{clients} ({listed} in 3 groups, {spread('connections')})",
-            median(rates["connections"]),
-            "/s",
-            baseline,
             ">= 0.85x",
-            measured_ratio=against_baseline("connections"),
         ),
         cpu_row("connections", "GET /api/v1/connections"),
         against_tuned("connections", "/connections"),
@@ -360,13 +345,7 @@ def run(
     if other is not None:
         for name in ("me", "connections"):
             rows += [
-                Row(
-                    f"  {name} on {against}",
-                    median(rates[f"{name} (against)"]),
-                    "/s",
-                    baseline,
-                    measured_ratio=against_baseline(f"{name} (against)"),
-                ),
+                rate_row(f"{name} (against)", f"  {name} on {against}"),
                 cpu_row(f"{name} (against)", f"  {name} on {against}"),
             ]
     rows += [
@@ -521,16 +500,7 @@ async def count_inside(requests: int, library: Path) -> None:
             )
             group = jsonlib.loads(answer)["id"]
             for c in range(6 + (2 if g == 0 else 0)):
-                item = {
-                    "name": f"host {g}-{c}",
-                    "protocol": "ssh",
-                    "host": f"10.0.{g}.{c + 1}",
-                    "port": 22,
-                    "username": "ops",
-                    "password": "not used",
-                    "tags": ["bench"],
-                    "groupId": group if c % 4 else None,
-                }
+                item = seeded_connection(g, c, group)
                 status, answer = await call(
                     app, "POST", "/api/v1/connections", token, jsonlib.dumps(item).encode()
                 )

@@ -7,8 +7,14 @@ seconds the process used by then (``/proc/<pid>/stat``, less noisy under load),
 for a first boot (empty data dir), a second start (the same dir) and a start on
 a copied migrated, empty database (the e2e ``gateway`` fixture's). ``app``:
 ``create_app`` + start-up + shut-down of the suite's ``app`` fixture, in a child
-process (median of 10, after one warm-up). With ``--baseline`` the same rounds
-run against that commit's kernel and packs, alternating, and the ratios print.
+process (median of 10, after one warm-up). ``first app``: the CPU seconds of a
+fresh process from its first import to an app with every installed pack built,
+started and answering one request (what a test process or a CLI command that
+builds an app pays once: the imports). With ``--baseline`` the same rounds run
+against that commit's kernel and packs, alternating, and the ratios print; this
+tree then runs from a checkout of its ``HEAD`` as well (commit first): kernel and
+packs on ``PYTHONPATH`` cost each start about 0.3 s CPU more than the installed
+tree (13 more places to look for every module), so both sides pay it.
 """
 
 from __future__ import annotations
@@ -29,10 +35,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hostgate.testing import migrated_database  # noqa: E402
 
-from bench._common import BENCH_KEY, checkout, free_port, median  # noqa: E402
+from bench._common import BENCH_KEY, checkout, cpu_seconds, free_port, median  # noqa: E402
 from testsupport.gateway import write_test_config  # noqa: E402
-
-TICK = os.sysconf("SC_CLK_TCK")
 
 APP_ROUNDS = """
 import asyncio, shutil, statistics, sys, tempfile, time
@@ -58,6 +62,25 @@ async def main():
 asyncio.run(main())
 """
 
+FIRST_APP = """
+import time
+started = time.process_time()
+import asyncio, shutil, sys, tempfile
+from pathlib import Path
+from hostgate.testing import TEST_KEY, TEST_SETTING_DEFAULTS
+from hostgate.config import Config
+from hostgate.app import create_app
+data = Path(sys.argv[1])
+cfg = Config(data_dir=data, encryption_key=TEST_KEY, load_entry_points=True,
+             version_timeout_seconds=1.0, setting_defaults=TEST_SETTING_DEFAULTS)
+async def main():
+    app = create_app(cfg)
+    async with app.test_app():
+        assert (await app.test_client().get("/api/v1/auth/providers")).status_code == 200
+asyncio.run(main())
+print(time.process_time() - started)
+"""
+
 
 def env_for(source: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
@@ -66,11 +89,6 @@ def env_for(source: Path | None) -> dict[str, str]:
         paths = [source / "kernel" / "src", *sorted((source / "plugins").glob("*/src"))]
         env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
     return env
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def serve_once(data: Path, env: dict[str, str]) -> tuple[float, float]:
@@ -108,6 +126,20 @@ def app_once(env: dict[str, str]) -> tuple[float, float, float]:
     return float(out[0]), float(out[1]), float(out[2])
 
 
+def first_app_once(template: Path, env: dict[str, str]) -> float:
+    """CPU seconds of a fresh process to an all-pack app built, started and answering."""
+    with tempfile.TemporaryDirectory() as work:
+        shutil.copy(template, Path(work) / "hostgate.db")
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_APP, work],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    return float(out.split()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=10)
@@ -116,7 +148,10 @@ def main() -> None:
     with ExitStack() as stack:
         variants: dict[str, Path | None] = {"this": None}
         if args.baseline:
-            variants = {"base": stack.enter_context(checkout(args.baseline)), "this": None}
+            variants = {
+                "base": stack.enter_context(checkout(args.baseline)),
+                "this": stack.enter_context(checkout("HEAD")),
+            }
         results: dict[str, dict[str, list[float]]] = {name: {} for name in variants}
         template = migrated_database(
             Path(stack.enter_context(tempfile.TemporaryDirectory())) / "t.db"
@@ -136,6 +171,10 @@ def main() -> None:
                     shutil.rmtree(work, ignore_errors=True)
                 row = results[name]
                 for key, value in (
+                    (
+                        "first app in a process (imports, all packs), CPU s",
+                        first_app_once(template, env),
+                    ),
                     ("serve first boot, wall s", first[0]),
                     ("serve first boot, CPU s", first[1]),
                     ("serve second start, wall s", again[0]),

@@ -51,7 +51,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
@@ -62,12 +61,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import checkout, hostgate_server, median  # noqa: E402
-from files import cpu_seconds  # noqa: E402
+from _common import TreeCpu, checkout, children_cpu, cpu_seconds, hostgate_server, median  # noqa: E402
 from files_smb_ftp import BLOCK, MIB, Gateway, RssSampler, source_file  # noqa: E402
 
 GIB = 2**30
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PROTOCOLS = ("sftp", "smb", "ftp")
 Transfer = Callable[[], Coroutine[Any, Any, int]]
 
@@ -266,85 +263,15 @@ PEERS = {"sftp": sftp_peer, "smb": smb_peer, "ftp": ftp_peer}
 
 @dataclass
 class Samples:
+    """One way's readings, one per round (ftp_relay_ceiling.py's too): MB/s, CPU per GiB
+    of the measured process, ratio to the direct way, the server's and curl's CPU per GiB."""
+
     speeds: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
     server_cpu: list[float] = field(default_factory=list)
     curl_cpu: list[float] = field(default_factory=list)
     rss: float = 0.0
-
-
-class TreeCpu:
-    """CPU seconds a server's process tree spends while the block runs.
-
-    Servers that fork per session (vsftpd, sshd, smbd) defeat one reading of a
-    pid before and after: a session process that is already running counts
-    its earlier CPU, and one that exits inside the block takes its CPU away
-    with it unless its own parent waited for it (vsftpd's session processes
-    are reaped by init, not by the listener). So the tree is walked every
-    ``INTERVAL`` seconds (``/proc/<pid>/task/*/children``) and each process's
-    own user + system time is kept at its latest reading, per (pid, start
-    time); the block's figure is the sum of what each process added after
-    the first reading (all of it for a process forked inside the block). What
-    a process spends in its last ``INTERVAL`` before exiting is lost: a
-    closing session's tail, not its transfer. ``overhead`` is the sampling
-    thread's own CPU, which lands on this process.
-    """
-
-    INTERVAL = 0.02
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.seen: dict[tuple[int, int], float] = {}
-        self.first: dict[tuple[int, int], float] = {}
-        self.seconds = 0.0
-        self.overhead = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _read(self) -> None:
-        pending = [self.pid]
-        while pending:
-            pid = pending.pop()
-            try:
-                with open(f"/proc/{pid}/stat") as handle:
-                    fields = handle.read().rpartition(")")[2].split()
-                children: list[int] = []
-                for task in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{task}/children") as handle:
-                        children += [int(child) for child in handle.read().split()]
-            except (OSError, ValueError):
-                continue  # exited meanwhile
-            # after the command: state, ppid, ... utime (14th field), stime (15th), starttime (22nd)
-            key = (pid, int(fields[19]))
-            self.seen[key] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-            pending += children
-
-    def _sample(self) -> None:
-        started = time.thread_time()
-        while not self._stop.wait(self.INTERVAL):
-            self._read()
-        self.overhead = time.thread_time() - started
-
-    def __enter__(self) -> TreeCpu:
-        self._read()
-        self.first = dict(self.seen)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._read()
-        self.seconds = sum(cpu - self.first.get(key, 0.0) for key, cpu in self.seen.items())
-
-
-def children_cpu() -> float:
-    """CPU seconds of this process's finished children: the curl clients."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def gateway_list(gateway: Gateway, protocol: str, connection_id: str, path: str) -> None:
@@ -381,10 +308,14 @@ def gateway_once(
     gateway: Gateway, run: Transfer, server: TreeCpu | None = None
 ) -> tuple[float, float, float]:
     """(MB/s, gateway CPU seconds per GiB, RSS growth MiB) of one transfer."""
-    cpu = cpu_seconds(gateway.pid)
+    cpu = cpu_seconds(gateway.pid, tree=True)
     with RssSampler(gateway.pid) as sampler, server or contextlib.nullcontext():
         seconds, moved = run_timed(run)
-    return moved / 1e6 / seconds, (cpu_seconds(gateway.pid) - cpu) * GIB / moved, sampler.growth
+    return (
+        moved / 1e6 / seconds,
+        (cpu_seconds(gateway.pid, tree=True) - cpu) * GIB / moved,
+        sampler.growth,
+    )
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, hostgate_server, print_table, rss_mib  # noqa: E402
+from _common import Row, cpu_seconds, hostgate_server, print_table, rss_mib  # noqa: E402
 from files_smb_ftp import (  # noqa: E402
     BLOCK,
     CURL,
@@ -158,17 +158,6 @@ async def gateway_list(gateway: Gateway, connection_id: str, path: str) -> None:
         response.raise_for_status()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its children so far."""
-    import psutil
-
-    process = psutil.Process(pid)
-    total = sum(process.cpu_times()[:2])
-    for child in process.children(recursive=True):
-        total += sum(child.cpu_times()[:2])
-    return total
-
-
 def timed_cpu(run: Callable[[], Awaitable[int]]) -> tuple[float, float]:
     """(MB/s, CPU seconds of this process) of one direct transfer."""
     started = time.process_time()
@@ -180,10 +169,10 @@ def measure(
     gateway: Gateway, run: Callable[[], Awaitable[int]]
 ) -> tuple[float, float, float, float]:
     """(MB/s, RSS growth MiB, RSS peak MiB, CPU seconds) of one transfer through the gateway."""
-    started = cpu_seconds(gateway.pid)
+    started = cpu_seconds(gateway.pid, tree=True)
     with RssSampler(gateway.pid) as sampler:
         speed = timed(run)
-    return speed, sampler.growth, sampler.peak, cpu_seconds(gateway.pid) - started
+    return speed, sampler.growth, sampler.peak, cpu_seconds(gateway.pid, tree=True) - started
 
 
 def main() -> None:

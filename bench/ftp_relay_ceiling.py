@@ -69,16 +69,15 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import free_port, hostgate_server, median  # noqa: E402
-from file_rounds import GIB, TreeCpu, children_cpu, gateway_list, parse_variant  # noqa: E402
-from files import cpu_seconds  # noqa: E402
+from _common import TreeCpu, children_cpu, cpu_seconds, free_port, hostgate_server, median  # noqa: E402
+from file_rounds import GIB, Samples, gateway_list, parse_variant  # noqa: E402
 from files_smb_ftp import BLOCK, MIB, Gateway  # noqa: E402
 
 if TYPE_CHECKING:
@@ -216,9 +215,9 @@ def relay_splice(source: socket.socket, sink: socket.socket, limit: int | None =
         os.close(write_end)
 
 
-class _Copying(asyncio.Protocol):
-    """The source connection as the gateway's: each received piece a new ``bytes``,
-    written to the sink's transport; done at EOF or after ``limit`` bytes."""
+class _Relaying(asyncio.BaseProtocol):
+    """The source connection's side of an in-loop relay: it hands what it reads to the
+    sink's transport; done at EOF or after ``limit`` bytes."""
 
     def __init__(
         self, sink: asyncio.Transport, done: asyncio.Future[int], limit: int | None
@@ -239,10 +238,6 @@ class _Copying(asyncio.Protocol):
         if self.moved == self.limit and not self.done.done():
             self.done.set_result(self.moved)
 
-    def data_received(self, data: bytes) -> None:
-        self.sink.write(data)
-        self._count(len(data))
-
     def eof_received(self) -> bool:
         if not self.done.done():
             self.done.set_result(self.moved)
@@ -253,7 +248,16 @@ class _Copying(asyncio.Protocol):
             self.done.set_result(self.moved)
 
 
-class _Pooled(asyncio.BufferedProtocol):
+class _Copying(_Relaying, asyncio.Protocol):
+    """The source connection as the gateway's: each received piece a new ``bytes``,
+    written to the sink's transport."""
+
+    def data_received(self, data: bytes) -> None:
+        self.sink.write(data)
+        self._count(len(data))
+
+
+class _Pooled(_Relaying, asyncio.BufferedProtocol):
     """The source connection read into pooled buffers, each handed to the sink's transport.
 
     A buffer goes back to the pool once the transport holds nothing more
@@ -263,18 +267,10 @@ class _Pooled(asyncio.BufferedProtocol):
     def __init__(
         self, sink: asyncio.Transport, done: asyncio.Future[int], limit: int | None
     ) -> None:
-        self.sink = sink
-        self.done = done
-        self.limit = limit
-        self.moved = 0
+        super().__init__(sink, done, limit)
         self.free = [bytearray(BUFFER) for _ in range(4)]
         self.lent: list[bytearray] = []
         self.current = self.free.pop()
-
-    connection_made = _Copying.connection_made
-    eof_received = _Copying.eof_received
-    connection_lost = _Copying.connection_lost
-    _count = _Copying._count
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self.sink.get_write_buffer_size() == 0:
@@ -419,15 +415,6 @@ def start_relay(
 # -- the rounds -------------------------------------------------------------------
 
 
-@dataclass
-class Samples:
-    speeds: list[float] = field(default_factory=list)
-    ratios: list[float] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
-    server: list[float] = field(default_factory=list)
-    curl: list[float] = field(default_factory=list)
-
-
 def curl_get(url: str, *options: str) -> int:
     """Download ``url`` with curl into nothing; the bytes it received."""
     output = subprocess.run(
@@ -455,14 +442,18 @@ def measured(
     run: Callable[[], int], server_pid: int, process_pid: int | None
 ) -> tuple[float, float, float, float, int]:
     """(seconds, relay CPU s, server CPU s, curl CPU s, bytes) of one transfer."""
-    before = cpu_seconds(process_pid) if process_pid else time.process_time()
+    before = cpu_seconds(process_pid, tree=True) if process_pid else time.process_time()
     curl_before = children_cpu()
     server = TreeCpu(server_pid)
     with server:
         started = time.perf_counter()
         moved = run()
         seconds = time.perf_counter() - started
-    after = cpu_seconds(process_pid) if process_pid else time.process_time() - server.overhead
+    after = (
+        cpu_seconds(process_pid, tree=True)
+        if process_pid
+        else time.process_time() - server.overhead
+    )
     return seconds, after - before, server.seconds, children_cpu() - curl_before, moved
 
 
@@ -719,8 +710,8 @@ def main() -> None:
                     speeds[way] = moved / 1e6 / seconds
                     mine.speeds.append(speeds[way])
                     mine.cpu.append((curl_cpu if way == "curl-ftp" else cpu) * GIB / moved)
-                    mine.server.append(server_cpu * GIB / moved)
-                    mine.curl.append(curl_cpu * GIB / moved)
+                    mine.server_cpu.append(server_cpu * GIB / moved)
+                    mine.curl_cpu.append(curl_cpu * GIB / moved)
                 if "direct" in speeds:
                     for way, speed in speeds.items():
                         samples[way].ratios.append(speed / speeds["direct"])
@@ -738,7 +729,7 @@ def main() -> None:
         ratio = f"{median(mine.ratios):>6.2f}x" if mine.ratios else f"{'':>7}"
         print(
             f"{way:<12} {median(mine.speeds):>9,.1f} {ratio} {median(mine.cpu):>9.2f}"
-            f" {median(mine.server):>8.2f} {median(mine.curl):>8.2f}"
+            f" {median(mine.server_cpu):>8.2f} {median(mine.curl_cpu):>8.2f}"
         )
 
 

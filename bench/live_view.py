@@ -45,13 +45,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import (  # noqa: E402
     Row,
+    cpu_seconds,
     hostgate_server,
     median,
     percentile,
     print_table,
     text_file,  # noqa: E402
 )
-from terminal import Gateway, cpu_seconds  # noqa: E402
+from terminal import Gateway  # noqa: E402
 
 
 async def active_session(gateway: Gateway, http: httpx.AsyncClient) -> str:

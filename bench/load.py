@@ -42,7 +42,15 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, hostgate_server, median, percentile, print_table, rss_mib  # noqa: E402
+from _common import (  # noqa: E402
+    Row,
+    cpu_seconds,
+    hostgate_server,
+    median,
+    percentile,
+    print_table,
+    rss_mib,
+)
 
 PASSWORD = "load test password 1"
 OPEN_BATCH = 10
@@ -297,12 +305,7 @@ async def _sample_rss(pid: int, report: LoadReport, stop: asyncio.Event) -> None
 
 def _cpu_seconds(pid: int | None) -> float:
     """User + system CPU seconds of the gateway so far (0 when not known)."""
-    if pid is None:
-        return 0.0
-    import psutil
-
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
+    return 0.0 if pid is None else cpu_seconds(pid)
 
 
 def _own_cpu_seconds() -> float:

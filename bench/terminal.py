@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import (  # noqa: E402
     Row,
+    cpu_seconds,
     hostgate_server,
     median,
     percentile,
@@ -119,14 +120,6 @@ async def direct_shell(server: Any) -> tuple[Any, Any]:
     while not tail.rstrip().endswith(b"$"):
         tail = (tail + await process.stdout.read(65536))[-256:]
     return connection, process
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far."""
-    import psutil
-
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
 
 
 async def direct_cat(server: Any, path: Path) -> tuple[int, float, float]:

@@ -63,12 +63,21 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, hostgate_server, median, print_table  # noqa: E402
-from file_rounds import GIB, TreeCpu, children_cpu  # noqa: E402
-from files import cpu_seconds  # noqa: E402
+from _common import (  # noqa: E402
+    Row,
+    TreeCpu,
+    children_cpu,
+    cpu_seconds,
+    hostgate_server,
+    median,
+    print_table,
+)
+from file_rounds import GIB  # noqa: E402
 from files_smb_ftp import BLOCK, CURL, MIB, Gateway, RssSampler, source_file  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
+Transfer = Callable[[], int]
+"""One transfer: runs it, returns the bytes it moved."""
 DONE = """(name) => new Promise((resolve) => {
   // waits without polling: a check at each change of the page (the app redraws a running
   // upload a few times a second), so the bench adds no work of its own to the renderer
@@ -317,10 +326,10 @@ class Meters:
     chromium: int
     plain: int | None = None
 
-    def measure(self, figures: Figures, run: Callable[[], int]) -> float:
+    def measure(self, figures: Figures, run: Transfer) -> float:
         """Run one transfer; keep its MB/s and every process's CPU seconds per GiB."""
-        gateway_cpu = cpu_seconds(self.gateway.pid)
-        plain_cpu = cpu_seconds(self.plain) if self.plain else 0.0
+        gateway_cpu = cpu_seconds(self.gateway.pid, tree=True)
+        plain_cpu = cpu_seconds(self.plain, tree=True) if self.plain else 0.0
         curl_cpu = children_cpu()
         sshd, chromium = TreeCpu(self.sshd), TreeCpu(self.chromium)
         with RssSampler(self.gateway.pid) as sampler, sshd, chromium:
@@ -329,13 +338,13 @@ class Meters:
             elapsed = time.perf_counter() - started
         per_gib = GIB / moved
         figures.speed.append(moved / 1e6 / elapsed)
-        figures.gateway.append((cpu_seconds(self.gateway.pid) - gateway_cpu) * per_gib)
+        figures.gateway.append((cpu_seconds(self.gateway.pid, tree=True) - gateway_cpu) * per_gib)
         figures.sshd.append(sshd.seconds * per_gib)
         figures.chromium.append(chromium.seconds * per_gib)
         figures.renderer.append(renderers(chromium) * per_gib)
         figures.curl.append((children_cpu() - curl_cpu) * per_gib)
         if self.plain:
-            figures.plain.append((cpu_seconds(self.plain) - plain_cpu) * per_gib)
+            figures.plain.append((cpu_seconds(self.plain, tree=True) - plain_cpu) * per_gib)
         figures.rss = max(figures.rss, sampler.growth)
         return figures.speed[-1]
 
@@ -355,7 +364,7 @@ def renderers(tree: TreeCpu) -> float:
 
 
 def strace_summaries(
-    tracees: dict[str, list[int]], run: Callable[[], int], out: Path
+    tracees: dict[str, list[int]], run: Transfer, out: Path
 ) -> dict[str, tuple[str, int]]:
     """``strace -c -f`` of each set of processes during one transfer (``out``-<label>.txt)."""
     tracers = {
@@ -479,12 +488,12 @@ def main() -> None:
                 )
                 return int(done.stdout.strip() or 0)
 
-            def curl_upload(url: str) -> Callable[[], int]:
+            def curl_upload(url: str) -> Transfer:
                 return lambda: (
                     run_curl("-X", "POST", "-T", str(source), "-o", "/dev/null", url) or size
                 )
 
-            def curl_download(url: str) -> Callable[[], int]:
+            def curl_download(url: str) -> Transfer:
                 def run() -> int:
                     moved = run_curl("-o", str(curl_target), "-w", "%{size_download}", url)
                     curl_target.unlink(missing_ok=True)
@@ -493,7 +502,7 @@ def main() -> None:
                 return run
 
             upload_url = gateway._url("sftp", connection_id, "upload", remote_path)
-            transfers: dict[str, Callable[[], int]] = {
+            transfers: dict[str, Transfer] = {
                 "upload chromium": lambda: browser.upload(source, "source.bin"),
                 "upload curl": curl_upload(
                     gateway._url("sftp", connection_id, "upload", f"{folder}/curl.bin")
@@ -514,33 +523,29 @@ def main() -> None:
                     )
             if args.plain:
                 plain = PlainServer(source, args.paced)
-                plain_tab = browser.plain_page(plain.url)
-                transfers |= {
-                    "upload plain chromium": lambda: browser.send(
-                        plain_tab,
-                        "xhr",
-                        f"{plain.url}/upload",  # type: ignore[union-attr]
-                        {"Content-Type": "application/octet-stream"},
-                        source,
-                    ),
-                    "upload plain curl": curl_upload(f"{plain.url}/upload"),
-                    "download plain chromium": lambda: browser.download("", plain_tab),
-                    "download plain curl": curl_download(f"{plain.url}/download"),
-                }
-                if args.paced:
-                    paced = f"?pace={args.paced}"
-                    transfers |= {
-                        "upload paced chromium": lambda: browser.send(
+                plain_url = plain.url
+                plain_tab = browser.plain_page(plain_url)
+
+                def plain_transfers(label: str, query: str, page: str) -> dict[str, Transfer]:
+                    """Both ways, Chromium and curl, against the plain server (``page``'s
+                    download link, ``query`` the pace)."""
+                    upload, download = f"{plain_url}/upload{query}", f"{plain_url}/download{query}"
+                    return {
+                        f"upload {label} chromium": lambda: browser.send(
                             plain_tab,
                             "xhr",
-                            f"{plain.url}/upload{paced}",  # type: ignore[union-attr]
+                            upload,
                             {"Content-Type": "application/octet-stream"},
                             source,
                         ),
-                        "upload paced curl": curl_upload(f"{plain.url}/upload{paced}"),
-                        "download paced chromium": lambda: browser.download("paced", plain_tab),
-                        "download paced curl": curl_download(f"{plain.url}/download{paced}"),
+                        f"upload {label} curl": curl_upload(upload),
+                        f"download {label} chromium": lambda: browser.download(page, plain_tab),
+                        f"download {label} curl": curl_download(download),
                     }
+
+                transfers |= plain_transfers("plain", "", "")
+                if args.paced:
+                    transfers |= plain_transfers("paced", f"?pace={args.paced}", "paced")
             sshd_pid = server.process.pid if server.process else 0
             meters = Meters(gateway, sshd_pid, browser.pid, plain.pid if plain else None)
             names = list(transfers)

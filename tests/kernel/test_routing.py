@@ -98,3 +98,51 @@ def test_rules_with_defaults_build_their_defaults():
     assert rules.build("c", {"n": 4, "k": "v"}) == "/c/4?k=v"
     assert rules.build("d", {}) == "/d/3"
     assert rules.match("/c/4") == ("c", {"n": 4})
+
+
+def compiled_by(monkeypatch: Any) -> list[str]:
+    """The rule texts whose builders werkzeug compiles from now on (two per new rule)."""
+    compiled: list[str] = []
+    compile_builder = QuartRule._compile_builder
+
+    def counted(rule: QuartRule, append_unknown: bool = True) -> Any:
+        compiled.append(rule.rule)
+        return compile_builder(rule, append_unknown)
+
+    monkeypatch.setattr(QuartRule, "_compile_builder", counted)
+    return compiled
+
+
+def test_a_second_app_compiles_no_builder(config, monkeypatch):
+    all_pack_app(config)
+    compiled = compiled_by(monkeypatch)
+    app = all_pack_app(config)
+    assert len(list(app.url_map.iter_rules())) > 100
+    assert compiled == []
+    assert len(SharedBuilderRule._builders) <= SharedBuilderRule.max_builders
+
+
+def test_the_cache_keeps_the_most_recently_used_builders(monkeypatch):
+    monkeypatch.setattr(SharedBuilderRule, "max_builders", 6)
+    monkeypatch.setattr(SharedBuilderRule, "_builders", type(SharedBuilderRule._builders)())
+    compiled = compiled_by(monkeypatch)
+
+    def build(*paths: str) -> Map:
+        return Map([SharedBuilderRule(path, endpoint=path) for path in paths])
+
+    build("/a/<n>", "/b/<n>", "/c/<n>")  # two builders each: the cache is full
+    assert compiled == ["/a/<n>", "/a/<n>", "/b/<n>", "/b/<n>", "/c/<n>", "/c/<n>"]
+    shared = build("/a/<n>")  # used again: now the most recent
+    assert len(compiled) == 6
+    build("/d/<n>")  # pushes out the least recently used, /b/
+    assert sorted({key[0] for key in SharedBuilderRule._builders}) == ["/a/<n>", "/c/<n>", "/d/<n>"]
+    compiled.clear()
+    again = build("/a/<n>", "/c/<n>", "/d/<n>")
+    assert compiled == []
+    build("/b/<n>")
+    assert compiled == ["/b/<n>", "/b/<n>"]
+    assert len(SharedBuilderRule._builders) == 6
+    first, second = (next(m.iter_rules()) for m in (shared, again))
+    assert second.rule == first.rule == "/a/<n>"
+    assert second._build.__func__ is first._build.__func__  # one function, two rules
+    assert second.build({"n": "x y"}) == first.build({"n": "x y"}) == ("", "/a/x%20y")

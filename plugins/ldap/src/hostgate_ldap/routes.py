@@ -31,19 +31,16 @@ from quart import Blueprint, Response
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from .directory import (
+from .model import (
     AmbiguousUser,
     DirectoryError,
     DirectoryRefused,
     DirectorySettings,
     DirectoryUnreachable,
     DirectoryUser,
-    check_password,
     endpoint,
-    find_user,
     redact,
     role_for_groups,
-    test_connection,
 )
 from .settings import parse_role_map
 
@@ -109,6 +106,8 @@ async def _authenticate(
     kernel: KernelAPI, settings: DirectorySettings, username: str, password: str, client: ClientInfo
 ) -> DirectoryUser:
     """Search, lockout check, user bind; every failure is counted and answered the same."""
+    from .directory import check_password, find_user  # ldap3: loaded at the first login
+
     logins = kernel.logins
     try:
         settings = await approved(kernel, settings)
@@ -184,6 +183,8 @@ async def ldap_login(data: LdapLogin) -> Response:
 @answers(LdapTestResult)
 async def ldap_test(data: LdapTest) -> dict[str, Any]:
     """Try a service bind and read the search base; ``{success}`` or ``{success, error}``."""
+    from .directory import test_connection  # ldap3: loaded at the first use
+
     kernel = current_kernel()
     if not kernel.settings.get("auth.ldap_enabled"):
         return {"success": False, "error": DISABLED}

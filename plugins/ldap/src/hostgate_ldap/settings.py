@@ -8,7 +8,7 @@ from typing import Any
 
 from hostgate import SettingSpec
 
-from .directory import ATTRIBUTE_NAME, check_filter
+from .model import ATTRIBUTE_NAME, check_filter
 
 
 def parse_role_map(text: str) -> dict[str, str]:

@@ -3,6 +3,9 @@
 Attestation is not requested (``none``); user verification is preferred, not
 required; every assertion must raise the credential's sign counter unless the
 authenticator keeps no counter at all (both zero).
+
+py_webauthn is imported in the functions that run a ceremony, not at start:
+it costs every start about 60 ms CPU.
 """
 
 from __future__ import annotations
@@ -10,31 +13,25 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from webauthn import (
-    generate_authentication_options,
-    generate_registration_options,
-    options_to_json,
-    verify_authentication_response,
-    verify_registration_response,
-)
-from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
-from webauthn.helpers.exceptions import WebAuthnException
-from webauthn.helpers.structs import (
-    AuthenticatorSelectionCriteria,
-    AuthenticatorTransport,
-    PublicKeyCredentialDescriptor,
-    ResidentKeyRequirement,
-    UserVerificationRequirement,
-)
 
 from .challenges import Challenge
 from .settings import parse_origins
 
+if TYPE_CHECKING:
+    from webauthn.helpers.structs import AuthenticatorTransport, PublicKeyCredentialDescriptor
+
 TIMEOUT_MS = 300_000
-_TRANSPORTS = {t.value: t for t in AuthenticatorTransport}
+
+
+@cache
+def _transports() -> dict[str, AuthenticatorTransport]:
+    """The transports py_webauthn knows, by their wire name."""
+    from webauthn.helpers.structs import AuthenticatorTransport
+
+    return {t.value: t for t in AuthenticatorTransport}
 
 
 class CeremonyFailed(Exception):
@@ -90,7 +87,11 @@ def relying_party(
 
 
 def _descriptor(passkey: StoredPasskey) -> PublicKeyCredentialDescriptor:
-    transports = [_TRANSPORTS[t] for t in passkey.transports if t in _TRANSPORTS]
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor
+
+    known = _transports()
+    transports = [known[t] for t in passkey.transports if t in known]
     return PublicKeyCredentialDescriptor(
         id=base64url_to_bytes(passkey.credential_id), transports=transports or None
     )
@@ -105,6 +106,13 @@ def registration_options(
     existing: Sequence[StoredPasskey],
 ) -> dict[str, Any]:
     """``PublicKeyCredentialCreationOptions`` as JSON for ``navigator.credentials.create``."""
+    from webauthn import generate_registration_options, options_to_json
+    from webauthn.helpers.structs import (
+        AuthenticatorSelectionCriteria,
+        ResidentKeyRequirement,
+        UserVerificationRequirement,
+    )
+
     options = generate_registration_options(
         rp_id=party.rp_id,
         rp_name=party.name,
@@ -127,6 +135,9 @@ def authentication_options(
     party: RelyingParty, challenge: Challenge, allowed: Sequence[StoredPasskey]
 ) -> dict[str, Any]:
     """``PublicKeyCredentialRequestOptions`` as JSON for ``navigator.credentials.get``."""
+    from webauthn import generate_authentication_options, options_to_json
+    from webauthn.helpers.structs import UserVerificationRequirement
+
     options = generate_authentication_options(
         rp_id=party.rp_id,
         challenge=challenge.value,
@@ -140,6 +151,10 @@ def authentication_options(
 
 def verify_registration(challenge: Challenge, response: Mapping[str, Any]) -> NewPasskey:
     """Check an attestation response against its challenge, rp id and origins."""
+    from webauthn import verify_registration_response
+    from webauthn.helpers import bytes_to_base64url
+    from webauthn.helpers.exceptions import WebAuthnException
+
     try:
         verified = verify_registration_response(
             credential=dict(response),
@@ -154,7 +169,7 @@ def verify_registration(challenge: Challenge, response: Mapping[str, Any]) -> Ne
     public_key = bytes_to_base64url(verified.credential_public_key)
     data: dict[str, Any] = {
         "publicKey": public_key,
-        "transports": [t for t in transports if isinstance(t, str) and t in _TRANSPORTS],
+        "transports": [t for t in transports if isinstance(t, str) and t in _transports()],
         "aaguid": verified.aaguid,
         "deviceType": str(verified.credential_device_type.value),
         "backedUp": bool(verified.credential_backed_up),
@@ -170,6 +185,8 @@ def verify_registration(challenge: Challenge, response: Mapping[str, Any]) -> Ne
 
 def credential_id_of(response: Mapping[str, Any]) -> str:
     """The base64url credential id an assertion names (``rawId``, else ``id``)."""
+    from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
+
     raw = response.get("rawId") or response.get("id")
     if not isinstance(raw, str) or not raw:
         raise CeremonyFailed("The passkey response names no credential")
@@ -181,6 +198,8 @@ def credential_id_of(response: Mapping[str, Any]) -> str:
 
 def user_handle_of(response: Mapping[str, Any]) -> str | None:
     """The user handle an assertion carries (the hostgate user id), if any."""
+    from webauthn.helpers import base64url_to_bytes
+
     inner = response.get("response")
     handle = inner.get("userHandle") if isinstance(inner, Mapping) else None
     if not isinstance(handle, str) or not handle:
@@ -195,6 +214,10 @@ def verify_assertion(
     challenge: Challenge, response: Mapping[str, Any], passkey: StoredPasskey
 ) -> int:
     """Check an assertion (signature, challenge, rp id, origin, counter); return the new count."""
+    from webauthn import verify_authentication_response
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.exceptions import WebAuthnException
+
     try:
         verified = verify_authentication_response(
             credential=dict(response),

@@ -9,8 +9,6 @@ import time
 from typing import TYPE_CHECKING
 
 import pyotp
-import qrcode
-from qrcode.image.pure import PyPNGImage
 from sqlalchemy import or_, update
 from sqlmodel import col
 
@@ -39,6 +37,9 @@ def provisioning_uri(secret: str, username: str, issuer: str) -> str:
 
 def qr_data_url(text: str) -> str:
     """A PNG QR code of ``text`` as a ``data:image/png;base64,...`` URL."""
+    import qrcode  # only TOTP enrolment draws one: not imported at start
+    from qrcode.image.pure import PyPNGImage
+
     image = qrcode.make(text, image_factory=PyPNGImage, box_size=6, border=2)
     buffer = io.BytesIO()
     image.save(buffer)

@@ -11,14 +11,13 @@ the session's width, so the command is what the screen shows when Enter is
 pressed: backspace, arrows, Ctrl+U/Ctrl+W, history recall, tab completion and
 lines wrapped over several rows come out as the user saw them. It only ever sees
 the echo of one line: from the first key typed at a prompt to the line feed that
-follows Enter; the command's output goes elsewhere.
+follows Enter; the command's output goes elsewhere. pyte is imported at the
+first typed line, not at start.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-
-import pyte
 
 ROWS = 200
 """Rows of the virtual screen: a wrapped line and a completion list fit below the prompt."""
@@ -142,6 +141,8 @@ class TypedLine:
         again after the prompt); ``ahead`` is text typed ahead that the shell reads
         before what is typed now without showing it after the prompt.
         """
+        import pyte  # the first terminal session loads it, not every start
+
         self._screen = pyte.Screen(max(columns, 2), ROWS)
         self._stream = pyte.Stream(self._screen)
         self._stream.feed(prompt_output)
