@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from testsupport.gateway import ADMIN_PASSWORD
 
-from .conftest import Gateway, Screens, signed_in
+from .conftest import Gateway, Screens, signed_in, wants_default_gateway
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -23,8 +23,9 @@ STRONG = "orbit canyon lantern 42 maple"
 
 
 def test_first_run_creates_the_admin_with_strength_feedback(
-    page: Any, gateway: Gateway, screens: Screens
+    page: Any, gateway: Gateway, screens: Screens, request: pytest.FixtureRequest
 ) -> None:
+    assert wants_default_gateway(request.node)  # a test before it starts its gateway ahead
     page.goto(gateway.url + "/")
     expect(page.get_by_role("heading", name="Set up your gateway")).to_be_visible()
     page.get_by_label("Username").fill("ada")
