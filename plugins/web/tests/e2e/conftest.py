@@ -118,6 +118,14 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         SPARES.close()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """The next test's gateway starts when this test's set-up is done."""
+    if SPARES.wanted is not None:
+        SPARES.prepare(*SPARES.wanted)
+        SPARES.wanted = None
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """An interrupted run leaves no spare gateway behind."""
     SPARES.close()
@@ -204,7 +212,8 @@ class Spares:
 
     Each e2e test still gets a ``hostgate serve`` of its own on a copy of the template
     database (no users, empty caches); only the moment it starts changes: while test N
-    runs, the gateway of test N+1 is already importing and opening its database. Only the
+    runs (from the end of its set-up), the gateway of test N+1 is already importing and
+    opening its database. Only the
     default environment is started ahead (a module's ``gateway_env`` override gets its own
     at set-up, as before). The spare goes when the run leaves this directory.
     """
@@ -212,6 +221,7 @@ class Spares:
     def __init__(self) -> None:
         self.spare: Gateway | None = None
         self.spawned = 0  # gateways launched through this pool (its test counts them)
+        self.wanted: tuple[Path, Path] | None = None
 
     def fresh(self, root: Path, template_db: Path, env: dict[str, str]) -> Gateway:
         """A gateway on a copy of ``template_db`` in a new directory under ``root``,
@@ -284,11 +294,14 @@ def gateway(
     Its data dir starts with the session's migrated, empty database (as the in-process
     tests' do): the first start's work (first admin, roles, key check) still runs, the
     replay of every migration does not. It was usually started during the previous test
-    (``Spares``); the next test's is started once this one answers.
+    (``Spares``); the next test's starts when this test's set-up is done.
     """
     process = SPARES.take(tmp_path, template_db, gateway_env)
     if wants_default_gateway(next_item(request)):
-        SPARES.prepare(tmp_path_factory.mktemp("gateway"), template_db)
+        # launched when this test's set-up is done (``pytest_runtest_call``): launched here,
+        # it slowed the admin's argon2 and the sign-in of this test's set-up (A/B in
+        # docs/performance.md)
+        SPARES.wanted = (tmp_path_factory.mktemp("gateway"), template_db)
     yield process
     process.stop()
     assert not process.unhandled(), process.unhandled()
