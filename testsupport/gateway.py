@@ -79,6 +79,11 @@ class GatewayProcess:
 
     def start(self, timeout: float = 60) -> GatewayProcess:
         """Start (or start again) and wait until it answers ``/health``."""
+        return self.spawn().wait_started(timeout)
+
+    def spawn(self) -> GatewayProcess:
+        """Launch the server without waiting for it (``wait_started`` waits): a test can
+        have the next gateway starting while it runs."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
         config_file = write_test_config(
             self.data_dir.parent / f"{self.data_dir.name}-hostgate.toml"
@@ -109,6 +114,12 @@ class GatewayProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        return self
+
+    def wait_started(self, timeout: float = 60) -> GatewayProcess:
+        """Wait until the spawned server accepts connections; fail the test if it exits
+        or does not within ``timeout`` seconds."""
+        assert self.process is not None, "spawn() first"
         if (
             not wait_for_port(self.port, timeout, process=self.process)
             or self.process.poll() is not None

@@ -115,6 +115,20 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     if nextitem is None or Path(nextitem.path).resolve().parent != E2E_DIR:
         CHROMIUM_SHARED.close()
+        SPARES.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """The next test's gateway starts when this test's set-up is done."""
+    if SPARES.wanted is not None:
+        SPARES.prepare(*SPARES.wanted)
+        SPARES.wanted = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An interrupted run leaves no spare gateway behind."""
+    SPARES.close()
 
 
 @pytest.fixture
@@ -193,21 +207,101 @@ def gateway_env() -> dict[str, str]:
     return {}
 
 
+class Spares:
+    """Fresh gateways started one test ahead, so that a test does not wait for its own.
+
+    Each e2e test still gets a ``hostgate serve`` of its own on a copy of the template
+    database (no users, empty caches); only the moment it starts changes: while test N
+    runs (from the end of its set-up), the gateway of test N+1 is already importing and
+    opening its database. Only the
+    default environment is started ahead (a module's ``gateway_env`` override gets its own
+    at set-up, as before). The spare goes when the run leaves this directory.
+    """
+
+    def __init__(self) -> None:
+        self.spare: Gateway | None = None
+        self.spawned = 0  # gateways launched through this pool (its test counts them)
+        self.wanted: tuple[Path, Path] | None = None
+
+    def fresh(self, root: Path, template_db: Path, env: dict[str, str]) -> Gateway:
+        """A gateway on a copy of ``template_db`` in a new directory under ``root``,
+        launched (not yet waited for)."""
+        data = root / "data"
+        data.mkdir(mode=0o700, parents=True)
+        shutil.copy(template_db, data / "hostgate.db")
+        (data / "hostgate.db").chmod(0o600)
+        self.spawned += 1
+        return Gateway(data, env=env).spawn()
+
+    def take(self, root: Path, template_db: Path, env: dict[str, str]) -> Gateway:
+        """The started-ahead spare if the environment is the default one (a new one in
+        ``root`` otherwise), waited for until it answers."""
+        process = self.spare if not env else None
+        if process is None:
+            process = self.fresh(root, template_db, env)
+        else:
+            self.spare = None
+        process.wait_started()
+        return process
+
+    def prepare(self, root: Path, template_db: Path) -> None:
+        """Start a default-environment gateway in ``root`` for the next test."""
+        if self.spare is None:
+            self.spare = self.fresh(root, template_db, {})
+
+    def close(self) -> None:
+        """Stop the spare nobody took."""
+        if self.spare is not None:
+            self.spare.stop()
+            self.spare = None
+
+
+SPARES = Spares()
+
+
+def wants_default_gateway(item: pytest.Item | None) -> bool:
+    """True if ``item`` is an e2e test that will ask for ``gateway`` with no module
+    override of ``gateway_env``."""
+    if item is None or Path(item.path).resolve().parent != E2E_DIR:
+        return False
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None or "gateway" not in item.fixturenames:
+        return False
+    return len(info.name2fixturedefs.get("gateway_env", ())) == 1
+
+
+def next_item(request: pytest.FixtureRequest) -> pytest.Item | None:
+    """The test that runs after this one, if any."""
+    items = request.session.items
+    try:
+        index = items.index(request.node)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+    return items[index + 1] if index + 1 < len(items) else None
+
+
 @pytest.fixture
 def gateway(
-    tmp_path: Path, built_app: None, gateway_env: dict[str, str], template_db: Path
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    built_app: None,
+    gateway_env: dict[str, str],
+    template_db: Path,
 ) -> Iterator[Gateway]:
-    """A fresh ``hostgate serve`` (no users yet).
+    """A fresh ``hostgate serve`` (no users yet), of this test alone.
 
     Its data dir starts with the session's migrated, empty database (as the in-process
     tests' do): the first start's work (first admin, roles, key check) still runs, the
-    replay of every migration does not.
+    replay of every migration does not. It was usually started during the previous test
+    (``Spares``); the next test's starts when this test's set-up is done.
     """
-    data = tmp_path / "data"
-    data.mkdir(mode=0o700)
-    shutil.copy(template_db, data / "hostgate.db")
-    (data / "hostgate.db").chmod(0o600)
-    process = Gateway(data, env=gateway_env).start()
+    process = SPARES.take(tmp_path, template_db, gateway_env)
+    if wants_default_gateway(next_item(request)):
+        # launched when this test's set-up is done (``pytest_runtest_call``): launched here,
+        # it slowed the admin's argon2 and the sign-in of this test's set-up (A/B in
+        # docs/performance.md)
+        SPARES.wanted = (tmp_path_factory.mktemp("gateway"), template_db)
     yield process
     process.stop()
     assert not process.unhandled(), process.unhandled()

@@ -1,5 +1,6 @@
 """The e2e helpers: the ``Gateway``'s API calls share one HTTP client, closed when it
-stops; consecutive e2e tests share one Chromium."""
+stops; consecutive e2e tests share one Chromium; a test's fresh gateway is started
+during the test before it (``Spares``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 from hostgate.testing import start_receiver
 
-from .conftest import CHROMIUM_SHARED, Gateway
+from .conftest import CHROMIUM_SHARED, Gateway, Spares, wants_default_gateway
 
 SEEN: list[Any] = []
 
@@ -51,10 +52,48 @@ def test_a_test_gets_the_running_chromium(browser: Any) -> None:
 
 
 def test_the_next_test_gets_the_same_one(browser: Any) -> None:
-    """Run after the test above (file order): not closed and launched again in between."""
-    assert len(SEEN) == 1 and SEEN[0] is browser and browser.is_connected()
+    """Run after the test above (file order): not closed and launched again in between.
+    Run alone, the browser is the one running (nothing was seen before it)."""
+    assert browser is CHROMIUM_SHARED.instance and browser.is_connected()
+    assert SEEN in ([], [browser])
     context = browser.new_context()  # each test's own profile, as the ``context`` fixture
     try:
         assert context.pages == [] and context.cookies() == []
     finally:
         context.close()
+
+
+def test_a_gateway_started_ahead_is_handed_out_fresh_and_only_for_the_default_env(
+    tmp_path: Path, template_db: Path, built_app: None, request: pytest.FixtureRequest
+) -> None:
+    spares = Spares()
+    taken: list[Gateway] = []
+    try:
+        spares.prepare(tmp_path / "ahead", template_db)
+        spare = spares.spare
+        assert spare is not None and spare.process is not None
+        assert spare.process.poll() is None  # launched before any test asked for it
+        spares.prepare(tmp_path / "again", template_db)
+        assert spares.spare is spare and spares.spawned == 1  # one spare at most
+
+        # a module's own environment does not get the default spare
+        own = spares.take(tmp_path / "own", template_db, {"HOSTGATE_LOG_LEVEL": "INFO"})
+        taken.append(own)
+        assert own is not spare and spares.spare is spare and spares.spawned == 2
+        assert own.data_dir == tmp_path / "own" / "data"
+
+        default = spares.take(tmp_path / "unused", template_db, {})
+        taken.append(default)
+        assert default is spare and spares.spare is None and spares.spawned == 2
+        assert not (tmp_path / "unused").exists()
+        # fresh: no users yet (the first-admin set-up is open), its own data dir and port
+        default.setup_admin()
+        assert default.data_dir == tmp_path / "ahead" / "data"
+        assert default.pid != own.pid and default.port != own.port
+        assert own.setup_admin()  # the other one's admin is not in this one
+    finally:
+        for process in taken:
+            process.stop()
+        spares.close()
+    assert all(p.process is not None and p.process.poll() is not None for p in taken)
+    assert not wants_default_gateway(request.node)  # this test asks for no ``gateway``

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from testsupport.gateway import ADMIN_PASSWORD
 
-from .conftest import PHONE, Gateway, Screens, signed_in
+from .conftest import PHONE, Gateway, Screens, signed_in, wants_default_gateway
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -78,8 +78,9 @@ def visible_connections(page: Any) -> list[str]:
 
 
 def test_tree_search_tags_and_shared(
-    page: Any, gateway: Gateway, tree: None, screens: Screens
+    page: Any, gateway: Gateway, tree: None, screens: Screens, request: pytest.FixtureRequest
 ) -> None:
+    assert not wants_default_gateway(request.node)  # its gateway is never started ahead
     signed_in(page, gateway)
     nav = page.get_by_role("navigation", name="Connections")
     for name in ("web-1", "db-1", "laptop", "jump"):
