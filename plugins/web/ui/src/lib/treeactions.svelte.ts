@@ -59,19 +59,22 @@ function groupName(id: string | null): string {
   return connections.listing ? (findGroup(connections.listing.groups, id)?.name ?? "") : "";
 }
 
+// A change is announced once the tree shows it (and a dialog that made it has closed, in
+// the same task): announced before the reload, someone acting on the message reached a
+// tree still behind a modal dialog, or rows about to be redrawn.
 async function changing(done: string, work: () => Promise<unknown>): Promise<boolean> {
   treeStatus.error = "";
   treeStatus.message = "";
+  let changed = false;
   try {
     await work();
-    say(done);
-    return true;
+    changed = true;
   } catch (error) {
     treeStatus.error = describeError(error);
-    return false;
-  } finally {
-    await reloadConnections();
   }
+  await reloadConnections();
+  if (changed) say(done);
+  return changed;
 }
 
 /** Send a move: the new parent first (when it changes), then the siblings' order. */
@@ -97,15 +100,15 @@ export function applyMove(plan: MovePlan): Promise<boolean> {
 /** A new group (at the end of its parent's groups). */
 export async function createGroup(name: string, parent: string | null): Promise<void> {
   await call(api.POST("/api/v1/connections/groups", { body: parent ? { name, parentId: parent } : { name } }));
-  say(`Created the group ${name}.`);
   await reloadConnections();
+  say(`Created the group ${name}.`);
 }
 
 /** Rename a group. */
 export async function renameGroup(id: string, name: string): Promise<void> {
   await call(api.PUT("/api/v1/connections/groups/{group_id}", { params: { path: { group_id: id } }, body: { name } }));
-  say(`Renamed the group to ${name}.`);
   await reloadConnections();
+  say(`Renamed the group to ${name}.`);
 }
 
 /** Delete a group; what was in it moves up to its parent. */
