@@ -528,3 +528,27 @@ async def test_deleting_the_connection_or_the_user_closes_the_socket_saying_so(
         assert gone.status_code == 200, await gone.get_data()
         assert await screen.until_closed() == 4001
         assert screen.messages[-1]["reason"] == "user_deleted"
+
+
+async def test_a_deleted_users_socket_closed_by_the_access_recheck_says_user_deleted(
+    client, kernel, make_user, make_connection, admin, shell_connection, tmp_path, monkeypatch
+):
+    # deleting a user deletes its login sessions in the same commit: the re-check of
+    # open sessions that the commit starts may close the socket before the deletion's
+    # own close does, and must name the deletion too
+    dave = await make_user("dave")
+    theirs = await make_connection(
+        dave, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path / "home")}
+    )
+    async with await open_screen(client, kernel, dave, theirs.id) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+
+        async def not_here(*args: object, **kwargs: object) -> int:
+            return 0
+
+        monkeypatch.setattr(kernel.live, "close_where", not_here)
+        gone = await client.delete(f"/api/v1/users/{dave.id}", headers=admin.headers)
+        assert gone.status_code == 200, await gone.get_data()
+        assert await screen.until_closed() == 4001
+        assert screen.messages[-1]["reason"] == "user_deleted"

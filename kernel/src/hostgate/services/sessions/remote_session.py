@@ -202,12 +202,14 @@ class LiveRemoteSession:
         """Why the user may no longer use this session (close code, reason, its code), or None."""
         service = self.service
         login = self.caller.login_session_id
-        if login is not None and not await service.identity.check_login_session(login):
-            return 4001, "Session has been revoked", CloseReason.REVOKED
+        # the user first: deleting a user deletes its login sessions in the same commit,
+        # and a check between that commit and the deletion's own close must say why
         async with service.db.session() as db:
             user = await db.get(User, self.caller.user_id)
         if user is None:
             return 4001, USER_DELETED, CloseReason.USER_DELETED
+        if login is not None and not await service.identity.check_login_session(login):
+            return 4001, "Session has been revoked", CloseReason.REVOKED
         # a lockout after failed sign-ins is not checked: it stops new logins only
         # (docs/identity.md), or anyone mistyping a username's password could end its sessions
         caller = await service.identity.caller_for_user(
