@@ -165,7 +165,12 @@ def test_a_logout_on_one_sqlite_worker_is_seen_by_the_other(tmp_path, redis_serv
     node.start()
     try:
         listening(node, 2)
-        node.setup_admin()
+        try:
+            node.setup_admin()
+        except httpx.TransportError as error:
+            # seen once in CI (connection refused after both workers said they listen):
+            # the supervisor's log says whether a worker died and why
+            raise AssertionError(f"{error!r}; gateway log:\n{node.log()[-6000:]}") from error
         login = httpx.post(
             f"{node.url}{API}/auth/login",
             json={"username": "admin", "password": ADMIN_PASSWORD},
