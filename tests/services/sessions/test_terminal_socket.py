@@ -517,6 +517,18 @@ async def test_deleting_the_connection_or_the_user_closes_the_socket_saying_so(
             "message": "the connection was deleted",
             "reason": "connection_deleted",
         }
+    code, screen = await deleting_a_user_with_an_open_shell(
+        client, kernel, make_user, make_connection, admin, tmp_path
+    )
+    assert code == 4001
+    assert screen.messages[-1]["reason"] == "user_deleted"
+
+
+async def deleting_a_user_with_an_open_shell(
+    client, kernel, make_user, make_connection, admin, tmp_path
+) -> tuple[int, Screen]:
+    """A new user's local shell, open while an admin deletes the user: its close code and
+    screen."""
     dave = await make_user("dave")
     theirs = await make_connection(
         dave, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path / "home")}
@@ -526,8 +538,8 @@ async def test_deleting_the_connection_or_the_user_closes_the_socket_saying_so(
         await screen.until("$ ")
         gone = await client.delete(f"/api/v1/users/{dave.id}", headers=admin.headers)
         assert gone.status_code == 200, await gone.get_data()
-        assert await screen.until_closed() == 4001
-        assert screen.messages[-1]["reason"] == "user_deleted"
+        code = await screen.until_closed()
+    return code, screen
 
 
 async def test_a_deleted_users_socket_closed_by_the_access_recheck_says_user_deleted(
@@ -536,19 +548,12 @@ async def test_a_deleted_users_socket_closed_by_the_access_recheck_says_user_del
     # deleting a user deletes its login sessions in the same commit: the re-check of
     # open sessions that the commit starts may close the socket before the deletion's
     # own close does, and must name the deletion too
-    dave = await make_user("dave")
-    theirs = await make_connection(
-        dave, "localshell", "127.0.0.1", 1, extra={"home": str(tmp_path / "home")}
+    async def not_here(*args: object, **kwargs: object) -> int:
+        return 0
+
+    monkeypatch.setattr(kernel.live, "close_where", not_here)
+    code, screen = await deleting_a_user_with_an_open_shell(
+        client, kernel, make_user, make_connection, admin, tmp_path
     )
-    async with await open_screen(client, kernel, dave, theirs.id) as socket:
-        screen = Screen(socket)
-        await screen.until("$ ")
-
-        async def not_here(*args: object, **kwargs: object) -> int:
-            return 0
-
-        monkeypatch.setattr(kernel.live, "close_where", not_here)
-        gone = await client.delete(f"/api/v1/users/{dave.id}", headers=admin.headers)
-        assert gone.status_code == 200, await gone.get_data()
-        assert await screen.until_closed() == 4001
-        assert screen.messages[-1]["reason"] == "user_deleted"
+    assert code == 4001
+    assert screen.messages[-1]["reason"] == "user_deleted"
