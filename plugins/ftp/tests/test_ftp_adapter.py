@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
+import signal
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,8 +24,8 @@ from hostgate import (
 from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
 from hostgate_ftp.files import FtpFiles, open_files
 
-from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer
-from testsupport.peers import free_port
+from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer, start_pyftpd
+from testsupport.peers import free_port, running
 from testsupport.streams import file_digest, once, pattern, pattern_digest, read_all
 
 from .conftest import Work, ftp_target
@@ -434,43 +436,63 @@ async def test_an_upload_sends_each_piece_as_it_arrives(
 
 @pytest.mark.parametrize("quick", [True, False])
 async def test_an_upload_awaits_the_data_connection_only_when_its_buffer_is_full(
-    vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch, quick: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick: bool
 ):
     """QUICK_WRITES: a piece under the high-water mark goes out without awaiting drain;
-    a full buffer still waits (the upload's memory stays bounded), and the bytes arrive whole."""
+    a full buffer still waits (the upload's memory stays bounded), and the bytes arrive whole.
+
+    The test's own server is stopped (SIGSTOP) once the small pieces are sent, so the big
+    ones fill every buffer between here and it whatever the machine's speed; the first wait
+    lets it go on. pyftpdlib, as one process, takes that in its stride; vsftpd's session
+    processes watch each other and end the session."""
     from hostgate_ftp import client as ftp_client
     from hostgate_ftp import files as ftp_files
 
+    server, process = start_pyftpd(tmp_path)
     monkeypatch.setattr(ftp_files, "QUICK_WRITES", quick)
     monkeypatch.setattr(ftp_client, "STREAM_LIMIT", 256 * 1024)  # a buffer the test can fill
     waits: list[int] = []
+    stopped: list[int] = []
     drained = ftp_files.drained
+
+    def resume() -> None:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        stopped.clear()
 
     async def counting(stream: ftp_files.DataConnectionThrottleStreamIO) -> None:
         waits.append(stream.writer.transport.get_write_buffer_size())
+        resume()
         await drained(stream)
 
     monkeypatch.setattr(ftp_files, "drained", counting)
     small = [bytes([i]) * 1000 for i in range(50)]  # 50 kB: the buffer never fills
-    # 32 MiB in pieces of 4 MiB, more than the sockets between here and vsftpd hold: the
-    # transport's buffer goes over its high-water mark
+    # 32 MiB in pieces of 4 MiB, more than the sockets to a stopped server hold
     big = [random.Random(seed).randbytes(4 * MIB) for seed in range(8)]
     name = f"quick-{uuid.uuid4().hex[:8]}.bin"
-    local = vsftpd.local("/pub") / name
-    files = await open_files(None, ftp_target(vsftpd))
+    local = server.local("/") / name
 
     async def upload() -> AsyncIterator[bytes]:
-        for piece in [*small, *big]:
+        for piece in small:
+            yield piece
+        os.kill(process.pid, signal.SIGSTOP)
+        stopped.append(process.pid)
+        # never left stopped: a wait that does not come fails the assertions below
+        asyncio.get_running_loop().call_later(10, resume)
+        for piece in big:
             yield piece
 
-    try:
-        assert await files.write(f"/pub/{name}", upload()) == 50_000 + 32 * MIB
-        assert local.read_bytes() == b"".join(small + big)
-        if quick:  # only pieces that left the buffer over its high-water mark waited
-            assert 1 <= len(waits) <= len(big)
-            assert all(size >= 256 * 1024 for size in waits)
-        else:
-            assert len(waits) == len(small) + len(big)
-    finally:
-        local.unlink(missing_ok=True)
-        await files.close()
+    with running(process):
+        files = await open_files(None, ftp_target(server))
+        try:
+            assert await files.write(f"/{name}", upload()) == 50_000 + 32 * MIB
+            assert stopped == []  # the first wait resumed the server
+            assert local.read_bytes() == b"".join(small + big)
+            if quick:  # only pieces that left the buffer over its high-water mark waited
+                assert 1 <= len(waits) <= len(big)
+                assert all(size >= 256 * 1024 for size in waits)
+            else:
+                assert len(waits) == len(small) + len(big)
+        finally:
+            resume()
+            await files.close()
