@@ -9,7 +9,7 @@ pages, so ``hostgate serve`` asks the kernel to collapse the resident part of it
 heap once start-up is over (docs/performance.md: 6 % less CPU per API request).
 
 Linux 6.1 or later with transparent huge pages not set to ``never``; elsewhere (or
-when the kernel refuses) nothing changes. Only areas mostly resident already are
+where the kernel refuses) nothing changes. Only areas mostly resident already are
 collapsed, so memory grows by at most the untouched rest of their 2 MiB pages.
 """
 
@@ -107,8 +107,10 @@ def collapse_heap(
 ) -> int:
     """Collapse this process's resident heap into huge pages; the bytes collapsed.
 
-    0 when the platform cannot (not Linux, a kernel before 6.1, huge pages set to
-    ``never``): the process goes on on small pages. ``smaps`` and ``advise`` are for tests.
+    Counted are the areas collapsed whole (an area the kernel refused may still be
+    collapsed in part). 0 when the platform cannot (not Linux, a kernel before 6.1,
+    huge pages set to ``never``: each area is refused, a few dozen system calls): the
+    process goes on on small pages. ``smaps`` and ``advise`` are for tests.
     """
     if not sys.platform.startswith("linux"):
         return 0
@@ -127,12 +129,11 @@ def collapse_heap(
         if high == low:
             continue
         failed = advise(low, high - low, MADV_COLLAPSE)
-        if failed in (errno.EINVAL, errno.EPERM, errno.ENOSYS):
-            log.debug(
-                "huge pages: the kernel does not collapse memory (%s)", errno.errorcode[failed]
-            )
-            return collapsed  # not this kernel or not allowed: no use asking again
         if failed == 0:
             collapsed += high - low
-        # EAGAIN / ENOMEM: no huge page free for this area just now; the others may fit
+        else:
+            # EINVAL: a kernel without MADV_COLLAPSE, or a part of this area it cannot
+            # collapse (the rest of the area may be collapsed all the same); EAGAIN,
+            # ENOMEM, EBUSY: no huge page for it just now. The other areas may still go.
+            log.debug("huge pages: %s on %d MiB", errno.errorcode.get(failed), (high - low) >> 20)
     return collapsed
