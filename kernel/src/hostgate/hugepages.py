@@ -6,7 +6,7 @@ pages those objects sit on thousands of pages, and the request pays a TLB miss f
 many of them; on 2 MiB pages the same walk needs a few dozen TLB entries. Python
 3.11's object allocator maps its arenas 1 MiB at a time without asking for huge
 pages, so ``hostgate serve`` asks the kernel to collapse the resident part of its
-heap once start-up is over (docs/performance.md: 6 % less CPU per API request).
+heap once start-up is over (docs/performance.md: 4–6 % less CPU per API request).
 
 Linux 6.1 or later with transparent huge pages not set to ``never``; elsewhere (or
 where the kernel refuses) nothing changes. Only areas mostly resident already are
