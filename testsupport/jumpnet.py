@@ -141,6 +141,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     before the browser tests start, no page ever sees it.
     """
     global _early
+    if session.config.option.collectonly:  # no test runs, so no fixture would tear it down
+        return
     if any("jump_net" in getattr(item, "fixturenames", ()) for item in session.items):
         try:
             _early = start_jump_net()
