@@ -12,6 +12,7 @@ import pytest
 from hostgate.hugepages import HUGE_PAGE, MADV_COLLAPSE, Area, areas, collapse_heap
 
 from testsupport.hugepages import kernel_collapses
+from testsupport.peers import ROOT_DIR
 
 MIB = 1024 * 1024
 
@@ -106,26 +107,25 @@ def test_a_real_heap_goes_on_huge_pages_and_keeps_its_objects():
     (where this kernel can), and every object reads back the same."""
     script = textwrap.dedent(
         """
-        import json, sys
-        from pathlib import Path
+        import json
         from hostgate.hugepages import collapse_heap
-
-        def huge():
-            for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
-                if line.startswith("AnonHugePages:"):
-                    return int(line.split()[1]) * 1024
-            return 0
+        from testsupport.hugepages import anon_huge_bytes
 
         objects = [[i, str(i), (i, i)] for i in range(700_000)]
-        before = huge()
+        before = anon_huge_bytes()
         collapsed = collapse_heap()
         intact = all(o == [i, str(i), (i, i)] for i, o in enumerate(objects))
-        print(json.dumps({"before": before, "collapsed": collapsed, "after": huge(),
+        print(json.dumps({"before": before, "collapsed": collapsed, "after": anon_huge_bytes(),
                           "intact": intact}))
         """
     )
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", script],
+        cwd=ROOT_DIR,  # testsupport is imported from the checkout
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     figures = json.loads(result.stdout)
     assert figures["intact"] is True
