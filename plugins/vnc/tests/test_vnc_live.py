@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import struct
 from typing import Any
 
@@ -10,7 +12,8 @@ import pytest
 import websockets
 
 from tests.services.sessions.live import live_server  # noqa: F401
-from testsupport.xvnc import TEST_PASSWORD
+from testsupport.peers import stop
+from testsupport.xvnc import TEST_PASSWORD, start_xvnc
 
 
 async def ticket(server: Any, user: Any) -> str:
@@ -56,3 +59,55 @@ async def test_wrong_password_close_reason(live_server, make_user, make_connecti
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 4003
     assert closed.value.rcvd.reason.startswith("VNC authentication failed")
+
+
+async def test_a_server_that_goes_away_while_the_browser_writes_closes_with_its_reason(
+    live_server,  # noqa: F811
+    make_user,
+    make_connection,
+    tmp_path,
+    caplog,
+):
+    """Input racing the server's exit must not close the socket without a reason."""
+    server = start_xvnc(
+        tmp_path / "xvnc", password=None, width=320, height=240, desktop="hostgate-leaving"
+    )
+    try:
+        user = await make_user("alice")
+        connection = await make_connection(user, "vnc", server.host, server.port)
+        token = await ticket(live_server, user)
+        url = f"{live_server.ws_url}/ws/vnc/{connection.id}?ticket={token}"
+        async with websockets.connect(url) as socket:
+            buffer = bytearray()
+            await receive_exactly(socket, buffer, 12)
+            await socket.send(b"RFB 003.008\n")
+            await receive_exactly(socket, buffer, 2)
+            await socket.send(bytes([1]))
+            await receive_exactly(socket, buffer, 4)
+            await socket.send(bytes([1]))
+            await receive_exactly(socket, buffer, 24)
+            # incremental FramebufferUpdateRequests, as noVNC keeps sending, while the server dies
+            request = struct.pack(">BBHHHH", 3, 1, 0, 0, 320, 240)
+
+            async def keep_asking() -> None:
+                while True:
+                    await socket.send(request * 64)
+                    await asyncio.sleep(0)
+
+            asking = asyncio.create_task(keep_asking())
+            await asyncio.sleep(0.2)
+            server.process.kill()
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    await socket.recv()
+            asking.cancel()
+            with contextlib.suppress(asyncio.CancelledError, websockets.ConnectionClosed):
+                await asking
+    finally:
+        stop(server.process)
+    received = closed.value.rcvd
+    assert received is not None
+    assert (received.code, received.reason) == (1000, "Connection closed") or (
+        received.code == 4003 and received.reason.startswith("Connection lost: ")
+    ), (received.code, received.reason)
+    assert "Task exception was never retrieved" not in caplog.text

@@ -38,7 +38,7 @@ class RelaySession(LiveRemoteSession):
             return
         self.last_input = time.monotonic()
         self.bytes_in += len(data)
-        await self.stream.write(data)
+        await self._forward(self.stream.write, data)
 
     async def _close_backend(self) -> None:
         await self.stream.close()

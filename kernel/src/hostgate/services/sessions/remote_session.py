@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ...adapters import ConnectionTarget, SessionClosed
 from ...closereasons import CloseReason, reason_for_error
@@ -39,8 +39,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hostgate.sessions")
 
+T = TypeVar("T")
+
 LOGIN_CHECK_SECONDS = 30.0
 CLOSE_TIMEOUT = 5.0
+INPUT_FAILURE_GRACE = 2.0
+"""How long a failed write to the server waits for the read side to say why it ended."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class LiveRemoteSession:
         self.bytes_out = 0
         self.bytes_in = 0
         self._reader: asyncio.Task[None] | None = None
+        self._input_failed = False
 
     @property
     def reattach_grace(self) -> float:
@@ -172,6 +177,32 @@ class LiveRemoteSession:
             code, reason = 4003, f"Connection lost: {exc}"[:500]
             reason_code = CloseReason.CONNECTION_LOST
         self.service.spawn(self.end(code, reason, reason_code))
+
+    async def _forward(self, send: Callable[[T], Awaitable[None]], value: T) -> None:
+        """Hand browser input to the backend; a failure ends the session, never the socket.
+
+        A server that goes away is usually seen by the write first (a reset), a moment
+        before the read side gets its end of file. The session then ends with the read
+        side's reason ("Connection closed") when it comes within ``INPUT_FAILURE_GRACE``,
+        else as a lost connection; input after a failure is dropped.
+        """
+        if self._input_failed:
+            return
+        try:
+            await send(value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._input_failed = True
+            log.info("session %s: input to the server failed: %s", self.id, exc)
+            self.service.spawn(self._end_after_input_failure(exc))
+
+    async def _end_after_input_failure(self, exc: Exception) -> None:
+        reader = self._reader
+        if reader is not None and not reader.done():
+            await asyncio.wait({reader}, timeout=INPUT_FAILURE_GRACE)
+        # a no-op when the read side has ended the session meanwhile
+        await self.end(4003, f"Connection lost: {exc}"[:500], CloseReason.CONNECTION_LOST)
 
     def _received(self, data: bytes) -> None:
         """Output from the backend, before it goes to the socket."""

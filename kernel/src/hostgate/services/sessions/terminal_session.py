@@ -97,7 +97,7 @@ class TerminalSession(LiveRemoteSession):
         self.bytes_in += len(data)
         if self.tracker is not None:
             self.tracker.input(self._input_decoder.decode(data))
-        await self.terminal.write(data)
+        await self._forward(self.terminal.write, data)
 
     async def resize(self, size: TerminalSize) -> None:
         """A window size change from the socket."""
@@ -108,7 +108,7 @@ class TerminalSession(LiveRemoteSession):
             self.recorder.resize(size.cols, size.rows, time.monotonic())
         if self.tracker is not None:
             self.tracker.resize(size.cols)
-        await self.terminal.resize(size)
+        await self._forward(self.terminal.resize, size)
 
     async def tick(self, now: float) -> None:
         """Flush the recording, collect command-log entries, then the common checks."""
