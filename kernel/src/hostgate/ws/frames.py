@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,6 +16,8 @@ from .. import jsoninput
 from ..adapters import TerminalSize
 from ..closereasons import CloseReason
 from ..services.sessions.attachment import Attachment
+
+log = logging.getLogger("hostgate.ws")
 
 MAX_FRAME = 256 * 1024
 MAX_DIMENSION = 1000
@@ -117,7 +120,15 @@ async def run_socket(
     ended = asyncio.ensure_future(attachment.ended.wait())
     try:
         done, _ = await asyncio.wait({sender, receiver, ended}, return_when=asyncio.FIRST_COMPLETED)
-        if receiver in done or (sender in done and sender.exception() is not None):
+        if receiver in done:
+            failure = None if receiver.cancelled() else receiver.exception()
+            if failure is not None:
+                # a bug: say so in the log and to the browser, not with a bare close
+                log.error("unhandled error in a socket's input", exc_info=failure)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(close(1011, "Internal error", None), DRAIN_SECONDS)
+            return
+        if sender in done and sender.exception() is not None:
             return
         receiver.cancel()
         if not sender.done():
