@@ -65,17 +65,22 @@ def plugins() -> list[object]:
     return [localshell, DeafRelayPack()]
 
 
-async def test_a_write_the_server_refuses_closes_the_socket_as_a_lost_connection(
-    live_server, make_user, make_connection, monkeypatch, caplog
-):
-    monkeypatch.setattr(remote_session, "INPUT_FAILURE_GRACE", 0.2)
+async def deaf_socket(live_server: Any, make_user: Any, make_connection: Any) -> tuple[Any, str]:
+    """A user and the URL (with a ticket) of a socket to their deafrelay connection."""
     STREAMS.clear()
     user = await make_user("alice")
     connection = await make_connection(user, "deafrelay", "127.0.0.1", 1)
     async with httpx.AsyncClient(base_url=live_server.url) as http:
         response = await http.post("/api/v1/auth/ws-ticket", headers=user.headers)
         ticket = response.json()["ticket"]
-    url = f"{live_server.ws_url}/ws/deafrelay/{connection.id}?ticket={ticket}"
+    return user, f"{live_server.ws_url}/ws/deafrelay/{connection.id}?ticket={ticket}"
+
+
+async def test_a_write_the_server_refuses_closes_the_socket_as_a_lost_connection(
+    live_server, make_user, make_connection, monkeypatch, caplog
+):
+    monkeypatch.setattr(remote_session, "INPUT_FAILURE_GRACE", 0.2)
+    user, url = await deaf_socket(live_server, make_user, make_connection)
     async with websockets.connect(url) as socket:
         for _ in range(5):
             await socket.send(b"input")
@@ -107,13 +112,7 @@ async def test_a_bug_in_a_sockets_input_closes_it_as_an_internal_error(
 
     input_arrives = asyncio.Event()
     monkeypatch.setattr(relay_socket, "_receive_forever", broken)
-    STREAMS.clear()
-    user = await make_user("alice")
-    connection = await make_connection(user, "deafrelay", "127.0.0.1", 1)
-    async with httpx.AsyncClient(base_url=live_server.url) as http:
-        response = await http.post("/api/v1/auth/ws-ticket", headers=user.headers)
-        ticket = response.json()["ticket"]
-    url = f"{live_server.ws_url}/ws/deafrelay/{connection.id}?ticket={ticket}"
+    _, url = await deaf_socket(live_server, make_user, make_connection)
     async with websockets.connect(url) as socket:
         input_arrives.set()
         with pytest.raises(websockets.ConnectionClosed) as closed:
