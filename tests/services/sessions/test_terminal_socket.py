@@ -49,7 +49,7 @@ async def open_screen(client: Any, kernel: Any, user: Any, connection_id: str | 
 
 
 async def test_close_codes_for_refused_sockets(
-    client, kernel, make_user, make_connection, shell_connection
+    client, kernel, make_user, make_connection, admin, shell_connection
 ):
     user, connection = shell_connection
     cases = [
@@ -71,6 +71,17 @@ async def test_close_codes_for_refused_sockets(
     cases.append(
         (socket_path("localshell", ticket_for(kernel, blocked), own.id), 4003, "forbidden")
     )
+    # a ticket taken before its user was deleted (or before a sign-out) and used after
+    gone = await make_user("gone")
+    gone_ticket = ticket_for(kernel, gone)
+    deleted = await client.delete(f"/api/v1/users/{gone.id}", headers=admin.headers)
+    assert deleted.status_code == 200, await deleted.get_data()
+    cases.append((socket_path("localshell", gone_ticket, connection.id), 4001, "user_deleted"))
+    signed_out = await make_user("signed-out")
+    signed_out_ticket = ticket_for(kernel, signed_out)
+    logout = await client.post("/api/v1/auth/logout", headers=signed_out.headers)
+    assert logout.status_code == 200, await logout.get_data()
+    cases.append((socket_path("localshell", signed_out_ticket, connection.id), 4001, "revoked"))
     for path, code, reason in cases:
         async with client.websocket(path) as socket:
             screen = Screen(socket)

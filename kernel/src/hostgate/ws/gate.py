@@ -46,11 +46,13 @@ async def socket_caller(kernel: Kernel) -> Caller:
         raise SessionClosed(TRY_AGAIN_LATER, exc.message, CloseReason.UNAVAILABLE) from None
     if ticket is None:
         raise SessionClosed(4001, "Invalid or expired ticket", CloseReason.TICKET_INVALID)
+    client = socket_client(kernel)
     if not await kernel.identity.check_login_session(ticket.login_session_id):
+        # deleting a user ends their login sessions too: a ticket of theirs says which
+        if await kernel.identity.caller_for_user(ticket.user_id, None, client) is None:
+            raise SessionClosed(4001, "User not found", CloseReason.USER_DELETED)
         raise SessionClosed(4001, "Session has been revoked", CloseReason.REVOKED)
-    caller = await kernel.identity.caller_for_user(
-        ticket.user_id, ticket.login_session_id, socket_client(kernel)
-    )
+    caller = await kernel.identity.caller_for_user(ticket.user_id, ticket.login_session_id, client)
     if caller is None:
         raise SessionClosed(4001, "User not found", CloseReason.USER_DELETED)
     g.caller = caller  # the access log names the user
