@@ -191,7 +191,7 @@ def test_vnc_desktop_keyboard_clipboard_scaling_and_keys(
 
 
 def test_vnc_close_reason_and_reconnect(
-    page: Any, gateway: Gateway, admin_token: str, tmp_path: Path
+    page: Any, gateway: Gateway, admin_token: str, tmp_path: Path, screens: Screens
 ) -> None:
     server = start_xvnc(
         tmp_path / "xvnc",
@@ -220,5 +220,6 @@ def test_vnc_close_reason_and_reconnect(
             timeout=20_000,
         )
         expect(tab.get_by_role("status").first).to_have_text("Disconnected")
+        screens.check(page, "desktop-vnc-unreachable")
     finally:
         stop(server.process)
