@@ -13,6 +13,7 @@ from hostgate.db.models import metadata
 from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.search import include_in_comparison
 from hostgate.db.models.settings import SettingValue
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 
@@ -92,6 +93,27 @@ async def test_types_round_trip(database_url):
         assert row.value == {"nested": [1, "two", None]}
         assert row.updated_at == moment and row.updated_at.tzinfo is not None
         assert empty.value is None
+    finally:
+        await db.close()
+
+
+async def test_a_failed_statements_error_text_leaves_out_its_values(database_url):
+    # background tasks log what they catch: a statement's values (a typed command, a
+    # sealed secret) must not be in that text
+    db = Database(database_url)
+    try:
+        await db.migrate()
+        async with db.session() as session:
+            session.add(SettingValue(key="dup", value="first"))
+            await session.commit()
+        with pytest.raises(IntegrityError) as failed:
+            async with db.session() as session:
+                session.add(SettingValue(key="dup", value="hg-marker-s3cret"))
+                await session.commit()
+        text = str(failed.value)
+        assert "INSERT INTO" in text  # the statement itself is still named
+        assert "hg-marker-s3cret" not in text
+        assert "parameters hidden" in text
     finally:
         await db.close()
 

@@ -49,11 +49,17 @@ def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
     ``busy_timeout_ms``: how long a SQLite write waits for another writer's lock
     before it fails (the request then answers 503 ``storage_busy``).
     """
+    # a failed statement's error text leaves out its values (secrets, typed commands):
+    # it reaches logs wherever a background task logs what it caught
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
+        engine = create_async_engine(
+            url, connect_args={"timeout": busy_timeout_ms / 1000}, hide_parameters=True
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout_ms))
         return engine
-    return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_async_engine(
+        url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True
+    )
 
 
 def alembic_config(connection: Any = None) -> Any:

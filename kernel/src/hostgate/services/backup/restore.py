@@ -120,7 +120,9 @@ async def swap_database(
     engine: AsyncEngine, staging_db: Path, total_rows: int, progress: Progress | None = None
 ) -> None:
     """Replace every row of the live database with the staging database's, in one transaction."""
-    source_engine = create_async_engine(f"sqlite+aiosqlite:///{staging_db}", poolclass=NullPool)
+    source_engine = create_async_engine(
+        f"sqlite+aiosqlite:///{staging_db}", poolclass=NullPool, hide_parameters=True
+    )
     try:
         async with source_engine.connect() as source, engine.begin() as target:
             staged = set(await source.run_sync(lambda c: inspect(c).get_table_names()))
