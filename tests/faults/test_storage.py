@@ -22,6 +22,8 @@ from hostgate.app import create_app
 from hostgate.config import Config
 from sqlalchemy import event
 
+from testsupport.dblock import write_lock
+
 BUSY_MS = 300
 
 
@@ -48,22 +50,11 @@ class TestLocked:
     def config(self, config: Config) -> Config:
         return config.with_overrides(database_busy_timeout_ms=BUSY_MS)
 
-    @contextlib.contextmanager
-    def write_lock(self, config: Config) -> Iterator[None]:
-        """Another process's writer holds the database (WAL: readers still read)."""
-        other = sqlite3.connect(config.data_dir / "hostgate.db", isolation_level=None)
-        try:
-            other.execute("BEGIN IMMEDIATE")
-            yield
-            other.execute("ROLLBACK")
-        finally:
-            other.close()
-
     async def test_a_locked_database_answers_503_storage_busy_and_stores_nothing(
         self, client: Any, admin: Any, kernel: Any, config: Config
     ) -> None:
         before = await audit_count(kernel)
-        with self.write_lock(config):
+        with write_lock(config.data_dir / "hostgate.db"):
             # an audit entry is the only write of an authenticated forced version check
             version = await client.get("/api/v1/version?force=true", headers=admin.headers)
             assert version.status_code == 503

@@ -16,6 +16,7 @@ from .. import jsoninput
 from ..adapters import TerminalSize
 from ..closereasons import CloseReason
 from ..services.sessions.attachment import Attachment
+from .gate import INTERNAL_ERROR
 
 log = logging.getLogger("hostgate.ws")
 
@@ -125,8 +126,9 @@ async def run_socket(
             if failure is not None:
                 # a bug: say so in the log and to the browser, not with a bare close
                 log.error("unhandled error in a socket's input", exc_info=failure)
+                closing = close(INTERNAL_ERROR, "Internal error", None)
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(close(1011, "Internal error", None), DRAIN_SECONDS)
+                    await asyncio.wait_for(closing, DRAIN_SECONDS)
             return
         if sender in done and sender.exception() is not None:
             return

@@ -3,12 +3,14 @@
 Every failure becomes a ``SessionClosed`` carrying the close code of WIRE-FACTS
 §5.3: 4001 for a missing, used or expired ticket or a dead login session, 4002
 for a connection that is not there (or not of this protocol), 4003 for
-everything the caller may not do or the remote side refused; and 1013 (Try Again
-Later) when the shared state of several nodes (Redis) cannot check the ticket.
+everything the caller may not do or the remote side refused; 1013 (Try Again
+Later) when the shared state of several nodes (Redis) cannot check the ticket or
+the database cannot take the session (``opening_failed``); 1011 for a bug.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from quart import g, websocket
@@ -16,7 +18,7 @@ from quart import g, websocket
 from ..adapters import SessionClosed
 from ..closereasons import CloseReason
 from ..descriptors import ProtocolSpec
-from ..errors import ApiError, SharedStateUnavailable
+from ..errors import ApiError, SharedStateUnavailable, storage_error
 from ..security.clientinfo import client_ip, parse_user_agent
 from ..services.identity.identity import ClientInfo
 from ..services.netpolicy import conceal
@@ -26,8 +28,11 @@ if TYPE_CHECKING:
     from ..kernel import Kernel
     from ..principals import Caller
 
+log = logging.getLogger("hostgate.ws")
+
 MAX_CLIENT_SESSION_ID = 128
 TRY_AGAIN_LATER = 1013
+INTERNAL_ERROR = 1011
 
 
 def socket_client(kernel: Kernel) -> ClientInfo:
@@ -77,6 +82,23 @@ async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -
     return Admission(
         caller=caller, spec=spec, target=target, client_session_id=client_session or None
     )
+
+
+def opening_failed(error: Exception) -> SessionClosed:
+    """How a socket closes whose opening raised ``error`` (``SessionClosed``: as it says).
+
+    A busy database is 1013, try again later (the HTTP API's 503 ``storage_busy``); a
+    full disk says so; anything else is a bug: logged with its traceback, 1011.
+    """
+    if isinstance(error, SessionClosed):
+        return error
+    storage = storage_error(error)
+    if storage is not None:
+        log.warning("socket refused (%s): %s", storage.code, getattr(error, "orig", error))
+        busy = CloseReason.UNAVAILABLE if storage.code == "storage_busy" else None
+        return SessionClosed(TRY_AGAIN_LATER, storage.message, busy)
+    log.error("unhandled error while opening a socket", exc_info=error)
+    return SessionClosed(INTERNAL_ERROR, "Internal error", None)
 
 
 async def close_socket(code: int, reason: str) -> None:

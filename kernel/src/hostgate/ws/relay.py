@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 from quart import websocket
 
-from ..adapters import SessionClosed
 from ..closereasons import CloseReason
 from ..descriptors import ProtocolSpec
 from ..services.sessions.attachment import Attachment
 from ..services.sessions.relay_session import RelaySession
 from .frames import pump_output, run_socket
-from .gate import admit, close_socket
+from .gate import admit, close_socket, opening_failed
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -38,7 +37,8 @@ async def serve_relay(kernel: Kernel, spec: ProtocolSpec, connection_id: str | N
     try:
         admission = await admit(kernel, spec, connection_id or websocket.args.get("connectionId"))
         session: RelaySession = await kernel.terminal_sessions.open_relay(admission)
-    except SessionClosed as closed:
+    except Exception as error:
+        closed = opening_failed(error)
         with contextlib.suppress(Exception):
             await close_socket(closed.code, closed.reason)
         return

@@ -25,7 +25,7 @@ from ..services.sessions.attachment import Attachment
 from ..services.sessions.remote_session import Admission
 from ..services.sessions.terminal_session import TerminalSession
 from .frames import control_message, pump_output, run_socket, send_error, send_json, size_of
-from .gate import admit, close_socket
+from .gate import admit, close_socket, opening_failed
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -132,7 +132,8 @@ async def serve_terminal(kernel: Kernel, spec: ProtocolSpec) -> None:
             admission = await _prompted_password(admission)
             size = await _initial_size(early)
             session = await kernel.terminal_sessions.open_terminal(admission, size)
-    except SessionClosed as closed:
+    except Exception as error:
+        closed = opening_failed(error)
         with contextlib.suppress(Exception):
             await send_error(closed.reason, closed.reason_code)
             await close_socket(closed.code, closed.reason)

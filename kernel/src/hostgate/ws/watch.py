@@ -28,7 +28,7 @@ from ..errors import ApiError
 from ..services.sessions.live_view import Closing, Watching
 from ..services.sessions.remote_session import close_code_for, close_reason_for
 from .frames import send_error
-from .gate import close_socket, socket_caller
+from .gate import close_socket, opening_failed, socket_caller
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -62,7 +62,8 @@ async def serve_watch(kernel: Kernel, session_id: str) -> None:
         except ApiError as refused:
             why = close_reason_for(refused)
             raise SessionClosed(close_code_for(refused), refused.message[:500], why) from None
-    except SessionClosed as closed:
+    except Exception as error:
+        closed = opening_failed(error)
         with contextlib.suppress(Exception):
             await send_error(closed.reason, closed.reason_code)
             await close_socket(closed.code, closed.reason)

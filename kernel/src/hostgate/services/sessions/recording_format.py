@@ -169,6 +169,13 @@ class RecordingWriter:
             self._file.close()
             self.closed = True
 
+    def discard(self) -> None:
+        """Close and delete the file: its session was never stored (no row refers to it)."""
+        if not self.closed:
+            self._file.close()
+            self.closed = True
+        self.path.unlink(missing_ok=True)
+
 
 def _open_slot(aead: AESGCM, header: bytes, index: int, raw: bytes) -> bytes:
     if len(raw) < SLOT_OVERHEAD:

@@ -240,10 +240,12 @@ class RecordingSearch:
     async def follow_setting(self) -> int:
         """Once output indexing is off (also at start), purge the indexed output; the count."""
         on = self.output_enabled()
-        was, self._output_was_on = self._output_was_on, on
-        if on or was is False:
+        if on or self._output_was_on is False:
+            self._output_was_on = on
             return 0
-        return await self.purge_output()
+        purged = await self.purge_output()
+        self._output_was_on = on  # only now: a purge that failed (a busy database) is retried
+        return purged
 
     async def purge_output(self) -> int:
         """Delete every output entry (commands stay); how many there were."""

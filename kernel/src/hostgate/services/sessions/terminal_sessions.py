@@ -221,7 +221,7 @@ class TerminalSessions:
             self.live.remove(session.id)
             self.forget(session)
             if session.recorder is not None:
-                session.recorder.writer.close()
+                session.recorder.writer.discard()
             with contextlib.suppress(Exception):
                 await terminal.close()
             raise
