@@ -3,8 +3,9 @@
 As the HTTP API answers 503 ``storage_busy``, a session socket closes with 1013 (try
 again later) and an ``error`` frame whose reason is ``unavailable``: the shell that was
 started is closed again, no session stays live, no history row or recording is kept,
-and the same socket opens once the database is free. Anything else that breaks an
-opening is a bug: 1011, and the log has its traceback.
+and the same socket opens once the database is free. A refusal raised late in an
+opening closes as that refusal; anything else that breaks an opening is a bug: 1011,
+and the log has its traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from hostgate.config import Config
+from hostgate.errors import NotFound
 from sqlalchemy.exc import OperationalError
 
 from tests.services.sessions.helpers import Screen, socket_path, ticket_for
@@ -93,3 +95,23 @@ async def test_an_output_purge_that_meets_a_locked_database_is_retried(
     assert await entries(kernel, "output")  # not purged yet
     await kernel.terminal_sessions.tick()
     assert await entries(kernel, "output") == []
+
+
+async def test_a_refusal_raised_late_in_an_opening_closes_as_the_refusal(
+    client: Any, kernel: Any, shell_connection: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    async def gone(*args: Any, **kwargs: Any) -> Any:
+        raise NotFound("Connection not found")
+
+    monkeypatch.setattr(kernel.terminal_sessions, "open_terminal", gone)
+    user, connection = shell_connection
+    path = socket_path("localshell", ticket_for(kernel, user), connection.id)
+    async with client.websocket(path) as socket:
+        screen = Screen(socket)
+        assert await screen.until_closed() == 4002
+    assert screen.messages[-1] == {
+        "type": "error",
+        "message": "Connection not found",
+        "reason": "not_found",
+    }
+    assert "unhandled error" not in caplog.text

@@ -87,11 +87,14 @@ async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -
 def opening_failed(error: Exception) -> SessionClosed:
     """How a socket closes whose opening raised ``error`` (``SessionClosed``: as it says).
 
-    A busy database is 1013, try again later (the HTTP API's 503 ``storage_busy``); a
-    full disk says so; anything else is a bug: logged with its traceback, 1011.
+    An ``ApiError`` closes as ``admit`` maps it; a busy database is 1013, try again
+    later (the HTTP API's 503 ``storage_busy``); a full disk says so; anything else is
+    a bug: logged with its traceback, 1011.
     """
     if isinstance(error, SessionClosed):
         return error
+    if isinstance(error, ApiError):  # a refusal raised past the steps that map their own
+        return SessionClosed(close_code_for(error), error.message[:500], close_reason_for(error))
     storage = storage_error(error)
     if storage is not None:
         log.warning("socket refused (%s): %s", storage.code, getattr(error, "orig", error))
