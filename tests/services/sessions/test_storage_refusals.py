@@ -65,21 +65,42 @@ async def test_a_terminal_opened_while_the_database_is_locked_says_try_again(
         assert await screen.until_closed() == 1000
 
 
-async def test_a_bug_while_opening_a_terminal_closes_it_as_an_internal_error(
-    client: Any, kernel: Any, shell_connection: Any, monkeypatch: Any, caplog: Any
-) -> None:
-    async def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("a bug while opening")
+async def opening_that_raises(
+    client: Any, kernel: Any, shell_connection: Any, monkeypatch: Any, error: Exception
+) -> tuple[int, dict[str, Any]]:
+    """A terminal socket whose opening raises ``error``: its close code and last frame."""
 
-    monkeypatch.setattr(kernel.terminal_sessions, "open_terminal", broken)
+    async def raising(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(kernel.terminal_sessions, "open_terminal", raising)
     user, connection = shell_connection
     path = socket_path("localshell", ticket_for(kernel, user), connection.id)
     async with client.websocket(path) as socket:
         screen = Screen(socket)
-        assert await screen.until_closed() == 1011
-    assert screen.messages[-1] == {"type": "error", "message": "Internal error"}
+        code = await screen.until_closed()
+    return code, screen.messages[-1]
+
+
+async def test_a_bug_while_opening_a_terminal_closes_it_as_an_internal_error(
+    client: Any, kernel: Any, shell_connection: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    failure = RuntimeError("a bug while opening")
+    code, last = await opening_that_raises(client, kernel, shell_connection, monkeypatch, failure)
+    assert code == 1011
+    assert last == {"type": "error", "message": "Internal error"}
     assert "unhandled error while opening a socket" in caplog.text
     assert "a bug while opening" in caplog.text
+
+
+async def test_a_refusal_raised_late_in_an_opening_closes_as_the_refusal(
+    client: Any, kernel: Any, shell_connection: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    refusal = NotFound("Connection not found")
+    code, last = await opening_that_raises(client, kernel, shell_connection, monkeypatch, refusal)
+    assert code == 4002
+    assert last == {"type": "error", "message": "Connection not found", "reason": "not_found"}
+    assert "unhandled error" not in caplog.text
 
 
 async def test_an_output_purge_that_meets_a_locked_database_is_retried(
@@ -95,23 +116,3 @@ async def test_an_output_purge_that_meets_a_locked_database_is_retried(
     assert await entries(kernel, "output")  # not purged yet
     await kernel.terminal_sessions.tick()
     assert await entries(kernel, "output") == []
-
-
-async def test_a_refusal_raised_late_in_an_opening_closes_as_the_refusal(
-    client: Any, kernel: Any, shell_connection: Any, monkeypatch: Any, caplog: Any
-) -> None:
-    async def gone(*args: Any, **kwargs: Any) -> Any:
-        raise NotFound("Connection not found")
-
-    monkeypatch.setattr(kernel.terminal_sessions, "open_terminal", gone)
-    user, connection = shell_connection
-    path = socket_path("localshell", ticket_for(kernel, user), connection.id)
-    async with client.websocket(path) as socket:
-        screen = Screen(socket)
-        assert await screen.until_closed() == 4002
-    assert screen.messages[-1] == {
-        "type": "error",
-        "message": "Connection not found",
-        "reason": "not_found",
-    }
-    assert "unhandled error" not in caplog.text

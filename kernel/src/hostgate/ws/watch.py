@@ -22,11 +22,8 @@ from typing import TYPE_CHECKING
 
 from quart import websocket
 
-from ..adapters import SessionClosed
 from ..closereasons import CloseReason
-from ..errors import ApiError
 from ..services.sessions.live_view import Closing, Watching
-from ..services.sessions.remote_session import close_code_for, close_reason_for
 from .frames import send_error
 from .gate import close_socket, opening_failed, socket_caller
 
@@ -57,11 +54,7 @@ async def serve_watch(kernel: Kernel, session_id: str) -> None:
     await websocket.accept()
     try:
         caller = await socket_caller(kernel)
-        try:
-            watch = await kernel.live_view.watch(caller, session_id)
-        except ApiError as refused:
-            why = close_reason_for(refused)
-            raise SessionClosed(close_code_for(refused), refused.message[:500], why) from None
+        watch = await kernel.live_view.watch(caller, session_id)  # refusals: opening_failed
     except Exception as error:
         closed = opening_failed(error)
         with contextlib.suppress(Exception):
