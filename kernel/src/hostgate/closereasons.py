@@ -57,6 +57,8 @@ class CloseReason(StrEnum):
     # the remote side
     AUTH_FAILED = "auth_failed"
     HOST_KEY_CHANGED = "host_key_changed"
+    HOST_KEY_UNCONFIRMED = "host_key_unconfirmed"
+    """A first host key waits to be accepted (``security.host_key_first_use`` = confirm)."""
     NETWORK_POLICY = "network_policy"
     UNREACHABLE = "unreachable"
     """Refused, timed out or unresolvable (or concealed as such)."""
@@ -74,6 +76,7 @@ class CloseReason(StrEnum):
 ERROR_REASONS: dict[str, CloseReason] = {
     "remote_auth_failed": CloseReason.AUTH_FAILED,
     "host_key_changed": CloseReason.HOST_KEY_CHANGED,
+    "host_key_unconfirmed": CloseReason.HOST_KEY_UNCONFIRMED,
     "target_denied": CloseReason.NETWORK_POLICY,
     "target_unreachable": CloseReason.UNREACHABLE,
     "remote_unreachable": CloseReason.UNREACHABLE,

@@ -7,6 +7,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from .descriptors import SettingSpec
 from .markers import hookimpl
+from .services.connections.hostkeys import FIRST_USE_CHOICES, FIRST_USE_SETTING
 from .services.netpolicy import PROTECTED_DEFAULT, validate_rules
 from .services.version import DEFAULT_FEED, validate_feed_url
 
@@ -198,6 +199,15 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         minimum=1,
         maximum=100_000,
         description="Concurrent live terminal/desktop sessions on the instance",
+    ),
+    SettingSpec(
+        FIRST_USE_SETTING,
+        str,
+        "trust",
+        choices=FIRST_USE_CHOICES,
+        description="A server's first SSH host key: trust (remembered at the first "
+        "connection) or confirm (no session until someone who may edit the connection "
+        "accepts it)",
     ),
     SettingSpec("recordings.enabled", bool, True, description="Record terminal and RDP sessions"),
     SettingSpec(

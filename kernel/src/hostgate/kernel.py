@@ -200,6 +200,7 @@ class Kernel:
             netpolicy=self.netpolicy,
             protocols=self.protocols,
             access_requests=self.access_requests,
+            settings=self.settings,
         )
         self.health_checks = HealthChecks(
             connections=self.connections, limits=self.limits, netpolicy=self.netpolicy

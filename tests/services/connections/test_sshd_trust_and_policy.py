@@ -311,3 +311,59 @@ async def test_a_name_with_any_denied_address_is_refused(
     entry = (await audit_entries(kernel, "network.denied"))[-1]
     assert entry.details["purpose"] == "webhook" and entry.user_id is None
     assert owner  # the policy applies without a caller too
+
+
+async def test_with_confirm_a_first_key_waits_for_an_accept_by_an_editor(
+    client, make_user, admin, kernel, private_sshd, sshd_secrets
+):
+    sshd_secrets(private_sshd)
+    owner = await make_user("owner")
+    mate = await make_user("mate")
+    conn = await ssh_connection(client, owner, private_sshd)
+    await send(
+        client, "PUT", f"/connections/{conn['id']}/shares", owner,
+        {"shares": [{"shareType": "user", "targetId": mate.id}]},
+    )  # fmt: skip
+    key_path = f"/connections/{conn['id']}/host-key"
+    settings = await get_json(client, "/settings", admin)
+    assert settings["settings"]["security.host_key_first_use"] == "trust"  # SPEC's TOFU
+    error = await send(
+        client, "PUT", "/settings", admin, {"security.host_key_first_use": "ask"}, expect=400
+    )
+    assert "security.host_key_first_use" in error["error"]
+    await send(client, "PUT", "/settings", admin, {"security.host_key_first_use": "confirm"})
+    first = private_sshd.host_key_fingerprint
+    logins = private_sshd.log().count("Accepted password")
+
+    # nobody's connect trusts the first key: refused with its fingerprint, kept pending
+    for user in (mate, owner):
+        with pytest.raises(Conflict) as refused:
+            await run_whoami(kernel, user, conn["id"])
+        assert refused.value.code == "host_key_unconfirmed"
+        assert refused.value.status == 409
+        assert first in refused.value.message and "not trusted yet" in refused.value.message
+        assert refused.value.body()["presentedFingerprint"] == first
+    assert private_sshd.log().count("Accepted password") == logins  # no credentials sent
+    keys = await get_json(client, key_path, mate)  # mate may see the key
+    assert keys["trusted"] is None and keys["pending"]["fingerprint"] == first
+    assert await audit_entries(kernel, "connection.host_key_trusted") == []
+
+    # mate may use it, not edit it: he cannot decide the key for everyone
+    denied = await send(client, "POST", f"{key_path}/accept", mate, {"fingerprint": first}, 403)
+    assert denied["code"] == "host_key_edit_required"
+    assert "owner" in denied["error"]
+    await send(client, "DELETE", key_path, mate, expect=403)
+    assert (await get_json(client, key_path, owner))["pending"]["fingerprint"] == first
+
+    # the owner accepts exactly that key; then everyone connects
+    await send(client, "POST", f"{key_path}/accept", owner, {"fingerprint": first})
+    assert await run_whoami(kernel, mate, conn["id"]) == "hgtest"
+    accepted = await audit_entries(kernel, "connection.host_key_accepted")
+    assert accepted[-1].user_id == owner.id
+
+    # back to trust: a forgotten key is trusted on first use again, as SPEC says
+    await send(client, "DELETE", key_path, owner)
+    await send(client, "PUT", "/settings", admin, {"security.host_key_first_use": "trust"})
+    assert await run_whoami(kernel, mate, conn["id"]) == "hgtest"
+    keys = await get_json(client, key_path, owner)
+    assert keys["trusted"]["fingerprint"] == first

@@ -314,3 +314,51 @@ async def test_control_characters_are_refused_at_setup_and_user_creation(client,
     assert created.status_code == 400
     users = await (await client.get(f"{API}/users", headers=admin.headers)).get_json()
     assert [u["username"] for u in users["users"]] == ["admin"]
+
+
+async def test_every_new_password_meets_the_one_strength_rule(client, kernel, admin, make_user):
+    """setup, user creation, an admin's reset and the profile refuse what the meter calls
+    very weak (``password``, a keyboard run, the username doubled), and store nothing."""
+    weak = [("password", "root"), ("qwertyuiop", "root"), ("rootroot", "root")]
+    for password, username in weak:
+        refused = await client.post(
+            f"{API}/auth/setup", json={"username": username, "password": password}
+        )
+        assert refused.status_code == 400, password
+        body = await refused.get_json()
+        assert body["code"] == "weak_password"
+        assert "too easy to guess" in body["error"]
+    created = await client.post(
+        f"{API}/users",
+        json={"username": "carol", "password": "carolcarol"},
+        headers=admin.headers,
+    )
+    assert created.status_code == 400
+    assert (await created.get_json())["code"] == "weak_password"
+    bob = await make_user("bob")
+    reset = await client.post(
+        f"{API}/users/{bob.id}/reset-password",
+        json={"newPassword": "12345678"},
+        headers=admin.headers,
+    )
+    assert reset.status_code == 400
+    assert "newPassword is too easy to guess" in (await reset.get_json())["error"]
+    changed = await client.put(
+        f"{API}/profile/password",
+        json={"currentPassword": bob.password, "newPassword": "Password1"},
+        headers=bob.headers,
+    )
+    assert changed.status_code == 400
+    assert (await changed.get_json())["code"] == "weak_password"
+    async with kernel.db.session() as session:
+        names = (await session.exec(select(User.username))).all()
+    assert sorted(names) == ["admin", "bob"]
+    assert await login_token(client, "bob", bob.password)  # the old password still works
+
+    # a strong one passes everywhere
+    made = await client.post(
+        f"{API}/users",
+        json={"username": "carol", "password": "orbit canyon lantern"},
+        headers=admin.headers,
+    )
+    assert made.status_code == 201, await made.get_json()

@@ -148,3 +148,18 @@ async def test_verify_detects_an_inserted_entry(kernel, admin):
         await session.commit()
     result = await kernel.audit.verify_chain()
     assert not result.ok and result.seq == last.seq and "inserted" in result.problem
+
+
+def test_setup_holds_the_first_admin_to_the_password_rule(tmp_path, monkeypatch, capsys):
+    """`hostgate setup` refuses a very weak password as the API and the browser do."""
+    from hostgate.cli import main
+
+    monkeypatch.setenv("HOSTGATE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", KEY)
+    monkeypatch.setenv("HOSTGATE_ADMIN_PASSWORD", "password")
+    assert main(["setup", "--username", "root"]) == 1
+    assert "too easy to guess" in capsys.readouterr().err
+    with sqlite3.connect(tmp_path / "hostgate.db") as conn:
+        assert conn.execute("SELECT count(*) FROM users").fetchone() == (0,)
+    monkeypatch.setenv("HOSTGATE_ADMIN_PASSWORD", "root-password")
+    assert main(["setup", "--username", "root"]) == 0

@@ -542,11 +542,15 @@ async def get_host_key(connection_id: str) -> dict[str, Any]:
 
 
 async def _editable(connection_id: str) -> Connection:
+    """The connection, when the caller may decide its host key for everyone (edit rights)."""
     kernel = app_kernel()
     connection, access = await kernel.connections.load(current_caller(), connection_id)
     if not access.edit:
         raise PermissionDenied(
-            "Insufficient permissions: changing host-key trust requires edit rights"
+            "Only someone who may edit this connection (its owner) can accept or forget "
+            "its host key, since that decides the key for everyone who uses it; "
+            "GET /connections/:id/host-key shows the key",
+            code="host_key_edit_required",
         )
     return connection
 

@@ -3,6 +3,7 @@ shown once and working as a Bearer token against the real gateway, revoked from 
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -24,13 +25,20 @@ def test_a_token_made_in_the_profile_works_until_revoked(
     card.get_by_role("button", name="New token").click()
     dialog = page.get_by_role("dialog", name="New API token")
     dialog.get_by_label("Name", exact=True).fill("nightly export")
-    dialog.get_by_label("Expires after").select_option(label="7 days")
+
+    # safe defaults: short-lived, and not one permission ticked (not a full admin token)
+    expect(dialog.get_by_label("Expires after")).to_have_value("7")
     permissions = dialog.get_by_role("group", name="Permissions").get_by_role("checkbox")
+    assert permissions.count() > 20  # the admin holds every permission, and none is ticked
     for index in range(permissions.count()):
-        box = permissions.nth(index)
-        if box.get_attribute("value") not in ("connections.import_export", "audit.view_any"):
-            box.uncheck()
+        expect(permissions.nth(index)).not_to_be_checked()
     screens.check(page, "profile-new-token")
+    dialog.get_by_role("button", name="Create token").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("Tick the permissions the script needs")
+    assert gateway.api("GET", "/profile/api-tokens", admin_token).json()["tokens"] == []
+
+    for wanted in ("connections.import_export", "audit.view_any"):
+        dialog.get_by_role("checkbox", name=wanted, exact=True).check()
     dialog.get_by_role("button", name="Create token").click()
 
     secret = card.get_by_label("New token").inner_text().strip()
@@ -40,6 +48,9 @@ def test_a_token_made_in_the_profile_works_until_revoked(
     bearer = {"Authorization": f"Bearer {secret}"}
     me = httpx.get(f"{gateway.url}/api/v1/auth/me", headers=bearer).json()["user"]
     assert sorted(me["permissions"]) == ["audit.view_any", "connections.import_export"]
+    (made,) = gateway.api("GET", "/profile/api-tokens", admin_token).json()["tokens"]
+    lifetime = datetime.fromisoformat(made["expiresAt"]) - datetime.fromisoformat(made["createdAt"])
+    assert lifetime == timedelta(days=7)  # the default lifetime, as made
     exported = httpx.get(f"{gateway.url}/api/v1/connections/export/ssh-config", headers=bearer)
     assert exported.status_code == 200
     assert httpx.get(f"{gateway.url}/api/v1/users", headers=bearer).status_code == 403

@@ -3,6 +3,7 @@ OpenSSH sshd whose host key is replaced between sessions; accept and forget."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -152,4 +153,105 @@ def test_files_of_a_shared_connection_stop_at_a_changed_key(
     assert accepted.status_code == 200, accepted.text
     page.reload()
     expect(page.get_by_role("table")).to_be_visible()
+    expect(page.get_by_role("dialog")).to_have_count(0)
+
+
+def test_a_tabs_reconnect_asks_about_a_first_key_too(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    private_sshd: SshdServer,  # noqa: F811
+    screens: Screens,
+) -> None:
+    connection_id = server_connection(gateway, admin_token, private_sshd, name="lab")
+    signed_in(page, gateway)
+    page.goto(f"{gateway.url}/connections/{connection_id}")
+    page.get_by_role("button", name="Open terminal").click()
+    tab = page.get_by_role("region", name="Terminal lab")
+    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+
+    # the owner forgets the key and the server is re-keyed while the tab is open; the
+    # session ends: Reconnect is a first use again, and must ask, not trust silently
+    forgotten = gateway.api("DELETE", f"/connections/{connection_id}/host-key", admin_token)
+    assert forgotten.status_code == 200, forgotten.text
+    second = private_sshd.restart_with_new_host_key()
+    [live] = gateway.api("GET", "/sessions/active", admin_token).json()["sessions"]
+    ended = gateway.api("DELETE", f"/sessions/active/{live['id']}", admin_token)
+    assert ended.status_code == 200, ended.text
+    reconnect = tab.get_by_role("button", name="Reconnect")
+    reconnect.click()
+    prompt = page.get_by_role("dialog", name="New host key for lab")
+    expect(prompt.get_by_test_id("presented-fingerprint")).to_have_text(second)
+    expect(prompt).to_contain_text(f"{private_sshd.host}:{private_sshd.port}")
+    screens.check(page, "hostkey-reconnect")
+    prompt.get_by_role("button", name="Cancel").click()
+    expect(tab.get_by_role("alert")).to_contain_text("the host key of lab was not trusted")
+    assert keys(gateway, admin_token, connection_id)["trusted"] is None
+    assert len(gateway.api("GET", "/sessions/active", admin_token).json()["sessions"]) == 0
+
+    # trusted from the prompt: exactly that key, and the tab connects again
+    reconnect.click()
+    prompt.get_by_role("button", name="Trust this key and connect").click()
+    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+    assert fingerprint(keys(gateway, admin_token, connection_id)["trusted"]) == second
+    assert "connection.host_key_trusted" not in gateway.audit_types(admin_token)
+
+
+def test_a_shared_user_sees_a_first_key_but_its_owner_trusts_it(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    private_sshd: SshdServer,  # noqa: F811
+    screens: Screens,
+) -> None:
+    connection_id = server_connection(gateway, admin_token, private_sshd, name="lab", trust=False)
+    created = gateway.api(
+        "POST", "/users", admin_token, json={"username": "bob", "password": ADMIN_PASSWORD}
+    )
+    assert created.status_code == 201, created.text
+    shared = gateway.api(
+        "PUT",
+        f"/connections/{connection_id}/shares",
+        admin_token,
+        json={"shares": [{"shareType": "user", "targetId": "bob"}]},
+    )
+    assert shared.status_code == 200, shared.text
+
+    # bob may use the connection, not edit it: he sees the key, is told the owner must
+    # trust it, and has no button that would decide it for everyone
+    signed_in(page, gateway, "bob")
+    page.goto(f"{gateway.url}/connections/{connection_id}")
+    page.get_by_role("button", name="Open terminal").click()
+    prompt = page.get_by_role("dialog", name="New host key for lab")
+    expect(prompt.get_by_test_id("presented-fingerprint")).to_have_text(
+        private_sshd.host_key_fingerprint
+    )
+    expect(prompt).to_contain_text("Its owner must trust this key before you connect")
+    expect(prompt.get_by_role("button", name="Trust this key and connect")).to_have_count(0)
+    expect(prompt.get_by_role("button", name=re.compile("Accept|Trust"))).to_have_count(0)
+    screens.check(page, "hostkey-new-shared")
+    prompt.get_by_role("button", name="Close").click()
+    expect(page.get_by_role("navigation", name="Open terminals")).to_have_count(0)
+    assert keys(gateway, admin_token, connection_id)["trusted"] is None
+
+    # nor through the API: a clear 403, the key still visible to him
+    bob = httpx.post(
+        f"{gateway.url}/api/v1/auth/login", json={"username": "bob", "password": ADMIN_PASSWORD}
+    ).json()["token"]
+    refused = gateway.api(
+        "POST",
+        f"/connections/{connection_id}/host-key/accept",
+        bob,
+        json={"fingerprint": private_sshd.host_key_fingerprint},
+    )
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "host_key_edit_required"
+    pending = keys(gateway, bob, connection_id)["pending"]
+    assert fingerprint(pending) == private_sshd.host_key_fingerprint
+
+    # once the owner trusts it, bob's terminal opens without a question
+    gateway.trust_host_key(admin_token, connection_id)
+    page.get_by_role("button", name="Open terminal").click()
+    tab = page.get_by_role("region", name="Terminal lab")
+    expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
     expect(page.get_by_role("dialog")).to_have_count(0)

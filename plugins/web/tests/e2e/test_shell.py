@@ -144,6 +144,19 @@ def test_insecure_key_warning_is_dismissed_for_good(
     expect(warning).to_have_count(0)
 
 
+def test_the_key_warning_is_only_for_those_who_can_act_on_it(
+    page: Any, gateway: Gateway, admin_token: str, screens: Screens
+) -> None:
+    public = httpx.get(f"{gateway.url}/api/v1/settings/public").json()["settings"]
+    assert public["system.insecure_key"] is True  # the instance does have the problem
+    post(gateway, admin_token, "/users", {"username": "bob", "password": ADMIN_PASSWORD})
+    signed_in(page, gateway, "bob")
+    expect(page.get_by_role("navigation", name="Connections")).to_be_visible()
+    expect(page.get_by_text("The encryption key is stored next to the data.")).to_have_count(0)
+    expect(page.get_by_role("button", name="Dismiss warning")).to_have_count(0)
+    screens.check(page, "shell-user-no-warning")
+
+
 def test_top_bar_and_phone_layout(
     page: Any, gateway: Gateway, admin_token: str, tree: None
 ) -> None:

@@ -35,7 +35,20 @@ def test_first_run_creates_the_admin_with_strength_feedback(
     password = page.get_by_label("Password", exact=True)
     password.fill("password")
     expect(page.get_by_text("Strength: Very weak")).to_be_visible()
+    expect(page.get_by_text("The gateway refuses a password this easy to guess")).to_be_visible()
     screens.check(page, "setup")
+    # the meter and the refusal agree: `password` is refused, in the form and by the server
+    page.get_by_label("Confirm password").fill("password")
+    page.get_by_role("button", name="Create administrator").click()
+    expect(password).to_have_accessible_description(
+        re.compile("Choose a stronger password: the gateway refuses this one")
+    )
+    screens.check(page, "setup-weak-refused")
+    assert httpx.get(f"{gateway.url}/api/v1/auth/status").json() == {"needsSetup": True}
+    refused = httpx.post(
+        f"{gateway.url}/api/v1/auth/setup", json={"username": "ada", "password": "password"}
+    )
+    assert (refused.status_code, refused.json()["code"]) == (400, "weak_password")
     password.fill(STRONG)
     expect(page.get_by_text(re.compile(r"Strength: (Strong|Very strong)"))).to_be_visible()
     page.get_by_label("Confirm password").fill(STRONG + "x")

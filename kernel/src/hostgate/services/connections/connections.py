@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..identity.identity import Caller
     from ..netpolicy import NetworkPolicy
     from ..sessions.live import LiveSessions
+    from ..settings import Settings
     from .access_requests import AccessRequests
 
 EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
@@ -138,6 +139,7 @@ class Connections:
         netpolicy: NetworkPolicy,
         protocols: Mapping[str, ProtocolSpec],
         access_requests: AccessRequests,
+        settings: Settings,
     ) -> None:
         self.db = db
         self.access_requests = access_requests
@@ -147,7 +149,7 @@ class Connections:
         self.netpolicy = netpolicy
         self.protocols = protocols
         self.groups = ConnectionGroups(db=db, audit=audit)
-        self.host_keys = HostKeys(db=db, audit=audit)
+        self.host_keys = HostKeys(db=db, audit=audit, settings=settings)
         self.transfer = ConnectionTransfer(
             self, db=db, secrets=secrets, audit=audit, protocols=protocols
         )

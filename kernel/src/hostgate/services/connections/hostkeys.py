@@ -10,6 +10,11 @@ of the public-key blob.
 A scan (``observe``) reads the server's key before any session: a key never seen is
 kept as ``pending`` (not trusted) so that someone who may edit the connection can
 accept exactly that fingerprint; a changed key is handled as on connect.
+
+The setting ``security.host_key_first_use`` decides what a connect does with a first
+key: ``trust`` (the default, SPEC's trust on first use) trusts it; ``confirm`` keeps it
+pending and refuses the session (409, code ``host_key_unconfirmed``) until someone who
+may edit the connection accepts it.
 """
 
 from __future__ import annotations
@@ -33,9 +38,14 @@ if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditBatch, AuditLog
     from ..identity.identity import Caller
+    from ..settings import Settings
 
 TRUSTED = "trusted"
 PENDING = "pending"
+
+FIRST_USE_SETTING = "security.host_key_first_use"
+FIRST_USE_CHOICES = ("trust", "confirm")
+"""``trust``: a connect trusts a first key (SPEC); ``confirm``: it waits for an accept."""
 
 
 def fingerprint(blob: bytes) -> str:
@@ -130,9 +140,14 @@ async def delete_all(session: AsyncSession, connection_id: str) -> list[str]:
 class HostKeys:
     """Remembered host keys: check on connect, view, accept, forget."""
 
-    def __init__(self, *, db: Database, audit: AuditLog) -> None:
+    def __init__(self, *, db: Database, audit: AuditLog, settings: Settings) -> None:
         self.db = db
         self.audit = audit
+        self.settings = settings
+
+    def confirm_first_use(self) -> bool:
+        """Whether a first key waits for an explicit accept (``security.host_key_first_use``)."""
+        return bool(self.settings.get(FIRST_USE_SETTING) == "confirm")
 
     def checker(self, connection: Connection, actor: Caller | None = None) -> HostKeyCheck:
         """The ``check_host_key`` callable handed to adapters in a ConnectionTarget."""
@@ -178,6 +193,23 @@ class HostKeys:
                 actor,
                 {"algorithm": algorithm, "fingerprint": presented},
             )
+
+    async def _hold_first(
+        self, connection: Connection, key: tuple[str, str, str], pending: HostKey | None
+    ) -> None:
+        """Keep a first key pending and refuse the session until it is accepted."""
+        algorithm, presented, encoded = key
+        if pending is None or pending.public_key != encoded:
+            async with self.db.session() as session:
+                await _store(session, connection.id, PENDING, *key)
+                await session.commit()
+        raise Conflict(
+            f"The SSH host key of {_label(connection)} is not trusted yet: it presents "
+            f"{presented} ({algorithm}). This gateway connects only once someone who may "
+            "edit the connection has checked and accepted its first key.",
+            code="host_key_unconfirmed",
+            extra={"presentedFingerprint": presented},
+        )
 
     async def observe(
         self,
@@ -236,7 +268,12 @@ class HostKeys:
         *,
         actor: Caller | None = None,
     ) -> None:
-        """Trust a first key; pass the trusted key; refuse (and remember) a changed one."""
+        """Trust a first key; pass the trusted key; refuse (and remember) a changed one.
+
+        With ``security.host_key_first_use`` at ``confirm``, a first key is kept pending
+        (as a scan keeps it) and refused until someone who may edit the connection
+        accepts it.
+        """
         presented = fingerprint(public_key)
         encoded = base64.b64encode(public_key).decode()
         key = (algorithm, presented, encoded)
@@ -244,6 +281,8 @@ class HostKeys:
             rows = await self._rows(connection.id)
             trusted = rows.get(TRUSTED)
             try:
+                if trusted is None and self.confirm_first_use():
+                    await self._hold_first(connection, key, rows.get(PENDING))
                 if trusted is None:
                     await self._trust_first(connection, key, actor)
                     return

@@ -9,9 +9,10 @@ their own nor acts on a user who outranks them (``privileges``).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,12 @@ from ...db.models.identity import Role, User
 from ...db.models.settings import SystemValue
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...permissions import ADMIN_ROLE, USER_ROLE
-from ...security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hash_password
+from ...security.passwords import (
+    MAX_PASSWORD_LENGTH,
+    MIN_PASSWORD_LENGTH,
+    hash_password,
+    too_guessable,
+)
 from ...timefmt import as_utc, utcnow
 from ..sessions.live import USER_DELETED
 from .privileges import check_grant, check_target
@@ -62,12 +68,25 @@ def check_username(username: str) -> str:
     return username
 
 
-def check_password(password: str, field: str = "password") -> str:
-    """A new password: at least 8 characters."""
+async def check_password(
+    password: str, field: str = "password", user_inputs: Iterable[str] = ()
+) -> str:
+    """A new password: 8 to 1024 characters and not very weak.
+
+    The one rule for every new password (setup, the CLI, users, resets, the profile):
+    a common password, a keyboard pattern or the username itself (``user_inputs``)
+    is refused, as the browser's strength meter says.
+    """
     if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
         raise InvalidInput(f"{field} must be at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise InvalidInput(f"{field} must be at most {MAX_PASSWORD_LENGTH} characters")
+    if await asyncio.to_thread(too_guessable, password, user_inputs):  # up to ~0.2 s of CPU
+        raise InvalidInput(
+            f"{field} is too easy to guess (a common password, a name or a pattern); "
+            "a few unrelated words make a strong one",
+            code="weak_password",
+        )
     return password
 
 
@@ -271,7 +290,7 @@ class Accounts:
     ) -> UserWithRole:
         """Create a local user."""
         check_username(username)
-        check_password(password)
+        await check_password(password, user_inputs=(username, display_name))
         email = check_email(email)
         display_name = check_display_name(display_name) if display_name else username
         password_hash = await hash_password(password)
@@ -318,7 +337,7 @@ class Accounts:
         user, so of two concurrent setups exactly one commits.
         """
         check_username(username)
-        check_password(password)
+        await check_password(password, user_inputs=(username, display_name))
         display_name = check_display_name(display_name) if display_name else username
         password_hash = await hash_password(password)
         done = Conflict("Setup already completed", code="setup_completed")
@@ -441,7 +460,7 @@ class Accounts:
         self, user_id: str, new_password: str, *, actor: Caller | None
     ) -> None:
         """Set a new password; every session of the user ends and the lock is lifted."""
-        check_password(new_password, "newPassword")
+        await check_password(new_password, "newPassword")
         password_hash = await hash_password(new_password)
         async with self.audit.atomic() as batch:
             user = await _target_user(batch.session, user_id, actor, "reset the password of")

@@ -157,8 +157,8 @@ class Profiles:
 
     async def change_password(self, caller: Caller, current: str, new: str) -> None:
         """Change the caller's password; every other login session ends."""
-        check_password(new, "newPassword")
         user = await self._user(caller)
+        await check_password(new, "newPassword", user_inputs=(user.username, user.display_name))
         await self.check_own_password(user, current, "Current password is incorrect")
         password_hash = await hash_password(new)
         async with self.audit.atomic() as batch:

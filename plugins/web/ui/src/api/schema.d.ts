@@ -11809,6 +11809,11 @@ export interface operations {
                     "recordings.retention_days"?: number;
                     /** @description Delete the oldest recordings beyond this total size (0 = no cap) */
                     "recordings.retention_max_total_mb"?: number;
+                    /**
+                     * @description A server's first SSH host key: trust (remembered at the first connection) or confirm (no session until someone who may edit the connection accepts it)
+                     * @enum {string}
+                     */
+                    "security.host_key_first_use"?: "trust" | "confirm";
                     /** @description Idle minutes before a session ends (0 = never) */
                     "security.idle_timeout_minutes"?: number;
                     /** @description How long a locked account stays locked */

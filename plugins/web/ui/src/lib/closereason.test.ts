@@ -114,6 +114,13 @@ describe("closeReason with the server's reason code", () => {
       "Host key changed: lab-ssh presented SHA256:bbb instead of the trusted SHA256:aaa. " +
         "Someone who may edit the connection must accept the new key before it connects again.",
     );
+    const unconfirmed =
+      "The SSH host key of lab-ssh (10.0.0.5:22) is not trusted yet: it presents SHA256:ccc (ssh-ed25519). " +
+      "This gateway connects only once someone who may edit the connection has checked and accepted its first key.";
+    expect(closeReason(4003, unconfirmed.slice(0, 120), unconfirmed, "host_key_unconfirmed")).toBe(
+      "Host key not trusted yet: lab-ssh (10.0.0.5:22) presents SHA256:ccc. " +
+        "Someone who may edit the connection must check and accept it before anyone connects.",
+    );
     expect(closeReason(4003, "", "Closed after 15 minute(s) without input", "idle_timeout")).toBe("Idle timeout: closed after 15 minutes without input.");
     expect(closeReason(4003, "", "SSH authentication failed: Permission denied", "auth_failed")).toBe(
       "Authentication failed: the SSH server refused the connection's credentials: Permission denied.",

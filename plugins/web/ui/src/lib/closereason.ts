@@ -69,6 +69,17 @@ const REASONS: Record<string, Reason> = {
     ],
     plain: (text) => withDetail("The server's host key changed", text),
   },
+  host_key_unconfirmed: {
+    rules: [
+      [
+        /host key of (.+?) is not trusted yet: it presents (\S+)/i,
+        ([, name, presented]) =>
+          `Host key not trusted yet: ${name} presents ${presented}. ` +
+          "Someone who may edit the connection must check and accept it before anyone connects.",
+      ],
+    ],
+    plain: (text) => withDetail("The server's host key is not trusted yet", text),
+  },
   auth_failed: {
     rules: [
       [

@@ -38,6 +38,14 @@ describe("describeError", () => {
     expect(describeError(error)).toBe("That password does not open this backup (or the file is damaged). Nothing was changed.");
   });
 
+  it("says who decides a host key, and why a password is refused, without codes", () => {
+    const edit = describeError(new ApiError(403, "host_key_edit_required", "Only someone who may edit ..."));
+    expect(edit).toBe("Only the connection's owner (someone who may edit it) can trust its host key. Ask them to check it.");
+    const weak = describeError(new ApiError(400, "weak_password", "password is too easy to guess"));
+    expect(weak).toContain("too easy to guess");
+    expect(weak).not.toContain("weak_password");
+  });
+
   it("tells until when an account is locked", () => {
     const now = new Date(2026, 0, 1, 10, 0, 0);
     const text = describeError(new ApiError(429, "account_locked", "Account locked", 900), now);

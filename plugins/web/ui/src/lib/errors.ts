@@ -116,6 +116,12 @@ export function describeError(error: unknown, now: Date = new Date()): string {
       return "The upload stopped before the whole file arrived; nothing was replaced.";
     case "host_key_mismatch":
       return "The server's key changed again while you were looking at it. Check it again.";
+    case "host_key_edit_required":
+      return "Only the connection's owner (someone who may edit it) can trust its host key. Ask them to check it.";
+    case "host_key_unconfirmed":
+      return "The server's host key is not trusted yet. Someone who may edit the connection must check and accept it first.";
+    case "weak_password":
+      return "This password is too easy to guess; the gateway refuses it. A few unrelated words make a strong one.";
     case "no_pending_host_key":
       return "There is no new host key waiting any more. Check it again.";
     case "invalid_backup_password":

@@ -1,8 +1,10 @@
 // Host-key trust before a session: the server's key is scanned first (POST
 // /connections/:id/host-key/scan); a new or changed key is put to the person
 // (HostKeyPrompt, in the shell) and the terminal or file session waits for the answer.
+// Every way a session starts asks here: opening a terminal or the files, and a tab's
+// Reconnect (the key may have been forgotten or replaced since the tab opened).
 import { api, call } from "../api/client";
-import type { HostKeyScan } from "../api/types";
+import type { Connection, HostKeyScan } from "../api/types";
 import { loadProtocols } from "./connections.svelte";
 import { navigate } from "./router.svelte";
 import { openTerminal } from "./tabs.svelte";
@@ -11,8 +13,9 @@ export interface HostKeyTarget {
   id: string;
   name: string;
   protocol: string;
-  host: string;
-  port: number;
+  /** The address shown in the question; read from the connection when not given (a tab knows only its id). */
+  host?: string;
+  port?: number;
 }
 
 export interface HostKeyQuestion {
@@ -47,6 +50,16 @@ export async function confirmHostKey(connection: HostKeyTarget): Promise<boolean
   }
   hostKeyPrompt.changes += 1;
   if (scan.state === "trusted") return true;
+  if (connection.host === undefined) {
+    try {
+      const found = await call<Connection>(
+        api.GET("/api/v1/connections/{connection_id}", { params: { path: { connection_id: connection.id } } }),
+      );
+      connection = { ...connection, host: found.host, port: found.port };
+    } catch {
+      // the question names the connection without its address
+    }
+  }
   hostKeyPrompt.question?.answer(false); // one question at a time
   return new Promise((resolve) => {
     hostKeyPrompt.question = {
