@@ -20,6 +20,7 @@ one already stored (kept when the importing caller may use it as a jump host).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -482,8 +483,10 @@ class ConnectionTransfer:
         """Create the connections an OpenSSH client configuration describes (all or none).
 
         ``files`` are the files supplied with it (included files, key files), by path.
+        Reading it is bounded but CPU work, so it runs in a thread: the gateway keeps
+        answering meanwhile.
         """
-        plan = ssh_config.plan_import(text, files)
+        plan = await asyncio.to_thread(ssh_config.plan_import, text, dict(files))
         result = await self.import_(
             plan.document,
             owner_id=caller.user_id,
