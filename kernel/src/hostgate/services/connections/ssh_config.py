@@ -32,11 +32,11 @@ from __future__ import annotations
 import fnmatch
 import heapq
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...errors import InvalidInput
-from .connection_input import CONTROL, validate_host
+from .connection_input import CONTROL, TAGS_MAX, validate_host
 from .jump_hosts import MAX_HOPS
 
 TAGS_COMMENT = re.compile(r"^#\s*hostgate-tags\s*:\s*(?P<tags>.*)$", re.IGNORECASE)
@@ -59,8 +59,12 @@ MAX_PATTERN = 255
 """Characters of one ``Host`` name or pattern."""
 MAX_ALIASES = 1_000
 """Connections one configuration may describe (its aliases and the jump hosts it names)."""
-MAX_WORK = 400_000
-"""Matching steps: an alias tried against a block, a pattern, a tag or an Include glob."""
+MAX_WORK = 250_000
+"""Steps of work, each about as costly: an alias tried against a block and its
+patterns (by their length), a pattern compiled (by its length), a tag merged, an
+Include glob tried on a file, a quoted part of an argument."""
+COMPILE_COST = 100
+QUOTE_COST = 2
 
 
 def limit_reached(limit: str, message: str) -> InvalidInput:
@@ -68,6 +72,11 @@ def limit_reached(limit: str, message: str) -> InvalidInput:
     return InvalidInput(
         f"the configuration is too large to import: {message}", extra={"limit": limit}
     )
+
+
+def match_cost(pattern: str) -> int:
+    """Steps of work to match a name against ``pattern`` (longer ones cost more)."""
+    return 1 + len(pattern) // 16
 
 
 @dataclass
@@ -83,6 +92,8 @@ class Block:
     literal: frozenset[str] = frozenset()
     wild: tuple[str, ...] = ()
     negated: tuple[str, ...] = ()
+    cost: int = 1
+    """Steps of work to try an alias against this block."""
 
     def __post_init__(self) -> None:
         literal: set[str] = set()
@@ -90,22 +101,18 @@ class Block:
         negated: list[str] = []
         for pattern in self.patterns:
             if pattern.startswith("!"):
-                negated.append(_glob(pattern[1:]))
+                negated.append(pattern[1:])
             elif WILDCARDS & set(pattern):
-                wild.append(_glob(pattern))
+                wild.append(pattern)
             else:
                 literal.add(pattern)
         self.literal, self.wild, self.negated = frozenset(literal), tuple(wild), tuple(negated)
+        self.cost = 1 + sum(match_cost(p) for p in (*wild, *negated))
 
     def add_option(self, key: str, args: list[str]) -> None:
         """Keep the first value of a keyword hostgate uses; ignore the others."""
         if key in USED and key not in self.options:
             self.options[key] = args[:1] if key == "identityfile" else args
-
-
-def _glob(pattern: str) -> str:
-    """An ssh pattern (only ``*`` and ``?`` are special) as an fnmatch pattern."""
-    return pattern.replace("[", "[[]")
 
 
 @dataclass
@@ -130,58 +137,52 @@ class Entry:
     tags: list[str]
 
 
-def split_arguments(text: str, where: str) -> list[str]:
+def split_arguments(text: str, where: str, spend: Callable[[int], None] | None = None) -> list[str]:
     r"""The arguments of a line as ``ssh`` splits them (its ``argv_split``).
 
     Spaces and tabs separate arguments; double or single quotes group them;
     ``\"``, ``\'`` and ``\\`` (and ``\ `` outside quotes) escape, any other
-    backslash is kept; a ``#`` that starts an argument ends the line.
+    backslash is kept; a ``#`` that starts an argument ends the line. Regular
+    expressions do the scanning, so the time is linear in the line; ``spend`` is
+    charged for each quoted part (the one step done in Python).
     """
     arguments: list[str] = []
     index, end = 0, len(text)
-    while index < end:
-        char = text[index]
-        if char in " \t":
-            index += 1
-            continue
-        if char == "#":
-            break
-        quote = ""
-        parts: list[str] = []
-        while index < end:
-            char = text[index]
-            if char == "\\":
-                following = text[index + 1 : index + 2]
-                if following in ("'", '"', "\\") or (not quote and following == " "):
-                    parts.append(following)
-                    index += 2
-                else:
-                    parts.append(char)
-                    index += 1
-            elif not quote and char in " \t":
-                break
-            elif not quote and char in "\"'":
-                quote = char
-                index += 1
-            elif quote and char == quote:
-                quote = ""
-                index += 1
-            else:
-                run = _RUNS[quote].match(text, index)
-                assert run is not None  # char is none of what ends a run
-                parts.append(run.group())
-                index = run.end()
-        if quote:
+    while True:
+        index = _BLANKS.match(text, index).end()  # type: ignore[union-attr]
+        if index >= end or text[index] == "#":
+            return arguments
+        argument = _ARGUMENT.match(text, index)
+        if argument is None or (argument.end() < end and text[argument.end()] not in " \t"):
             raise InvalidInput(f"{where}: unbalanced quotes")
-        arguments.append("".join(parts))
-    return arguments
+        if len(arguments) >= MAX_ARGUMENTS:
+            raise limit_reached("arguments", f"{where} has more than {MAX_ARGUMENTS} arguments")
+        if spend is not None:
+            spend(QUOTE_COST * (argument.group().count('"') + argument.group().count("'")))
+        arguments.append(_unescape(argument.group()))
+        index = argument.end()
 
 
-_RUNS = {
-    "": re.compile(r"""[^ \t"'\\]+"""),
-    '"': re.compile(r'[^"\\]+'),
-    "'": re.compile(r"[^'\\]+"),
-}
+_BLANKS = re.compile(r"[ \t]*")
+_QUOTED = r""""(?>[^"\\]+|\\[\\'"]|\\)*+"|'(?>[^'\\]+|\\[\\'"]|\\)*+'"""
+_BARE = r"""(?>[^ \t"'\\]+|\\[\\'" ]|\\)++"""
+_ARGUMENT = re.compile(f"(?>{_QUOTED}|{_BARE})+")
+_SEGMENT = re.compile(f"(?P<quoted>{_QUOTED})|(?P<bare>{_BARE})")
+_ESCAPED_BARE = re.compile(r"""\\([\\'" ])""")
+_ESCAPED_QUOTED = re.compile(r"""\\([\\'"])""")
+
+
+def _unescape(argument: str) -> str:
+    """One argument without its quotes and escapes."""
+    if '"' not in argument and "'" not in argument:
+        return _ESCAPED_BARE.sub(r"\1", argument)
+    parts = []
+    for segment in _SEGMENT.finditer(argument):
+        if segment.group("bare") is not None:
+            parts.append(_ESCAPED_BARE.sub(r"\1", segment.group()))
+        else:
+            parts.append(_ESCAPED_QUOTED.sub(r"\1", segment.group()[1:-1]))
+    return "".join(parts)
 
 
 def _normal(path: str) -> str:
@@ -208,6 +209,7 @@ class Reader:
         self.aliases: dict[str, None] = {}
         self._literal_blocks: dict[str, list[int]] = {}
         self._wild_blocks: list[int] = []
+        self._compiled: dict[tuple[str, bool], re.Pattern[str]] = {}
 
     def spend(self, steps: int) -> None:
         """Count matching steps; refuse the configuration past ``MAX_WORK``."""
@@ -215,9 +217,22 @@ class Reader:
         if self.work > MAX_WORK:
             raise limit_reached(
                 "work",
-                f"matching its hosts against its blocks and patterns takes more than "
-                f"{MAX_WORK} steps (fewer wildcard blocks, aliases or repeated Includes)",
+                f"reading it takes more than {MAX_WORK} steps of work (hosts times the "
+                "wildcard patterns they are tried against, repeated Includes, quoted parts)",
             )
+
+    def glob(self, pattern: str, text: str, *, ssh: bool = True) -> bool:
+        """``text`` matches the pattern (``ssh``: only ``*`` and ``?`` are special).
+
+        Compiling spends work by the pattern's length, once; the caller spends the
+        matching (:func:`match_cost`).
+        """
+        compiled = self._compiled.get((pattern, ssh))
+        if compiled is None:
+            self.spend(COMPILE_COST + 3 * len(pattern))
+            glob = pattern.replace("[", "[[]") if ssh else pattern
+            compiled = self._compiled[pattern, ssh] = re.compile(fnmatch.translate(glob))
+        return compiled.match(text) is not None
 
     def read(self, text: str, source: str, depth: int = 0) -> None:
         """Add the blocks of one file (and of the files it includes)."""
@@ -239,14 +254,13 @@ class Reader:
             if line.startswith("#"):
                 tags = TAGS_COMMENT.match(line)
                 if tags and self.blocks[-1].kind == "host":
-                    found = (t.strip().lower() for t in tags.group("tags").split(","))
-                    self.blocks[-1].tags.update(dict.fromkeys(t for t in found if t))
+                    self._tags(self.blocks[-1], tags.group("tags"), where)
                 continue
             match = KEYWORD_LINE.match(line)
             if match is None:
                 raise InvalidInput(f"{where}: expected 'Keyword value', got {line[:80]!r}")
             key = match.group("key").lower()
-            args = split_arguments(match.group("rest"), where)
+            args = split_arguments(match.group("rest"), where, self.spend)
             if not args:
                 raise InvalidInput(f"{where}: {match.group('key')} needs a value")
             if len(args) > MAX_ARGUMENTS:
@@ -260,6 +274,12 @@ class Reader:
                 self._include(args, where, depth)
             else:
                 self.blocks[-1].add_option(key, args)
+
+    def _tags(self, block: Block, text: str, where: str) -> None:
+        pieces = text.split(",", 4 * TAGS_MAX)
+        block.tags.update(dict.fromkeys(t for t in (p.strip().lower() for p in pieces) if t))
+        if len(block.tags) > TAGS_MAX or len(pieces) > 4 * TAGS_MAX:
+            raise InvalidInput(f"{where}: more than {TAGS_MAX} tags")
 
     def _host(self, patterns: Sequence[str], where: str) -> None:
         for pattern in patterns:
@@ -291,8 +311,8 @@ class Reader:
             raise InvalidInput(f"{where}: Include nests deeper than {MAX_INCLUDE_DEPTH}")
         for pattern in patterns:
             wanted = _normal(pattern)
-            self.spend(len(self.files))
-            names = sorted(n for n in self.files if fnmatch.fnmatchcase(n, wanted))
+            self.spend(len(self.files) * match_cost(wanted))
+            names = sorted(n for n in self.files if self.glob(wanted, n, ssh=False))
             if not names:
                 self.skipped.append(Skipped(where, f"Include {pattern}: not supplied"))
             for name in names:
@@ -316,14 +336,10 @@ class Reader:
                 continue
             last = index
             block = self.blocks[index]
-            self.spend(1 + len(block.negated))
-            if any(fnmatch.fnmatchcase(alias, p) for p in block.negated):
+            self.spend(block.cost)
+            if any(self.glob(p, alias) for p in block.negated):
                 continue
-            if alias in block.literal:
-                yield block
-                continue
-            self.spend(len(block.wild))
-            if any(fnmatch.fnmatchcase(alias, p) for p in block.wild):
+            if alias in block.literal or any(self.glob(p, alias) for p in block.wild):
                 yield block
 
     def _entry(self, alias: str) -> Entry:
