@@ -83,7 +83,7 @@ def validate_host(value: Any) -> str:
     """A host name or IP address (IPv6 with or without brackets); no scheme, port or path."""
     if not isinstance(value, str):
         raise InvalidInput("host must be a string")
-    text = refuse_control("host", value.strip())
+    text = refuse_control("host", value).strip()
     if not text:
         raise InvalidInput("host is required")
     if len(text) > HOST_MAX:
@@ -114,7 +114,7 @@ def normalize_tags(value: Any) -> list[str]:
         raise InvalidInput("tags must be an array of strings")
     tags: list[str] = []
     for raw in value:
-        tag = refuse_control("each tag", raw.strip().lower())
+        tag = refuse_control("each tag", raw).strip().lower()
         if not tag or tag in tags:
             continue
         if len(tag) > TAG_MAX:

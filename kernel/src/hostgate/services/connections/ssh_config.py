@@ -329,6 +329,7 @@ class Reader:
 
     def _matching(self, alias: str) -> Iterable[Block]:
         """The blocks that apply to ``alias``, in file order (each tried once)."""
+        self.spend(1)
         yield self.blocks[0]  # the lines before the first Host
         last = -1
         for index in heapq.merge(self._literal_blocks.get(alias, ()), self._wild_blocks):
