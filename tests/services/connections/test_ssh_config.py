@@ -468,3 +468,40 @@ def test_the_cli_refuses_control_characters_and_unbalanced_quotes(tmp_path, monk
     code, out, err = run("connection", "export", "--owner", "root")
     assert code == 0, err
     assert json.loads(out)["connections"] == []
+
+
+async def test_the_export_never_lets_a_connection_go_direct_or_loop(
+    client, admin, kernel, make_user, tmp_path
+):
+    """A jump host the caller cannot see, and a loop of jump hosts stored by mistake:
+    those connections are left out (before: exported without ProxyJump, i.e. direct;
+    the loop recursed without end)."""
+    other = await make_user("other")
+    async with kernel.db.session() as session:
+        hidden = Connection(owner_id=other.id, name="hidden", protocol="ssh",
+                            host="hidden.example", port=22)  # fmt: skip
+        session.add(hidden)
+        await session.flush()
+        behind = Connection(owner_id=admin.id, name="behind", protocol="ssh",
+                            host="behind.example", port=22, jump_host_id=hidden.id)  # fmt: skip
+        one = Connection(owner_id=admin.id, name="one", protocol="ssh", host="one.example",
+                         port=22)  # fmt: skip
+        two = Connection(owner_id=admin.id, name="two", protocol="ssh", host="two.example",
+                         port=22)  # fmt: skip
+        direct = Connection(owner_id=admin.id, name="direct", protocol="ssh",
+                            host="direct.example", port=22)  # fmt: skip
+        session.add_all([behind, one, two, direct])
+        await session.flush()
+        one.jump_host_id, two.jump_host_id = two.id, one.id
+        session.add_all([one, two])
+        await session.commit()
+    response = await client.get(f"{API}/connections/export/ssh-config", headers=admin.headers)
+    assert response.status_code == 200
+    text = (await response.get_data()).decode()
+    (tmp_path / "exported").write_text(text)
+    assert "# behind is left out: its jump host is not one of the exported" in text
+    assert "# one is left out: " in text and "# two is left out: " in text
+    assert "Host direct" in text.split("\n")
+    for alias in ("behind", "one", "two"):
+        assert ssh_reads(tmp_path / "exported", alias)["hostname"] == [alias]
+    assert ssh_reads(tmp_path / "exported", "direct")["hostname"] == ["direct.example"]

@@ -506,10 +506,12 @@ class ConnectionTransfer:
         listing = await self.connections.listing(caller)
         visible = {c.id: c for c in [*listing.own, *listing.shared]}
         chosen: dict[str, Connection] = {}
+        seen: set[str] = set()  # a loop of jump hosts stored by mistake ends here
 
         def add(connection: Connection) -> None:
-            if connection.id in chosen or not self.connections.jumps.can_tunnel(connection):
+            if connection.id in seen or not self.connections.jumps.can_tunnel(connection):
                 return
+            seen.add(connection.id)
             jump = visible.get(connection.jump_host_id or "")
             if jump is not None:
                 add(jump)  # jump hosts first, so each ProxyJump names a Host above it
@@ -528,6 +530,7 @@ class ConnectionTransfer:
                 jump_alias=aliases.get(c.jump_host_id or ""),
                 tags=list(c.tags or []),
                 link=link.format(id=c.id),
+                jump_missing=bool(c.jump_host_id) and c.jump_host_id not in aliases,
             )
             for c in chosen.values()
         ]

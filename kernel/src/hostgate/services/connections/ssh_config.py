@@ -506,6 +506,8 @@ class ExportedHost:
     jump_alias: str | None
     tags: Sequence[str]
     link: str
+    jump_missing: bool = False
+    """It goes through a jump host that is not exported (not visible, or not SSH)."""
 
 
 def alias_for(name: str, taken: set[str]) -> str:
@@ -567,18 +569,25 @@ def render(hosts: Sequence[ExportedHost], header: Sequence[str]) -> str:
     Every value is written as ``ssh`` reads it (see :func:`ssh_argument`); a
     connection that cannot be (see :func:`unexpressible`), or whose jump host was left
     out, is left out with a comment saying why, so no value of a connection can
-    become a directive of its own. ``hosts`` lists jump hosts before their users.
+    become a directive of its own. ``hosts`` lists jump hosts before their users: a
+    ProxyJump to a Host not written above (a loop) leaves its connection out too.
     """
     lines = [f"# {comment(line)}" for line in header]
     left_out: set[str] = set()
+    written: set[str] = set()
     for host in hosts:
         reason = unexpressible(host)
+        if reason is None and host.jump_missing:
+            reason = "its jump host is not one of the exported connections"
         if reason is None and host.jump_alias in left_out:
             reason = f"its jump host {host.jump_alias} is left out"
+        elif reason is None and host.jump_alias and host.jump_alias not in written:
+            reason = "its jump hosts go round in a loop"
         if reason is not None:
             left_out.add(host.alias)
             lines += ["", f"# {comment(host.link)}", f"# {host.alias} is left out: {reason}"]
             continue
+        written.add(host.alias)
         hostname = ssh_argument(host.host.replace("%", "%%"))
         lines += ["", f"# {comment(host.link)}", f"Host {host.alias}", f"  HostName {hostname}"]
         if host.user:
