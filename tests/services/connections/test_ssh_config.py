@@ -3,13 +3,20 @@ exporting connections as an ssh_config fragment; an imported entry logs in to ss
 
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
 from typing import Any
 
+import pytest
 from hostgate.db.models.connections import Connection
+from hostgate.errors import InvalidInput
+from hostgate.services.connections import ssh_config
 from hostgate.services.connections.ssh_config import plan_import
 from sqlmodel import select
 
 from tests.services.sessions.helpers import Screen, socket_path, ticket_for
+from testsupport.ssh_client import ssh_reads
 
 API = "/api/v1"
 
@@ -187,3 +194,314 @@ def test_the_cli_reads_the_config_and_the_files_it_names(tmp_path, monkeypatch, 
     assert code == 0, err
     exported = {c["name"]: c for c in __import__("json").loads(out)["connections"]}
     assert exported["inner"]["jumpHostId"] == exported["bastion"]["id"]
+
+
+# -- issue 30 item 1: no value of a connection becomes a directive of its own ----------
+
+BAD_VALUES = [
+    ("username", "root\nProxyCommand touch /tmp/pwned"),
+    ("username", "root\r  LocalCommand id"),
+    ("username", "a\u2028b"),
+    ("username", "nul\x00"),
+    ("host", "evil.example\nProxyCommand touch /tmp/pwned"),
+    ("host", "evil.example\x85"),
+    ("tags", ["prod\nProxyCommand touch /tmp/pwned"]),
+    ("tags", ["eu\x1b[31m"]),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_VALUES)
+async def test_control_characters_are_refused_at_input(client, admin, kernel, field, value):
+    body = {"name": "web", "protocol": "ssh", "host": "web.example", "port": 22}
+    response = await client.post(
+        f"{API}/connections", headers=admin.headers, json={**body, field: value}
+    )
+    assert response.status_code == 400
+    error = await response.get_json()
+    assert error["code"] == "invalid_input" and "control characters" in error["error"]
+    created = await client.post(f"{API}/connections", headers=admin.headers, json=body)
+    assert created.status_code == 201
+    ident = (await created.get_json())["id"]
+    response = await client.put(
+        f"{API}/connections/{ident}", headers=admin.headers, json={**body, field: value}
+    )
+    assert response.status_code == 400
+    assert "control characters" in (await response.get_json())["error"]
+    async with kernel.db.session() as session:
+        [stored] = (await session.exec(select(Connection))).all()
+    assert (stored.host, stored.username, stored.tags) == ("web.example", "", [])
+
+
+async def test_an_ssh_config_import_with_a_control_character_changes_nothing(client, admin, kernel):
+    config = 'Host fine\n  HostName a.example\nHost evil\n  User "root\rProxyCommand x"\n'
+    response = await client.post(
+        f"{API}/connections/import/ssh-config", headers=admin.headers, json={"config": config}
+    )
+    assert response.status_code == 400
+    assert "control characters" in (await response.get_json())["error"]
+    async with kernel.db.session() as session:
+        assert (await session.exec(select(Connection))).all() == []
+
+
+HOSTILE_ROWS: list[dict[str, Any]] = [
+    # written as ssh reads them
+    {"name": "quoting", "host": "q.example", "username": "o'k \"x\" DOM\\u\\\\ser #c =d"},
+    {"name": "win", "host": "w.example", "username": "DOMAIN\\alice"},
+    {"name": "hash", "host": "h.example", "username": "#root"},
+    {"name": "spaced name\nProxyCommand x", "host": "s.example", "username": "a b"},
+    {"name": "none", "host": "n.example", "username": "jump"},
+    {"name": "via none", "host": "v.example", "username": "u", "jump": "none"},
+    {"name": "tagged", "host": "t.example", "username": "t",
+     "tags": ["prod\nProxyCommand touch /tmp/pwned", "eu", "a,b"]},
+    # left out: no quoting can carry them, or ssh versions read them differently
+    {"name": "newline user", "host": "x.example",
+     "username": "root\nProxyCommand touch /tmp/pwned"},
+    {"name": "cr user", "host": "x.example", "username": "root\r\nLocalCommand id"},
+    {"name": "token user", "host": "x.example", "username": "%d"},
+    {"name": "env user", "host": "x.example", "username": "${HOME}"},
+    {"name": "newline host", "host": "x.example\nProxyCommand touch /tmp/pwned",
+     "username": "r"},
+    {"name": "token host", "host": "%h.example", "username": "r"},
+    {"name": "via newline user", "host": "y.example", "username": "r", "jump": "newline user"},
+]  # fmt: skip
+EXPORTED = {
+    "quoting": "quoting",
+    "win": "win",
+    "hash": "hash",
+    "spaced name\nProxyCommand x": "spaced-name-ProxyCommand-x",
+    "none": "none-host",
+    "via none": "via-none",
+    "tagged": "tagged",
+}
+ALLOWED = {"host", "hostname", "user", "port", "proxyjump"}
+
+
+async def test_the_export_is_read_by_real_ssh_exactly_and_injects_nothing(
+    client, admin, kernel, tmp_path
+):
+    """Rows stored before input was checked: each value is read back by ``ssh -G``
+    exactly, or its connection is left out; ssh sees no option but the five."""
+    async with kernel.db.session() as session:
+        rows: dict[str, Connection] = {}
+        for row in HOSTILE_ROWS:
+            jump = rows[row["jump"]].id if "jump" in row else None
+            rows[row["name"]] = Connection(
+                owner_id=admin.id, name=row["name"], protocol="ssh", host=row["host"],
+                port=2222, username=row["username"], tags=row.get("tags", []),
+                jump_host_id=jump,
+            )  # fmt: skip
+            session.add(rows[row["name"]])
+            await session.flush()
+        await session.commit()
+    response = await client.get(f"{API}/connections/export/ssh-config", headers=admin.headers)
+    assert response.status_code == 200
+    text = (await response.get_data()).decode()
+    config = tmp_path / "exported"
+    config.write_text(text)
+    directives = [line.split()[0] for line in text.splitlines() if line.strip()]
+    assert set(directives) <= {"#", "Host", "HostName", "User", "Port", "ProxyJump"}
+    defaults = ssh_reads(tmp_path / "exported", "unconfigured.invalid")
+    by_name = {row["name"]: row for row in HOSTILE_ROWS}
+    for name, alias in EXPORTED.items():
+        seen = ssh_reads(config, alias)
+        changed = {k for k, v in seen.items() if defaults.get(k) != v}
+        assert changed <= ALLOWED, (alias, changed)
+        assert seen["hostname"] == [by_name[name]["host"]]
+        assert seen["user"] == [by_name[name]["username"]]
+        assert seen["port"] == ["2222"]
+        jump = by_name[name].get("jump")
+        assert seen.get("proxyjump") == ([EXPORTED[jump]] if jump else None)
+    assert f"Host {EXPORTED['none']}" in text  # ProxyJump none would mean "direct"
+    for name in set(by_name) - set(EXPORTED):
+        alias = name.replace(" ", "-")
+        assert f"# {alias} is left out: " in text, name
+        assert ssh_reads(config, alias)["hostname"] == [alias]  # not configured at all
+    assert "pwned" not in text and "LocalCommand" not in text
+    # and hostgate reads it back the same way
+    back = by_name_of(plan_import(text, {}))
+    assert back["quoting"]["username"] == by_name["quoting"]["username"]
+    assert back["win"]["username"] == "DOMAIN\\alice"
+    assert back["tagged"]["tags"] == ["eu"]
+    assert back["via-none"]["jumpHostId"] == "ssh-config:none-host"
+
+
+def by_name_of(plan: Any) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in plan.document["connections"]}
+
+
+# -- issue 30 item 2: an import cannot freeze the gateway --------------------------------
+
+FORTY = "Host " + " ".join(f"host{i}" for i in range(40)) + "\n  User deploy\n"
+
+
+def test_the_reported_include_bomb_is_refused_early():
+    """4,000 Includes of a file with 40 aliases (3.4 s, stalling /health, before)."""
+    with pytest.raises(InvalidInput) as refused:
+        plan_import("Include forty\n" * 4000, {"forty": FORTY})
+    assert refused.value.extra == {"limit": "includes"}
+    assert f"more than {ssh_config.MAX_INCLUDES} files read by Include" in refused.value.message
+    # as many as allowed cost work in proportion (each alias meets each of its blocks
+    # once, about 40 x 256 steps), not aliases squared times repeats (40 x 40 x 256)
+    plan = plan_import("Include forty\n" * ssh_config.MAX_INCLUDES, {"forty": FORTY})
+    assert plan.spent["includes"] == ssh_config.MAX_INCLUDES
+    assert len(plan.document["connections"]) == 40
+    assert plan.spent["work"] < 50 * ssh_config.MAX_INCLUDES
+
+
+LIMITS = [
+    ("includes", "Include a\n" * 300, {"a": "# nothing\n"}),
+    ("arguments", "Host " + " ".join(f"h{i}" for i in range(300)) + "\n", {}),
+    ("pattern", "Host " + "h" * 300 + "\n", {}),
+    ("aliases", "".join(f"Host h{i}\n" for i in range(1001)), {}),
+    ("aliases", "".join(f"Host h{i}\n  ProxyJump j{i}\n" for i in range(600)), {}),
+    ("lines", "#\n" * 20_001, {}),
+    ("characters", "Include a\n" * 200, {"a": "#" * 20_000}),
+    (
+        "work",
+        "".join(f"Host h{i}\n" for i in range(900))
+        + "".join(f"Host *x{i}*y\n  User u\n" for i in range(200)),
+        {},
+    ),
+    ("work", "Host a\n  User " + '"x"' * 200_000 + "\n", {}),
+]
+
+
+@pytest.mark.parametrize(("limit", "config", "files"), LIMITS)
+def test_each_limit_is_a_400_that_names_it(limit, config, files):
+    with pytest.raises(InvalidInput) as refused:
+        plan_import(config, files)
+    assert refused.value.status == 400
+    assert refused.value.extra == {"limit": limit}
+    assert refused.value.message.startswith("the configuration is too large to import: ")
+
+
+async def test_a_limit_reaches_the_api_as_the_one_error_shape(client, admin):
+    body = {"config": "Include a\n" * 300, "files": {"a": "# nothing\n"}, "dryRun": True}
+    response = await client.post(
+        f"{API}/connections/import/ssh-config", headers=admin.headers, json=body
+    )
+    assert response.status_code == 400
+    error = await response.get_json()
+    assert error["code"] == "invalid_input" and error["limit"] == "includes"
+    assert "Include" in error["error"]
+
+
+def worst_accepted() -> tuple[str, int]:
+    """Nearly every alias allowed, tried against as many wildcard blocks as the work
+    budget accepts: the costliest configuration an import reads."""
+    aliases = "".join(f"Host h{i}\n" for i in range(ssh_config.MAX_ALIASES - 1))
+
+    def config(blocks: int) -> str:
+        return aliases + "".join(f"Host *x{i}*y\n  User u\n" for i in range(blocks))
+
+    low, high = 0, 1000
+    while low < high:  # the most wildcard blocks still accepted
+        middle = (low + high + 1) // 2
+        try:
+            plan_import(config(middle), {})
+            low = middle
+        except InvalidInput:
+            high = middle - 1
+    return config(low), low
+
+
+@pytest.mark.timeout(300)
+async def test_health_answers_while_the_worst_accepted_config_is_read(client, admin, monkeypatch):
+    text, blocks = worst_accepted()
+    plan = plan_import(text, {})
+    assert blocks > 0 and plan.spent["work"] > ssh_config.MAX_WORK * 0.9
+    started, release = threading.Event(), threading.Event()
+    outcome: dict[str, bool] = {}
+    real = ssh_config.plan_import
+
+    def reading(config: str, files: Any) -> Any:
+        started.set()
+        plan = real(config, files)
+        # held until /health has answered: on the event loop this would hang it
+        outcome["released"] = release.wait(timeout=60)
+        return plan
+
+    monkeypatch.setattr(ssh_config, "plan_import", reading)
+    importing = asyncio.ensure_future(
+        client.post(
+            f"{API}/connections/import/ssh-config",
+            headers=admin.headers,
+            json={"config": text, "dryRun": True},
+        )
+    )
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    health = await client.get(f"{API}/health")
+    assert health.status_code == 200
+    release.set()
+    response = await importing
+    assert outcome == {"released": True}
+    assert response.status_code == 200, await response.get_json()
+    assert len((await response.get_json())["connections"]) == ssh_config.MAX_ALIASES - 1
+
+
+def test_the_cli_refuses_control_characters_and_unbalanced_quotes(tmp_path, monkeypatch, capsys):
+    from hostgate.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    monkeypatch.setenv("HOSTGATE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", "5a" * 32)
+    monkeypatch.setenv("HOSTGATE_ADMIN_PASSWORD", "root-password")
+    code, _, err = run("setup", "--username", "root")
+    assert code == 0, err
+    document = {
+        "format": "hostgate-connections", "version": 1, "groups": [],
+        "connections": [{"name": "evil", "protocol": "ssh", "host": "a.example",
+                         "username": "root\nProxyCommand touch /tmp/pwned"}],
+    }  # fmt: skip
+    (tmp_path / "evil.json").write_text(json.dumps(document))
+    code, out, err = run("connection", "import", str(tmp_path / "evil.json"), "--owner", "root")
+    assert code == 1 and "control characters" in err and out == ""
+    (tmp_path / "config").write_text('Include "config.d/*\nHost a\n')
+    code, out, err = run("connection", "import-ssh-config", str(tmp_path / "config"),
+                         "--owner", "root")  # fmt: skip
+    assert code == 1 and "unbalanced quotes" in err
+    code, out, err = run("connection", "export", "--owner", "root")
+    assert code == 0, err
+    assert json.loads(out)["connections"] == []
+
+
+async def test_the_export_never_lets_a_connection_go_direct_or_loop(
+    client, admin, kernel, make_user, tmp_path
+):
+    """A jump host the caller cannot see, and a loop of jump hosts stored by mistake:
+    those connections are left out (before: exported without ProxyJump, i.e. direct;
+    the loop recursed without end)."""
+    other = await make_user("other")
+    async with kernel.db.session() as session:
+        hidden = Connection(owner_id=other.id, name="hidden", protocol="ssh",
+                            host="hidden.example", port=22)  # fmt: skip
+        session.add(hidden)
+        await session.flush()
+        behind = Connection(owner_id=admin.id, name="behind", protocol="ssh",
+                            host="behind.example", port=22, jump_host_id=hidden.id)  # fmt: skip
+        one = Connection(owner_id=admin.id, name="one", protocol="ssh", host="one.example",
+                         port=22)  # fmt: skip
+        two = Connection(owner_id=admin.id, name="two", protocol="ssh", host="two.example",
+                         port=22)  # fmt: skip
+        direct = Connection(owner_id=admin.id, name="direct", protocol="ssh",
+                            host="direct.example", port=22)  # fmt: skip
+        session.add_all([behind, one, two, direct])
+        await session.flush()
+        one.jump_host_id, two.jump_host_id = two.id, one.id
+        session.add_all([one, two])
+        await session.commit()
+    response = await client.get(f"{API}/connections/export/ssh-config", headers=admin.headers)
+    assert response.status_code == 200
+    text = (await response.get_data()).decode()
+    (tmp_path / "exported").write_text(text)
+    assert "# behind is left out: its jump host is not one of the exported" in text
+    assert "# one is left out: " in text and "# two is left out: " in text
+    assert "Host direct" in text.split("\n")
+    for alias in ("behind", "one", "two"):
+        assert ssh_reads(tmp_path / "exported", alias)["hostname"] == [alias]
+    assert ssh_reads(tmp_path / "exported", "direct")["hostname"] == ["direct.example"]

@@ -14,7 +14,6 @@ import getpass
 import json
 import os
 import re
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,14 +109,17 @@ def referenced_files(config: Path) -> dict[str, str]:
     """The files an ssh_config includes or names as IdentityFile, read from disk.
 
     Names are relative to the configuration's directory (as ``~/.ssh`` paths are), or
-    absolute; only files the configuration names are read.
+    absolute; only files the configuration names are read. Arguments are split as
+    ``ssh`` splits them (unbalanced quotes are an ``InvalidInput``).
     """
+    from ..services.connections.ssh_config import split_arguments
+
     base = config.parent
     files: dict[str, str] = {}
     pending = [config.read_text()]
     while pending:
         for match in REFERENCE_LINE.finditer(pending.pop()):
-            for argument in shlex.split(match.group(2)):
+            for argument in split_arguments(match.group(2), match.group(1)):
                 name = os.path.expanduser(argument)
                 for prefix in ("~/.ssh/", "$HOME/.ssh/"):
                     name = argument[len(prefix) :] if argument.startswith(prefix) else name
@@ -135,7 +137,11 @@ def run_import_ssh_config(args: argparse.Namespace) -> int:
     """Create SSH connections from an ssh_config; nothing changes unless all of it is valid."""
     config = Path(args.file).expanduser()
     text = config.read_text()
-    files = referenced_files(config)
+    try:
+        files = referenced_files(config)
+    except ApiError as exc:
+        print(f"hostgate: {exc.message}", file=sys.stderr)
+        return 1
 
     async def work(kernel: Kernel) -> Any:
         owner_id = await _user_id(kernel, args.owner)

@@ -47,6 +47,19 @@ TAGS_MAX = 50
 SORT_LIMIT = 1_000_000_000
 
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters (Unicode Cc) and the line and paragraph separators: none of them
+belongs in a user name, host or tag, and each could end a line of a file made from it
+(an ssh_config export)."""
+CONTROL_PATTERN = "^[^\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]*$"
+"""``CONTROL``'s refusal as a JSON-schema pattern."""
+
+
+def refuse_control(what: str, text: str) -> str:
+    """``text`` unchanged, or InvalidInput when it holds a control character."""
+    if CONTROL.search(text):
+        raise InvalidInput(f"{what} must not contain control characters or line breaks")
+    return text
 
 
 @dataclass
@@ -70,7 +83,7 @@ def validate_host(value: Any) -> str:
     """A host name or IP address (IPv6 with or without brackets); no scheme, port or path."""
     if not isinstance(value, str):
         raise InvalidInput("host must be a string")
-    text = value.strip()
+    text = refuse_control("host", value).strip()
     if not text:
         raise InvalidInput("host is required")
     if len(text) > HOST_MAX:
@@ -101,7 +114,7 @@ def normalize_tags(value: Any) -> list[str]:
         raise InvalidInput("tags must be an array of strings")
     tags: list[str] = []
     for raw in value:
-        tag = raw.strip().lower()
+        tag = refuse_control("each tag", raw).strip().lower()
         if not tag or tag in tags:
             continue
         if len(tag) > TAG_MAX:
@@ -256,7 +269,8 @@ def parse_input(
             raise InvalidInput("port is required")
         columns["port"] = parsed.spec.default_port
     if "username" in payload:
-        columns["username"] = _text("username", payload["username"], USERNAME_MAX) or ""
+        username = _text("username", payload["username"], USERNAME_MAX) or ""
+        columns["username"] = refuse_control("username", username)
     if "tags" in payload:
         columns["tags"] = normalize_tags(payload["tags"])
     for key, column in (
@@ -343,7 +357,7 @@ def _base_schema() -> dict[str, dict[str, Any]]:
             "description": "A host name or IP address, without scheme, port or path",
         },
         "port": _nullable({"type": "integer", "minimum": 1, "maximum": 65535}),
-        "username": _nullable({**text, "maxLength": USERNAME_MAX}),
+        "username": _nullable({**text, "maxLength": USERNAME_MAX, "pattern": CONTROL_PATTERN}),
         "password": _nullable({**text, "maxLength": PASSWORD_MAX}),
         "privateKey": _nullable({**text, "maxLength": PRIVATE_KEY_MAX}),
         "groupId": _nullable({**text, "maxLength": 64}),
@@ -355,7 +369,11 @@ def _base_schema() -> dict[str, dict[str, Any]]:
             }
         ),
         "tags": _nullable(
-            {"type": "array", "items": {**text, "maxLength": TAG_MAX}, "maxItems": TAGS_MAX}
+            {
+                "type": "array",
+                "items": {**text, "maxLength": TAG_MAX, "pattern": CONTROL_PATTERN},
+                "maxItems": TAGS_MAX,
+            }
         ),
         "shared": {"type": "boolean"},
         "skipCertValidation": {"type": "boolean"},

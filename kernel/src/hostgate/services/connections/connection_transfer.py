@@ -20,6 +20,7 @@ one already stored (kept when the importing caller may use it as a jump host).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -482,8 +483,10 @@ class ConnectionTransfer:
         """Create the connections an OpenSSH client configuration describes (all or none).
 
         ``files`` are the files supplied with it (included files, key files), by path.
+        Reading it is bounded but CPU work, so it runs in a thread: the gateway keeps
+        answering meanwhile.
         """
-        plan = ssh_config.plan_import(text, files)
+        plan = await asyncio.to_thread(ssh_config.plan_import, text, dict(files))
         result = await self.import_(
             plan.document,
             owner_id=caller.user_id,
@@ -503,10 +506,12 @@ class ConnectionTransfer:
         listing = await self.connections.listing(caller)
         visible = {c.id: c for c in [*listing.own, *listing.shared]}
         chosen: dict[str, Connection] = {}
+        seen: set[str] = set()  # a loop of jump hosts stored by mistake ends here
 
         def add(connection: Connection) -> None:
-            if connection.id in chosen or not self.connections.jumps.can_tunnel(connection):
+            if connection.id in seen or not self.connections.jumps.can_tunnel(connection):
                 return
+            seen.add(connection.id)
             jump = visible.get(connection.jump_host_id or "")
             if jump is not None:
                 add(jump)  # jump hosts first, so each ProxyJump names a Host above it
@@ -525,6 +530,7 @@ class ConnectionTransfer:
                 jump_alias=aliases.get(c.jump_host_id or ""),
                 tags=list(c.tags or []),
                 link=link.format(id=c.id),
+                jump_missing=bool(c.jump_host_id) and c.jump_host_id not in aliases,
             )
             for c in chosen.values()
         ]
