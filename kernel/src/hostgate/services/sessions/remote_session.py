@@ -230,7 +230,11 @@ class LiveRemoteSession:
             await self.enforce_access()
 
     async def access_problem(self) -> tuple[int, str, CloseReason] | None:
-        """Why the user may no longer use this session (close code, reason, its code), or None."""
+        """Why the user may no longer use this session (close code, reason, its code), or None.
+
+        The target and every jump host the session goes through (``target.via``) are
+        checked, as when it was opened.
+        """
         service = self.service
         login = self.caller.login_session_id
         # the user first: deleting a user deletes its login sessions in the same commit,
@@ -262,7 +266,43 @@ class LiveRemoteSession:
             return 4003, reason, CloseReason.PERMISSION_WITHDRAWN
         if await service.connections.approval_problem(caller, connection) is not None:
             return 4003, ACCESS_ENDED, CloseReason.ACCESS_ENDED
+        for hop in self.target.via:
+            problem = await self._hop_problem(caller, hop)
+            if problem is not None:
+                return problem
         return None
+
+    async def _hop_problem(
+        self, caller: Caller, hop: ConnectionTarget
+    ) -> tuple[int, str, CloseReason] | None:
+        """Why the user may no longer go through a jump host the session goes through."""
+        service = self.service
+        name = repr(hop.name)
+        try:
+            row, access = await service.connections.load(caller, hop.connection_id)
+        except ApiError:
+            async with service.db.session() as db:
+                gone = await db.get(Connection, hop.connection_id) is None
+            if gone:
+                return 4003, f"the jump host {name} was deleted", CloseReason.CONNECTION_DELETED
+            return (
+                4003,
+                f"the jump host {name} is no longer shared with you",
+                CloseReason.NOT_SHARED,
+            )
+        if access.use:
+            return None
+        if not access.visible:
+            return (
+                4003,
+                f"the jump host {name} is no longer shared with you",
+                CloseReason.NOT_SHARED,
+            )
+        permission = use_permission(row.protocol)
+        if not caller.can(permission):
+            reason = f"Permission {permission} was withdrawn (jump host {name})"
+            return 4003, reason, CloseReason.PERMISSION_WITHDRAWN
+        return 4003, f"your access to the jump host {name} ended", CloseReason.ACCESS_ENDED
 
     async def enforce_access(self) -> None:
         """End the session when its user may no longer use it."""
