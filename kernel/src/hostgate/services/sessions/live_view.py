@@ -211,6 +211,7 @@ class LiveView:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._checker: asyncio.Task[None] | None = None
         self._rechecking = False
+        self._again = False
         self.relay: WatchRelay | None = None
         """Watches of terminals other nodes hold (several nodes), or None."""
         live.on_access_changed(self.access_changed)
@@ -352,14 +353,20 @@ class LiveView:
 
     def access_changed(self) -> None:
         """Users, roles or connections changed (any node): re-check the viewers soon."""
-        if self._rechecking or not self._viewing:
+        if not self._viewing:
+            return
+        if self._rechecking:
+            self._again = True  # a change during a re-check is not lost: one more round
             return
         self._rechecking = True
 
         async def run() -> None:
             try:
-                await asyncio.sleep(0)
-                await self.recheck()
+                self._again = True
+                while self._again:
+                    self._again = False
+                    await asyncio.sleep(0)
+                    await self.recheck()
             finally:
                 self._rechecking = False
 
