@@ -310,3 +310,60 @@ async def test_a_revoked_or_expired_access_to_a_jump_host_closes_the_sessions_th
         assert await screen.until_closed() == 4003
         assert screen.messages[-1]["reason"] == "access_ended"
         assert "'bastion'" in screen.messages[-1]["message"]
+
+
+async def test_an_open_sftp_session_through_a_jump_host_closes_when_the_hop_is_unshared(
+    client, kernel, make_user, jump_net
+):
+    """The file routes keep their SFTP connection open between requests: it goes through
+    the bastion too, so losing the bastion closes it (on the change, and periodically)."""
+    import asyncio
+
+    from hostgate.db.models.connections import Connection
+
+    owner = await make_user("owner")
+    guest = await make_user("guest")
+    jump = await create(
+        client, owner, name="bastion", protocol="ssh", host=jump_net.jump.host,
+        port=jump_net.jump.port, username=jump_net.jump.username,
+        password=jump_net.jump.password, shared=True,
+    )  # fmt: skip
+    target = await create(
+        client, guest, name="inner files", protocol="sftp", host=jump_net.target.host,
+        port=jump_net.target.port, username=jump_net.target.username,
+        password=jump_net.target.password, jumpHostId=jump["id"],
+    )  # fmt: skip
+    listing = f"{API}/sftp/{target['id']}/list"
+
+    async def listed() -> int:
+        response = await client.post(listing, headers=guest.headers, json={"path": "."})
+        return int(response.status_code)
+
+    async def until_closed() -> None:
+        for _ in range(200):
+            if kernel.files.open_count() == 0:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError("the SFTP session through the bastion stayed open")
+
+    assert await listed() == 200
+    assert kernel.files.open_count() == 1
+    unshared = await client.put(
+        f"{API}/connections/{jump['id']}", headers=owner.headers, json={"shared": False}
+    )
+    assert unshared.status_code == 200
+    await until_closed()
+    assert await listed() == 404  # the hop is invisible to the guest now
+
+    await client.put(
+        f"{API}/connections/{jump['id']}", headers=owner.headers, json={"shared": True}
+    )
+    assert await listed() == 200
+    assert kernel.files.open_count() == 1
+    async with kernel.db.session() as db:
+        row = await db.get(Connection, jump["id"])
+        row.shared = False
+        db.add(row)
+        await db.commit()
+    assert await kernel.files.recheck() == 1  # what runs every 30 s
+    assert kernel.files.open_count() == 0
