@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import uuid
@@ -52,6 +53,7 @@ from .services.sessions.live_view_relay import WatchRelay
 from .services.sessions.recordings import Recordings
 from .services.sessions.remote_session import LiveRemoteSession
 from .services.sessions.search_index import RecordingSearch
+from .services.sessions.session_access import access_problem
 from .services.sessions.session_history import SessionHistory
 from .services.sessions.terminal_sessions import TerminalSessions
 from .services.settings import Settings
@@ -262,6 +264,10 @@ class Kernel:
                 lifecycle=self,
             )
         self.files = RemoteFilePool(live=self.live, api=self, lifecycle=self)
+        self.files.access_problem = functools.partial(
+            access_problem, self.db, self.identity, self.connections
+        )
+        self.live.on_access_changed(self.files.access_changed)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
         self.file_transfers = FileTransfers(
             pool=self.files,

@@ -183,3 +183,187 @@ async def test_the_network_policy_applies_beyond_the_jump_host(
     response = await client.get(f"{API}/audit?eventType=network.denied", headers=admin.headers)
     [denied] = (await response.get_json())["entries"]
     assert denied["target"] == f"127.0.0.1:{jump_net.target.port}"
+
+
+async def guest_through_bastion(
+    client: Any, owner: Any, guest: Any, net: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The owner's bastion, shared with everyone, and the guest's own connection to the
+    inner host through it."""
+    jump = await create(
+        client, owner, name="bastion", protocol="ssh", host=net.jump.host, port=net.jump.port,
+        username=net.jump.username, password=net.jump.password, shared=True,
+    )  # fmt: skip
+    target = await create(
+        client, guest, name="inner", protocol="ssh", host=net.target.host,
+        port=net.target.port, username=net.target.username, password=net.target.password,
+        jumpHostId=jump["id"],
+    )  # fmt: skip
+    return jump, target
+
+
+def through(client: Any, kernel: Any, user: Any, target: dict[str, Any]) -> Any:
+    return client.websocket(socket_path("ssh", ticket_for(kernel, user), target["id"]))
+
+
+async def test_unsharing_a_jump_host_closes_the_sessions_through_it(
+    client, kernel, make_user, jump_net
+):
+    """Only the final target used to be re-checked: a guest's own connection through a
+    bastion that is no longer shared with them stayed open."""
+    from hostgate.db.models.connections import Connection
+
+    owner = await make_user("owner")
+    guest = await make_user("guest")
+    jump, target = await guest_through_bastion(client, owner, guest, jump_net)
+    async with through(client, kernel, guest, target) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        unshared = await client.put(
+            f"{API}/connections/{jump['id']}", headers=owner.headers, json={"shared": False}
+        )
+        assert unshared.status_code == 200
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1] == {
+            "type": "error",
+            "message": "the jump host 'bastion' is no longer shared with you",
+            "reason": "not_shared",
+        }
+    # the periodic check finds it too (the sharing flag changed behind the API's back)
+    await client.put(
+        f"{API}/connections/{jump['id']}", headers=owner.headers, json={"shared": True}
+    )
+    async with through(client, kernel, guest, target) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        async with kernel.db.session() as db:
+            row = await db.get(Connection, jump["id"])
+            row.shared = False
+            db.add(row)
+            await db.commit()
+        for session in kernel.terminal_sessions.all():
+            await session.enforce_access()  # what the sessions' ticker does every 30 s
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["reason"] == "not_shared"
+        assert "'bastion'" in screen.messages[-1]["message"]
+
+
+async def test_a_revoked_or_expired_access_to_a_jump_host_closes_the_sessions_through_it(
+    client, kernel, make_user, jump_net
+):
+    from datetime import timedelta
+
+    from hostgate.db.models.connections import AccessRequest
+    from hostgate.timefmt import utcnow
+
+    owner = await make_user("owner")
+    guest = await make_user("guest")
+    approver = await make_user("approver", permissions=["access.approve"])
+    jump = await create(
+        client, owner, name="bastion", protocol="ssh", host=jump_net.jump.host,
+        port=jump_net.jump.port, username=jump_net.jump.username,
+        password=jump_net.jump.password, shared=True, approvalRequired=True,
+    )  # fmt: skip
+
+    async def approved() -> str:
+        body = {"connectionId": jump["id"], "minutes": 30, "reason": "INC-7"}
+        asked = await client.post(f"{API}/access-requests", headers=guest.headers, json=body)
+        assert asked.status_code == 201, await asked.get_json()
+        request_id = (await asked.get_json())["request"]["id"]
+        decided = await client.post(
+            f"{API}/access-requests/{request_id}/approve", headers=approver.headers, json={}
+        )
+        assert decided.status_code == 200
+        return str(request_id)
+
+    request_id = await approved()
+    # the guest's own connection through it (storing one needs the access too)
+    target = await create(
+        client, guest, name="inner", protocol="ssh", host=jump_net.target.host,
+        port=jump_net.target.port, username=jump_net.target.username,
+        password=jump_net.target.password, jumpHostId=jump["id"],
+    )  # fmt: skip
+    async with through(client, kernel, guest, target) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        revoked = await client.post(
+            f"{API}/access-requests/{request_id}/revoke", headers=approver.headers, json={}
+        )
+        assert revoked.status_code == 200
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1] == {
+            "type": "error",
+            "message": "your access to the jump host 'bastion' ended",
+            "reason": "access_ended",
+        }
+
+    request_id = await approved()
+    async with through(client, kernel, guest, target) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        async with kernel.db.session() as db:
+            row = await db.get(AccessRequest, request_id)
+            row.ends_at = utcnow() - timedelta(seconds=1)
+            db.add(row)
+            await db.commit()
+        assert await kernel.access_requests.sweep() == 1
+        assert await screen.until_closed() == 4003
+        assert screen.messages[-1]["reason"] == "access_ended"
+        assert "'bastion'" in screen.messages[-1]["message"]
+
+
+async def test_an_open_sftp_session_through_a_jump_host_closes_when_the_hop_is_unshared(
+    client, kernel, make_user, jump_net
+):
+    """The file routes keep their SFTP connection open between requests: it goes through
+    the bastion too, so losing the bastion closes it (on the change, and periodically)."""
+    import asyncio
+
+    from hostgate.db.models.connections import Connection
+
+    owner = await make_user("owner")
+    guest = await make_user("guest")
+    jump = await create(
+        client, owner, name="bastion", protocol="ssh", host=jump_net.jump.host,
+        port=jump_net.jump.port, username=jump_net.jump.username,
+        password=jump_net.jump.password, shared=True,
+    )  # fmt: skip
+    target = await create(
+        client, guest, name="inner files", protocol="sftp", host=jump_net.target.host,
+        port=jump_net.target.port, username=jump_net.target.username,
+        password=jump_net.target.password, jumpHostId=jump["id"],
+    )  # fmt: skip
+    listing = f"{API}/sftp/{target['id']}/list"
+
+    async def listed() -> int:
+        response = await client.post(listing, headers=guest.headers, json={"path": "."})
+        return int(response.status_code)
+
+    async def until_closed() -> None:
+        for _ in range(200):
+            if kernel.files.open_count() == 0:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError("the SFTP session through the bastion stayed open")
+
+    assert await listed() == 200
+    assert kernel.files.open_count() == 1
+    unshared = await client.put(
+        f"{API}/connections/{jump['id']}", headers=owner.headers, json={"shared": False}
+    )
+    assert unshared.status_code == 200
+    await until_closed()
+    assert await listed() == 404  # the hop is invisible to the guest now
+
+    await client.put(
+        f"{API}/connections/{jump['id']}", headers=owner.headers, json={"shared": True}
+    )
+    assert await listed() == 200
+    assert kernel.files.open_count() == 1
+    async with kernel.db.session() as db:
+        row = await db.get(Connection, jump["id"])
+        row.shared = False
+        db.add(row)
+        await db.commit()
+    assert await kernel.files.recheck() == 1  # what runs every 30 s
+    assert kernel.files.open_count() == 0

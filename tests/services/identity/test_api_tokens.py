@@ -12,7 +12,7 @@ from hostgate.db.models.identity import ApiToken, Role
 from hostgate.timefmt import utcnow
 from sqlmodel import select
 
-from tests.services.identity.helpers import API, audit_entries, bearer
+from tests.services.identity.helpers import API, audit_entries, bearer, login
 
 
 async def make_token(client: Any, user: Any, **body: Any) -> dict[str, Any]:
@@ -194,5 +194,95 @@ async def test_bad_input_is_refused_and_makes_nothing(app, make_user, kernel):
     ):
         response = await client.post(f"{API}/profile/api-tokens", headers=user.headers, json=body)
         assert response.status_code == 400, body
+    async with kernel.db.session() as session:
+        assert (await session.exec(select(ApiToken))).all() == []
+
+
+async def test_users_manage_cannot_reset_its_own_password_token_or_session(app, make_user, kernel):
+    """``POST /users/:id/reset-password`` on oneself would skip the current-password check
+    of ``PUT /profile/password``: refused, for a token and a browser session alike."""
+    client = app.test_client()
+    manager = await make_user(permissions=["users.manage"])
+    secret = (await make_token(client, manager))["secret"]
+    for headers in (bearer(secret), manager.headers):
+        response = await client.post(
+            f"{API}/users/{manager.id}/reset-password",
+            headers=headers,
+            json={"newPassword": "Taken-over-42"},
+        )
+        assert response.status_code == 403
+        body = await response.get_json()
+        assert body["code"] == "cannot_reset_own_password"
+        assert "PUT /profile/password" in body["error"]
+    # nothing changed: the old password signs in, the new one does not, nothing audited
+    assert (await login(client, manager.username, manager.password)).status_code == 200
+    assert (await login(client, manager.username, "Taken-over-42")).status_code == 401
+    assert await audit_entries(kernel, "user.password_reset") == []
+    assert (await client.get(f"{API}/auth/me", headers=bearer(secret))).status_code == 200
+
+
+async def test_an_admin_password_reset_ends_the_users_api_tokens(app, make_user, admin, kernel):
+    client = app.test_client()
+    user = await make_user(permissions=[])
+    live = await make_token(client, user)
+    already = await make_token(client, user)
+    await client.delete(f"{API}/profile/api-tokens/{already['token']['id']}", headers=user.headers)
+    assert (await client.get(f"{API}/auth/me", headers=bearer(live["secret"]))).status_code == 200
+    reset = await client.post(
+        f"{API}/users/{user.id}/reset-password",
+        headers=admin.headers,
+        json={"newPassword": "A-new-password-42"},
+    )
+    assert reset.status_code == 200, await reset.get_json()
+    refused = await client.get(f"{API}/auth/me", headers=bearer(live["secret"]))
+    assert refused.status_code == 401
+    assert (await refused.get_json())["code"] == "api_token_revoked"
+    [entry] = await audit_entries(kernel, "user.password_reset")
+    # the one already revoked is not named
+    assert entry.details["apiTokenIds"] == [live["token"]["id"]]
+    listed = await client.get(f"{API}/api-tokens?userId={user.id}", headers=admin.headers)
+    assert {t["state"] for t in (await listed.get_json())["tokens"]} == {"revoked"}
+
+
+async def test_a_role_with_no_permissions_ends_the_users_api_tokens(app, make_user, admin, kernel):
+    client = app.test_client()
+    user = await make_user("robin", role="user")
+    kept = await make_token(client, user)
+    # another role that still holds something leaves the tokens alone
+    narrow = await client.post(
+        f"{API}/roles",
+        headers=admin.headers,
+        json={"name": "narrow", "permissions": ["audit.view_any"]},
+    )
+    assert narrow.status_code == 201, await narrow.get_json()
+    moved = await client.put(
+        f"{API}/users/{user.id}", headers=admin.headers, json={"role": "narrow"}
+    )
+    assert moved.status_code == 200
+    assert (await client.get(f"{API}/auth/me", headers=bearer(kept["secret"]))).status_code == 200
+    empty = await client.post(
+        f"{API}/roles", headers=admin.headers, json={"name": "nothing", "permissions": []}
+    )
+    assert empty.status_code == 201, await empty.get_json()
+    moved = await client.put(
+        f"{API}/users/{user.id}", headers=admin.headers, json={"role": "nothing"}
+    )
+    assert moved.status_code == 200
+    refused = await client.get(f"{API}/auth/me", headers=bearer(kept["secret"]))
+    assert (await refused.get_json())["code"] == "api_token_revoked"
+    [*_, entry] = await audit_entries(kernel, "user.updated")
+    assert entry.details["apiTokenIds"] == [kept["token"]["id"]]
+    # the person still signs in (an admin may give a role back); the token stays ended
+    assert (await login(client, user.username, user.password)).status_code == 200
+
+
+async def test_deleting_a_user_ends_their_api_tokens(app, make_user, admin, kernel):
+    client = app.test_client()
+    user = await make_user(permissions=[])
+    made = await make_token(client, user)
+    gone = await client.delete(f"{API}/users/{user.id}", headers=admin.headers)
+    assert gone.status_code == 200
+    refused = await client.get(f"{API}/auth/me", headers=bearer(made["secret"]))
+    assert refused.status_code == 401
     async with kernel.db.session() as session:
         assert (await session.exec(select(ApiToken))).all() == []

@@ -227,3 +227,59 @@ async def test_a_watch_is_a_live_session_ended_from_the_list_or_by_revoking_the_
         await watched.run("echo still-$((2+2))", "still-4")
         assert session.viewers == []
         assert [s.kind for s in kernel.live.all()] == ["terminal"]
+
+
+async def test_a_viewer_who_loses_view_any_is_closed_on_the_change_and_by_the_periodic_check(
+    client, kernel, admin, make_user, shell_connection
+):
+    """A watch used to outlive its viewer's ``sessions.view_any``: now the change itself
+    closes it (the event-driven re-check), and so does the periodic one."""
+    from hostgate.db.models.identity import Role
+
+    user, connection = shell_connection
+    auditor = await make_user("carol", permissions=["sessions.view_any"])
+    async with open_terminal(client, kernel, user, connection.id) as socket:
+        watched = Screen(socket)
+        await watched.until("$ ")
+        session = running_session(kernel)
+
+        async with client.websocket(watch_path(session.id, ticket_for(kernel, auditor))) as viewing:
+            viewer = Screen(viewing)
+            await until_message(viewer, "watch")
+            changed = await client.put(
+                f"/api/v1/roles/{auditor.role_id}",
+                json={"permissions": []},
+                headers=admin.headers,
+            )
+            assert changed.status_code == 200, await changed.get_json()
+            assert await viewer.until_closed() == 4003  # the login itself goes on
+            assert viewer.messages[-1] == {
+                "type": "error",
+                "message": "Permission sessions.view_any was withdrawn",
+                "reason": "permission_withdrawn",
+            }
+
+        restored = await client.put(
+            f"/api/v1/roles/{auditor.role_id}",
+            json={"permissions": ["sessions.view_any"]},
+            headers=admin.headers,
+        )
+        assert restored.status_code == 200
+        async with client.websocket(watch_path(session.id, ticket_for(kernel, auditor))) as viewing:
+            viewer = Screen(viewing)
+            await until_message(viewer, "watch")
+            # the role changes behind the API's back: only the periodic check can notice
+            async with kernel.db.session() as db:
+                role = await db.get(Role, auditor.role_id)
+                role.permissions = []
+                db.add(role)
+                await db.commit()
+            assert await kernel.live_view.recheck() == 1  # what runs every CHECK_SECONDS
+            assert await viewer.until_closed() == 4003
+            assert viewer.messages[-1]["reason"] == "permission_withdrawn"
+        # the watched terminal went on, and was told nobody watches any more
+        await watched.run("echo still-$((2+2))", "still-4")
+        assert session.viewers == []
+        assert [s.kind for s in kernel.live.all()] == ["terminal"]
+    ended = await audit_entries(client, admin, "session.live_view_ended")
+    assert len(ended) == 2

@@ -568,3 +568,82 @@ async def test_a_deleted_users_socket_closed_by_the_access_recheck_says_user_del
     )
     assert code == 4001
     assert screen.messages[-1]["reason"] == "user_deleted"
+
+
+async def token_socket_closed_by(
+    client: Any, kernel: Any, admin: Any, shell_connection: Any, act: Any
+):
+    """Open a shell with an API token of the connection's owner, ``await act(user)`` as
+    an admin; return the socket's close code, its screen and the token's secret."""
+    user, connection = shell_connection
+    made = await (
+        await client.post("/api/v1/profile/api-tokens", headers=user.headers, json={"name": "ci"})
+    ).get_json()
+    token = {"Authorization": f"Bearer {made['secret']}"}
+    ticket = (await (await client.post("/api/v1/auth/ws-ticket", headers=token)).get_json())[
+        "ticket"
+    ]
+    async with client.websocket(socket_path("localshell", ticket, connection.id)) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        await act(user)
+        code = await screen.until_closed()
+    return code, screen, token
+
+
+async def test_an_admin_password_reset_closes_a_token_socket_and_ends_the_token(
+    client, kernel, admin, shell_connection
+):
+    async def reset(user: Any) -> None:
+        response = await client.post(
+            f"/api/v1/users/{user.id}/reset-password",
+            json={"newPassword": "A-new-password-42"},
+            headers=admin.headers,
+        )
+        assert response.status_code == 200, await response.get_json()
+
+    code, screen, token = await token_socket_closed_by(
+        client, kernel, admin, shell_connection, reset
+    )
+    assert code == 4001
+    assert screen.messages[-1]["reason"] == "revoked"
+    refused = await client.post("/api/v1/auth/ws-ticket", headers=token)
+    assert (await refused.get_json())["code"] == "api_token_revoked"
+
+
+async def test_a_role_with_no_permissions_closes_a_token_socket_and_ends_the_token(
+    client, kernel, admin, shell_connection
+):
+    created = await client.post(
+        "/api/v1/roles", json={"name": "nothing", "permissions": []}, headers=admin.headers
+    )
+    assert created.status_code == 201, await created.get_json()
+
+    async def strip(user: Any) -> None:
+        response = await client.put(
+            f"/api/v1/users/{user.id}", json={"role": "nothing"}, headers=admin.headers
+        )
+        assert response.status_code == 200, await response.get_json()
+
+    code, screen, token = await token_socket_closed_by(
+        client, kernel, admin, shell_connection, strip
+    )
+    assert code == 4001
+    assert screen.messages[-1]["reason"] == "revoked"
+    refused = await client.get("/api/v1/auth/me", headers=token)
+    assert (await refused.get_json())["code"] == "api_token_revoked"
+
+
+async def test_deleting_a_user_closes_their_token_socket_and_ends_the_token(
+    client, kernel, admin, shell_connection
+):
+    async def delete(user: Any) -> None:
+        response = await client.delete(f"/api/v1/users/{user.id}", headers=admin.headers)
+        assert response.status_code == 200, await response.get_json()
+
+    code, screen, token = await token_socket_closed_by(
+        client, kernel, admin, shell_connection, delete
+    )
+    assert code == 4001
+    assert screen.messages[-1]["reason"] == "user_deleted"
+    assert (await client.get("/api/v1/auth/me", headers=token)).status_code == 401

@@ -299,6 +299,65 @@ async def test_a_permission_withdrawn_on_node_a_closes_the_socket_held_by_node_b
         } in screen.messages
 
 
+async def test_a_viewer_on_node_a_loses_view_any_on_node_b_and_the_watch_closes(
+    client, node_b, admin, make_user, shell_connection
+):
+    """The watch is relayed (the terminal is node B's) and the role changes on node B:
+    node A, which holds the viewer, re-checks at once."""
+    user, connection = shell_connection
+    auditor = await make_user("carol", permissions=["sessions.view_any"])
+    client_b = node_b.test_client()
+    path = socket_path("localshell", await ticket_from(client, user), connection.id)
+    async with client_b.websocket(path) as socket:
+        watched = Screen(socket)
+        await watched.until("$ ")
+        await watched.run("echo before-$((1+1))", "before-2")
+        [session] = kernel_of(node_b).terminal_sessions.all()
+        async with client.websocket(
+            watch_path(session.id, await ticket_from(client, auditor))
+        ) as viewing:
+            viewer = Screen(viewing)
+            await viewer.until("before-2")  # the screen, drawn on node B
+            changed = await client_b.put(
+                f"{API}/roles/{auditor.role_id}", headers=admin.headers, json={"permissions": []}
+            )
+            assert changed.status_code == 200, await changed.get_json()
+            # well before node A's own 30-second check
+            assert await viewer.until_closed(timeout=STEP / 2) == 4003
+            assert {
+                "type": "error",
+                "message": "Permission sessions.view_any was withdrawn",
+                "reason": "permission_withdrawn",
+            } in viewer.messages
+        await watched.run("echo still-$((2+2))", "still-4")
+
+
+async def test_a_password_reset_on_node_a_ends_a_token_and_its_socket_on_node_b(
+    client, node_b, admin, shell_connection
+):
+    user, connection = shell_connection
+    client_b = node_b.test_client()
+    made = await (
+        await client.post(f"{API}/profile/api-tokens", headers=user.headers, json={"name": "ci"})
+    ).get_json()
+    token = {"Authorization": f"Bearer {made['secret']}"}
+    response = await client_b.post(f"{API}/auth/ws-ticket", headers=token)
+    ticket = (await response.get_json())["ticket"]
+    async with client_b.websocket(socket_path("localshell", ticket, connection.id)) as socket:
+        screen = Screen(socket)
+        await screen.until("$ ")
+        reset = await client.post(
+            f"{API}/users/{user.id}/reset-password",
+            headers=admin.headers,
+            json={"newPassword": "A-new-password-42"},
+        )
+        assert reset.status_code == 200, await reset.get_json()
+        assert await screen.until_closed(timeout=STEP / 2) == 4001
+        assert screen.messages[-1]["reason"] == "revoked"
+    refused = await client_b.get(f"{API}/auth/me", headers=token)
+    assert (await refused.get_json())["code"] == "api_token_revoked"
+
+
 async def test_both_nodes_write_one_audit_chain(client, node_b, admin):
     client_b = node_b.test_client()
     body = {"username": admin.username, "password": admin.password}

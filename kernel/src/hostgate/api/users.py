@@ -153,7 +153,7 @@ async def delete_user(user_id: str) -> Success:
 @answers(Success)
 @tag(["users"])
 async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
-    """Set a new password; every session of that user ends."""
+    """Set a new password; every session and API token of that user ends (not your own)."""
     await app_kernel().accounts.reset_password(user_id, data.newPassword, actor=current_caller())
     return {"success": True}
 

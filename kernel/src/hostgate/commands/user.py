@@ -32,7 +32,9 @@ def register(subparsers: Any) -> None:
     add_password_options(create)
     create.set_defaults(handler=run_create)
 
-    reset = sub.add_parser("reset-password", help="set a new password; ends the user's sessions")
+    reset = sub.add_parser(
+        "reset-password", help="set a new password; ends the user's sessions and API tokens"
+    )
     reset.add_argument("username")
     add_password_options(reset)
     reset.set_defaults(handler=run_reset)

@@ -36,8 +36,8 @@ _SECRET_WORDS = ("password", "secret", "token", "privatekey", "private_key", "pa
 
 
 def _is_secret_key(name: str) -> bool:
-    if name.endswith("Id") or name.endswith("_id"):
-        return False  # an identifier (``apiTokenId``), never the secret it names
+    if name.endswith(("Id", "_id", "Ids", "_ids")):
+        return False  # identifiers (``apiTokenId``, ``apiTokenIds``), never the secret they name
     lowered = name.lower().replace("-", "_")
     return any(word in lowered for word in _SECRET_WORDS)
 

@@ -5,8 +5,9 @@ its owner and holders of ``connections.edit_any`` use it freely; anyone else ask
 access for a number of minutes with a reason. A holder of ``access.approve`` (not the
 requester) approves (the access starts at once and ends by itself) or denies; an
 approved access can be revoked early. When access ends, revoked or expired, the user's
-open sessions on the connection close. Every step is an audit event (``access.*``),
-so notification rules can send requests to a channel.
+open sessions on the connection close, and those going through it as a jump host.
+Every step is an audit event (``access.*``), so notification rules can send requests
+to a channel.
 """
 
 from __future__ import annotations
@@ -198,6 +199,10 @@ class AccessRequests:
                 user_id=request.user_id,
                 connection_id=request.connection_id,
             )
+        if requests:
+            # sessions that only go *through* the connection (a jump host) are not
+            # matched above: every node re-checks its sessions' hops
+            self.live.access_changed()
 
     async def sweep(self) -> int:
         """Mark approved accesses that ran out as expired (audited), closing their sessions."""

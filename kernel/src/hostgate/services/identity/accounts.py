@@ -35,6 +35,7 @@ from ...security.passwords import (
 )
 from ...timefmt import as_utc, utcnow
 from ..sessions.live import USER_DELETED
+from .api_tokens import session_key
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
@@ -387,7 +388,12 @@ class Accounts:
     async def update_user(
         self, user_id: str, changes: Mapping[str, Any], *, actor: Caller | None
     ) -> None:
-        """Change displayName, email and/or role (by name or id)."""
+        """Change displayName, email and/or role (by name or id).
+
+        A role with no permissions at all ends the user's API tokens (and their
+        sockets): an admin takes everything away from an account they no longer trust.
+        """
+        tokens: list[str] = []
         async with self.audit.atomic() as batch:
             session = batch.session
             await lock_roles(session)
@@ -416,15 +422,17 @@ class Accounts:
             user.updated_at = utcnow()
             session.add(user)
             await session.flush()
+            details: dict[str, Any] = {"before": before, "after": after}
             if "role" in after:
                 await ensure_managers_remain(session, before_holders)
-            audit(
-                batch,
-                "user.updated",
-                actor,
-                target=user.username,
-                details={"before": before, "after": after},
-            )
+                role = await session.get(Role, user.role_id)
+                if role is not None and not role.permissions:
+                    tokens = await self.identity.mark_tokens_revoked(session, user.id)
+                    details["apiTokenIds"] = tokens
+            audit(batch, "user.updated", actor, target=user.username, details=details)
+        await self.identity.close_sessions(
+            [session_key(t) for t in tokens], "the account's role holds no permissions"
+        )
 
     async def delete_user(self, user_id: str, *, actor: Caller | None) -> None:
         """Delete a user (their login sessions and connections go with them)."""
@@ -459,7 +467,18 @@ class Accounts:
     async def reset_password(
         self, user_id: str, new_password: str, *, actor: Caller | None
     ) -> None:
-        """Set a new password; every session of the user ends and the lock is lifted."""
+        """Set a new password; every session and API token of the user ends, the lock lifts.
+
+        Not your own (403 ``cannot_reset_own_password``): ``PUT /profile/password``
+        asks for the current password, which an API token or an unattended browser
+        holding ``users.manage`` does not know. The CLI (no actor) may.
+        """
+        if actor is not None and actor.user_id == user_id:
+            raise PermissionDenied(
+                "You cannot reset your own password here: change it with "
+                "PUT /profile/password, which asks for the current one",
+                code="cannot_reset_own_password",
+            )
         await check_password(new_password, "newPassword")
         password_hash = await hash_password(new_password)
         async with self.audit.atomic() as batch:
@@ -469,14 +488,21 @@ class Accounts:
             user.locked_until = None
             user.updated_at = utcnow()
             batch.session.add(user)
+            # in the reset's own commit: no moment where the password changed and a
+            # session or token of the old one still works
+            identity = self.identity
+            revoked = await identity.mark_sessions_revoked(
+                batch.session, user_id, reason="password_reset"
+            )
+            tokens = await identity.mark_tokens_revoked(batch.session, user_id)
             audit(
                 batch,
                 "user.password_reset",
                 actor,
                 target=user.username,
-                details={"userId": user_id},
+                details={"userId": user_id, "apiTokenIds": tokens},
             )
-        await self.identity.revoke_sessions(user_id, reason="password_reset")
+        await identity.close_sessions([*revoked, *map(session_key, tokens)], "password reset")
         await self.logins.forget_devices(user_id)
         await self.live.close_where(
             "password reset", reason_code=CloseReason.REVOKED, user_id=user_id

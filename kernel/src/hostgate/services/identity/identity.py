@@ -19,7 +19,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ...closereasons import CloseReason
-from ...db.models.identity import LoginSession, Role, User
+from ...db.models.identity import ApiToken, LoginSession, Role, User
 from ...db.models.settings import SystemValue
 from ...errors import NotAuthenticated
 from ...principals import API_TOKEN_SESSION, Caller, ClientInfo, IssuedSession
@@ -403,6 +403,27 @@ class Identity:
             session.add(login)
             revoked.append(login.id)
         return revoked
+
+    @staticmethod
+    async def mark_tokens_revoked(session: AsyncSession, user_id: str) -> list[str]:
+        """Mark every live API token of a user revoked in ``session`` (not committed).
+
+        What ends a compromised account (an admin's password reset, a role with no
+        permissions left) ends its tokens too. Returns the tokens' ids, whose sockets
+        ``close_sessions`` closes after the commit (``session_key`` of each).
+        """
+        now = utcnow()
+        query = select(ApiToken).where(
+            col(ApiToken.user_id) == user_id,
+            col(ApiToken.revoked_at).is_(None),
+            col(ApiToken.expires_at) > now,
+        )
+        ids: list[str] = []
+        for token in (await session.exec(query)).all():
+            token.revoked_at = now
+            session.add(token)
+            ids.append(token.id)
+        return ids
 
     @staticmethod
     async def mark_session_revoked(

@@ -5,7 +5,9 @@ open ``RemoteFiles`` adapter from here for each operation and hand it back
 afterwards. Each adapter serves one operation at a time (FTP control
 connections are not concurrent); a user may hold up to ``max_per_key`` at once
 on one connection. Idle adapters close after ``idle_seconds``; every adapter is
-registered in ``kernel.live`` so revoking access closes it at once.
+registered in ``kernel.live`` so revoking access closes it at once, and re-checked
+(``access_problem``: the user, the connection and every jump host it goes through)
+when access changes and every ``ACCESS_CHECK_SECONDS``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ...errors import (
 )
 from ...tasks import cancel_and_wait
 from .live import LiveSession
+from .session_access import Problem
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI
@@ -54,6 +57,10 @@ OPEN_TIMEOUT = 60.0
 """Seconds an adapter may take to connect and authenticate."""
 RETRY_AFTER_SECONDS = 5
 """``Retry-After`` of the 429 when every session of a connection stayed busy."""
+ACCESS_CHECK_SECONDS = 30.0
+"""How often open adapters re-check their user's access besides on every change."""
+AccessProblem = Callable[["Caller", ConnectionTarget], Awaitable[Problem | None]]
+"""Why a user may no longer use a target and its jump hosts (code, reason, its code), or None."""
 HOLDER_CLEANUP_SECONDS = 8.0
 """How long a cancelled transfer may clean up before its adapter closes under it (the
 live registry bounds a closer at 10 s)."""
@@ -158,6 +165,9 @@ class PooledFiles:
     """The task that leases it now (a request streaming a transfer), if any."""
     ended: str | None = None
     """Why ``kernel.live`` closed it (a revoked login, lost access...), once it did."""
+    caller: Caller | None = None
+    """Who opened it (its access is re-checked as theirs)."""
+    target: ConnectionTarget | None = None
     let_go: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the current lease is given back (its holder has cleaned up)."""
 
@@ -253,6 +263,11 @@ class RemoteFilePool:
         self._sweeper: asyncio.Task[None] | None = None
         self._reclaiming: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self.access_problem: AccessProblem | None = None
+        """Set by the kernel: the sessions' access check (``session_access``)."""
+        self._rechecking = False
+        self._again = False
+        self._checks: set[asyncio.Task[None]] = set()
         lifecycle.on_start(self.start)
         lifecycle.on_stop(self.stop)
 
@@ -313,7 +328,9 @@ class RemoteFilePool:
                     continue
                 return FileLease(self, slot, entry, reused=True)
             adapter = await self._open(spec, target)
-            entry = PooledFiles(id=str(uuid.uuid4()), key=key, adapter=adapter)
+            entry = PooledFiles(
+                id=str(uuid.uuid4()), key=key, adapter=adapter, caller=caller, target=target
+            )
             self._entries[entry.id] = entry
             self.live.add(
                 LiveSession(
@@ -414,12 +431,61 @@ class RemoteFilePool:
 
     async def _sweep_forever(self) -> None:
         interval = max(0.5, min(10.0, self.idle_seconds / 4))
+        checked = time.monotonic()
         while True:
             await asyncio.sleep(interval)
             try:
                 await self.sweep()
+                if time.monotonic() - checked >= ACCESS_CHECK_SECONDS:
+                    checked = time.monotonic()
+                    await self.recheck()
             except Exception:
                 log.exception("closing idle file sessions failed")
+
+    async def recheck(self) -> int:
+        """Close the adapters whose user lost access; return how many.
+
+        Access to the connection and to every jump host it goes through; a transfer
+        in flight is cancelled first.
+        """
+        check = self.access_problem
+        if check is None:
+            return 0
+        ended = 0
+        for entry in list(self._entries.values()):
+            if entry.closed or entry.ended or entry.caller is None or entry.target is None:
+                continue
+            try:
+                problem = await check(entry.caller, entry.target)
+                if problem is not None and not entry.closed:
+                    await self._end(entry, problem[1], problem[2])
+                    ended += 1
+            except Exception:
+                log.exception("re-checking file session %s failed", entry.id)
+        return ended
+
+    def access_changed(self) -> None:
+        """Users, roles, connections or access requests changed (any node): re-check soon."""
+        if not self._entries:
+            return
+        if self._rechecking:
+            self._again = True  # a change during a re-check is not lost: one more round
+            return
+        self._rechecking = True
+
+        async def run() -> None:
+            try:
+                self._again = True
+                while self._again:
+                    self._again = False
+                    await asyncio.sleep(0)
+                    await self.recheck()
+            finally:
+                self._rechecking = False
+
+        task = asyncio.ensure_future(run())
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
 
     async def call(
         self,

@@ -11,7 +11,10 @@ watch is audited when it starts and when it ends.
 
 A watch is in the live registry too (kind ``watch``, no connection of its own):
 it shows in ``/sessions/active``, can be ended from there, and ends at once
-when the viewer's login session is revoked or the viewer is deleted.
+when the viewer's login session is revoked or the viewer is deleted. The viewer's
+node re-checks its watches when access changes anywhere (``LiveSessions.on_access_changed``)
+and every ``CHECK_SECONDS``: a viewer who lost ``sessions.view_any`` (role edited,
+role changed, a token's owner lost it) is closed 4003 ``permission_withdrawn``.
 
 With several nodes a terminal held by another node is watched through Redis
 (``relay``, live_view_relay.py): the viewer's node gets a ``RemoteWatch`` with
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -30,7 +34,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...closereasons import CloseReason
 from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
-from .live import LiveSession
+from ...principals import ClientInfo
+from ...tasks import cancel_and_wait
+from .live import USER_DELETED, LiveSession
 from .terminal_screen import repaint
 from .terminal_session import TerminalSession
 
@@ -42,11 +48,16 @@ if TYPE_CHECKING:
     from .live_view_relay import WatchRelay
     from .terminal_sessions import TerminalSessions
 
+log = logging.getLogger("hostgate.live_view")
+
 VIEW_ANY = "sessions.view_any"
 KIND = "watch"
 BEHIND_BYTES = 1024 * 1024
 ENDED_POLL_SECONDS = 1.0
 """How often a viewer with nothing to send checks that the session still runs."""
+CHECK_SECONDS = 30.0
+"""How often the viewers' access is re-checked besides on every change (as for sessions)."""
+WITHDRAWN = f"Permission {VIEW_ANY} was withdrawn"
 
 Closing = tuple[int, str, CloseReason | None]
 """Why a watch was ended from outside: close code, reason, its ``CloseReason``."""
@@ -63,6 +74,7 @@ class Watching(Protocol):
     """What the watch socket reads: a local ``Watch`` or a ``RemoteWatch``."""
 
     id: str
+    caller: Caller
     closing: Closing | None
 
     def hello(self) -> str:
@@ -73,6 +85,9 @@ class Watching(Protocol):
 
     async def next(self) -> list[Frame] | None:
         """The frames to send next; None once the session has ended."""
+
+    async def end(self, reason: str, reason_code: CloseReason | None) -> None:
+        """Close the watch from outside: the socket closes with ``reason``."""
 
 
 class Watch(Watching):
@@ -191,9 +206,17 @@ class LiveView:
         self.identity = identity
         self.recent_bytes = recent_bytes
         self._watches: dict[str, list[Watch]] = {}
+        self._viewing: dict[str, Watching] = {}
+        """The watches whose viewer is on this node (local or relayed), by id."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._checker: asyncio.Task[None] | None = None
+        self._rechecking = False
+        self._again = False
         self.relay: WatchRelay | None = None
         """Watches of terminals other nodes hold (several nodes), or None."""
+        live.on_access_changed(self.access_changed)
+        lifecycle.on_start(self._start)
+        lifecycle.on_stop(self._stop)
         lifecycle.on_stop(self.drain)
 
     def watchers(self, session_id: str) -> list[Watch]:
@@ -206,13 +229,16 @@ class LiveView:
             raise PermissionDenied(f"Insufficient permissions: requires {VIEW_ANY}")
         session = self.terminal_sessions.get(session_id)
         if session is None and self.relay is not None:
-            return await self.relay.watch(caller, session_id)
+            remote = await self.relay.watch(caller, session_id)
+            self._viewing[remote.id] = remote
+            return remote
         if session is None or session.ended:
             raise NotFound("Session not found or not running on this gateway")
         if not isinstance(session, TerminalSession) or session.terminal is None:
             raise NotFound("Only terminal sessions (SSH, telnet) can be watched")
         watch = Watch(self, caller, session)
         self.tap(watch)
+        self._viewing[watch.id] = watch
         self.live.add(
             LiveSession(
                 id=watch.id,
@@ -264,6 +290,7 @@ class LiveView:
         Synchronous, so a socket task being cancelled cannot skip it; the audit
         entry is written in the background.
         """
+        self._viewing.pop(watch.id, None)
         if not isinstance(watch, Watch):
             if self.relay is not None:
                 self.relay.stop(watch)
@@ -286,6 +313,81 @@ class LiveView:
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    # -- the viewers' access ---------------------------------------------------------
+
+    async def viewer_problem(self, caller: Caller) -> tuple[str, CloseReason] | None:
+        """Why a viewer may no longer watch (reason, its code), or None.
+
+        Read now, as a terminal session re-checks its user: the user, the login
+        session (or API token) and ``sessions.view_any`` (a token's: as cut down by
+        the owner's role).
+        """
+        identity = self.identity
+        login = caller.login_session_id
+        current = await identity.caller_for_user(
+            caller.user_id, login, ClientInfo(ip_address=caller.ip_address)
+        )
+        if current is None:
+            return USER_DELETED, CloseReason.USER_DELETED
+        if login is not None and not await identity.check_login_session(login):
+            return "Session has been revoked", CloseReason.REVOKED
+        if not current.can(VIEW_ANY):
+            return WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
+        return None
+
+    async def recheck(self) -> int:
+        """End the watches of this node's viewers who may no longer watch; how many."""
+        ended = 0
+        for watch in list(self._viewing.values()):
+            if watch.closing is not None:
+                continue
+            try:
+                problem = await self.viewer_problem(watch.caller)
+                if problem is not None and watch.closing is None:
+                    await watch.end(*problem)
+                    ended += 1
+            except Exception:
+                log.exception("re-checking live view %s failed", watch.id)
+        return ended
+
+    def access_changed(self) -> None:
+        """Users, roles or connections changed (any node): re-check the viewers soon."""
+        if not self._viewing:
+            return
+        if self._rechecking:
+            self._again = True  # a change during a re-check is not lost: one more round
+            return
+        self._rechecking = True
+
+        async def run() -> None:
+            try:
+                self._again = True
+                while self._again:
+                    self._again = False
+                    await asyncio.sleep(0)
+                    await self.recheck()
+            finally:
+                self._rechecking = False
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _check_forever(self) -> None:
+        while True:
+            await asyncio.sleep(CHECK_SECONDS)
+            try:
+                await self.recheck()
+            except Exception:
+                log.exception("re-checking live views failed")
+
+    async def _start(self) -> None:
+        self._checker = asyncio.create_task(self._check_forever(), name="live-view-access")
+
+    async def _stop(self) -> None:
+        await cancel_and_wait(self._checker)
+        self._checker = None
 
     async def drain(self) -> None:
         """Wait for the audit entries still being written (shutdown, tests)."""

@@ -18,20 +18,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ...adapters import ConnectionTarget, SessionClosed
 from ...closereasons import CloseReason, reason_for_error
-from ...db.models.connections import Connection
-from ...db.models.identity import User
 from ...descriptors import ProtocolSpec
 from ...errors import ApiError
-from ...permissions import use_permission
-from ..identity.identity import ClientInfo
 from .attachment import Attachment
-from .live import (
-    ACCESS_ENDED,
-    CONNECTION_DELETED,
-    NO_LONGER_SHARED,
-    USER_DELETED,
-    LiveSession,
-)
+from .live import LiveSession
+from .session_access import access_problem
 
 if TYPE_CHECKING:
     from ..identity.identity import Caller
@@ -230,39 +221,15 @@ class LiveRemoteSession:
             await self.enforce_access()
 
     async def access_problem(self) -> tuple[int, str, CloseReason] | None:
-        """Why the user may no longer use this session (close code, reason, its code), or None."""
+        """Why the user may no longer use this session (close code, reason, its code), or None.
+
+        The target and every jump host the session goes through (``target.via``) are
+        checked, as when it was opened.
+        """
         service = self.service
-        login = self.caller.login_session_id
-        # the user first: deleting a user deletes its login sessions in the same commit,
-        # and a check between that commit and the deletion's own close must say why
-        async with service.db.session() as db:
-            user = await db.get(User, self.caller.user_id)
-        if user is None:
-            return 4001, USER_DELETED, CloseReason.USER_DELETED
-        if login is not None and not await service.identity.check_login_session(login):
-            return 4001, "Session has been revoked", CloseReason.REVOKED
-        # a lockout after failed sign-ins is not checked: it stops new logins only
-        # (docs/identity.md), or anyone mistyping a username's password could end its sessions
-        caller = await service.identity.caller_for_user(
-            user.id, login, ClientInfo(ip_address=self.caller.ip_address)
+        return await access_problem(
+            service.db, service.identity, service.connections, self.caller, self.target
         )
-        if caller is None:
-            return 4001, USER_DELETED, CloseReason.USER_DELETED
-        try:
-            connection = await service.connections.visible(caller, self.target.connection_id)
-        except ApiError:
-            async with service.db.session() as db:
-                gone = await db.get(Connection, self.target.connection_id) is None
-            if gone:
-                return 4003, CONNECTION_DELETED, CloseReason.CONNECTION_DELETED
-            return 4003, NO_LONGER_SHARED, CloseReason.NOT_SHARED
-        permission = use_permission(connection.protocol)
-        if not caller.can(permission):
-            reason = f"Permission {permission} was withdrawn"
-            return 4003, reason, CloseReason.PERMISSION_WITHDRAWN
-        if await service.connections.approval_problem(caller, connection) is not None:
-            return 4003, ACCESS_ENDED, CloseReason.ACCESS_ENDED
-        return None
 
     async def enforce_access(self) -> None:
         """End the session when its user may no longer use it."""

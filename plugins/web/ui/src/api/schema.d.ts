@@ -1833,7 +1833,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a new password; every session of that user ends. */
+        /** Set a new password; every session and API token of that user ends (not your own). */
         post: operations["post_reset_password"];
         delete?: never;
         options?: never;
@@ -12358,7 +12358,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Set a new password; every session of that user ends. */
+            /** @description Set a new password; every session and API token of that user ends (not your own). */
             200: {
                 headers: {
                     [name: string]: unknown;
