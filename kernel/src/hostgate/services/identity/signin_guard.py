@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ...db.models.identity import Role, User
 from ...errors import Conflict
@@ -57,7 +57,7 @@ class SignInGuard:
             admin_roles = [role.id for role in roles if ADMIN_PERMISSION in role.permissions]
             if not admin_roles:
                 return []
-            query = select(User).where(User.role_id.in_(admin_roles))  # type: ignore[attr-defined]
+            query = select(User).where(col(User.role_id).in_(admin_roles))
             return list((await session.exec(query)).all())
 
     async def ways_in(self, user: User, setting: Callable[[str], Any]) -> list[str]:
