@@ -5,6 +5,7 @@ repairs it from the command line, audited."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from typing import Any
@@ -170,3 +171,17 @@ def test_the_cli_refuses_bad_assignments_and_stores_nothing(tmp_path, monkeypatc
     with sqlite3.connect(tmp_path / "hostgate.db") as db:
         stored = db.execute("SELECT key FROM settings").fetchall()
     assert stored == [("security.max_login_attempts",)]
+
+
+async def test_two_changes_at_once_cannot_together_lock_everyone_out(client, kernel, admin):
+    await put_settings(client, admin, {"security.passkey_enabled": True})
+    await add_passkey(kernel, admin)
+    # each change alone leaves a way in; both together would leave none
+    answers = await asyncio.gather(
+        put_settings(client, admin, {"auth.local_enabled": False}),
+        put_settings(client, admin, {"security.passkey_enabled": False}),
+    )
+    assert sorted(a.status_code for a in answers) == [200, 409]
+    assert kernel.settings.get("auth.local_enabled") or kernel.settings.get(
+        "security.passkey_enabled"
+    )

@@ -150,6 +150,8 @@ class Settings:
         self._values: dict[str, Any] = {}
         # checks of a whole change set against other state (``add_guard``)
         self._guards: list[Callable[[Mapping[str, Any]], Awaitable[None]]] = []
+        # one change at a time on this node: each guard sees the state it protects
+        self._updating = asyncio.Lock()
         # the config file's ``[settings]`` table
         self.defaults = self._configured_defaults(configured)
 
@@ -278,29 +280,30 @@ class Settings:
         With ``actor`` (or ``via_cli``: ``hostgate settings set``) the change is audited
         as ``settings.updated`` in the same transaction: both are stored, or neither.
         """
-        clean = await self.check(changes)
-        if actor is None and not via_cli:
-            async with self.db.session() as session:
-                before, after = await self.write(session, clean)
-                await session.commit()
-        else:
-            async with self.audit.atomic() as batch:
-                before, after = await self.write(batch.session, clean)
-                if after and actor is not None:
-                    batch.record(
-                        "settings.updated",
-                        actor=actor,
-                        target=", ".join(sorted(after)),
-                        details={"before": before, "after": after},
-                    )
-                elif after:
-                    batch.record(
-                        "settings.updated",
-                        username="cli",
-                        target=", ".join(sorted(after)),
-                        details={"before": before, "after": after, "via": "cli"},
-                    )
-        self.remember(clean)
+        async with self._updating:
+            clean = await self.check(changes)
+            if actor is None and not via_cli:
+                async with self.db.session() as session:
+                    before, after = await self.write(session, clean)
+                    await session.commit()
+            else:
+                async with self.audit.atomic() as batch:
+                    before, after = await self.write(batch.session, clean)
+                    if after and actor is not None:
+                        batch.record(
+                            "settings.updated",
+                            actor=actor,
+                            target=", ".join(sorted(after)),
+                            details={"before": before, "after": after},
+                        )
+                    elif after:
+                        batch.record(
+                            "settings.updated",
+                            username="cli",
+                            target=", ".join(sorted(after)),
+                            details={"before": before, "after": after, "via": "cli"},
+                        )
+            self.remember(clean)
         return before, after
 
     async def write(
