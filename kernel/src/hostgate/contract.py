@@ -92,6 +92,10 @@ class Account(Protocol):
     def locked_until(self) -> datetime | None:
         """When a lock after failed logins ends (None: not locked)."""
 
+    @property
+    def auth_provider(self) -> str:
+        """The login method that created the account: ``local``, ``ldap``, ``oidc``..."""
+
 
 @dataclass(frozen=True)
 class StoredCredential:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         TerminalSize,
         TunnelOpener,
     )
-    from .contract import KernelAPI
+    from .contract import Account, KernelAPI
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,10 @@ class ProtocolSpec:
         return self.accepts or (self.name,)
 
 
+SignInCheck = Callable[["KernelAPI", Callable[[str], Any], "Account"], "bool | Awaitable[bool]"]
+"""``can_sign_in(kernel, setting, account)`` of a ``LoginMethod``."""
+
+
 @dataclass(frozen=True)
 class LoginMethod:
     """A login method beyond local passwords.
@@ -99,6 +103,11 @@ class LoginMethod:
     name: str
     blueprint: Blueprint | None = None
     providers: Callable[[KernelAPI], Mapping[str, Any]] | None = None
+    can_sign_in: SignInCheck | None = None
+    """Whether ``account`` could sign in with this method were the settings what
+    ``setting(key)`` returns (a change not yet stored). The kernel asks it before a
+    settings change, and refuses one that leaves no administrator a way in; a method
+    without it never counts as one."""
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from .services.identity.identity import Identity
 from .services.identity.logins import Logins
 from .services.identity.profile import Profiles
 from .services.identity.roles import Roles
+from .services.identity.signin_guard import SignInGuard
 from .services.keyrotation import KeyRotation
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
@@ -147,6 +148,11 @@ class Kernel:
             configured=config.setting_defaults,
             bus=self.cluster.bus,
         )
+        # a change that leaves no administrator a way to sign in is refused
+        self.signin_guard = SignInGuard(
+            db=self.db, settings=self.settings, login_methods=self.login_methods, kernel=self
+        )
+        self.settings.add_guard(self.signin_guard.check)
         self.live = LiveSessions(self.cluster.bus, self.cluster.registry)
         self.identity = Identity(
             db=self.db,

@@ -108,3 +108,30 @@ async def test_bad_bodies_and_the_rate_limit(client, make_user, make_connection,
     assert limited["code"] == "rate_limited"
     other = await make_user("other")
     await check(client, other, connection.id)
+
+
+async def test_an_approval_required_connection_is_probed_only_while_approved(
+    client, kernel, make_user, make_connection, listener
+):
+    port, accepted = listener
+    owner = await make_user("owner")
+    bob = await make_user("bob", permissions=["connections.use_ssh"])
+    approver = await make_user("approver", permissions=["access.approve"])
+    guarded = await make_connection(owner, "ssh", "127.0.0.1", port, shared=True)
+    async with kernel.db.session() as session:
+        guarded.approval_required = True
+        session.add(guarded)
+        await session.commit()
+    unreachable = {"id": guarded.id, "reachable": False, "latencyMs": None}
+    assert (await check(client, bob, guarded.id))["results"] == [unreachable]
+    assert accepted == []  # not even a connect while bob holds no approval
+    # the owner needs no approval
+    assert (await check(client, owner, guarded.id))["results"][0]["reachable"] is True
+    accepted.clear()
+    asked = await send(
+        client, "POST", "/access-requests", bob,
+        {"connectionId": guarded.id, "minutes": 30, "reason": "INC-7"}, expect=201,
+    )  # fmt: skip
+    await send(client, "POST", f"/access-requests/{asked['request']['id']}/approve", approver, {})
+    assert (await check(client, bob, guarded.id))["results"][0]["reachable"] is True
+    assert accepted

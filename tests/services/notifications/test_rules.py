@@ -104,6 +104,11 @@ INVALID = [
     {"actions": [{"channel": "smtp", "recipients": ["no-such-user-or-role"]}]},
     {"actions": [{"channel": "smtp", "to": ["a@example.org"]}]},
     {"extra": True},
+    {"enabled": 0},
+    {"enabled": 1},
+    {"enabled": "true"},
+    {"enabled": "yes"},
+    {"enabled": None},
 ]
 
 
@@ -123,6 +128,8 @@ async def test_invalid_updates_change_nothing(client, admin):
         {"name": None},
         {"conditions": [{"field": "target", "operator": "matches", "value": ["[z-a]"]}]},
         {"unknown": 1},
+        {"enabled": 0},
+        {"enabled": "false"},
     ):
         response = await client.put(url, headers=admin.headers, json=body)
         assert response.status_code == 400, body

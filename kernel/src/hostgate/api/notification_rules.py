@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.config import JsonDict
 
 from ..openapi import Unset, listed_in
@@ -127,7 +127,7 @@ class RuleIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    enabled: bool = True
+    enabled: StrictBool = True  # 0 and "yes" are not booleans
     events: list[EventPattern] = Field(min_length=1, max_length=200)
     condition_logic: Literal["and", "or"] = Field(default="and", alias="conditionLogic")
     conditions: list[ConditionIn] = Field(default_factory=list, max_length=100)
@@ -141,7 +141,7 @@ class RulePatch(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
 
     name: str | Unset = Field(default=None, min_length=1, max_length=200)
-    enabled: bool | Unset = None
+    enabled: StrictBool | Unset = None
     events: Annotated[list[EventPattern], Field(min_length=1, max_length=200)] | Unset = None
     condition_logic: Literal["and", "or"] | Unset = Field(default=None, alias="conditionLogic")
     conditions: Annotated[list[ConditionIn], Field(max_length=100)] | Unset = None

@@ -117,7 +117,7 @@ async def settings_schema() -> dict[str, Any]:
 @blueprint.put("/settings")
 @requires("settings.manage")
 @tag(["settings"])
-@answers(Success, request=changes_schema)
+@answers(Success, request=changes_schema, errors=(409,))
 async def update_settings() -> Success:
     """Change one or more settings; the whole set is validated before anything is stored."""
     body = await request.get_json(force=True)

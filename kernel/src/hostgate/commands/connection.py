@@ -89,13 +89,7 @@ def read_passphrase(args: argparse.Namespace, *, confirm: bool) -> str:
 async def _user_id(kernel: Kernel, username: str | None) -> str | None:
     if username is None:
         return None
-    from sqlmodel import select
-
-    from ..db.models.identity import User
-
-    async with kernel.db.session() as session:
-        query = select(User).where(User.username_key == username.lower())
-        user = (await session.exec(query)).first()
+    user = await kernel.accounts.user_by_name(username)
     if user is None:
         raise SystemExit(f"hostgate: no user {username!r}")
     return str(user.id)

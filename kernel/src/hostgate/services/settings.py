@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import select
@@ -148,6 +148,10 @@ class Settings:
         self.audit = audit
         self.specs = dict(specs)
         self._values: dict[str, Any] = {}
+        # checks of a whole change set against other state (``add_guard``)
+        self._guards: list[Callable[[Mapping[str, Any]], Awaitable[None]]] = []
+        # one change at a time on this node: each guard sees the state it protects
+        self._updating = asyncio.Lock()
         # the config file's ``[settings]`` table
         self.defaults = self._configured_defaults(configured)
 
@@ -254,30 +258,52 @@ class Settings:
             clean[key] = coerce(spec, value)
         return clean
 
-    async def update(
-        self, changes: Mapping[str, Any], *, actor: Caller | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Validate and store; return ``(before, after)`` with secrets masked.
+    def add_guard(self, guard: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
+        """Run ``await guard(clean)`` on every validated change set before it is stored.
 
-        With ``actor`` the change is audited as ``settings.updated`` in the same
-        transaction: both are stored, or neither.
+        A guard raises an ``ApiError`` to refuse the change (nothing is stored then).
         """
+        self._guards.append(guard)
+
+    async def check(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """``validate``, then every guard: the change set ready for ``write``."""
         clean = self.validate(changes)
-        if actor is None:
-            async with self.db.session() as session:
-                before, after = await self.write(session, clean)
-                await session.commit()
-        else:
-            async with self.audit.atomic() as batch:
-                before, after = await self.write(batch.session, clean)
-                if after:
-                    batch.record(
-                        "settings.updated",
-                        actor=actor,
-                        target=", ".join(sorted(after)),
-                        details={"before": before, "after": after},
-                    )
-        self.remember(clean)
+        for guard in self._guards:
+            await guard(clean)
+        return clean
+
+    async def update(
+        self, changes: Mapping[str, Any], *, actor: Caller | None = None, via_cli: bool = False
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validate, run the guards, and store; return ``(before, after)`` with secrets masked.
+
+        With ``actor`` (or ``via_cli``: ``hostgate settings set``) the change is audited
+        as ``settings.updated`` in the same transaction: both are stored, or neither.
+        """
+        async with self._updating:
+            clean = await self.check(changes)
+            if actor is None and not via_cli:
+                async with self.db.session() as session:
+                    before, after = await self.write(session, clean)
+                    await session.commit()
+            else:
+                async with self.audit.atomic() as batch:
+                    before, after = await self.write(batch.session, clean)
+                    if after and actor is not None:
+                        batch.record(
+                            "settings.updated",
+                            actor=actor,
+                            target=", ".join(sorted(after)),
+                            details={"before": before, "after": after},
+                        )
+                    elif after:
+                        batch.record(
+                            "settings.updated",
+                            username="cli",
+                            target=", ".join(sorted(after)),
+                            details={"before": before, "after": after, "via": "cli"},
+                        )
+            self.remember(clean)
         return before, after
 
     async def write(

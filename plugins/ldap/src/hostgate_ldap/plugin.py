@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hostgate import KernelAPI, LoginMethod, SettingSpec, hookimpl
+from hostgate import Account, KernelAPI, LoginMethod, SettingSpec, hookimpl
 
 from .settings import LDAP_SETTINGS
 
@@ -14,12 +14,21 @@ def _providers(kernel: KernelAPI) -> Mapping[str, Any]:
     return {"ldap": bool(kernel.settings.get("auth.ldap_enabled"))}
 
 
+def _can_sign_in(kernel: KernelAPI, setting: Callable[[str], Any], account: Account) -> bool:
+    """An account LDAP created, while LDAP login is on."""
+    return bool(setting("auth.ldap_enabled")) and account.auth_provider == "ldap"
+
+
 @hookimpl
 def register_login_methods() -> Sequence[LoginMethod]:
     """``POST /auth/login/ldap`` and ``POST /auth/ldap/test``."""
     from .routes import blueprint
 
-    return [LoginMethod(name="ldap", blueprint=blueprint, providers=_providers)]
+    return [
+        LoginMethod(
+            name="ldap", blueprint=blueprint, providers=_providers, can_sign_in=_can_sign_in
+        )
+    ]
 
 
 @hookimpl

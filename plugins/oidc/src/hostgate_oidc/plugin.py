@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hostgate import KernelAPI, LoginMethod, SettingSpec, hookimpl
+from hostgate import Account, KernelAPI, LoginMethod, SettingSpec, hookimpl
 
 from .settings import OIDC_SETTINGS
 
@@ -14,12 +14,21 @@ def _providers(kernel: KernelAPI) -> Mapping[str, Any]:
     return {"oidc": bool(kernel.settings.get("auth.oidc_enabled"))}
 
 
+def _can_sign_in(kernel: KernelAPI, setting: Callable[[str], Any], account: Account) -> bool:
+    """An account OIDC created, while OIDC login is on."""
+    return bool(setting("auth.oidc_enabled")) and account.auth_provider == "oidc"
+
+
 @hookimpl
 def register_login_methods() -> Sequence[LoginMethod]:
     """``GET /auth/oidc/authorize`` and ``GET /auth/oidc/callback``."""
     from .routes import blueprint
 
-    return [LoginMethod(name="oidc", blueprint=blueprint, providers=_providers)]
+    return [
+        LoginMethod(
+            name="oidc", blueprint=blueprint, providers=_providers, can_sign_in=_can_sign_in
+        )
+    ]
 
 
 @hookimpl

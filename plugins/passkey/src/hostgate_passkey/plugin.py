@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hostgate import KernelAPI, LoginMethod, SettingSpec, hookimpl
+from hostgate import Account, KernelAPI, LoginMethod, SettingSpec, hookimpl
 
 from .settings import PASSKEY_SETTINGS
 
@@ -14,12 +14,23 @@ def _providers(kernel: KernelAPI) -> Mapping[str, Any]:
     return {"passkey": bool(kernel.settings.get("security.passkey_enabled"))}
 
 
+async def _can_sign_in(kernel: KernelAPI, setting: Callable[[str], Any], account: Account) -> bool:
+    """A registered passkey, while passkey login is on."""
+    if not setting("security.passkey_enabled"):
+        return False
+    return await kernel.credentials.count(account.id, "passkey") > 0
+
+
 @hookimpl
 def register_login_methods() -> Sequence[LoginMethod]:
     """Passkey login under ``/auth/login/passkey`` and management under ``/profile/passkeys``."""
     from .routes import blueprint
 
-    return [LoginMethod(name="passkey", blueprint=blueprint, providers=_providers)]
+    return [
+        LoginMethod(
+            name="passkey", blueprint=blueprint, providers=_providers, can_sign_in=_can_sign_in
+        )
+    ]
 
 
 @hookimpl

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -195,10 +195,26 @@ def test_sign_in_offers_exactly_the_providers(
     expect(page.get_by_role("button", name="Sign in with Example SSO")).to_be_visible()
     expect(page.get_by_role("button", name="Sign in with a passkey")).to_have_count(0)
 
+    # local off leaves the local admin no way in: an OIDC administrator keeps one
+    add_oidc_admin(gateway)
     gateway.set_settings(admin_token, auth__local_enabled=False, auth__ldap_enabled=False)
     page.reload()
     expect(page.get_by_role("button", name="Sign in with Example SSO")).to_be_visible()
     expect(page.get_by_label("Password")).to_have_count(0)
+
+
+def add_oidc_admin(gateway: Gateway) -> None:
+    """An administrator OIDC created (as a first OIDC sign-in with an admin role map)."""
+    now = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
+    with sqlite3.connect(gateway.data_dir / "hostgate.db") as db:
+        db.execute(
+            "INSERT INTO users (id, username, username_key, display_name, email, avatar_text,"
+            " role_id, auth_provider, provider_id, failed_login_count, mfa_enabled,"
+            " dismissed_warnings, ssh_prefs, created_at, updated_at)"
+            " SELECT 'sso-admin', 'sso-admin', 'sso-admin', 'SSO admin', '', 'SA', id,"
+            " 'oidc', 'sub-1', 0, 0, '[]', '{}', ?, ? FROM roles WHERE name = 'admin'",
+            (now, now),
+        )
 
 
 def test_the_oidc_return_paths(page: Any, gateway: Gateway, admin_token: str) -> None:

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import select
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ...closereasons import CloseReason
 from ...db.models.connections import Connection, ConnectionShare
 from ...db.models.identity import Role, User
 from ...errors import ApiError, InvalidInput, PermissionDenied
+from ..identity.usernames import lookup_keys
 from ..sessions.live import NO_LONGER_SHARED
 
 if TYPE_CHECKING:
@@ -88,7 +89,9 @@ class ConnectionShares:
             user = await session.get(User, target)
             if user is None:
                 user = (
-                    await session.exec(select(User).where(User.username_key == target.lower()))
+                    await session.exec(
+                        select(User).where(col(User.username_key).in_(lookup_keys(target)))
+                    )
                 ).first()
             if user is None:
                 raise InvalidInput(f"no user {target!r} to share with")

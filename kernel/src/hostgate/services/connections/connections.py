@@ -169,6 +169,21 @@ class Connections:
         )
         return (await session.exec(query)).first() is not None
 
+    async def readable(self, session: AsyncSession, caller: Caller, connection: Connection) -> bool:
+        """Whether the caller may read the connection's details (``Access.read``)."""
+        visible = await self.is_visible(session, caller.user_id, caller.role_id, connection)
+        return access_of(caller, connection, visible).read
+
+    @staticmethod
+    def why_unusable(caller: Caller, connection: Connection) -> str:
+        """Why ``Access.use`` is false for a connection the caller can read."""
+        permission = use_permission(connection.protocol)
+        if not caller.can(permission):
+            return f"requires {permission}"
+        if needs_approval(caller, connection):
+            return "it needs an approved access request"
+        return "it is not shared with you"
+
     async def visible(self, caller: Caller, connection_id: str) -> Connection:
         """A connection the caller owns or that is shared with them; else NotFound."""
         async with self.db.session() as session:
@@ -421,7 +436,7 @@ class Connections:
                 "Insufficient permissions: deleting requires "
                 f"{DELETE_OWN if access.owner else DELETE_ANY}"
             )
-        await self.jumps.refuse_delete(connection)
+        await self.jumps.refuse_delete(caller, connection)
         async with self.audit.atomic() as batch:
             row = await batch.session.get(Connection, connection.id)
             if row is not None:

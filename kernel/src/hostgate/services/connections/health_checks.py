@@ -1,7 +1,8 @@
 """``POST /connections/health-check``: whether each connection's target answers over TCP.
 
 Only connections the caller may use are probed; every other id (unknown, not
-shared with the caller, a protocol their role may not use) answers unreachable
+shared with the caller, a protocol their role may not use, one that needs an
+approved access request the caller does not hold now) answers unreachable
 without any network traffic, as does a target the network policy refuses. A
 probe is a plain TCP connect to the policy-approved address with a short
 timeout, closed at once; nothing is sent. Each caller may ask a few times a
@@ -86,7 +87,11 @@ class HealthChecks:
             latency = None
             try:
                 connection = await self.connections.visible(caller, connection_id)
-                if caller.can(use_permission(connection.protocol)):
+                # an approval-required connection is as closed to a check as to a session
+                usable = caller.can(use_permission(connection.protocol)) and (
+                    await self.connections.approval_problem(caller, connection) is None
+                )
+                if usable:
                     address = await self.netpolicy.resolve_allowed(
                         connection.host,
                         connection.port,

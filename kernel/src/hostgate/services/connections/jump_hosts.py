@@ -20,7 +20,6 @@ from sqlmodel import col, select
 from ...db.models.connections import Connection
 from ...descriptors import ProtocolSpec
 from ...errors import Conflict, InvalidInput, PermissionDenied
-from ...permissions import use_permission
 
 if TYPE_CHECKING:
     from ...db.engine import Database
@@ -91,9 +90,9 @@ class JumpHosts:
         else:
             hop, access = await self.connections.load(caller, hop_id)
             if not access.use:
+                reason = self.connections.why_unusable(caller, hop)
                 raise PermissionDenied(
-                    f"You may not use the jump host {hop.name!r}: "
-                    f"requires {use_permission(hop.protocol)}",
+                    f"You may not use the jump host {hop.name!r}: {reason}",
                     code="jump_host_not_allowed",
                 )
         if not self.can_tunnel(hop):
@@ -104,20 +103,38 @@ class JumpHosts:
             )
         return hop
 
-    async def refuse_delete(self, connection: Connection) -> None:
-        """409 when other connections go through this one."""
+    async def refuse_delete(self, caller: Caller, connection: Connection) -> None:
+        """409 when other connections go through this one.
+
+        The message names only the connections the caller may read; the others are
+        counted, never named.
+        """
         async with self.db.session() as session:
-            rows = await session.exec(
-                select(Connection.name)
-                .where(col(Connection.jump_host_id) == connection.id)
-                .order_by(col(Connection.name))
-                .limit(6)
-            )
-            users = list(rows.all())
-        if users:
-            shown = ", ".join(repr(name) for name in users[:5])
-            more = " and others" if len(users) > 5 else ""
-            raise Conflict(
-                f"{connection.name!r} is the jump host of {shown}{more}: change those first",
-                code="jump_host_in_use",
-            )
+            rows = (
+                await session.exec(
+                    select(Connection)
+                    .where(col(Connection.jump_host_id) == connection.id)
+                    .order_by(col(Connection.name))
+                )
+            ).all()
+            readable: list[str] = []
+            hidden = 0
+            for row in rows:
+                if await self.connections.readable(session, caller, row):
+                    readable.append(row.name)
+                else:
+                    hidden += 1
+        if not rows:
+            return
+        parts: list[str] = []
+        if readable:
+            shown = ", ".join(repr(name) for name in readable[:5])
+            more = len(readable) - 5
+            parts.append(shown + (f" and {more} more" if more > 0 else ""))
+        if hidden:
+            parts.append(f"{hidden} connection{'s' if hidden != 1 else ''} you cannot see")
+        advice = "change those first" if not hidden else "ask an administrator to change those"
+        raise Conflict(
+            f"{connection.name!r} is the jump host of {' and '.join(parts)}: {advice}",
+            code="jump_host_in_use",
+        )

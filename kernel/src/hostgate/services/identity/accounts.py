@@ -37,6 +37,7 @@ from ...timefmt import as_utc, utcnow
 from ..sessions.live import USER_DELETED
 from .api_tokens import session_key
 from .privileges import check_grant, check_target
+from .usernames import check_new_username, lookup_keys, username_key
 
 if TYPE_CHECKING:
     from ...db.engine import Database
@@ -63,10 +64,13 @@ _EMAIL = re.compile(EMAIL_PATTERN)
 
 
 def check_username(username: str) -> str:
-    """A valid local username (1-200 characters, no spaces or control characters)."""
+    """A valid new username (1-200 characters, no spaces; see ``usernames``).
+
+    No control, invisible or text-direction characters; letters of one script.
+    """
     if not isinstance(username, str) or not _USERNAME.match(username):
         raise InvalidInput("username must be 1-200 characters without spaces")
-    return username
+    return check_new_username(username)
 
 
 async def check_password(
@@ -261,7 +265,7 @@ class Accounts:
 
     async def user_by_name(self, username: str) -> User | None:
         """A user by username, case-insensitively (any login provider)."""
-        query = select(User).where(User.username_key == username.strip().lower())
+        query = select(User).where(col(User.username_key).in_(lookup_keys(username)))
         async with self.db.session() as session:
             return (await session.exec(query)).first()
 
@@ -299,12 +303,14 @@ class Accounts:
             session = batch.session
             role_row = await _role_or_400(session, role)
             _check_role_grant(actor, role_row)
-            taken = await session.exec(select(User.id).where(User.username_key == username.lower()))
+            taken = await session.exec(
+                select(User.id).where(col(User.username_key).in_(lookup_keys(username)))
+            )
             if taken.first() is not None:
                 raise Conflict("Username already exists", code="username_taken")
             user = User(
                 username=username,
-                username_key=username.lower(),
+                username_key=username_key(username),
                 display_name=display_name,
                 email=email,
                 password_hash=password_hash,
@@ -361,7 +367,7 @@ class Accounts:
             session.add(SystemValue(name=SETUP_GUARD, value=uuid.uuid4().hex))
             user = User(
                 username=username,
-                username_key=username.lower(),
+                username_key=username_key(username),
                 display_name=display_name,
                 password_hash=password_hash,
                 role_id=role.id,

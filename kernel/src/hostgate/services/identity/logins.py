@@ -43,6 +43,7 @@ from ...security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
 from ...timefmt import as_utc, iso, utcnow
 from . import mfa
 from .identity import ClientInfo
+from .usernames import clean_external, lookup_keys, username_key
 
 if TYPE_CHECKING:
     from ...contract import Account
@@ -345,10 +346,9 @@ class Logins:
 
         A name with control characters is refused (``check_login_name``).
         """
-        key = check_login_name(username).strip().lower()
-        if not key:
+        if not check_login_name(username).strip():
             return None
-        query = select(User).where(User.username_key == key)
+        query = select(User).where(col(User.username_key).in_(lookup_keys(username)))
         if provider is not None:
             query = query.where(User.auth_provider == provider)
         async with self.db.session() as session:
@@ -415,7 +415,11 @@ class Logins:
         email: str,
         role_name: str | None,
     ) -> User:
-        base = clean_username(username) or f"{provider}_{provider_id}"[:USERNAME_MAX]
+        # invisible and direction characters go; a name mixing scripts is not used
+        base = clean_external(clean_username(username)) or clean_external(
+            f"{provider}_{provider_id}"[:USERNAME_MAX]
+        )
+        base = base or f"{provider}_user"
         async with self.audit.atomic() as batch:
             session = batch.session
             role = (
@@ -427,7 +431,7 @@ class Logins:
                 (
                     await session.exec(
                         select(User.username_key).where(
-                            col(User.username_key).startswith(base.lower())
+                            col(User.username_key).startswith(username_key(base))
                         )
                     )
                 ).all()
@@ -435,13 +439,13 @@ class Logins:
             chosen = base
             suffix = f"_{provider}"
             number = 1
-            while chosen.lower() in taken:
+            while username_key(chosen) in taken or chosen.lower() in taken:
                 tail = suffix if number == 1 else f"{suffix}{number}"
                 chosen = base[: USERNAME_MAX - len(tail)] + tail
                 number += 1
             user = User(
                 username=chosen,
-                username_key=chosen.lower(),
+                username_key=username_key(chosen),
                 display_name=display_name or chosen,
                 email=email,
                 role_id=role.id,
