@@ -27,6 +27,7 @@ from hostgate import (
     KernelAPI,
     OutboundAPI,
     RemoteEntry,
+    RemoteError,
     RemoteNotFound,
     RemotePermissionDenied,
 )
@@ -37,6 +38,10 @@ from .pool import Pool
 
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename", "stat"})
 READ_CHUNK = 4 * 1024 * 1024
+MAX_LISTING_BYTES = 32 * 1024 * 1024
+"""The most bytes of one directory listing read from the server (docs/files.md, "Limits")."""
+MAX_ENTRIES = 100_000
+"""The most entries one listing may hold; a larger one is refused with 502."""
 """Most bytes one read of a data connection returns (``filling.CAPACITY``: its pieces whole)."""
 QUICK_WRITES = True
 """An upload's piece that fits under the data connection's high-water mark is written without
@@ -77,8 +82,15 @@ def _timestamp(value: str | None) -> datetime | None:
     if not value:
         return None
     digits, _, fraction = value.strip().partition(".")
+    digits = digits[:14]
     try:
-        moment = datetime.strptime(digits[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+        if len(digits) == 14 and digits.isascii() and digits.isdigit():
+            # the usual spelling, read directly: strptime costs seconds over a big listing
+            year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:8])
+            hour, minute, second = int(digits[8:10]), int(digits[10:12]), int(digits[12:14])
+            moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+        else:
+            moment = datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     except ValueError:
         return None
     if fraction.isdigit():
@@ -98,7 +110,8 @@ def _facts(line: str) -> tuple[dict[str, str], str]:
 
 def _entry(name: str, info: dict[str, Any]) -> RemoteEntry | None:
     kind = str(info.get("type", "")).lower()
-    if kind in ("cdir", "pdir") or name in ("", ".", "..") or "/" in name:
+    # a name no path can address ("/" or NUL inside) is skipped, never passed on
+    if kind in ("cdir", "pdir") or name in ("", ".", "..") or "/" in name or "\0" in name:
         return None
     is_dir = kind == "dir"
     size = str(info.get("size", "0") or "0")
@@ -192,6 +205,15 @@ class FtpFiles:
             try:
                 while chunk := await receive(stream, READ_CHUNK):
                     data += chunk
+                    if len(data) > MAX_LISTING_BYTES:
+                        raise RemoteError(
+                            "The FTP server's directory listing is larger than "
+                            f"{MAX_LISTING_BYTES // (1024 * 1024)} MiB; hostgate stopped reading it"
+                        )
+            except BaseException:
+                # the server's reply to an abandoned listing is never read: the pool drops it
+                client.broken = True
+                raise
             finally:
                 stream.close()
             await client.command(None, "2xx", "1xx")
@@ -212,8 +234,14 @@ class FtpFiles:
             except (ValueError, UnicodeDecodeError):
                 continue
             entry = _entry(name, info)
-            if entry is not None:
-                entries.append(entry)
+            if entry is None:
+                continue
+            if len(entries) >= MAX_ENTRIES:
+                raise RemoteError(
+                    f"The FTP server's directory listing has more than {MAX_ENTRIES:,} "
+                    "entries; hostgate lists at most that many"
+                )
+            entries.append(entry)
         return entries
 
     async def _listing(self, client: FtpClient, path: str) -> list[RemoteEntry]:
@@ -230,7 +258,8 @@ class FtpFiles:
                 raise InvalidInput(f"Not a directory: {path}") from None
             raise RemotePermissionDenied(f"Permission denied by the FTP server: {path}") from None
         lines, mlsd = await self._lines(client)
-        return self._parse(client, lines, mlsd)
+        # a big listing takes a while to parse: off the event loop, so others are served
+        return await asyncio.to_thread(self._parse, client, lines, mlsd)
 
     async def _probe(self, client: FtpClient, path: str) -> RemoteEntry | None:
         """What is at ``path``, or None when nothing is (or it cannot be seen)."""
