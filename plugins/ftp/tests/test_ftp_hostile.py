@@ -14,7 +14,7 @@ import pytest
 from hostgate_ftp.files import MAX_ENTRIES, MAX_LISTING_BYTES
 
 from testsupport.file_rows import url
-from testsupport.hostile.ftp import ENDLESS_BYTES, MANY, HostileFtp, hostile_ftp  # noqa: F401
+from testsupport.hostile.ftp import ENDLESS_BYTES, MANY, HostileFtp
 from testsupport.hostile.memory import MIB, peak_growth
 
 
@@ -24,7 +24,7 @@ async def owner(make_user: Any) -> Any:
 
 
 @pytest.fixture
-async def conn(make_connection: Any, owner: Any, hostile_ftp: HostileFtp) -> Any:  # noqa: F811
+async def conn(make_connection: Any, owner: Any, hostile_ftp: HostileFtp) -> Any:
     return await make_connection(
         owner,
         "ftp",
@@ -83,7 +83,7 @@ async def test_an_endless_listing_is_cut_at_its_bound_and_the_gateway_stays_up(
     client,
     owner,
     conn,
-    hostile_ftp,  # noqa: F811
+    hostile_ftp,
 ):
     with peak_growth() as growth:
         task = asyncio.ensure_future(listing(client, owner, conn, "/endless"))
