@@ -9,6 +9,9 @@ subprocess. MLSD and LIST answer by the directory's name:
 - ``/many``: ``MANY`` (100,000) files;
 - ``/endless``: lines without end (until ``ENDLESS_BYTES``); the bytes handed to the
   data connection so far are written to ``DIR/../endless.sent``;
+- ``/loop`` and every ``/loop/loop/...`` below it: ``keep.txt`` and a directory
+  ``loop``: a tree without end (only ``/loop/keep.txt`` is real, to show nothing was
+  deleted; CWD into the deeper levels is answered without a directory behind it);
 - anything else: the real listing.
 """
 
@@ -48,6 +51,11 @@ def _names() -> Iterator[bytes]:
         yield _line(name)
 
 
+def _loop() -> Iterator[bytes]:
+    yield f"type=dir;modify={MODIFY}; loop\r\n".encode()
+    yield _line("keep.txt", 4)
+
+
 def _many() -> Iterator[bytes]:
     for start in range(0, MANY, 1000):
         yield b"".join(
@@ -85,15 +93,19 @@ def main() -> None:
 
     arguments = server_arguments("hostile FTP server", "--root").parse_args()
     root: Path = arguments.root
-    for name in ("names", "many", "endless"):
+    for name in ("names", "many", "endless", "loop"):
         (root / name).mkdir(parents=True, exist_ok=True)
+    (root / "loop" / "keep.txt").write_text("kept")
+    loop = root / "loop"
     tally = root.parent / "endless.sent"
 
     class Handler(FTPHandler):
         def _hostile(self, path: str, command: str) -> bool:
             name = Path(path).name
-            if name == "endless":
-                producer: object = EndlessProducer(tally)
+            if Path(path).is_relative_to(loop):
+                producer: object = BufferedIteratorProducer(_loop())
+            elif name == "endless":
+                producer = EndlessProducer(tally)
             elif name == "names":
                 producer = BufferedIteratorProducer(_names())
             elif name == "many":
@@ -102,6 +114,13 @@ def main() -> None:
                 return False
             self.push_dtp_data(producer, isproducer=True, cmd=command)
             return True
+
+        def ftp_CWD(self, path: str) -> str | None:
+            if Path(path).is_relative_to(loop):
+                self.fs.cwd = self.fs.fs2ftp(path)
+                self.respond(f'250 "{self.fs.cwd}" is the current directory.')
+                return path
+            return super().ftp_CWD(path)  # type: ignore[no-any-return]
 
         def ftp_MLSD(self, path: str) -> str | None:
             if self._hostile(path, "MLSD"):
@@ -131,6 +150,11 @@ class HostileFtp:
     process: subprocess.Popen[bytes]
     username: str = USERNAME
     password: str = PASSWORD
+
+    @property
+    def root(self) -> Path:
+        """The directory served."""
+        return self.base / "root"
 
     def endless_sent(self) -> int:
         """Bytes of the endless listing handed to the data connection so far."""

@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from hostgate_ftp.files import MAX_ENTRIES, MAX_LISTING_BYTES
+from hostgate_ftp.files import MAX_ENTRIES, MAX_LISTING_BYTES, MAX_TREE_DEPTH
 
 from testsupport.file_rows import url
 from testsupport.hostile.ftp import ENDLESS_BYTES, MANY, HostileFtp
@@ -100,3 +100,17 @@ async def test_an_endless_listing_is_cut_at_its_bound_and_the_gateway_stays_up(
     # the session still works: the abandoned connection was dropped, a fresh one lists
     again = await listing(client, owner, conn, "/names")
     assert again.status_code == 200
+
+
+async def test_a_directory_listed_inside_itself_is_not_deleted_forever(
+    client, owner, conn, hostile_ftp
+):
+    task = asyncio.ensure_future(
+        client.delete(url(conn, "file"), query_string={"path": "/loop"}, headers=owner.headers)
+    )
+    response = await answer_health_until_done(client, task)
+    body = await response.get_json()
+    assert response.status_code == 422, body
+    assert body["code"] == "tree_too_deep"
+    assert f"more than {MAX_TREE_DEPTH} directories deep" in body["error"]
+    assert (hostile_ftp.root / "loop" / "keep.txt").read_text() == "kept"  # nothing deleted
