@@ -97,6 +97,10 @@ def parent_and_name(path: str) -> tuple[str, str]:
     return parent, name
 
 
+_Row = tuple[str, int, int, datetime | None]
+"""One directory entry as scanned: name, attributes, size, modification time."""
+
+
 def _walks_into(attributes: int) -> bool:
     """A directory a recursive delete descends into (a link to one is not)."""
     return bool(attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY) and not bool(
@@ -381,9 +385,9 @@ class SmbShare:
                 for name, attributes, size, mtime in self._scan(share_path(path))
             ]
 
-    def _scan(self, smb: str) -> list[tuple[str, int, int, datetime | None]]:
+    def _scan(self, smb: str) -> Sequence[_Row]:
         """``(name, attributes, size, mtime)`` of a directory's entries, at most ``MAX_ENTRIES``."""
-        found: list[tuple[str, int, int, datetime | None]] = []
+        found: list[_Row] = []
         with self.opened(
             smb,
             FilePipePrinterAccessMask.FILE_READ_DATA

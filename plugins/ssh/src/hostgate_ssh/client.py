@@ -71,8 +71,8 @@ class GuardedClient(asyncssh.SSHClient):
         return "" if self._password is not None else None
 
     def kbdint_challenge_received(
-        self, name: str, instructions: str, lang: str, prompts: asyncssh.KbdIntPrompts
-    ) -> asyncssh.KbdIntResponse | None:
+        self, name: str, instructions: str, lang: str, prompts: Sequence[tuple[str, bool]]
+    ) -> Sequence[str] | None:
         """Answer a password prompt once and empty challenges, for a bounded number of rounds."""
         self._rounds += 1
         if self._rounds > MAX_KBDINT_ROUNDS:
@@ -195,11 +195,12 @@ async def _connect_one(
         if guard.refusal is None:
             raise
         connection = None
-    if guard.refusal is not None:
+    if connection is None or guard.refusal is not None:
         # the guard ended the login: its reason, not the lost connection's
         if connection is not None:
             connection.close()
-        raise RemoteError(guard.refusal[:1].upper() + guard.refusal[1:])
+        refusal = guard.refusal or "the SSH login was ended"
+        raise RemoteError(refusal[:1].upper() + refusal[1:])
     return connection
 
 
