@@ -14,6 +14,7 @@ from hostgate_ftp import plugin as ftp_plugin
 from hostgate_ftp.files import FtpFiles, open_files
 
 from testsupport.ftpd import FtpServer, pyftpd, vsftpd  # noqa: F401
+from testsupport.hostile.ftp import hostile_ftp  # noqa: F401
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from plugins.ssh.tests.sftp_support import workdir  # noqa: F401
 from tests.services.sessions.live import live_server  # noqa: F401
 from testsupport.asyncssh_server import asyncssh_sftp, asyncssh_sftp_plain  # noqa: F401
 from testsupport.asyncssh_shell import asyncssh_shell  # noqa: F401
+from testsupport.hostile.ssh import hostile_ssh  # noqa: F401
 from testsupport.sshd import private_sshd, sshd  # noqa: F401
 
 

@@ -38,6 +38,16 @@ def test_line_buffer_replays_edits():
     assert lines.feed("a\tb\n") == ["a       b"]
 
 
+def test_line_buffer_drops_the_payload_of_every_string_escape():
+    """OSC (BEL or ST ended), DCS, SOS, PM and APC strings are never text of a line."""
+    lines = LineBuffer()
+    clipboard = "\x1b]52;c;aG9zdGlsZQ==\x07"
+    hyperlink = "\x1b]8;;http://x.invalid\x1b\\link\x1b]8;;\x1b\\"
+    assert lines.feed(f"a{clipboard}b {hyperlink}\n") == ["ab link"]
+    for introducer in "PX^_":
+        assert lines.feed(f"x\x1b{introducer}+q544e\x07still\x1b\\y\n") == ["xy"]
+
+
 def test_commands_with_elapsed_and_preview():
     log, clock = tracker()
     log.output("Welcome to the box\r\nlast login: yesterday\r\n$ ")

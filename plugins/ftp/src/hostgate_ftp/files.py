@@ -27,8 +27,10 @@ from hostgate import (
     KernelAPI,
     OutboundAPI,
     RemoteEntry,
+    RemoteError,
     RemoteNotFound,
     RemotePermissionDenied,
+    Unprocessable,
 )
 
 from .client import SOCKET_TIMEOUT, FtpClient
@@ -37,6 +39,12 @@ from .pool import Pool
 
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename", "stat"})
 READ_CHUNK = 4 * 1024 * 1024
+MAX_LISTING_BYTES = 32 * 1024 * 1024
+"""The most bytes of one directory listing read from the server (docs/files.md, "Limits")."""
+MAX_ENTRIES = 100_000
+"""The most entries one listing may hold (502 past it), and one recursive delete (422)."""
+MAX_TREE_DEPTH = 128
+"""The deepest a directory tree a recursive delete walks (422 past it)."""
 """Most bytes one read of a data connection returns (``filling.CAPACITY``: its pieces whole)."""
 QUICK_WRITES = True
 """An upload's piece that fits under the data connection's high-water mark is written without
@@ -77,8 +85,15 @@ def _timestamp(value: str | None) -> datetime | None:
     if not value:
         return None
     digits, _, fraction = value.strip().partition(".")
+    digits = digits[:14]
     try:
-        moment = datetime.strptime(digits[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+        if len(digits) == 14 and digits.isascii() and digits.isdigit():
+            # the usual spelling, read directly: strptime costs seconds over a big listing
+            year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:8])
+            hour, minute, second = int(digits[8:10]), int(digits[10:12]), int(digits[12:14])
+            moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+        else:
+            moment = datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     except ValueError:
         return None
     if fraction.isdigit():
@@ -98,7 +113,8 @@ def _facts(line: str) -> tuple[dict[str, str], str]:
 
 def _entry(name: str, info: dict[str, Any]) -> RemoteEntry | None:
     kind = str(info.get("type", "")).lower()
-    if kind in ("cdir", "pdir") or name in ("", ".", "..") or "/" in name:
+    # a name no path can address ("/" or NUL inside) is skipped, never passed on
+    if kind in ("cdir", "pdir") or name in ("", ".", "..") or "/" in name or "\0" in name:
         return None
     is_dir = kind == "dir"
     size = str(info.get("size", "0") or "0")
@@ -107,6 +123,16 @@ def _entry(name: str, info: dict[str, Any]) -> RemoteEntry | None:
         is_dir=is_dir,
         size=0 if is_dir or not size.isdigit() else int(size),
         mtime=_timestamp(info.get("modify")),
+    )
+
+
+def _delete_refused(exc: aioftp.StatusCodeError, path: str) -> ApiError:
+    """The error for a server's refusal met while deleting ``path``."""
+    error = refusal(exc, path)
+    if type(error) is RemotePermissionDenied or not is_code(exc, "55"):
+        return error
+    return RemotePermissionDenied(
+        f"The FTP server refused to delete {path}: {' '.join(exc.info).strip()}"
     )
 
 
@@ -192,6 +218,15 @@ class FtpFiles:
             try:
                 while chunk := await receive(stream, READ_CHUNK):
                     data += chunk
+                    if len(data) > MAX_LISTING_BYTES:
+                        raise RemoteError(
+                            "The FTP server's directory listing is larger than "
+                            f"{MAX_LISTING_BYTES // (1024 * 1024)} MiB; hostgate stopped reading it"
+                        )
+            except BaseException:
+                # the server's reply to an abandoned listing is never read: the pool drops it
+                client.broken = True
+                raise
             finally:
                 stream.close()
             await client.command(None, "2xx", "1xx")
@@ -212,8 +247,14 @@ class FtpFiles:
             except (ValueError, UnicodeDecodeError):
                 continue
             entry = _entry(name, info)
-            if entry is not None:
-                entries.append(entry)
+            if entry is None:
+                continue
+            if len(entries) >= MAX_ENTRIES:
+                raise RemoteError(
+                    f"The FTP server's directory listing has more than {MAX_ENTRIES:,} "
+                    "entries; hostgate lists at most that many"
+                )
+            entries.append(entry)
         return entries
 
     async def _listing(self, client: FtpClient, path: str) -> list[RemoteEntry]:
@@ -230,7 +271,8 @@ class FtpFiles:
                 raise InvalidInput(f"Not a directory: {path}") from None
             raise RemotePermissionDenied(f"Permission denied by the FTP server: {path}") from None
         lines, mlsd = await self._lines(client)
-        return self._parse(client, lines, mlsd)
+        # a big listing takes a while to parse: off the event loop, so others are served
+        return await asyncio.to_thread(self._parse, client, lines, mlsd)
 
     async def _probe(self, client: FtpClient, path: str) -> RemoteEntry | None:
         """What is at ``path``, or None when nothing is (or it cannot be seen)."""
@@ -403,21 +445,48 @@ class FtpFiles:
             await self._remove(client, target, found.is_dir)
 
     async def _remove(self, client: FtpClient, path: str, is_dir: bool) -> None:
-        try:
-            if is_dir:
-                for entry in await self._listing(client, path):
-                    await self._remove(client, f"{path.rstrip('/')}/{entry.name}", entry.is_dir)
-                await client.command("CWD /", "2xx")
-                await client.command("RMD " + path, "2xx")
-            else:
-                await client.command("DELE " + path, "2xx")
-        except aioftp.StatusCodeError as exc:
-            error = refusal(exc, path)
-            if type(error) is RemotePermissionDenied or not is_code(exc, "55"):
-                raise error from None
-            raise RemotePermissionDenied(
-                f"The FTP server refused to delete {path}: {' '.join(exc.info).strip()}"
-            ) from None
+        """Delete ``path`` and what is under it, deepest first; refuse a tree past the bounds.
+
+        The whole tree is listed before anything is deleted (iteratively), so a tree
+        deeper than ``MAX_TREE_DEPTH`` (a server may even list a directory inside itself)
+        or larger than ``MAX_ENTRIES`` is refused with nothing changed.
+        """
+        doomed = [(path, is_dir)]
+        pending = [(path, 1)] if is_dir else []
+        while pending:
+            directory, depth = pending.pop()
+            try:
+                entries = await self._listing(client, directory)
+            except aioftp.StatusCodeError as exc:
+                raise _delete_refused(exc, directory) from None
+            for entry in entries:
+                child = f"{directory.rstrip('/')}/{entry.name}"
+                doomed.append((child, entry.is_dir))
+                if len(doomed) > MAX_ENTRIES:
+                    raise Unprocessable(
+                        f"{path} holds more than {MAX_ENTRIES:,} entries; hostgate deletes "
+                        "at most that many at once (delete its parts one by one)",
+                        code="tree_too_large",
+                    )
+                if entry.is_dir:
+                    if depth >= MAX_TREE_DEPTH:
+                        raise Unprocessable(
+                            f"{path} is more than {MAX_TREE_DEPTH} directories deep; hostgate "
+                            "deletes at most that deep (delete its deepest parts first)",
+                            code="tree_too_deep",
+                        )
+                    pending.append((child, depth + 1))
+        if is_dir:
+            await client.command("CWD /", "2xx")  # a server will not remove its current directory
+        # every child was listed after its parent: the reverse deletes the deepest first
+        for doomed_path, doomed_dir in reversed(doomed):
+            try:
+                if doomed_dir:
+                    await client.command("RMD " + doomed_path, "2xx")
+                else:
+                    await client.command("DELE " + doomed_path, "2xx")
+            except aioftp.StatusCodeError as exc:
+                raise _delete_refused(exc, doomed_path) from None
 
     async def rename(self, old_path: str, new_path: str) -> None:
         """Rename or move; an existing target is refused."""

@@ -21,7 +21,9 @@ from hostgate import (
     ConnectionTarget,
     InvalidInput,
     RemoteEntry,
+    RemoteError,
     RemoteTimeout,
+    Unprocessable,
 )
 from smbprotocol.connection import Connection
 from smbprotocol.exceptions import NoMoreFiles, NoSuchFile
@@ -57,6 +59,10 @@ PIPELINE_DEPTH = 8
 CREDIT_RESERVE = 8
 CREDIT_POLL = 0.005
 FAST_WRITES = True
+MAX_ENTRIES = 100_000
+"""The most entries one listing may hold, and one recursive delete may visit (502 / 422 past it)."""
+MAX_TREE_DEPTH = 128
+"""The deepest a directory tree a recursive delete walks (docs/files.md, "Limits")."""
 """WRITE requests sent from the upload's pieces without copying them (``writes.py``);
 False: smbprotocol packs each write (seven copies of its bytes)."""
 GUEST_USER = "Guest"
@@ -89,6 +95,17 @@ def parent_and_name(path: str) -> tuple[str, str]:
     """Split a share path at its last backslash: (parent, name)."""
     parent, _, name = path.rpartition("\\")
     return parent, name
+
+
+_Row = tuple[str, int, int, datetime | None]
+"""One directory entry as scanned: name, attributes, size, modification time."""
+
+
+def _walks_into(attributes: int) -> bool:
+    """A directory a recursive delete descends into (a link to one is not)."""
+    return bool(attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY) and not bool(
+        attributes & FileAttributes.FILE_ATTRIBUTE_REPARSE_POINT
+    )
 
 
 def _entry(name: str, attributes: int, size: int, mtime: datetime | None) -> RemoteEntry:
@@ -362,17 +379,21 @@ class SmbShare:
 
     def list(self, path: str) -> list[RemoteEntry]:
         """Entries of a directory, without ``.`` and ``..``."""
-        smb = share_path(path)
-        entries: list[RemoteEntry] = []
-        with (
-            mapped(path or "/"),
-            self.opened(
-                smb,
-                FilePipePrinterAccessMask.FILE_READ_DATA
-                | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
-                options=CreateOptions.FILE_DIRECTORY_FILE,
-            ) as handle,
-        ):
+        with mapped(path or "/"):
+            return [
+                _entry(name, attributes, size, mtime)
+                for name, attributes, size, mtime in self._scan(share_path(path))
+            ]
+
+    def _scan(self, smb: str) -> Sequence[_Row]:
+        """``(name, attributes, size, mtime)`` of a directory's entries, at most ``MAX_ENTRIES``."""
+        found: list[_Row] = []
+        with self.opened(
+            smb,
+            FilePipePrinterAccessMask.FILE_READ_DATA
+            | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+            options=CreateOptions.FILE_DIRECTORY_FILE,
+        ) as handle:
             flags = 0x01  # SMB2_RESTART_SCANS on the first query only
             while True:
                 try:
@@ -386,15 +407,20 @@ class SmbShare:
                     name = info["file_name"].get_value().decode("utf-16-le")
                     if name in (".", ".."):
                         continue
-                    entries.append(
-                        _entry(
+                    if len(found) >= MAX_ENTRIES:
+                        raise RemoteError(
+                            f"The SMB directory {smb or '/'} has more than {MAX_ENTRIES:,} "
+                            "entries; hostgate lists at most that many"
+                        )
+                    found.append(
+                        (
                             name,
-                            info["file_attributes"].get_value(),
-                            info["end_of_file"].get_value(),
+                            int(info["file_attributes"].get_value()),
+                            int(info["end_of_file"].get_value()),
                             _timestamp(info["last_write_time"].get_value()),
                         )
                     )
-        return entries
+        return found
 
     def stat(self, path: str) -> RemoteEntry:
         """Size, type and modification time of one path."""
@@ -443,18 +469,47 @@ class SmbShare:
             self._remove(smb)
 
     def _remove(self, smb: str) -> None:
+        """Delete ``smb`` and what is under it, deepest first; refuse a tree past the bounds.
+
+        The whole tree is walked before anything is deleted (iteratively, never by
+        recursion), so a tree deeper than ``MAX_TREE_DEPTH`` or larger than
+        ``MAX_ENTRIES`` is refused with nothing changed. Links are deleted, never followed.
+        """
+        doomed = [smb]
         with self.opened(
             smb,
-            FilePipePrinterAccessMask.DELETE | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+            FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
             options=CreateOptions.FILE_OPEN_REPARSE_POINT,
         ) as handle:
             attributes = int(handle.file_attributes or 0)
-            is_dir = bool(attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY)
-            is_link = bool(attributes & FileAttributes.FILE_ATTRIBUTE_REPARSE_POINT)
-            if is_dir and not is_link:
-                for entry in self.list(smb):
-                    self._remove(f"{smb}\\{entry.name}")
-            self.mark_deleted(handle)
+        pending = [(smb, 1)] if _walks_into(attributes) else []
+        while pending:
+            directory, depth = pending.pop()
+            for name, entry_attributes, _, _ in self._scan(directory):
+                child = f"{directory}\\{name}"
+                doomed.append(child)
+                if len(doomed) > MAX_ENTRIES:
+                    raise Unprocessable(
+                        f"{smb} holds more than {MAX_ENTRIES:,} entries; hostgate deletes "
+                        "at most that many at once (delete its parts one by one)",
+                        code="tree_too_large",
+                    )
+                if _walks_into(entry_attributes):
+                    if depth >= MAX_TREE_DEPTH:
+                        raise Unprocessable(
+                            f"{smb} is more than {MAX_TREE_DEPTH} directories deep; hostgate "
+                            "deletes at most that deep (delete its deepest parts first)",
+                            code="tree_too_deep",
+                        )
+                    pending.append((child, depth + 1))
+        # every child was found after its parent: the reverse deletes the deepest first
+        for path in reversed(doomed):
+            with self.opened(
+                path,
+                FilePipePrinterAccessMask.DELETE | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES,
+                options=CreateOptions.FILE_OPEN_REPARSE_POINT,
+            ) as handle:
+                self.mark_deleted(handle)
 
     def rename(self, old_path: str, new_path: str) -> None:
         """Rename or move inside the share; an existing target is refused."""

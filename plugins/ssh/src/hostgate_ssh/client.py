@@ -25,7 +25,70 @@ from hostgate import (
 )
 
 CONNECT_TIMEOUT = 15.0
+MAX_BANNER_CHARS = 64 * 1024
+"""The most characters of authentication banners a server may send before login."""
+MAX_KBDINT_ROUNDS = 8
+"""The most keyboard-interactive challenges a server may send in one login."""
+PASSWORD_PROMPTS = ("password", "passcode")
 _closers: set[asyncio.Task[None]] = set()
+
+
+class GuardedClient(asyncssh.SSHClient):
+    """Bounds what a server may send before login (docs/terminals.md, "Hostile servers").
+
+    Banners past ``MAX_BANNER_CHARS`` end the connection; keyboard-interactive is
+    answered as asyncssh would with the stored password (a single password prompt,
+    once; empty challenges with nothing), for at most ``MAX_KBDINT_ROUNDS`` rounds.
+    ``refusal`` says why the guard ended the login, if it did.
+    """
+
+    def __init__(self, password: str | None) -> None:
+        self._password = password
+        self._connection: asyncssh.SSHClientConnection | None = None
+        self._banner_chars = 0
+        self._rounds = 0
+        self.refusal: str | None = None
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        """Remember the connection, to end it when the server goes too far."""
+        self._connection = conn
+
+    def _refuse(self, reason: str) -> None:
+        self.refusal = reason
+        if self._connection is not None:
+            self._connection.disconnect(asyncssh.DISC_PROTOCOL_ERROR, reason)
+
+    def auth_banner_received(self, msg: str, lang: str) -> None:
+        """Count the banner; end the connection past the bound."""
+        self._banner_chars += len(msg)
+        if self._banner_chars > MAX_BANNER_CHARS and self.refusal is None:
+            self._refuse(
+                f"the SSH server sent more than {MAX_BANNER_CHARS // 1024} KiB of login banners"
+            )
+
+    def kbdint_auth_requested(self) -> str | None:
+        """Keyboard-interactive only with a stored password (as asyncssh would)."""
+        return "" if self._password is not None else None
+
+    def kbdint_challenge_received(
+        self, name: str, instructions: str, lang: str, prompts: Sequence[tuple[str, bool]]
+    ) -> Sequence[str] | None:
+        """Answer a password prompt once and empty challenges, for a bounded number of rounds."""
+        self._rounds += 1
+        if self._rounds > MAX_KBDINT_ROUNDS:
+            self._refuse(
+                f"the SSH server sent more than {MAX_KBDINT_ROUNDS} keyboard-interactive "
+                "challenges without finishing the login"
+            )
+            return None
+        if not prompts:
+            return []
+        if len(prompts) == 1 and self._password is not None:
+            prompt = prompts[0][0].lower()
+            if any(word in prompt for word in PASSWORD_PROMPTS):
+                password, self._password = self._password, None
+                return [password]
+        return None
 
 
 def _client_keys(target: ConnectionTarget) -> list[asyncssh.SSHKey] | None:
@@ -125,6 +188,29 @@ async def _connect_one(
     **options: object,
 ) -> asyncssh.SSHClientConnection:
     keys = _client_keys(target)
+    guard = GuardedClient(target.password if not keys else None)
+    try:
+        connection = await _login(target, tunnel, keys, guard, options)
+    except ApiError:
+        if guard.refusal is None:
+            raise
+        connection = None
+    if connection is None or guard.refusal is not None:
+        # the guard ended the login: its reason, not the lost connection's
+        if connection is not None:
+            connection.close()
+        refusal = guard.refusal or "the SSH login was ended"
+        raise RemoteError(refusal[:1].upper() + refusal[1:])
+    return connection
+
+
+async def _login(
+    target: ConnectionTarget,
+    tunnel: asyncssh.SSHClientConnection | None,
+    keys: list[asyncssh.SSHKey] | None,
+    guard: GuardedClient,
+    options: dict[str, object],
+) -> asyncssh.SSHClientConnection:
     try:
         server_key = await _server_key(target, tunnel)
         if target.check_host_key is not None:
@@ -140,6 +226,7 @@ async def _connect_one(
             connect_timeout=CONNECT_TIMEOUT,
             login_timeout=CONNECT_TIMEOUT,
             agent_path=None,
+            client_factory=lambda: guard,
             **options,  # type: ignore[arg-type]
         )
     except asyncssh.PermissionDenied as exc:

@@ -494,3 +494,27 @@ def test_why_a_terminal_closed_is_said_in_words(
         "not allowed (matches network.deny entry '127.0.0.1/32').",
         timeout=20_000,
     )
+
+
+def test_escapes_from_the_server_never_reach_the_clipboard_or_the_title(
+    page: Any,
+    lab_ssh: str,
+) -> None:
+    """OSC 52 (clipboard write) and OSC 0/2 (title) from the shell change nothing: the app's
+    xterm.js has no clipboard addon and follows no title; the text around them shows."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
+    title = page.title()
+    page.evaluate("navigator.clipboard.writeText('untouched')")
+    run(
+        page,
+        screen,
+        r"printf '\033]52;c;%s\007\033]0;%s\007\033]2;%s\007%s\n' "
+        '"$(printf hostile-clip | base64)" owned-$((0))title owned-$((1))title '
+        "escaped-$((6*7))",
+        "escaped-42",
+    )
+    run(page, screen, "echo after-$((6*7))", "after-42")
+    assert page.title() == title
+    assert page.evaluate("navigator.clipboard.readText()") == "untouched"
+    assert "owned-0title" not in screen.inner_text()

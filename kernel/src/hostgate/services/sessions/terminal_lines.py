@@ -108,6 +108,9 @@ class LineBuffer:
                     self._state, self._params = "csi", ""
                 elif char == "]":
                     self._state = "osc"
+                elif char in "PX^_":
+                    # DCS, SOS, PM, APC: a string up to ST (ESC \), never text
+                    self._state = "string"
                 elif char in "()*+#%":
                     self._state = "skip"
                 else:
@@ -125,6 +128,11 @@ class LineBuffer:
                     self._state = "osc-esc"
             elif state == "osc-esc":
                 self._state = "osc" if char != "\\" else "text"
+            elif state == "string":
+                if char == "\x1b":
+                    self._state = "string-esc"
+            elif state == "string-esc":
+                self._state = "string" if char != "\\" else "text"
             else:  # "skip": the one character after ESC ( and friends
                 self._state = "text"
         return done
