@@ -234,7 +234,9 @@ async def test_a_full_pool_answers_429_saying_why(client, kernel, owner, conn, b
         assert f"{pool.max_per_key} in parallel" in body["error"]
         for connection in uploads:
             await connection.disconnect()
-    await wait_until(lambda: pool.leased_count() == 0)
+    # each upload gives its session back once its clean-up ended, which may take up to
+    # the adapters' own clean-up bound (30 s), not the 10 s wait_until allows by default
+    await wait_until(lambda: pool.leased_count() == 0, timeout=60)
     # the usual patience again: a session leaked by the uploads would still be refused
     pool.wait_seconds = patience
     response = await client.post(url(conn, "list"), json={"path": path}, headers=owner.headers)
