@@ -86,7 +86,9 @@ async def test_empty_file_upload_and_download(client, owner, conn, base):
     assert await response.get_data() == b""
 
 
-async def test_aborted_http_upload_leaves_nothing(client, owner, conn, base):
+async def test_aborted_http_upload_leaves_nothing(client, kernel, owner, conn, base):
+    """A client that goes away mid-upload leaves no file: not the final one, not the
+    temporary one the upload was writing."""
     path, local = base
     async with client.request(
         url(conn, "upload"),
@@ -95,13 +97,11 @@ async def test_aborted_http_upload_leaves_nothing(client, owner, conn, base):
         headers=owner.headers,
     ) as connection:
         await connection.send(b"x" * (3 * MIB))
-        for _ in range(50):
-            await asyncio.sleep(0)
+        # the upload is under way: bytes have reached its temporary file on the server
+        await wait_until(lambda: any(p.stat().st_size for p in local.iterdir()), timeout=60)
         await connection.disconnect()
-    for _ in range(200):
-        if not any(local.iterdir()):
-            break
-        await asyncio.sleep(0.05)
+    # the transfer gives its session back once its clean-up ended (files.CLEANUP_SECONDS)
+    await wait_until(lambda: kernel.files.leased_count() == 0, timeout=60)
     assert list(local.iterdir()) == []
 
 
@@ -234,7 +234,9 @@ async def test_a_full_pool_answers_429_saying_why(client, kernel, owner, conn, b
         assert f"{pool.max_per_key} in parallel" in body["error"]
         for connection in uploads:
             await connection.disconnect()
-    await wait_until(lambda: pool.leased_count() == 0)
+    # each upload gives its session back once its clean-up ended, which may take up to
+    # the adapters' own clean-up bound (30 s), not the 10 s wait_until allows by default
+    await wait_until(lambda: pool.leased_count() == 0, timeout=60)
     # the usual patience again: a session leaked by the uploads would still be refused
     pool.wait_seconds = patience
     response = await client.post(url(conn, "list"), json={"path": path}, headers=owner.headers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -160,6 +161,28 @@ async def test_a_node_writes_its_sessions_again_when_the_registry_lost_them(two_
     assert await b.everywhere() == []
     await a.shared.beat()
     assert [s.id for s in await b.everywhere()] == ["s1"]
+
+
+async def test_settled_right_after_a_change_waits_for_one_write_not_the_next_beat():
+    """The writer woken by a change but not yet run when ``settled`` is called: its one
+    write covers the change. The old code counted on a second write, which only the next
+    heartbeat brings (15 minutes here): it waited out its timeout (5 s by default, also
+    in the live view's opening) and went on as if the write were done."""
+    bus = LocalBus()
+    backend = MemoryBackend()
+    live = LiveSessions(bus, MemoryRegistry(bus.node_id, 3600.0, backend))
+    await live.start()
+    try:
+        assert live.shared is not None
+        Held(live, "s1")  # wakes the writer; settled() comes before it runs
+        assert await live.shared.settled(timeout=30) is True
+        assert [json.loads(v)["id"] for v in backend.sessions.values()] == ["s1"]
+        Held(live, "s2")
+        await asyncio.sleep(0)  # this time the writer runs first
+        assert await live.shared.settled(timeout=30) is True
+        assert sorted(json.loads(v)["id"] for v in backend.sessions.values()) == ["s1", "s2"]
+    finally:
+        await live.stop()
 
 
 async def test_without_a_registry_only_this_nodes_sessions_exist():

@@ -32,9 +32,9 @@ def test_malformed_keys_are_refused(bad):
 
 
 async def refused_at_start(app: Any, reason: str) -> None:
-    """The app does not start, for ``reason``; its database is closed all the same.
+    """The app does not start, for ``reason``; the failed start closed its database itself.
 
-    The start failed after opening the database: its aiosqlite connection, left open,
+    The start fails after opening the database: its aiosqlite connection, left open,
     would be stopped by the garbage collector during a later test, and its worker thread
     then hand the result to this test's closed event loop ("Event loop is closed" there).
     """
@@ -42,7 +42,6 @@ async def refused_at_start(app: Any, reason: str) -> None:
         async with app.test_app():
             pass
     database = kernel_of(app).db
-    await database.close()
     assert database._workers is not None and not database._workers._threads  # all ended
 
 

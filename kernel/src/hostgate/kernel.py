@@ -97,6 +97,7 @@ class Kernel:
         self.readcache = ReadCache(self.db)
         # what several nodes share (HOSTGATE_REDIS_URL); nothing without it
         self.cluster = Cluster(config)
+        self._live_joined = False
         self.cluster.bus.subscribe(RELOADED_TOPIC, self._reloaded_elsewhere)
         self.protocols: dict[str, ProtocolSpec] = {
             name: item
@@ -365,7 +366,29 @@ class Kernel:
         await self.reload_state()
 
     async def startup(self) -> None:
-        """Migrate, check the key, load settings and roles, start services and plugins."""
+        """Migrate, check the key, load settings and roles, start services and plugins.
+
+        A start refused part-way (wrong key, Redis, a pack) leaves nothing open behind it.
+        """
+        try:
+            await self._start()
+        except BaseException:
+            await self._undo_start()
+            raise
+
+    async def _undo_start(self) -> None:
+        # the database first among what a failed start may leave: its SQLite connections,
+        # left to the garbage collector, would stop their worker threads during whatever
+        # runs next, which hand the result to this start's closed event loop ("Event loop
+        # is closed" in another test or task)
+        steps = (self.live.stop,) if self._live_joined else ()
+        for step in (*steps, self.cluster.stop, self.db.close):
+            try:
+                await step()
+            except Exception:
+                log.exception("cleaning up after a failed start")
+
+    async def _start(self) -> None:
         datadir.prepare(self.config.data_dir, self.config.resolved_database_url)
         self._prepare_recordings_dir()
         try:
@@ -386,6 +409,7 @@ class Kernel:
         await self._first_start_step(self.sync_builtin_roles)
         # joined before the recordings repair rows left open, which skips the held ones
         await self.live.start()
+        self._live_joined = True
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)

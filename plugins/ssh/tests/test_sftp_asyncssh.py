@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import uuid
@@ -10,8 +11,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import asyncssh
 import pytest
 from hostgate import ConnectionTarget
+from hostgate_ssh import sftp
 from hostgate_ssh.sftp import open_files
 
 from plugins.ssh.tests.sftp_support import api, call, download, names, upload
@@ -267,3 +270,30 @@ async def test_an_upload_is_cut_into_whole_blocks_without_copying_them(asyncssh_
     assert [len(data) for _, data in sent] == [block, block, block, 1234]  # type: ignore[arg-type]
     assert all(isinstance(data, memoryview) for _, data in sent[:3])
     (server.root / name.lstrip("/")).unlink()
+
+
+async def test_an_open_cancelled_while_sftp_starts_closes_its_connection(server, monkeypatch):
+    """The client goes away while the SFTP session is being started: the SSH connection
+    made for it is closed (nothing else holds it, so it stayed open until the process
+    ended, one more on the server per broken-off request)."""
+    made: list[asyncssh.SSHClientConnection] = []
+    starting = asyncio.Event()
+    real_connect = sftp.connect
+
+    async def connect(target: ConnectionTarget, **options: Any) -> asyncssh.SSHClientConnection:
+        made.append(await real_connect(target, **options))
+        return made[-1]
+
+    async def start_sftp_client(self: Any, **options: Any) -> None:
+        starting.set()
+        await asyncio.Event().wait()  # the server never answers
+
+    monkeypatch.setattr(sftp, "connect", connect)
+    monkeypatch.setattr(asyncssh.SSHClientConnection, "start_sftp_client", start_sftp_client)
+    opening = asyncio.ensure_future(open_files(SimpleNamespace(state={}), target(server)))
+    await asyncio.wait_for(starting.wait(), 30)
+    opening.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await opening
+    [connection] = made
+    await asyncio.wait_for(connection.wait_closed(), 10)

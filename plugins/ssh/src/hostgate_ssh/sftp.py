@@ -518,12 +518,18 @@ async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFiles
         max_pktsize=PACKET_SIZE,
     )
     try:
-        sftp = await connection.start_sftp_client(path_errors="surrogateescape")
-    except (asyncssh.Error, OSError) as exc:
+        try:
+            sftp = await connection.start_sftp_client(path_errors="surrogateescape")
+        except (asyncssh.Error, OSError) as exc:
+            raise RemoteError(f"the SSH server does not offer SFTP: {exc}") from None
+        state = kernel.state
+        leftovers = state.setdefault(LEFTOVERS_STATE, {}).setdefault(target.connection_id, set())
+        swept = state.setdefault(SWEPT_STATE, {}).setdefault(target.connection_id, set())
+        files = SftpFiles(connection, sftp, leftovers, swept)
+        await files.remove_leftovers()
+    except BaseException:
+        # also when cancelled (the client went away while the session opened): nobody
+        # else holds the connection, which would stay open until the process ends
         connection.close()
-        raise RemoteError(f"the SSH server does not offer SFTP: {exc}") from None
-    leftovers = kernel.state.setdefault(LEFTOVERS_STATE, {}).setdefault(target.connection_id, set())
-    swept = kernel.state.setdefault(SWEPT_STATE, {}).setdefault(target.connection_id, set())
-    files = SftpFiles(connection, sftp, leftovers, swept)
-    await files.remove_leftovers()
+        raise
     return files

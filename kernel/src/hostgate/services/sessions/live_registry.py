@@ -94,7 +94,10 @@ class SharedSessions:
         self._others: dict[str, Entry] = {}
         self._changed = asyncio.Event()
         self._synced = asyncio.Condition()
-        self._generation = 0
+        self._requested = 0
+        """How many ``settled`` calls asked for a write so far."""
+        self._covered = 0
+        """How many of them the last finished write covered (it read the sessions after)."""
         self._task: asyncio.Task[None] | None = None
         self._healthy_since: float | None = None
         """Since when (loop time) every beat reached Redis; None after a failure."""
@@ -141,17 +144,25 @@ class SharedSessions:
         except Exception as exc:
             log.warning("could not leave the live-session registry: %s", exc)
 
-    async def settled(self, timeout: float = 5.0) -> None:
-        """Wait until what changed so far is written (or ``timeout``)."""
+    async def settled(self, timeout: float = 5.0) -> bool:
+        """Wait until what changed so far is written; False when ``timeout`` passed first.
+
+        A write covers the calls made before it began (it reads the sessions after), so
+        a call waits for the first write that begins after it, however many run meanwhile.
+        """
         if self._task is None:
-            return
+            return True
+        self._requested += 1
+        wanted = self._requested
+        self._changed.set()
         async with self._synced:
-            wanted = self._generation + (2 if self._changed.is_set() else 1)
-            self._changed.set()
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(
-                    self._synced.wait_for(lambda: self._generation >= wanted), timeout
+                    self._synced.wait_for(lambda: self._covered >= wanted), timeout
                 )
+            except TimeoutError:
+                return False
+        return True
 
     # -- work ---------------------------------------------------------------------------
 
@@ -225,6 +236,7 @@ class SharedSessions:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), max(0.0, next_beat - loop.time()))
             self._changed.clear()
+            covering = self._requested
             try:
                 if loop.time() >= next_beat:
                     next_beat = loop.time() + self.beat_seconds
@@ -237,7 +249,7 @@ class SharedSessions:
                 self._healthy_since = None
                 log.warning("live-session registry: %s", exc)
             async with self._synced:
-                self._generation += 1
+                self._covered = covering
                 self._synced.notify_all()
 
 

@@ -52,6 +52,52 @@ describe("eventTicks", () => {
     expect(ticks[1].position).toBeCloseTo(90);
   });
 
+  it("keeps events 1 ms apart together wherever they fall on the timeline", () => {
+    // 10 s in 200 buckets of 50 ms: 1.549 s and 1.550 s straddle a bucket edge
+    const ticks = eventTicks(
+      [
+        { elapsed: 1550, event_type: "key" },
+        { elapsed: 1549, event_type: "key" },
+        { elapsed: 3000, event_type: "click" },
+      ],
+      10,
+    );
+    expect(ticks.map((t) => t.label)).toEqual(["2 keys", "1 click"]);
+    expect(ticks[0].time).toBeCloseTo(1.549);
+    // on the e2e test's timeline (2.5 s, buckets of 12.5 ms): two keys 1 ms apart, at every offset
+    for (let start = 1450; start < 1550; start += 1) {
+      const keys = eventTicks(
+        [
+          { elapsed: start, event_type: "key" },
+          { elapsed: start + 1, event_type: "key" },
+        ],
+        2.5,
+      );
+      expect(keys).toHaveLength(1);
+    }
+  });
+
+  it("starts a new tick once the gap to the previous event is a bucket wide", () => {
+    // 200 buckets of 50 ms over 10 s: 49 ms apart join, 50 ms apart do not
+    const joined = eventTicks(
+      [
+        { elapsed: 1000, event_type: "key" },
+        { elapsed: 1049, event_type: "key" },
+        { elapsed: 1098, event_type: "key" },
+      ],
+      10,
+    );
+    expect(joined.map((t) => t.label)).toEqual(["3 keys"]);
+    const apart = eventTicks(
+      [
+        { elapsed: 1000, event_type: "key" },
+        { elapsed: 1050, event_type: "key" },
+      ],
+      10,
+    );
+    expect(apart.map((t) => t.time)).toEqual([1, 1.05]);
+  });
+
   it("stretches the timeline to the last event when the video is shorter or unknown", () => {
     const [tick] = eventTicks([{ elapsed: 4000, event_type: "click" }], Number.POSITIVE_INFINITY);
     expect(tick.position).toBeCloseTo(100);

@@ -68,7 +68,7 @@ export interface InputEvent {
 }
 
 export interface Tick {
-  /** Seconds into the recording (the bucket's first event). */
+  /** Seconds into the recording (the tick's first event). */
   time: number;
   /** Where on the timeline, 0–100 (%). */
   position: number;
@@ -78,24 +78,28 @@ export interface Tick {
 
 /**
  * Clicks and keys as ticks on a timeline of `duration` seconds (`elapsed` in milliseconds;
- * moves left out). Events closer than 1/`buckets` of the timeline share one tick.
+ * moves left out). An event closer than 1/`buckets` of the timeline to the one before it
+ * joins that event's tick, so where an event falls never splits a burst in two.
  */
 export function eventTicks(events: readonly InputEvent[], duration: number, buckets = 200): Tick[] {
-  const shown = events.filter((e) => e.event_type !== "move" && Number.isFinite(e.elapsed));
-  const last = shown.reduce((max, e) => Math.max(max, e.elapsed / 1000), 0);
+  const shown = events
+    .filter((e) => e.event_type !== "move" && Number.isFinite(e.elapsed))
+    .map((e) => ({ time: e.elapsed / 1000, kind: e.event_type }))
+    .sort((a, b) => a.time - b.time);
+  const last = shown.length ? shown[shown.length - 1].time : 0;
   const span = Math.max(duration > 0 && Number.isFinite(duration) ? duration : 0, last, 0.001);
-  const ticks = new Map<number, Tick>();
-  for (const event of shown) {
-    const time = event.elapsed / 1000;
-    const bucket = Math.min(buckets - 1, Math.floor((time / span) * buckets));
-    let tick = ticks.get(bucket);
-    if (!tick) {
+  const gap = span / buckets;
+  const result: Tick[] = [];
+  let previous = Number.NEGATIVE_INFINITY;
+  for (const { time, kind } of shown) {
+    let tick = result[result.length - 1];
+    if (!tick || time - previous >= gap) {
       tick = { time, position: (time / span) * 100, counts: {}, label: "" };
-      ticks.set(bucket, tick);
+      result.push(tick);
     }
-    tick.counts[event.event_type] = (tick.counts[event.event_type] ?? 0) + 1;
+    tick.counts[kind] = (tick.counts[kind] ?? 0) + 1;
+    previous = time;
   }
-  const result = [...ticks.values()].sort((a, b) => a.time - b.time);
   for (const tick of result) {
     const parts = Object.entries(tick.counts).map(([kind, n]) => `${n} ${kind}${n === 1 ? "" : kind.endsWith("s") ? "es" : "s"}`);
     tick.label = parts.join(", ");
