@@ -33,6 +33,7 @@ from .services.backup import Backups
 from .services.connections.access_requests import AccessRequests
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
+from .services.front_door import FrontDoor, SealedValues
 from .services.identity.accounts import Accounts
 from .services.identity.api_tokens import ApiTokenCheck, ApiTokens
 from .services.identity.credentials import Credentials
@@ -242,6 +243,15 @@ class Kernel:
         # access changes re-check open sessions on every node; a dead node's are ended
         self.live.on_access_changed(self.terminal_sessions.access_changed)
         self.live.on_reaped(self.recordings.end_abandoned)
+        self.sealed_values = SealedValues(self.db, self.secrets)
+        self.front_door = FrontDoor(
+            db=self.db,
+            logins=self.logins,
+            identity=self.identity,
+            connections=self.connections,
+            protocols=self.protocols,
+            terminal_sessions=self.terminal_sessions,
+        )
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,
