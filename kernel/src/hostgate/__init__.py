@@ -50,6 +50,7 @@ from .default_settings import url_setting_parts
 from .descriptors import (
     AuditEvent,
     ChannelSpec,
+    CommandSpec,
     ConnectionField,
     LoginMethod,
     NotificationMessage,
@@ -135,6 +136,7 @@ __all__ = [
     "Account",
     "Caller",
     "ChannelSpec",
+    "CommandSpec",
     "ClientInfo",
     "Conflict",
     "ConnectionField",

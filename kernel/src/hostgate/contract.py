@@ -510,5 +510,9 @@ class KernelAPI(Protocol):
         """Sign-in and terminal sessions for a pack that is a door of its own (sshd)."""
 
     @property
+    def serving(self) -> bool:
+        """True in a process that serves (``hostgate serve``); False in a CLI command's."""
+
+    @property
     def state(self) -> MutableMapping[str, Any]:
         """A dict for packs' own in-memory state (key it by the pack's name)."""

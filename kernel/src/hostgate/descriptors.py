@@ -164,11 +164,31 @@ class SettingSpec:
     group: str = ""
 
 
+CommandRun = Callable[["KernelAPI"], Awaitable[str]]
+"""``await run(kernel)``: one pack command's work; the text it returns is printed."""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A ``hostgate <name> <action>`` command a pack adds to the CLI.
+
+    Each action runs with a started kernel that does not serve (``kernel.serving`` is
+    False: no listener starts) and prints what its ``run`` returns. ``actions`` maps
+    an action's name to its one-line help and its ``run``.
+    """
+
+    name: str
+    help: str
+    actions: Mapping[str, tuple[str, CommandRun]]
+
+
 __all__ = [
     "AuditEvent",
     "ChannelSend",
     "ChannelSpec",
     "CommandFactory",
+    "CommandRun",
+    "CommandSpec",
     "ConnectionField",
     "FilesFactory",
     "LoginMethod",

@@ -84,6 +84,8 @@ class Kernel:
         self.config = config
         self.plugins = plugins
         self.state: dict[str, Any] = {}
+        self.serving = True
+        """False in a command-line process (``with_kernel``): packs start no listener."""
         self._start_hooks: list[Callable[[], Awaitable[None]]] = []
         self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
         self._reload_hooks: list[Callable[[], Awaitable[object]]] = []

@@ -108,3 +108,16 @@ async def test_host_keys_are_made_once_kept_sealed_and_shown(client, kernel, mak
     assert set(stored) == {"pack:sshd.host_key.ed25519", "pack:sshd.host_key.rsa"}
     assert all("PRIVATE KEY" not in value for value in stored.values())
     assert (await client.get("/api/v1/sshd/host-keys")).status_code == 401
+
+
+def test_the_cli_prints_the_same_fingerprints_every_time_and_starts_no_listener(run_cli, tmp_path):
+    # an address the listener would refuse, loudly (an error on stderr), if it started
+    env = {"HOSTGATE_DATA_DIR": str(tmp_path / "data"), "HOSTGATE_SSHD_LISTEN": "nowhere"}
+    code, first, err = run_cli("sshd", "host-keys", env=env)
+    assert code == 0, err
+    lines = first.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["ssh-ed25519", "ssh-rsa"]
+    assert all(line.split()[1].startswith("SHA256:") for line in lines)
+    assert "front door" not in err
+    code, second, err = run_cli("sshd", "host-keys", env=env)
+    assert code == 0 and second == first, err

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hostgate import KernelAPI, SettingSpec, hookimpl
+from hostgate import CommandSpec, KernelAPI, SettingSpec, hookimpl
 
 if TYPE_CHECKING:
     from quart import Blueprint
@@ -69,6 +69,30 @@ def register_blueprints() -> Sequence[Blueprint]:
     return [blueprint]
 
 
+async def _print_host_keys(kernel: KernelAPI) -> str:
+    from .keys import host_key_views, load_host_keys
+
+    views = host_key_views(await load_host_keys(kernel))
+    return "\n".join(f"{view.algorithm} {view.fingerprint}" for view in views)
+
+
+@hookimpl
+def register_commands() -> Sequence[CommandSpec]:
+    """``hostgate sshd host-keys``: the fingerprints users check on first connection."""
+    return [
+        CommandSpec(
+            name="sshd",
+            help="the SSH front door",
+            actions={
+                "host-keys": (
+                    "print the front door's host-key fingerprints (made on first use)",
+                    _print_host_keys,
+                )
+            },
+        )
+    ]
+
+
 def listen_address(kernel: KernelAPI) -> tuple[str, int] | None:
     """The address to listen on: the environment variable, else the setting."""
     configured = os.environ.get(LISTEN_ENV)
@@ -87,6 +111,8 @@ async def startup(kernel: KernelAPI) -> None:
     from .keys import load_host_keys
     from .server import FrontDoorServer
 
+    if not kernel.serving:  # a command-line process: no listener
+        return
     server = FrontDoorServer(kernel)
     server.host_keys = await load_host_keys(kernel)
     kernel.state[STATE_KEY] = server
