@@ -376,6 +376,30 @@ class FrontDoorAPI(Protocol):
     ) -> Caller:
         """Complete a login (``auth.login``, a login session) and return its caller."""
 
+    async def sign_in_password(
+        self,
+        username: str,
+        password: str,
+        client: ClientInfo,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> Caller | str:
+        """The web's local password step: the caller, or an MFA token when TOTP is on.
+
+        Rate limit, lockout, failure count and audit are the web sign-in's own;
+        a refusal raises its ``ApiError`` (401, 429 ``account_locked``...).
+        """
+
+    async def sign_in_totp(
+        self,
+        mfa_token: str,
+        code: str,
+        client: ClientInfo,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> Caller:
+        """The web's TOTP step for the token ``sign_in_password`` returned."""
+
     async def sign_out(self, caller: Caller) -> None:
         """End the login session ``sign_in`` made (the client disconnected)."""
 

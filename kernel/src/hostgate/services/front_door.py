@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..contract import Account
     from ..db.engine import Database
     from ..descriptors import ProtocolSpec
-    from ..principals import Caller, ClientInfo
+    from ..principals import Caller, ClientInfo, SignedIn
     from ..security.secretbox import SecretBox
     from .connections.connections import Connections
     from .identity.identity import Identity
@@ -156,6 +156,39 @@ class FrontDoor:
         """Complete the login (``auth.login``, a login session) and return its caller."""
         signed = await self.logins.complete_login(user, client, method=method, details=details)
         caller = await self.identity.caller_for_user(user.id, signed.issued.session.id, client)
+        if caller is None:  # deleted between the check and the login
+            raise NotAuthenticated("User not found", code="user_deleted")
+        return caller
+
+    async def sign_in_password(
+        self,
+        username: str,
+        password: str,
+        client: ClientInfo,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> Caller | str:
+        """The local password step: the caller, or an MFA token when TOTP is on."""
+        outcome = await self.logins.login_local(username, password, client, None, details=details)
+        if outcome.challenge is not None:
+            return outcome.challenge.token
+        assert outcome.signed_in is not None
+        return await self._caller(outcome.signed_in.user_id, outcome.signed_in, client)
+
+    async def sign_in_totp(
+        self,
+        mfa_token: str,
+        code: str,
+        client: ClientInfo,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> Caller:
+        """The TOTP step for a token ``sign_in_password`` returned."""
+        signed = await self.logins.login_mfa(mfa_token, code, client, details=details)
+        return await self._caller(signed.user_id, signed, client)
+
+    async def _caller(self, user_id: str, signed: SignedIn, client: ClientInfo) -> Caller:
+        caller = await self.identity.caller_for_user(user_id, signed.issued.session.id, client)
         if caller is None:  # deleted between the check and the login
             raise NotAuthenticated("User not found", code="user_deleted")
         return caller

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ KEY_KIND = "ssh-key"
 READ_SIZE = 64 * 1024
 LOGIN_GRACE_SECONDS = 30
 REFUSED_EXIT = 255
+MAX_KBDINT_FAILURES = 3
 VIA = "ssh"
 
 
@@ -76,6 +77,8 @@ class DoorConnection(asyncssh.SSHServer):
         self.caller: Caller | None = None
         self.terminals: set[DoorTerminal] = set()
         self.signing_in: asyncio.Future[None] | None = None
+        self.mfa_token: str | None = None
+        self.kbdint_failures = 0
 
     # -- connection ---------------------------------------------------------------
 
@@ -161,7 +164,8 @@ class DoorConnection(asyncssh.SSHServer):
         asyncssh does not wait for this hook on the server side, so the login runs as a
         task that every session channel waits for.
         """
-        self.signing_in = asyncio.ensure_future(self._sign_in())
+        if self.caller is None:  # a key: keyboard-interactive signed in already
+            self.signing_in = asyncio.ensure_future(self._sign_in())
 
     async def _sign_in(self) -> None:
         user, credential = self.user, self.credential
@@ -184,6 +188,56 @@ class DoorConnection(asyncssh.SSHServer):
         except Exception:
             log.exception("completing an SSH sign-in failed")
             self.refused = "the sign-in could not be completed; try again"
+
+    def kbdint_auth_supported(self) -> bool:
+        """Passwords (local accounts) and then the TOTP code, as the web asks them."""
+        return True
+
+    def get_kbdint_challenge(
+        self, username: str, lang: str, submethods: str
+    ) -> tuple[str, str, str, list[tuple[str, bool]]]:
+        """Ask for the password (or nothing, for a refused connection: it fails next)."""
+        self.mfa_token = None
+        return "", "", "", [("Password: ", False)]
+
+    async def validate_kbdint_response(
+        self, username: str, responses: Sequence[str]
+    ) -> bool | tuple[str, str, str, list[tuple[str, bool]]]:
+        """Check the password, then the TOTP code, with the web's limits and audit."""
+        if self.refused or self.login is None or len(responses) != 1:
+            return self._kbdint_failed()
+        details = {"via": VIA}
+        try:
+            if self.mfa_token is None:
+                outcome = await self.kernel.front_door.sign_in_password(
+                    self.login.user, responses[0], self.client, details=details
+                )
+                if isinstance(outcome, str):
+                    self.mfa_token = outcome
+                    return "", "", "", [("Verification code: ", True)]
+                self.caller = outcome
+            else:
+                self.caller = await self.kernel.front_door.sign_in_totp(
+                    self.mfa_token, responses[0].strip(), self.client, details=details
+                )
+        except ApiError as refused:
+            if refused.status == 429:  # locked or rate limited: say so, refuse the rest
+                self._refuse(refused.message)
+            return self._kbdint_failed()
+        self.attempted = True  # counted by the password check itself
+        return True
+
+    def _kbdint_failed(self) -> bool:
+        """A wrong answer; the ``MAX_KBDINT_FAILURES``-th closes the connection.
+
+        As sshd's MaxAuthTries: no client tries passwords without end on one connection.
+        """
+        self.kbdint_failures += 1
+        if self.kbdint_failures >= MAX_KBDINT_FAILURES and self.conn is not None:
+            self.conn.disconnect(
+                asyncssh.DISC_NO_MORE_AUTH_METHODS_AVAILABLE, "too many authentication failures"
+            )
+        return False
 
     # -- what is refused ----------------------------------------------------------
 
