@@ -130,3 +130,51 @@ async def test_an_admin_ending_the_session_tells_the_client(
         await asyncio.wait_for(process.wait_closed(), 30)
         assert process.exit_status == 255
         assert b"hostgate: Ended by an administrator" in await process.stderr.read()
+
+
+async def test_a_node_shutting_down_tells_its_clients(
+    config, plugins, make_connection, sshd, tmp_path
+):
+    from hostgate.app import create_app, kernel_of
+
+    from testsupport.fixtures import PASSWORD
+
+    application = create_app(config, plugins=plugins)
+    async with application.test_app() as test_app:
+        kernel = kernel_of(test_app.app)
+        client = test_app.app.test_client()
+
+        await client.post(
+            "/api/v1/auth/setup",
+            json={"username": "alice", "password": PASSWORD, "displayName": "Alice"},
+        )
+        login = await client.post(
+            "/api/v1/auth/login", json={"username": "alice", "password": PASSWORD}
+        )
+        token = (await login.get_json())["token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        key = make_key(tmp_path)
+        added = await client.post(
+            "/api/v1/profile/ssh-keys", json={"publicKey": key.public_line}, headers=headers
+        )
+        assert added.status_code == 200
+        created = await client.post(
+            "/api/v1/connections",
+            json={
+                "name": "box",
+                "protocol": "ssh",
+                "host": sshd.host,
+                "port": sshd.port,
+                "username": sshd.username,
+                "password": sshd.password,
+            },
+            headers=headers,
+        )
+        assert created.status_code in (200, 201), await created.get_data()
+        conn = await connect(door_of(kernel).port, "alice:box", key.key)
+        process = await shell_ready(conn)
+    # the app has shut down: the shell ended with the reason
+    await asyncio.wait_for(process.wait_closed(), 30)
+    assert process.exit_status == 255
+    assert b"Server shutting down" in await process.stderr.read()
+    conn.close()

@@ -39,6 +39,7 @@ READ_SIZE = 64 * 1024
 LOGIN_GRACE_SECONDS = 30
 REFUSED_EXIT = 255
 MAX_KBDINT_FAILURES = 3
+STOP_GRACE_SECONDS = 5.0
 VIA = "ssh"
 
 
@@ -371,6 +372,7 @@ class FrontDoorServer:
         self.port = 0
         self._server: asyncssh.SSHAcceptor | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run background work, keeping a reference until it is done."""
@@ -384,8 +386,16 @@ class FrontDoorServer:
 
         async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
             owner = process.channel.get_connection().get_owner()
-            if isinstance(owner, DoorConnection):
+            if not isinstance(owner, DoorConnection):
+                return
+            task = asyncio.current_task()
+            if task is not None:
+                self._handlers.add(task)
+            try:
                 await owner.run(process)
+            finally:
+                if task is not None:
+                    self._handlers.discard(task)
 
         self._server = await asyncssh.create_server(
             lambda: DoorConnection(self),
@@ -411,6 +421,10 @@ class FrontDoorServer:
             self._server.close()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
+        # the kernel has ended every session ("Server shutting down"): let each channel
+        # tell its client and exit before the connections go
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=STOP_GRACE_SECONDS)
         for connection in list(self.connections):
             for terminal in list(connection.terminals):
                 with contextlib.suppress(Exception):
