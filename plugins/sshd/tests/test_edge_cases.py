@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import asyncssh
@@ -174,3 +175,70 @@ async def test_window_changes_reach_the_server(
         ).get_data()
     ).decode()
     assert json.loads(cast.splitlines()[0])["width"] == 100 and '"132x43"' in cast
+
+
+async def test_a_name_two_visible_connections_share_asks_for_the_id(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    for owner_name in ("one", "two"):
+        owner = await make_user(owner_name)
+        await make_connection(
+            owner,
+            "ssh",
+            sshd.host,
+            sshd.port,
+            name="dup",
+            username=sshd.username,
+            password=sshd.password,
+            shared=True,
+        )
+    user = await make_user("alice")
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    port = door_of(kernel).port
+    async with await connect(port, "alice:dup", key.key) as conn:
+        result = await conn.run("true", check=False)
+    assert result.exit_status == 255
+    assert "Several connections are named 'dup': use its id" in str(result.stderr)
+
+    # one of your own by that name wins
+    mine = await make_connection(
+        user,
+        "ssh",
+        sshd.host,
+        sshd.port,
+        name="dup",
+        username=sshd.username,
+        password=sshd.password,
+    )
+    async with await connect(port, "alice:dup", key.key) as conn:
+        result = await conn.run("true", check=False)
+    assert result.exit_status == 0, result.stderr
+    [started] = await audit_entries(client, user, "connection.session_started")
+    assert started["details"]["connectionId"] == mine.id
+
+
+async def test_clients_that_stall_before_the_handshake_do_not_block_the_others(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    user = await make_user("alice")
+    await make_connection(
+        user,
+        "ssh",
+        sshd.host,
+        sshd.port,
+        name="box",
+        username=sshd.username,
+        password=sshd.password,
+    )
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    port = door_of(kernel).port
+    stalled = [await asyncio.open_connection("127.0.0.1", port) for _ in range(50)]
+    try:
+        async with await connect(port, "alice:box", key.key) as conn:
+            result = await conn.run("echo served", check=False)
+        assert result.exit_status == 0 and "served" in str(result.stdout)
+    finally:
+        for _, writer in stalled:
+            writer.close()
