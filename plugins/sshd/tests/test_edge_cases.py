@@ -242,3 +242,34 @@ async def test_clients_that_stall_before_the_handshake_do_not_block_the_others(
     finally:
         for _, writer in stalled:
             writer.close()
+
+
+async def test_the_door_login_session_ends_with_the_connection(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    user = await make_user("alice")
+    await make_connection(
+        user,
+        "ssh",
+        sshd.host,
+        sshd.port,
+        name="box",
+        username=sshd.username,
+        password=sshd.password,
+    )
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+
+    async def live_logins() -> int:
+        response = await client.get("/api/v1/profile/login-sessions", headers=user.headers)
+        return len((await response.get_json())["sessions"])
+
+    before = await live_logins()
+    async with await connect(door_of(kernel).port, "alice:box", key.key) as conn:
+        assert (await conn.run("true", check=False)).exit_status == 0
+        assert await live_logins() == before + 1
+    for _ in range(100):  # ended once the gateway sees the connection go
+        if await live_logins() == before:
+            break
+        await asyncio.sleep(0.1)
+    assert await live_logins() == before

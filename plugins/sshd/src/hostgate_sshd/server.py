@@ -97,12 +97,18 @@ class DoorConnection(asyncssh.SSHServer):
         self.door.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Count a sign-in that never succeeded; end the login session and every terminal."""
+        """End every terminal of the connection and its login session."""
         self.door.connections.discard(self)
+        self.door.spawn(self._closed())
+
+    async def _closed(self) -> None:
         for terminal in list(self.terminals):
-            self.door.spawn(terminal.close())
+            await terminal.close()
+        if self.signing_in is not None:  # a sign-in still completing gets ended too
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.signing_in)
         if self.caller is not None:
-            self.door.spawn(self.kernel.front_door.sign_out(self.caller))
+            await self.kernel.front_door.sign_out(self.caller)
 
     def _refuse(self, message: str) -> None:
         """Refuse every method of this connection; the client prints ``message``."""
