@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from plugins.sshd.tests.door import (
     audit_entries,
     door_of,
@@ -134,3 +136,19 @@ async def test_failures_at_the_door_lock_the_web_sign_in_too(client, kernel, mak
     # and the door says so to the locked account's next client
     done = await run_ssh(port, "alice:box", other, hosts, "true")
     assert "Account locked" in done.stderr
+
+
+async def test_a_command_reads_its_stdin_to_the_end(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    user = await make_user("alice")
+    await box(make_connection, user, sshd)
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    hosts = await known_hosts(client, user, tmp_path)
+    data = bytes(range(256)) * 4096  # 1 MiB, every byte value
+    done = await run_ssh(door_of(kernel).port, "alice:box", key, hosts, "sha256sum", stdin=data)
+    assert done.code == 0, done.stderr
+
+    # sha256sum answers only at the end of its input: the EOF was relayed too
+    assert done.stdout.split()[0] == hashlib.sha256(data).hexdigest()
