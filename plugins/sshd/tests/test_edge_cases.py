@@ -273,3 +273,18 @@ async def test_the_door_login_session_ends_with_the_connection(
             break
         await asyncio.sleep(0.1)
     assert await live_logins() == before
+
+
+async def test_a_second_gateway_cannot_share_the_port_and_the_first_keeps_serving(
+    client, kernel, make_user, config, plugins, monkeypatch, caplog
+):
+    from hostgate.app import create_app
+
+    port = door_of(kernel).port
+    monkeypatch.setenv("HOSTGATE_SSHD_LISTEN", f"127.0.0.1:{port}")
+    second = create_app(config.with_overrides(data_dir=config.data_dir / "second"), plugins=plugins)
+    async with second.test_app() as running:
+        health = await running.app.test_client().get("/api/v1/health")
+        assert health.status_code == 200  # HTTP serves although the door could not listen
+    assert "cannot listen" in caplog.text
+    assert door_of(kernel).port == port

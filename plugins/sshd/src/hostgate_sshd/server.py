@@ -387,7 +387,11 @@ class FrontDoorServer:
         task.add_done_callback(self._tasks.discard)
 
     async def start(self, host: str, port: int, host_keys: list[asyncssh.SSHKey]) -> None:
-        """Listen (several workers of one node share the port)."""
+        """Listen on ``host:port``.
+
+        No SO_REUSEPORT: a second gateway on the same port is refused loudly instead of
+        silently sharing its clients.
+        """
         self.host_keys = host_keys
 
         async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
@@ -415,7 +419,6 @@ class FrontDoorServer:
             x11_forwarding=False,
             allow_scp=False,
             login_timeout=LOGIN_GRACE_SECONDS,
-            reuse_port=True,
         )
         sockname = self._server.sockets[0].getsockname()
         self.address, self.port = str(sockname[0]), int(sockname[1])
