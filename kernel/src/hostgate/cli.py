@@ -38,8 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hostgate", description="hostgate remote access gateway")
     _add_global_options(parser, None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
-    for module in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        loaded = importlib.import_module(f"{commands.__name__}.{module.name}")
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    # the packs' commands last: a name the kernel uses stays the kernel's
+    for name in [n for n in names if n != "packs"] + ["packs"]:
+        loaded = importlib.import_module(f"{commands.__name__}.{name}")
         loaded.register(sub)
     return parser
 

@@ -316,6 +316,116 @@ class LiveSessionsAPI(Protocol):
         """
 
 
+class SealedValuesAPI(Protocol):
+    """``kernel.sealed_values``: small secrets a pack keeps in the database, sealed.
+
+    Stored beside the kernel's own (the token-signing key), so they are in backups,
+    re-sealed by ``hostgate keys rotate`` and the same on every node.
+    """
+
+    async def get_or_create(self, name: str, make: Callable[[], Awaitable[str]]) -> str:
+        """The value stored under ``name`` (prefixed with the pack's name), else ``make``'s.
+
+        The first caller stores ``await make()``; nodes that start together all get the one
+        stored value. ``name`` is at most 90 characters.
+        """
+
+
+class DoorTerminal(Protocol):
+    """A terminal session opened by ``kernel.front_door.open_terminal``."""
+
+    @property
+    def id(self) -> str:
+        """The session's id (the ``sessionId`` of history, recordings and audit)."""
+
+    @property
+    def end_reason(self) -> str:
+        """Why the session ended, once ``read()`` returned ``b""`` (empty before)."""
+
+    @property
+    def exit_status(self) -> int | None:
+        """The remote command's or shell's exit status once ended, when the server said."""
+
+    async def read(self) -> bytes:
+        """The next output bytes; ``b""`` once the session ended (never raises)."""
+
+    async def write(self, data: bytes) -> None:
+        """Input for the remote side (keystrokes, a command's stdin)."""
+
+    async def resize(self, cols: int, rows: int) -> None:
+        """A window-size change."""
+
+    async def write_eof(self) -> None:
+        """The client's input ended (a no-op when the protocol cannot say so)."""
+
+    async def close(self) -> None:
+        """The client went away: end the session (history, recording, audit)."""
+
+
+class FrontDoorAPI(Protocol):
+    """``kernel.front_door``: what a pack that lets clients in by another door uses.
+
+    The SSH front door (``hostgate-sshd``) signs users in with the shared login
+    service and opens terminal sessions exactly as the browser's socket does: the
+    same permission, access-request, session-cap, host-key and recording rules.
+    """
+
+    async def sign_in(
+        self,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+    ) -> Caller:
+        """Complete a login (``auth.login``, a login session) and return its caller."""
+
+    async def sign_in_password(
+        self,
+        username: str,
+        password: str,
+        client: ClientInfo,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> Caller | str:
+        """The web's local password step: the caller, or an MFA token when TOTP is on.
+
+        Rate limit, lockout, failure count and audit are the web sign-in's own;
+        a refusal raises its ``ApiError`` (401, 429 ``account_locked``...).
+        """
+
+    async def sign_in_totp(
+        self,
+        mfa_token: str,
+        code: str,
+        client: ClientInfo,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> Caller:
+        """The web's TOTP step for the token ``sign_in_password`` returned."""
+
+    async def sign_out(self, caller: Caller) -> None:
+        """End the login session ``sign_in`` made (the client disconnected)."""
+
+    async def open_terminal(
+        self,
+        caller: Caller,
+        connection: str,
+        size: tuple[int, int] | None,
+        *,
+        command: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorTerminal:
+        """Open a shell (or run ``command``) on a connection named by id or name.
+
+        ``size`` is the PTY's ``(cols, rows)``; None asks a command for no PTY. Refusals
+        raise ``ApiError`` (``NotFound`` for an unknown or hidden connection,
+        ``PermissionDenied``...) or
+        ``SessionClosed`` (caps, the server refused, host key changed); their message
+        is meant for the user. ``details`` go into ``connection.session_started``.
+        """
+
+
 class HttpResponse(Protocol):
     """What ``kernel.notifications.outbound.request`` returns."""
 
@@ -418,6 +528,18 @@ class KernelAPI(Protocol):
     @property
     def notifications(self) -> NotificationsAPI:
         """Outbound HTTP for channel packs."""
+
+    @property
+    def sealed_values(self) -> SealedValuesAPI:
+        """Small sealed secrets a pack keeps in the database (host keys...)."""
+
+    @property
+    def front_door(self) -> FrontDoorAPI:
+        """Sign-in and terminal sessions for a pack that is a door of its own (sshd)."""
+
+    @property
+    def serving(self) -> bool:
+        """True in a process that serves (``hostgate serve``); False in a CLI command's."""
 
     @property
     def state(self) -> MutableMapping[str, Any]:

@@ -43,6 +43,12 @@ class ConnectionField:
 FilesFactory = Callable[["KernelAPI", "ConnectionTarget"], Awaitable["RemoteFiles"]]
 TerminalFactory = Callable[["KernelAPI", "ConnectionTarget", "TerminalSize"], Awaitable["Terminal"]]
 StreamFactory = Callable[["KernelAPI", "ConnectionTarget"], Awaitable["Stream"]]
+CommandFactory = Callable[
+    ["KernelAPI", "ConnectionTarget", str, "TerminalSize | None"], Awaitable["Terminal"]
+]
+"""``await open_command(kernel, target, command, size)``: one command (``ssh host cmd``)
+as a ``Terminal``; ``size`` None asks for no PTY. Its ``exit_status`` attribute, when
+set, is the command's exit status once ``read()`` returned ``b""``."""
 HostKeyFetch = Callable[["ConnectionTarget"], Awaitable[tuple[str, bytes]]]
 """``await fetch(target)``: the server's host key ``(algorithm, public-key blob)``, no login."""
 
@@ -65,6 +71,8 @@ class ProtocolSpec:
     target through ``ConnectionTarget.via`` (with ``open_tcp``), so its connections may
     name a jump host. ``open_tunnel`` is offered by a protocol whose connections can
     serve as jump hosts (ssh): it opens a TCP channel through a chain of them.
+    ``open_command`` runs one command instead of a shell (the SSH front door's
+    ``ssh gateway cmd``); it is recorded and audited as a terminal session.
     """
 
     name: str
@@ -82,6 +90,7 @@ class ProtocolSpec:
     fetch_host_key: HostKeyFetch | None = None
     jump_hosts: bool = False
     open_tunnel: TunnelOpener | None = None
+    open_command: CommandFactory | None = None
 
     def accepted_protocols(self) -> tuple[str, ...]:
         """The stored connection protocols this protocol's adapters serve."""
@@ -164,10 +173,31 @@ class SettingSpec:
     group: str = ""
 
 
+CommandRun = Callable[["KernelAPI"], Awaitable[str]]
+"""``await run(kernel)``: one pack command's work; the text it returns is printed."""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A ``hostgate <name> <action>`` command a pack adds to the CLI.
+
+    Each action runs with a started kernel that does not serve (``kernel.serving`` is
+    False: no listener starts) and prints what its ``run`` returns. ``actions`` maps
+    an action's name to its one-line help and its ``run``.
+    """
+
+    name: str
+    help: str
+    actions: Mapping[str, tuple[str, CommandRun]]
+
+
 __all__ = [
     "AuditEvent",
     "ChannelSend",
     "ChannelSpec",
+    "CommandFactory",
+    "CommandRun",
+    "CommandSpec",
     "ConnectionField",
     "FilesFactory",
     "LoginMethod",

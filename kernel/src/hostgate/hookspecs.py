@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from quart import Blueprint
 
     from .contract import KernelAPI
-    from .descriptors import AuditEvent, ChannelSpec, LoginMethod, ProtocolSpec, SettingSpec
+    from .descriptors import (
+        AuditEvent,
+        ChannelSpec,
+        CommandSpec,
+        LoginMethod,
+        ProtocolSpec,
+        SettingSpec,
+    )
 
 
 @hookspec
@@ -139,6 +146,23 @@ def register_pages() -> Sequence[Blueprint]:
         @hookimpl
         def register_pages():
             return [pages]  # a Blueprint with @pages.get("/") ...
+    """
+
+
+@hookspec
+def register_commands() -> Sequence[CommandSpec]:
+    """Command-line commands: ``hostgate <name> <action>``.
+
+    Read when the CLI builds its parser (keep the hook cheap: no imports of heavy
+    libraries). A name the kernel or another pack already uses is skipped with a
+    warning. Actions run with a started kernel that does not serve.
+
+    Example::
+
+        @hookimpl
+        def register_commands():
+            return [CommandSpec(name="echo", help="the echo pack",
+                                actions={"hello": ("say hello", say_hello)})]
     """
 
 

@@ -34,6 +34,7 @@ from .services.backup import Backups
 from .services.connections.access_requests import AccessRequests
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
+from .services.front_door import FrontDoor, SealedValues
 from .services.identity.accounts import Accounts
 from .services.identity.api_tokens import ApiTokenCheck, ApiTokens
 from .services.identity.credentials import Credentials
@@ -86,6 +87,8 @@ class Kernel:
         self.config = config
         self.plugins = plugins
         self.state: dict[str, Any] = {}
+        self.serving = True
+        """False in a command-line process (``with_kernel``): packs start no listener."""
         self._start_hooks: list[Callable[[], Awaitable[None]]] = []
         self._stop_hooks: list[Callable[[], Awaitable[None]]] = []
         self._reload_hooks: list[Callable[[], Awaitable[object]]] = []
@@ -252,6 +255,15 @@ class Kernel:
         # access changes re-check open sessions on every node; a dead node's are ended
         self.live.on_access_changed(self.terminal_sessions.access_changed)
         self.live.on_reaped(self.recordings.end_abandoned)
+        self.sealed_values = SealedValues(self.db, self.secrets)
+        self.front_door = FrontDoor(
+            db=self.db,
+            logins=self.logins,
+            identity=self.identity,
+            connections=self.connections,
+            protocols=self.protocols,
+            terminal_sessions=self.terminal_sessions,
+        )
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,

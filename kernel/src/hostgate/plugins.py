@@ -34,6 +34,7 @@ CONTRIBUTION_HOOKS = (
     "register_permissions",
     "register_blueprints",
     "register_pages",
+    "register_commands",
 )
 # The kernel's own behaviour, written as plugins (registered after the packs).
 DEFAULT_PLUGINS = (

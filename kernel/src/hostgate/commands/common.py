@@ -49,6 +49,7 @@ def with_kernel(
         app = create_app(config)
         kernel = kernel_of(app)
         kernel.cluster.standby()
+        kernel.serving = False
         await kernel.startup()
         try:
             return await work(kernel)

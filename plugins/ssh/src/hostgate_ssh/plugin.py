@@ -56,6 +56,14 @@ async def _open_terminal(
     return await open_terminal(kernel, target, size)
 
 
+async def _open_command(
+    kernel: KernelAPI, target: ConnectionTarget, command: str, size: TerminalSize | None
+) -> Terminal:
+    from .terminal import open_command
+
+    return await open_command(kernel, target, command, size)
+
+
 @hookimpl
 def register_protocols() -> Sequence[ProtocolSpec]:
     """``ssh`` (terminal) and ``sftp`` (files; also serves ``ssh`` connections)."""
@@ -66,6 +74,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             title="SSH",
             fields=TERMINAL_FIELDS,
             open_terminal=_open_terminal,
+            open_command=_open_command,
             fetch_host_key=_fetch_host_key,
             jump_hosts=True,
             open_tunnel=_open_tunnel,

@@ -53,11 +53,16 @@ class SSHTerminal:
         if self._closed:
             return b""
         try:
-            return await self._process.stdout.read(READ_SIZE)
+            data = await self._process.stdout.read(READ_SIZE)
         except (asyncssh.ConnectionLost, asyncssh.DisconnectError) as exc:
             raise RemoteError(f"SSH connection lost: {exc.reason}") from None
         except BrokenPipeError:
             return b""
+        if not data:
+            # the exit status may follow the end of output: wait for the channel's close
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._process.wait_closed(), CLOSE_TIMEOUT)
+        return data
 
     async def write(self, data: bytes) -> None:
         """Keystrokes to the shell."""
@@ -65,6 +70,16 @@ class SSHTerminal:
             return
         self._process.stdin.write(data)
         await self._process.stdin.drain()
+
+    @property
+    def exit_status(self) -> int | None:
+        """The shell's or command's exit status once it ended (None: not said)."""
+        return self._process.exit_status
+
+    async def write_eof(self) -> None:
+        """End the remote side's input (a command reading its stdin to the end)."""
+        if not self._closed and not self._process.stdin.is_closing():
+            self._process.stdin.write_eof()
 
     async def resize(self, size: TerminalSize) -> None:
         """Send a window-change request."""
@@ -86,6 +101,19 @@ async def open_terminal(
     kernel: KernelAPI, target: ConnectionTarget, size: TerminalSize
 ) -> SSHTerminal:
     """Connect (host key checked by the kernel) and start a shell on a PTY."""
+    return await _open_process(target, None, size)
+
+
+async def open_command(
+    kernel: KernelAPI, target: ConnectionTarget, command: str, size: TerminalSize | None
+) -> SSHTerminal:
+    """Connect and run one command, on a PTY when ``size`` is given (stderr merged)."""
+    return await _open_process(target, command, size)
+
+
+async def _open_process(
+    target: ConnectionTarget, command: str | None, size: TerminalSize | None
+) -> SSHTerminal:
     connection = await connect(
         target,
         keepalive_interval=KEEPALIVE_INTERVAL,
@@ -94,14 +122,16 @@ async def open_terminal(
     )
     try:
         process = await connection.create_process(
-            term_type=TERM_TYPE,
-            term_size=(size.cols, size.rows),
+            command,
+            term_type=TERM_TYPE if size is not None else None,
+            term_size=(size.cols, size.rows) if size is not None else None,
             encoding=None,
             stderr=asyncssh.STDOUT,
         )
     except asyncssh.Error as exc:
         connection.close()
-        raise RemoteError(f"the SSH server refused a shell: {exc.reason}") from None
+        what = "a shell" if command is None else "the command"
+        raise RemoteError(f"the SSH server refused {what}: {exc.reason}") from None
     except BaseException:
         connection.close()
         raise

@@ -475,9 +475,18 @@ class Logins:
     # -- local password and TOTP ---------------------------------------------
 
     async def login_local(
-        self, username: str, password: str, client: ClientInfo, device: str | None
+        self,
+        username: str,
+        password: str,
+        client: ClientInfo,
+        device: str | None,
+        *,
+        details: dict[str, Any] | None = None,
     ) -> LoginOutcome:
-        """The local password step; a session, or an MFA challenge when TOTP is on."""
+        """The local password step; a session, or an MFA challenge when TOTP is on.
+
+        ``details`` go into the ``auth.login`` entry (the SSH front door's ``via``).
+        """
         check_login_name(username)
         await self.limit_ip(client)
         if not self.settings.get("auth.local_enabled"):
@@ -497,7 +506,9 @@ class Logins:
                 return LoginOutcome(signed_in=signed)
             await self.reset_failures(user.id)
             return LoginOutcome(challenge=self.mfa_challenge(user))
-        return LoginOutcome(signed_in=await self.complete_login(user, client, method="local"))
+        return LoginOutcome(
+            signed_in=await self.complete_login(user, client, method="local", details=details)
+        )
 
     def mfa_challenge(self, user: User) -> MfaChallenge:
         """The second step's token after a correct first factor."""
@@ -529,7 +540,14 @@ class Logins:
             self._used_mfa_tokens.pop(jti, None)
         self._used_mfa_tokens[str(claims.get("jti"))] = float(claims["exp"])
 
-    async def login_mfa(self, mfa_token: str, code: str, client: ClientInfo) -> SignedIn:
+    async def login_mfa(
+        self,
+        mfa_token: str,
+        code: str,
+        client: ClientInfo,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> SignedIn:
         """The TOTP step: 5 attempts per 5 minutes per user; the token is single use."""
         claims = self._mfa_claims(mfa_token)
         user_id = str(claims["sub"])
@@ -550,7 +568,9 @@ class Logins:
             raise NotAuthenticated("Invalid verification code", code="invalid_code")
         self.consume_mfa_token(mfa_token)
         await self.limits.reset(MFA_LOGIN_BUCKET, user_id)
-        return await self.complete_login(user, client, method="local", details={"mfa": True})
+        return await self.complete_login(
+            user, client, method="local", details={"mfa": True, **(details or {})}
+        )
 
     # -- trusted devices -------------------------------------------------------
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...adapters import ConnectionTarget, SessionClosed
 from ...closereasons import CloseReason, reason_for_error
@@ -46,6 +46,9 @@ class Admission:
     spec: ProtocolSpec
     target: ConnectionTarget
     client_session_id: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Extra fields for the ``connection.session_started`` entry (the SSH front door's
+    ``via``, client address and key fingerprint)."""
 
 
 def close_code_for(error: ApiError) -> int:

@@ -52,6 +52,7 @@ class SessionLedger:
             protocol=session.protocol,
             recording=row.recording_state == "recording",
             **({"route": session.target.chain} if session.target.via else {}),
+            **session.admission.details,
         )
 
     async def record_failure(self, session: LiveRemoteSession, message: str) -> None:
@@ -62,6 +63,7 @@ class SessionLedger:
             connectionName=session.target.name,
             protocol=session.protocol,
             error=message[:500],
+            **session.admission.details,
         )
 
     def queue_commands(self, session: LiveRemoteSession, entries: list[CommandEntry]) -> None:

@@ -186,15 +186,31 @@ class TerminalSessions:
             shown = conceal(session.caller, RemoteError(f"Connection failed: {exc}"))
             raise SessionClosed(4003, shown.message[:500], close_reason_for(shown)) from None
 
-    async def open_terminal(self, admission: Admission, size: TerminalSize) -> TerminalSession:
-        """Connect a terminal and start its recording and command log."""
-        opener = admission.spec.open_terminal
-        if opener is None:
-            raise SessionClosed(
-                4002, f"{admission.spec.name} has no terminal", CloseReason.NOT_FOUND
-            )
+    async def open_terminal(
+        self,
+        admission: Admission,
+        size: TerminalSize,
+        *,
+        command: str | None = None,
+        pty: bool = True,
+    ) -> TerminalSession:
+        """Connect a terminal (or run ``command``) and start its recording and command log.
+
+        ``pty`` False (a command only) asks the pack for no PTY; ``size`` still sizes
+        the recording.
+        """
+        spec = admission.spec
+        opening: Awaitable[Terminal]
+        if command is None:
+            if spec.open_terminal is None:
+                raise SessionClosed(4002, f"{spec.name} has no terminal", CloseReason.NOT_FOUND)
+            opening = spec.open_terminal(self.api, admission.target, size)
+        else:
+            if spec.open_command is None:
+                raise SessionClosed(4002, f"{spec.name} cannot run commands", CloseReason.NOT_FOUND)
+            opening = spec.open_command(self.api, admission.target, command, size if pty else None)
         session = TerminalSession(self, admission, new_id(), size)
-        terminal: Terminal = await self._connect(session, opener(self.api, admission.target, size))
+        terminal: Terminal = await self._connect(session, opening)
         row = self.ledger.new_row(session)
         try:
             if await self._records(admission.target.connection_id):

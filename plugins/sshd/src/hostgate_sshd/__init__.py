@@ -1,0 +1,1 @@
+"""hostgate-sshd: the SSH front door (OpenSSH clients in, asyncssh server side)."""

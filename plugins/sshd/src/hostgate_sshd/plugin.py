@@ -1,0 +1,138 @@
+"""The pack's hooks: the listener's setting, its start and stop, and its routes."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hostgate import CommandSpec, KernelAPI, SettingSpec, hookimpl
+
+if TYPE_CHECKING:
+    from quart import Blueprint
+
+log = logging.getLogger("hostgate.sshd")
+
+LISTEN_SETTING = "sshd.listen_address"
+LISTEN_ENV = "HOSTGATE_SSHD_LISTEN"
+DEFAULT_LISTEN = "127.0.0.1:2222"
+STATE_KEY = "sshd.server"
+
+
+def parse_listen(text: str) -> tuple[str, int] | None:
+    """``host:port`` (``[v6]:port``) as a pair; None for ``""`` or ``off`` (not listening).
+
+    ValueError for anything else.
+    """
+    text = text.strip()
+    if text.lower() in {"", "off"}:
+        return None
+    host, sep, port_text = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"{text!r} is not host:port (such as 127.0.0.1:2222) or off")
+    return host, int(port_text)
+
+
+def _check_listen(value: Any) -> None:
+    parse_listen(str(value))
+
+
+SSHD_SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        LISTEN_SETTING,
+        str,
+        DEFAULT_LISTEN,
+        max_length=300,
+        validate=_check_listen,
+        description=(
+            "Where the SSH front door listens (host:port, or off); read at start-up, "
+            f"the {LISTEN_ENV} environment variable wins"
+        ),
+        group="sshd",
+    ),
+)
+
+
+@hookimpl
+def register_settings() -> Sequence[SettingSpec]:
+    """The listen address."""
+    return SSHD_SETTINGS
+
+
+@hookimpl
+def register_blueprints() -> Sequence[Blueprint]:
+    """``/profile/ssh-keys``, ``/users/:id/ssh-keys`` and ``/sshd/host-keys``."""
+    from .routes import blueprint
+
+    return [blueprint]
+
+
+async def _print_host_keys(kernel: KernelAPI) -> str:
+    from .keys import host_key_views, load_host_keys
+
+    views = host_key_views(await load_host_keys(kernel))
+    return "\n".join(f"{view.algorithm} {view.fingerprint}" for view in views)
+
+
+@hookimpl
+def register_commands() -> Sequence[CommandSpec]:
+    """``hostgate sshd host-keys``: the fingerprints users check on first connection."""
+    return [
+        CommandSpec(
+            name="sshd",
+            help="the SSH front door",
+            actions={
+                "host-keys": (
+                    "print the front door's host-key fingerprints (made on first use)",
+                    _print_host_keys,
+                )
+            },
+        )
+    ]
+
+
+def listen_address(kernel: KernelAPI) -> tuple[str, int] | None:
+    """The address to listen on: the environment variable, else the setting."""
+    configured = os.environ.get(LISTEN_ENV)
+    if configured is None:
+        configured = str(kernel.settings.get(LISTEN_SETTING))
+    return parse_listen(configured)
+
+
+@hookimpl
+async def startup(kernel: KernelAPI) -> None:
+    """Load (or make) the host keys and listen.
+
+    A port that cannot be bound is logged and the gateway serves HTTP anyway: the
+    web app must not go down because port 2222 is taken.
+    """
+    from .keys import load_host_keys
+    from .server import FrontDoorServer
+
+    if not kernel.serving:  # a command-line process: no listener
+        return
+    server = FrontDoorServer(kernel)
+    server.host_keys = await load_host_keys(kernel)
+    kernel.state[STATE_KEY] = server
+    try:
+        address = listen_address(kernel)
+    except ValueError as bad:
+        log.error("the SSH front door is off: %s: %s", LISTEN_ENV, bad)
+        return
+    if address is None:
+        log.info("the SSH front door is off")
+        return
+    try:
+        await server.start(address[0], address[1], server.host_keys)
+    except OSError as exc:
+        log.error("the SSH front door cannot listen on %s:%s: %s", *address, exc)
+
+
+@hookimpl
+async def shutdown(kernel: KernelAPI) -> None:
+    """Stop listening and close every front-door connection."""
+    server = kernel.state.pop(STATE_KEY, None)
+    if server is not None:
+        await server.stop()

@@ -1,0 +1,240 @@
+"""The front door's routes: a user's SSH keys, an admin's view of them, the host keys.
+
+``/profile/ssh-keys`` (the caller's own), ``/users/:id/ssh-keys`` (``users.manage``)
+and ``/sshd/host-keys`` (any signed-in user: the fingerprints to check on first
+connection).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostgate import (
+    Conflict,
+    DuplicateCredential,
+    KernelAPI,
+    NotFound,
+    Ok,
+    StoredCredential,
+    answers,
+    authenticated,
+    current_caller,
+    current_kernel,
+    interactive,
+    iso,
+    requires,
+)
+from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint
+from quart_schema import tag, validate_request
+from typing_extensions import TypedDict
+
+from .keys import host_key_views, parse_user_key
+from .server import KEY_KIND, SEPARATOR, FrontDoorServer
+
+blueprint = Blueprint("sshd", __name__)
+MAX_KEYS_PER_USER = 50
+STATE_KEY = "sshd.server"
+
+
+class SshKeyView(TypedDict):
+    """A registered key: never more than its public line."""
+
+    id: str
+    name: str
+    algorithm: str
+    fingerprint: str
+    publicKey: str
+    createdAt: str
+    lastUsedAt: str | None
+
+
+class SshKeyList(TypedDict):
+    """A user's SSH keys, oldest first."""
+
+    keys: list[SshKeyView]
+
+
+class SshKeyAdded(TypedDict):
+    """The key registered."""
+
+    ok: bool
+    key: SshKeyView
+
+
+class GatewayHostKeys(TypedDict):
+    """The gateway's host keys and where the front door listens."""
+
+    listening: bool
+    address: str
+    port: int
+    separator: str
+    hostKeys: list[dict[str, str]]
+
+
+class NewSshKey(BaseModel):
+    """A public key to register (one OpenSSH line) and a name for it."""
+
+    model_config = ConfigDict(extra="forbid")
+    publicKey: str = Field(min_length=1, max_length=16384)  # noqa: N815 - wire name
+    name: str = Field(default="", max_length=100)
+
+
+def _view(row: StoredCredential) -> SshKeyView:
+    data = row.data
+    return {
+        "id": row.id,
+        "name": row.name,
+        "algorithm": str(data.get("algorithm", "")),
+        "fingerprint": row.credential_id,
+        "publicKey": str(data.get("publicKey", "")),
+        "createdAt": iso(row.created_at),
+        "lastUsedAt": iso(row.last_used_at) if row.last_used_at else None,
+    }
+
+
+def _server(kernel: KernelAPI) -> FrontDoorServer | None:
+    server = kernel.state.get(STATE_KEY)
+    return server if isinstance(server, FrontDoorServer) else None
+
+
+def _name(text: str, fallback: str) -> str:
+    name = "".join(ch for ch in text if ch.isprintable()).strip()
+    return name or fallback or "SSH key"
+
+
+async def _remove(kernel: KernelAPI, row: StoredCredential, target: str, who: str) -> None:
+    """Delete a key, audit it, and disconnect whoever is signed in with it."""
+    caller = current_caller()
+    async with kernel.audit.atomic() as batch:
+        await kernel.credentials.delete(batch, row)
+        batch.record(
+            "auth.ssh_key_removed",
+            actor=caller,
+            target=target,
+            details={"keyId": row.id, "keyName": row.name, "fingerprint": row.credential_id},
+        )
+    server = _server(kernel)
+    if server is not None:
+        server.close_key(row.credential_id, f"this SSH key was removed by {who}")
+
+
+# -- the caller's own keys ------------------------------------------------------------
+
+
+@blueprint.get("/profile/ssh-keys")
+@authenticated
+@tag(["profile"])
+@answers(SshKeyList)
+async def list_own_keys() -> dict[str, Any]:
+    """The caller's SSH keys with fingerprint, creation and last use."""
+    kernel = current_kernel()
+    rows = await kernel.credentials.for_user(current_caller().user_id, KEY_KIND)
+    return {"keys": [_view(row) for row in rows]}
+
+
+@blueprint.post("/profile/ssh-keys")
+@interactive
+@validate_request(NewSshKey)
+@tag(["profile"])
+@answers(SshKeyAdded, errors=(400, 409))
+async def add_own_key(data: NewSshKey) -> dict[str, Any]:
+    """Register a public key for signing in to the SSH front door."""
+    kernel = current_kernel()
+    caller = current_caller()
+    key = parse_user_key(data.publicKey)
+    name = _name(data.name, key.comment)
+    if await kernel.credentials.count(caller.user_id, KEY_KIND) >= MAX_KEYS_PER_USER:
+        raise Conflict(
+            f"You already have the maximum of {MAX_KEYS_PER_USER} SSH keys", code="ssh_key_limit"
+        )
+    try:
+        async with kernel.audit.atomic() as batch:
+            row = await kernel.credentials.add(
+                batch,
+                user_id=caller.user_id,
+                kind=KEY_KIND,
+                name=name,
+                credential_id=key.fingerprint,
+                data={"publicKey": key.line, "algorithm": key.algorithm},
+            )
+            batch.record(
+                "auth.ssh_key_added",
+                actor=caller,
+                target=caller.username,
+                details={"keyId": row.id, "keyName": name, "fingerprint": key.fingerprint},
+            )
+    except DuplicateCredential:
+        raise Conflict("This SSH key is already registered", code="ssh_key_exists") from None
+    return {"ok": True, "key": _view(row)}
+
+
+@blueprint.delete("/profile/ssh-keys/<key_id>")
+@interactive
+@tag(["profile"])
+@answers(Ok, errors=(404,))
+async def delete_own_key(key_id: str) -> Ok:
+    """Remove one of the caller's keys; connections signed in with it are closed."""
+    kernel = current_kernel()
+    caller = current_caller()
+    row = await kernel.credentials.get(key_id, user_id=caller.user_id, kind=KEY_KIND)
+    if row is None:
+        raise NotFound("SSH key not found")
+    await _remove(kernel, row, caller.username, "its owner")
+    return {"ok": True}
+
+
+# -- an admin's view --------------------------------------------------------------------
+
+
+@blueprint.get("/users/<user_id>/ssh-keys")
+@requires("users.manage")
+@tag(["users"])
+@answers(SshKeyList)
+async def list_user_keys(user_id: str) -> dict[str, Any]:
+    """A user's SSH keys (an unknown user has none)."""
+    kernel = current_kernel()
+    rows = await kernel.credentials.for_user(user_id, KEY_KIND)
+    return {"keys": [_view(row) for row in rows]}
+
+
+@blueprint.delete("/users/<user_id>/ssh-keys/<key_id>")
+@requires("users.manage")
+@tag(["users"])
+@answers(Ok, errors=(404,))
+async def delete_user_key(user_id: str, key_id: str) -> Ok:
+    """Revoke a user's key; connections signed in with it are closed."""
+    kernel = current_kernel()
+    row = await kernel.credentials.get(key_id, user_id=user_id, kind=KEY_KIND)
+    if row is None:
+        raise NotFound("SSH key not found")
+    owner = await kernel.credentials.owner(row)
+    await _remove(kernel, row, owner.username if owner else user_id, "an administrator")
+    return {"ok": True}
+
+
+# -- the host keys ----------------------------------------------------------------------
+
+
+@blueprint.get("/sshd/host-keys")
+@authenticated
+@tag(["sshd"])
+@answers(GatewayHostKeys)
+async def host_keys() -> dict[str, Any]:
+    """The front door's host-key fingerprints (to check on first connection) and port."""
+    server = _server(current_kernel())
+    if server is None:
+        return {
+            "listening": False,
+            "address": "",
+            "port": 0,
+            "separator": SEPARATOR,
+            "hostKeys": [],
+        }
+    return {
+        "listening": server.port > 0,
+        "address": server.address,
+        "port": server.port,
+        "separator": SEPARATOR,
+        "hostKeys": [view.to_json() for view in host_key_views(server.host_keys)],
+    }

@@ -1,0 +1,457 @@
+"""The SSH front door: an asyncssh server that signs users in and relays their sessions.
+
+The login name carries the target: ``alice:prod-db`` is user ``alice`` opening the
+stored connection ``prod-db`` (its name or id). Public keys registered in the
+profile sign in; each refusal counts in the same lockout, rate limit and audit
+(``auth.login`` / ``auth.login_failed``) as the web sign-in. A shell or an ``exec``
+command then opens through ``kernel.front_door``: the same access checks,
+recording, command log and audit as a browser terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncssh
+from hostgate import (
+    Account,
+    ApiError,
+    Caller,
+    ClientInfo,
+    DoorTerminal,
+    KernelAPI,
+    SessionClosed,
+    StoredCredential,
+)
+
+log = logging.getLogger("hostgate.sshd")
+
+SEPARATOR = ":"
+"""Between the user and the connection in the login name (``alice:prod-db``)."""
+MAX_LOGIN_NAME = 512
+KEY_KIND = "ssh-key"
+READ_SIZE = 64 * 1024
+LOGIN_GRACE_SECONDS = 30
+REFUSED_EXIT = 255
+MAX_KBDINT_FAILURES = 3
+STOP_GRACE_SECONDS = 5.0
+VIA = "ssh"
+
+
+@dataclass(frozen=True)
+class LoginName:
+    """A parsed login name: who signs in and which connection they open."""
+
+    user: str
+    target: str
+
+
+def parse_login_name(name: str) -> LoginName | None:
+    """``user:target`` (the target may be empty); None when it cannot be a login name."""
+    if not name or len(name) > MAX_LOGIN_NAME or not name.isprintable():
+        return None
+    user, _, target = name.partition(SEPARATOR)
+    user, target = user.strip(), target.strip()
+    if not user:
+        return None
+    return LoginName(user=user, target=target)
+
+
+class DoorConnection(asyncssh.SSHServer):
+    """One client connection: its sign-in, then its sessions."""
+
+    def __init__(self, door: FrontDoorServer) -> None:
+        self.door = door
+        self.kernel = door.kernel
+        self.conn: asyncssh.SSHServerConnection | None = None
+        self.client = ClientInfo()
+        self.login: LoginName | None = None
+        self.user: Account | None = None
+        self.refused = ""
+        self.attempted = False
+        self.credential: StoredCredential | None = None
+        self.caller: Caller | None = None
+        self.terminals: set[DoorTerminal] = set()
+        self.signing_in: asyncio.Future[None] | None = None
+        self.mfa_token: str | None = None
+        self.kbdint_failures = 0
+
+    # -- connection ---------------------------------------------------------------
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        """Remember where the client is."""
+        self.conn = conn
+        peer = conn.get_extra_info("peername")
+        version = str(conn.get_extra_info("client_version") or "")
+        self.client = ClientInfo(
+            ip_address=str(peer[0]) if peer else "",
+            user_agent=version[:512],
+            browser="ssh",
+            os="Unknown",
+        )
+        self.door.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """End every terminal of the connection and its login session."""
+        self.door.connections.discard(self)
+        self.door.spawn(self._closed())
+
+    async def _closed(self) -> None:
+        for terminal in list(self.terminals):
+            await terminal.close()
+        if self.signing_in is not None:  # a sign-in still completing gets ended too
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.signing_in)
+        if self.caller is not None:
+            await self.kernel.front_door.sign_out(self.caller)
+
+    def _refuse(self, message: str) -> None:
+        """Refuse every method of this connection; the client prints ``message``."""
+        self.refused = message
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.send_auth_banner(f"hostgate: {message}\r\n")
+
+    # -- sign-in ------------------------------------------------------------------
+
+    async def begin_auth(self, username: str) -> bool:
+        """Parse the login name and check the rate limit and lockout before any method."""
+        self.login = parse_login_name(username)
+        if self.login is None:
+            self._refuse(f"the login name is not user{SEPARATOR}connection")
+            return True
+        logins = self.kernel.logins
+        try:
+            await logins.limit_ip(self.client)
+            self.user = await logins.find_user(self.login.user, provider=None)
+            await logins.check_not_locked(self.user, self.client, username=self.login.user)
+        except ApiError as refused:
+            self._refuse(refused.message)
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        """Public keys registered in the profile."""
+        return True
+
+    async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        """True when the key is registered to the user signing in."""
+        if self.refused or self.login is None:
+            return False
+        credential = await self.kernel.credentials.find(KEY_KIND, key.get_fingerprint("sha256"))
+        if credential is not None and self.user is not None and credential.user_id == self.user.id:
+            self.credential = credential
+            return True
+        await self._failed("ssh_key_rejected")
+        return False
+
+    async def _failed(self, reason: str) -> None:
+        """Count one failed sign-in per connection, as the web counts a wrong password.
+
+        Counted before the client hears of it (a client offering several keys is
+        counted once; a later key that signs in resets the count as any login does).
+        """
+        if self.attempted or self.login is None:
+            return
+        self.attempted = True
+        try:
+            await self.kernel.logins.record_failure(
+                self.user, self.login.user, self.client, reason=reason
+            )
+        except ApiError as refused:
+            self._refuse(refused.message)
+
+    def auth_completed(self) -> None:
+        """The key's signature checked out: complete the login as the web does.
+
+        asyncssh does not wait for this hook on the server side, so the login runs as a
+        task that every session channel waits for.
+        """
+        if self.caller is None:  # a key: keyboard-interactive signed in already
+            self.signing_in = asyncio.ensure_future(self._sign_in())
+
+    async def _sign_in(self) -> None:
+        user, credential = self.user, self.credential
+        if user is None or credential is None:  # never: asyncssh only calls this after a key
+            return
+        try:
+            await self.kernel.credentials.record_use(credential, credential.sign_count)
+            self.caller = await self.kernel.front_door.sign_in(
+                user,
+                self.client,
+                method="ssh-key",
+                details={
+                    "via": VIA,
+                    "keyId": credential.id,
+                    "keyFingerprint": credential.credential_id,
+                },
+            )
+        except ApiError as refused:
+            self.refused = refused.message
+        except Exception:
+            log.exception("completing an SSH sign-in failed")
+            self.refused = "the sign-in could not be completed; try again"
+
+    def kbdint_auth_supported(self) -> bool:
+        """Passwords (local accounts) and then the TOTP code, as the web asks them."""
+        return True
+
+    def get_kbdint_challenge(
+        self, username: str, lang: str, submethods: str
+    ) -> tuple[str, str, str, list[tuple[str, bool]]]:
+        """Ask for the password (or nothing, for a refused connection: it fails next)."""
+        self.mfa_token = None
+        return "", "", "", [("Password: ", False)]
+
+    async def validate_kbdint_response(
+        self, username: str, responses: Sequence[str]
+    ) -> bool | tuple[str, str, str, list[tuple[str, bool]]]:
+        """Check the password, then the TOTP code, with the web's limits and audit."""
+        if self.refused or self.login is None or len(responses) != 1:
+            return self._kbdint_failed()
+        details = {"via": VIA}
+        try:
+            if self.mfa_token is None:
+                outcome = await self.kernel.front_door.sign_in_password(
+                    self.login.user, responses[0], self.client, details=details
+                )
+                if isinstance(outcome, str):
+                    self.mfa_token = outcome
+                    return "", "", "", [("Verification code: ", True)]
+                self.caller = outcome
+            else:
+                self.caller = await self.kernel.front_door.sign_in_totp(
+                    self.mfa_token, responses[0].strip(), self.client, details=details
+                )
+        except ApiError as refused:
+            if refused.status == 429:  # locked or rate limited: say so, refuse the rest
+                self._refuse(refused.message)
+            return self._kbdint_failed()
+        self.attempted = True  # counted by the password check itself
+        return True
+
+    def _kbdint_failed(self) -> bool:
+        """A wrong answer; the ``MAX_KBDINT_FAILURES``-th closes the connection.
+
+        As sshd's MaxAuthTries: no client tries passwords without end on one connection.
+        """
+        self.kbdint_failures += 1
+        if self.kbdint_failures >= MAX_KBDINT_FAILURES and self.conn is not None:
+            self.conn.disconnect(
+                asyncssh.DISC_NO_MORE_AUTH_METHODS_AVAILABLE, "too many authentication failures"
+            )
+        return False
+
+    # -- what is refused ----------------------------------------------------------
+
+    def connection_requested(
+        self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
+    ) -> bool:
+        """Port forwarding (``-L``, ``-J``) is not offered yet."""
+        return False
+
+    def server_requested(self, listen_host: str, listen_port: int) -> bool:
+        """Remote forwarding (``-R``) is not offered."""
+        return False
+
+    # -- sessions -----------------------------------------------------------------
+
+    def details(self) -> dict[str, Any]:
+        """What ``connection.session_started`` says about the door."""
+        credential = self.credential
+        return {
+            "via": VIA,
+            "clientAddress": self.client.ip_address,
+            **({"keyFingerprint": credential.credential_id} if credential is not None else {}),
+        }
+
+    async def run(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        """One session channel: refuse it with a reason, or relay it to the connection."""
+        try:
+            code = await self._run(process)
+        except (asyncssh.Error, BrokenPipeError, ConnectionError):
+            return
+        with contextlib.suppress(Exception):
+            process.exit(code)
+
+    async def _say(self, process: asyncssh.SSHServerProcess[bytes], message: str) -> None:
+        eol = "\r\n" if process.get_terminal_type() else "\n"
+        with contextlib.suppress(Exception):
+            process.stderr.write(f"hostgate: {message}{eol}".encode())
+            await process.stderr.drain()
+
+    async def _refused(
+        self, process: asyncssh.SSHServerProcess[bytes], message: str, ref: str
+    ) -> int:
+        """Tell the client why, audit it, and give the exit status of a refusal."""
+        await self._say(process, message)
+        if self.caller is not None:
+            await self.kernel.audit.record(
+                "sshd.session_refused",
+                actor=self.caller,
+                target=ref[:200],
+                details={**self.details(), "reason": message[:500]},
+            )
+        return REFUSED_EXIT
+
+    async def _run(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
+        if self.signing_in is not None:
+            await asyncio.shield(self.signing_in)
+        caller, login = self.caller, self.login
+        if caller is None or login is None:
+            await self._say(process, self.refused or "not signed in")
+            return REFUSED_EXIT
+        if process.subsystem:
+            message = f"the {process.subsystem} subsystem is not offered by this gateway yet"
+            return await self._refused(process, message, login.target)
+        if not login.target:
+            message = (
+                f"name the connection in the login: ssh {login.user}{SEPARATOR}CONNECTION@gateway"
+            )
+            return await self._refused(process, message, login.target)
+        term_type = process.get_terminal_type()
+        cols, rows, _, _ = process.get_terminal_size()
+        size = (cols or 80, rows or 24) if term_type else None
+        try:
+            terminal = await self.kernel.front_door.open_terminal(
+                caller, login.target, size, command=process.command, details=self.details()
+            )
+        except ApiError as refused:
+            return await self._refused(process, refused.message, login.target)
+        except SessionClosed as closed:
+            return await self._refused(process, closed.reason, login.target)
+        self.terminals.add(terminal)
+        try:
+            return await self._relay(process, terminal)
+        finally:
+            self.terminals.discard(terminal)
+            await terminal.close()
+
+    async def _relay(
+        self, process: asyncssh.SSHServerProcess[bytes], terminal: DoorTerminal
+    ) -> int:
+        """Pump both ways until the session ends; its exit status, or 255 with the reason."""
+        feeding = asyncio.create_task(self._feed(process, terminal))
+        try:
+            while data := await terminal.read():
+                process.stdout.write(data)
+                await process.stdout.drain()
+        finally:
+            feeding.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await feeding
+        status = terminal.exit_status
+        if status is not None:
+            return status
+        if terminal.end_reason:
+            await self._say(process, terminal.end_reason)
+        return REFUSED_EXIT
+
+    async def _feed(
+        self, process: asyncssh.SSHServerProcess[bytes], terminal: DoorTerminal
+    ) -> None:
+        """Client input and window changes to the session; EOF ends the remote input."""
+        while True:
+            try:
+                data = await process.stdin.read(READ_SIZE)
+            except asyncssh.TerminalSizeChanged as change:
+                await terminal.resize(change.width, change.height)
+                continue
+            if not data:
+                await terminal.write_eof()
+                return
+            await terminal.write(data)
+
+
+class FrontDoorServer:
+    """The listener: made in ``startup``, closed in ``shutdown``."""
+
+    def __init__(self, kernel: KernelAPI) -> None:
+        self.kernel = kernel
+        self.connections: set[DoorConnection] = set()
+        self.host_keys: list[asyncssh.SSHKey] = []
+        self.address = ""
+        self.port = 0
+        self._server: asyncssh.SSHAcceptor | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run background work, keeping a reference until it is done."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def start(self, host: str, port: int, host_keys: list[asyncssh.SSHKey]) -> None:
+        """Listen on ``host:port``.
+
+        No SO_REUSEPORT: a second gateway on the same port is refused loudly instead of
+        silently sharing its clients.
+        """
+        self.host_keys = host_keys
+
+        async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
+            owner = process.channel.get_connection().get_owner()
+            if not isinstance(owner, DoorConnection):
+                return
+            task = asyncio.current_task()
+            if task is not None:
+                self._handlers.add(task)
+            try:
+                await owner.run(process)
+            finally:
+                if task is not None:
+                    self._handlers.discard(task)
+
+        self._server = await asyncssh.create_server(
+            lambda: DoorConnection(self),
+            host,
+            port,
+            server_host_keys=host_keys,
+            process_factory=handle,
+            encoding=None,
+            line_editor=False,
+            agent_forwarding=False,
+            x11_forwarding=False,
+            allow_scp=False,
+            login_timeout=LOGIN_GRACE_SECONDS,
+        )
+        sockname = self._server.sockets[0].getsockname()
+        self.address, self.port = str(sockname[0]), int(sockname[1])
+        log.info("SSH front door listening on %s:%s", self.address, self.port)
+
+    async def stop(self) -> None:
+        """Stop listening and close every client connection with a reason."""
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+        # the kernel has ended every session ("Server shutting down"): let each channel
+        # tell its client and exit before the connections go
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=STOP_GRACE_SECONDS)
+        for connection in list(self.connections):
+            for terminal in list(connection.terminals):
+                with contextlib.suppress(Exception):
+                    await terminal.close()
+            if connection.conn is not None:
+                connection.conn.disconnect(
+                    asyncssh.DISC_BY_APPLICATION, "hostgate is shutting down"
+                )
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def close_key(self, fingerprint: str, reason: str) -> int:
+        """Disconnect every connection signed in with this key (it was deleted)."""
+        closed = 0
+        for connection in list(self.connections):
+            credential = connection.credential
+            same = credential is not None and credential.credential_id == fingerprint
+            if same and connection.conn is not None:
+                connection.conn.disconnect(asyncssh.DISC_BY_APPLICATION, reason)
+                closed += 1
+        return closed

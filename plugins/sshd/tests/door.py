@@ -1,0 +1,175 @@
+"""Helpers of the front-door tests: keys, the gateway's port, the real OpenSSH client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+from hostgate_sshd.server import FrontDoorServer
+
+from testsupport.peers import peer_unavailable
+
+SSH_TIMEOUT = 60.0
+
+
+def door_of(kernel: Any) -> FrontDoorServer:
+    """The running front door of the test's gateway."""
+    server = kernel.state["sshd.server"]
+    assert isinstance(server, FrontDoorServer) and server.port > 0
+    return server
+
+
+@dataclass
+class ClientKey:
+    """A user's key pair on disk (for ``ssh -i``) and in memory (for asyncssh)."""
+
+    path: Path
+    key: asyncssh.SSHKey
+
+    @property
+    def public_line(self) -> str:
+        return self.key.export_public_key("openssh").decode().strip()
+
+    @property
+    def fingerprint(self) -> str:
+        return self.key.get_fingerprint("sha256")
+
+
+def make_key(
+    directory: Path, name: str = "id_ed25519", algorithm: str = "ssh-ed25519"
+) -> ClientKey:
+    """A new client key written with the permissions OpenSSH insists on."""
+    key = asyncssh.generate_private_key(algorithm, comment=f"{name}@test")
+    path = directory / name
+    path.write_bytes(key.export_private_key("openssh"))
+    path.chmod(0o600)
+    return ClientKey(path, key)
+
+
+async def register_key(
+    client: Any, user: Any, key: ClientKey, name: str = "laptop"
+) -> dict[str, Any]:
+    """Register ``key`` in the user's profile; the stored key's view."""
+    response = await client.post(
+        "/api/v1/profile/ssh-keys",
+        json={"publicKey": key.public_line, "name": name},
+        headers=user.headers,
+    )
+    assert response.status_code == 200, await response.get_data()
+    return (await response.get_json())["key"]  # type: ignore[no-any-return]
+
+
+async def known_hosts(client: Any, user: Any, directory: Path) -> Path:
+    """A known_hosts file holding the keys ``GET /sshd/host-keys`` shows (nothing else)."""
+    body = await (await client.get("/api/v1/sshd/host-keys", headers=user.headers)).get_json()
+    lines = [f"[127.0.0.1]:{body['port']} {key['publicKey']}" for key in body["hostKeys"]]
+    path = directory / "known_hosts"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@dataclass
+class Finished:
+    """What the ssh client left: its exit status and output."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+
+def ssh_binary() -> str:
+    found = shutil.which("ssh")
+    if found is None:
+        peer_unavailable("ssh", "the OpenSSH client is not installed")
+    assert found is not None
+    return found
+
+
+async def run_ssh(
+    port: int,
+    login: str,
+    key: ClientKey,
+    hosts: Path,
+    *args: str,
+    stdin: bytes = b"",
+    options: tuple[str, ...] = (),
+) -> Finished:
+    """Run the real ``ssh`` client against the door (BatchMode, only this key and host keys)."""
+    command = [
+        ssh_binary(),
+        "-F",
+        "/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"UserKnownHostsFile={hosts}",
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "IdentityAgent=none",
+        "-o",
+        "ConnectTimeout=20",
+        *options,
+        "-i",
+        str(key.path),
+        "-p",
+        str(port),
+        "-l",
+        login,
+        "127.0.0.1",
+        *args,
+    ]
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HOME": str(hosts.parent)},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin), SSH_TIMEOUT)
+    assert proc.returncode is not None
+    return Finished(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+async def audit_entries(client: Any, user: Any, event_type: str) -> list[dict[str, Any]]:
+    """The user's audit entries of one type, newest first."""
+    response = await client.get(f"/api/v1/audit?eventType={event_type}", headers=user.headers)
+    return (await response.get_json())["entries"]  # type: ignore[no-any-return]
+
+
+async def connect(
+    port: int, login: str, key: asyncssh.SSHKey | None, **options: Any
+) -> asyncssh.SSHClientConnection:
+    """An asyncssh client connection to the door (host key not checked: edge-case tests)."""
+    return await asyncssh.connect(
+        "127.0.0.1",
+        port,
+        username=login,
+        client_keys=[key] if key is not None else [],
+        known_hosts=None,
+        agent_path=None,
+        password=None,
+        kbdint_auth=False,
+        password_auth=False,
+        **options,
+    )
+
+
+async def commands_of(client: Any, user: Any, session_id: str) -> list[str]:
+    """The session's command log, once the ticker (once a second) has stored it."""
+    for _ in range(100):
+        response = await client.get(f"/api/v1/sessions/{session_id}/commands", headers=user.headers)
+        commands = [c["command"] for c in (await response.get_json())["commands"]]
+        if commands:
+            return commands
+        await asyncio.sleep(0.1)
+    return []
