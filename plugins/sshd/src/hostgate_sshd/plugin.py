@@ -30,7 +30,12 @@ def parse_listen(text: str) -> tuple[str, int] | None:
         return None
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+    if (
+        not sep
+        or not host
+        or not (port_text.isascii() and port_text.isdigit())
+        or not 0 <= int(port_text) <= 65535
+    ):
         raise ValueError(f"{text!r} is not host:port (such as 127.0.0.1:2222) or off")
     return host, int(port_text)
 
@@ -114,7 +119,6 @@ async def startup(kernel: KernelAPI) -> None:
     if not kernel.serving:  # a command-line process: no listener
         return
     server = FrontDoorServer(kernel)
-    server.host_keys = await load_host_keys(kernel)
     kernel.state[STATE_KEY] = server
     try:
         address = listen_address(kernel)
@@ -124,6 +128,9 @@ async def startup(kernel: KernelAPI) -> None:
     if address is None:
         log.info("the SSH front door is off")
         return
+    # made (an RSA key takes about half a second) only by a node that listens; the
+    # API and the CLI make them on first use otherwise
+    server.host_keys = await load_host_keys(kernel)
     try:
         await server.start(address[0], address[1], server.host_keys)
     except OSError as exc:

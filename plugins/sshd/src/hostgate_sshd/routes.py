@@ -29,7 +29,7 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from .keys import host_key_views, parse_user_key
+from .keys import host_key_views, load_host_keys, parse_user_key
 from .server import KEY_KIND, SEPARATOR, FrontDoorServer
 
 blueprint = Blueprint("sshd", __name__)
@@ -231,6 +231,8 @@ async def host_keys() -> dict[str, Any]:
             "separator": SEPARATOR,
             "hostKeys": [],
         }
+    if not server.host_keys:  # not listening: the keys it would present
+        server.host_keys = await load_host_keys(current_kernel())
     return {
         "listening": server.port > 0,
         "address": server.address,
