@@ -156,6 +156,8 @@ async def test_window_changes_reach_the_server(
             while text not in seen:
                 seen += await process.stdout.read(4096)
 
+        # the command log follows lines typed at a prompt: type at bash's first one
+        await until(b"$ ")
         process.stdin.write(b"stty size\n")
         await until(b"31 100")
         process.change_terminal_size(132, 43)

@@ -1391,6 +1391,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/profile/ssh-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's SSH keys with fingerprint, creation and last use. */
+        get: operations["get_list_own_keys"];
+        put?: never;
+        /** Register a public key for signing in to the SSH front door. */
+        post: operations["post_add_own_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profile/ssh-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove one of the caller's keys; connections signed in with it are closed. */
+        delete: operations["delete_delete_own_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/profile/ssh-prefs": {
         parameters: {
             query?: never;
@@ -1771,6 +1806,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sshd/host-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The front door's host-key fingerprints (to check on first connection) and port. */
+        get: operations["get_host_keys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/system/plugins": {
         parameters: {
             query?: never;
@@ -1836,6 +1888,40 @@ export interface paths {
         /** Set a new password; every session and API token of that user ends (not your own). */
         post: operations["post_reset_password"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}/ssh-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A user's SSH keys (an unknown user has none). */
+        get: operations["get_list_user_keys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}/ssh-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a user's key; connections signed in with it are closed. */
+        delete: operations["delete_delete_user_key"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2538,6 +2624,24 @@ export interface components {
             userId: string | null;
             /** Username */
             username: string | null;
+        };
+        /**
+         * GatewayHostKeys
+         * @description The gateway's host keys and where the front door listens.
+         */
+        GatewayHostKeys: {
+            /** Address */
+            address: string;
+            /** Hostkeys */
+            hostKeys: {
+                [key: string]: string;
+            }[];
+            /** Listening */
+            listening: boolean;
+            /** Port */
+            port: number;
+            /** Separator */
+            separator: string;
         };
         /**
          * Group
@@ -3607,6 +3711,43 @@ export interface components {
             dryRun: boolean;
             /** Skipped */
             skipped: components["schemas"]["SkippedLine"][];
+        };
+        /**
+         * SshKeyAdded
+         * @description The key registered.
+         */
+        SshKeyAdded: {
+            key: components["schemas"]["SshKeyView"];
+            /** Ok */
+            ok: boolean;
+        };
+        /**
+         * SshKeyList
+         * @description A user's SSH keys, oldest first.
+         */
+        SshKeyList: {
+            /** Keys */
+            keys: components["schemas"]["SshKeyView"][];
+        };
+        /**
+         * SshKeyView
+         * @description A registered key: never more than its public line.
+         */
+        SshKeyView: {
+            /** Algorithm */
+            algorithm: string;
+            /** Createdat */
+            createdAt: string;
+            /** Fingerprint */
+            fingerprint: string;
+            /** Id */
+            id: string;
+            /** Lastusedat */
+            lastUsedAt: string | null;
+            /** Name */
+            name: string;
+            /** Publickey */
+            publicKey: string;
         };
         /**
          * SshPrefs
@@ -10124,6 +10265,190 @@ export interface operations {
             };
         };
     };
+    get_list_own_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's SSH keys with fingerprint, creation and last use. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshKeyList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_add_own_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Name
+                     * @default
+                     */
+                    name?: string;
+                    /** Publickey */
+                    publicKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Register a public key for signing in to the SSH front door. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshKeyAdded"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_delete_own_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Remove one of the caller's keys; connections signed in with it are closed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_get_ssh_prefs: {
         parameters: {
             query?: never;
@@ -11858,6 +12183,12 @@ export interface operations {
                     /** @description Default terminal theme */
                     "ssh.theme"?: string;
                     /**
+                     * Format: setting:sshd.listen_address
+                     * @description Where the SSH front door listens (host:port, or off); read at start-up, the HOSTGATE_SSHD_LISTEN environment variable wins
+                     * @example 127.0.0.1:2222
+                     */
+                    "sshd.listen_address"?: string;
+                    /**
                      * Format: setting:updates.feed_url
                      * @description Release feed /version checks for a newer release (PyPI JSON, or {version, url}); empty turns the check off: no outbound call at all
                      * @example https://pypi.org/pypi/hostgate/json
@@ -11969,6 +12300,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SettingSchema"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_host_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The front door's host-key fingerprints (to check on first connection) and port. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayHostKeys"];
                 };
             };
             /** @description Not authenticated */
@@ -12414,6 +12783,115 @@ export interface operations {
             };
             /** @description Body too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_list_user_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A user's SSH keys (an unknown user has none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshKeyList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_delete_user_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoke a user's key; connections signed in with it are closed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
