@@ -168,10 +168,11 @@ class GatewayProcess:
         """Everything the server printed."""
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def unhandled(self) -> list[str]:
-        """Log lines of unhandled errors (a 500 or a crashed task)."""
+    def unhandled(self, since: int = 0) -> list[str]:
+        """Log lines of unhandled errors (a 500 or a crashed task), from character ``since``
+        of the log on."""
         return [
             line
-            for line in self.log().splitlines()
+            for line in self.log()[since:].splitlines()
             if "unhandled error" in line or "Task exception was never retrieved" in line
         ]

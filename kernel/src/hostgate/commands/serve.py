@@ -270,6 +270,7 @@ def serve_one(config: Config, *, worker: int = 0) -> int:
     """Serve in this process until SIGTERM or SIGINT (``worker``: its number, 0 = alone)."""
     from hypercorn.asyncio import serve
 
+    from .. import testreset
     from ..app import create_app, kernel_of
     from ..services.sessions.terminal_sessions import LIVE_KINDS as SOCKET_KINDS
 
@@ -284,6 +285,8 @@ def serve_one(config: Config, *, worker: int = 0) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if not worker:  # a test gateway shared by several tests (one process only)
+            testreset.install(kernel_of(app), loop)
         log.info(
             "hostgate %slistening on %s://%s:%s (%s event loop)",
             f"worker {worker} " if worker else "",

@@ -92,6 +92,10 @@ class MemoryRateLimiter(RateLimiter):
         """Forget a key's attempts (e.g. after a successful MFA code)."""
         self._hits.pop((bucket, key), None)
 
+    def forget_all(self) -> None:
+        """Forget every attempt of every key (a test gateway's reset)."""
+        self._hits.clear()
+
 
 # KEYS[1]: the sorted set of one (bucket, key), scored by the time of each attempt in
 # microseconds. ARGV: now (microseconds; empty = the Redis server's clock), window

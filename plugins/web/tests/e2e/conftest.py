@@ -1,6 +1,9 @@
 """End-to-end fixtures: a real ``hostgate serve`` and Debian's Chromium driven by Playwright.
 
-- ``gateway``: a fresh server (temp data dir, free port, every installed pack).
+- ``gateway``: a server (temp data dir, free port, every installed pack) as it was just
+  after its first start: no users, default settings. The tests of a module share one
+  (``shared_gateway``), put back to that state before each test but the first
+  (``Gateway.reset``); a module that overrides ``gateway_env`` gets one per test.
 - ``page``: a Chromium page at 1280x800 in a fresh context; any console error or
   uncaught exception fails the test (the browser's own "Failed to load resource"
   lines for 4xx answers are expected where a test provokes them, and skipped).
@@ -17,7 +20,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
+import sqlite3
+import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from hostgate.testreset import SNAPSHOT_ENV, done_path
 from hostgate_web.assets import UI, ensure_built
 
 from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess
@@ -141,10 +149,55 @@ def browser(built_app: None, template_db: Path) -> Any:
     return CHROMIUM_SHARED.get()
 
 
+RESET_TIMEOUT = 60.0
+
+
 class Gateway(GatewayProcess):
     """A ``hostgate serve`` with API helpers for checking what the server saw."""
 
     http: httpx.Client | None = None
+    snapshot: Path | None = None  # its database just after the first start (``reset``)
+    log_mark = 0  # where the current test's part of the log starts
+    used = False  # a test had it (the next one needs a ``reset``)
+
+    def take_snapshot(self) -> None:
+        """Copy the database as it is now to ``snapshot`` (SQLite's backup API)."""
+        assert self.snapshot is not None
+        with (
+            closing(sqlite3.connect(self.data_dir / "hostgate.db")) as live,
+            closing(sqlite3.connect(self.snapshot)) as copy,
+        ):
+            live.backup(copy)
+
+    def reset(self) -> None:
+        """Put the running server back to ``snapshot`` and wait until it is.
+
+        SIGUSR1, which the server answers only because the fixture started it with
+        ``HOSTGATE_TEST_RESET_SNAPSHOT`` (``hostgate.testreset``): live sessions closed,
+        every row back to the snapshot's, settings, audit chain, roles and the packs'
+        state re-read, login-rate and lockout counters forgotten, recordings removed.
+        A server a test stopped is started again first (same port and data dir).
+        """
+        assert self.snapshot is not None and self.process is not None
+        if self.process.poll() is not None:
+            self.start()
+        done = done_path(self.snapshot)
+        done.unlink(missing_ok=True)
+        self.process.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + RESET_TIMEOUT
+        while not done.exists():
+            if self.process.poll() is not None:
+                pytest.fail(f"hostgate serve exited during its reset: {self.log()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"hostgate serve was not reset in time: {self.log()[-2000:]}")
+            time.sleep(0.02)
+        outcome = done.read_text().strip()
+        if not outcome.endswith(" ok"):
+            pytest.fail(f"hostgate serve could not be reset ({outcome}): {self.log()[-2000:]}")
+
+    def mark_log(self) -> None:
+        """Start the current test's part of the log here (``unhandled(since=log_mark)``)."""
+        self.log_mark = len(self.log())
 
     def api(self, method: str, path: str, token: str, **kwargs: Any) -> httpx.Response:
         """One API call with a bearer token (``path`` under ``/api/v1``).
@@ -208,14 +261,14 @@ def gateway_env() -> dict[str, str]:
 
 
 class Spares:
-    """Fresh gateways started one test ahead, so that a test does not wait for its own.
+    """Gateways started ahead, so that a module does not wait for its own.
 
-    Each e2e test still gets a ``hostgate serve`` of its own on a copy of the template
-    database (no users, empty caches); only the moment it starts changes: while test N
-    runs (from the end of its set-up), the gateway of test N+1 is already importing and
-    opening its database. Only the
-    default environment is started ahead (a module's ``gateway_env`` override gets its own
-    at set-up, as before). The spare goes when the run leaves this directory.
+    A module's shared gateway (``shared_gateway``) is launched during the test before
+    its first test, as soon as that test's set-up is done: while it runs, the next
+    module's ``hostgate serve`` is already importing and opening its database (a copy
+    of the template: no users, empty caches). Only the default environment is started
+    ahead (a module's ``gateway_env`` override gets one per test, at set-up). The spare
+    goes when the run leaves this directory.
     """
 
     def __init__(self) -> None:
@@ -225,13 +278,16 @@ class Spares:
 
     def fresh(self, root: Path, template_db: Path, env: dict[str, str]) -> Gateway:
         """A gateway on a copy of ``template_db`` in a new directory under ``root``,
-        launched (not yet waited for)."""
+        launched (not yet waited for), able to ``reset`` to a snapshot at ``root``."""
         data = root / "data"
         data.mkdir(mode=0o700, parents=True)
         shutil.copy(template_db, data / "hostgate.db")
         (data / "hostgate.db").chmod(0o600)
         self.spawned += 1
-        return Gateway(data, env=env).spawn()
+        snapshot = root / "first-state.db"
+        process = Gateway(data, env={SNAPSHOT_ENV: str(snapshot), **env})
+        process.snapshot = snapshot
+        return process.spawn()
 
     def take(self, root: Path, template_db: Path, env: dict[str, str]) -> Gateway:
         """The started-ahead spare if the environment is the default one (a new one in
@@ -245,7 +301,7 @@ class Spares:
         return process
 
     def prepare(self, root: Path, template_db: Path) -> None:
-        """Start a default-environment gateway in ``root`` for the next test."""
+        """Start a default-environment gateway in ``root`` for the next module."""
         if self.spare is None:
             self.spare = self.fresh(root, template_db, {})
 
@@ -257,6 +313,7 @@ class Spares:
 
 
 SPARES = Spares()
+SHARED: dict[Path, Gateway] = {}  # the running ``shared_gateway`` of a module, by its file
 
 
 def wants_default_gateway(item: pytest.Item | None) -> bool:
@@ -270,6 +327,11 @@ def wants_default_gateway(item: pytest.Item | None) -> bool:
     return len(info.name2fixturedefs.get("gateway_env", ())) == 1
 
 
+def wants_spare(item: pytest.Item | None) -> bool:
+    """True if ``item`` will start its module's shared gateway (none runs for it yet)."""
+    return wants_default_gateway(item) and Path(item.path) not in SHARED  # type: ignore[union-attr]
+
+
 def next_item(request: pytest.FixtureRequest) -> pytest.Item | None:
     """The test that runs after this one, if any."""
     items = request.session.items
@@ -278,6 +340,32 @@ def next_item(request: pytest.FixtureRequest) -> pytest.Item | None:
     except ValueError:
         return None
     return items[index + 1] if index + 1 < len(items) else None
+
+
+@pytest.fixture(scope="module")
+def shared_gateway(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    built_app: None,
+    template_db: Path,
+) -> Iterator[Gateway]:
+    """The module's ``hostgate serve`` (default environment), shared by its tests.
+
+    Started on a copy of the session's migrated, empty database (the first start's work
+    still runs: roles, key check), usually during the module before (``Spares``). Its
+    database is copied right after the start (``Gateway.snapshot``); the ``gateway``
+    fixture puts it back to that copy before every test but the first (``Gateway.reset``).
+    """
+    process = SPARES.take(tmp_path_factory.mktemp("gateway"), template_db, {})
+    process.take_snapshot()
+    module = Path(request.path)
+    SHARED[module] = process
+    try:
+        yield process
+    finally:
+        SHARED.pop(module, None)
+        process.stop()
+    assert not process.unhandled(since=process.log_mark), process.unhandled(process.log_mark)
 
 
 @pytest.fixture
@@ -289,22 +377,33 @@ def gateway(
     gateway_env: dict[str, str],
     template_db: Path,
 ) -> Iterator[Gateway]:
-    """A fresh ``hostgate serve`` (no users yet), of this test alone.
+    """A ``hostgate serve`` as just after its first start (no users, default settings).
 
-    Its data dir starts with the session's migrated, empty database (as the in-process
-    tests' do): the first start's work (first admin, roles, key check) still runs, the
-    replay of every migration does not. It was usually started during the previous test
-    (``Spares``); the next test's starts when this test's set-up is done.
+    The module's ``shared_gateway``, reset before this test if an earlier test of the
+    module used it; with a ``gateway_env`` override, a gateway of this test alone. When
+    the next test starts its module's gateway, that one is launched as soon as this
+    test's set-up is done (``pytest_runtest_call``): launched here, it slowed the admin's
+    argon2 and the sign-in of this test's set-up (A/B in docs/performance.md).
     """
-    process = SPARES.take(tmp_path, template_db, gateway_env)
-    if wants_default_gateway(next_item(request)):
-        # launched when this test's set-up is done (``pytest_runtest_call``): launched here,
-        # it slowed the admin's argon2 and the sign-in of this test's set-up (A/B in
-        # docs/performance.md)
+    if gateway_env:
+        process = SPARES.take(tmp_path, template_db, gateway_env)
+    else:
+        process = request.getfixturevalue("shared_gateway")
+        if process.used:  # an earlier test of the module had it
+            process.reset()
+            # what the last test's teardown or the reset logged is theirs, not this test's
+            leftover = process.unhandled(since=process.log_mark)
+            assert not leftover, f"after the previous test: {leftover}"
+        process.used = True
+        process.mark_log()
+    if wants_spare(next_item(request)):
         SPARES.wanted = (tmp_path_factory.mktemp("gateway"), template_db)
     yield process
-    process.stop()
-    assert not process.unhandled(), process.unhandled()
+    if gateway_env:
+        process.stop()
+        assert not process.unhandled(), process.unhandled()
+    else:
+        assert not process.unhandled(since=process.log_mark), process.unhandled(process.log_mark)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The e2e helpers: the ``Gateway``'s API calls share one HTTP client, closed when it
-stops; consecutive e2e tests share one Chromium; a test's fresh gateway is started
-during the test before it (``Spares``)."""
+stops; consecutive e2e tests share one Chromium; a module's tests share one gateway,
+put back to its first state before each test (``Gateway.reset``), started during the
+module before it (``Spares``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import httpx
 import pytest
 from hostgate.testing import start_receiver
 
-from .conftest import CHROMIUM_SHARED, Gateway, Spares, wants_default_gateway
+from testsupport.gateway import ADMIN_PASSWORD
+
+from .conftest import CHROMIUM_SHARED, SHARED, Gateway, Spares, wants_default_gateway
 
 SEEN: list[Any] = []
+PIDS: list[int] = []
 
 
 def test_api_calls_share_one_client_until_the_gateway_stops(
@@ -97,3 +101,36 @@ def test_a_gateway_started_ahead_is_handed_out_fresh_and_only_for_the_default_en
         spares.close()
     assert all(p.process is not None and p.process.poll() is not None for p in taken)
     assert not wants_default_gateway(request.node)  # this test asks for no ``gateway``
+
+
+def login_status(gateway: Gateway, username: str, password: str = ADMIN_PASSWORD) -> int:
+    """The status of one password login."""
+    body = {"username": username, "password": password}
+    return httpx.post(f"{gateway.url}/api/v1/auth/login", json=body, timeout=60).status_code
+
+
+def test_the_tests_of_a_module_share_its_gateway(
+    gateway: Gateway, admin_token: str, request: pytest.FixtureRequest
+) -> None:
+    """Leaves the shared gateway with an admin, a setting, a connection, an audit trail
+    and an unknown username locked out: the next test finds none of it."""
+    assert SHARED[request.path] is gateway
+    gateway.set_settings(admin_token, app__name="left by the test before")
+    body = {"name": "left", "protocol": "ssh", "host": "192.0.2.1", "port": 22}
+    assert gateway.api("POST", "/connections", admin_token, json=body).status_code == 201
+    statuses = [login_status(gateway, "nobody", "wrong") for _ in range(6)]
+    assert statuses[-1] == 429  # locked (the default: 5 failed attempts)
+    PIDS.append(gateway.pid)
+
+
+def test_the_next_test_finds_it_as_after_its_first_start(gateway: Gateway) -> None:
+    """Run after the test above (file order): the same process, reset. Run alone: the
+    module's first test, on a gateway just started."""
+    assert PIDS in ([], [gateway.pid])
+    token = gateway.setup_admin()  # no users: the first-admin set-up is open again
+    settings = gateway.api("GET", "/settings", token).json()["settings"]
+    assert settings["app.name"] == "hostgate"
+    listing = gateway.api("GET", "/connections", token).json()
+    assert listing["groups"] == [] and listing["ungrouped"] == []
+    assert login_status(gateway, "nobody", "wrong") == 401  # no lockout left over
+    assert "connection.created" not in gateway.audit_types(token)

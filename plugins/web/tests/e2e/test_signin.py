@@ -15,7 +15,15 @@ from playwright.sync_api import expect
 
 from testsupport.gateway import ADMIN_PASSWORD
 
-from .conftest import SPARES, Gateway, Screens, next_item, signed_in, wants_default_gateway
+from .conftest import (
+    SPARES,
+    Gateway,
+    Screens,
+    next_item,
+    signed_in,
+    wants_default_gateway,
+    wants_spare,
+)
 
 pytestmark = pytest.mark.peer("chromium")
 
@@ -25,9 +33,10 @@ STRONG = "orbit canyon lantern 42 maple"
 def test_first_run_creates_the_admin_with_strength_feedback(
     page: Any, gateway: Gateway, screens: Screens, request: pytest.FixtureRequest
 ) -> None:
-    assert wants_default_gateway(request.node)  # a test before it starts its gateway ahead
-    # and this test's set-up has started the next test's (none when run alone)
-    assert (SPARES.spare is not None) == wants_default_gateway(next_item(request))
+    assert wants_default_gateway(request.node)  # the module's shared gateway
+    # this test's set-up has started the next module's gateway (none when the next test
+    # is in this module, or when run alone)
+    assert (SPARES.spare is not None) == wants_spare(next_item(request))
     page.goto(gateway.url + "/")
     expect(page.get_by_role("heading", name="Set up your gateway")).to_be_visible()
     page.get_by_label("Username").fill("ada")

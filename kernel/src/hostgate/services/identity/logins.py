@@ -163,6 +163,10 @@ class Logins:
         minutes = float(self.settings.get("security.lockout_duration_minutes"))
         return attempts, timedelta(minutes=minutes)
 
+    def forget_phantoms(self) -> None:
+        """Forget the failed attempts and lockouts of unknown usernames (a test gateway's reset)."""
+        self._phantoms.clear()
+
     def _phantom(self, username: str) -> _Phantom:
         key = clean_username(username).lower()
         phantom = self._phantoms.pop(key, None) or _Phantom()
