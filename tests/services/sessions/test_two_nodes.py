@@ -18,7 +18,7 @@ from hostgate.app import create_app, kernel_of
 from hostgate.closereasons import CloseReason
 from hostgate.config import Config
 from hostgate.security.ratelimit import LOGIN_PER_IP
-from hostgate.services.sessions import remote_session
+from hostgate.services.sessions import live_view, remote_session
 
 from tests.services.sessions import localshell
 from tests.services.sessions.helpers import Screen, socket_path
@@ -312,10 +312,12 @@ async def test_a_permission_withdrawn_on_node_a_closes_the_socket_held_by_node_b
 
 
 async def test_a_viewer_on_node_a_loses_view_any_on_node_b_and_the_watch_closes(
-    client, node_b, admin, make_user, shell_connection
+    client, node_b, admin, make_user, shell_connection, monkeypatch
 ):
     """The watch is relayed (the terminal is node B's) and the role changes on node B:
     node A, which holds the viewer, re-checks at once."""
+    # node A's own 30-second watch check never comes: the close is the bus's doing
+    monkeypatch.setattr(live_view, "CHECK_SECONDS", math.inf)
     user, connection = shell_connection
     auditor = await make_user("carol", permissions=["sessions.view_any"])
     client_b = node_b.test_client()
@@ -334,8 +336,7 @@ async def test_a_viewer_on_node_a_loses_view_any_on_node_b_and_the_watch_closes(
                 f"{API}/roles/{auditor.role_id}", headers=admin.headers, json={"permissions": []}
             )
             assert changed.status_code == 200, await changed.get_json()
-            # well before node A's own 30-second check
-            assert await viewer.until_closed(timeout=STEP / 2) == 4003
+            assert await viewer.until_closed(timeout=CLOSE_GUARD) == 4003
             assert {
                 "type": "error",
                 "message": "Permission sessions.view_any was withdrawn",
@@ -345,7 +346,7 @@ async def test_a_viewer_on_node_a_loses_view_any_on_node_b_and_the_watch_closes(
 
 
 async def test_a_password_reset_on_node_a_ends_a_token_and_its_socket_on_node_b(
-    client, node_b, admin, shell_connection
+    client, node_b, admin, shell_connection, no_periodic_check
 ):
     user, connection = shell_connection
     client_b = node_b.test_client()
@@ -364,7 +365,7 @@ async def test_a_password_reset_on_node_a_ends_a_token_and_its_socket_on_node_b(
             json={"newPassword": "A-new-password-42"},
         )
         assert reset.status_code == 200, await reset.get_json()
-        assert await screen.until_closed(timeout=STEP / 2) == 4001
+        assert await screen.until_closed(timeout=CLOSE_GUARD) == 4001
         assert screen.messages[-1]["reason"] == "revoked"
     refused = await client_b.get(f"{API}/auth/me", headers=token)
     assert (await refused.get_json())["code"] == "api_token_revoked"
