@@ -13,6 +13,7 @@ from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 from werkzeug.datastructures import Headers
 
 from . import accesslog, errors, responseheaders, socketreads
+from ._compat import wsproto as compat_wsproto
 from .api import blueprints
 from .api.health import health
 from .config import Config, load_config
@@ -26,7 +27,6 @@ from .routematch import RememberingMap
 from .routing import SharedBuilderRule
 from .services.version import current_version
 from .ws import blueprint_for as socket_blueprint
-from .ws import deflate
 
 API_PREFIX = "/api/v1"
 # Paths no page blueprint (register_pages) may answer.
@@ -84,7 +84,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         extra=plugins,
     )
     app = GatewayQuart("hostgate", static_folder=None)
-    deflate.install()
+    compat_wsproto.install()
     socketreads.install()
     responseheaders.install()
     responseheaders.trust(CONSTANT_HEADERS)
