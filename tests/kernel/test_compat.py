@@ -62,6 +62,7 @@ def test_a_range_admits_its_versions_up_to_the_next_minor(version, admitted):
 
 
 def test_the_switch_turns_every_patch_off(monkeypatch, fresh_warnings, caplog):
+    monkeypatch.delenv(compat.SWITCH, raising=False)
     assert compat.applies("sample", VersionRange("python", "3", "99"))
     for word in ("off", "OFF", "0", "false", "no"):
         monkeypatch.setenv(compat.SWITCH, word)
@@ -96,8 +97,40 @@ def _wsproto() -> tuple[str, Installer, Callable[[], bool]]:
     return "wsproto", wsproto.install, lambda: ws_stream.PerMessageDeflate is wsproto._STOCK
 
 
+def _hypercorn() -> tuple[str, Installer, Callable[[], bool]]:
+    import hypercorn.asyncio.tcp_server as tcp_server
+    from hostgate._compat import hypercorn
+
+    def stock() -> bool:
+        return (
+            tcp_server.TCPServer.__init__ is hypercorn._original_init
+            and hypercorn._original_max_recv == tcp_server.MAX_RECV  # type: ignore[attr-defined]
+        )
+
+    return "hypercorn", hypercorn.install, stock
+
+
+def _h11() -> tuple[str, Installer, Callable[[], bool]]:
+    import h11._events as h11_events  # noqa: F401  (the module the patch replaces a name in)
+    from hostgate._compat import h11
+
+    def stock() -> bool:
+        return h11_events.normalize_and_validate is h11._original_normalize
+
+    return "h11", h11.install, stock
+
+
+def _asyncio_streams() -> tuple[str, Installer, Callable[[], bool]]:
+    from hostgate._compat.asyncio_streams import ChunkReader
+
+    return "python", ChunkReader.supported, lambda: not ChunkReader.supported()
+
+
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
+    "hypercorn": _hypercorn,
+    "h11": _h11,
+    "asyncio_streams": _asyncio_streams,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 
@@ -290,15 +323,6 @@ def scan() -> dict[str, set[str]]:
 PENDING: dict[str, set[str]] = {
     "kernel/src/hostgate/api/cachedjson.py": {"_list"},
     "kernel/src/hostgate/app.py": {"_list"},
-    "kernel/src/hostgate/chunkreader.py": {
-        "_eof",
-        "_limit",
-        "_maybe_resume_transport",
-        "_paused",
-        "_wait_for_data",
-        "_waiter",
-        "_wakeup_waiter",
-    },
     "kernel/src/hostgate/db/engine.py": {"_connection", "_running", "_thread"},
     "kernel/src/hostgate/guards.py": {"quart.globals._cv_app", "quart.globals._cv_request"},
     "kernel/src/hostgate/openapi.py": {"_app"},
@@ -311,24 +335,9 @@ PENDING: dict[str, set[str]] = {
         "quart.asgi._handle_exception",
         "quart.helpers._split_blueprint_path",
     },
-    "kernel/src/hostgate/responseheaders.py": {"_full_items", "h11._events", "h11._headers"},
     "kernel/src/hostgate/routematch.py": {"_matcher"},
     "kernel/src/hostgate/routing.py": {"_compile_builder", "_trace"},
     "kernel/src/hostgate/services/notifications/patterns.py": {"_Regexp"},
-    "kernel/src/hostgate/socketreads.py": {
-        "_buffer",
-        "_eof",
-        "_handle_events",
-        "_limit",
-        "_paused",
-        "_reader",
-        "_receive_buffer",
-        "_receive_buffer_closed",
-        "_remaining",
-        "_stream_reader",
-        "_stream_reader_wr",
-        "h11._readers",
-    },
     "plugins/rdp/src/hostgate_rdp/relay.py": {"_ssl"},
     "plugins/smb/src/hostgate_smb/share.py": {
         "_calculate_credit_charge",

@@ -12,7 +12,9 @@ from quart import Quart, Response
 from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 from werkzeug.datastructures import Headers
 
-from . import accesslog, errors, responseheaders, socketreads
+from . import accesslog, errors
+from ._compat import h11 as compat_h11
+from ._compat import hypercorn as compat_hypercorn
 from ._compat import wsproto as compat_wsproto
 from .api import blueprints
 from .api.health import health
@@ -85,9 +87,8 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     )
     app = GatewayQuart("hostgate", static_folder=None)
     compat_wsproto.install()
-    socketreads.install()
-    responseheaders.install()
-    responseheaders.trust(CONSTANT_HEADERS)
+    compat_hypercorn.install()
+    compat_h11.install(CONSTANT_HEADERS)
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
@@ -189,7 +190,7 @@ CONSTANT_HEADERS = (
     ("Content-Type", "application/json"),
     ("Server", "hypercorn-h11"),
 )
-"""Header lines most responses carry unchanged: checked once (``responseheaders``)."""
+"""Header lines most responses carry unchanged: checked once (``_compat.h11``)."""
 
 
 def add_default_headers(
