@@ -126,11 +126,25 @@ def _asyncio_streams() -> tuple[str, Installer, Callable[[], bool]]:
     return "python", ChunkReader.supported, lambda: not ChunkReader.supported()
 
 
+def _werkzeug() -> tuple[str, Installer, Callable[[], bool]]:
+    from hostgate._compat import werkzeug
+    from quart.routing import QuartMap, QuartRule
+
+    chosen: list[tuple[type, type]] = []
+
+    def install() -> bool:
+        chosen.append(werkzeug.install())
+        return chosen[-1] == (werkzeug.RememberingMap, werkzeug.SharedBuilderRule)
+
+    return "werkzeug", install, lambda: chosen[-1] == (QuartMap, QuartRule)
+
+
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
     "h11": _h11,
     "asyncio_streams": _asyncio_streams,
+    "werkzeug": _werkzeug,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 
@@ -321,8 +335,6 @@ def scan() -> dict[str, set[str]]:
 
 
 PENDING: dict[str, set[str]] = {
-    "kernel/src/hostgate/api/cachedjson.py": {"_list"},
-    "kernel/src/hostgate/app.py": {"_list"},
     "kernel/src/hostgate/db/engine.py": {"_connection", "_running", "_thread"},
     "kernel/src/hostgate/guards.py": {"quart.globals._cv_app", "quart.globals._cv_request"},
     "kernel/src/hostgate/openapi.py": {"_app"},
@@ -335,8 +347,6 @@ PENDING: dict[str, set[str]] = {
         "quart.asgi._handle_exception",
         "quart.helpers._split_blueprint_path",
     },
-    "kernel/src/hostgate/routematch.py": {"_matcher"},
-    "kernel/src/hostgate/routing.py": {"_compile_builder", "_trace"},
     "kernel/src/hostgate/services/notifications/patterns.py": {"_Regexp"},
     "plugins/rdp/src/hostgate_rdp/relay.py": {"_ssl"},
     "plugins/smb/src/hostgate_smb/share.py": {
