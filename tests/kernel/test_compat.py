@@ -139,12 +139,29 @@ def _werkzeug() -> tuple[str, Installer, Callable[[], bool]]:
     return "werkzeug", install, lambda: chosen[-1] == (QuartMap, QuartRule)
 
 
+def _aiosqlite() -> tuple[str, Installer, Callable[[], bool]]:
+    import threading
+
+    from hostgate._compat import aiosqlite
+
+    class Connection:  # the two attributes aiosqlite's Connection has
+        _thread = threading.current_thread()
+        _running = True
+
+    return (
+        "aiosqlite",
+        lambda: aiosqlite.worker_thread(Connection()) is not None,
+        lambda: not aiosqlite.still_working(Connection()),
+    )
+
+
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
     "h11": _h11,
     "asyncio_streams": _asyncio_streams,
     "werkzeug": _werkzeug,
+    "aiosqlite": _aiosqlite,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 
@@ -362,8 +379,6 @@ PENDING: dict[str, set[str]] = {
         "quart.helpers._split_blueprint_path",
     },
     "kernel/src/hostgate/guards.py": {"quart.globals._cv_app", "quart.globals._cv_request"},
-    # aiosqlite's connection thread (db/engine.py): next for _compat/aiosqlite.py
-    "kernel/src/hostgate/db/engine.py": {"_connection", "_running", "_thread"},
     # ssl's SSLObject._sslobj on Python < 3.13 (get_unverified_chain), behind getattr
     "plugins/rdp/src/hostgate_rdp/relay.py": {"_sslobj"},
     # smbprotocol: issue 35 item 2 replaces these with smbprotocol's own signing path
