@@ -155,6 +155,12 @@ def _aiosqlite() -> tuple[str, Installer, Callable[[], bool]]:
     )
 
 
+def _quart() -> tuple[str, Installer, Callable[[], bool]]:
+    from hostgate._compat import quart
+
+    return "quart", quart.install, lambda: quart.current_request is quart._stock_request
+
+
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
@@ -162,6 +168,7 @@ MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "asyncio_streams": _asyncio_streams,
     "werkzeug": _werkzeug,
     "aiosqlite": _aiosqlite,
+    "quart": _quart,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 
@@ -368,7 +375,7 @@ def scan() -> dict[str, set[str]]:
 
 PENDING: dict[str, set[str]] = {
     # Quart: the request body's and ASGI connection's private methods (requestbody.py)
-    # and its context variables (guards.py): next to move into _compat/quart.py
+    # next to move into _compat/quart.py
     "kernel/src/hostgate/requestbody.py": {
         "_cached_json",
         "_complete",
@@ -378,7 +385,6 @@ PENDING: dict[str, set[str]] = {
         "quart.asgi._handle_exception",
         "quart.helpers._split_blueprint_path",
     },
-    "kernel/src/hostgate/guards.py": {"quart.globals._cv_app", "quart.globals._cv_request"},
     # ssl's SSLObject._sslobj on Python < 3.13 (get_unverified_chain), behind getattr
     "plugins/rdp/src/hostgate_rdp/relay.py": {"_sslobj"},
     # smbprotocol: issue 35 item 2 replaces these with smbprotocol's own signing path

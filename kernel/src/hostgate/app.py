@@ -15,6 +15,7 @@ from werkzeug.datastructures import Headers
 from . import accesslog, errors
 from ._compat import h11 as compat_h11
 from ._compat import hypercorn as compat_hypercorn
+from ._compat import quart as compat_quart
 from ._compat import werkzeug as compat_werkzeug
 from ._compat import wsproto as compat_wsproto
 from .api import blueprints
@@ -85,6 +86,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     app = GatewayQuart("hostgate", static_folder=None)
     compat_wsproto.install()
     compat_hypercorn.install()
+    compat_quart.install()
     compat_h11.install(CONSTANT_HEADERS)
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
