@@ -244,7 +244,9 @@ def test(extra: list[str]) -> int:
     if off is not None:
         say("running the patched paths' tests again with HOSTGATE_COMPAT_PATCHES=off")
         env = {**_bytecode_env(), "HOSTGATE_COMPAT_PATCHES": "off"}
-        code = code or subprocess.call(off, cwd=ROOT, env=env)
+        off_code = subprocess.call(off, cwd=ROOT, env=env)
+        # 5: a -k or -m of the caller's selected none of these tests
+        code = code or (0 if off_code == 5 else off_code)
     say("lint results")
     lint_failed = finish_lint(running)
     return code or lint_failed
