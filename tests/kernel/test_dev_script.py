@@ -36,3 +36,15 @@ def test_the_test_command_reports_the_40_slowest_tests_unless_told_otherwise(tmp
     assert "slowest 40 durations" in run(command, tmp_path)
     # a --durations of the caller's comes later on the line and wins
     assert "slowest 1 durations" in run(dev.pytest_command(["-q", "--durations=1"]), tmp_path)
+
+
+def test_the_test_command_runs_the_patched_paths_again_with_the_patches_off():
+    dev = dev_script()
+    command = dev.patches_off_command(["-q", "-p", "no:cacheprovider"])
+    assert command is not None
+    assert command[-len(dev.PATCHES_OFF_TESTS) :] == list(dev.PATCHES_OFF_TESTS)
+    assert all((ROOT / path).is_file() for path in dev.PATCHES_OFF_TESTS)
+    assert "-q" in command and "tests/kernel/test_compat.py" in command
+    # a run of chosen tests stays that run
+    assert dev.patches_off_command(["-q", "tests/kernel/test_docs.py"]) is None
+    assert dev.patches_off_command(["tests/kernel/test_docs.py::test_x"]) is None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostgate._compat import patches_enabled
+from hostgate._compat.werkzeug import SharedBuilderRule
 from hostgate.app import create_app
-from hostgate.routing import SharedBuilderRule
 from quart import Quart
 from quart.routing import QuartRule
 from werkzeug.routing import BaseConverter, Map
@@ -41,9 +42,10 @@ async def openapi_of(app: Quart) -> Any:
         return await response.get_json()
 
 
-def test_the_app_uses_shared_builder_rules(config):
+def test_the_app_uses_shared_builder_rules_unless_the_patches_are_off(config):
     app = all_pack_app(config)
-    assert all(isinstance(rule, SharedBuilderRule) for rule in app.url_map.iter_rules())
+    shared = [isinstance(rule, SharedBuilderRule) for rule in app.url_map.iter_rules()]
+    assert shared and set(shared) == {patches_enabled()}
 
 
 def test_each_rule_builds_as_a_werkzeug_compiled_rule(config):

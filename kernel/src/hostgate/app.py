@@ -12,7 +12,12 @@ from quart import Quart, Response
 from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 from werkzeug.datastructures import Headers
 
-from . import accesslog, errors, responseheaders, socketreads
+from . import accesslog, errors
+from ._compat import h11 as compat_h11
+from ._compat import hypercorn as compat_hypercorn
+from ._compat import quart as compat_quart
+from ._compat import werkzeug as compat_werkzeug
+from ._compat import wsproto as compat_wsproto
 from .api import blueprints
 from .api.health import health
 from .config import Config, load_config
@@ -22,11 +27,8 @@ from .logs import request_id, silence_libraries
 from .openapi import Document
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
-from .routematch import RememberingMap
-from .routing import SharedBuilderRule
 from .services.version import current_version
 from .ws import blueprint_for as socket_blueprint
-from .ws import deflate
 
 API_PREFIX = "/api/v1"
 # Paths no page blueprint (register_pages) may answer.
@@ -37,13 +39,10 @@ log = logging.getLogger("hostgate.app")
 class GatewayQuart(Quart):
     """Quart, tuned for many apps per process and many requests per app.
 
-    Its per-call check of hooks and views for coroutine functions is done once each,
-    URL rules share their compiled builders across apps (``SharedBuilderRule``), and
-    the URL map remembers the paths it matched (``RememberingMap``).
+    Its per-call check of hooks and views for coroutine functions is done once each;
+    ``create_app`` gives it the URL map and rule classes of ``_compat.werkzeug``.
     """
 
-    url_map_class = RememberingMap
-    url_rule_class = SharedBuilderRule
     MAX_KNOWN = 4096
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -83,11 +82,12 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         disabled=config.disabled_plugins,
         extra=plugins,
     )
+    GatewayQuart.url_map_class, GatewayQuart.url_rule_class = compat_werkzeug.install()
     app = GatewayQuart("hostgate", static_folder=None)
-    deflate.install()
-    socketreads.install()
-    responseheaders.install()
-    responseheaders.trust(CONSTANT_HEADERS)
+    compat_wsproto.install()
+    compat_hypercorn.install()
+    compat_quart.install()
+    compat_h11.install(CONSTANT_HEADERS)
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
@@ -189,7 +189,7 @@ CONSTANT_HEADERS = (
     ("Content-Type", "application/json"),
     ("Server", "hypercorn-h11"),
 )
-"""Header lines most responses carry unchanged: checked once (``responseheaders``)."""
+"""Header lines most responses carry unchanged: checked once (``_compat.h11``)."""
 
 
 def add_default_headers(
@@ -198,19 +198,16 @@ def add_default_headers(
     """``X-Request-Id`` and each default the response does not have yet.
 
     One pass over the response's headers instead of a search per default: the
-    same result as ``headers[...] =`` and ``setdefault`` for each. The defaults
-    are constant, valid header values, so they go into the list directly
-    (``Headers.add`` checks every value it is given for line breaks).
+    same result as ``headers[...] =`` and ``setdefault`` for each.
     """
-    listed = headers._list  # werkzeug's own list: the defaults need none of its checks
-    present = {name.lower() for name, _ in listed}
+    present = {name.lower() for name in headers.keys()}  # noqa: SIM118 (Headers iterates pairs)
     if "x-request-id" in present:
         headers["X-Request-Id"] = request_id
     else:
         headers.add("X-Request-Id", request_id)  # from the client: checked
-    for name, value in defaults:
-        if name.lower() not in present:
-            listed.append((name, value))
+    missing = [(name, value) for name, value in defaults if name.lower() not in present]
+    if missing:
+        headers.extend(missing)
 
 
 def _plain_json_responses(app: Quart) -> None:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from quart import Request, request
-from quart.globals import _cv_app, _cv_request
 
+from ._compat import quart as compat_quart
 from .errors import NotAuthenticated, PermissionDenied
 from .principals import Caller, ClientInfo
 from .security.clientinfo import client_ip, parse_user_agent
@@ -35,13 +35,9 @@ View = TypeVar("View", bound=Callable[..., Awaitable[Any]])
 
 
 def request_context() -> tuple[Request, Any]:
-    """The current request and ``g``, read from Quart's context variables directly.
-
-    What ``request`` and ``g`` (werkzeug context proxies) give, without a proxy's
-    lookup for each use: the kernel's hot path read them about ten times per request.
-    """
+    """The current request and ``g`` (without a proxy's lookup: ``_compat.quart``)."""
     try:
-        return _cv_request.get().request, _cv_app.get().g
+        return compat_quart.current_request(), compat_quart.app_context().g
     except LookupError:
         raise RuntimeError("Not within a request context") from None
 
@@ -49,7 +45,7 @@ def request_context() -> tuple[Request, Any]:
 def current_request() -> Request:
     """The current request itself, without the ``request`` proxy."""
     try:
-        return _cv_request.get().request
+        return compat_quart.current_request()
     except LookupError:
         raise RuntimeError("Not within a request context") from None
 
@@ -57,7 +53,7 @@ def current_request() -> Request:
 def request_globals() -> Any:
     """Quart's ``g`` of the current app context, without the proxy."""
     try:
-        return _cv_app.get().g
+        return compat_quart.app_context().g
     except LookupError:
         raise RuntimeError("Not within an app context") from None
 
@@ -70,7 +66,7 @@ def current_kernel() -> KernelAPI:
 def app_kernel() -> Kernel:
     """The kernel with every service, for the kernel's own routes (packs use current_kernel)."""
     try:
-        kernel: Kernel = _cv_app.get().app.extensions["hostgate"]
+        kernel: Kernel = compat_quart.app_context().app.extensions["hostgate"]
     except LookupError:
         raise RuntimeError("Not within an app context") from None
     return kernel

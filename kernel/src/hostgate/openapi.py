@@ -27,8 +27,8 @@ from typing import Any, NotRequired, TypeVar, cast
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.json_schema import SkipJsonSchema
-from quart import has_app_context
-from quart_schema import OpenAPIProvider
+from quart import Quart, has_app_context
+from quart_schema import OpenAPIProvider, QuartSchema
 from quart_schema.validation import QUART_SCHEMA_REQUEST_ATTRIBUTE
 from typing_extensions import TypedDict
 from werkzeug.routing.rules import Rule
@@ -239,6 +239,10 @@ def json_schema(shape: Any, mode: str = "serialization") -> tuple[dict[str, Any]
 class Document(OpenAPIProvider):
     """quart-schema's provider, with responses and required request bodies."""
 
+    def __init__(self, app: Quart, extension: QuartSchema) -> None:
+        super().__init__(app, extension)
+        self.gateway_app = app  # quart-schema keeps it only under a private name
+
     def schema(self) -> dict[str, Any]:
         """The document, with the shared error component."""
         self._named: dict[str, Any] = {}
@@ -250,7 +254,7 @@ class Document(OpenAPIProvider):
     def build_paths(self, rule: Rule) -> tuple[dict[str, Any], dict[str, Any]]:
         """Each operation of ``rule`` with its responses (see the module docstring)."""
         paths, components = super().build_paths(rule)
-        view = self._app.view_functions[rule.endpoint]
+        view = self.gateway_app.view_functions[rule.endpoint]
         answer = answer_of(view)
         if answer is None:
             return paths, components

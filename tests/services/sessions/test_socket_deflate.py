@@ -11,7 +11,9 @@ import zlib
 
 import hypercorn.protocol.ws_stream as ws_stream
 import websockets
-from hostgate.ws.deflate import DEFLATE, LEVEL, RAW_BELOW, FastDeflate
+from hostgate._compat import patches_enabled
+from hostgate._compat import wsproto as compat_wsproto
+from hostgate._compat.wsproto import DEFLATE, LEVEL, RAW_BELOW, FastDeflate
 from wsproto.frame_protocol import FrameProtocol, Opcode, RsvBits
 
 from .test_live_server import ticket
@@ -86,8 +88,9 @@ def test_control_frames_pass_untouched():
     assert (rsv.rsv1, data) == (False, b"hi")
 
 
-def test_the_app_installs_it_into_hypercorn(app):
-    assert ws_stream.PerMessageDeflate is FastDeflate
+def test_the_app_installs_it_into_hypercorn_unless_the_patches_are_off(app):
+    expected = FastDeflate if patches_enabled() else compat_wsproto._STOCK
+    assert ws_stream.PerMessageDeflate is expected
 
 
 async def test_a_compressed_terminal_socket_carries_the_output(

@@ -20,8 +20,7 @@ class CachedJSONResponse(Response):
     """
 
     def __init__(self, body: bytes, length: str) -> None:
-        self.headers = Headers()
-        self.headers._list = [("Content-Type", "application/json"), ("Content-Length", length)]
+        self.headers = Headers([("Content-Type", "application/json"), ("Content-Length", length)])
         self._status = "200 OK"
         self._status_code = 200
         self.timeout = Ellipsis

@@ -15,6 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from .._compat.aiosqlite import still_working, worker_thread
 from .changes import change_probe
 
 log = logging.getLogger("hostgate.db")
@@ -107,16 +108,19 @@ class _SqliteWorkers:
         self._timeout = busy_timeout_ms / 1000 + SETTLE_MARGIN_S
         event.listen(engine.sync_engine, "connect", self._opened)
 
-    def _opened(self, dbapi_connection: Any, _record: Any) -> None:
-        connection = dbapi_connection._connection  # the aiosqlite Connection
+    def _opened(self, _dbapi_connection: Any, record: Any) -> None:
+        connection = record.driver_connection  # the aiosqlite Connection
+        thread = worker_thread(connection)
+        if thread is None:
+            return  # an aiosqlite _compat does not know: nothing to wait for
         self._connections.add(connection)
         self._threads = {t for t in self._threads if t.is_alive()}
-        self._threads.add(connection._thread)
+        self._threads.add(thread)
 
     async def settle(self) -> None:
         """Stop the connections no pool closed, and wait until every worker thread ended."""
         for connection in list(self._connections):
-            if connection._running and connection._thread.is_alive():
+            if still_working(connection):
                 connection.stop()  # checked out by a task that was cancelled: nobody uses it now
         for thread in list(self._threads):
             await asyncio.to_thread(thread.join, self._timeout)

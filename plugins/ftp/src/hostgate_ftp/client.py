@@ -82,7 +82,7 @@ class FtpClient(aioftp.Client):
         reader = None
         if self._stream is not None:
             await self._check_data_port(host, port)
-            if KEEP_CHUNKS:
+            if KEEP_CHUNKS and ChunkReader.supported():
                 reader = ChunkReader(limit=STREAM_LIMIT)
         target = replace(self.target, port=port)
         opened, writer = await open_tcp(

@@ -15,7 +15,6 @@ socket: 4004 for a malformed request, 4003 for everything else.
 
 from __future__ import annotations
 
-import _ssl
 import asyncio
 import contextlib
 import ipaddress
@@ -81,7 +80,8 @@ def socket_address(address: str, port: int) -> str:
 def _der(certificate: Any) -> bytes:
     if isinstance(certificate, bytes):
         return certificate
-    return bytes(certificate.public_bytes(_ssl.ENCODING_DER))
+    # a certificate of ssl's chain gives PEM by default; ssl's public helper makes it DER
+    return ssl.PEM_cert_to_DER_cert(certificate.public_bytes())
 
 
 def peer_chain(ssl_object: Any) -> list[bytes]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Any
 
 import re2
 
@@ -30,7 +31,7 @@ class PatternError(ValueError):
 
 
 @functools.lru_cache(maxsize=512)
-def compile_pattern(pattern: str) -> re2._Regexp:
+def compile_pattern(pattern: str) -> Any:  # re2's compiled type is private (re2._Regexp)
     """Compile once (cached); ``PatternError`` for a pattern RE2 cannot run."""
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise PatternError(f"regular expressions are limited to {MAX_PATTERN_LENGTH} characters")

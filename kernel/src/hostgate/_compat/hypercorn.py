@@ -18,6 +18,14 @@ only body bytes (h11's buffer empty, no more than the body still to come)
 goes to the request as the very object the transport delivered; h11 is told
 how much of the body it no longer has to read, and parses the end of the
 body, and whatever follows it, as before.
+
+Private names used: hypercorn's ``tcp_server.MAX_RECV``, ``TCPServer.__init__`` and
+``H11Protocol.handle`` (replaced), ``H11Protocol._handle_events``; asyncio's
+``StreamReaderProtocol._stream_reader``/``_stream_reader_wr``, ``StreamReader._buffer``,
+``_paused``, ``_eof``, ``_limit`` and ``StreamWriter._reader``; h11's
+``Connection._receive_buffer``/``_receive_buffer_closed``/``_reader`` and
+``ContentLengthReader._remaining``. Guarded by ``RANGES``; outside them hypercorn
+reads and parses as it ships.
 """
 
 from __future__ import annotations
@@ -33,7 +41,16 @@ from h11._readers import ContentLengthReader
 from hypercorn.events import RawData
 from hypercorn.protocol.events import Body
 
-from .chunkreader import ChunkReader
+from . import VersionRange, applies
+from .asyncio_streams import RANGES as STREAM_RANGES
+from .asyncio_streams import ChunkReader
+
+RANGES = (
+    VersionRange("hypercorn", "0.18.0", "0.19"),
+    VersionRange("h11", "0.16.0", "0.17"),
+    *STREAM_RANGES,
+)
+"""The versions this patch was written and tested against."""
 
 READ_BYTES = 256 * 1024
 """Most bytes one read takes from a client socket (asyncio's transport reads up to this)."""
@@ -47,6 +64,7 @@ PASS_BODY = True
 
 _original_init = tcp_server.TCPServer.__init__
 _original_handle = h11_protocol.H11Protocol.handle
+_original_max_recv: int = tcp_server.MAX_RECV  # type: ignore[attr-defined]
 
 
 def _keeping_chunks(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Any:
@@ -129,8 +147,18 @@ async def _handle(self: Any, event: Any) -> None:
     await _original_handle(self, event)
 
 
-def install() -> None:
-    """Make hypercorn read up to ``READ_BYTES`` at a time and pass bodies by h11 (idempotent)."""
+def install() -> bool:
+    """Make hypercorn read up to ``READ_BYTES`` at a time and pass bodies by h11 (idempotent).
+
+    Outside ``RANGES`` (or with the patches off) hypercorn's own reads run; returns
+    whether the patch is in place.
+    """
+    if not applies("hypercorn.socketreads", *RANGES):
+        tcp_server.MAX_RECV = _original_max_recv  # type: ignore[attr-defined]
+        tcp_server.TCPServer.__init__ = _original_init  # type: ignore[method-assign]
+        h11_protocol.H11Protocol.handle = _original_handle  # type: ignore[method-assign]
+        return False
     tcp_server.MAX_RECV = READ_BYTES  # type: ignore[attr-defined]
     tcp_server.TCPServer.__init__ = _init  # type: ignore[method-assign]
     h11_protocol.H11Protocol.handle = _handle  # type: ignore[method-assign]
+    return True

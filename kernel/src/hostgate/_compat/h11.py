@@ -11,6 +11,11 @@ that lies outside the app. A pair listed here was checked by those same
 functions when it was listed, so it goes in as that result; any other header
 (the request id, lengths, a view's own values) is checked as before, and the
 response's header lines, their order and every error are unchanged.
+
+Private names used: h11's ``_events.normalize_and_validate`` (replaced),
+``_headers.Headers`` and its ``_full_items``; hypercorn's
+``http_stream.build_and_validate_headers`` is replaced. Guarded by ``RANGES``;
+outside them every header is checked by hypercorn and h11 as they ship.
 """
 
 from __future__ import annotations
@@ -21,6 +26,14 @@ from typing import Any
 import h11._events as h11_events
 import hypercorn.protocol.http_stream as http_stream
 from h11._headers import Headers
+
+from . import VersionRange, applies
+
+RANGES = (
+    VersionRange("h11", "0.16.0", "0.17"),
+    VersionRange("hypercorn", "0.18.0", "0.19"),
+)
+"""The versions this patch was written and tested against."""
 
 _original_normalize = h11_events.normalize_and_validate
 _original_build = http_stream.build_and_validate_headers
@@ -73,7 +86,17 @@ def normalize_and_validate(headers: Any, _parsed: bool = False) -> Headers:
     return Headers([triple if triple is not None else next(others) for triple in found])
 
 
-def install() -> None:
-    """Put the listed-pairs-aware checks in hypercorn's and h11's place (idempotent)."""
+def install(pairs: Iterable[tuple[str, str]] = ()) -> bool:
+    """Put the listed-pairs-aware checks in place, trusting ``pairs`` (idempotent).
+
+    Outside ``RANGES`` (or with the patches off) hypercorn's and h11's own checks
+    run on every header; returns whether the patch is in place.
+    """
+    if not applies("h11.responseheaders", *RANGES):
+        http_stream.build_and_validate_headers = _original_build  # type: ignore[assignment]
+        h11_events.normalize_and_validate = _original_normalize  # type: ignore[assignment]
+        return False
+    trust(pairs)
     http_stream.build_and_validate_headers = build_and_validate_headers  # type: ignore[assignment]
     h11_events.normalize_and_validate = normalize_and_validate  # type: ignore[assignment]
+    return True

@@ -1,4 +1,4 @@
-"""permessage-deflate, fast, for every WebSocket the gateway serves.
+"""permessage-deflate, fast, for every WebSocket the gateway serves (wsproto internals).
 
 Browsers negotiate permessage-deflate, and hypercorn (through wsproto) always
 accepts it, compressing with zlib at level 6. Terminal output and desktop
@@ -11,6 +11,10 @@ Messages shorter than ``RAW_BELOW`` bytes (a keystroke's echo, a prompt) are sen
 uncompressed: RFC 7692 lets each message choose (RSV1 clear), deflate would make
 them longer, and the compressor's window stays in step with the receiver's
 because neither side feeds it the raw message.
+
+Private names used: wsproto's ``PerMessageDeflate._compressor`` and
+``_compressible_opcode``; hypercorn's ``ws_stream.PerMessageDeflate`` is replaced.
+Guarded by ``RANGES``; outside them hypercorn keeps wsproto's own extension.
 """
 
 from __future__ import annotations
@@ -21,6 +25,14 @@ from types import ModuleType
 import hypercorn.protocol.ws_stream as ws_stream
 from wsproto.extensions import PerMessageDeflate
 from wsproto.frame_protocol import FrameDecoder, FrameProtocol, Opcode, RsvBits
+
+from . import VersionRange, applies
+
+RANGES = (
+    VersionRange("wsproto", "1.3.2", "1.4"),
+    VersionRange("hypercorn", "0.18.0", "0.19"),
+)
+"""The versions this patch was written and tested against."""
 
 
 def _fastest_deflate() -> ModuleType:
@@ -59,6 +71,17 @@ class FastDeflate(PerMessageDeflate):
         return super().frame_outbound(proto, opcode, rsv, data, fin)
 
 
-def install() -> None:
-    """Make hypercorn offer ``FastDeflate`` to WebSocket clients (idempotent)."""
+_STOCK = ws_stream.PerMessageDeflate
+
+
+def install() -> bool:
+    """Make hypercorn offer ``FastDeflate`` to WebSocket clients (idempotent).
+
+    Outside ``RANGES`` (or with the patches off) hypercorn keeps wsproto's own
+    extension; returns whether ``FastDeflate`` is in place.
+    """
+    if not applies("wsproto.FastDeflate", *RANGES):
+        ws_stream.PerMessageDeflate = _STOCK  # type: ignore[misc]
+        return False
     ws_stream.PerMessageDeflate = FastDeflate  # type: ignore[misc]
+    return True
