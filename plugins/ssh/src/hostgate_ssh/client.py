@@ -44,19 +44,19 @@ class GuardedClient(asyncssh.SSHClient):
 
     def __init__(self, password: str | None) -> None:
         self._password = password
-        self._connection: asyncssh.SSHClientConnection | None = None
+        self._guarded_conn: asyncssh.SSHClientConnection | None = None
         self._banner_chars = 0
         self._rounds = 0
         self.refusal: str | None = None
 
     def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
         """Remember the connection, to end it when the server goes too far."""
-        self._connection = conn
+        self._guarded_conn = conn
 
     def _refuse(self, reason: str) -> None:
         self.refusal = reason
-        if self._connection is not None:
-            self._connection.disconnect(asyncssh.DISC_PROTOCOL_ERROR, reason)
+        if self._guarded_conn is not None:
+            self._guarded_conn.disconnect(asyncssh.DISC_PROTOCOL_ERROR, reason)
 
     def auth_banner_received(self, msg: str, lang: str) -> None:
         """Count the banner; end the connection past the bound."""
