@@ -182,3 +182,24 @@ def test_the_approval_switch_gates_a_connection_for_a_second_user(
     expect(page.get_by_role("heading", name="gated-db")).to_be_visible()
     expect(page.get_by_test_id("approval-gate")).to_have_count(0)
     assert stored(gateway, admin_token, "gated-db")["approvalRequired"] is False
+
+
+def test_check_now_says_the_network_policy_refused_the_target(
+    page: Any, gateway: Gateway, admin_token: str
+) -> None:
+    body = {"name": "walled", "protocol": "ssh", "host": "127.0.0.1", "port": 9}
+    made = gateway.api("POST", "/connections", admin_token, json=body)
+    assert made.status_code == 201, made.text
+    before = gateway.api("GET", "/settings", admin_token).json()["settings"]["network.deny"]
+    gateway.set_settings(admin_token, network__deny="127.0.0.1")
+    try:
+        signed_in(page, gateway)
+        page.goto(f"{gateway.url}/connections/{made.json()['id']}")
+        page.get_by_role("button", name="Check now").click()
+        status = page.get_by_role("status").filter(has_text="network policy")
+        expect(status).to_have_text(
+            "The gateway's network policy refused this target, so it was not contacted"
+        )
+        expect(page.get_by_text("No answer from the host")).to_have_count(0)
+    finally:
+        gateway.set_settings(admin_token, network__deny=before)

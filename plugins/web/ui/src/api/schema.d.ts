@@ -2626,6 +2626,8 @@ export interface components {
             latencyMs: number | null;
             /** Reachable */
             reachable: boolean;
+            /** Reason */
+            reason: string | null;
         };
         /**
          * HealthResults
