@@ -145,6 +145,7 @@ def test_the_approval_switch_gates_a_connection_for_a_second_user(
     switch = page.get_by_label("Require an approved access request")
     expect(switch).not_to_be_checked()
     switch.check()
+    screens.check(page, "connection-form-approval")
     page.get_by_role("button", name="Create connection").click()
     expect(page.get_by_role("heading", name="gated-db")).to_be_visible()
     # the owner's page says the connection is gated
