@@ -284,9 +284,10 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         "",
         max_length=20_000,
         validate=validate_rules,
-        description="Targets the gateway may connect to: CIDR ranges, host patterns "
-        "(*.example.com) or loopback/private/link-local/metadata; empty allows every target "
-        "not in network.protected",
+        description="Empty: every target not in network.protected or network.deny. "
+        "Not empty: ONLY these targets (CIDR ranges, host patterns such as *.example.com, "
+        "private): every other target, the notification channels and the update check are "
+        "refused. To allow loopback as well as the rest, take it off network.protected",
     ),
     SettingSpec(
         "network.deny",

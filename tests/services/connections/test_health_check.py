@@ -53,8 +53,12 @@ async def test_up_down_and_denied(
     assert [r["id"] for r in body["results"]] == [up.id, down.id, denied.id]
     assert results[up.id]["reachable"] is True
     assert isinstance(results[up.id]["latencyMs"], int) and results[up.id]["latencyMs"] >= 0
-    assert results[down.id] == {"id": down.id, "reachable": False, "latencyMs": None}
-    assert results[denied.id] == {"id": denied.id, "reachable": False, "latencyMs": None}
+    assert results[up.id]["reason"] is None
+    no_answer = {"reachable": False, "latencyMs": None, "reason": "no_answer"}
+    assert results[down.id] == {"id": down.id, **no_answer}
+    # the policy's refusal is told apart from a host that does not answer
+    denied_result = {"reachable": False, "latencyMs": None, "reason": "target_denied"}
+    assert results[denied.id] == {"id": denied.id, **denied_result}
     assert accepted == []  # the denied target was never contacted
     # a poll is no connection attempt: the audit log is not filled with denials
     assert await audit_entries(kernel, "network.denied") == []
@@ -69,7 +73,8 @@ async def test_only_connections_the_caller_may_use_are_probed(
     no_ssh = await make_user("viewer", permissions=["connections.use_telnet"])
     private = await make_connection(owner, "ssh", "127.0.0.1", port)
     shared = await make_connection(owner, "ssh", "127.0.0.1", port, shared=True)
-    unreachable = {"reachable": False, "latencyMs": None}
+    # another's connection or an unknown id: no hint whether the policy would refuse it
+    unreachable = {"reachable": False, "latencyMs": None, "reason": "not_usable"}
     body = await check(client, stranger, private.id, "no-such-id")
     assert body["results"] == [
         {"id": private.id, **unreachable},
@@ -92,6 +97,7 @@ async def test_the_shipped_policy_keeps_loopback_out(
     connection = await make_connection(owner, "ssh", "127.0.0.1", port)
     body = await check(client, owner, connection.id)
     assert body["results"][0]["reachable"] is False
+    assert body["results"][0]["reason"] == "target_denied"
     assert accepted == []
 
 
@@ -122,7 +128,7 @@ async def test_an_approval_required_connection_is_probed_only_while_approved(
         guarded.approval_required = True
         session.add(guarded)
         await session.commit()
-    unreachable = {"id": guarded.id, "reachable": False, "latencyMs": None}
+    unreachable = {"id": guarded.id, "reachable": False, "latencyMs": None, "reason": "not_usable"}
     assert (await check(client, bob, guarded.id))["results"] == [unreachable]
     assert accepted == []  # not even a connect while bob holds no approval
     # the owner needs no approval

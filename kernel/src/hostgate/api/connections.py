@@ -416,6 +416,8 @@ class HealthResult(TypedDict):
     id: str
     reachable: bool
     latencyMs: int | None
+    # null when reachable; target_denied, no_answer or not_usable otherwise
+    reason: str | None
 
 
 class HealthResults(TypedDict):
@@ -439,7 +441,12 @@ async def health_check(data: HealthCheckBody) -> dict[str, Any]:
     results = await app_kernel().health_checks.check(current_caller(), ids)
     return {
         "results": [
-            {"id": r.connection_id, "reachable": r.reachable, "latencyMs": r.latency_ms}
+            {
+                "id": r.connection_id,
+                "reachable": r.reachable,
+                "latencyMs": r.latency_ms,
+                "reason": r.reason,
+            }
             for r in results
         ]
     }

@@ -171,3 +171,67 @@ def test_ldap_test_connection(
     page.get_by_role("button", name="Test connection").click()
     expect(page.get_by_text("The directory answered")).to_be_visible()
     assert "auth.ldap_tested" in gateway.audit_types(admin_token)
+
+
+def test_a_non_empty_allow_list_is_explained_before_it_is_saved(
+    page: Any, gateway: Gateway, admin_token: str, screens: Screens
+) -> None:
+    channel = gateway.api(
+        "PUT", "/notifications/channels/webhook", admin_token,
+        json={"enabled": True, "config": {"url": "https://hooks.example.org/in"}},
+    )  # fmt: skip
+    assert channel.status_code == 200, channel.text
+    before = settings_of(gateway, admin_token)
+    # the shipped protected list (the suite's gateway allows loopback for its servers)
+    gateway.set_settings(
+        admin_token,
+        updates__feed_url="https://updates.example.com/feed.json",
+        network__protected="loopback, link-local, metadata",
+    )
+    try:
+        allow_list_warning(page, gateway, admin_token, screens)
+    finally:
+        gateway.set_settings(
+            admin_token,
+            network__allow=before["network.allow"],
+            network__protected=before["network.protected"],
+            updates__feed_url=before["updates.feed_url"],
+        )
+        gateway.api(
+            "PUT", "/notifications/channels/webhook", admin_token, json={"enabled": False}
+        )  # fmt: skip
+
+
+def allow_list_warning(page: Any, gateway: Gateway, admin_token: str, screens: Screens) -> None:
+    """The steps of the test above, with the shipped protected list in place."""
+    signed_in(page, gateway)
+    page.goto(gateway.url + "/admin/settings/network")
+    help_box = page.get_by_test_id("network-policy-help")
+    expect(help_box).to_contain_text("A non-empty allow list means “only these”")
+
+    # adding loopback to the allow list, as one would: the warning says what it refuses
+    page.get_by_label("Allow", exact=True).fill("loopback")
+    page.get_by_role("button", name="Save changes").click()
+    warning = page.get_by_role("alertdialog", name="Allow only the targets listed?")
+    expect(warning).to_contain_text("every connection target the list does not cover")
+    expect(warning).to_contain_text("Notification channel Webhook (hooks.example.org)")
+    expect(warning).to_contain_text("The update check (updates.example.com)")
+    screens.check(page, "settings-allow-list-warning")
+    warning.get_by_role("button", name="Cancel").click()
+    assert settings_of(gateway, admin_token)["network.allow"] == ""
+
+    # "allow loopback" is really the protected-list change: the allow list stays empty
+    page.get_by_role("button", name="Save changes").click()
+    warning.get_by_role("button", name="Allow loopback instead").click()
+    expect(page.get_by_role("status").filter(has_text="saved")).to_be_visible()
+    stored = settings_of(gateway, admin_token)
+    assert stored["network.allow"] == ""
+    assert "loopback" not in stored["network.protected"]
+    expect(help_box).to_contain_text("Loopback is not protected")
+
+    # saving a real allow list anyway is a choice made knowingly
+    page.get_by_label("Allow", exact=True).fill("10.0.0.0/8")
+    page.get_by_role("button", name="Save changes").click()
+    warning.get_by_role("button", name="Allow only these").click()
+    expect(page.get_by_role("status").filter(has_text="saved")).to_be_visible()
+    assert settings_of(gateway, admin_token)["network.allow"] == "10.0.0.0/8"

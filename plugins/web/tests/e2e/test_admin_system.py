@@ -104,3 +104,16 @@ def test_system_screen(
     assert http_receiver.received("/feed"), "the gateway never asked the feed"
     assert "system.version_check" in gateway.audit_types(admin_token)
     screens.check(page, "admin-system")
+
+    # an allow list without the feed's host: the check says the policy refused it, in words
+    gateway.set_settings(admin_token, network__allow="10.0.0.0/8")
+    try:
+        page.get_by_role("button", name="Check for updates now").click()
+        expect(version).to_contain_text("network policy refused the release feed's address")
+        expect(version).not_to_contain_text("target_denied")
+        expect(version.get_by_role("link", name="Network access settings")).to_have_attribute(
+            "href", "/admin/settings/network"
+        )
+        screens.check(page, "admin-system-feed-denied")
+    finally:
+        gateway.set_settings(admin_token, network__allow="")

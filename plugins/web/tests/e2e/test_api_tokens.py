@@ -10,6 +10,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from testsupport.gateway import ADMIN_PASSWORD
+
 from .conftest import Gateway, Screens, signed_in
 
 pytestmark = pytest.mark.peer("chromium")
@@ -67,3 +69,37 @@ def test_a_token_made_in_the_profile_works_until_revoked(
     confirm.get_by_role("button", name="Revoke").click()
     expect(row).to_contain_text("revoked")
     assert httpx.get(f"{gateway.url}/api/v1/auth/me", headers=bearer).status_code == 401
+
+
+def test_an_admin_sees_and_revokes_another_users_token(
+    page: Any, gateway: Gateway, admin_token: str, screens: Screens
+) -> None:
+    made = gateway.api(
+        "POST", "/users", admin_token,
+        json={"username": "tom", "password": ADMIN_PASSWORD, "role": "user"},
+    )  # fmt: skip
+    assert made.status_code == 201, made.text
+    tom = gateway.login("tom")
+    body = {"name": "tom's backup job", "expiresInDays": 7, "permissions": ["connections.create"]}
+    created = gateway.api("POST", "/profile/api-tokens", tom, json=body)
+    assert created.status_code == 201, created.text
+    bearer = {"Authorization": f"Bearer {created.json()['secret']}"}
+    assert httpx.get(f"{gateway.url}/api/v1/auth/me", headers=bearer).status_code == 200
+
+    signed_in(page, gateway)
+    page.get_by_role("link", name="Administration").click()
+    page.get_by_role("navigation", name="Administration").get_by_role(
+        "link", name="API tokens"
+    ).click()
+    listing = page.get_by_role("list", name="Everyone's API tokens")
+    expect(listing).to_contain_text("tom's backup job")
+    expect(listing).to_contain_text("tom")
+    screens.check(page, "admin-api-tokens")
+    listing.get_by_role("button", name="Revoke tom's backup job of tom").click()
+    page.get_by_role("dialog").get_by_role("button", name="Revoke").click()
+    expect(page.get_by_role("status").filter(has_text="is revoked")).to_be_visible()
+    # the list shows working tokens by default: the revoked one leaves it
+    expect(page.get_by_text("No user has a working API token.")).to_be_visible()
+    assert httpx.get(f"{gateway.url}/api/v1/auth/me", headers=bearer).status_code == 401
+    states = gateway.api("GET", "/api-tokens", admin_token).json()["tokens"]
+    assert [t["state"] for t in states] == ["revoked"]

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from testsupport.gateway import ADMIN_PASSWORD
+
 from .conftest import Gateway, Screens, signed_in
 
 pytestmark = pytest.mark.peer("chromium")
@@ -126,3 +128,79 @@ def test_the_form_follows_each_protocols_declared_fields(
     server = stored(gateway, admin_token, "files")
     assert server["protocol"] == "smb"
     assert server["extraConfig"] == {"share": "public", "domain": "CORP"}
+
+
+def test_the_approval_switch_gates_a_connection_for_a_second_user(
+    page: Any, browser: Any, gateway: Gateway, admin_token: str, screens: Screens
+) -> None:
+    made = gateway.api(
+        "POST", "/users", admin_token,
+        json={"username": "gina", "password": ADMIN_PASSWORD, "role": "user"},
+    )  # fmt: skip
+    assert made.status_code == 201, made.text
+    signed_in(page, gateway)
+    page.get_by_role("link", name="New connection").click()
+    page.get_by_label("Name", exact=True).fill("gated-db")
+    page.get_by_label("Host", exact=True).fill("127.0.0.1")
+    switch = page.get_by_label("Require an approved access request")
+    expect(switch).not_to_be_checked()
+    switch.check()
+    screens.check(page, "connection-form-approval")
+    page.get_by_role("button", name="Create connection").click()
+    expect(page.get_by_role("heading", name="gated-db")).to_be_visible()
+    # the owner's page says the connection is gated
+    expect(page.get_by_test_id("approval-gate")).to_contain_text("Needs an approved access request")
+    screens.check(page, "connection-gated-owner")
+    connection = stored(gateway, admin_token, "gated-db")
+    assert connection["approvalRequired"] is True
+    shared = gateway.api(
+        "PUT", f"/connections/{connection['id']}/shares", admin_token,
+        json={"shares": [{"shareType": "user", "targetId": "gina"}]},
+    )  # fmt: skip
+    assert shared.status_code == 200, shared.text
+
+    # the second user is refused and told to ask for access
+    gina = gateway.login("gina")
+    scan = gateway.api("POST", f"/connections/{connection['id']}/host-key/scan", gina)
+    assert scan.status_code == 403, scan.text
+    assert scan.json()["code"] == "access_approval_required"
+    other = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-GB")
+    try:
+        second = other.new_page()
+        second.set_default_timeout(15_000)
+        signed_in(second, gateway, "gina")
+        second.goto(f"{gateway.url}/connections/{connection['id']}")
+        expect(second.get_by_role("region", name="Needs approval")).to_be_visible()
+        expect(second.get_by_role("button", name="Open terminal")).to_have_count(0)
+    finally:
+        other.close()
+
+    # unticking the switch on edit lifts the gate
+    page.get_by_role("link", name="Edit").click()
+    expect(switch).to_be_checked()
+    switch.uncheck()
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.get_by_role("heading", name="gated-db")).to_be_visible()
+    expect(page.get_by_test_id("approval-gate")).to_have_count(0)
+    assert stored(gateway, admin_token, "gated-db")["approvalRequired"] is False
+
+
+def test_check_now_says_the_network_policy_refused_the_target(
+    page: Any, gateway: Gateway, admin_token: str
+) -> None:
+    body = {"name": "walled", "protocol": "ssh", "host": "127.0.0.1", "port": 9}
+    made = gateway.api("POST", "/connections", admin_token, json=body)
+    assert made.status_code == 201, made.text
+    before = gateway.api("GET", "/settings", admin_token).json()["settings"]["network.deny"]
+    gateway.set_settings(admin_token, network__deny="127.0.0.1")
+    try:
+        signed_in(page, gateway)
+        page.goto(f"{gateway.url}/connections/{made.json()['id']}")
+        page.get_by_role("button", name="Check now").click()
+        status = page.get_by_role("status").filter(has_text="network policy")
+        expect(status).to_have_text(
+            "The gateway's network policy refused this target, so it was not contacted"
+        )
+        expect(page.get_by_text("No answer from the host")).to_have_count(0)
+    finally:
+        gateway.set_settings(admin_token, network__deny=before)

@@ -200,3 +200,30 @@ def test_theme_chooser_is_remembered_in_this_browser(
     assert page.evaluate("localStorage.getItem('hostgate.theme')") is None
     page.emulate_media(color_scheme="dark")
     assert body_background(page) == DARK_BG
+
+
+def test_palette_finds_the_administration_screens_a_person_may_open(
+    page: Any, gateway: Gateway, admin_token: str
+) -> None:
+    signed_in(page, gateway)
+    page.keyboard.press("Control+k")
+    palette = page.get_by_role("dialog", name="Go to")
+    expect(palette.get_by_role("combobox")).to_be_focused()
+    page.keyboard.type("aud")
+    expect(palette.get_by_role("option", selected=True)).to_have_text(re.compile("Audit log"))
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile("/admin/audit$"))
+    expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
+
+    # a plain user is not offered screens they may not open
+    made = gateway.api(
+        "POST", "/users", admin_token,
+        json={"username": "paula", "password": ADMIN_PASSWORD, "role": "user"},
+    )  # fmt: skip
+    assert made.status_code == 201, made.text
+    page.get_by_role("button", name="account menu").click()
+    page.get_by_role("button", name="Sign out").click()
+    signed_in(page, gateway, "paula")
+    page.keyboard.press("Control+k")
+    page.keyboard.type("aud")
+    expect(palette.get_by_role("option")).to_have_text(["Nothing matches."])

@@ -55,6 +55,9 @@ class Reachability:
 
     connection_id: str
     latency_ms: int | None
+    # why it is unreachable: target_denied (the network policy refused the target), no_answer
+    # (probed, or its name did not resolve), not_usable (not a connection the caller may use)
+    reason: str | None = None
 
     @property
     def reachable(self) -> bool:
@@ -85,6 +88,7 @@ class HealthChecks:
 
         async def one(connection_id: str) -> Reachability:
             latency = None
+            reason = "not_usable"
             try:
                 connection = await self.connections.visible(caller, connection_id)
                 # an approval-required connection is as closed to a check as to a session
@@ -92,6 +96,7 @@ class HealthChecks:
                     await self.connections.approval_problem(caller, connection) is None
                 )
                 if usable:
+                    reason = "no_answer"
                     address = await self.netpolicy.resolve_allowed(
                         connection.host,
                         connection.port,
@@ -101,8 +106,12 @@ class HealthChecks:
                     )
                     async with gate:
                         latency = await probe(address, connection.port)
-            except ApiError:
+            except ApiError as exc:
                 latency = None
-            return Reachability(connection_id, None if latency is None else round(latency))
+                if reason == "no_answer" and exc.code == "target_denied":
+                    reason = "target_denied"
+            if latency is not None:
+                return Reachability(connection_id, round(latency))
+            return Reachability(connection_id, None, reason)
 
         return list(await asyncio.gather(*(one(i) for i in dict.fromkeys(ids))))

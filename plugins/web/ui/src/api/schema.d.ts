@@ -2730,6 +2730,8 @@ export interface components {
             latencyMs: number | null;
             /** Reachable */
             reachable: boolean;
+            /** Reason */
+            reason: string | null;
         };
         /**
          * HealthResults
@@ -12104,7 +12106,7 @@ export interface operations {
                     "health_monitor.enabled"?: boolean;
                     /**
                      * Format: setting:network.allow
-                     * @description Targets the gateway may connect to: CIDR ranges, host patterns (*.example.com) or loopback/private/link-local/metadata; empty allows every target not in network.protected
+                     * @description Empty: every target not in network.protected or network.deny. Not empty: ONLY these targets (CIDR ranges, host patterns such as *.example.com, private): every other target, the notification channels and the update check are refused. To allow loopback as well as the rest, take it off network.protected
                      * @example
                      */
                     "network.allow"?: string;

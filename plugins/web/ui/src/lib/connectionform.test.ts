@@ -41,6 +41,19 @@ describe("toBody", () => {
     const stored = { id: "c2", name: "db", protocol: "ssh", host: "h", port: 22, username: "", tags: [], groupId: null, jumpHostId: "b", extraConfig: {} } as unknown as Connection;
     expect(formFrom(stored, fields).jumpHostId).toBe("b");
   });
+
+  it("sends the approval switch when ticked, and always on update so unticking lifts the gate", () => {
+    const form = { ...emptyForm("ssh", fields), name: "db", host: "127.0.0.1" };
+    expect(form.approvalRequired).toBe(false);
+    expect("approvalRequired" in toBody(form, fields, true)).toBe(false);
+    form.approvalRequired = true;
+    expect(toBody(form, fields, true).approvalRequired).toBe(true);
+    const stored = { id: "c1", name: "db", protocol: "ssh", host: "h", port: 22, username: "", tags: [], groupId: null, extraConfig: {}, approvalRequired: true } as unknown as Connection;
+    const editing = formFrom(stored, fields);
+    expect(editing.approvalRequired).toBe(true);
+    editing.approvalRequired = false;
+    expect(toBody(editing, fields, false).approvalRequired).toBe(false);
+  });
 });
 
 describe("validate", () => {

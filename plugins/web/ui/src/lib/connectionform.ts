@@ -11,6 +11,8 @@ export interface FormState {
   groupId: string;
   /** A stored SSH connection to go through ("" = direct). */
   jumpHostId: string;
+  /** Only the owner (and editors of any connection) use it freely; others ask for a while. */
+  approvalRequired: boolean;
   /** undefined keeps the stored secret, "" removes it, anything else replaces it. */
   password: string | undefined;
   privateKey: string | undefined;
@@ -22,7 +24,7 @@ export interface FormState {
 export function emptyForm(protocol: string, fields: ProtocolField[]): FormState {
   const extra: FormState["extra"] = {};
   for (const field of fields) extra[field.name] = initialValue(field, undefined);
-  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", jumpHostId: "", password: undefined, privateKey: undefined, extra };
+  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", jumpHostId: "", approvalRequired: false, password: undefined, privateKey: undefined, extra };
 }
 
 function initialValue(field: ProtocolField, stored: unknown): string | boolean | undefined {
@@ -45,6 +47,7 @@ export function formFrom(connection: Connection, fields: ProtocolField[]): FormS
     tags: connection.tags.join(", "),
     groupId: connection.groupId ?? "",
     jumpHostId: connection.jumpHostId ?? "",
+    approvalRequired: Boolean(connection.approvalRequired),
     password: undefined,
     privateKey: undefined,
     extra,
@@ -81,6 +84,8 @@ export function toBody(form: FormState, fields: ProtocolField[], creating: boole
     groupId: form.groupId || null,
   };
   if (form.jumpHostId || !creating) body.jumpHostId = form.jumpHostId || null;
+  // an update always says it, so unticking the switch really lifts the gate
+  if (form.approvalRequired || !creating) body.approvalRequired = form.approvalRequired;
   for (const key of ["password", "privateKey"] as const) {
     const value = form[key];
     if (value !== undefined && (value !== "" || !creating)) body[key] = value;

@@ -23,6 +23,13 @@ describe("buildEntries", () => {
     expect(labels).toContain("desk");
     expect(labels).toContain("Your profile");
   });
+  it("finds the administration screens the person may open, and only those", () => {
+    const admin = buildEntries([], protocols, ["audit.view_any", "users.manage", "access.approve"]);
+    expect(searchEntries(admin, "aud")[0]).toMatchObject({ label: "Audit log", action: { type: "navigate", path: "/admin/audit" } });
+    expect(admin.map((e) => e.label)).toEqual(expect.arrayContaining(["Users", "Access requests"]));
+    expect(admin.map((e) => e.label)).not.toContain("Settings");
+    expect(searchEntries(entries, "aud")).toEqual([]); // no permission: no admin screens
+  });
   it("gives unique ids", () => {
     expect(new Set(entries.map((e) => e.id)).size).toBe(entries.length);
   });

@@ -1,6 +1,7 @@
 // The command palette's entries and search (pure, for Vitest): jump to a connection, open
 // its terminal or its files, go to a page, pick a theme.
 import type { ConnectionSummary, Protocol } from "../api/types";
+import { visibleSections } from "../screens/admin/sections";
 import { fileProtocolFor } from "./files";
 import type { ThemeChoice } from "./themechoice";
 
@@ -24,7 +25,22 @@ const PAGES: PaletteEntry[] = [
   { id: "page-home", label: "Start page", hint: "", action: { type: "navigate", path: "/" } },
   { id: "page-profile", label: "Your profile", hint: "account, password, sessions", action: { type: "navigate", path: "/profile" } },
   { id: "page-new", label: "New connection", hint: "", action: { type: "navigate", path: "/connections/new" } },
+  { id: "page-sessions", label: "Session history", hint: "recordings, playback", action: { type: "navigate", path: "/sessions" } },
 ];
+
+/** The pages only some people may open: the administration sections and the approvers' list. */
+function permittedPages(permissions: readonly string[]): PaletteEntry[] {
+  const pages: PaletteEntry[] = visibleSections(permissions).map((section) => ({
+    id: `admin-${section.slug}`,
+    label: section.title,
+    hint: "Administration",
+    action: { type: "navigate", path: `/admin/${section.slug}` },
+  }));
+  if (permissions.includes("access.approve")) {
+    pages.push({ id: "page-access-requests", label: "Access requests", hint: "approve, deny, end", action: { type: "navigate", path: "/access-requests" } });
+  }
+  return pages;
+}
 
 const THEME_ENTRIES: PaletteEntry[] = (["system", "light", "dark"] as const).map((choice) => ({
   id: `theme-${choice}`,
@@ -33,8 +49,11 @@ const THEME_ENTRIES: PaletteEntry[] = (["system", "light", "dark"] as const).map
   action: { type: "theme", choice },
 }));
 
-/** Every entry: per connection (go to it, its terminal, its files), the pages, the themes. */
-export function buildEntries(connections: ConnectionSummary[], protocols: Protocol[]): PaletteEntry[] {
+/**
+ * Every entry: per connection (go to it, its terminal, its files), the pages (the
+ * administration screens `permissions` opens among them), the themes.
+ */
+export function buildEntries(connections: ConnectionSummary[], protocols: Protocol[], permissions: readonly string[] = []): PaletteEntry[] {
   const entries: PaletteEntry[] = [];
   for (const connection of connections) {
     const where = `${connection.protocol} · ${connection.host}`;
@@ -49,7 +68,7 @@ export function buildEntries(connections: ConnectionSummary[], protocols: Protoc
       entries.push({ id: `files-${connection.id}`, label: `Browse files: ${connection.name}`, hint: where, action: { type: "navigate", path: `${path}/files` } });
     }
   }
-  return [...entries, ...PAGES, ...THEME_ENTRIES, { id: "signout", label: "Sign out", hint: "", action: { type: "signout" } }];
+  return [...entries, ...PAGES, ...permittedPages(permissions), ...THEME_ENTRIES, { id: "signout", label: "Sign out", hint: "", action: { type: "signout" } }];
 }
 
 /**

@@ -7,7 +7,7 @@ describe("visibleSections", () => {
   });
   it("shows exactly the sections whose permission is held, in order", () => {
     const slugs = visibleSections(["audit.view_any", "users.manage", "settings.manage"]).map((s) => s.slug);
-    expect(slugs).toEqual(["users", "settings", "system", "audit"]);
+    expect(slugs).toEqual(["users", "tokens", "settings", "system", "audit"]);
   });
 });
 

@@ -11,6 +11,7 @@ export interface AdminSection {
 /** In the order the navigation lists them. */
 export const SECTIONS: readonly AdminSection[] = [
   { slug: "users", title: "Users", permission: "users.manage" },
+  { slug: "tokens", title: "API tokens", permission: "users.manage" },
   { slug: "roles", title: "Roles", permission: "roles.manage" },
   { slug: "settings", title: "Settings", permission: "settings.manage" },
   { slug: "system", title: "System", permission: "settings.manage" },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeProvides } from "./system";
+import { describeFetchError, describeProvides } from "./system";
 
 describe("describeProvides", () => {
   it("names protocols and channels, counts settings and permissions", () => {
@@ -11,5 +11,18 @@ describe("describeProvides", () => {
   });
   it("says when a pack adds nothing", () => {
     expect(describeProvides({ provides: [] })).toBe("nothing yet");
+  });
+});
+
+describe("describeFetchError", () => {
+  it("says a policy refusal in words, not as its code", () => {
+    const said = describeFetchError("could not reach the release feed: target_denied");
+    expect(said.policy).toBe(true);
+    expect(said.message).toContain("network policy refused");
+    expect(said.message).not.toContain("target_denied");
+    expect(describeFetchError("could not reach the release feed: remote_timeout").message).toBe("The release feed's host did not answer in time.");
+  });
+  it("keeps any other text as a sentence", () => {
+    expect(describeFetchError("release feed returned HTTP 500")).toEqual({ message: "Release feed returned HTTP 500.", policy: false });
   });
 });

@@ -25,3 +25,19 @@ export function describeProvides(pack: Pick<PackInfo, "provides">): string {
   }
   return parts.join(" · ") || "nothing yet";
 }
+
+// the outbound reason codes the update check reports after "could not reach the release feed: "
+const FEED_REASONS: Record<string, string> = {
+  target_denied: "The gateway's network policy refused the release feed's address: its host is not on the allow list, or it is protected or denied.",
+  remote_unreachable: "No answer from the release feed's host.",
+  remote_timeout: "The release feed's host did not answer in time.",
+  remote_error: "The release feed's host refused or dropped the connection.",
+};
+
+/** Why the update check failed, in words (the server's text ends with a reason code when it has one). */
+export function describeFetchError(text: string): { message: string; policy: boolean } {
+  const code = /:\s*([a-z_]+)\s*$/.exec(text)?.[1] ?? "";
+  if (Object.hasOwn(FEED_REASONS, code)) return { message: FEED_REASONS[code], policy: code === "target_denied" };
+  const sentence = text.charAt(0).toUpperCase() + text.slice(1);
+  return { message: sentence.endsWith(".") ? sentence : `${sentence}.`, policy: false };
+}
