@@ -1,4 +1,4 @@
-"""``cancel_and_wait``: how every service stops its background tasks."""
+"""``cancel_and_wait`` (how every service stops its tasks) and ``Rerun`` (re-checks on change)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 import pytest
-from hostgate.tasks import cancel_and_wait
+from hostgate.tasks import Rerun, cancel_and_wait
 
 
 async def test_running_tasks_are_cancelled_and_awaited() -> None:
@@ -86,3 +86,36 @@ async def test_a_task_that_swallowed_the_cancellation_is_cancelled_again() -> No
     await asyncio.sleep(0)
     await asyncio.wait_for(cancel_and_wait(task), 60)
     assert task.cancelled() and swallowed == [1]
+
+
+async def test_a_rerun_requested_during_a_run_follows_it_once_and_none_overlap() -> None:
+    """Requests while the job runs are not lost (one more round) and never run it twice at once."""
+    release = asyncio.Event()
+    started: list[int] = []
+    running = 0
+    overlapped = False
+
+    async def job() -> None:
+        nonlocal running, overlapped
+        running += 1
+        overlapped |= running > 1
+        started.append(len(started))
+        if len(started) == 1:
+            await release.wait()
+        running -= 1
+
+    tasks: set[asyncio.Task[object]] = set()
+    rerun = Rerun(job, tasks)
+    rerun.request()
+    while not started:
+        await asyncio.sleep(0)
+    rerun.request()  # during the first round: earns one more
+    rerun.request()  # and no third
+    release.set()
+    while tasks:
+        await asyncio.gather(*tasks)
+    assert started == [0, 1] and not overlapped
+    rerun.request()  # idle again: a new request runs again
+    while tasks:
+        await asyncio.gather(*tasks)
+    assert started == [0, 1, 2]

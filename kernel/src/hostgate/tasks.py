@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 log = logging.getLogger("hostgate.tasks")
@@ -54,3 +54,38 @@ async def finish_anyway(cleanup: Awaitable[Any], timeout: float) -> None:
             task.cancel()
         elif not task.cancelled():
             task.exception()
+
+
+class Rerun:
+    """Run an async job soon after each request, never two at once, and lose no request.
+
+    A request while the job runs (say, a second access change arriving while the
+    first is being re-checked) earns exactly one more round after it, so what
+    changed during a round is still seen. The running task is kept in ``tasks``
+    (the owner's set, which it waits for or cancels when it stops).
+    """
+
+    def __init__(self, job: Callable[[], Awaitable[Any]], tasks: set[asyncio.Task[Any]]) -> None:
+        self._job = job
+        self._tasks = tasks
+        self._running = False
+        self._again = False
+
+    def request(self) -> None:
+        """Ask for a run: one starts now, or one more follows the run under way."""
+        self._again = True
+        if self._running:
+            return
+        self._running = True
+        task = asyncio.ensure_future(self._rounds())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _rounds(self) -> None:
+        try:
+            while self._again:
+                self._again = False
+                await asyncio.sleep(0)
+                await self._job()
+        finally:
+            self._running = False

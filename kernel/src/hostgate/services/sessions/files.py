@@ -36,7 +36,7 @@ from ...errors import (
     RemoteTimeout,
     RemoteUnreachable,
 )
-from ...tasks import cancel_and_wait
+from ...tasks import Rerun, cancel_and_wait
 from .live import LiveSession
 from .session_access import Problem
 
@@ -265,9 +265,8 @@ class RemoteFilePool:
         self._stopping = False
         self.access_problem: AccessProblem | None = None
         """Set by the kernel: the sessions' access check (``session_access``)."""
-        self._rechecking = False
-        self._again = False
-        self._checks: set[asyncio.Task[None]] = set()
+        self._checks: set[asyncio.Task[Any]] = set()
+        self._access_changes = Rerun(self.recheck, self._checks)
         lifecycle.on_start(self.start)
         lifecycle.on_stop(self.stop)
 
@@ -466,26 +465,8 @@ class RemoteFilePool:
 
     def access_changed(self) -> None:
         """Users, roles, connections or access requests changed (any node): re-check soon."""
-        if not self._entries:
-            return
-        if self._rechecking:
-            self._again = True  # a change during a re-check is not lost: one more round
-            return
-        self._rechecking = True
-
-        async def run() -> None:
-            try:
-                self._again = True
-                while self._again:
-                    self._again = False
-                    await asyncio.sleep(0)
-                    await self.recheck()
-            finally:
-                self._rechecking = False
-
-        task = asyncio.ensure_future(run())
-        self._checks.add(task)
-        task.add_done_callback(self._checks.discard)
+        if self._entries:
+            self._access_changes.request()
 
     async def call(
         self,

@@ -35,7 +35,7 @@ from ...closereasons import CloseReason
 from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
 from ...principals import ClientInfo
-from ...tasks import cancel_and_wait
+from ...tasks import Rerun, cancel_and_wait
 from .live import USER_DELETED, LiveSession
 from .terminal_screen import repaint
 from .terminal_session import TerminalSession
@@ -210,8 +210,7 @@ class LiveView:
         """The watches whose viewer is on this node (local or relayed), by id."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._checker: asyncio.Task[None] | None = None
-        self._rechecking = False
-        self._again = False
+        self._access_changes = Rerun(self.recheck, self._tasks)
         self.relay: WatchRelay | None = None
         """Watches of terminals other nodes hold (several nodes), or None."""
         live.on_access_changed(self.access_changed)
@@ -353,26 +352,8 @@ class LiveView:
 
     def access_changed(self) -> None:
         """Users, roles or connections changed (any node): re-check the viewers soon."""
-        if not self._viewing:
-            return
-        if self._rechecking:
-            self._again = True  # a change during a re-check is not lost: one more round
-            return
-        self._rechecking = True
-
-        async def run() -> None:
-            try:
-                self._again = True
-                while self._again:
-                    self._again = False
-                    await asyncio.sleep(0)
-                    await self.recheck()
-            finally:
-                self._rechecking = False
-
-        task = asyncio.ensure_future(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if self._viewing:
+            self._access_changes.request()
 
     async def _check_forever(self) -> None:
         while True:
