@@ -10,9 +10,9 @@ mode, derandomized). Run it at length with HOSTGATE_FUZZ_EXAMPLES=200.
 
 No operation is left out. Where a valid request needs a secret no schema can give
 (the current password, a TOTP code, a backup file and its password) or a text in a
-language of its own (an ssh_config file), schema-valid cases carry a real one, as
-schemathesis's "realistic values":
-so those operations are fuzzed through to success, not only to "wrong password".
+language of its own (an ssh_config file, an OpenSSH public key), or a new password the
+strength rule accepts (and a plain username beside it), schema-valid cases carry a
+real one, as schemathesis's "realistic values": so those operations are fuzzed through to success, not only to "wrong password".
 Operations that end the session (logout, revoking login sessions, restoring a
 backup) run last, each example on a session of its own, logged in for it: what one
 example ended never decides what the next one sees, nor what Hypothesis sees when it
@@ -27,6 +27,7 @@ import os
 import time
 from typing import Any
 
+import asyncssh
 import httpx
 import pyotp
 import pytest
@@ -132,6 +133,28 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+# where a new password is chosen: the field that carries it
+NEW_PASSWORD_FIELDS = {
+    f"{API}/auth/setup": "password",
+    f"{API}/users": "password",
+    f"{API}/users/{{user_id}}/reset-password": "newPassword",
+}
+STRONG_PASSWORD = "fuzzed-Orbit-Lantern-42"
+
+
+def plain_username(name: Any) -> Any:
+    """The generated name if it is plain ASCII, else one that is: a new name must also be
+    in one script, without invisible characters (docs/identity.md), which no schema says."""
+    if isinstance(name, str) and name.isascii() and name.isprintable():
+        return name
+    return "fuzzed-user"
+
+
+def public_key_line() -> str:
+    """A fresh OpenSSH public key line (each user registers a key once)."""
+    return asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+
+
 def with_real_secrets(case: Any, live_gateway: Any, known: dict[str, str], now: float) -> None:
     """Give a schema-valid case the secrets it needs (see the module docstring); a TOTP
     code is the one of the 30 s window ``now`` (a Unix time) falls in."""
@@ -146,6 +169,14 @@ def with_real_secrets(case: Any, live_gateway: Any, known: dict[str, str], now: 
         body = case.body if isinstance(case.body, dict) else {}
         case.body = {**body, "config": "Host fuzzed\n  HostName 127.0.0.1\n", "files": {}}
         case.body.pop("groupId", None)  # a group id no schema can know
+    elif path in NEW_PASSWORD_FIELDS and isinstance(case.body, dict):
+        # a schema-valid string is rarely a password the strength rule accepts
+        case.body = {**case.body, NEW_PASSWORD_FIELDS[path]: STRONG_PASSWORD}
+        if "username" in case.body:
+            case.body["username"] = plain_username(case.body["username"])
+    elif path == f"{API}/profile/ssh-keys" and case.method.upper() == "POST":
+        body = case.body if isinstance(case.body, dict) else {}
+        case.body = {**body, "publicKey": public_key_line()}
     elif path == f"{API}/backup/import":
         case.body = live_gateway.backup
         case.headers = {**(case.headers or {}), "X-Backup-Password": BACKUP_PASSWORD}
