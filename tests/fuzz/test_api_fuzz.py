@@ -12,7 +12,8 @@ No operation is left out. Where a valid request needs a secret no schema can giv
 (the current password, a TOTP code, a backup file and its password) or a text in a
 language of its own (an ssh_config file, an OpenSSH public key), or a new password the
 strength rule accepts (and a plain username beside it), schema-valid cases carry a
-real one, as schemathesis's "realistic values": so those operations are fuzzed through to success, not only to "wrong password".
+real one, as schemathesis's "realistic values": so those operations are fuzzed
+through to success, not only to "wrong password".
 Operations that end the session (logout, revoking login sessions, restoring a
 backup) run last, each example on a session of its own, logged in for it: what one
 example ended never decides what the next one sees, nor what Hypothesis sees when it
