@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeKeyError, doorHost, doorTarget, shellWord, sshCommand, sshConfigBlock } from "./sshdoor";
+import { configAlias, describeKeyError, doorHost, doorTarget, shellWord, sshCommand, sshConfigBlock } from "./sshdoor";
 
 const door = { listening: true, address: "127.0.0.1", port: 2222, separator: ":" };
 
@@ -59,6 +59,8 @@ describe("sshConfigBlock", () => {
     );
   });
   it("makes an alias of a name with spaces and quotes the user", () => {
+    expect(configAlias(" web box/2 ")).toBe("web-box-2");
+    expect(configAlias("///")).toBe("hostgate");
     expect(sshConfigBlock(door, "alice", "web box", "gw")).toBe('Host web-box\n    HostName gw\n    Port 2222\n    User "alice:web box"');
   });
 });

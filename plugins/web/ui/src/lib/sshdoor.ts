@@ -50,9 +50,14 @@ export function sshCommand(door: DoorInfo, username: string, target: string, pag
   return `ssh -p ${door.port} ${shellWord(destination)}`;
 }
 
-/** The same as a `~/.ssh/config` block, so `ssh <alias>` (and scp, rsync, git) reach it. */
+/** The `Host` alias for a target: its name with anything but letters, digits, `._-` as `-`. */
+export function configAlias(target: string): string {
+  return target.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "hostgate";
+}
+
+/** The same as a `~/.ssh/config` block, so `ssh <alias>` reaches it. */
 export function sshConfigBlock(door: DoorInfo, username: string, target: string, pageHost: string): string {
-  const alias = target.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "hostgate";
+  const alias = configAlias(target);
   const user = `${username}${door.separator}${target}`;
   return [
     `Host ${alias}`,
