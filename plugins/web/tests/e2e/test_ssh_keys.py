@@ -154,3 +154,37 @@ def test_a_key_added_in_the_profile_signs_in_with_the_shown_command_until_delete
     assert refused.returncode == 255
     assert "Permission denied" in refused.stderr
     assert "door-42" not in refused.stdout
+
+
+def test_an_admin_revokes_a_users_key_and_ssh_is_refused(
+    page: Any, gateway: Gateway, admin_token: str, lab_ssh: str, screens: Screens, tmp_path: Path
+) -> None:
+    key = make_key(tmp_path)
+    body = {"publicKey": key.with_suffix(".pub").read_text(), "name": "build box"}
+    added = gateway.api("POST", "/profile/ssh-keys", admin_token, json=body)
+    assert added.status_code == 200, added.text
+    port = gateway.api("GET", "/sshd/host-keys", admin_token).json()["port"]
+    command = f"ssh -p {port} admin:lab-ssh@127.0.0.1"
+    home = tmp_path / "home"
+    home.mkdir()
+    assert run_shown_command(command, key, home, "echo before").stdout.strip() == "before"
+
+    page.goto(f"{gateway.url}/admin/users")
+    page.get_by_label("Actions for admin").click()
+    page.get_by_role("button", name="SSH keys", exact=True).click()
+    dialog = page.get_by_role("dialog", name="SSH keys of admin")
+    keys = dialog.get_by_role("list", name="SSH keys of admin")
+    expect(keys).to_contain_text("build box")
+    expect(keys).to_contain_text(fingerprint(key.with_suffix(".pub")))
+    expect(keys).to_contain_text("last used")
+    screens.check(page, "admin-user-ssh-keys")
+    dialog.get_by_role("button", name="Revoke build box").click()
+    # one click only asks: the key is still there
+    assert len(gateway.api("GET", "/profile/ssh-keys", admin_token).json()["keys"]) == 1
+    dialog.get_by_role("button", name="Revoke build box now").click()
+    expect(dialog.get_by_text("admin has no SSH keys.")).to_be_visible()
+    assert gateway.api("GET", "/profile/ssh-keys", admin_token).json()["keys"] == []
+
+    refused = run_shown_command(command, key, home, "echo after")
+    assert refused.returncode == 255
+    assert "Permission denied" in refused.stderr
