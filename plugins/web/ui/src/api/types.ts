@@ -199,3 +199,14 @@ export interface HostKeyScan {
   trusted: HostKeyInfo | null;
   canAccept: boolean;
 }
+
+/** A public key registered for the SSH front door (GET /profile/ssh-keys, sshd pack). */
+export interface SshKey {
+  id: string;
+  name: string;
+  algorithm: string;
+  fingerprint: string;
+  publicKey: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
