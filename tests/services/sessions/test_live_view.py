@@ -31,6 +31,17 @@ async def audit_entries(client: Any, admin: Any, event_type: str) -> list[dict[s
     return list((await response.get_json())["entries"])
 
 
+async def ended_watches(client: Any, admin: Any, count: int) -> list[dict[str, Any]]:
+    """The ``session.live_view_ended`` entries once there are ``count`` of them: a watch
+    writes its entry in a task of its own, after its socket closed (60 s: a hang guard)."""
+    for _ in range(1200):
+        ended = await audit_entries(client, admin, "session.live_view_ended")
+        if len(ended) >= count:
+            return ended
+        await asyncio.sleep(0.05)
+    return ended
+
+
 async def until_message(screen: Screen, kind: str, count: int = 1) -> list[dict[str, Any]]:
     """Pump until ``count`` messages of ``kind`` arrived; return them."""
     for _ in range(200):
@@ -91,7 +102,7 @@ async def test_a_viewer_sees_the_screen_then_the_output_read_only_and_audited(
         assert session.notice is None
 
     started = await audit_entries(client, admin, "session.live_view_started")
-    ended = await audit_entries(client, admin, "session.live_view_ended")
+    ended = await ended_watches(client, admin, 1)
     assert [e["username"] for e in started] == ["admin"]
     assert started[0]["details"]["sessionId"] == session.id
     assert started[0]["details"]["ownerUsername"] == "alice"
@@ -180,11 +191,7 @@ async def test_the_viewer_closes_when_the_session_ends_and_a_reattach_keeps_the_
             "message": "The watched session ended",
             "reason": "session_ended",
         }
-    for _ in range(100):
-        if len(await audit_entries(client, admin, "session.live_view_ended")) == 2:
-            break
-        await asyncio.sleep(0.05)
-    assert len(await audit_entries(client, admin, "session.live_view_ended")) == 2
+    assert len(await ended_watches(client, admin, 2)) == 2
 
 
 async def test_a_watch_is_a_live_session_ended_from_the_list_or_by_revoking_the_viewer(
@@ -281,5 +288,5 @@ async def test_a_viewer_who_loses_view_any_is_closed_on_the_change_and_by_the_pe
         await watched.run("echo still-$((2+2))", "still-4")
         assert session.viewers == []
         assert [s.kind for s in kernel.live.all()] == ["terminal"]
-    ended = await audit_entries(client, admin, "session.live_view_ended")
+    ended = await ended_watches(client, admin, 2)
     assert len(ended) == 2
