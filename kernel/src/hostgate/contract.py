@@ -427,7 +427,7 @@ class FrontDoorAPI(Protocol):
 
 
 class HttpResponse(Protocol):
-    """What ``kernel.notifications.outbound.request`` returns."""
+    """What ``kernel.outbound.request`` returns."""
 
     @property
     def status(self) -> int:
@@ -450,7 +450,7 @@ class HttpResponse(Protocol):
 
 
 class OutboundAPI(Protocol):
-    """``kernel.notifications.outbound``: the one way a pack reaches an HTTP service."""
+    """``kernel.outbound``: the one way a pack reaches an HTTP service."""
 
     async def request(
         self,
@@ -483,7 +483,7 @@ class NotificationsAPI(Protocol):
 
     @property
     def outbound(self) -> OutboundAPI:
-        """Outbound HTTP under the network policy."""
+        """Deprecated alias of ``kernel.outbound`` (a ``DeprecationWarning`` on each use)."""
 
 
 class KernelAPI(Protocol):
@@ -526,8 +526,12 @@ class KernelAPI(Protocol):
         """Open sessions."""
 
     @property
+    def outbound(self) -> OutboundAPI:
+        """Outbound HTTP (and address checks) under the target network policy."""
+
+    @property
     def notifications(self) -> NotificationsAPI:
-        """Outbound HTTP for channel packs."""
+        """What channel packs use (``notifications.outbound``: deprecated, use ``outbound``)."""
 
     @property
     def sealed_values(self) -> SealedValuesAPI:

@@ -46,6 +46,7 @@ from .services.identity.signin_guard import SignInGuard
 from .services.keyrotation import KeyRotation
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
+from .services.outbound import Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
 from .services.sessions.files import RemoteFilePool
@@ -304,13 +305,15 @@ class Kernel:
             live=self.live,
             search=self.recording_search,
         )
+        # outbound HTTP under the network policy: channels, version check, packs' clients
+        self.outbound = Outbound(self.netpolicy)
         self.notifications = Notifications(
             db=self.db,
             secrets=self.secrets,
             settings=self.settings,
             audit=self.audit,
             metrics=self.metrics,
-            netpolicy=self.netpolicy,
+            outbound=self.outbound,
             channel_specs=self.channels,
             options=config.plugin("notifications"),
             api=self,
@@ -321,7 +324,7 @@ class Kernel:
         )
         self.version = VersionChecker(
             settings=self.settings,
-            outbound=self.notifications.outbound,
+            outbound=self.outbound,
             timeout=config.version_timeout_seconds,
             lease=self.cluster.lease,
             bus=self.cluster.bus,

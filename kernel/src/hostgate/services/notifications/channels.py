@@ -100,13 +100,6 @@ def describe_fields(spec: ChannelSpec) -> list[dict[str, Any]]:
     return fields
 
 
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret value replaced by ``[redacted]``."""
-    for value in secrets:
-        text = text.replace(value, "[redacted]")
-    return text
-
-
 def join_secrets(plain: Mapping[str, Any], secret: Mapping[str, Any]) -> dict[str, Any]:
     """The full configuration from its plain and secret halves."""
     full = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in plain.items()}

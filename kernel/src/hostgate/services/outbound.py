@@ -27,15 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, RemoteUnreachable
-from .channels import redact
+from ..errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, RemoteUnreachable
 
 if TYPE_CHECKING:
-    from ..netpolicy import NetworkPolicy
+    from .netpolicy import NetworkPolicy
 
 RESPONSE_LIMIT = 64 * 1024
 
 log = logging.getLogger("hostgate.outbound")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every secret value replaced by ``[redacted]``."""
+    for value in secrets:
+        text = text.replace(value, "[redacted]")
+    return text
 
 
 @dataclass(frozen=True)
