@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .connections.connections import Connections
     from .identity.identity import Identity
     from .identity.logins import Logins
-    from .sessions.terminal_session import TerminalSession
+    from .sessions.interactive_terminal import TerminalSession
     from .sessions.terminal_sessions import TerminalSessions
 
 PACK_PREFIX = "pack:"

@@ -36,9 +36,9 @@ from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
 from ...principals import ClientInfo
 from ...tasks import Rerun, cancel_and_wait
+from .interactive_terminal import TerminalSession
 from .live import USER_DELETED, LiveSession
 from .terminal_screen import repaint
-from .terminal_session import TerminalSession
 
 if TYPE_CHECKING:
     from ..audit.audit import AuditLog

@@ -35,10 +35,10 @@ from ...cluster.shared import KEY_PREFIX, reaching
 from ...db.types import new_id
 from ...errors import NotFound
 from ...tasks import cancel_and_wait
+from .interactive_terminal import TerminalSession
 from .live import LiveSession
 from .live_view import BEHIND_BYTES, KIND, Closing, Frame, Watch, Watching
 from .terminal_screen import repaint
-from .terminal_session import TerminalSession
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

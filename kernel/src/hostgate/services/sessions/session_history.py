@@ -17,8 +17,8 @@ from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...permissions import use_permission
 from .file_sessions import FileSessionLog
+from .interactive_terminal import TerminalSession
 from .search_index import RecordingSearch, SearchResult
-from .terminal_session import TerminalSession
 from .terminal_sessions import TerminalSessions
 
 if TYPE_CHECKING:
