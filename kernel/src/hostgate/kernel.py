@@ -58,7 +58,7 @@ from .services.sessions.remote_session import LiveRemoteSession
 from .services.sessions.search_index import RecordingSearch
 from .services.sessions.session_access import access_problem
 from .services.sessions.session_history import SessionHistory
-from .services.sessions.terminal_sessions import TerminalSessions
+from .services.sessions.session_service import TerminalSessions
 from .services.settings import Settings
 from .services.version import VersionChecker
 from .timefmt import utcnow

@@ -272,7 +272,7 @@ def serve_one(config: Config, *, worker: int = 0) -> int:
 
     from .. import testreset
     from ..app import create_app, kernel_of
-    from ..services.sessions.terminal_sessions import LIVE_KINDS as SOCKET_KINDS
+    from ..services.sessions.session_service import LIVE_KINDS as SOCKET_KINDS
 
     app = create_app(config)
     shared_socket = listening_socket(config.host, config.port) if worker else None

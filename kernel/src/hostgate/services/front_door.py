@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .identity.identity import Identity
     from .identity.logins import Logins
     from .sessions.interactive_terminal import TerminalSession
-    from .sessions.terminal_sessions import TerminalSessions
+    from .sessions.session_service import TerminalSessions
 
 PACK_PREFIX = "pack:"
 MAX_NAME = 90

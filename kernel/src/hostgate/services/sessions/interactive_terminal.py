@@ -21,7 +21,7 @@ from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
 
 if TYPE_CHECKING:
-    from .terminal_sessions import TerminalSessions
+    from .session_service import TerminalSessions
 
 REATTACH_GRACE = {"telnet": 30.0}
 DEFAULT_REATTACH_GRACE = 120.0

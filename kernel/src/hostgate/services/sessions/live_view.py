@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..lifecycle import Lifecycle
     from .live import LiveSessions
     from .live_view_relay import WatchRelay
-    from .terminal_sessions import TerminalSessions
+    from .session_service import TerminalSessions
 
 log = logging.getLogger("hostgate.live_view")
 

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from ..lifecycle import Lifecycle
     from .live import LiveSessions
     from .live_view import LiveView
-    from .terminal_sessions import TerminalSessions
+    from .session_service import TerminalSessions
 
 log = logging.getLogger("hostgate.live_view.relay")
 

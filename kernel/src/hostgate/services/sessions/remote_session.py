@@ -26,7 +26,7 @@ from .session_access import access_problem
 
 if TYPE_CHECKING:
     from ..identity.identity import Caller
-    from .terminal_sessions import TerminalSessions
+    from .session_service import TerminalSessions
 
 log = logging.getLogger("hostgate.sessions")
 

@@ -19,7 +19,7 @@ from ...permissions import use_permission
 from .file_sessions import FileSessionLog
 from .interactive_terminal import TerminalSession
 from .search_index import RecordingSearch, SearchResult
-from .terminal_sessions import TerminalSessions
+from .session_service import TerminalSessions
 
 if TYPE_CHECKING:
     from ...db.engine import Database
