@@ -14,7 +14,7 @@ from ...db.models.notifications import NotificationChannel
 from ...descriptors import ChannelSpec
 from ...errors import InvalidInput, NotFound, validation_message
 from ...timefmt import utcnow
-from .rules import SPEC_CHANNELS
+from .rule_matching import SPEC_CHANNELS
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession

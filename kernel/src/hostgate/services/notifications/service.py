@@ -29,8 +29,8 @@ from .channels import ChannelStore
 from .delivery import WAKE_TOPIC, DeliveryQueue, delivering
 from .logbook import Logbook
 from .render import channel_test_event, render_digest, render_event
-from .rulebook import RuleBook
-from .rules import EMAIL_PATTERN, rule_matches
+from .rule_matching import EMAIL_PATTERN, rule_matches
+from .rule_store import RuleBook
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI
