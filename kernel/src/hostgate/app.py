@@ -23,7 +23,7 @@ from .api.health import health
 from .config import Config, load_config
 from .guards import public, request_context
 from .kernel import Kernel
-from .logs import request_id, silence_libraries
+from .logging_setup import request_id, silence_libraries
 from .openapi import Document
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest

@@ -16,7 +16,7 @@ from typing import Any
 from ..closereasons import CloseReason
 from ..cluster.shared import sqlite_file
 from ..config import EVENT_LOOPS, Config, ConfigError
-from ..logs import configure_logging
+from ..logging_setup import configure_logging
 from .common import config_from
 
 log = logging.getLogger("hostgate.serve")

@@ -12,7 +12,7 @@ are ignored, and every request has a timeout.
 Each request is logged once by ``hostgate.outbound`` with the method, the host and
 the status (or the failure), never the path or query: webhook URLs, ``?token=``
 values and Telegram bot tokens live there. httpx's own request lines are silenced
-(``logs.silence_libraries``), and failure texts are scrubbed of the URL.
+(``logging_setup.silence_libraries``), and failure texts are scrubbed of the URL.
 """
 
 from __future__ import annotations

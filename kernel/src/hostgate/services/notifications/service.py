@@ -27,7 +27,7 @@ from ...tasks import cancel_and_wait
 from ...timefmt import iso, utcnow
 from .channels import ChannelStore
 from .delivery import WAKE_TOPIC, DeliveryQueue, delivering
-from .logbook import Logbook
+from .delivery_log import Logbook
 from .render import channel_test_event, render_digest, render_event
 from .rule_matching import EMAIL_PATTERN, rule_matches
 from .rule_store import RuleBook
