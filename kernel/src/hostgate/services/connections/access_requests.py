@@ -26,14 +26,14 @@ from ...db.models.identity import User
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...tasks import cancel_and_wait
 from ...timefmt import as_utc, utcnow
-from ..sessions.live import ACCESS_ENDED
+from ..sessions.live_sessions import ACCESS_ENDED
 
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditLog
     from ..identity.identity import Caller
     from ..lifecycle import Lifecycle
-    from ..sessions.live import LiveSessions
+    from ..sessions.live_sessions import LiveSessions
 
 log = logging.getLogger("hostgate.access")
 

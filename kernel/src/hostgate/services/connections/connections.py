@@ -26,7 +26,7 @@ from ...descriptors import ProtocolSpec
 from ...errors import InvalidInput, NotFound, PermissionDenied
 from ...permissions import use_permission
 from ...timefmt import utcnow
-from ..sessions.live import CONNECTION_DELETED
+from ..sessions.live_sessions import CONNECTION_DELETED
 from . import hostkeys
 from .connection_groups import ConnectionGroups, owned_group
 from .connection_input import ParsedInput, missing_required, parse_input
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..identity.identity import Caller
     from ..netpolicy import NetworkPolicy
-    from ..sessions.live import LiveSessions
+    from ..sessions.live_sessions import LiveSessions
     from ..settings import Settings
     from .access_requests import AccessRequests
 

@@ -51,7 +51,7 @@ class TerminalSession(LiveRemoteSession):
         self._input_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._recent = ReplayBuffer()
         self.viewers: list[Callable[[bytes], None]] = []
-        """Live viewers (services/live_view.py), handed every output chunk."""
+        """Live viewers (services/sessions/terminal_watch.py), handed every output chunk."""
         self.notice: str | None = None
         """A text frame for every socket that attaches (who is watching), or None."""
 

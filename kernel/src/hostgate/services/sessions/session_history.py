@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..connections.connections import Connections
     from ..identity.identity import Caller
-    from .live import LiveSession, LiveSessions
+    from .live_sessions import LiveSession, LiveSessions
     from .recordings import Recordings
 
 VIEW_ANY = "sessions.view_any"

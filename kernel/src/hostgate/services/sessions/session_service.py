@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
     from ..settings import Settings
-    from .live import LiveSessions
+    from .live_sessions import LiveSessions
     from .recordings import Recordings
     from .search_index import RecordingSearch
 
