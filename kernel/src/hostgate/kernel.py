@@ -49,9 +49,9 @@ from .services.notifications import Notifications
 from .services.outbound import Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
-from .services.sessions.files import RemoteFilePool
 from .services.sessions.live_sessions import LiveSessions
 from .services.sessions.recordings import Recordings
+from .services.sessions.remote_file_pool import RemoteFilePool
 from .services.sessions.remote_session import LiveRemoteSession
 from .services.sessions.search_index import RecordingSearch
 from .services.sessions.session_access import access_problem
