@@ -26,7 +26,7 @@ from .errors import ApiError
 from .metrics import Metrics
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter, rate_limiter
-from .security.secretbox import KeyError_, SecretBox, load_or_create_key
+from .security.secretbox import SecretBox, SecretKeyError, load_or_create_key
 from .security.tickets import TicketStore, ticket_store
 from .services.audit.audit import AuditLog
 from .services.audit.audit_query import AuditQuery
@@ -551,7 +551,7 @@ class Kernel:
                 return
         try:
             ok = self.secrets.open(row.value) == KEY_CHECK_TEXT
-        except KeyError_ as exc:
+        except SecretKeyError as exc:
             raise StartupError(
                 "The encryption key cannot decrypt this instance's secrets "
                 f"({exc}). Start with the key the data was written with "
