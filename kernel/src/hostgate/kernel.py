@@ -31,7 +31,6 @@ from .security.tickets import TicketStore, ticket_store
 from .services.audit.audit import AuditLog
 from .services.audit.audit_query import AuditQuery
 from .services.backup import Backups
-from .services.connections.access_requests import AccessRequests
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
 from .services.front_door import FrontDoor, SealedValues
@@ -202,9 +201,6 @@ class Kernel:
         self.api_tokens = ApiTokens(audit=self.audit, db=self.db, identity=self.identity)
         self.audit_query = AuditQuery(db=self.db)
         self.key_rotation = KeyRotation(config=config, db=self.db, secrets=self.secrets)
-        self.access_requests = AccessRequests(
-            audit=self.audit, db=self.db, live=self.live, lifecycle=self
-        )
         self.connections = Connections(
             db=self.db,
             secrets=self.secrets,
@@ -212,7 +208,7 @@ class Kernel:
             live=self.live,
             netpolicy=self.netpolicy,
             protocols=self.protocols,
-            access_requests=self.access_requests,
+            access_granted=self._access_granted,
             settings=self.settings,
         )
         self.health_checks = HealthChecks(
@@ -334,6 +330,12 @@ class Kernel:
     def _relays(self) -> list[LiveRemoteSession]:
         """The open terminal and desktop sessions (the metrics read their byte counts)."""
         return self.terminal_sessions.all()
+
+    async def _access_granted(self, user_id: str, connection_id: str) -> bool:
+        """Whether a pack grants the user an approval-required connection now."""
+        return await self.plugins.any_true(
+            "grant_connection_access", user_id=user_id, connection_id=connection_id, kernel=self
+        )
 
     async def _announce(self, event: AuditEvent) -> None:
         """Hand a committed audit entry to every pack's ``track_event`` hook."""

@@ -295,6 +295,23 @@ class PluginHost:
                 except Exception:
                     log.exception("plugin %s failed in hook %s", plugin_name, name)
 
+    async def any_true(self, hook_name: str, **kwargs: Any) -> bool:
+        """Ask every implementation of a yes/no hook in order; True at the first yes.
+
+        A failing implementation is logged and counts as no.
+        """
+        for plugin_name in self._implementers(hook_name):
+            try:
+                (answer,) = self._one(plugin_name, hook_name)(**kwargs) or [None]
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception:
+                log.exception("plugin %s failed in hook %s", plugin_name, hook_name)
+                continue
+            if answer is True:
+                return True
+        return False
+
     async def call_all(self, hook_name: str, **kwargs: Any) -> None:
         """Call every implementation in order; a failure propagates (lifecycle hooks)."""
         for plugin_name in self._implementers(hook_name):

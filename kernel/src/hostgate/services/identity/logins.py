@@ -345,6 +345,11 @@ class Logins:
 
     # -- users ----------------------------------------------------------------
 
+    async def get_user(self, user_id: str) -> User | None:
+        """A user by id (None when there is no such user)."""
+        async with self.db.session() as session:
+            return await session.get(User, user_id)
+
     async def find_user(self, username: str, *, provider: str | None = "local") -> User | None:
         """A user by username (case-insensitive); ``provider`` None matches any.
 
