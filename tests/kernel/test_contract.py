@@ -94,3 +94,11 @@ def test_every_kernel_module_has_a_layer_and_is_closed_to_packs():
     bound = [c["source_modules"] for c in contracts if "public names" in c["name"]]
     packs = {path.name for path in ROOT.glob("plugins/*/src/hostgate_*")}
     assert sorted(m for sources in bound for m in sources) == sorted(packs)
+
+
+def test_the_public_package_re_exports_no_service_internals():
+    """``hostgate/__init__.py`` (what packs may use) imports nothing from ``services/``."""
+    source = (ROOT / "kernel" / "src" / "hostgate" / "__init__.py").read_text()
+    imported = re.findall(r"^from \.([\w.]+) import", source, flags=re.MULTILINE)
+    assert imported  # the pattern still reads the file's imports
+    assert [module for module in imported if module.split(".")[0] == "services"] == []

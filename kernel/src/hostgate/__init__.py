@@ -87,10 +87,10 @@ from .guards import (
     requires,
     ticket,
 )
+from .loginnames import LOGIN_NAME_PATTERN, check_login_name
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
-from .services.identity.logins import LOGIN_NAME_PATTERN, check_login_name
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
