@@ -252,6 +252,15 @@ class PluginHost:
                 self.note(plugin_name, f"{hook_name.removeprefix('register_')}:{name}")
         return registry
 
+    def blueprints(self) -> list[tuple[str, Any]]:
+        """``(plugin_name, blueprint)`` of every ``register_blueprints`` blueprint, noted."""
+        found = []
+        for plugin_name, blueprints in self.contributions("register_blueprints"):
+            for blueprint in blueprints:
+                self.note(plugin_name, f"blueprints:{blueprint.name}")
+                found.append((plugin_name, blueprint))
+        return found
+
     def pages(self) -> list[tuple[str, Any]]:
         """``(plugin_name, blueprint)`` of every ``register_pages`` blueprint, noted as provided."""
         found = []
