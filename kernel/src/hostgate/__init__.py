@@ -28,6 +28,7 @@ from .contract import (
     AuditBatchAPI,
     AuditFields,
     ConfigAPI,
+    ConnectionsAPI,
     CredentialsAPI,
     DatabaseAPI,
     DoorTerminal,
@@ -44,8 +45,10 @@ from .contract import (
     SealedValuesAPI,
     SecretsAPI,
     SettingsAPI,
+    StoredConnection,
     StoredCredential,
 )
+from .db.types import UTCDateTime, new_id
 from .default_settings import url_setting_parts
 from .descriptors import (
     AuditEvent,
@@ -84,10 +87,10 @@ from .guards import (
     requires,
     ticket,
 )
+from .loginnames import LOGIN_NAME_PATTERN, check_login_name
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
-from .services.identity.logins import LOGIN_NAME_PATTERN, check_login_name
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
@@ -98,7 +101,7 @@ from .sessioncookie import (
     signed_in_response,
 )
 from .tasks import finish_anyway
-from .timefmt import iso, parse_iso, utcnow
+from .timefmt import as_utc, iso, parse_iso, utcnow
 
 __all__ = [
     "ChunkReader",
@@ -114,6 +117,7 @@ __all__ = [
     "AuditBatchAPI",
     "AuditFields",
     "ConfigAPI",
+    "ConnectionsAPI",
     "CredentialsAPI",
     "DatabaseAPI",
     "DoorTerminal",
@@ -173,7 +177,11 @@ __all__ = [
     "TRUSTED_DEVICE_COOKIE",
     "TerminalSize",
     "Unprocessable",
+    "StoredConnection",
     "StoredCredential",
+    "UTCDateTime",
+    "as_utc",
+    "new_id",
     "authenticated",
     "interactive",
     "check_login_name",

@@ -257,6 +257,9 @@ class LoginsAPI(Protocol):
     async def find_external(self, provider: str, provider_id: str) -> Account | None:
         """The user linked to an external identity."""
 
+    async def get_user(self, user_id: str) -> Account | None:
+        """A user by id (None when there is no such user)."""
+
     async def provision_external(
         self,
         provider: str,
@@ -314,6 +317,47 @@ class LiveSessionsAPI(Protocol):
         ``reason`` is the text the client reads, ``reason_code`` the stable code of the
         socket's ``error`` frame.
         """
+
+    def access_changed(self) -> None:
+        """Something about access changed: every node re-checks its open sessions.
+
+        Each session's connection and jump hosts are checked again (permissions,
+        shares, ``grant_connection_access``); those no longer allowed close.
+        """
+
+
+class StoredConnection(Protocol):
+    """A stored connection as a pack reads it (never its secrets)."""
+
+    @property
+    def id(self) -> str:
+        """The connection's id (the ``connectionId`` of the API)."""
+
+    @property
+    def name(self) -> str:
+        """Its name."""
+
+    @property
+    def protocol(self) -> str:
+        """Its protocol (``ssh``, ``rdp``...)."""
+
+    @property
+    def owner_id(self) -> str:
+        """The id of the user who owns it."""
+
+    @property
+    def approval_required(self) -> bool:
+        """True when others use it only while a pack grants it (``grant_connection_access``)."""
+
+
+class ConnectionsAPI(Protocol):
+    """``kernel.connections``: stored connections, as far as a pack may read them."""
+
+    async def get(self, connection_id: str) -> StoredConnection | None:
+        """A connection by id, whoever may see it (None when there is none)."""
+
+    async def visible(self, caller: Caller, connection_id: str) -> StoredConnection:
+        """A connection the caller owns or that is shared with them; else ``NotFound``."""
 
 
 class SealedValuesAPI(Protocol):
@@ -427,7 +471,7 @@ class FrontDoorAPI(Protocol):
 
 
 class HttpResponse(Protocol):
-    """What ``kernel.notifications.outbound.request`` returns."""
+    """What ``kernel.outbound.request`` returns."""
 
     @property
     def status(self) -> int:
@@ -450,7 +494,7 @@ class HttpResponse(Protocol):
 
 
 class OutboundAPI(Protocol):
-    """``kernel.notifications.outbound``: the one way a pack reaches an HTTP service."""
+    """``kernel.outbound``: the one way a pack reaches an HTTP service."""
 
     async def request(
         self,
@@ -483,7 +527,7 @@ class NotificationsAPI(Protocol):
 
     @property
     def outbound(self) -> OutboundAPI:
-        """Outbound HTTP under the network policy."""
+        """Deprecated alias of ``kernel.outbound`` (a ``DeprecationWarning`` on each use)."""
 
 
 class KernelAPI(Protocol):
@@ -526,8 +570,16 @@ class KernelAPI(Protocol):
         """Open sessions."""
 
     @property
+    def outbound(self) -> OutboundAPI:
+        """Outbound HTTP (and address checks) under the target network policy."""
+
+    @property
     def notifications(self) -> NotificationsAPI:
-        """Outbound HTTP for channel packs."""
+        """What channel packs use (``notifications.outbound``: deprecated, use ``outbound``)."""
+
+    @property
+    def connections(self) -> ConnectionsAPI:
+        """Stored connections (read-only)."""
 
     @property
     def sealed_values(self) -> SealedValuesAPI:

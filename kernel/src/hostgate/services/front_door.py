@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from .connections.connections import Connections
     from .identity.identity import Identity
     from .identity.logins import Logins
-    from .sessions.terminal_session import TerminalSession
-    from .sessions.terminal_sessions import TerminalSessions
+    from .sessions.interactive_terminal import TerminalSession
+    from .sessions.session_service import TerminalSessions
 
 PACK_PREFIX = "pack:"
 MAX_NAME = 90
