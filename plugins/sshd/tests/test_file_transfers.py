@@ -13,7 +13,16 @@ import os
 import subprocess
 from pathlib import Path
 
-from plugins.sshd.tests.door import audit_entries, door_of, known_hosts, make_key, register_key
+from hostgate import CloseReason
+
+from plugins.sshd.tests.door import (
+    audit_entries,
+    connect,
+    door_of,
+    known_hosts,
+    make_key,
+    register_key,
+)
 from plugins.sshd.tests.transfer_tools import Door, actions, file_events, remote_dir, tool
 
 MIB = 1024 * 1024
@@ -234,3 +243,68 @@ def rss() -> int:
     """This process's resident memory in bytes."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+async def test_an_approval_required_connection_refuses_sftp_with_the_reason(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    owner = await make_user("owner", role="admin")
+    row = await make_connection(
+        owner,
+        "ssh",
+        sshd.host,
+        sshd.port,
+        name="guarded",
+        username=sshd.username,
+        password=sshd.password,
+        shared=True,
+    )
+    async with kernel.db.session() as session:
+        stored = await session.get(type(row), row.id)
+        stored.approval_required = True
+        await session.commit()
+    user = await make_user("alice")
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    async with await connect(door_of(kernel).port, "alice:guarded", key.key) as conn:
+        result = await conn.run(subsystem="sftp", check=False)
+        scp = await conn.run("scp -t /tmp", check=False)
+    assert result.exit_status == 255 and scp.exit_status == 255
+    assert "approved access request" in str(result.stderr)
+    reasons = [
+        e["details"]["reason"] for e in await audit_entries(client, user, "sshd.session_refused")
+    ]
+    assert len(reasons) == 2 and all("approved access request" in r for r in reasons)
+    assert "sftp" not in await file_events(client, user)  # no file session was started
+
+
+async def test_revoked_access_ends_an_open_sftp_channel_with_the_reason(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    user, connection, door = await open_door(
+        client, kernel, make_user, make_connection, sshd, tmp_path
+    )
+    async with await connect(door.port, door.login, door.key.key) as conn:
+        process = await conn.create_process(subsystem="sftp", encoding=None)
+        process.stdin.write(packet_init())
+        version = await process.stdout.readexactly(9)
+        assert version[4] == 2  # SSH_FXP_VERSION: the server's SFTP answered through the door
+        assert kernel.live.count(user_id=user.id, kinds=("files",)) == 1
+        closed = await kernel.live.close_where(
+            "your access to this connection ended",
+            reason_code=CloseReason.ACCESS_ENDED,
+            user_id=user.id,
+            connection_id=connection.id,
+        )
+        assert closed == 1
+        await asyncio.wait_for(process.wait_closed(), 30)
+        assert process.exit_status == 255
+        assert b"hostgate: your access to this connection ended" in await process.stderr.read()
+    ended = await audit_entries(client, user, "connection.session_ended")
+    assert ended[0]["details"]["reason"] == "your access to this connection ended"
+    assert kernel.live.count(user_id=user.id) == 0
+
+
+def packet_init() -> bytes:
+    """SSH_FXP_INIT, version 3."""
+    return (5).to_bytes(4, "big") + bytes([1]) + (3).to_bytes(4, "big")
