@@ -414,6 +414,34 @@ class DoorChannel(Protocol):
         """End the channel (idempotent): ``connection.session_ended`` with its bytes."""
 
 
+class DoorStream(Protocol):
+    """A TCP stream opened by ``kernel.front_door.open_forward`` (``ssh -L``)."""
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the stream (revoked access...), else empty."""
+
+    @property
+    def bytes_in(self) -> int:
+        """Bytes sent to the destination so far."""
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes received from the destination so far."""
+
+    async def read(self) -> bytes:
+        """The destination's next bytes; ``b""`` once it closed (never raises)."""
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the destination."""
+
+    async def write_eof(self) -> None:
+        """The client will send no more."""
+
+    async def close(self) -> None:
+        """End the stream (idempotent): ``connection.port_forward`` with its bytes."""
+
+
 class FrontDoorAPI(Protocol):
     """``kernel.front_door``: what a pack that lets clients in by another door uses.
 
@@ -495,6 +523,25 @@ class FrontDoorAPI(Protocol):
         or an administrator ends it), not a terminal recording. Refusals raise
         ``ApiError`` with a message for the user (``InvalidInput`` when the connection's
         protocol offers no such channel).
+        """
+
+    async def open_forward(
+        self,
+        caller: Caller,
+        connection: str,
+        host: str,
+        port: int,
+        *,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorStream:
+        """Open a TCP stream to ``host:port`` from the connection's server (``ssh -L``).
+
+        Only where the connection allows it (its ``allowPortForwarding`` field, off by
+        default: ``PermissionDenied`` code ``port_forwarding_off`` otherwise), after the
+        access checks of ``open_terminal``; the destination passes the network policy as
+        a host beyond a jump host does. The stream is in ``kernel.live`` (kind
+        ``forward``); closing it writes ``connection.port_forward`` (destination, bytes
+        each way, duration, ``details``).
         """
 
 

@@ -24,7 +24,15 @@ from ..adapters import Terminal, TerminalSize
 from ..closereasons import CloseReason
 from ..db.models.connections import Connection
 from ..db.models.settings import SystemValue
-from ..errors import ApiError, Conflict, InvalidInput, NotAuthenticated, NotFound, RemoteError
+from ..errors import (
+    ApiError,
+    Conflict,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    RemoteError,
+)
 from .netpolicy import conceal
 from .sessions.attachment import Attachment
 from .sessions.file_sessions import SessionRef, human_size
@@ -52,6 +60,10 @@ PACK_PREFIX = "pack:"
 MAX_NAME = 90
 MAX_CONNECTION_REF = 200
 MAX_COMMAND = 4096
+FORWARDING_FIELD = "allowPortForwarding"
+"""The connection field (``extraConfig``) that allows ``ssh -L`` through the door."""
+MAX_HOST = 255
+READ_SIZE = 64 * 1024
 MAX_EVENT_PATH = 4096
 CLOSE_SECONDS = 10.0
 
@@ -269,6 +281,98 @@ class DoorFileChannel:
         )
 
 
+class DoorForward:
+    """A forwarded TCP stream as a door sees it (``hostgate.DoorStream``)."""
+
+    def __init__(
+        self,
+        *,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        audit: AuditLog,
+        live: LiveSessions,
+        live_id: str,
+        caller: Caller,
+        connection_id: str,
+        destination: str,
+        details: Mapping[str, Any],
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._audit = audit
+        self._live = live
+        self._live_id = live_id
+        self._caller = caller
+        self._connection_id = connection_id
+        self._destination = destination
+        self._details = dict(details)
+        self._reason = ""
+        self._closed = False
+        self._started = time.monotonic()
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the stream (empty otherwise)."""
+        return self._reason
+
+    async def read(self) -> bytes:
+        """The destination's next bytes; ``b""`` at its end."""
+        if self._closed:
+            return b""
+        try:
+            data = await self._reader.read(READ_SIZE)
+        except Exception:
+            return b""
+        self.bytes_out += len(data)
+        return data
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the destination (dropped once it closed: ``read`` says so)."""
+        if self._closed or self._writer.is_closing():
+            return
+        self.bytes_in += len(data)
+        self._writer.write(data)
+        with contextlib.suppress(Exception):
+            await self._writer.drain()
+
+    async def write_eof(self) -> None:
+        """Half-close towards the destination."""
+        if not self._closed and self._writer.can_write_eof():
+            with contextlib.suppress(Exception):
+                self._writer.write_eof()
+
+    async def end(self, reason: str, reason_code: CloseReason | None = None) -> None:
+        """The ``kernel.live`` closer."""
+        self._reason = reason
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the stream and audit it (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._live.remove(self._live_id)
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._writer.wait_closed(), CLOSE_SECONDS)
+        await self._audit.record(
+            "connection.port_forward",
+            actor=self._caller,
+            target=self._connection_id,
+            details={
+                **self._details,
+                "connectionId": self._connection_id,
+                "destination": self._destination,
+                "bytesIn": self.bytes_in,
+                "bytesOut": self.bytes_out,
+                "durationMs": int((time.monotonic() - self._started) * 1000),
+                "reason": self._reason or "Client disconnected",
+            },
+        )
+
+
 class FrontDoor:
     """``kernel.front_door``: sign-in and terminal sessions for another door."""
 
@@ -477,3 +581,65 @@ class FrontDoor:
             )
         )
         return opened
+
+    async def open_forward(
+        self,
+        caller: Caller,
+        connection: str,
+        host: str,
+        port: int,
+        *,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorForward:
+        """A TCP stream to ``host:port`` from the connection's server, where it is allowed."""
+        if not host or len(host) > MAX_HOST or not host.isprintable() or not 0 < port < 65536:
+            raise InvalidInput("The forwarding destination is not host:port")
+        row = await self.resolve(caller, connection)
+        spec = self.protocols.get(row.protocol)
+        if spec is None or spec.open_tunnel is None:
+            raise InvalidInput(f"{row.protocol} connections offer no port forwarding")
+        try:
+            target = await self.connections.target_for(caller, row.id, spec)
+        except ApiError as exc:
+            raise conceal(caller, exc) from None
+        if target.extra.get(FORWARDING_FIELD) is not True:
+            raise PermissionDenied(
+                "port forwarding is not allowed on this connection",
+                code="port_forwarding_off",
+            )
+        destination = f"{host}:{port}"
+        try:
+            await self.connections.netpolicy.check_beyond(
+                host, port, actor=caller, purpose="port_forward"
+            )
+            sock = await spec.open_tunnel((*target.via, target), host, port)
+        except ApiError as exc:
+            raise conceal(caller, exc) from None
+        except Exception as exc:
+            raise conceal(caller, RemoteError(f"Cannot reach {destination}: {exc}")) from None
+        reader, writer = await asyncio.open_connection(sock=sock)
+        live_id = str(uuid.uuid4())
+        stream = DoorForward(
+            reader=reader,
+            writer=writer,
+            audit=self.audit,
+            live=self.live,
+            live_id=live_id,
+            caller=caller,
+            connection_id=target.connection_id,
+            destination=destination,
+            details=details or {},
+        )
+        self.live.add(
+            LiveSession(
+                id=live_id,
+                kind="forward",
+                protocol=row.protocol,
+                user_id=caller.user_id,
+                login_session_id=caller.login_session_id,
+                connection_id=target.connection_id,
+                close=stream.end,
+                info={"connectionName": target.name, "destination": destination},
+            )
+        )
+        return stream

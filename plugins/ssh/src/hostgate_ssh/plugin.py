@@ -27,6 +27,15 @@ TERMINAL_FIELDS = (
         default=False,
         description="The browser sends the password when a terminal opens (never stored)",
     ),
+    ConnectionField(
+        "allowPortForwarding",
+        bool,
+        default=False,
+        description=(
+            "Users may forward local ports (ssh -L) from this server through the SSH "
+            "front door; every forward is audited"
+        ),
+    ),
 )
 
 

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import asyncssh
 from hostgate import ApiError, DoorChannel, SessionClosed
@@ -114,23 +114,45 @@ class DoorProcess(asyncssh.SSHServerProcess[bytes]):
         super().connection_lost(exc)
 
 
-class RawRelay:
-    """One raw channel: client bytes to the server's subsystem or command, and back."""
+class Peer(Protocol):
+    """What a pump relays to: a ``DoorChannel`` or a ``DoorStream``."""
 
-    def __init__(
-        self,
-        connection: DoorConnection,
-        chan: asyncssh.SSHServerChannel[bytes],
-        scanner: Scanner,
-        *,
-        subsystem: str | None = None,
-        command: str | None = None,
-    ) -> None:
+    async def read(self) -> bytes:
+        """The far side's next bytes; ``b""`` at its end."""
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the far side."""
+
+    async def write_eof(self) -> None:
+        """The client sends no more."""
+
+    async def close(self) -> None:
+        """End the far side."""
+
+
+class ClientChannel(Protocol):
+    """The client's side of a pump: an asyncssh session or TCP channel."""
+
+    def write(self, data: bytes) -> None:
+        """Bytes for the client."""
+
+    def pause_reading(self) -> None:
+        """Stop taking the client's bytes."""
+
+    def resume_reading(self) -> None:
+        """Take the client's bytes again."""
+
+
+class Pump:
+    """Bytes between an asyncssh channel (the client) and a peer, both ways, flow-controlled.
+
+    asyncssh's callbacks (``received``, ``eof``, ``lost``, ``writable``) feed it; the
+    subclass opens the peer and runs ``pump``.
+    """
+
+    def __init__(self, connection: DoorConnection, chan: ClientChannel) -> None:
         self.connection = connection
         self.chan = chan
-        self.scanner: Scanner | None = scanner
-        self.subsystem = subsystem
-        self.command = command
         self.writable = asyncio.Event()
         self.writable.set()
         self._inbox: deque[bytes] = deque()
@@ -139,8 +161,7 @@ class RawRelay:
         self._wake = asyncio.Event()
         self._eof = False
         self._lost = False
-        self._channel: DoorChannel | None = None
-        self._events: asyncio.Queue[FileEvent | None] = asyncio.Queue(EVENT_QUEUE)
+        self._peer: Peer | None = None
 
     # -- asyncssh callbacks (the event loop's thread, never blocking) -------------------
 
@@ -159,19 +180,101 @@ class RawRelay:
         self._wake.set()
 
     def lost(self) -> None:
-        """The client's channel closed: end the server's side too."""
+        """The client's channel closed: end the far side too."""
         self._lost = True
         self._wake.set()
         self.writable.set()
-        channel = self._channel
-        if channel is not None:
-            self.connection.door.spawn(channel.close())
+        peer = self._peer
+        if peer is not None:
+            self.connection.door.spawn(peer.close())
+
+    # -- the relay ----------------------------------------------------------------------
+
+    def from_client(self, data: bytes) -> None:
+        """Client bytes on their way (a subclass reads them)."""
+
+    def from_server(self, data: bytes) -> None:
+        """Far-side bytes on their way (a subclass reads them)."""
+
+    async def pump(self, peer: Peer) -> None:
+        """Relay until the far side ends (the client's end ends it: ``lost``)."""
+        self._peer = peer
+        if self._lost:
+            return
+        upstream = asyncio.create_task(self._upstream(peer))
+        try:
+            await self._downstream(peer)
+        finally:
+            upstream.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await upstream
+
+    async def _upstream(self, peer: Peer) -> None:
+        """Client bytes to the far side, then its EOF."""
+        inbox = self._inbox
+        while True:
+            if not inbox:
+                if self._eof:
+                    await peer.write_eof()
+                    return
+                if self._lost:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            data = inbox.popleft()
+            if inbox and len(data) < WRITE_BATCH:
+                parts = [data]
+                size = len(data)
+                while inbox and size < WRITE_BATCH:
+                    part = inbox.popleft()
+                    parts.append(part)
+                    size += len(part)
+                data = b"".join(parts)
+            self._queued -= len(data)
+            if self._reading_paused and self._queued < INBOX_LIMIT // 2:
+                self._reading_paused = False
+                with contextlib.suppress(Exception):
+                    self.chan.resume_reading()
+            self.from_client(data)
+            await peer.write(data)
+
+    async def _downstream(self, peer: Peer) -> None:
+        """Far-side bytes to the client, read only as fast as the client takes them."""
+        while data := await peer.read():
+            self.from_server(data)
+            if self._lost:
+                return
+            try:
+                self.chan.write(data)
+            except (BrokenPipeError, asyncssh.Error, OSError):
+                return
+            if not self.writable.is_set():
+                await self.writable.wait()
+
+
+class RawRelay(Pump):
+    """One raw channel: client bytes to the server's subsystem or command, and back."""
+
+    def __init__(
+        self,
+        connection: DoorConnection,
+        chan: asyncssh.SSHServerChannel[bytes],
+        scanner: Scanner,
+        *,
+        subsystem: str | None = None,
+        command: str | None = None,
+    ) -> None:
+        super().__init__(connection, chan)
+        self.session_chan = chan
+        self.scanner: Scanner | None = scanner
+        self.subsystem = subsystem
+        self.command = command
+        self._events: asyncio.Queue[FileEvent | None] = asyncio.Queue(EVENT_QUEUE)
 
     def start(self) -> None:
         """Run the relay as one of the door's channel handlers."""
         self.connection.door.run_handler(self._run())
-
-    # -- the relay ----------------------------------------------------------------------
 
     async def _run(self) -> None:
         try:
@@ -180,11 +283,11 @@ class RawRelay:
             log.exception("a raw front-door channel failed")
             status = REFUSED_EXIT
         with contextlib.suppress(Exception):
-            self.chan.exit(status)
+            self.session_chan.exit(status)
 
     async def _say(self, message: str) -> None:
         with contextlib.suppress(Exception):
-            self.chan.write_stderr(f"hostgate: {message}\n".encode())
+            self.session_chan.write_stderr(f"hostgate: {message}\n".encode())
 
     async def _relay(self) -> int:
         connection = self.connection
@@ -206,19 +309,10 @@ class RawRelay:
             await self._say(message)
             await connection.audit_refusal(message, login.target)
             return REFUSED_EXIT
-        self._channel = channel
-        if self._lost:
-            await channel.close()
-            return REFUSED_EXIT
         store = asyncio.create_task(self._store(channel))
-        upstream = asyncio.create_task(self._upstream(channel))
         try:
-            await self._downstream(channel)
+            await self.pump(channel)
         finally:
-            upstream.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await upstream
-            status = channel.exit_status
             self._report("finish", b"", channel)
             await self._events.put(None)
             with contextlib.suppress(Exception):
@@ -227,12 +321,22 @@ class RawRelay:
         if channel.end_reason:
             await self._say(channel.end_reason)
             return REFUSED_EXIT
+        status = channel.exit_status
         return status if status is not None else REFUSED_EXIT
 
-    def _report(self, where: str, data: bytes, channel: DoorChannel) -> None:
+    def from_client(self, data: bytes) -> None:
+        """The scanner reads the client's bytes."""
+        self._report("client", data, None)
+
+    def from_server(self, data: bytes) -> None:
+        """The scanner reads the server's bytes."""
+        self._report("server", data, None)
+
+    def _report(self, where: str, data: bytes, channel: DoorChannel | None) -> None:
         """Run the scanner on some bytes and queue what it found (it never stops the relay).
 
-        ``where``: ``client`` or ``server`` (``data`` came from there), or ``finish``.
+        ``where``: ``client`` or ``server`` (``data`` came from there), or ``finish``
+        (``channel`` ended).
         """
         scanner = self.scanner
         if scanner is None:
@@ -242,8 +346,10 @@ class RawRelay:
                 events = scanner.from_client(data)
             elif where == "server":
                 events = scanner.from_server(data)
-            else:
+            elif channel is not None:
                 events = scanner.finish(channel.bytes_in, channel.bytes_out, channel.exit_status)
+            else:
+                events = []
         except Exception:
             log.exception("reading a front-door transfer failed; its file events stop here")
             self.scanner = None
@@ -263,46 +369,3 @@ class RawRelay:
                 )
             except Exception:
                 log.exception("storing a front-door file event failed")
-
-    async def _upstream(self, channel: DoorChannel) -> None:
-        """Client bytes to the server, then its EOF."""
-        inbox = self._inbox
-        while True:
-            if not inbox:
-                if self._eof:
-                    await channel.write_eof()
-                    return
-                if self._lost:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            data = inbox.popleft()
-            if inbox and len(data) < WRITE_BATCH:
-                parts = [data]
-                size = len(data)
-                while inbox and size < WRITE_BATCH:
-                    part = inbox.popleft()
-                    parts.append(part)
-                    size += len(part)
-                data = b"".join(parts)
-            self._queued -= len(data)
-            if self._reading_paused and self._queued < INBOX_LIMIT // 2:
-                self._reading_paused = False
-                with contextlib.suppress(Exception):
-                    self.chan.resume_reading()
-            self._report("client", data, channel)
-            await channel.write(data)
-
-    async def _downstream(self, channel: DoorChannel) -> None:
-        """Server bytes to the client, read only as fast as the client takes them."""
-        while data := await channel.read():
-            self._report("server", data, channel)
-            if self._lost:
-                return
-            try:
-                self.chan.write(data)
-            except (BrokenPipeError, asyncssh.Error, OSError):
-                return
-            if not self.writable.is_set():
-                await self.writable.wait()

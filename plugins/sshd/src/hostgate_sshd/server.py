@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from hostgate import (
 )
 
 from .channels import DoorProcess
+from .forwarding import forward_requested
 
 log = logging.getLogger("hostgate.sshd")
 
@@ -252,9 +253,14 @@ class DoorConnection(asyncssh.SSHServer):
 
     def connection_requested(
         self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
-    ) -> bool:
-        """Port forwarding (``-L``, ``-J``) is not offered yet."""
-        return False
+    ) -> Awaitable[asyncssh.SSHTCPSession[bytes]] | bool:
+        """``ssh -L`` from the named connection's server, where it allows forwarding.
+
+        Without a target in the login name (the ProxyJump form) nothing is forwarded.
+        """
+        if self.login is None or not self.login.target:
+            return False
+        return forward_requested(self, dest_host, dest_port)
 
     def server_requested(self, listen_host: str, listen_port: int) -> bool:
         """Remote forwarding (``-R``) is not offered."""
