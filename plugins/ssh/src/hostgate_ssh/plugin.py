@@ -32,8 +32,7 @@ TERMINAL_FIELDS = (
         bool,
         default=False,
         description=(
-            "Users may forward local ports (ssh -L) from this server through the SSH "
-            "front door; every forward is audited"
+            "Users may open ssh -L tunnels through the SSH gateway to this server; each is audited"
         ),
     ),
 )

@@ -6122,12 +6122,12 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
-                    /** @description Users may forward local ports (ssh -L) from this server through the SSH front door; every forward is audited */
+                    /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
                     allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
-                        /** @description Users may forward local ports (ssh -L) from this server through the SSH front door; every forward is audited */
+                        /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
                         allowPortForwarding?: boolean | null | "";
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
@@ -7167,12 +7167,12 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
-                    /** @description Users may forward local ports (ssh -L) from this server through the SSH front door; every forward is audited */
+                    /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
                     allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
-                        /** @description Users may forward local ports (ssh -L) from this server through the SSH front door; every forward is audited */
+                        /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
                         allowPortForwarding?: boolean | null | "";
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
