@@ -120,17 +120,24 @@ class FileSessionLog:
                 )
                 await db.commit()
         if started:
-            await self.audit.record(
-                "connection.session_started",
-                actor=actor,
-                target=ref.connection_id,
-                details={
-                    "protocol": ref.protocol,
-                    "connectionName": ref.connection_name,
-                    "fileSessionId": session_id,
-                },
-            )
+            await self._started(ref, session_id, actor, {})
         return session_id
+
+    async def _started(
+        self, ref: SessionRef, session_id: str, actor: Caller, details: Mapping[str, Any]
+    ) -> None:
+        """``connection.session_started`` of a new file session."""
+        await self.audit.record(
+            "connection.session_started",
+            actor=actor,
+            target=ref.connection_id,
+            details={
+                **details,
+                "protocol": ref.protocol,
+                "connectionName": ref.connection_name,
+                "fileSessionId": session_id,
+            },
+        )
 
     async def open(
         self, ref: SessionRef, *, actor: Caller, details: Mapping[str, Any] | None = None
@@ -143,17 +150,7 @@ class FileSessionLog:
         async with self._lock((ref.user_id, ref.connection_id, ref.client_key)):
             session_id, started = await self._find_or_start(ref)
         if started:
-            await self.audit.record(
-                "connection.session_started",
-                actor=actor,
-                target=ref.connection_id,
-                details={
-                    **dict(details or {}),
-                    "protocol": ref.protocol,
-                    "connectionName": ref.connection_name,
-                    "fileSessionId": session_id,
-                },
-            )
+            await self._started(ref, session_id, actor, details or {})
         return session_id
 
     async def _find_or_start(self, ref: SessionRef) -> tuple[str, bool]:
