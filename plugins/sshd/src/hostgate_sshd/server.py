@@ -5,7 +5,9 @@ stored connection ``prod-db`` (its name or id). Public keys registered in the
 profile sign in; each refusal counts in the same lockout, rate limit and audit
 (``auth.login`` / ``auth.login_failed``) as the web sign-in. A shell or an ``exec``
 command then opens through ``kernel.front_door``: the same access checks,
-recording, command log and audit as a browser terminal.
+recording, command log and audit as a browser terminal. The ``sftp`` subsystem and
+file-transfer commands are relayed raw as file sessions (``channels.py``), and
+``ssh -L`` where the connection allows it (``forwarding.py``).
 """
 
 from __future__ import annotations
