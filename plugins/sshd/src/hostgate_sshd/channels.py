@@ -48,27 +48,29 @@ class DoorProcess(asyncssh.SSHServerProcess[bytes]):
         self, connection: DoorConnection, factory: asyncssh.SSHServerProcessFactory[bytes]
     ) -> None:
         super().__init__(factory, None, 0, False)
-        self._door = connection
-        self._door_channel: asyncssh.SSHServerChannel[bytes] | None = None
+        self.door_connection = connection
+        self.door_channel: asyncssh.SSHServerChannel[bytes] | None = None
         self.raw: RawRelay | None = None
 
     def connection_made(self, chan: Any) -> None:
         """Keep the channel (a raw relay writes to it)."""
-        self._door_channel = chan
+        self.door_channel = chan
         super().connection_made(chan)
 
     def subsystem_requested(self, subsystem: str) -> bool:
         """``sftp`` is relayed raw; other subsystems are refused with a reason later."""
-        if subsystem == "sftp" and self._door_channel is not None:
-            self.raw = RawRelay(self._door, self._door_channel, SftpScanner(), subsystem=subsystem)
+        if subsystem == "sftp" and self.door_channel is not None:
+            self.raw = RawRelay(
+                self.door_connection, self.door_channel, SftpScanner(), subsystem=subsystem
+            )
             return True
         return bool(super().subsystem_requested(subsystem))
 
     def exec_requested(self, command: str) -> bool:
         """A file-transfer command is relayed raw; any other runs as a terminal session."""
         scanner = transfer_scanner(command)
-        if scanner is not None and self._door_channel is not None:
-            self.raw = RawRelay(self._door, self._door_channel, scanner, command=command)
+        if scanner is not None and self.door_channel is not None:
+            self.raw = RawRelay(self.door_connection, self.door_channel, scanner, command=command)
             return True
         return bool(super().exec_requested(command))
 

@@ -61,56 +61,57 @@ class ForwardSession(asyncssh.SSHTCPSession[bytes]):
     """The client's ``direct-tcpip`` channel, pumped to the forwarded stream."""
 
     def __init__(self, connection: DoorConnection, stream: DoorStream) -> None:
-        self._connection = connection
-        self._stream = stream
-        self._pump: Pump | None = None
-        self._chan: asyncssh.SSHTCPChannel[bytes] | None = None
+        self.door_connection = connection
+        self.stream = stream
+        self.pump: Pump | None = None
+        self.channel: asyncssh.SSHTCPChannel[bytes] | None = None
 
     def connection_made(self, chan: Any) -> None:
         """The channel is open: pump it."""
-        self._chan = chan
-        self._pump = Pump(self._connection, chan)
+        self.channel = chan
+        self.pump = Pump(self.door_connection, chan)
 
     def session_started(self) -> None:
         """Relay until either side ends."""
-        self._connection.door.run_handler(self._run())
+        self.door_connection.door.run_handler(self.relay())
 
-    async def _run(self) -> None:
-        assert self._pump is not None
+    async def relay(self) -> None:
+        """Pump until either side ends, then close both."""
+        assert self.pump is not None
         try:
-            await self._pump.pump(self._stream)
+            await self.pump.pump(self.stream)
         except Exception:
             log.exception("a forwarded front-door stream failed")
         finally:
-            await self._stream.close()
-            if self._chan is not None:
+            await self.stream.close()
+            if self.channel is not None:
                 with contextlib.suppress(Exception):
-                    self._chan.close()
+                    self.channel.close()
 
     def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
         """Client bytes."""
-        if self._pump is not None:
-            self._pump.received(data)
+        if self.pump is not None:
+            self.pump.received(data)
 
     def eof_received(self) -> bool:
         """The client sends no more: half-close towards the destination."""
-        if self._pump is not None:
-            self._pump.eof()
+        if self.pump is not None:
+            self.pump.eof()
         return True
 
     def pause_writing(self) -> None:
         """The client's channel is full."""
-        if self._pump is not None:
-            self._pump.writable.clear()
+        if self.pump is not None:
+            self.pump.writable.clear()
 
     def resume_writing(self) -> None:
         """The client's channel takes more."""
-        if self._pump is not None:
-            self._pump.writable.set()
+        if self.pump is not None:
+            self.pump.writable.set()
 
     def connection_lost(self, exc: Exception | None) -> None:
         """The client's channel closed."""
-        if self._pump is not None:
-            self._pump.lost()
+        if self.pump is not None:
+            self.pump.lost()
         else:
-            self._connection.door.spawn(self._stream.close())
+            self.door_connection.door.spawn(self.stream.close())
