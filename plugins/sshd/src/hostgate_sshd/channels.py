@@ -38,7 +38,7 @@ WRITE_BATCH = 256 * 1024
 """Client bytes joined into one write to the server."""
 REFUSED_EXIT = 255
 EVENT_QUEUE = 10_000
-"""File events waiting to be stored; past this the relay waits for the store."""
+"""File events waiting to be stored; past this one is dropped (and logged), never the bytes."""
 
 
 class DoorProcess(asyncssh.SSHServerProcess[bytes]):
