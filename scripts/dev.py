@@ -24,6 +24,8 @@ BIN = VENV / "bin"
 TEST_DEBIAN_PACKAGES = [
     "openssh-server",
     "openssh-client",
+    # the SSH front door's tests drive the real rsync through it (docs/ssh-front-door.md)
+    "rsync",
     "samba",
     "smbclient",
     "vsftpd",
@@ -51,6 +53,7 @@ TEST_DEBIAN_PACKAGES = [
 PROBES = {
     "openssh-server": "/usr/sbin/sshd",
     "openssh-client": "/usr/bin/ssh-keygen",
+    "rsync": "/usr/bin/rsync",
     "samba": "/usr/sbin/smbd",
     "smbclient": "/usr/bin/smbclient",
     "vsftpd": "/usr/sbin/vsftpd",

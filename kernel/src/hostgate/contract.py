@@ -406,6 +406,86 @@ class DoorTerminal(Protocol):
         """The client went away: end the session (history, recording, audit)."""
 
 
+class DoorChannel(Protocol):
+    """A raw byte channel opened by ``kernel.front_door.open_channel``: a file session.
+
+    The bytes pass unchanged both ways (SFTP packets, the scp protocol, rsync's and
+    git's); the door that parses them reports what happened with ``file_event``, which
+    goes to the channel's file-transfer session as the browser's file operations do.
+    """
+
+    @property
+    def id(self) -> str:
+        """The file session's id (``fileSessionId`` of its audit entries)."""
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the channel (an administrator, revoked access), else empty."""
+
+    @property
+    def exit_status(self) -> int | None:
+        """The remote command's exit status once ``read()`` returned ``b""``, when said."""
+
+    @property
+    def bytes_in(self) -> int:
+        """Bytes written to the server so far (the client's uploads and requests)."""
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes read from the server so far."""
+
+    async def read(self) -> bytes:
+        """The server's next bytes; ``b""`` once the channel ended (never raises)."""
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the server."""
+
+    async def write_eof(self) -> None:
+        """The client's input ended."""
+
+    async def file_event(
+        self, action: str, path: str, *, size: int | None = None, detail: str = ""
+    ) -> None:
+        """Record one file event (after the server said it succeeded).
+
+        ``action`` is one of the file history's (``upload``, ``download``, ``mkdir``,
+        ``delete``, ``rename``, ``chmod``, ``browse``, ``copy``); ``size`` (bytes)
+        becomes the detail (``4.2 MiB``) the browser's uploads and downloads show,
+        ``detail`` is used as it is otherwise. Paths longer than 4096 characters are cut.
+        """
+
+    async def close(self) -> None:
+        """End the channel (idempotent): ``connection.session_ended`` with its bytes."""
+
+
+class DoorStream(Protocol):
+    """A TCP stream opened by ``kernel.front_door.open_forward`` (``ssh -L``)."""
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the stream (revoked access...), else empty."""
+
+    @property
+    def bytes_in(self) -> int:
+        """Bytes sent to the destination so far."""
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes received from the destination so far."""
+
+    async def read(self) -> bytes:
+        """The destination's next bytes; ``b""`` once it closed (never raises)."""
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the destination."""
+
+    async def write_eof(self) -> None:
+        """The client will send no more."""
+
+    async def close(self) -> None:
+        """End the stream (idempotent): ``connection.port_forward`` with its bytes."""
+
+
 class FrontDoorAPI(Protocol):
     """``kernel.front_door``: what a pack that lets clients in by another door uses.
 
@@ -467,6 +547,45 @@ class FrontDoorAPI(Protocol):
         ``PermissionDenied``...) or
         ``SessionClosed`` (caps, the server refused, host key changed); their message
         is meant for the user. ``details`` go into ``connection.session_started``.
+        """
+
+    async def open_channel(
+        self,
+        caller: Caller,
+        connection: str,
+        *,
+        subsystem: str | None = None,
+        command: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorChannel:
+        """Open a raw channel to a subsystem (``sftp``) or a command (``scp -t dir``).
+
+        Exactly one of ``subsystem`` and ``command``. The same access checks as
+        ``open_terminal`` (permission, access request, network policy, host key, jump
+        hosts); the channel is a file-transfer session (``connection.session_started``
+        with ``details`` and ``fileSessionId``), listed in ``kernel.live`` (revoked access
+        or an administrator ends it), not a terminal recording. Refusals raise
+        ``ApiError`` with a message for the user (``InvalidInput`` when the connection's
+        protocol offers no such channel).
+        """
+
+    async def open_forward(
+        self,
+        caller: Caller,
+        connection: str,
+        host: str,
+        port: int,
+        *,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorStream:
+        """Open a TCP stream to ``host:port`` from the connection's server (``ssh -L``).
+
+        Only where the connection allows it (its ``allowPortForwarding`` field, off by
+        default: ``PermissionDenied`` code ``port_forwarding_off`` otherwise), after the
+        access checks of ``open_terminal``; the destination passes the network policy as
+        a host beyond a jump host does. The stream is in ``kernel.live`` (kind
+        ``forward``); closing it writes ``connection.port_forward`` (destination, bytes
+        each way, duration, ``details``).
         """
 
 

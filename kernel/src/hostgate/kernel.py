@@ -253,14 +253,6 @@ class Kernel:
         self.live.on_access_changed(self.terminal_sessions.access_changed)
         self.live.on_reaped(self.recordings.end_abandoned)
         self.sealed_values = SealedValues(self.db, self.secrets)
-        self.front_door = FrontDoor(
-            db=self.db,
-            logins=self.logins,
-            identity=self.identity,
-            connections=self.connections,
-            protocols=self.protocols,
-            terminal_sessions=self.terminal_sessions,
-        )
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,
@@ -285,6 +277,18 @@ class Kernel:
         )
         self.live.on_access_changed(self.files.access_changed)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
+        self.front_door = FrontDoor(
+            db=self.db,
+            logins=self.logins,
+            identity=self.identity,
+            connections=self.connections,
+            protocols=self.protocols,
+            terminal_sessions=self.terminal_sessions,
+            file_sessions=self.file_sessions,
+            live=self.live,
+            audit=self.audit,
+            api=self,
+        )
         self.file_transfers = FileTransfers(
             pool=self.files,
             log=self.file_sessions,

@@ -6122,9 +6122,13 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                    allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
+                        /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                        allowPortForwarding?: boolean | null | "";
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
                         /** @description The browser sends the password when a terminal opens (never stored) */
@@ -6149,7 +6153,7 @@ export interface operations {
                     sortOrder?: number;
                     tags?: string[] | null;
                     username?: string | null;
-                } & (unknown & unknown)) | {
+                } & (unknown & unknown & unknown)) | {
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -7163,9 +7167,13 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                    allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
+                        /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                        allowPortForwarding?: boolean | null | "";
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
                         /** @description The browser sends the password when a terminal opens (never stored) */
@@ -7190,7 +7198,7 @@ export interface operations {
                     sortOrder?: number;
                     tags?: string[] | null;
                     username?: string | null;
-                } & (unknown & unknown)) | {
+                } & (unknown & unknown & unknown)) | {
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
