@@ -36,7 +36,7 @@ from ..errors import (
 from .netpolicy import conceal
 from .sessions.attachment import Attachment
 from .sessions.file_sessions import SessionRef, human_size
-from .sessions.live import LiveSession
+from .sessions.live_sessions import LiveSession
 from .sessions.remote_session import Admission
 
 if TYPE_CHECKING:
