@@ -362,6 +362,24 @@ class DoorTerminal(Protocol):
         """The client went away: end the session (history, recording, audit)."""
 
 
+@dataclass(frozen=True)
+class DoorTarget:
+    """A connection a door may open for a caller, as ``kernel.front_door`` names it.
+
+    No credentials: what a menu or a client configuration shows.
+    """
+
+    id: str
+    name: str
+    protocol: str
+    host: str
+    port: int
+    owned: bool
+    """The caller owns it (else it is shared with them)."""
+    shell: bool
+    """Its protocol offers a shell through a door."""
+
+
 class FrontDoorAPI(Protocol):
     """``kernel.front_door``: what a pack that lets clients in by another door uses.
 
@@ -424,6 +442,17 @@ class FrontDoorAPI(Protocol):
         ``SessionClosed`` (caps, the server refused, host key changed); their message
         is meant for the user. ``details`` go into ``connection.session_started``.
         """
+
+    async def find_target(self, caller: Caller, connection: str) -> DoorTarget:
+        """The connection named by id or exact name that the caller sees.
+
+        The same resolution ``open_terminal`` uses (an owned connection wins a shared
+        one of the same name); ``NotFound`` for an unknown or hidden one, ``Conflict``
+        when the name is ambiguous. It opens nothing and checks no access request.
+        """
+
+    async def targets(self, caller: Caller) -> list[DoorTarget]:
+        """The connections the caller owns or that are shared with them, by name."""
 
 
 class HttpResponse(Protocol):

@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from ..adapters import TerminalSize
+from ..contract import DoorTarget
 from ..db.models.connections import Connection
 from ..db.models.settings import SystemValue
 from ..errors import ApiError, Conflict, InvalidInput, NotAuthenticated, NotFound
@@ -223,6 +224,29 @@ class FrontDoor:
         if seen:
             raise Conflict(f"Several connections are named {ref!r}: use its id")
         raise NotFound("Connection not found")
+
+    def _target(self, caller: Caller, row: Connection) -> DoorTarget:
+        spec = self.protocols.get(row.protocol)
+        return DoorTarget(
+            id=row.id,
+            name=row.name,
+            protocol=row.protocol,
+            host=row.host,
+            port=row.port,
+            owned=row.owner_id == caller.user_id,
+            shell=spec is not None and spec.open_terminal is not None,
+        )
+
+    async def find_target(self, caller: Caller, connection: str) -> DoorTarget:
+        """The connection ``connection`` names (id or exact name) that the caller sees."""
+        return self._target(caller, await self.resolve(caller, connection))
+
+    async def targets(self, caller: Caller) -> list[DoorTarget]:
+        """The caller's own connections and those shared with them, by name."""
+        listing = await self.connections.listing(caller)
+        rows = {row.id: row for row in [*listing.own, *listing.shared]}
+        found = [self._target(caller, row) for row in rows.values()]
+        return sorted(found, key=lambda t: (t.name.casefold(), t.id))
 
     async def open_terminal(
         self,

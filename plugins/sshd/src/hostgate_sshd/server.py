@@ -250,9 +250,11 @@ class DoorConnection(asyncssh.SSHServer):
 
     def connection_requested(
         self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
-    ) -> bool:
-        """Port forwarding (``-L``, ``-J``) is not offered yet."""
-        return False
+    ) -> Any:
+        """``direct-tcpip``: ProxyJump to a stored connection (``proxyjump.py``), no raw TCP."""
+        from .proxyjump import direct_tcpip
+
+        return direct_tcpip(self, dest_host, dest_port)
 
     def server_requested(self, listen_host: str, listen_port: int) -> bool:
         """Remote forwarding (``-R``) is not offered."""
@@ -308,22 +310,30 @@ class DoorConnection(asyncssh.SSHServer):
         if process.subsystem:
             message = f"the {process.subsystem} subsystem is not offered by this gateway yet"
             return await self._refused(process, message, login.target)
-        if not login.target:
+        target = login.target
+        term_type = process.get_terminal_type()
+        if not target and term_type and not process.command:
+            from .menu import choose
+
+            picked = await choose(self.kernel, caller, process)
+            if picked is None:
+                return 0
+            target = picked.id
+        if not target:
             message = (
                 f"name the connection in the login: ssh {login.user}{SEPARATOR}CONNECTION@gateway"
             )
-            return await self._refused(process, message, login.target)
-        term_type = process.get_terminal_type()
+            return await self._refused(process, message, target)
         cols, rows, _, _ = process.get_terminal_size()
         size = (cols or 80, rows or 24) if term_type else None
         try:
             terminal = await self.kernel.front_door.open_terminal(
-                caller, login.target, size, command=process.command, details=self.details()
+                caller, target, size, command=process.command, details=self.details()
             )
         except ApiError as refused:
-            return await self._refused(process, refused.message, login.target)
+            return await self._refused(process, refused.message, target)
         except SessionClosed as closed:
-            return await self._refused(process, closed.reason, login.target)
+            return await self._refused(process, closed.reason, target)
         self.terminals.add(terminal)
         try:
             return await self._relay(process, terminal)
@@ -374,6 +384,9 @@ class FrontDoorServer:
         self.kernel = kernel
         self.connections: set[DoorConnection] = set()
         self.host_keys: list[asyncssh.SSHKey] = []
+        self.jump_key: asyncssh.SSHKey | None = None
+        self.options: dict[str, Any] = {}
+        """What every SSH server connection is made with (the door's and ProxyJump's)."""
         self.address = ""
         self.port = 0
         self._server: asyncssh.SSHAcceptor | None = None
@@ -407,18 +420,17 @@ class FrontDoorServer:
                 if task is not None:
                     self._handlers.discard(task)
 
+        self.options = {
+            "process_factory": handle,
+            "encoding": None,
+            "line_editor": False,
+            "agent_forwarding": False,
+            "x11_forwarding": False,
+            "allow_scp": False,
+            "login_timeout": LOGIN_GRACE_SECONDS,
+        }
         self._server = await asyncssh.create_server(
-            lambda: DoorConnection(self),
-            host,
-            port,
-            server_host_keys=host_keys,
-            process_factory=handle,
-            encoding=None,
-            line_editor=False,
-            agent_forwarding=False,
-            x11_forwarding=False,
-            allow_scp=False,
-            login_timeout=LOGIN_GRACE_SECONDS,
+            lambda: DoorConnection(self), host, port, server_host_keys=host_keys, **self.options
         )
         sockname = self._server.sockets[0].getsockname()
         self.address, self.port = str(sockname[0]), int(sockname[1])

@@ -2636,6 +2636,10 @@ export interface components {
             hostKeys: {
                 [key: string]: string;
             }[];
+            /** Jumphostkey */
+            jumpHostKey: {
+                [key: string]: string;
+            } | null;
             /** Listening */
             listening: boolean;
             /** Port */
