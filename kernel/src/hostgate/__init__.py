@@ -28,6 +28,8 @@ from .contract import (
     AuditBatchAPI,
     AuditFields,
     ConfigAPI,
+    ConnectionSummary,
+    ConnectionTransferAPI,
     CredentialsAPI,
     DatabaseAPI,
     DoorTarget,
@@ -51,6 +53,8 @@ from .default_settings import url_setting_parts
 from .descriptors import (
     AuditEvent,
     ChannelSpec,
+    CommandArgument,
+    CommandRunWithArguments,
     CommandSpec,
     ConnectionField,
     LoginMethod,
@@ -88,6 +92,10 @@ from .guards import (
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
+from .services.connections.connection_input import CONTROL as CONTROL_CHARACTERS
+from .services.connections.connection_input import TAGS_MAX as MAX_TAGS
+from .services.connections.connection_input import validate_host
+from .services.connections.jump_hosts import MAX_HOPS as MAX_JUMP_HOPS
 from .services.identity.logins import LOGIN_NAME_PATTERN, check_login_name
 from .sessioncookie import (
     SESSION_COOKIE,
@@ -105,6 +113,9 @@ __all__ = [
     "ChunkReader",
     "CloseReason",
     "LOGIN_NAME_PATTERN",
+    "MAX_JUMP_HOPS",
+    "MAX_TAGS",
+    "CONTROL_CHARACTERS",
     "ErrorBody",
     "MfaChallenge",
     "Ok",
@@ -117,6 +128,8 @@ __all__ = [
     "ConfigAPI",
     "CredentialsAPI",
     "DatabaseAPI",
+    "ConnectionSummary",
+    "ConnectionTransferAPI",
     "DoorTarget",
     "DoorTerminal",
     "FrontDoorAPI",
@@ -138,6 +151,8 @@ __all__ = [
     "Account",
     "Caller",
     "ChannelSpec",
+    "CommandArgument",
+    "CommandRunWithArguments",
     "CommandSpec",
     "ClientInfo",
     "Conflict",
@@ -179,6 +194,7 @@ __all__ = [
     "authenticated",
     "interactive",
     "check_login_name",
+    "validate_host",
     "clear_session_cookie",
     "current_caller",
     "current_kernel",

@@ -145,6 +145,19 @@ class FrontDoor:
         self.connections = connections
         self.protocols = protocols
         self.terminal_sessions = terminal_sessions
+        self._doors: dict[str, int] = {}
+
+    def announce(self, door: str, port: int) -> None:
+        """A door pack listens on ``port`` (``0``: it stopped)."""
+        if port:
+            self._doors[door] = port
+        else:
+            self._doors.pop(door, None)
+
+    @property
+    def doors(self) -> Mapping[str, int]:
+        """The doors announced on this node and their ports."""
+        return dict(self._doors)
 
     async def sign_in(
         self,

@@ -18,6 +18,8 @@ LISTEN_SETTING = "sshd.listen_address"
 LISTEN_ENV = "HOSTGATE_SSHD_LISTEN"
 DEFAULT_LISTEN = "127.0.0.1:2222"
 STATE_KEY = "sshd.server"
+DOOR_NAME = "ssh"
+"""How the door announces itself to other packs (``kernel.front_door.doors``)."""
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:
@@ -139,6 +141,8 @@ async def startup(kernel: KernelAPI) -> None:
         await server.start(address[0], address[1], server.host_keys)
     except OSError as exc:
         log.error("the SSH front door cannot listen on %s:%s: %s", *address, exc)
+    # another worker may hold the port: clients still reach the door there
+    kernel.front_door.announce(DOOR_NAME, server.port or address[1])
 
 
 @hookimpl
@@ -146,4 +150,5 @@ async def shutdown(kernel: KernelAPI) -> None:
     """Stop listening and close every front-door connection."""
     server = kernel.state.pop(STATE_KEY, None)
     if server is not None:
+        kernel.front_door.announce(DOOR_NAME, 0)
         await server.stop()

@@ -9,10 +9,11 @@ import threading
 from typing import Any
 
 import pytest
+from hostgate import InvalidInput
 from hostgate.db.models.connections import Connection
-from hostgate.errors import InvalidInput
-from hostgate.services.connections import ssh_config
-from hostgate.services.connections.ssh_config import plan_import
+from hostgate_sshconfig import parser as ssh_config
+from hostgate_sshconfig import routes
+from hostgate_sshconfig.parser import plan_import
 from sqlmodel import select
 
 from tests.services.sessions.helpers import Screen, socket_path, ticket_for
@@ -183,17 +184,30 @@ def test_the_cli_reads_the_config_and_the_files_it_names(tmp_path, monkeypatch, 
     (ssh_dir / "id_db").write_text("KEY TEXT")
     (ssh_dir / "unrelated_key").write_text("NEVER READ")
     config = str(ssh_dir / "config")
-    code, out, err = run("connection", "import-ssh-config", config, "--owner", "root", "--dry-run")
+    code, out, err = run("sshconfig", "import", config, "--owner", "root", "--dry-run")
     assert code == 0, err
-    assert out.startswith("would create 6 connections: ")
-    assert "missing.conf: not supplied" in err
-    code, out, err = run("connection", "import-ssh-config", config, "--owner", "root")
+    assert "\nwould create 6 connections: " in out
+    assert "missing.conf: not supplied" in out
+    code, out, err = run("sshconfig", "import", config, "--owner", "root")
     assert code == 0, err
-    assert out.startswith("created 6 connections")
+    assert "\ncreated 6 connections" in out
     code, out, err = run("connection", "export", "--owner", "root")
     assert code == 0, err
     exported = {c["name"]: c for c in __import__("json").loads(out)["connections"]}
     assert exported["inner"]["jumpHostId"] == exported["bastion"]["id"]
+    # as ssh_config: the hosts themselves, or each through the front door named
+    code, out, err = run("sshconfig", "export", "--user", "root")
+    assert code == 0, err
+    assert "HostName 10.0.0.7" in out and "ProxyJump bastion" in out
+    code, out, err = run("sshconfig", "export", "--user", "root", "--door", "gw.example.org:2222")
+    assert code == 0, err
+    assert "Host hostgate-gw.example.org\n  HostName gw.example.org\n  Port 2222\n" in out
+    assert f"HostName {exported['db main']['id']}\n  ProxyJump hostgate-gw.example.org" in out
+    assert "10.0.0.7" not in out
+    code, out, err = run("sshconfig", "export", "--user", "root", "--door", "gw.example.org")
+    assert code == 1 and "--door is the front door's HOST:PORT" in err
+    code, out, err = run("sshconfig", "export", "--user", "nobody")
+    assert code == 1 and "no user 'nobody'" in err
 
 
 # -- issue 30 item 1: no value of a connection becomes a directive of its own ----------
@@ -421,7 +435,7 @@ async def test_health_answers_while_the_worst_accepted_config_is_read(client, ad
         outcome["released"] = release.wait(timeout=60)
         return plan
 
-    monkeypatch.setattr(ssh_config, "plan_import", reading)
+    monkeypatch.setattr(routes, "plan_import", reading)
     importing = asyncio.ensure_future(
         client.post(
             f"{API}/connections/import/ssh-config",
@@ -462,7 +476,7 @@ def test_the_cli_refuses_control_characters_and_unbalanced_quotes(tmp_path, monk
     code, out, err = run("connection", "import", str(tmp_path / "evil.json"), "--owner", "root")
     assert code == 1 and "control characters" in err and out == ""
     (tmp_path / "config").write_text('Include "config.d/*\nHost a\n')
-    code, out, err = run("connection", "import-ssh-config", str(tmp_path / "config"),
+    code, out, err = run("sshconfig", "import", str(tmp_path / "config"),
                          "--owner", "root")  # fmt: skip
     assert code == 1 and "unbalanced quotes" in err
     code, out, err = run("connection", "export", "--owner", "root")
