@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncssh
 import pytest
 
@@ -147,3 +149,40 @@ async def test_a_connection_the_user_cannot_see_is_not_reachable_by_proxyjump(
     async with await connect(door_of(kernel).port, "carol", key.key) as conn:
         with pytest.raises(asyncssh.ChannelOpenError, match="Connection not found"):
             await conn.open_connection("bobs", 22)
+
+
+async def test_closing_the_outer_connection_ends_the_inner_session(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    user = await make_user("alice")
+    await box(make_connection, user, sshd)
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    outer = await connect(door_of(kernel).port, "alice", key.key)
+    # asyncssh's own ProxyJump: the inner connection rides a direct-tcpip channel
+    inner = await asyncssh.connect(
+        "box", 22, tunnel=outer, username="anyone", known_hosts=None, agent_path=None
+    )
+    process = await inner.create_process(term_type="xterm", encoding=None)
+    seen = b""
+    while b"$ " not in seen:
+        seen += await process.stdout.read(4096)
+    [started] = await audit_entries(client, user, "connection.session_started")
+    outer.close()
+    await outer.wait_closed()
+    with pytest.raises((asyncssh.Error, OSError, ConnectionError)):
+        await asyncio.wait_for(inner.wait_closed(), 30)
+        await inner.run("true", check=True)
+    for _ in range(300):  # ended in a task once the channel closed
+        ended = await audit_entries(client, user, "connection.session_ended")
+        if ended:
+            break
+        await asyncio.sleep(0.05)
+    assert [e["details"]["sessionId"] for e in ended] == [started["details"]["sessionId"]]
+    # and the channel's handler is done (it no longer waits for output of an ended session)
+    door = door_of(kernel)
+    for _ in range(200):
+        if not door._handlers:
+            break
+        await asyncio.sleep(0.05)
+    assert not door._handlers and not door.connections

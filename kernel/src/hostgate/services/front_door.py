@@ -124,6 +124,12 @@ class DoorSession:
         """End the session (idempotent)."""
         await self._session.end(1000, "Client disconnected", None)
         self._session.detach(self._attachment)
+        if not self._attachment.finished:
+            self._attachment.finish(1000, "Client disconnected")
+        # a reader still waiting (the client left mid-session) must see the end, and
+        # detaching may have dropped its marker with the unread output
+        self._attachment.discard()
+        self._attachment.queue.put_nowait(None)
 
 
 class FrontDoor:
