@@ -7,7 +7,15 @@ import asyncio
 from hostgate import DoorTarget
 from hostgate_sshd.menu import Menu, split_keys
 
-from plugins.sshd.tests.door import audit_entries, connect, door_of, make_key, register_key
+from plugins.sshd.tests.door import (
+    audit_entries,
+    connect,
+    door_of,
+    known_hosts,
+    make_key,
+    register_key,
+    run_ssh,
+)
 
 
 def target(name: str, *, owned: bool = True) -> DoorTarget:
@@ -115,3 +123,35 @@ async def test_a_user_without_connections_is_told_so(client, kernel, make_user, 
         process = await conn.create_process(term_type="xterm", encoding=None)
         await until(process, b"no connection that offers a shell")
         await process.wait_closed()
+
+
+async def test_the_real_ssh_client_picks_from_the_menu_and_typing_ahead_reaches_the_shell(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    user = await make_user("alice")
+    for name in ("alpha", "box"):
+        await make_connection(
+            user,
+            "ssh",
+            sshd.host,
+            sshd.port,
+            name=name,
+            username=sshd.username,
+            password=sshd.password,
+        )
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    hosts = await known_hosts(client, user, tmp_path)
+    # all at once, as a paste: filter, Enter, then the shell's input
+    done = await run_ssh(
+        door_of(kernel).port,
+        "alice",
+        key,
+        hosts,
+        stdin=b"bo\recho menu-$((6*7)); exit\n",
+        options=("-tt",),
+    )
+    assert done.code == 0, done.stderr
+    assert "hostgate: opening box" in done.stdout and "menu-42" in done.stdout
+    [started] = await audit_entries(client, user, "connection.session_started")
+    assert started["details"]["via"] == "ssh"

@@ -107,9 +107,17 @@ def split_keys(data: str) -> list[str]:
     return keys
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The connection picked, and what was typed after Enter (for its shell)."""
+
+    target: DoorTarget
+    typeahead: bytes
+
+
 async def choose(
     kernel: KernelAPI, caller: Caller, process: asyncssh.SSHServerProcess[bytes]
-) -> DoorTarget | None:
+) -> Choice | None:
     """Let the user pick a connection on their terminal; None when they leave."""
     targets = [t for t in await kernel.front_door.targets(caller) if t.shell]
     if not targets:
@@ -118,6 +126,7 @@ async def choose(
         return None
     menu = Menu(targets)
     cols, rows, _, _ = process.get_terminal_size()
+    typeahead = b""
     while not menu.done:
         process.stdout.write(menu.render(cols or 80, rows or 24).encode())
         await process.stdout.drain()
@@ -128,12 +137,14 @@ async def choose(
             continue
         if not data:
             return None
-        for key in split_keys(data.decode(errors="replace")):
+        keys = split_keys(data.decode(errors="replace"))
+        for index, key in enumerate(keys):
             menu.key(key)
             if menu.done:
+                typeahead = "".join(keys[index + 1 :]).encode()
                 break
     process.stdout.write(b"\x1b[H\x1b[2J")
     if menu.chosen is not None:
         process.stdout.write(f"hostgate: opening {menu.chosen.name}\r\n".encode())
     await process.stdout.drain()
-    return menu.chosen
+    return None if menu.chosen is None else Choice(menu.chosen, typeahead)

@@ -310,7 +310,7 @@ class DoorConnection(asyncssh.SSHServer):
         if process.subsystem:
             message = f"the {process.subsystem} subsystem is not offered by this gateway yet"
             return await self._refused(process, message, login.target)
-        target = login.target
+        target, typeahead = login.target, b""
         term_type = process.get_terminal_type()
         if not target and term_type and not process.command:
             from .menu import choose
@@ -318,7 +318,7 @@ class DoorConnection(asyncssh.SSHServer):
             picked = await choose(self.kernel, caller, process)
             if picked is None:
                 return 0
-            target = picked.id
+            target, typeahead = picked.target.id, picked.typeahead
         if not target:
             message = (
                 f"name the connection in the login: ssh {login.user}{SEPARATOR}CONNECTION@gateway"
@@ -336,6 +336,8 @@ class DoorConnection(asyncssh.SSHServer):
             return await self._refused(process, closed.reason, target)
         self.terminals.add(terminal)
         try:
+            if typeahead:  # typed after choosing in the menu: the shell's first input
+                await terminal.write(typeahead)
             return await self._relay(process, terminal)
         finally:
             self.terminals.discard(terminal)
