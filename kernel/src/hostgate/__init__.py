@@ -21,6 +21,9 @@ from .adapters import (
 )
 from .chunkreader import ChunkReader
 from .closereasons import CloseReason
+from .connection_rules import CONTROL as CONTROL_CHARACTERS
+from .connection_rules import MAX_JUMP_HOPS, validate_host
+from .connection_rules import TAGS_MAX as MAX_TAGS
 from .contract import (
     SECRET_MASK,
     Account,
@@ -29,10 +32,13 @@ from .contract import (
     AuditFields,
     ConfigAPI,
     ConnectionsAPI,
+    ConnectionSummary,
+    ConnectionTransferAPI,
     CredentialsAPI,
     DatabaseAPI,
     DoorChannel,
     DoorStream,
+    DoorTarget,
     DoorTerminal,
     DuplicateCredential,
     FrontDoorAPI,
@@ -55,6 +61,8 @@ from .default_settings import url_setting_parts
 from .descriptors import (
     AuditEvent,
     ChannelSpec,
+    CommandArgument,
+    CommandRunWithArguments,
     CommandSpec,
     ConnectionField,
     LoginMethod,
@@ -109,6 +117,9 @@ __all__ = [
     "ChunkReader",
     "CloseReason",
     "LOGIN_NAME_PATTERN",
+    "MAX_JUMP_HOPS",
+    "MAX_TAGS",
+    "CONTROL_CHARACTERS",
     "ErrorBody",
     "MfaChallenge",
     "Ok",
@@ -122,8 +133,11 @@ __all__ = [
     "ConnectionsAPI",
     "CredentialsAPI",
     "DatabaseAPI",
+    "ConnectionSummary",
+    "ConnectionTransferAPI",
     "DoorChannel",
     "DoorStream",
+    "DoorTarget",
     "DoorTerminal",
     "FrontDoorAPI",
     "SealedValuesAPI",
@@ -144,6 +158,8 @@ __all__ = [
     "Account",
     "Caller",
     "ChannelSpec",
+    "CommandArgument",
+    "CommandRunWithArguments",
     "CommandSpec",
     "ClientInfo",
     "Conflict",
@@ -189,6 +205,7 @@ __all__ = [
     "authenticated",
     "interactive",
     "check_login_name",
+    "validate_host",
     "clear_session_cookie",
     "current_caller",
     "current_kernel",

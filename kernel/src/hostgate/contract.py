@@ -486,6 +486,24 @@ class DoorStream(Protocol):
         """End the stream (idempotent): ``connection.port_forward`` with its bytes."""
 
 
+@dataclass(frozen=True)
+class DoorTarget:
+    """A connection a door may open for a caller, as ``kernel.front_door`` names it.
+
+    No credentials: what a menu or a client configuration shows.
+    """
+
+    id: str
+    name: str
+    protocol: str
+    host: str
+    port: int
+    owned: bool
+    """The caller owns it (else it is shared with them)."""
+    shell: bool
+    """Its protocol offers a shell through a door."""
+
+
 class FrontDoorAPI(Protocol):
     """``kernel.front_door``: what a pack that lets clients in by another door uses.
 
@@ -586,6 +604,77 @@ class FrontDoorAPI(Protocol):
         a host beyond a jump host does. The stream is in ``kernel.live`` (kind
         ``forward``); closing it writes ``connection.port_forward`` (destination, bytes
         each way, duration, ``details``).
+        """
+
+    def announce(self, door: str, port: int) -> None:
+        """A door pack says it listens on ``port`` of this gateway (``0``: it stopped).
+
+        The SSH front door announces itself as ``"ssh"``; an exporter (ssh_config) then
+        writes configurations that go through it.
+        """
+
+    @property
+    def doors(self) -> Mapping[str, int]:
+        """The doors announced on this node, by name, with their ports."""
+
+    async def find_target(self, caller: Caller, connection: str) -> DoorTarget:
+        """The connection named by id or exact name that the caller sees.
+
+        The same resolution ``open_terminal`` uses (an owned connection wins a shared
+        one of the same name); ``NotFound`` for an unknown or hidden one, ``Conflict``
+        when the name is ambiguous. It opens nothing and checks no access request.
+        """
+
+    async def targets(self, caller: Caller) -> list[DoorTarget]:
+        """The connections the caller owns or that are shared with them, by name."""
+
+
+@dataclass(frozen=True)
+class ConnectionSummary:
+    """A stored connection without its credentials: what an exporter or importer shows."""
+
+    id: str
+    """For a dry-run import, a provisional id (what ``jump_host_id`` of the others names)."""
+    name: str
+    protocol: str
+    host: str
+    port: int
+    username: str
+    tags: tuple[str, ...]
+    jump_host_id: str | None
+    private_key: bool
+    """A private key is stored (or would be) for it."""
+    tunnels: bool
+    """Its protocol can serve as a jump host (SSH)."""
+
+
+class ConnectionTransferAPI(Protocol):
+    """``kernel.connection_transfer``: what a pack reading or writing connections uses.
+
+    An importer turns its format into the kernel's own import document (format
+    ``hostgate-connections``, as ``POST /connections/import`` takes) and hands it over
+    here: the kernel checks all of it and creates everything in one transaction.
+    ``owner`` is the caller, or a user name (the CLI); an unknown name is ``NotFound``.
+    """
+
+    async def visible(self, owner: Caller | str) -> list[ConnectionSummary]:
+        """The connections the owner owns or that are shared with them."""
+
+    async def import_document(
+        self,
+        owner: Caller | str,
+        document: Mapping[str, Any],
+        *,
+        plain_secrets: Mapping[str, Mapping[str, Any]] | None = None,
+        group_id: str | None = None,
+        dry_run: bool = False,
+    ) -> list[ConnectionSummary]:
+        """Create the document's connections for the owner (all or none), in its order.
+
+        ``plain_secrets`` are credentials by item id (``password``, ``privateKey``)
+        the importer read itself; ``group_id`` an existing group for connections the
+        document puts in none; ``dry_run`` checks and answers what would be created.
+        Refusals raise ``ApiError`` (``InvalidInput`` naming the item...).
         """
 
 
@@ -703,6 +792,10 @@ class KernelAPI(Protocol):
     @property
     def sealed_values(self) -> SealedValuesAPI:
         """Small sealed secrets a pack keeps in the database (host keys...)."""
+
+    @property
+    def connection_transfer(self) -> ConnectionTransferAPI:
+        """Connections read and created in bulk by an importer or exporter pack."""
 
     @property
     def front_door(self) -> FrontDoorAPI:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .contract import AuditEvent
@@ -186,6 +186,25 @@ class SettingSpec:
 CommandRun = Callable[["KernelAPI"], Awaitable[str]]
 """``await run(kernel)``: one pack command's work; the text it returns is printed."""
 
+CommandRunWithArguments = Callable[["KernelAPI", Mapping[str, Any]], Awaitable[str]]
+"""``await run(kernel, arguments)``: an action that takes arguments (``CommandArgument``)."""
+
+
+@dataclass(frozen=True)
+class CommandArgument:
+    """One argument of a pack command's action.
+
+    ``name`` is a positional name (``file``) or an option (``--owner``); its value
+    reaches ``run`` under the name without dashes, ``-`` as ``_`` (``dry_run``). A
+    ``flag`` is an option without a value (True when given).
+    """
+
+    name: str
+    help: str
+    flag: bool = False
+    required: bool = False
+    default: str | None = None
+
 
 @dataclass(frozen=True)
 class CommandSpec:
@@ -193,12 +212,15 @@ class CommandSpec:
 
     Each action runs with a started kernel that does not serve (``kernel.serving`` is
     False: no listener starts) and prints what its ``run`` returns. ``actions`` maps
-    an action's name to its one-line help and its ``run``.
+    an action's name to its one-line help and its ``run``. An action named in
+    ``arguments`` takes those arguments and its run is a ``CommandRunWithArguments``.
+    An ``ApiError`` a run raises is printed as ``hostgate: <message>`` (exit status 1).
     """
 
     name: str
     help: str
-    actions: Mapping[str, tuple[str, CommandRun]]
+    actions: Mapping[str, tuple[str, CommandRun | CommandRunWithArguments]]
+    arguments: Mapping[str, Sequence[CommandArgument]] = field(default_factory=dict)
 
 
 __all__ = [
@@ -206,8 +228,10 @@ __all__ = [
     "ChannelSend",
     "ChannelSpec",
     "ChannelFactory",
+    "CommandArgument",
     "CommandFactory",
     "CommandRun",
+    "CommandRunWithArguments",
     "CommandSpec",
     "ConnectionField",
     "FilesFactory",

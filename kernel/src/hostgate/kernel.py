@@ -33,6 +33,7 @@ from .services.audit.audit_query import AuditQuery
 from .services.backup import Backups
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
+from .services.connections.transfer_port import TransferPort
 from .services.front_door import FrontDoor, SealedValues
 from .services.identity.accounts import Accounts
 from .services.identity.api_tokens import ApiTokenCheck, ApiTokens
@@ -253,6 +254,7 @@ class Kernel:
         self.live.on_access_changed(self.terminal_sessions.access_changed)
         self.live.on_reaped(self.recordings.end_abandoned)
         self.sealed_values = SealedValues(self.db, self.secrets)
+        self.connection_transfer = TransferPort(self.connections, self.accounts, self.identity)
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,

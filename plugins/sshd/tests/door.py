@@ -180,3 +180,52 @@ async def commands_of(client: Any, user: Any, session_id: str) -> list[str]:
             return commands
         await asyncio.sleep(0.1)
     return []
+
+
+def client_config(directory: Path, key: ClientKey, hosts: Path, *blocks: str) -> Path:
+    """An ssh_config for the real client: ``blocks`` first, then this key, these host keys.
+
+    ``ssh -J`` runs a second ``ssh`` for the jump that reads ``-F``'s file but not ``-o``
+    options, so the test's settings live in the file.
+    """
+    path = directory / "ssh_config"
+    defaults = f"""
+Host *
+    BatchMode yes
+    UserKnownHostsFile {hosts}
+    GlobalKnownHostsFile /dev/null
+    StrictHostKeyChecking yes
+    IdentitiesOnly yes
+    IdentityAgent none
+    IdentityFile {key.path}
+    ConnectTimeout 20
+"""
+    path.write_text("\n".join(blocks) + "\n" + defaults)
+    return path
+
+
+async def run_ssh_config(config: Path, *args: str, stdin: bytes = b"") -> Finished:
+    """Run the real ``ssh -F config ARGS`` (HOME beside the config)."""
+    proc = await asyncio.create_subprocess_exec(
+        ssh_binary(),
+        "-F",
+        str(config),
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HOME": str(config.parent)},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin), SSH_TIMEOUT)
+    assert proc.returncode is not None
+    return Finished(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+async def jump_known_hosts(client: Any, user: Any, directory: Path, *names: str) -> Path:
+    """``known_hosts`` with the door's keys and, for each name, the ProxyJump host key."""
+    path = await known_hosts(client, user, directory)
+    body = await (await client.get("/api/v1/sshd/host-keys", headers=user.headers)).get_json()
+    jump = body["jumpHostKey"]["publicKey"]
+    with path.open("a") as out:
+        out.writelines(f"{name} {jump}\n" for name in names)
+    return path

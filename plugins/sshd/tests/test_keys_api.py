@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncssh
 from hostgate.db.models.settings import SystemValue
-from hostgate_sshd.keys import load_host_keys
+from hostgate_sshd.keys import load_host_keys, load_jump_host_key
 from sqlmodel import select
 
 from plugins.sshd.tests.door import door_of, make_key, register_key
@@ -105,7 +105,15 @@ async def test_host_keys_are_made_once_kept_sealed_and_shown(client, kernel, mak
     async with kernel.db.session() as session:
         rows = (await session.exec(select(SystemValue))).all()
     stored = {row.name: row.value for row in rows if row.name.startswith("pack:sshd.")}
-    assert set(stored) == {"pack:sshd.host_key.ed25519", "pack:sshd.host_key.rsa"}
+    assert set(stored) == {
+        "pack:sshd.host_key.ed25519",
+        "pack:sshd.host_key.rsa",
+        "pack:sshd.host_key.jump",
+    }
+    jump = await load_jump_host_key(kernel)
+    assert body["jumpHostKey"]["fingerprint"] == jump.get_fingerprint("sha256")
+    assert body["jumpHostKey"]["algorithm"] == "ssh-ed25519"
+    assert jump.get_fingerprint("sha256") not in {k["fingerprint"] for k in body["hostKeys"]}
     assert all("PRIVATE KEY" not in value for value in stored.values())
     assert (await client.get("/api/v1/sshd/host-keys")).status_code == 401
 
@@ -116,8 +124,9 @@ def test_the_cli_prints_the_same_fingerprints_every_time_and_starts_no_listener(
     code, first, err = run_cli("sshd", "host-keys", env=env)
     assert code == 0, err
     lines = first.strip().splitlines()
-    assert [line.split()[0] for line in lines] == ["ssh-ed25519", "ssh-rsa"]
+    assert [line.split()[0] for line in lines] == ["ssh-ed25519", "ssh-rsa", "ssh-ed25519"]
     assert all(line.split()[1].startswith("SHA256:") for line in lines)
+    assert "ProxyJump" in lines[2] and "ProxyJump" not in lines[0]
     assert "front door" not in err
     code, second, err = run_cli("sshd", "host-keys", env=env)
     assert code == 0 and second == first, err

@@ -91,3 +91,39 @@ async def test_a_surrogate_pair_is_ordinary_text(client, make_user):
     )
     assert status == 201, data
     assert data["name"] == "box \U0001f600"
+
+
+# -- issue 30 item 1: no stored value can carry a control character -------------------
+
+BAD_VALUES = [
+    ("username", "root\nProxyCommand touch /tmp/pwned"),
+    ("username", "root\r  LocalCommand id"),
+    ("username", "a\u2028b"),
+    ("username", "nul\x00"),
+    ("host", "evil.example\nProxyCommand touch /tmp/pwned"),
+    ("host", "evil.example\x85"),
+    ("tags", ["prod\nProxyCommand touch /tmp/pwned"]),
+    ("tags", ["eu\x1b[31m"]),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_VALUES)
+async def test_control_characters_are_refused_at_input(client, admin, kernel, field, value):
+    body = {"name": "web", "protocol": "ssh", "host": "web.example", "port": 22}
+    response = await client.post(
+        f"{API}/connections", headers=admin.headers, json={**body, field: value}
+    )
+    assert response.status_code == 400
+    error = await response.get_json()
+    assert error["code"] == "invalid_input" and "control characters" in error["error"]
+    created = await client.post(f"{API}/connections", headers=admin.headers, json=body)
+    assert created.status_code == 201
+    ident = (await created.get_json())["id"]
+    response = await client.put(
+        f"{API}/connections/{ident}", headers=admin.headers, json={**body, field: value}
+    )
+    assert response.status_code == 400
+    assert "control characters" in (await response.get_json())["error"]
+    async with kernel.db.session() as session:
+        [stored] = (await session.exec(select(Connection))).all()
+    assert (stored.host, stored.username, stored.tags) == ("web.example", "", [])

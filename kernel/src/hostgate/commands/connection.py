@@ -13,14 +13,12 @@ import argparse
 import getpass
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import jsoninput
 from ..errors import ApiError
-from ..principals import ClientInfo
 from .common import with_kernel
 
 if TYPE_CHECKING:
@@ -61,14 +59,6 @@ def register(subparsers: Any) -> None:
     imp.add_argument("--passphrase-file", help=f"read the passphrase here (or ${PASSPHRASE_ENV})")
     imp.set_defaults(handler=run_import)
 
-    ssh = sub.add_parser(
-        "import-ssh-config", help="create SSH connections from an OpenSSH client configuration"
-    )
-    ssh.add_argument("file", help="the ssh_config file (e.g. ~/.ssh/config)")
-    ssh.add_argument("--owner", required=True, help="the user who will own the connections")
-    ssh.add_argument("--dry-run", action="store_true", help="say what would be created, only")
-    ssh.set_defaults(handler=run_import_ssh_config)
-
 
 def read_passphrase(args: argparse.Namespace, *, confirm: bool) -> str:
     """The passphrase from a file, the environment or a prompt."""
@@ -93,73 +83,6 @@ async def _user_id(kernel: Kernel, username: str | None) -> str | None:
     if user is None:
         raise SystemExit(f"hostgate: no user {username!r}")
     return str(user.id)
-
-
-REFERENCE_LINE = re.compile(r"^\s*(include|identityfile)\s*(?:=\s*|\s+)(.+)$", re.I | re.M)
-MAX_REFERENCED = 100
-
-
-def referenced_files(config: Path) -> dict[str, str]:
-    """The files an ssh_config includes or names as IdentityFile, read from disk.
-
-    Names are relative to the configuration's directory (as ``~/.ssh`` paths are), or
-    absolute; only files the configuration names are read. Arguments are split as
-    ``ssh`` splits them (unbalanced quotes are an ``InvalidInput``).
-    """
-    from ..services.connections.ssh_config import split_arguments
-
-    base = config.parent
-    files: dict[str, str] = {}
-    pending = [config.read_text()]
-    while pending:
-        for match in REFERENCE_LINE.finditer(pending.pop()):
-            for argument in split_arguments(match.group(2), match.group(1)):
-                name = os.path.expanduser(argument)
-                for prefix in ("~/.ssh/", "$HOME/.ssh/"):
-                    name = argument[len(prefix) :] if argument.startswith(prefix) else name
-                root = Path("/") if os.path.isabs(name) else base
-                for path in sorted(root.glob(name.lstrip("/") if root == Path("/") else name)):
-                    key = str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
-                    if path.is_file() and key not in files and len(files) < MAX_REFERENCED:
-                        files[key] = path.read_text(errors="replace")
-                        if match.group(1).lower() == "include":
-                            pending.append(files[key])
-    return files
-
-
-def run_import_ssh_config(args: argparse.Namespace) -> int:
-    """Create SSH connections from an ssh_config; nothing changes unless all of it is valid."""
-    config = Path(args.file).expanduser()
-    text = config.read_text()
-    try:
-        files = referenced_files(config)
-    except ApiError as exc:
-        print(f"hostgate: {exc.message}", file=sys.stderr)
-        return 1
-
-    async def work(kernel: Kernel) -> Any:
-        owner_id = await _user_id(kernel, args.owner)
-        assert owner_id is not None
-        caller = await kernel.identity.caller_for_user(owner_id, None, ClientInfo())
-        assert caller is not None
-        return await kernel.connections.transfer.import_ssh_config(
-            caller, text, files, dry_run=args.dry_run
-        )
-
-    try:
-        result, plan = with_kernel(args, work)
-    except ApiError as exc:
-        print(f"hostgate: {exc.message}", file=sys.stderr)
-        return 1
-    for skipped in plan.skipped:
-        print(f"skipped {skipped.where}: {skipped.reason}", file=sys.stderr)
-    verb = "would create" if args.dry_run else "created"
-    names = [c.name for c in result.planned] if args.dry_run else None
-    print(
-        f"{verb} {len(result.connection_ids)} connections"
-        + (f": {', '.join(names)}" if names else "")
-    )
-    return 0
 
 
 def _write(path: str, text: str, *, private: bool) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import TYPE_CHECKING, Any, cast
 
-from ..descriptors import CommandRun, CommandSpec
+from ..descriptors import CommandArgument, CommandRun, CommandRunWithArguments, CommandSpec
+from ..errors import ApiError
 from ..plugins import PluginHost
 from .common import with_kernel
 
@@ -38,15 +40,36 @@ def register(subparsers: Any) -> None:
         parser = subparsers.add_parser(spec.name, help=spec.help)
         sub = parser.add_subparsers(dest=f"{spec.name}_command", metavar="ACTION", required=True)
         for action, (text, run) in spec.actions.items():
-            sub.add_parser(action, help=text).set_defaults(handler=_handler(run))
+            action_parser = sub.add_parser(action, help=text)
+            arguments = spec.arguments.get(action)
+            for argument in arguments or ():
+                _add(action_parser, argument)
+            action_parser.set_defaults(handler=_handler(run, with_arguments=arguments is not None))
 
 
-def _handler(run: CommandRun) -> Any:
+def _add(parser: argparse.ArgumentParser, argument: CommandArgument) -> None:
+    if not argument.name.startswith("-"):
+        parser.add_argument(argument.name, help=argument.help)
+    elif argument.flag:
+        parser.add_argument(argument.name, action="store_true", help=argument.help)
+    else:
+        parser.add_argument(
+            argument.name, required=argument.required, default=argument.default, help=argument.help
+        )
+
+
+def _handler(run: CommandRun | CommandRunWithArguments, *, with_arguments: bool) -> Any:
     def handle(args: argparse.Namespace) -> int:
         async def work(kernel: Kernel) -> str:
-            return await run(kernel)
+            if with_arguments:
+                return await cast(CommandRunWithArguments, run)(kernel, vars(args))
+            return await cast(CommandRun, run)(kernel)
 
-        print(with_kernel(args, work))
+        try:
+            print(with_kernel(args, work))
+        except ApiError as exc:
+            print(f"hostgate: {exc.message}", file=sys.stderr)
+            return 1
         return 0
 
     return handle

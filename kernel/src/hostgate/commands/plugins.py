@@ -29,6 +29,8 @@ def inventory() -> list[dict[str, Any]]:
         "register_login_methods": lambda m: m.name,
         "register_channels": lambda c: c.type,
         "register_settings": lambda s: s.key,
+        "register_blueprints": lambda b: b.name,
+        "register_commands": lambda c: c.name,
     }
     for hook, key in keys.items():
         try:

@@ -22,6 +22,7 @@ from sqlmodel import col, select
 
 from ..adapters import Terminal, TerminalSize
 from ..closereasons import CloseReason
+from ..contract import DoorTarget
 from ..db.models.connections import Connection
 from ..db.models.settings import SystemValue
 from ..errors import (
@@ -152,6 +153,12 @@ class DoorSession:
         """End the session (idempotent)."""
         await self._session.end(1000, "Client disconnected", None)
         self._session.detach(self._attachment)
+        if not self._attachment.finished:
+            self._attachment.finish(1000, "Client disconnected")
+        # a reader still waiting (the client left mid-session) must see the end, and
+        # detaching may have dropped its marker with the unread output
+        self._attachment.discard()
+        self._attachment.queue.put_nowait(None)
 
 
 def channel_protocol(subsystem: str | None, command: str | None) -> str:
@@ -400,6 +407,19 @@ class FrontDoor:
         self.connections = connections
         self.protocols = protocols
         self.terminal_sessions = terminal_sessions
+        self._doors: dict[str, int] = {}
+
+    def announce(self, door: str, port: int) -> None:
+        """A door pack listens on ``port`` (``0``: it stopped)."""
+        if port:
+            self._doors[door] = port
+        else:
+            self._doors.pop(door, None)
+
+    @property
+    def doors(self) -> Mapping[str, int]:
+        """The doors announced on this node and their ports."""
+        return dict(self._doors)
 
     async def sign_in(
         self,
@@ -479,6 +499,29 @@ class FrontDoor:
         if seen:
             raise Conflict(f"Several connections are named {ref!r}: use its id")
         raise NotFound("Connection not found")
+
+    def _target(self, caller: Caller, row: Connection) -> DoorTarget:
+        spec = self.protocols.get(row.protocol)
+        return DoorTarget(
+            id=row.id,
+            name=row.name,
+            protocol=row.protocol,
+            host=row.host,
+            port=row.port,
+            owned=row.owner_id == caller.user_id,
+            shell=spec is not None and spec.open_terminal is not None,
+        )
+
+    async def find_target(self, caller: Caller, connection: str) -> DoorTarget:
+        """The connection ``connection`` names (id or exact name) that the caller sees."""
+        return self._target(caller, await self.resolve(caller, connection))
+
+    async def targets(self, caller: Caller) -> list[DoorTarget]:
+        """The caller's own connections and those shared with them, by name."""
+        listing = await self.connections.listing(caller)
+        rows = {row.id: row for row in [*listing.own, *listing.shared]}
+        found = [self._target(caller, row) for row in rows.values()]
+        return sorted(found, key=lambda t: (t.name.casefold(), t.id))
 
     async def open_terminal(
         self,

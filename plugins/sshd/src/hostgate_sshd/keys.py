@@ -42,6 +42,25 @@ async def load_host_keys(kernel: KernelAPI) -> list[asyncssh.SSHKey]:
     return keys
 
 
+JUMP_KEY_NAME = "sshd.host_key.jump"
+
+
+async def load_jump_host_key(kernel: KernelAPI) -> asyncssh.SSHKey:
+    """The ed25519 key the gateway presents for every connection reached by ProxyJump.
+
+    One key for all of them (the client files it under the connection's name): made
+    once, sealed in the database like the door's own keys.
+    """
+
+    async def make() -> str:
+        key = await asyncio.to_thread(_generate, "ssh-ed25519", None)
+        return key.export_private_key("openssh").decode()
+
+    return asyncssh.import_private_key(
+        await kernel.sealed_values.get_or_create(JUMP_KEY_NAME, make)
+    )
+
+
 def _generate(algorithm: str, bits: int | None) -> asyncssh.SSHKey:
     if bits is None:
         return asyncssh.generate_private_key(algorithm)

@@ -18,6 +18,8 @@ LISTEN_SETTING = "sshd.listen_address"
 LISTEN_ENV = "HOSTGATE_SSHD_LISTEN"
 DEFAULT_LISTEN = "127.0.0.1:2222"
 STATE_KEY = "sshd.server"
+DOOR_NAME = "ssh"
+"""How the door announces itself to other packs (``kernel.front_door.doors``)."""
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:
@@ -75,10 +77,13 @@ def register_blueprints() -> Sequence[Blueprint]:
 
 
 async def _print_host_keys(kernel: KernelAPI) -> str:
-    from .keys import host_key_views, load_host_keys
+    from .keys import host_key_views, load_host_keys, load_jump_host_key
 
     views = host_key_views(await load_host_keys(kernel))
-    return "\n".join(f"{view.algorithm} {view.fingerprint}" for view in views)
+    [jump] = host_key_views([await load_jump_host_key(kernel)])
+    lines = [f"{view.algorithm} {view.fingerprint}" for view in views]
+    lines.append(f"{jump.algorithm} {jump.fingerprint} (ProxyJump: every connection's name)")
+    return "\n".join(lines)
 
 
 @hookimpl
@@ -113,7 +118,7 @@ async def startup(kernel: KernelAPI) -> None:
     A port that cannot be bound is logged and the gateway serves HTTP anyway: the
     web app must not go down because port 2222 is taken.
     """
-    from .keys import load_host_keys
+    from .keys import load_host_keys, load_jump_host_key
     from .server import FrontDoorServer
 
     if not kernel.serving:  # a command-line process: no listener
@@ -131,10 +136,13 @@ async def startup(kernel: KernelAPI) -> None:
     # made (an RSA key takes about half a second) only by a node that listens; the
     # API and the CLI make them on first use otherwise
     server.host_keys = await load_host_keys(kernel)
+    server.jump_key = await load_jump_host_key(kernel)
     try:
         await server.start(address[0], address[1], server.host_keys)
     except OSError as exc:
         log.error("the SSH front door cannot listen on %s:%s: %s", *address, exc)
+    # another worker may hold the port: clients still reach the door there
+    kernel.front_door.announce(DOOR_NAME, server.port or address[1])
 
 
 @hookimpl
@@ -142,4 +150,5 @@ async def shutdown(kernel: KernelAPI) -> None:
     """Stop listening and close every front-door connection."""
     server = kernel.state.pop(STATE_KEY, None)
     if server is not None:
+        kernel.front_door.announce(DOOR_NAME, 0)
         await server.stop()

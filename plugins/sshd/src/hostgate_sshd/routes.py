@@ -29,7 +29,7 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from .keys import host_key_views, load_host_keys, parse_user_key
+from .keys import host_key_views, load_host_keys, load_jump_host_key, parse_user_key
 from .server import KEY_KIND, SEPARATOR, FrontDoorServer
 
 blueprint = Blueprint("sshd", __name__)
@@ -70,6 +70,8 @@ class GatewayHostKeys(TypedDict):
     port: int
     separator: str
     hostKeys: list[dict[str, str]]
+    jumpHostKey: dict[str, str] | None
+    """The key presented for every connection reached by ProxyJump (``ssh -J``)."""
 
 
 class NewSshKey(BaseModel):
@@ -222,7 +224,8 @@ async def delete_user_key(user_id: str, key_id: str) -> Ok:
 @answers(GatewayHostKeys)
 async def host_keys() -> dict[str, Any]:
     """The front door's host-key fingerprints (to check on first connection) and port."""
-    server = _server(current_kernel())
+    kernel = current_kernel()
+    server = _server(kernel)
     if server is None:
         return {
             "listening": False,
@@ -230,13 +233,18 @@ async def host_keys() -> dict[str, Any]:
             "port": 0,
             "separator": SEPARATOR,
             "hostKeys": [],
+            "jumpHostKey": None,
         }
     if not server.host_keys:  # not listening: the keys it would present
-        server.host_keys = await load_host_keys(current_kernel())
+        server.host_keys = await load_host_keys(kernel)
+    if server.jump_key is None:
+        server.jump_key = await load_jump_host_key(kernel)
+    [jump] = host_key_views([server.jump_key])
     return {
         "listening": server.port > 0,
         "address": server.address,
         "port": server.port,
         "separator": SEPARATOR,
         "hostKeys": [view.to_json() for view in host_key_views(server.host_keys)],
+        "jumpHostKey": jump.to_json(),
     }

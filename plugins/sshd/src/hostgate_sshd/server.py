@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,14 +255,18 @@ class DoorConnection(asyncssh.SSHServer):
 
     def connection_requested(
         self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
-    ) -> Awaitable[asyncssh.SSHTCPSession[bytes]] | bool:
-        """``ssh -L`` from the named connection's server, where it allows forwarding.
+    ) -> Any:
+        """``direct-tcpip``: a forward, or ProxyJump to a stored connection.
 
-        Without a target in the login name (the ProxyJump form) nothing is forwarded.
+        With a connection in the login, ``ssh -L`` from its server where it allows
+        forwarding (``forwarding.py``); without one, ProxyJump (``proxyjump.py``).
+        No raw TCP to arbitrary hosts.
         """
-        if self.login is None or not self.login.target:
-            return False
-        return forward_requested(self, dest_host, dest_port)
+        if self.login is not None and self.login.target:
+            return forward_requested(self, dest_host, dest_port)
+        from .proxyjump import direct_tcpip
+
+        return direct_tcpip(self, dest_host, dest_port)
 
     def server_requested(self, listen_host: str, listen_port: int) -> bool:
         """Remote forwarding (``-R``) is not offered."""
@@ -335,32 +339,43 @@ class DoorConnection(asyncssh.SSHServer):
         return DoorProcess(self, self.door.handle)
 
     async def _run(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
-        if process.subsystem:
-            if self.signing_in is not None:
-                await asyncio.shield(self.signing_in)
-            if self.caller is None or self.login is None:
-                await self._say(process, self.refused or "not signed in")
-                return REFUSED_EXIT
-            message = f"the {process.subsystem} subsystem is not offered by this gateway"
-            return await self._refused(process, message, self.login.target)
-        ready = await self.ready()
-        if isinstance(ready, str):
-            await self._say(process, ready)
+        if self.signing_in is not None:
+            await asyncio.shield(self.signing_in)
+        caller, login = self.caller, self.login
+        if caller is None or login is None:
+            await self._say(process, self.refused or "not signed in")
             return REFUSED_EXIT
-        caller, login = ready
+        if process.subsystem:
+            message = f"the {process.subsystem} subsystem is not offered by this gateway"
+            return await self._refused(process, message, login.target)
+        target, typeahead = login.target, b""
         term_type = process.get_terminal_type()
+        if not target and term_type and not process.command:
+            from .menu import choose
+
+            picked = await choose(self.kernel, caller, process)
+            if picked is None:
+                return 0
+            target, typeahead = picked.target.id, picked.typeahead
+        if not target:
+            message = (
+                f"name the connection in the login: ssh {login.user}{SEPARATOR}CONNECTION@gateway"
+            )
+            return await self._refused(process, message, target)
         cols, rows, _, _ = process.get_terminal_size()
         size = (cols or 80, rows or 24) if term_type else None
         try:
             terminal = await self.kernel.front_door.open_terminal(
-                caller, login.target, size, command=process.command, details=self.details()
+                caller, target, size, command=process.command, details=self.details()
             )
         except ApiError as refused:
-            return await self._refused(process, refused.message, login.target)
+            return await self._refused(process, refused.message, target)
         except SessionClosed as closed:
-            return await self._refused(process, closed.reason, login.target)
+            return await self._refused(process, closed.reason, target)
         self.terminals.add(terminal)
         try:
+            if typeahead:  # typed after choosing in the menu: the shell's first input
+                await terminal.write(typeahead)
             return await self._relay(process, terminal)
         finally:
             self.terminals.discard(terminal)
@@ -409,6 +424,9 @@ class FrontDoorServer:
         self.kernel = kernel
         self.connections: set[DoorConnection] = set()
         self.host_keys: list[asyncssh.SSHKey] = []
+        self.jump_key: asyncssh.SSHKey | None = None
+        self.options: dict[str, Any] = {}
+        """What every SSH server connection is made with (the door's and ProxyJump's)."""
         self.address = ""
         self.port = 0
         self._server: asyncssh.SSHAcceptor | None = None
@@ -448,16 +466,15 @@ class FrontDoorServer:
         silently sharing its clients.
         """
         self.host_keys = host_keys
+        self.options = {
+            "encoding": None,
+            "line_editor": False,
+            "agent_forwarding": False,
+            "x11_forwarding": False,
+            "login_timeout": LOGIN_GRACE_SECONDS,
+        }
         self._server = await asyncssh.create_server(
-            lambda: DoorConnection(self),
-            host,
-            port,
-            server_host_keys=host_keys,
-            encoding=None,
-            line_editor=False,
-            agent_forwarding=False,
-            x11_forwarding=False,
-            login_timeout=LOGIN_GRACE_SECONDS,
+            lambda: DoorConnection(self), host, port, server_host_keys=host_keys, **self.options
         )
         sockname = self._server.sockets[0].getsockname()
         self.address, self.port = str(sockname[0]), int(sockname[1])

@@ -7,12 +7,17 @@ Protocol names, default ports and extra fields come only from the loaded packs'
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...connection_rules import (
+    CONTROL_PATTERN,
+    HOST_MAX,
+    TAGS_MAX,
+    refuse_control,
+    validate_host,
+)
 from ...descriptors import ConnectionField, ProtocolSpec
 from ...errors import InvalidInput
 
@@ -37,29 +42,12 @@ BASE_FIELDS = frozenset(
     }
 )
 NAME_MAX = 200
-HOST_MAX = 253
 USERNAME_MAX = 255
 PASSWORD_MAX = 4096
 PRIVATE_KEY_MAX = 65536
 EXTRA_TEXT_MAX = 4096
 TAG_MAX = 64
-TAGS_MAX = 50
 SORT_LIMIT = 1_000_000_000
-
-_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-"""Control characters (Unicode Cc) and the line and paragraph separators: none of them
-belongs in a user name, host or tag, and each could end a line of a file made from it
-(an ssh_config export)."""
-CONTROL_PATTERN = "^[^\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]*$"
-"""``CONTROL``'s refusal as a JSON-schema pattern."""
-
-
-def refuse_control(what: str, text: str) -> str:
-    """``text`` unchanged, or InvalidInput when it holds a control character."""
-    if CONTROL.search(text):
-        raise InvalidInput(f"{what} must not contain control characters or line breaks")
-    return text
 
 
 @dataclass
@@ -77,33 +65,6 @@ class ParsedInput:
     def declared(self) -> dict[str, ConnectionField]:
         """The extra fields the protocol's pack declares."""
         return {f.name: f for f in (self.spec.fields if self.spec else ())}
-
-
-def validate_host(value: Any) -> str:
-    """A host name or IP address (IPv6 with or without brackets); no scheme, port or path."""
-    if not isinstance(value, str):
-        raise InvalidInput("host must be a string")
-    text = refuse_control("host", value).strip()
-    if not text:
-        raise InvalidInput("host is required")
-    if len(text) > HOST_MAX:
-        raise InvalidInput(f"host must be at most {HOST_MAX} characters")
-    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
-    try:
-        return str(ipaddress.ip_address(inner))
-    except ValueError:
-        pass
-    problem = "host must be a host name or IP address, without scheme, port, path or spaces"
-    if any(c in text for c in "/\\:@?#[]% \t\r\n"):
-        raise InvalidInput(problem)
-    try:
-        ascii_name = text.encode("idna").decode("ascii") if not text.isascii() else text
-    except UnicodeError:
-        raise InvalidInput(problem) from None
-    labels = ascii_name.rstrip(".").split(".")
-    if not all(_LABEL.match(label) for label in labels):
-        raise InvalidInput(problem)
-    return text
 
 
 def normalize_tags(value: Any) -> list[str]:

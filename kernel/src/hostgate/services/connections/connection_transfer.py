@@ -20,7 +20,6 @@ one already stored (kept when the importing caller may use it as a jump host).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
@@ -37,7 +36,6 @@ from ...db.models.connections import Connection, ConnectionGroup
 from ...db.models.identity import User
 from ...errors import ApiError, InvalidInput, PermissionDenied, Unprocessable
 from ...timefmt import iso, utcnow
-from . import ssh_config
 from .connection_groups import owned_group
 from .connection_input import check_name, check_sort_order, parse_input
 from .jump_hosts import MAX_HOPS
@@ -470,75 +468,6 @@ class ConnectionTransfer:
             )
             found = {c.id: c for c in rows.all()}
         return [found[i] for i in connection_ids if i in found]
-
-    async def import_ssh_config(
-        self,
-        caller: Caller,
-        text: str,
-        files: Mapping[str, str],
-        *,
-        group_id: str | None = None,
-        dry_run: bool = False,
-    ) -> tuple[ImportResult, ssh_config.Plan]:
-        """Create the connections an OpenSSH client configuration describes (all or none).
-
-        ``files`` are the files supplied with it (included files, key files), by path.
-        Reading it is bounded but CPU work, so it runs in a thread: the gateway keeps
-        answering meanwhile.
-        """
-        plan = await asyncio.to_thread(ssh_config.plan_import, text, dict(files))
-        result = await self.import_(
-            plan.document,
-            owner_id=caller.user_id,
-            caller=caller,
-            plain_secrets=plan.private_keys,
-            group_id=group_id,
-            dry_run=dry_run,
-        )
-        return result, plan
-
-    async def export_ssh_config(self, caller: Caller, link: str) -> tuple[str, int]:
-        """The caller's SSH connections (and the jump hosts they use) as ssh_config.
-
-        ``link`` is the gateway's address for a connection: ``link.format(id=...)``.
-        Returns the text and how many connections it holds.
-        """
-        listing = await self.connections.listing(caller)
-        visible = {c.id: c for c in [*listing.own, *listing.shared]}
-        chosen: dict[str, Connection] = {}
-        seen: set[str] = set()  # a loop of jump hosts stored by mistake ends here
-
-        def add(connection: Connection) -> None:
-            if connection.id in seen or not self.connections.jumps.can_tunnel(connection):
-                return
-            seen.add(connection.id)
-            jump = visible.get(connection.jump_host_id or "")
-            if jump is not None:
-                add(jump)  # jump hosts first, so each ProxyJump names a Host above it
-            chosen[connection.id] = connection
-
-        for connection in visible.values():
-            add(connection)
-        taken: set[str] = set()
-        aliases = {c.id: ssh_config.alias_for(c.name, taken) for c in chosen.values()}
-        hosts = [
-            ssh_config.ExportedHost(
-                alias=aliases[c.id],
-                host=c.host,
-                port=c.port,
-                user=c.username,
-                jump_alias=aliases.get(c.jump_host_id or ""),
-                tags=list(c.tags or []),
-                link=link.format(id=c.id),
-                jump_missing=bool(c.jump_host_id) and c.jump_host_id not in aliases,
-            )
-            for c in chosen.values()
-        ]
-        header = [
-            f"SSH connections of {caller.username} on hostgate, {iso(utcnow())}.",
-            "The gateway records sessions it relays: open them there (the links below).",
-        ]
-        return ssh_config.render(hosts, header), len(hosts)
 
     @staticmethod
     def _break_cycles(groups: Sequence[ConnectionGroup]) -> None:

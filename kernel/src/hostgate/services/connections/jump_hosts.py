@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
+from ...connection_rules import MAX_JUMP_HOPS as MAX_HOPS
 from ...db.models.connections import Connection
 from ...descriptors import ProtocolSpec
 from ...errors import Conflict, InvalidInput, PermissionDenied
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from ...db.engine import Database
     from ..identity.identity import Caller
     from .connections import Connections
-
-MAX_HOPS = 5
 
 
 class JumpHosts:

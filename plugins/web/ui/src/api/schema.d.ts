@@ -593,7 +593,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's SSH connections as an ssh_config fragment (no secrets). */
+        /**
+         * The caller's SSH connections as an ssh_config fragment (no secrets).
+         * @description With the SSH front door (``hostgate-sshd``) every host is reached through it.
+         */
         get: operations["get_export_ssh_config"];
         put?: never;
         post?: never;
@@ -2636,6 +2639,10 @@ export interface components {
             hostKeys: {
                 [key: string]: string;
             }[];
+            /** Jumphostkey */
+            jumpHostKey: {
+                [key: string]: string;
+            } | null;
             /** Listening */
             listening: boolean;
             /** Port */

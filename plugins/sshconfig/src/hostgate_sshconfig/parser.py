@@ -35,9 +35,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...errors import InvalidInput
-from .connection_input import CONTROL, TAGS_MAX, validate_host
-from .jump_hosts import MAX_HOPS
+from hostgate import CONTROL_CHARACTERS as CONTROL
+from hostgate import MAX_JUMP_HOPS as MAX_HOPS
+from hostgate import MAX_TAGS as TAGS_MAX
+from hostgate import InvalidInput, validate_host
 
 TAGS_COMMENT = re.compile(r"^#\s*hostgate-tags\s*:\s*(?P<tags>.*)$", re.IGNORECASE)
 KEYWORD_LINE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9]*)\s*(?:=\s*|\s+)(?P<rest>.*)$")
@@ -595,6 +596,50 @@ def render(hosts: Sequence[ExportedHost], header: Sequence[str]) -> str:
         lines.append(f"  Port {host.port}")
         if host.jump_alias:
             lines.append(f"  ProxyJump {host.jump_alias}")
+        tags = _tags(host.tags)
+        if tags:
+            lines.append(f"  # hostgate-tags: {', '.join(tags)}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Door:
+    """The SSH front door every exported host is reached through (``ProxyJump``)."""
+
+    host: str
+    port: int
+    user: str
+
+
+def render_through_door(hosts: Sequence[ExportedHost], header: Sequence[str], door: Door) -> str:
+    """The fragment with one ``Host`` for the door and one per connection jumping through it.
+
+    A connection's ``HostName`` is its id, which the door resolves (``ssh -J``); the
+    door reaches the real server itself, through the connection's own jump hosts, and
+    records the session. Every connection's inner host key is the door's ProxyJump key,
+    filed under one ``HostKeyAlias``, so it is accepted once for all of them.
+    """
+    taken = {h.alias for h in hosts}
+    door_alias = alias_for(f"hostgate-{door.host}", taken)
+    key_alias = f"{door_alias}-proxyjump"
+    lines = [f"# {comment(line)}" for line in header]
+    lines += [
+        "",
+        "# the gateway's SSH front door (check its host keys on first connection)",
+        f"Host {door_alias}",
+        f"  HostName {ssh_argument(door.host.replace('%', '%%'))}",
+        f"  Port {door.port}",
+        f"  User {ssh_argument(door.user)}",
+    ]
+    for host in hosts:
+        lines += [
+            "",
+            f"# {comment(host.link)}",
+            f"Host {host.alias}",
+            f"  HostName {ssh_argument(host.host)}",
+            f"  ProxyJump {door_alias}",
+            f"  HostKeyAlias {key_alias}",
+        ]
         tags = _tags(host.tags)
         if tags:
             lines.append(f"  # hostgate-tags: {', '.join(tags)}")

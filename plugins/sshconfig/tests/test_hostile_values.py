@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostgate.errors import InvalidInput
-from hostgate.services.connections import ssh_config
-from hostgate.services.connections.ssh_config import ExportedHost, plan_import, render
+from hostgate import InvalidInput
+from hostgate_sshconfig import parser as ssh_config
+from hostgate_sshconfig.parser import ExportedHost, plan_import, render
 from hypothesis import event, given
 from hypothesis import strategies as st
 

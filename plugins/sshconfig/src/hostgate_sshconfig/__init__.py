@@ -1,0 +1,1 @@
+"""hostgate-sshconfig: connections from and to OpenSSH client configuration."""
