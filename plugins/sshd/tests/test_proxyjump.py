@@ -126,15 +126,18 @@ async def test_unknown_names_and_raw_tcp_are_refused_with_a_reason_and_audited(
         # a stored connection on a port that is neither 22 nor its own: not a tunnel
         with pytest.raises(asyncssh.ChannelOpenError, match="port forwarding is not offered"):
             await conn.open_connection("box", 5432)
-    # the user:target form offers no forwarding
+    # the user:target form forwards (ssh -L) only where the connection allows it
     async with await connect(port, "alice:box", key.key) as conn:
-        with pytest.raises(asyncssh.ChannelOpenError, match="port forwarding is not offered"):
+        with pytest.raises(asyncssh.ChannelOpenError, match="not allowed on this connection"):
             await conn.open_connection("box", 22)
 
     refused = await audit_entries(client, user, "sshd.session_refused")
-    targets = sorted(entry["target"] for entry in refused)
-    assert targets == sorted(["nowhere:22", f"{sshd.host}:{sshd.port}", "box:5432", "box:22"])
-    assert all(entry["details"]["channel"] == "direct-tcpip" for entry in refused)
+    jumps = [entry for entry in refused if entry["details"].get("channel") == "direct-tcpip"]
+    targets = sorted(entry["target"] for entry in jumps)
+    assert targets == sorted(["nowhere:22", f"{sshd.host}:{sshd.port}", "box:5432"])
+    forwards = [entry for entry in refused if entry not in jumps]
+    assert [entry["target"] for entry in forwards] == ["box"]
+    assert "forwarding to box:22" in forwards[0]["details"]["reason"]
     assert await audit_entries(client, user, "connection.session_started") == []
 
 
