@@ -8,10 +8,12 @@ package registries; as root it installs the Debian servers the tests talk to.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +78,51 @@ def run(*cmd: str, env: dict[str, str] | None = None, check: bool = True) -> int
     return subprocess.run(cmd, cwd=ROOT, env=env, check=check).returncode
 
 
+# The locks apt and dpkg take; another apt-get (a machine's first-boot updates, another
+# checkout's setup) holds them for minutes, and `apt-get update` refuses at once then.
+APT_LOCKS = (
+    Path("/var/lib/dpkg/lock-frontend"),
+    Path("/var/lib/dpkg/lock"),
+    Path("/var/lib/apt/lists/lock"),
+    Path("/var/cache/apt/archives/lock"),
+)
+APT_LOCK_WAIT_SECONDS = 900
+
+
+def wait_for_locks(locks: tuple[Path, ...], timeout: float) -> bool:
+    """Wait until nobody holds any of ``locks`` (fcntl locks, as apt and dpkg take them);
+    False after ``timeout`` seconds. A lock file that does not exist is free."""
+    deadline = time.monotonic() + timeout
+    told = False
+    for lock in locks:
+        while True:
+            try:
+                fd = os.open(lock, os.O_RDWR)
+            except FileNotFoundError:
+                break
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break  # free (closing the file below lets go of it again)
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+                if not told:
+                    say(f"waiting for another apt or dpkg to finish ({lock} is held)")
+                    told = True
+                time.sleep(1)
+            finally:
+                os.close(fd)
+    return True
+
+
+def apt_get(*args: str) -> None:
+    """``apt-get ARGS`` once no other apt or dpkg runs (they share one lock)."""
+    wait_for_locks(APT_LOCKS, APT_LOCK_WAIT_SECONDS)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # dpkg's lock is waited for by apt itself, should another apt start in between
+    run("apt-get", "-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_SECONDS}", *args, env=env)
+
+
 def ensure_debian_packages() -> None:
     missing = [pkg for pkg in TEST_DEBIAN_PACKAGES if not Path(PROBES[pkg]).exists()]
     if not missing:
@@ -84,9 +131,11 @@ def ensure_debian_packages() -> None:
         say(f"cannot install {', '.join(missing)} (need root and apt-get); tests needing them fail")
         return
     say(f"installing Debian packages: {' '.join(missing)}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run("apt-get", "update", "-q", env=env)
-    run("apt-get", "install", "-y", "-q", "--no-install-recommends", *missing, env=env)
+    apt_get("update", "-q")
+    # another apt may have installed some meanwhile (the wait above)
+    missing = [pkg for pkg in missing if not Path(PROBES[pkg]).exists()]
+    if missing:
+        apt_get("install", "-y", "-q", "--no-install-recommends", *missing)
     # Debian starts some daemons on install; the tests start their own.
     for service in (
         "ssh",
