@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, request
@@ -55,7 +55,7 @@ class AccessRequestRecord(TypedDict):
     username: str
     reason: str
     minutes: int
-    status: str
+    status: Status
     createdAt: str
     decidedBy: str | None
     decidedAt: str | None
@@ -86,7 +86,7 @@ def request_json(item: AccessRequest, connection: Connection, user: User) -> Acc
         "username": user.username,
         "reason": item.reason,
         "minutes": item.minutes,
-        "status": item.status,
+        "status": cast(Status, item.status),  # the service writes only these
         "createdAt": iso(item.created_at),
         "decidedBy": item.decided_by,
         "decidedAt": iso(item.decided_at),
