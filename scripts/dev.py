@@ -24,8 +24,6 @@ BIN = VENV / "bin"
 TEST_DEBIAN_PACKAGES = [
     "openssh-server",
     "openssh-client",
-    # the SSH front door's tests drive the real rsync through it (docs/ssh-front-door.md)
-    "rsync",
     "samba",
     "smbclient",
     "vsftpd",
@@ -53,7 +51,6 @@ TEST_DEBIAN_PACKAGES = [
 PROBES = {
     "openssh-server": "/usr/sbin/sshd",
     "openssh-client": "/usr/bin/ssh-keygen",
-    "rsync": "/usr/bin/rsync",
     "samba": "/usr/sbin/smbd",
     "smbclient": "/usr/bin/smbclient",
     "vsftpd": "/usr/sbin/vsftpd",
@@ -81,35 +78,54 @@ def run(*cmd: str, env: dict[str, str] | None = None, check: bool = True) -> int
     return subprocess.run(cmd, cwd=ROOT, env=env, check=check).returncode
 
 
-def apt_get(*args: str, env: dict[str, str]) -> None:
-    """Run apt-get, waiting while another apt (a second checkout's setup) holds its lock."""
-    lock_wait = ("-o", "DPkg::Lock::Timeout=600")
-    for _ in range(120):
-        if run("apt-get", *lock_wait, *args, env=env, check=False) == 0:
-            return
-        if not apt_busy():
-            break
-        say("another apt-get is running; waiting for its lock")
-        time.sleep(5)
-    run("apt-get", *lock_wait, *args, env=env)
+# The locks apt and dpkg take; another apt-get (a machine's first-boot updates, another
+# checkout's setup) holds them for minutes, and `apt-get update` refuses at once then.
+APT_LOCKS = (
+    Path("/var/lib/dpkg/lock-frontend"),
+    Path("/var/lib/dpkg/lock"),
+    Path("/var/lib/apt/lists/lock"),
+    Path("/var/cache/apt/archives/lock"),
+)
+APT_LOCK_WAIT_SECONDS = 900
 
 
-def apt_busy() -> bool:
-    """True while some process holds one of apt's or dpkg's locks."""
-    locks = (
-        "/var/lib/apt/lists/lock",
-        "/var/lib/dpkg/lock-frontend",
-        "/var/cache/apt/archives/lock",
-    )
+def wait_for_locks(locks: tuple[Path, ...], timeout: float) -> bool:
+    """Wait until nobody holds any of ``locks`` (fcntl locks, as apt and dpkg take them);
+    False after ``timeout`` seconds. A lock file that does not exist is free."""
+    deadline = time.monotonic() + timeout
+    told = False
     for lock in locks:
-        try:
-            with open(lock, "w") as handle:
-                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        except OSError:
-            continue
-    return False
+        while True:
+            try:
+                fd = os.open(lock, os.O_RDWR)
+            except FileNotFoundError:
+                break
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break  # free (closing the file below lets go of it again)
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+                if not told:
+                    say(f"waiting for another apt or dpkg to finish ({lock} is held)")
+                    told = True
+                time.sleep(1)
+            finally:
+                os.close(fd)
+    return True
+
+
+def apt_get(*args: str) -> None:
+    """``apt-get ARGS`` once no other apt or dpkg runs (they share one lock)."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = ("apt-get", "-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_SECONDS}", *args)
+    # Another apt may take the lists lock between the wait and the run (apt-get update
+    # does not wait for it): wait again and retry while that is why it failed.
+    for _ in range(3):
+        wait_for_locks(APT_LOCKS, APT_LOCK_WAIT_SECONDS)
+        if run(*command, env=env, check=False) == 0:
+            return
+    run(*command, env=env)
 
 
 def ensure_debian_packages() -> None:
@@ -120,9 +136,11 @@ def ensure_debian_packages() -> None:
         say(f"cannot install {', '.join(missing)} (need root and apt-get); tests needing them fail")
         return
     say(f"installing Debian packages: {' '.join(missing)}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    apt_get("update", "-q", env=env)
-    apt_get("install", "-y", "-q", "--no-install-recommends", *missing, env=env)
+    apt_get("update", "-q")
+    # another apt may have installed some meanwhile (the wait above)
+    missing = [pkg for pkg in missing if not Path(PROBES[pkg]).exists()]
+    if missing:
+        apt_get("install", "-y", "-q", "--no-install-recommends", *missing)
     # Debian starts some daemons on install; the tests start their own.
     for service in (
         "ssh",

@@ -21,13 +21,14 @@ import os
 import signal
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import httpx
 import pytest
 
 from . import TEST_SETTING_DEFAULTS
-from .peers import free_port, wait_for_port
+from .peers import reserve_port, wait_for_port
 
 ENCRYPTION_KEY = "c4" * 32
 ADMIN_PASSWORD = "gateway admin password 1"
@@ -53,7 +54,11 @@ class GatewayProcess:
     ) -> None:
         self.data_dir = data_dir
         self.python = python or sys.executable  # another venv's, to serve what is installed there
-        self.port = free_port()
+        # the port stays held (not listening) while this object lives: nothing else can
+        # take it before the server binds it, nor between a stop and the next start
+        reservation = reserve_port()
+        weakref.finalize(self, reservation.close)
+        self.port = int(reservation.getsockname()[1])
         self.extra_env = dict(env or {})
         self.serve_args = serve_args  # e.g. ("--workers", "2")
         # several nodes: HOSTGATE_RECORDINGS_DIR, the directory they share

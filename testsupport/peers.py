@@ -30,10 +30,35 @@ def peer_unavailable(name: str, reason: str) -> NoReturn:
 
 
 def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
+    """A free TCP port on 127.0.0.1.
+
+    Nothing holds it once this returns: any socket may take it before the server meant
+    for it binds (see :func:`reserve_port` for a server that binds with SO_REUSEADDR).
+    """
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def reserve_port() -> socket.socket:
+    """A socket bound to a free port on 127.0.0.1 (not listening), to hold that port for
+    a server that binds it later with SO_REUSEADDR (``hostgate serve``, alone or with
+    ``--workers``), and again after each restart.
+
+    A port from :func:`free_port` is free for anyone until the server binds it: the
+    ephemeral port of an outgoing connection (the supervisor's own database connection,
+    a Redis client, a connect to the very port being waited for) can land on it, and
+    that socket, connected or in TIME_WAIT for a minute, makes the server's bind fail
+    with EADDRINUSE. While this socket is bound, neither ``bind(("127.0.0.1", 0))`` nor
+    a connect's port choice hands the port out, yet a bind with SO_REUSEADDR to it
+    succeeds (a non-listening SO_REUSEADDR socket does not conflict) and never shares
+    its connections: a socket that does not listen is no member of a SO_REUSEPORT
+    group. Close it when the server is gone for good.
+    """
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 def wait_for_port(

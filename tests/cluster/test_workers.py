@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from testsupport.gateway import ADMIN_PASSWORD, ENCRYPTION_KEY, GatewayProcess
 from testsupport.peers import free_port
@@ -147,6 +150,11 @@ def test_two_workers_on_postgresql_share_one_port_and_replace_a_dead_one(
 def test_two_workers_on_sqlite_say_so_at_start(tmp_path, redis_server):
     env = {"HOSTGATE_REDIS_URL": redis_server.url}
     node = GatewayProcess(tmp_path / "data", env, serve_args=("--workers", "2"))
+    # its port is held from the start (once reset here: another socket could take it
+    # before the workers bound it), so the workers alone listen on it
+    with socket.socket() as other, pytest.raises(OSError) as taken:
+        other.bind(("127.0.0.1", node.port))
+    assert taken.value.errno == errno.EADDRINUSE
     node.start()
     try:
         token = node.setup_admin()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from testsupport.peers import free_port, wait_for_port
+from testsupport.peers import reserve_port, wait_for_port
 
 PASSWORD = "fuzzing password 1"
 BACKUP_PASSWORD = "fuzzing backup 1"
@@ -30,7 +30,8 @@ class LiveGateway:
 @pytest.fixture(scope="module")
 def live_gateway(tmp_path_factory):
     data = tmp_path_factory.mktemp("fuzz-data")
-    port = free_port()
+    reservation = reserve_port()  # held until the gateway is gone: nothing else takes it
+    port = reservation.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTGATE_")}
     env.update(
         HOSTGATE_ENCRYPTION_KEY="f0" * 32,
@@ -53,6 +54,7 @@ def live_gateway(tmp_path_factory):
     setup = httpx.post(
         f"{url}/api/v1/auth/setup",
         json={"username": "fuzzadmin", "password": PASSWORD, "displayName": "Fuzz"},
+        timeout=60,  # a password hash, slow at load (httpx's default is 5 s)
     )
     assert setup.status_code == 200, setup.text
     admin = setup.json()["token"]
@@ -67,10 +69,11 @@ def live_gateway(tmp_path_factory):
             "email": "",
             "role": "user",
         },
+        timeout=60,
     )
     assert created.status_code == 201, created.text
     login = httpx.post(
-        f"{url}/api/v1/auth/login", json={"username": "fuzzuser", "password": PASSWORD}
+        f"{url}/api/v1/auth/login", json={"username": "fuzzuser", "password": PASSWORD}, timeout=60
     )
     assert login.status_code == 200, login.text
     backup = httpx.post(
@@ -86,6 +89,7 @@ def live_gateway(tmp_path_factory):
         process.wait(30)
     except subprocess.TimeoutExpired:
         process.kill()
+    reservation.close()
     log.close()
     errors = [
         line for line in (data / "server.log").read_text().splitlines() if "unhandled error" in line

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from typing import Any
 
 import asyncssh
@@ -76,7 +77,8 @@ def register_setting_formats(document: dict[str, Any]) -> None:
 
 
 def operations(live_gateway):
-    document = httpx.get(f"{live_gateway.url}{API}/openapi.json").json()
+    # httpx's default 5 s is too short at load 15 for the whole document (seen in a run)
+    document = httpx.get(f"{live_gateway.url}{API}/openapi.json", timeout=60).json()
     register_setting_formats(document)
     schema = schemathesis.openapi.from_url(f"{live_gateway.url}{API}/openapi.json")
     found = [result.ok() for result in schema.get_all_operations()]
@@ -92,7 +94,7 @@ class SessionKeeper:
         self.url = live_gateway.url
         # one client for the keeper's own requests (a look before every example):
         # ``httpx.get`` builds a client, and its TLS context, per request
-        self.http = httpx.Client(base_url=self.url)
+        self.http = httpx.Client(base_url=self.url, timeout=60)  # a login hashes: slow at load
         self.who = who
         self.username = "fuzzadmin" if who == "admin" else "fuzzuser"
         self.token = live_gateway.admin_token if who == "admin" else live_gateway.user_token
@@ -195,6 +197,21 @@ def code_went_stale(case: Any, response: Any, known: dict[str, str], sent_at: fl
     )
 
 
+def described(exc: BaseException) -> str:
+    """An error's message with those of the errors it groups (Hypothesis's "unreliable
+    results" names only how many there were) and of what each was raised from, with the
+    line that raised it (a wrapped BaseException says nothing of its own)."""
+    parts = [str(exc)]
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None:
+        frames = traceback.extract_tb(cause.__traceback__)
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        parts.append(f"(from {type(cause).__name__}{where}: {described(cause)})")
+    if isinstance(exc, BaseExceptionGroup):
+        parts += [f"[{type(sub).__name__}: {described(sub)}]" for sub in exc.exceptions]
+    return " ".join(parts)
+
+
 def fuzz(live_gateway, who):
     sessions = SessionKeeper(live_gateway, who)
     try:
@@ -246,7 +263,7 @@ def fuzz_with(live_gateway, sessions):
             except Unsatisfiable:
                 continue  # nothing in this operation can be made invalid
             except (Exception, BaseExceptionGroup) as exc:  # collect them all, then report
-                text = " ".join(str(exc).split())[:1500]
+                text = " ".join(described(exc).split())[:3000]
                 failures.append(f"{operation.label} ({mode.value}): {text}")
     assert calls >= len(found), "fuzzing sent fewer requests than there are operations"
     return failures

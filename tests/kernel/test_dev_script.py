@@ -1,8 +1,11 @@
-"""``scripts/dev.py test``: the pytest run lists the slowest tests in every log."""
+"""``scripts/dev.py test``: the pytest run lists the slowest tests in every log; setup
+waits for another apt to finish."""
 
 import importlib.util
 import os
 import subprocess
+import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -48,3 +51,39 @@ def test_the_test_command_runs_the_patched_paths_again_with_the_patches_off():
     # a run of chosen tests stays that run
     assert dev.patches_off_command(["-q", "tests/kernel/test_docs.py"]) is None
     assert dev.patches_off_command(["tests/kernel/test_docs.py::test_x"]) is None
+
+
+def test_setup_waits_for_another_apt_to_let_go_of_its_lock(tmp_path):
+    """A fresh machine's own apt-get (first-boot updates) held the lists lock once when
+    the suite's setup ran ``apt-get update``, which refused at once: setup now waits."""
+    dev = dev_script()
+    locks = (tmp_path / "lock-frontend", tmp_path / "absent", tmp_path / "lists-lock")
+    for lock in (locks[0], locks[2]):
+        lock.touch()
+    holder = subprocess.Popen(  # another process: fcntl locks are per process
+        [
+            sys.executable,
+            "-c",
+            f"import fcntl,os,sys; fd=os.open({str(locks[2])!r},os.O_RDWR); "
+            "fcntl.lockf(fd,fcntl.LOCK_EX); print('held',flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert dev.wait_for_locks(locks, timeout=0.5) is False  # still held
+        done = threading.Event()
+        waiter = threading.Thread(
+            target=lambda: done.set() if dev.wait_for_locks(locks, 120) else None
+        )
+        waiter.start()
+        assert not done.wait(1.5)  # waits while the other holds it
+        assert holder.stdin is not None
+        holder.stdin.close()  # the other apt finishes
+        waiter.join(120)
+        assert done.is_set()
+    finally:
+        holder.kill()
+        holder.wait()

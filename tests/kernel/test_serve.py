@@ -1,6 +1,7 @@
 """`hostgate serve` as a real process: defaults, TLS, bind and database settings, SIGTERM."""
 
 import asyncio
+import errno
 import json
 import os
 import re
@@ -16,12 +17,14 @@ import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from hostgate.commands.serve import listening_socket
 from hostgate.db.engine import Database
 from hostgate.db.models.identity import User
+from hypercorn.config import Config as HypercornConfig
 from sqlmodel import select
 
 from testsupport.hugepages import anon_huge_bytes, kernel_collapses, thp_mode
-from testsupport.peers import free_port, wait_for_port
+from testsupport.peers import free_port, reserve_port, wait_for_port
 from testsupport.tlsca import make_server_cert
 
 
@@ -46,9 +49,51 @@ def launch(
 
 
 def start(tmp_path, *extra, env=None):
-    port = free_port()
-    arguments = ["--data-dir", str(tmp_path / "data"), "serve", "--port", str(port), *extra]
-    return launch(arguments, port=port, env=env), port
+    with reserve_port() as reservation:  # held until serve listens on it
+        port = reservation.getsockname()[1]
+        arguments = ["--data-dir", str(tmp_path / "data"), "serve", "--port", str(port), *extra]
+        return launch(arguments, port=port, env=env), port
+
+
+def test_a_reserved_port_is_kept_from_others_but_bound_by_serve_alone_or_with_workers():
+    """testsupport's ``reserve_port``, which test gateways use: no other socket takes
+    the port before serve binds it, and serve's own binds (hypercorn's, and each
+    worker's SO_REUSEPORT one) succeed beside it without sharing its connections."""
+    with reserve_port() as reservation:
+        port = reservation.getsockname()[1]
+        with socket.socket() as other:
+            with pytest.raises(OSError) as taken:
+                other.bind(("127.0.0.1", port))
+            assert taken.value.errno == errno.EADDRINUSE
+        with pytest.raises(ConnectionRefusedError):  # it holds the port, never listens
+            socket.create_connection(("127.0.0.1", port), timeout=10).close()
+        hyper = HypercornConfig()
+        hyper.bind = [f"127.0.0.1:{port}"]
+        (alone,) = hyper.create_sockets().insecure_sockets
+        alone.setblocking(True)
+        alone.listen()
+        with alone, socket.create_connection(("127.0.0.1", port), timeout=10):
+            alone.accept()[0].close()
+        workers = [listening_socket("127.0.0.1", port) for _ in range(2)]
+        try:
+            clients = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(8)]
+            for worker in workers:
+                worker.setblocking(False)
+            accepted = 0
+            deadline = time.monotonic() + 30
+            while accepted < len(clients) and time.monotonic() < deadline:
+                for worker in workers:
+                    try:
+                        worker.accept()[0].close()
+                        accepted += 1
+                    except BlockingIOError:
+                        pass
+            assert accepted == len(clients)  # every one reached a worker, none the reservation
+            for client in clients:
+                client.close()
+        finally:
+            for worker in workers:
+                worker.close()
 
 
 def stop_gracefully(process):

@@ -1,8 +1,10 @@
 """The short form of bench/load.py: terminals and API clients at once, zero errors.
 
 A real ``hostgate serve`` and a real sshd; 20 SSH terminals through ``/ws/ssh``
-type a command every second while 10 API clients list connections, audit and
-sessions for 20 seconds. Every failure counts (a socket that does not open or
+type a command every half second while 10 API clients list connections, audit and
+sessions (a quarter second between calls) for 10 seconds: about 400 commands and 400
+API calls, as many as a command a second for 20 seconds made, in half the wall time
+(the suite's budget). Every failure counts (a socket that does not open or
 closes early, output that does not come back, a non-200 answer); the server must
 not log an unhandled error. No timing is asserted.
 """
@@ -17,7 +19,9 @@ from testsupport.gateway import GatewayProcess
 
 TERMINALS = 20
 API_CLIENTS = 10
-SECONDS = 20.0
+SECONDS = 10.0
+INTERVAL = 0.5  # seconds between one terminal's commands (jittered)
+THINK = 0.25  # seconds between one API client's calls (jittered)
 
 
 async def test_terminals_and_api_clients_at_once_without_errors(sshd: Any, tmp_path: Any) -> None:
@@ -31,8 +35,8 @@ async def test_terminals_and_api_clients_at_once_without_errors(sshd: Any, tmp_p
             terminals=TERMINALS,
             api_clients=API_CLIENTS,
             seconds=SECONDS,
-            interval=1.0,
-            think=0.5,
+            interval=INTERVAL,
+            think=THINK,
         )
     finally:
         gateway.stop()

@@ -168,6 +168,10 @@ def test_marks_follow_a_long_output_cut_into_chunks():
         "w," * 17,
         "\U000f069a",
         "ab\U000f069acd",
+        # 16 words as typed, 32 in lower case ("İ" is "i" and a combining dot): the
+        # fuzz sent one such query, schema-valid, and was refused
+        " ".join(["xİx"] * 16),
+        " ".join(["xİx"] * 17),
     ],
 )
 def test_the_schema_pattern_accepts_what_the_server_does(query):

@@ -155,6 +155,9 @@ class ConnectionDetail(TypedDict):
     canUse: bool
     createdAt: str
     updatedAt: str
+    hasPassword: bool
+    hasPrivateKey: bool
+    # and a has<Field> flag for each secret field of the protocol's pack
 
 
 class Updated(TypedDict):
@@ -176,18 +179,28 @@ class SharesSet(Shares):
     success: bool
 
 
-class SessionCredentials(TypedDict, total=False):
+class SessionCredentials(TypedDict):
     """What a browser client needs to log in itself (never a private key)."""
 
+    connectionId: str
+    name: str
+    protocol: str
     host: str
     port: int
     username: str
+    password: str | None  # only for the connection's owner (else passwordWithheld if set)
+    passwordWithheld: bool
+    extraConfig: dict[str, Any]
+    skipCertValidation: bool
 
 
-class HostKey(TypedDict, total=False):
-    """A remembered SSH host key."""
+class HostKey(TypedDict):
+    """A remembered or presented SSH host key (``host_key_json``)."""
 
+    algorithm: str
     fingerprint: str
+    publicKey: str
+    seenAt: str
 
 
 class HostKeys(TypedDict):

@@ -215,10 +215,13 @@ class SessionDetail(SessionRecord):
     live: bool
 
 
-class Purged(TypedDict, total=False):
+class Purged(TypedDict):
     """What was deleted."""
 
     ok: bool
+    deletedSessions: int
+    deletedRecordings: int
+    deletedFileSessions: int
 
 
 class StorageBytes(TypedDict):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 from hostgate import (
     Account,
@@ -62,7 +62,7 @@ class AccessRequestRecord(TypedDict):
     username: str
     reason: str
     minutes: int
-    status: str
+    status: Status
     createdAt: str
     decidedBy: str | None
     decidedAt: str | None
@@ -101,7 +101,7 @@ def request_json(
         "username": user.username,
         "reason": item.reason,
         "minutes": item.minutes,
-        "status": item.status,
+        "status": cast(Status, item.status),  # the service writes only these
         "createdAt": iso(item.created_at),
         "decidedBy": item.decided_by,
         "decidedAt": iso(item.decided_at),

@@ -24,6 +24,7 @@ from ...errors import InvalidInput
 from .commandlog import REDACTED, CommandEntry
 from .search_text import (
     MAX_QUERY_WORDS,
+    WORD,
     OutputChunk,
     encode_marks,
     marked,
@@ -190,11 +191,13 @@ def query_words(query: str) -> list[str]:
         raise InvalidInput("q is required: the words to look for", code="invalid_query")
     if len(query) > QUERY_MAX:
         raise InvalidInput(f"q must be at most {QUERY_MAX} characters", code="invalid_query")
-    found = words(query, limit=MAX_QUERY_WORDS + 1)
+    # counted as typed, as the schema's pattern counts them: lower case can split a word
+    # ("İ" becomes "i" and a combining dot, which is no letter)
+    if len(WORD.findall(query)) > MAX_QUERY_WORDS:
+        raise InvalidInput(f"q may hold at most {MAX_QUERY_WORDS} words", code="invalid_query")
+    found = words(query, limit=QUERY_MAX)
     if not found:
         raise InvalidInput("q must contain a letter or a digit", code="invalid_query")
-    if len(found) > MAX_QUERY_WORDS:
-        raise InvalidInput(f"q may hold at most {MAX_QUERY_WORDS} words", code="invalid_query")
     return found
 
 

@@ -24,18 +24,27 @@ export function reportSessionEnded(error: ApiError): void {
   }
 }
 
-interface Outcome {
-  data?: unknown;
+/** What an `api.GET/POST/...` call resolves to: openapi-fetch's `FetchResponse`, whose
+ * `data` is the operation's success body as schema.d.ts types it. */
+interface Outcome<D> {
+  data?: D;
   error?: unknown;
   response: Response;
 }
 
+/** A success body's type: `undefined` for an operation that answers without one (204). */
+export type Body<D> = [D] extends [never] ? undefined : D;
+
 /**
- * Await an `api.GET/POST/...` call: its body as `T`, or an ApiError (network failures
- * included). A 401 that ends the session also tells the session listeners.
+ * Await an `api.GET/POST/...` call: its body, typed by the gateway's OpenAPI document
+ * (schema.d.ts) through openapi-fetch, or an ApiError (network failures included). A 401
+ * that ends the session also tells the session listeners.
+ *
+ * Let the body's type be inferred: `call(api.GET("/api/v1/users"))`. A type argument
+ * (`call<X>(...)`) is checked against the document, never a cast.
  */
-export async function call<T>(request: Promise<Outcome>): Promise<T> {
-  let outcome: Outcome;
+export async function call<D>(request: Promise<Outcome<D>>): Promise<Body<D>> {
+  let outcome: Outcome<D>;
   try {
     outcome = await request;
   } catch {
@@ -46,5 +55,5 @@ export async function call<T>(request: Promise<Outcome>): Promise<T> {
     reportSessionEnded(error);
     throw error;
   }
-  return outcome.data as T;
+  return outcome.data as Body<D>;
 }

@@ -2161,8 +2161,11 @@ export interface components {
             reason: string;
             /** Startsat */
             startsAt: string | null;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "approved" | "denied" | "cancelled" | "revoked" | "expired";
             /** Userid */
             userId: string;
             /** Username */
@@ -2454,6 +2457,10 @@ export interface components {
             };
             /** Groupid */
             groupId: string | null;
+            /** Haspassword */
+            hasPassword: boolean;
+            /** Hasprivatekey */
+            hasPrivateKey: boolean;
             /** Host */
             host: string;
             /** Id */
@@ -2750,11 +2757,17 @@ export interface components {
         };
         /**
          * HostKey
-         * @description A remembered SSH host key.
+         * @description A remembered or presented SSH host key (``host_key_json``).
          */
         HostKey: {
+            /** Algorithm */
+            algorithm: string;
             /** Fingerprint */
-            fingerprint?: string;
+            fingerprint: string;
+            /** Publickey */
+            publicKey: string;
+            /** Seenat */
+            seenAt: string;
         };
         /**
          * HostKeyAccepted
@@ -3261,8 +3274,14 @@ export interface components {
          * @description What was deleted.
          */
         Purged: {
+            /** Deletedfilesessions */
+            deletedFileSessions: number;
+            /** Deletedrecordings */
+            deletedRecordings: number;
+            /** Deletedsessions */
+            deletedSessions: number;
             /** Ok */
-            ok?: boolean;
+            ok: boolean;
         };
         /**
          * RdpSession
@@ -3477,12 +3496,28 @@ export interface components {
          * @description What a browser client needs to log in itself (never a private key).
          */
         SessionCredentials: {
+            /** Connectionid */
+            connectionId: string;
+            /** Extraconfig */
+            extraConfig: {
+                [key: string]: unknown;
+            };
             /** Host */
-            host?: string;
+            host: string;
+            /** Name */
+            name: string;
+            /** Password */
+            password: string | null;
+            /** Passwordwithheld */
+            passwordWithheld: boolean;
             /** Port */
-            port?: number;
+            port: number;
+            /** Protocol */
+            protocol: string;
+            /** Skipcertvalidation */
+            skipCertValidation: boolean;
             /** Username */
-            username?: string;
+            username: string;
         };
         /**
          * SessionDetail

@@ -1,20 +1,8 @@
 // Access requests (connections that need approval): the wire shape and its words.
-export interface AccessRequest {
-  id: string;
-  connectionId: string;
-  connectionName: string;
-  userId: string;
-  username: string;
-  reason: string;
-  minutes: number;
-  status: "pending" | "approved" | "denied" | "cancelled" | "revoked" | "expired";
-  createdAt: string;
-  decidedBy: string | null;
-  decidedAt: string | null;
-  note: string;
-  startsAt: string | null;
-  endsAt: string | null;
-}
+import type { components } from "../api/schema";
+
+/** One access request (GET /access-requests), as the gateway's document types it. */
+export type AccessRequest = components["schemas"]["AccessRequestRecord"];
 
 export const DURATIONS = [
   [30, "30 minutes"],
