@@ -12,6 +12,7 @@ import { OutputFeed } from "./feed";
 import { CursorBlink, hardwareWebgl } from "./renderer";
 import "./blink.css";
 import { closeReason } from "../closereason";
+import { randomId } from "../ids";
 import { isMultiline, parseServerText, terminalUrl } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
@@ -73,7 +74,6 @@ export class TerminalSession {
   private lastError = "";
   private lastReason = "";
   private readonly observer: ResizeObserver;
-  private readonly sessionId = crypto.randomUUID();
   /** The DOM renderer's cursor blink (null with the WebGL renderer, which blinks cheaply). */
   private readonly blink: CursorBlink | null = null;
   private batch: OutputFeed | null = null;
@@ -85,6 +85,8 @@ export class TerminalSession {
     private readonly protocol: string,
     preferences: Preferences,
     private readonly events: Events,
+    /** The re-attach id: a socket opened again with it gets the same shell back while the gateway keeps it. */
+    private readonly sessionId: string = randomId(),
   ) {
     const levers = benchLevers();
     this.output = this.feed(levers);
@@ -227,7 +229,12 @@ export class TerminalSession {
         return;
       }
       const frame = parseServerText(String(event.data));
-      if (frame.kind === "status") this.events.onState("connected", frame.message, 0);
+      if (frame.kind === "status") {
+        // the gateway replays the shell's recent output next: it replaces what this
+        // terminal showed, which it repeats (a new shell keeps the old scrollback above it)
+        if (frame.message === "Reattached") this.terminal.reset();
+        this.events.onState("connected", frame.message, 0);
+      }
       else if (frame.kind === "error") [this.lastError, this.lastReason] = [frame.message, frame.reason];
       else if (frame.kind === "watchers") this.events.onWatched?.(frame.message);
       else this.output(String(event.data));
