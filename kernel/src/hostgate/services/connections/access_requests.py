@@ -7,7 +7,8 @@ requester) approves (the access starts at once and ends by itself) or denies; an
 approved access can be revoked early. When access ends, revoked or expired, the user's
 open sessions on the connection close, and those going through it as a jump host.
 Every step is an audit event (``access.*``), so notification rules can send requests
-to a channel.
+to a channel, and a live nudge (``services/events.py``) to the requester's and the
+approvers' open pages.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from ...db.models.identity import User
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...tasks import cancel_and_wait
 from ...timefmt import as_utc, utcnow
+from ..events import ACCESS_REQUESTS
 from ..sessions.live import ACCESS_ENDED
 
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditLog
+    from ..events import UserEvents
     from ..identity.identity import Caller
     from ..lifecycle import Lifecycle
     from ..sessions.live import LiveSessions
@@ -46,11 +49,18 @@ class AccessRequests:
     """Requests, decisions, and the check sessions make while they run."""
 
     def __init__(
-        self, *, audit: AuditLog, db: Database, live: LiveSessions, lifecycle: Lifecycle
+        self,
+        *,
+        audit: AuditLog,
+        db: Database,
+        live: LiveSessions,
+        lifecycle: Lifecycle,
+        events: UserEvents,
     ) -> None:
         self.audit = audit
         self.db = db
         self.live = live
+        self.events = events
         self._sweeper: asyncio.Task[None] | None = None
         lifecycle.on_start(self._start)
         lifecycle.on_stop(self._stop)
@@ -103,7 +113,14 @@ class AccessRequests:
                 target=connection.name,
                 details=self._details(request, connection),
             )
+        self._changed([request])
         return request
+
+    def _changed(self, requests: Sequence[AccessRequest]) -> None:
+        """Nudge the requesters' and the approvers' open pages (they fetch again)."""
+        if requests:
+            users = {request.user_id for request in requests}
+            self.events.notify(ACCESS_REQUESTS, users=users, permission=APPROVE)
 
     async def listing(
         self, caller: Caller, *, everyone: bool, status: str | None
@@ -175,6 +192,7 @@ class AccessRequests:
                 target=connection.name,
                 details=self._details(request, connection),
             )
+        self._changed([request])
         if action == "revoke":
             await self._end_sessions([request])
         return request
@@ -225,6 +243,7 @@ class AccessRequests:
                     username="(system)",
                     details=self._details(request, connection),
                 )
+        self._changed([r for r, _ in ended])
         await self._end_sessions([r for r, _ in ended])
         return len(ended)
 

@@ -27,7 +27,8 @@ export interface Preferences {
 }
 
 export interface Events {
-  onState: (state: TerminalState, detail: string, code: number) => void;
+  /** `reason`: the server's stable reason code of a close ("" when none, docs/terminals.md). */
+  onState: (state: TerminalState, detail: string, code: number, reason?: string) => void;
   /** Who watches this session through the live view ("" when nobody does). */
   onWatched?: (message: string) => void;
   /** Text pasted with a line break in it: the tab asks before it is sent. */
@@ -242,7 +243,7 @@ export class TerminalSession {
     socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
-      this.events.onState("closed", closeReason(event.code, event.reason, this.lastError, this.lastReason), event.code);
+      this.events.onState("closed", closeReason(event.code, event.reason, this.lastError, this.lastReason), event.code, this.lastReason);
     };
   }
 
