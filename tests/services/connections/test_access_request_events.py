@@ -8,10 +8,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from hostgate.cluster.bus import LocalBus
 from hostgate.db.models.connections import AccessRequest
-from hostgate.principals import Caller
-from hostgate.services.events import ACCESS_REQUESTS, UserEvents
+from hostgate.services.events import ACCESS_REQUESTS
 from hostgate.timefmt import utcnow
 
 from tests.services.connections.test_access_requests import API, ask, decide
@@ -81,26 +79,3 @@ async def test_a_used_ticket_is_refused(client, kernel, make_user):
     async with client.websocket(f"/ws/events?ticket={ticket}") as socket:
         frame = await next_frame(socket)
         assert frame["type"] == "error" and frame["reason"] == "ticket_invalid"
-
-
-def caller(user_id: str, *permissions: str) -> Caller:
-    return Caller(
-        user_id=user_id, username=user_id, display_name=user_id, role_id="r", role_name="r",
-        permissions=frozenset(permissions), login_session_id=None,
-    )  # fmt: skip
-
-
-async def test_a_nudge_goes_only_to_its_users_and_the_permission_holders():
-    events = UserEvents(LocalBus())
-    bob = events.listen(caller("bob"))
-    approver = events.listen(caller("ann", "access.approve"))
-    carol = events.listen(caller("carol", "connections.use_ssh"))
-    gone = events.listen(caller("bob"))
-    events.stop(gone)
-    events.notify(ACCESS_REQUESTS, users=["bob"], permission="access.approve")
-    events.notify(ACCESS_REQUESTS, users=["bob"], permission="access.approve")
-    assert await bob.next() == [ACCESS_REQUESTS]  # two changes, one nudge
-    assert await approver.next() == [ACCESS_REQUESTS]
-    assert not carol.changed and not carol.ready.is_set()
-    assert not gone.changed
-    await asyncio.sleep(0)  # the (local) bus publish runs
