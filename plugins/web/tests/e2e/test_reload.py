@@ -169,3 +169,47 @@ def test_the_player_and_the_file_browser_come_back_where_they_were(
         expect(page.get_by_role("link", name=folder.name)).to_have_count(0)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# The app's sockets, kept where the test can reach them (the page's WebSocket, subclassed).
+KEEP_SOCKETS = """
+const NativeWebSocket = window.WebSocket;
+window.hgSockets = [];
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) {
+    super(...args);
+    window.hgSockets.push(this);
+  }
+};
+"""
+
+# What a laptop going to sleep looks like to the app: the terminal's socket ends without a
+# close from the gateway (1006). It is closed for real (the gateway detaches the shell, as
+# when the network goes); the app is told 1006, which no close frame can carry.
+DROP_TERMINAL_SOCKET = """() => {
+  const open = window.hgSockets.filter((s) => s.url.includes("/ws/ssh") && s.readyState === 1);
+  const socket = open.pop();
+  const onclose = socket.onclose;
+  socket.onclose = null;
+  socket.close();
+  onclose(new CloseEvent("close", { code: 1006 }));
+}"""
+
+
+def test_a_dropped_socket_reattaches_to_the_same_shell_by_itself(
+    page: Any,
+    gateway: Gateway,
+    lab_ssh: str,
+) -> None:
+    """The terminal's socket drops without a word from the gateway (the network went, the
+    laptop slept): the tab re-attaches on its own, to the same shell, scrollback kept."""
+    page.context.add_init_script(KEEP_SOCKETS)
+    page.reload()
+    screen = open_terminal(page, lab_ssh, "lab-ssh")
+    pid = shell_pid(page, screen, "awake")
+    tab = page.get_by_role("region", name="Terminal lab-ssh")
+    page.evaluate(DROP_TERMINAL_SOCKET)
+    expect(tab.get_by_role("status").first).to_have_text("Connecting…")
+    expect(tab.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
+    expect(screen).to_contain_text(f"awake-{pid}")
+    assert shell_pid(page, screen, "woken") == pid
