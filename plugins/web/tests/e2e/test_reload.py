@@ -17,9 +17,11 @@ import pytest
 from playwright.sync_api import expect
 
 from testsupport.sshd import TEST_USER, SshdServer, sshd  # noqa: F401 - the fixture
+from testsupport.xvnc import XvncServer, xvnc  # noqa: F401 - the fixture
 
 from .conftest import Gateway, Screens, server_connection, signed_in
 from .terminals import open_terminal, run
+from .test_desktop_vnc import open_desktop, vnc_connection
 from .test_sessions import position, recorded_session
 
 pytestmark = pytest.mark.peer("chromium")
@@ -213,3 +215,24 @@ def test_a_dropped_socket_reattaches_to_the_same_shell_by_itself(
     expect(tab.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
     expect(screen).to_contain_text(f"awake-{pid}")
     assert shell_pid(page, screen, "woken") == pid
+
+
+def test_a_desktop_tab_connects_again_after_a_reload(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    xvnc: XvncServer,  # noqa: F811
+) -> None:
+    connection_id = vnc_connection(gateway, admin_token, xvnc, "lab-vnc")
+    signed_in(page, gateway)
+    open_desktop(page, gateway, connection_id, "lab-vnc")
+    address = page.url
+    assert re.search(r"/desktops/d\d+$", address)
+    page.reload()
+    tab = page.get_by_role("region", name="Desktop lab-vnc")
+    expect(tab.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
+    assert page.url == address
+    # the gateway saw the first session end with the page and a second one start
+    sessions = gateway.api("GET", "/sessions", admin_token).json()["sessions"]
+    assert [entry["protocol"] for entry in sessions] == ["vnc", "vnc"]
+    assert sessions[1]["endedAt"] is not None
