@@ -2,7 +2,8 @@
 behind a real HAProxy: every node lists and ends every node's sessions, identity changes
 made on one node close the sockets another holds, a node killed with SIGKILL has its
 sessions marked ended by the other within the node timeout with the recording readable,
-and a terminal held by one node is watched from the other.
+a terminal held by one node is watched from the other, and an access request made on
+one node nudges an approver's ``/ws/events`` socket on the other.
 
 Each node has its own data directory; both record into one HOSTGATE_RECORDINGS_DIR. The
 nodes are started once for the module; each test begins with both up and no session held.
@@ -426,3 +427,33 @@ async def test_a_killed_nodes_recording_upload_is_ended_readable_by_the_other(se
     late = on_b.call("POST", f"/sessions/{session_id}/recording/chunk", content=b"late")
     assert late.status_code == 409 and late.json()["code"] == "not_recording"
     node_a.start()  # the fixture's teardown checks its log
+
+
+async def test_an_access_request_on_one_node_nudges_an_approver_on_the_other(setup):
+    node_a, node_b, admin, _ = setup
+    on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
+    name = f"rita-{time.monotonic_ns()}"
+    made = on_a.call(
+        "POST", "/users", json={"username": name, "password": ADMIN_PASSWORD, "role": "user"}
+    )
+    assert made.status_code == 201, made.text
+    gated = on_a.call(
+        "POST",
+        "/connections",
+        json={
+            "name": f"gated {name}", "protocol": "telnet", "host": "127.0.0.1", "port": 23,
+            "shared": True, "approvalRequired": True,
+        },
+    )  # fmt: skip
+    assert gated.status_code == 201, gated.text
+    rita = Node(node_a.url, login(node_a.url, name))
+    async with connect(f"{node_b.ws_url}/ws/events?ticket={on_b.ticket()}") as approver:
+        assert json.loads(await asyncio.wait_for(approver.recv(), 10)) == {"type": "ready"}
+        asked = rita.call(
+            "POST",
+            "/access-requests",
+            json={"connectionId": gated.json()["id"], "minutes": 5, "reason": "INC-9"},
+        )
+        assert asked.status_code == 201, asked.text
+        nudge = json.loads(await asyncio.wait_for(approver.recv(), 10))  # through Redis
+        assert nudge == {"type": "changed", "topic": "access-requests"}

@@ -55,6 +55,7 @@ from .contract import (
     SettingsAPI,
     StoredConnection,
     StoredCredential,
+    UserEventsAPI,
 )
 from .db.types import UTCDateTime, new_id
 from .default_settings import url_setting_parts
@@ -141,6 +142,7 @@ __all__ = [
     "DoorTerminal",
     "FrontDoorAPI",
     "SealedValuesAPI",
+    "UserEventsAPI",
     "HttpResponse",
     "KernelAPI",
     "NewCredential",

@@ -9,7 +9,7 @@ services, the WebSocket layer, hook specs and descriptors can all depend on it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -738,6 +738,21 @@ class NotificationsAPI(Protocol):
         """Deprecated alias of ``kernel.outbound`` (a ``DeprecationWarning`` on each use)."""
 
 
+class UserEventsAPI(Protocol):
+    """``kernel.events``: live nudges to the browser app's open pages.
+
+    A nudge carries no data: every ``/ws/events`` socket of ``users``, and of every
+    user whose role holds ``permission``, on every node, gets ``{"type": "changed",
+    "topic": topic}`` and the page asks the API again (which decides what it may see).
+    Delivery is at most once and may be late; a page also fetches when it opens.
+    """
+
+    def notify(
+        self, topic: str, *, users: Iterable[str] = (), permission: str | None = None
+    ) -> None:
+        """Tell ``users`` and the holders of ``permission`` that ``topic`` changed."""
+
+
 class KernelAPI(Protocol):
     """The kernel as a pack sees it: handed to hooks and factories, and ``current_kernel()``."""
 
@@ -788,6 +803,10 @@ class KernelAPI(Protocol):
     @property
     def connections(self) -> ConnectionsAPI:
         """Stored connections (read-only)."""
+
+    @property
+    def events(self) -> UserEventsAPI:
+        """Live nudges to the browser app's open pages (``/ws/events``)."""
 
     @property
     def sealed_values(self) -> SealedValuesAPI:

@@ -34,6 +34,7 @@ from .services.backup import Backups
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
 from .services.connections.transfer_port import TransferPort
+from .services.events import UserEvents
 from .services.front_door import FrontDoor, SealedValues
 from .services.identity.accounts import Accounts
 from .services.identity.api_tokens import ApiTokenCheck, ApiTokens
@@ -202,6 +203,7 @@ class Kernel:
         self.api_tokens = ApiTokens(audit=self.audit, db=self.db, identity=self.identity)
         self.audit_query = AuditQuery(db=self.db)
         self.key_rotation = KeyRotation(config=config, db=self.db, secrets=self.secrets)
+        self.events = UserEvents(self.cluster.bus)
         self.connections = Connections(
             db=self.db,
             secrets=self.secrets,

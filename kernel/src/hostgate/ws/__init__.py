@@ -4,7 +4,8 @@
 terminal, and ``/ws/<name>`` plus ``/ws/<name>/<connectionId>`` for every
 protocol with a byte relay; the same again for each of a protocol's
 ``socket_aliases``; and ``/ws/sessions/<id>/watch``, the live view of a running
-terminal (``sessions`` is no protocol's socket name). Each view is guarded by
+terminal, and ``/ws/events``, the open app's live nudges (``sessions`` and ``events``
+are no protocol's socket name). Each view is guarded by
 ``@ticket``: it redeems the single-use ticket itself.
 """
 
@@ -18,6 +19,7 @@ from quart import Blueprint
 from ..descriptors import ProtocolSpec
 from ..guards import ticket
 from ..plugins import PluginConflict
+from .events import serve_events
 from .relay import serve_relay
 from .terminal import serve_terminal
 from .watch import serve_watch
@@ -53,9 +55,21 @@ def _watch_view(kernel: Kernel) -> Callable[..., Awaitable[None]]:
     return watch_socket
 
 
+def _events_view(kernel: Kernel) -> Callable[[], Awaitable[None]]:
+    @ticket
+    async def events_socket() -> None:
+        """The open app's live nudges (something it shows changed)."""
+        await serve_events(kernel)
+
+    return events_socket
+
+
 def _socket_names(kernel: Kernel) -> list[tuple[str, ProtocolSpec]]:
     """(path name, protocol) for every socket: each name and alias, once."""
-    owners: dict[str, str] = {"sessions": "the kernel's live view"}
+    owners: dict[str, str] = {
+        "sessions": "the kernel's live view",
+        "events": "the kernel's live nudges",
+    }
     names: list[tuple[str, ProtocolSpec]] = []
     for name, spec in sorted(kernel.protocols.items()):
         if spec.open_terminal is None and spec.open_stream is None:
@@ -82,4 +96,5 @@ def blueprint_for(kernel: Kernel) -> Blueprint:
             blueprint.add_websocket(f"/ws/{name}", f"relay_{name}", view)
             blueprint.add_websocket(f"/ws/{name}/<connection_id>", f"relay_{name}_id", view)
     blueprint.add_websocket("/ws/sessions/<session_id>/watch", "watch", _watch_view(kernel))
+    blueprint.add_websocket("/ws/events", "events", _events_view(kernel))
     return blueprint

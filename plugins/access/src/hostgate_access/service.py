@@ -7,7 +7,8 @@ requester) approves (the access starts at once and ends by itself) or denies; an
 approved access can be revoked early. When access ends, revoked or expired, the user's
 open sessions on the connection close, and those going through it as a jump host.
 Every step is an audit event (``access.*``), so notification rules can send requests
-to a channel. The kernel asks :meth:`AccessRequests.granted` through the
+to a channel, and a live nudge (``kernel.events``) to the requester's and the
+approvers' open pages. The kernel asks :meth:`AccessRequests.granted` through the
 ``grant_connection_access`` hook whenever a session opens or re-checks its access.
 """
 
@@ -36,6 +37,9 @@ from sqlmodel import col, select
 from .models import AccessRequest
 
 log = logging.getLogger("hostgate.access")
+
+ACCESS_REQUESTS = "access-requests"
+"""The ``kernel.events`` topic the app's access-request pages listen to."""
 
 APPROVE = "access.approve"
 MAX_MINUTES = 7 * 24 * 60
@@ -99,7 +103,14 @@ class AccessRequests:
                 target=connection.name,
                 details=self._details(request, connection),
             )
+        self._changed([request])
         return request
+
+    def _changed(self, requests: Sequence[AccessRequest]) -> None:
+        """Nudge the requesters' and the approvers' open pages (they fetch again)."""
+        if requests:
+            users = {request.user_id for request in requests}
+            self.kernel.events.notify(ACCESS_REQUESTS, users=users, permission=APPROVE)
 
     async def listing(
         self, caller: Caller, *, everyone: bool, status: str | None
@@ -165,6 +176,7 @@ class AccessRequests:
                 target=connection.name,
                 details=self._details(request, connection),
             )
+        self._changed([request])
         if action == "revoke":
             await self._end_sessions([request])
         return request
@@ -215,6 +227,7 @@ class AccessRequests:
                     username="(system)",
                     details=self._details(request, connection),
                 )
+        self._changed(ended)
         await self._end_sessions(ended)
         return len(ended)
 

@@ -1,9 +1,11 @@
 """Access requests in the browser: a user asks for a connection that needs approval, an
-approver (another browser) approves it from the account menu, the user opens the
-terminal; the approver ends it and the user's terminal closes."""
+approver (another browser) sees it arrive (a count on the account menu) and approves it,
+the user's page changes without a reload and the terminal opens; the approver ends it,
+the user's page and terminal follow at once, and the terminal offers no Reconnect."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -40,16 +42,6 @@ def test_ask_approve_use_and_end_an_access(
     connection_id = str(response.json()["id"])
     gateway.trust_host_key(admin_token, connection_id)
 
-    signed_in(page, gateway, "rita")
-    page.goto(f"{gateway.url}/connections/{connection_id}")
-    card = page.get_by_role("region", name="Needs approval")
-    expect(page.get_by_role("button", name="Open terminal")).to_have_count(0)
-    card.get_by_label("For").select_option(label="1 hour")
-    card.get_by_label("Reason").fill("INC-7 disk full")
-    card.get_by_role("button", name="Request access").click()
-    expect(card.get_by_role("status")).to_contain_text("waiting for an approver")
-    screens.check(page, "access-request-waiting")
-
     approver_context = browser.new_context(
         viewport={"width": 1280, "height": 800}, color_scheme="light", locale="en-GB"
     )
@@ -58,23 +50,54 @@ def test_ask_approve_use_and_end_an_access(
         admin = approver_context.new_page()
         admin.set_default_timeout(15_000)
         signed_in(admin, gateway)
-        admin.get_by_role("button", name="account menu").click()
+        menu = admin.get_by_role("button", name="account menu")
+        expect(menu).not_to_contain_text("waiting")
+
+        signed_in(page, gateway, "rita")
+        page.goto(f"{gateway.url}/connections/{connection_id}")
+        card = page.get_by_role("region", name="Needs approval")
+        expect(page.get_by_role("button", name="Open terminal")).to_have_count(0)
+        card.get_by_label("For").select_option(label="1 hour")
+        card.get_by_label("Reason").fill("INC-7 disk full")
+        card.get_by_role("button", name="Request access").click()
+        expect(card.get_by_role("status")).to_contain_text("waiting for an approver")
+        screens.check(page, "access-request-waiting")
+
+        # the approver's open page shows the request at once (the live channel)
+        expect(menu).to_have_accessible_name(re.compile(r"account menu \(1 waiting\)$"))
+        screens.check(admin, "access-requests-badge")
+        menu.click()
         admin.get_by_role("link", name="Access requests").click()
         waiting = admin.get_by_role("list", name="Waiting requests")
         expect(waiting).to_contain_text("INC-7 disk full")
         screens.check(admin, "access-requests")
         waiting.get_by_role("button", name="Approve rita on prod-db").click()
         expect(admin.get_by_role("list", name="Running accesses")).to_contain_text("rita")
+        expect(menu).not_to_contain_text("waiting")
 
-        page.reload()
+        # the requester's page changes without a reload, and says until when
+        expect(card.get_by_role("status")).to_contain_text("Approved until")
+        screens.check(page, "access-request-approved", scroll_to=card)
         page.get_by_role("button", name="Open terminal").click()
         tab = page.get_by_role("region", name="Terminal prod-db")
         expect(tab.get_by_role("status")).to_have_text("Connected", timeout=30_000)
+        page.go_back()  # the connection's page; the terminal stays open in its tab
+        expect(card.get_by_role("status")).to_contain_text("Approved until")
 
         admin.get_by_role("button", name="End rita's access to prod-db").click()
+        expect(card.get_by_role("status")).to_contain_text("Your access ended")
+        expect(card.get_by_role("button", name="Request access")).to_be_visible()
+        expect(page.get_by_role("button", name="Open terminal")).to_have_count(0)
+        # the terminal says why, and offers no Reconnect once access has ended
+        page.get_by_role("navigation", name="Open terminals").get_by_role(
+            "link", name="prod-db"
+        ).click()
         expect(tab.get_by_role("alert")).to_contain_text(
             "access to this connection ended", timeout=20_000
         )
+        expect(tab.get_by_role("button", name="Reconnect")).to_have_count(0)
+        expect(tab.get_by_role("link", name="Ask for access again")).to_be_visible()
+        screens.check(page, "access-ended-terminal")
     finally:
         approver_context.close()
     statuses = [

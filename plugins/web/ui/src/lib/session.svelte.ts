@@ -3,6 +3,7 @@ import { api, call, onSessionEnded } from "../api/client";
 import type { Me, Providers, PublicSettings } from "../api/types";
 import { idleSignOutNotice } from "./closereason";
 import { describeError } from "./errors";
+import { forgetTabs } from "./tabs.svelte";
 
 export type Phase = "loading" | "setup" | "signin" | "app" | "unreachable";
 
@@ -83,6 +84,7 @@ export async function refreshMe(show = true): Promise<void> {
 
 /** Leave the app for the sign-in screen with a notice. */
 export function signedOut(notice = "", kind: "info" | "danger" = "info"): void {
+  forgetTabs(); // their shells were this sign-in's: a new one cannot re-attach to them
   session.me = null;
   session.notice = notice;
   session.noticeKind = kind;

@@ -11,6 +11,7 @@ import {
   snippetPieces,
   searchFromFilters,
   startFromAddress,
+  addressWithTime,
   watchUrl,
 } from "./sessions";
 
@@ -150,5 +151,15 @@ describe("snippetPieces", () => {
     expect(snippetPieces("plain text", undefined)).toEqual([{ text: "plain text", match: false }]);
     expect(snippetPieces("plain text", [{ text: "plain", match: true }])).toEqual([{ text: "plain text", match: false }]);
     expect(snippetPieces("", [])).toEqual([]);
+  });
+});
+
+describe("the player's moment in the address", () => {
+  it("is kept to the whole second, with the rest of the query, and dropped at the start", () => {
+    expect(addressWithTime("", 12.7)).toBe("?t=12");
+    expect(addressWithTime("?t=3&x=1", 40)).toBe("?t=40&x=1");
+    expect(addressWithTime("?t=3&x=1", 0.4)).toBe("?x=1");
+    expect(addressWithTime("?t=3", Number.NaN)).toBe("");
+    expect(startFromAddress(addressWithTime("", 12.7))).toBe(12);
   });
 });

@@ -149,6 +149,19 @@ export function startFromAddress(search: string): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
 
+/**
+ * The address's query with the player's moment in it (`t`, seconds into the session, to the
+ * whole second; none at the start), the rest kept: a reload opens the player where it was.
+ */
+export function addressWithTime(search: string, seconds: number): string {
+  const query = new URLSearchParams(search);
+  const whole = Math.floor(seconds);
+  if (Number.isFinite(whole) && whole >= 1) query.set("t", String(whole));
+  else query.delete("t");
+  const text = query.toString();
+  return text ? `?${text}` : "";
+}
+
 /** A piece of a search hit's snippet: `match` where the words searched for are. */
 export interface SnippetPiece {
   text: string;

@@ -12,6 +12,7 @@ import { OutputFeed } from "./feed";
 import { CursorBlink, hardwareWebgl } from "./renderer";
 import "./blink.css";
 import { closeReason } from "../closereason";
+import { randomId } from "../ids";
 import { isMultiline, parseServerText, terminalUrl } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
@@ -26,7 +27,8 @@ export interface Preferences {
 }
 
 export interface Events {
-  onState: (state: TerminalState, detail: string, code: number) => void;
+  /** `reason`: the server's stable reason code of a close ("" when none, docs/terminals.md). */
+  onState: (state: TerminalState, detail: string, code: number, reason?: string) => void;
   /** Who watches this session through the live view ("" when nobody does). */
   onWatched?: (message: string) => void;
   /** Text pasted with a line break in it: the tab asks before it is sent. */
@@ -73,7 +75,6 @@ export class TerminalSession {
   private lastError = "";
   private lastReason = "";
   private readonly observer: ResizeObserver;
-  private readonly sessionId = crypto.randomUUID();
   /** The DOM renderer's cursor blink (null with the WebGL renderer, which blinks cheaply). */
   private readonly blink: CursorBlink | null = null;
   private batch: OutputFeed | null = null;
@@ -85,6 +86,8 @@ export class TerminalSession {
     private readonly protocol: string,
     preferences: Preferences,
     private readonly events: Events,
+    /** The re-attach id: a socket opened again with it gets the same shell back while the gateway keeps it. */
+    private readonly sessionId: string = randomId(),
   ) {
     const levers = benchLevers();
     this.output = this.feed(levers);
@@ -227,7 +230,12 @@ export class TerminalSession {
         return;
       }
       const frame = parseServerText(String(event.data));
-      if (frame.kind === "status") this.events.onState("connected", frame.message, 0);
+      if (frame.kind === "status") {
+        // the gateway replays the shell's recent output next: it replaces what this
+        // terminal showed, which it repeats (a new shell keeps the old scrollback above it)
+        if (frame.message === "Reattached") this.terminal.reset();
+        this.events.onState("connected", frame.message, 0);
+      }
       else if (frame.kind === "error") [this.lastError, this.lastReason] = [frame.message, frame.reason];
       else if (frame.kind === "watchers") this.events.onWatched?.(frame.message);
       else this.output(String(event.data));
@@ -235,7 +243,7 @@ export class TerminalSession {
     socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
-      this.events.onState("closed", closeReason(event.code, event.reason, this.lastError, this.lastReason), event.code);
+      this.events.onState("closed", closeReason(event.code, event.reason, this.lastError, this.lastReason), event.code, this.lastReason);
     };
   }
 
