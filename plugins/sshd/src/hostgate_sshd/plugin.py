@@ -18,6 +18,8 @@ LISTEN_SETTING = "sshd.listen_address"
 LISTEN_ENV = "HOSTGATE_SSHD_LISTEN"
 DEFAULT_LISTEN = "127.0.0.1:2222"
 STATE_KEY = "sshd.server"
+CA_SETTING = "sshd.trusted_user_ca_keys"
+MAX_CA_TEXT = 64 * 1024
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:
@@ -44,6 +46,12 @@ def _check_listen(value: Any) -> None:
     parse_listen(str(value))
 
 
+def _check_ca_keys(value: Any) -> None:
+    from .certs import parse_ca_keys  # asyncssh: loaded when the setting is changed
+
+    parse_ca_keys(str(value))
+
+
 SSHD_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         LISTEN_SETTING,
@@ -57,12 +65,24 @@ SSHD_SETTINGS: tuple[SettingSpec, ...] = (
         ),
         group="sshd",
     ),
+    SettingSpec(
+        CA_SETTING,
+        str,
+        "",
+        max_length=MAX_CA_TEXT,
+        validate=_check_ca_keys,
+        description=(
+            "OpenSSH CA public keys (one per line) whose user certificates sign in; "
+            "a certificate's principal is the hostgate user name"
+        ),
+        group="sshd",
+    ),
 )
 
 
 @hookimpl
 def register_settings() -> Sequence[SettingSpec]:
-    """The listen address."""
+    """The listen address and the trusted user CAs."""
     return SSHD_SETTINGS
 
 

@@ -29,6 +29,9 @@ from hostgate import (
     StoredCredential,
 )
 
+from .certs import CERT_METHOD, CaCache, authorized_cas
+from .plugin import CA_SETTING
+
 log = logging.getLogger("hostgate.sshd")
 
 SEPARATOR = ":"
@@ -132,6 +135,12 @@ class DoorConnection(asyncssh.SSHServer):
             await logins.check_not_locked(self.user, self.client, username=self.login.user)
         except ApiError as refused:
             self._refuse(refused.message)
+            return True
+        if self.user is not None and self.conn is not None:
+            cas = self.door.cas.get(str(self.kernel.settings.get(CA_SETTING) or ""))
+            trusted = authorized_cas(cas, self.user.username)
+            if trusted is not None:
+                self.conn.set_authorized_keys(trusted)
         return True
 
     def public_key_auth_supported(self) -> bool:
@@ -147,6 +156,15 @@ class DoorConnection(asyncssh.SSHServer):
             self.credential = credential
             return True
         await self._failed("ssh_key_rejected")
+        return False
+
+    async def validate_ca_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        """A certificate no trusted CA entry of this user accepted: count it and refuse.
+
+        asyncssh asks only when the CA is unknown or the principals do not name the
+        user; the CAs themselves are checked through ``set_authorized_keys``.
+        """
+        await self._failed("ssh_certificate_rejected")
         return False
 
     async def _failed(self, reason: str) -> None:
@@ -171,24 +189,28 @@ class DoorConnection(asyncssh.SSHServer):
         asyncssh does not wait for this hook on the server side, so the login runs as a
         task that every session channel waits for.
         """
-        if self.caller is None:  # a key: keyboard-interactive signed in already
+        if self.caller is None:  # a key or certificate: keyboard-interactive signed in already
             self.signing_in = asyncio.ensure_future(self._sign_in())
 
     async def _sign_in(self) -> None:
         user, credential = self.user, self.credential
-        if user is None or credential is None:  # never: asyncssh only calls this after a key
+        if user is None:  # never: asyncssh only calls this after a key or certificate
             return
         try:
-            await self.kernel.credentials.record_use(credential, credential.sign_count)
+            if credential is None:  # no registered key checked out: a CA's certificate did
+                method, details = CERT_METHOD, {"via": VIA}
+            else:
+                await self.kernel.credentials.record_use(credential, credential.sign_count)
+                method, details = (
+                    "ssh-key",
+                    {
+                        "via": VIA,
+                        "keyId": credential.id,
+                        "keyFingerprint": credential.credential_id,
+                    },
+                )
             self.caller = await self.kernel.front_door.sign_in(
-                user,
-                self.client,
-                method="ssh-key",
-                details={
-                    "via": VIA,
-                    "keyId": credential.id,
-                    "keyFingerprint": credential.credential_id,
-                },
+                user, self.client, method=method, details=details
             )
         except ApiError as refused:
             self.refused = refused.message
@@ -374,6 +396,7 @@ class FrontDoorServer:
         self.kernel = kernel
         self.connections: set[DoorConnection] = set()
         self.host_keys: list[asyncssh.SSHKey] = []
+        self.cas = CaCache()
         self.address = ""
         self.port = 0
         self._server: asyncssh.SSHAcceptor | None = None
