@@ -388,10 +388,13 @@ class FrontDoorAPI(Protocol):
         *,
         details: dict[str, Any] | None = None,
     ) -> Caller | str:
-        """The web's local password step: the caller, or an MFA token when TOTP is on.
+        """The web's password step: the caller, or an MFA token when TOTP is on.
 
-        Rate limit, lockout, failure count and audit are the web sign-in's own;
-        a refusal raises its ``ApiError`` (401, 429 ``account_locked``...).
+        A directory account's password is checked by its login pack
+        (``LoginMethod.check_password``, e.g. LDAP), a name no account has by the first
+        enabled such method, else locally. Rate limit, lockout, failure count and audit
+        are the web sign-in's own; a refusal raises its ``ApiError`` (401, 429
+        ``account_locked``, 502 when the directory is down...).
         """
 
     async def sign_in_totp(

@@ -263,6 +263,8 @@ class Kernel:
             connections=self.connections,
             protocols=self.protocols,
             terminal_sessions=self.terminal_sessions,
+            login_methods=self.login_methods,
+            kernel=self,
         )
         self.live_view = LiveView(
             audit=self.audit,

@@ -12191,6 +12191,12 @@ export interface operations {
                      */
                     "sshd.listen_address"?: string;
                     /**
+                     * Format: setting:sshd.trusted_user_ca_keys
+                     * @description OpenSSH CA public keys (one per line) whose user certificates sign in; a certificate's principal is the hostgate user name
+                     * @example
+                     */
+                    "sshd.trusted_user_ca_keys"?: string;
+                    /**
                      * Format: setting:updates.feed_url
                      * @description Release feed /version checks for a newer release (PyPI JSON, or {version, url}); empty turns the check off: no outbound call at all
                      * @example https://pypi.org/pypi/hostgate/json
