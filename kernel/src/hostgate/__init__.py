@@ -44,6 +44,7 @@ from .contract import (
     SealedValuesAPI,
     SecretsAPI,
     SettingsAPI,
+    SharedValuesAPI,
     StoredCredential,
 )
 from .default_settings import url_setting_parts
@@ -119,6 +120,7 @@ __all__ = [
     "DoorTerminal",
     "FrontDoorAPI",
     "SealedValuesAPI",
+    "SharedValuesAPI",
     "HttpResponse",
     "KernelAPI",
     "NewCredential",

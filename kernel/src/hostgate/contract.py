@@ -331,6 +331,26 @@ class SealedValuesAPI(Protocol):
         """
 
 
+class SharedValuesAPI(Protocol):
+    """``kernel.shared``: short-lived values every node sees (a pending approval...).
+
+    In this node's memory, or in the Redis the nodes share: a value put on one node is
+    read and taken on any. Names are the pack's own (start them with the pack's name),
+    at most 200 printable characters; values at most 64 KiB of text; lifetimes at
+    most a day. While the shared Redis is down each call raises the 503
+    ``shared_state_unavailable``. Never for secrets that must survive a restart.
+    """
+
+    async def put(self, name: str, value: str, *, ttl: float) -> None:
+        """Store ``value`` under ``name`` for ``ttl`` seconds, replacing any value."""
+
+    async def get(self, name: str) -> str | None:
+        """The value, or None when there is none (never put, taken or expired)."""
+
+    async def take(self, name: str) -> str | None:
+        """The value, removed at once: of callers racing for it, exactly one gets it."""
+
+
 class DoorTerminal(Protocol):
     """A terminal session opened by ``kernel.front_door.open_terminal``."""
 
@@ -535,6 +555,10 @@ class KernelAPI(Protocol):
     @property
     def sealed_values(self) -> SealedValuesAPI:
         """Small sealed secrets a pack keeps in the database (host keys...)."""
+
+    @property
+    def shared(self) -> SharedValuesAPI:
+        """Short-lived values every node sees (memory, or the shared Redis)."""
 
     @property
     def front_door(self) -> FrontDoorAPI:

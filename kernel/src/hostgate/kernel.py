@@ -16,6 +16,7 @@ from . import permissions as perms
 from .closereasons import CloseReason
 from .cluster import Cluster, ClusterSetupError
 from .cluster.shared import marker_refusal, read_marker, write_marker
+from .cluster.values import shared_values
 from .config import Config
 from .db.engine import Database
 from .db.models.identity import Role
@@ -256,6 +257,7 @@ class Kernel:
         self.live.on_access_changed(self.terminal_sessions.access_changed)
         self.live.on_reaped(self.recordings.end_abandoned)
         self.sealed_values = SealedValues(self.db, self.secrets)
+        self.shared = shared_values(self.cluster.redis)
         self.front_door = FrontDoor(
             db=self.db,
             logins=self.logins,
