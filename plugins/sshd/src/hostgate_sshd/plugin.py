@@ -19,6 +19,7 @@ LISTEN_ENV = "HOSTGATE_SSHD_LISTEN"
 DEFAULT_LISTEN = "127.0.0.1:2222"
 STATE_KEY = "sshd.server"
 CA_SETTING = "sshd.trusted_user_ca_keys"
+WEB_URL_SETTING = "sshd.web_url"
 MAX_CA_TEXT = 64 * 1024
 
 
@@ -46,6 +47,16 @@ def _check_listen(value: Any) -> None:
     parse_listen(str(value))
 
 
+def _check_web_url(value: Any) -> None:
+    text = str(value).strip()
+    if text and (
+        not text.startswith(("https://", "http://"))
+        or not text.isprintable()
+        or any(ch.isspace() for ch in text)
+    ):
+        raise ValueError("an http(s):// address such as https://gateway.example.org, or empty")
+
+
 def _check_ca_keys(value: Any) -> None:
     from .certs import parse_ca_keys  # asyncssh: loaded when the setting is changed
 
@@ -62,6 +73,18 @@ SSHD_SETTINGS: tuple[SettingSpec, ...] = (
         description=(
             "Where the SSH front door listens (host:port, or off); read at start-up, "
             f"the {LISTEN_ENV} environment variable wins"
+        ),
+        group="sshd",
+    ),
+    SettingSpec(
+        WEB_URL_SETTING,
+        str,
+        "",
+        max_length=500,
+        validate=_check_web_url,
+        description=(
+            "The browser app's address (https://gateway.example.org) in the link the "
+            "front door prints for a browser approval; empty: the path alone"
         ),
         group="sshd",
     ),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +30,9 @@ from hostgate import (
     StoredCredential,
 )
 
+from .approval import APPROVAL_SECONDS, APPROVED, REFUSED, Approvals, approval_link
 from .certs import CERT_METHOD, CaCache, authorized_cas
-from .plugin import CA_SETTING
+from .plugin import CA_SETTING, WEB_URL_SETTING
 
 log = logging.getLogger("hostgate.sshd")
 
@@ -39,11 +41,14 @@ SEPARATOR = ":"
 MAX_LOGIN_NAME = 512
 KEY_KIND = "ssh-key"
 READ_SIZE = 64 * 1024
-LOGIN_GRACE_SECONDS = 30
+LOGIN_GRACE_SECONDS = APPROVAL_SECONDS + 30
+"""Long enough for a browser approval, as sshd's own LoginGraceTime (120 s)."""
 REFUSED_EXIT = 255
 MAX_KBDINT_FAILURES = 3
 STOP_GRACE_SECONDS = 5.0
 VIA = "ssh"
+APPROVAL_METHOD = "ssh-approval"
+APPROVAL_HINT = "(An empty password asks for an approval in the browser instead.)\r\n"
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,9 @@ class DoorConnection(asyncssh.SSHServer):
         self.signing_in: asyncio.Future[None] | None = None
         self.mfa_token: str | None = None
         self.kbdint_failures = 0
+        self.offered_key = ""
+        self.approval: tuple[str, float] | None = None
+        self.closed = False
 
     # -- connection ---------------------------------------------------------------
 
@@ -101,6 +109,7 @@ class DoorConnection(asyncssh.SSHServer):
 
     def connection_lost(self, exc: Exception | None) -> None:
         """End every terminal of the connection and its login session."""
+        self.closed = True
         self.door.connections.discard(self)
         self.door.spawn(self._closed())
 
@@ -155,6 +164,7 @@ class DoorConnection(asyncssh.SSHServer):
         if credential is not None and self.user is not None and credential.user_id == self.user.id:
             self.credential = credential
             return True
+        self.offered_key = key.get_fingerprint("sha256")
         await self._failed("ssh_key_rejected")
         return False
 
@@ -225,16 +235,25 @@ class DoorConnection(asyncssh.SSHServer):
     def get_kbdint_challenge(
         self, username: str, lang: str, submethods: str
     ) -> tuple[str, str, str, list[tuple[str, bool]]]:
-        """Ask for the password (or nothing, for a refused connection: it fails next)."""
+        """Ask for the password; an empty one asks for a browser approval instead."""
         self.mfa_token = None
-        return "", "", "", [("Password: ", False)]
+        return "", APPROVAL_HINT, "", [("Password: ", False)]
 
     async def validate_kbdint_response(
         self, username: str, responses: Sequence[str]
     ) -> bool | tuple[str, str, str, list[tuple[str, bool]]]:
-        """Check the password, then the TOTP code, with the web's limits and audit."""
-        if self.refused or self.login is None or len(responses) != 1:
+        """Check the password, then the TOTP code, with the web's limits and audit.
+
+        An empty password asks for a browser approval (``approval.py``) instead.
+        """
+        if self.refused or self.login is None:
             return self._kbdint_failed()
+        if self.approval is not None:  # the client read the link: wait for the browser
+            return await self._approved(*self.approval)
+        if len(responses) != 1:
+            return self._kbdint_failed()
+        if self.mfa_token is None and responses[0] == "":
+            return await self._ask_approval()
         details = {"via": VIA}
         try:
             if self.mfa_token is None:
@@ -255,6 +274,52 @@ class DoorConnection(asyncssh.SSHServer):
             return self._kbdint_failed()
         self.attempted = True  # counted by the password check itself
         return True
+
+    async def _ask_approval(self) -> tuple[str, str, str, list[tuple[str, bool]]]:
+        """Make a request and show its link; the client answers at once (no prompt)."""
+        user = self.user
+        code = await Approvals(self.kernel).create(
+            user.id if user is not None else "",
+            user.username if user is not None else "",
+            self.client.ip_address,
+            self.offered_key,
+        )
+        self.approval = (code, time.time() + APPROVAL_SECONDS)
+        link = approval_link(str(self.kernel.settings.get(WEB_URL_SETTING) or ""), code)
+        minutes = APPROVAL_SECONDS // 60
+        instructions = (
+            "Approve this sign-in in the hostgate browser app, where you are signed in:\r\n"
+            f"    {link}\r\n"
+            f"Code {code}; it expires in {minutes} minutes. Waiting...\r\n"
+        )
+        return "hostgate", instructions, "", []
+
+    async def _approved(self, code: str, deadline: float) -> bool:
+        """Wait for the browser's decision; sign in when the user approved."""
+        decision = await Approvals(self.kernel).wait(code, deadline, lambda: self.closed)
+        self.approval = None
+        if decision == APPROVED and self.user is not None:
+            try:
+                self.caller = await self.kernel.front_door.sign_in(
+                    self.user,
+                    self.client,
+                    method=APPROVAL_METHOD,
+                    details={"via": VIA, "approvalCode": code},
+                )
+            except ApiError as refused:
+                self._refuse(refused.message)
+                return self._kbdint_failed()
+            self.attempted = True
+            return True
+        await self._failed(
+            "ssh_approval_refused" if decision == REFUSED else "ssh_approval_expired"
+        )
+        self._refuse(
+            "the sign-in was refused in the browser"
+            if decision == REFUSED
+            else "the sign-in was not approved in time"
+        )
+        return self._kbdint_failed()
 
     def _kbdint_failed(self) -> bool:
         """A wrong answer; the ``MAX_KBDINT_FAILURES``-th closes the connection.

@@ -1806,6 +1806,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sshd/approvals/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The SSH sign-in waiting under ``code``: who asks, from where, since when.
+         * @description Only the user the client named sees it; for anyone else, and for an unknown,
+         *     used or expired code, 404.
+         */
+        get: operations["get_show_approval"];
+        put?: never;
+        /**
+         * Approve or refuse the SSH sign-in waiting under ``code``: once, by its user.
+         * @description Audited as ``sshd.login_approved`` or ``sshd.login_refused``; the client signs in
+         *     (``auth.login``, method ``ssh-approval``) or is refused.
+         */
+        post: operations["post_decide_approval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sshd/host-keys": {
         parameters: {
             query?: never;
@@ -3701,6 +3727,36 @@ export interface components {
             match: boolean;
             /** Text */
             text: string;
+        };
+        /**
+         * SshApproval
+         * @description An SSH sign-in waiting for its user's approval in the browser.
+         */
+        SshApproval: {
+            /** Clientaddress */
+            clientAddress: string;
+            /** Code */
+            code: string;
+            /** Createdat */
+            createdAt: string;
+            /** Expiresat */
+            expiresAt: string;
+            /** Keyfingerprint */
+            keyFingerprint: string;
+            /** Lifetimeseconds */
+            lifetimeSeconds: number;
+            /** Username */
+            username: string;
+        };
+        /**
+         * SshApprovalDecided
+         * @description The decision was handed to the waiting SSH client.
+         */
+        SshApprovalDecided: {
+            /** Approved */
+            approved: boolean;
+            /** Ok */
+            ok: boolean;
         };
         /**
          * SshConfigImported
@@ -12197,6 +12253,12 @@ export interface operations {
                      */
                     "sshd.trusted_user_ca_keys"?: string;
                     /**
+                     * Format: setting:sshd.web_url
+                     * @description The browser app's address (https://gateway.example.org) in the link the front door prints for a browser approval; empty: the path alone
+                     * @example
+                     */
+                    "sshd.web_url"?: string;
+                    /**
                      * Format: setting:updates.feed_url
                      * @description Release feed /version checks for a newer release (PyPI JSON, or {version, url}); empty turns the check off: no outbound call at all
                      * @example https://pypi.org/pypi/hostgate/json
@@ -12322,6 +12384,139 @@ export interface operations {
             /** @description Not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_show_approval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SSH sign-in waiting under ``code``: who asks, from where, since when. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshApproval"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_decide_approval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Approve */
+                    approve: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Approve or refuse the SSH sign-in waiting under ``code``: once, by its user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshApprovalDecided"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
