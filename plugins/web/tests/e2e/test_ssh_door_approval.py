@@ -75,12 +75,32 @@ def printed_link(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return found.group(1), found.group(2)
 
 
-def test_an_ssh_sign_in_is_refused_or_approved_on_its_page(
+def test_the_door_is_set_up_in_administration_and_a_sign_in_approved_on_its_page(
     page: Any, gateway: Gateway, admin_token: str, lab_ssh: str, screens: Screens, tmp_path: Path
 ) -> None:
-    saved = gateway.api("PUT", "/settings", admin_token, json={"sshd.web_url": gateway.url})
-    assert saved.status_code == 200, saved.text
-    port = gateway.api("GET", "/sshd/host-keys", admin_token).json()["port"]
+    """One gateway for both halves (a module with its own ``gateway_env`` starts one per test)."""
+    door = gateway.api("GET", "/sshd/host-keys", admin_token).json()
+    port = door["port"]
+
+    # Administration -> Settings -> SSH front door: its settings, where it listens, its keys
+    page.goto(f"{gateway.url}/admin/settings/sshd")
+    form = page.get_by_role("form", name="SSH front door")
+    expect(form.get_by_label("Listen address")).to_have_value("127.0.0.1:2222")
+    status = page.get_by_role("region", name="Listener and host keys")
+    expect(status.get_by_test_id("door-listening")).to_contain_text(f"127.0.0.1:{port}")
+    shown = status.get_by_role("definition")
+    expect(shown).to_have_count(2)
+    assert shown.all_inner_texts() == [key["fingerprint"] for key in door["hostKeys"]]
+    form.get_by_label("Trusted user CA keys").fill("not a key")
+    form.get_by_role("button", name="Save changes").click()
+    expect(form.get_by_text("line 1 is not an OpenSSH public key line")).to_be_visible()
+    form.get_by_label("Web URL").fill(gateway.url)
+    form.get_by_label("Trusted user CA keys").fill("")
+    form.get_by_role("button", name="Save changes").click()
+    expect(form.get_by_role("status")).to_be_visible()
+    screens.check(page, "admin-settings-sshd", scroll_to=status)
+    saved = gateway.api("GET", "/settings", admin_token).json()["settings"]
+    assert saved["sshd.web_url"] == gateway.url
 
     # refused: the client is told, nobody signs in
     proc = ssh_asking_for_approval(port, "admin:lab-ssh", tmp_path, "echo never")
