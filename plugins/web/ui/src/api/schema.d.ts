@@ -3540,6 +3540,8 @@ export interface components {
             userId: string | null;
             /** Username */
             username: string | null;
+            /** Via */
+            via: string;
         };
         /**
          * SessionPage
@@ -3582,6 +3584,8 @@ export interface components {
             userId: string | null;
             /** Username */
             username: string | null;
+            /** Via */
+            via: string;
         };
         /**
          * SessionUser
