@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,8 @@ def test_the_door_is_set_up_in_administration_and_a_sign_in_approved_on_its_page
     screens.check(page, "admin-settings-sshd", scroll_to=status)
     saved = gateway.api("GET", "/settings", admin_token).json()["settings"]
     assert saved["sshd.web_url"] == gateway.url
+    indexed = gateway.api("PUT", "/settings", admin_token, json={"recordings.index_output": True})
+    assert indexed.status_code == 200, indexed.text
 
     # refused: the client is told, nobody signs in
     proc = ssh_asking_for_approval(port, "admin:lab-ssh", tmp_path, "echo never")
@@ -132,3 +135,33 @@ def test_the_door_is_set_up_in_administration_and_a_sign_in_approved_on_its_page
         page.get_by_text(f"No SSH sign-in of yours is waiting under code {code}")
     ).to_be_visible()
     screens.check(page, "ssh-approval-gone")
+
+    # history, the session's page (playback) and search mark the front-door session
+    [session] = gateway.api("GET", "/sessions", admin_token).json()["sessions"]
+    assert session["via"] == "ssh"
+    page.goto(f"{gateway.url}/sessions")
+    row = page.get_by_role("row").filter(has_text="lab-ssh")
+    expect(row.get_by_text("via ssh")).to_be_visible()
+    screens.check(page, "sessions-history-via-ssh", scroll_to=row)
+    row.get_by_role("link", name=re.compile("^Details of the SSH session on lab-ssh")).click()
+    expect(page.get_by_role("heading", name="lab-ssh · SSH")).to_be_visible()
+    expect(page.get_by_text("via ssh", exact=True)).to_be_visible()
+    expect(page.get_by_text("the SSH front door (ssh)")).to_be_visible()
+    screens.check(page, "session-detail-via-ssh")
+    found = wait_for_hit(gateway, admin_token, "approved-42")
+    assert found["session"]["via"] == "ssh"
+    page.goto(f"{gateway.url}/sessions?q=approved-42&kind=output")
+    results = page.get_by_role("list", name="Search results")
+    expect(results.get_by_role("listitem")).to_have_count(1)
+    expect(results.get_by_text("via ssh")).to_be_visible()
+
+
+def wait_for_hit(gateway: Gateway, token: str, words: str) -> dict[str, Any]:
+    """The one search hit of ``words``, once the output index has it (written in the background)."""
+    for _ in range(100):
+        hits = gateway.api("GET", f"/sessions/search?q={words}&kind=output", token).json()["hits"]
+        if hits:
+            [hit] = hits
+            return hit  # type: ignore[no-any-return]
+        time.sleep(0.1)
+    raise AssertionError(f"{words!r} was never indexed")

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
+  doorFact,
+  doorMark,
   addressForSearch,
   eventTicks,
   filtersFromSearch,
@@ -150,5 +152,15 @@ describe("snippetPieces", () => {
     expect(snippetPieces("plain text", undefined)).toEqual([{ text: "plain text", match: false }]);
     expect(snippetPieces("plain text", [{ text: "plain", match: true }])).toEqual([{ text: "plain text", match: false }]);
     expect(snippetPieces("", [])).toEqual([]);
+  });
+});
+
+describe("the door a session came in by", () => {
+  it("marks front-door sessions and leaves the app's own unmarked", () => {
+    expect(doorMark("ssh")).toBe("via ssh");
+    expect(doorMark("")).toBeNull();
+    expect(doorMark(undefined)).toBeNull();
+    expect(doorFact("ssh")).toBe("the SSH front door (ssh)");
+    expect(doorFact("")).toBe("the browser app");
   });
 });
