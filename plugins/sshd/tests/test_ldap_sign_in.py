@@ -10,9 +10,12 @@ from typing import Any
 
 import asyncssh
 import pytest
+from hostgate import ApiError, ClientInfo
 from hostgate_ldap import plugin as ldap_plugin
 from hostgate_ssh import plugin as ssh_plugin
+from hostgate_sshd import approval as approval_module
 from hostgate_sshd import plugin as sshd_plugin
+from hostgate_sshd import server as server_module
 
 from plugins.sshd.tests.door import audit_entries, door_of
 from plugins.sshd.tests.test_password_sign_in import connect
@@ -78,12 +81,26 @@ async def test_a_wrong_directory_password_counts_in_the_web_lockout(client, kern
     assert (await web.get_json())["code"] == "account_locked"
 
 
-async def test_an_empty_directory_password_never_binds(client, kernel, admin, ldap_on):
+async def test_an_empty_directory_password_never_binds(
+    client, kernel, admin, ldap_on, monkeypatch: pytest.MonkeyPatch
+):
+    """At the door an empty answer asks for a browser approval; the check itself refuses it."""
+    monkeypatch.setattr(approval_module, "APPROVAL_SECONDS", 1)
+    monkeypatch.setattr(server_module, "APPROVAL_SECONDS", 1)
     with pytest.raises((asyncssh.PermissionDenied, asyncssh.DisconnectError)):
         await connect(door_of(kernel).port, "carol:box", [""])
     assert await audit_entries(client, admin, "auth.login") == []
     [failed] = await audit_entries(client, admin, "auth.login_failed")
-    assert failed["details"]["provider"] == "ldap"
+    assert failed["details"]["reason"] == "ssh_approval_expired"  # never a bind
+
+    from hostgate_ldap.routes import directory_sign_in
+
+    with pytest.raises(ApiError) as refused:
+        await directory_sign_in(kernel, "carol", "", ClientInfo(ip_address="192.0.2.7"))
+    assert refused.value.status == 401
+    failures = await audit_entries(client, admin, "auth.login_failed")
+    assert failures[0]["details"]["provider"] == "ldap"
+    assert await audit_entries(client, admin, "auth.login") == []
 
 
 async def test_local_accounts_still_use_the_local_check(client, kernel, make_user, ldap_on):

@@ -311,6 +311,8 @@ class DoorConnection(asyncssh.SSHServer):
                 return self._kbdint_failed()
             self.attempted = True
             return True
+        if self.closed:  # the client gave up waiting (Ctrl-C): not a failed sign-in
+            return False
         await self._failed(
             "ssh_approval_refused" if decision == REFUSED else "ssh_approval_expired"
         )
