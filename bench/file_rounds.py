@@ -347,7 +347,8 @@ def upload_ways(peer: Peer, directions: tuple[str, ...], rows: str) -> list[str]
     page-cache pages just freed); the gateway writes a temporary file and renames it over
     the old one, so the server needs new pages and frees the old ones after. On a VM that
     hands free memory back to its host (free page reporting, as here) new pages cost the
-    server about 2 s of CPU per GiB in host faults (docs/performance.md, 2026-11-28 07:30).
+    server about 2 s of CPU per GiB in host faults (docs/performance-log/2026-11-lab-notes.md,
+    2026-11-28 07:30).
     ``upload`` deletes the previous copy first, for both clients alike; ``replace`` has the
     direct client replace its file as the gateway does; ``in-place`` compares them as they are.
     """

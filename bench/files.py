@@ -17,7 +17,7 @@ One function per protocol returns its rows: ``sftp_rows`` here (OpenSSH sshd;
 the direct client is asyncssh with the same cipher preference as the gateway's
 SFTP adapter, AES-GCM first, and, for reference, with asyncssh's defaults),
 ``smb_rows`` and ``ftp_rows`` in
-``files_smb_ftp.py``. Targets (issue 20): SFTP >= 0.95x direct both ways, SMB >= 0.9x,
+``files_smb_ftp.py``. Targets: SFTP >= 0.95x direct both ways, SMB >= 0.9x,
 FTP >= 0.8x both ways; RSS growth < 64 MiB. ``file_rounds.py`` measures the same
 transfers in alternating rounds with CPU per GiB, profiles and the parallel curve.
 """

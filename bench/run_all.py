@@ -14,6 +14,9 @@ Sections, in order (each starts its own servers and gateway and tears them down)
   Quart endpoint on the same hypercorn set-up, login latency (argon2id), idle RSS
   (bench/api.py).
 - ``audit``: ``GET /audit`` p50/p95 over ``--audit-rows`` entries (bench/audit_page.py).
+- ``door``: OpenSSH's ``sftp`` and ``scp`` (``--file-mib``) and ``cat`` on a PTY (64 MiB)
+  through the SSH front door vs straight to the same sshd, gateway CPU per GiB and RSS
+  growth (bench/sshd_door.py).
 - ``load``: ``--terminals`` SSH terminals and 50 API clients for ``--load-seconds``
   (bench/load.py; 0 skips it; the 10-minute run is ``bench/load.py`` on its own).
 
@@ -42,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import Row, hostgate_server, print_table  # noqa: E402
 
-SECTIONS = ("files", "terminal", "api", "audit", "load")
+SECTIONS = ("files", "terminal", "api", "audit", "door", "load")
 
 
 def files_rows(args: argparse.Namespace) -> list[Row]:
@@ -110,6 +113,14 @@ def audit_rows(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def door_rows(args: argparse.Namespace) -> list[Row]:
+    """OpenSSH's clients through the SSH front door vs direct (bench/sshd_door.py)."""
+    import sshd_door
+
+    options = argparse.Namespace(mib=args.file_mib, cat_mib=64, rounds=1)
+    return sshd_door.measure(options)
+
+
 def load_rows(args: argparse.Namespace) -> list[Row]:
     """Terminals and API clients at once (bench/load.py)."""
     import load
@@ -122,6 +133,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "terminal": terminal_rows,
     "api": api_rows,
     "audit": audit_rows,
+    "door": door_rows,
     "load": load_rows,
 }
 

@@ -8,10 +8,12 @@ package registries; as root it installs the Debian servers the tests talk to.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +24,8 @@ BIN = VENV / "bin"
 TEST_DEBIAN_PACKAGES = [
     "openssh-server",
     "openssh-client",
+    # the SSH front door's tests drive the real rsync through it (docs/ssh-front-door.md)
+    "rsync",
     "samba",
     "smbclient",
     "vsftpd",
@@ -49,6 +53,7 @@ TEST_DEBIAN_PACKAGES = [
 PROBES = {
     "openssh-server": "/usr/sbin/sshd",
     "openssh-client": "/usr/bin/ssh-keygen",
+    "rsync": "/usr/bin/rsync",
     "samba": "/usr/sbin/smbd",
     "smbclient": "/usr/bin/smbclient",
     "vsftpd": "/usr/sbin/vsftpd",
@@ -76,6 +81,37 @@ def run(*cmd: str, env: dict[str, str] | None = None, check: bool = True) -> int
     return subprocess.run(cmd, cwd=ROOT, env=env, check=check).returncode
 
 
+def apt_get(*args: str, env: dict[str, str]) -> None:
+    """Run apt-get, waiting while another apt (a second checkout's setup) holds its lock."""
+    lock_wait = ("-o", "DPkg::Lock::Timeout=600")
+    for _ in range(120):
+        if run("apt-get", *lock_wait, *args, env=env, check=False) == 0:
+            return
+        if not apt_busy():
+            break
+        say("another apt-get is running; waiting for its lock")
+        time.sleep(5)
+    run("apt-get", *lock_wait, *args, env=env)
+
+
+def apt_busy() -> bool:
+    """True while some process holds one of apt's or dpkg's locks."""
+    locks = (
+        "/var/lib/apt/lists/lock",
+        "/var/lib/dpkg/lock-frontend",
+        "/var/cache/apt/archives/lock",
+    )
+    for lock in locks:
+        try:
+            with open(lock, "w") as handle:
+                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def ensure_debian_packages() -> None:
     missing = [pkg for pkg in TEST_DEBIAN_PACKAGES if not Path(PROBES[pkg]).exists()]
     if not missing:
@@ -85,8 +121,8 @@ def ensure_debian_packages() -> None:
         return
     say(f"installing Debian packages: {' '.join(missing)}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run("apt-get", "update", "-q", env=env)
-    run("apt-get", "install", "-y", "-q", "--no-install-recommends", *missing, env=env)
+    apt_get("update", "-q", env=env)
+    apt_get("install", "-y", "-q", "--no-install-recommends", *missing, env=env)
     # Debian starts some daemons on install; the tests start their own.
     for service in (
         "ssh",

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hostgate.logs import JsonFormatter, RequestIdFilter
+from hostgate.logging_setup import JsonFormatter, RequestIdFilter
 
 
 class JsonLog:

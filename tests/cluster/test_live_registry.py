@@ -16,8 +16,8 @@ from hostgate.cluster.bus import LocalBus, RedisBus
 from hostgate.cluster.registry import MemoryBackend, MemoryRegistry, RedisRegistry
 from hostgate.cluster.shared import connect
 from hostgate.errors import SharedStateUnavailable
-from hostgate.services.sessions.live import LiveSession, LiveSessions
-from hostgate.services.sessions.live_registry import DECLARED_DEAD
+from hostgate.services.sessions.live_sessions import LiveSession, LiveSessions
+from hostgate.services.sessions.shared_sessions import DECLARED_DEAD
 from hostgate.tasks import cancel_and_wait
 
 DEAD_AFTER = 2.0

@@ -242,8 +242,8 @@ KNOWN_FOREIGN = frozenset(
 
 OWN_USES = {
     # our own objects' privates under a name some library also uses
-    "kernel/src/hostgate/services/sessions/live_view_relay.py": {"_reader"},  # a LiveWatch's
-    "kernel/src/hostgate/logs.py": {"_hostgate"},  # our marker on the handlers we install
+    "kernel/src/hostgate/services/sessions/terminal_watch_relay.py": {"_reader"},  # a LiveWatch's
+    "kernel/src/hostgate/logging_setup.py": {"_hostgate"},  # our marker on the handlers we install
 }
 """Per file: private names that belong to our own objects there."""
 

@@ -82,9 +82,23 @@ def test_every_kernel_module_has_a_layer_and_is_closed_to_packs():
     contracts = config["contracts"]
     (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
     placed = {m.strip() for layer in layers for m in re.split(r"[|:]", layer)}
-    (closed,) = [c["forbidden_modules"] for c in contracts if "public names" in c["name"]]
+    # protocol and login packs, and feature packs (which may keep tables): two contracts
+    closed_lists = [c["forbidden_modules"] for c in contracts if "public names" in c["name"]]
+    assert len(closed_lists) == 2
     package = ROOT / "kernel" / "src" / "hostgate"
     modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
     modules |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
     assert modules <= placed, sorted(modules - placed)
-    assert {f"hostgate.{m}" for m in modules - {"__main__"}} <= set(closed)
+    for closed in closed_lists:
+        assert {f"hostgate.{m}" for m in modules - {"__main__"}} <= set(closed)
+    bound = [c["source_modules"] for c in contracts if "public names" in c["name"]]
+    packs = {path.name for path in ROOT.glob("plugins/*/src/hostgate_*")}
+    assert sorted(m for sources in bound for m in sources) == sorted(packs)
+
+
+def test_the_public_package_re_exports_no_service_internals():
+    """``hostgate/__init__.py`` (what packs may use) imports nothing from ``services/``."""
+    source = (ROOT / "kernel" / "src" / "hostgate" / "__init__.py").read_text()
+    imported = re.findall(r"^from \.([\w.]+) import", source, flags=re.MULTILINE)
+    assert imported  # the pattern still reads the file's imports
+    assert [module for module in imported if module.split(".")[0] == "services"] == []

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from hostgate import hookimpl, public
-from hostgate.logs import configure_logging
+from hostgate.logging_setup import configure_logging
 from quart import Blueprint
 
 

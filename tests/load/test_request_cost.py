@@ -8,7 +8,7 @@ Regressions of two fixes found by profiling the API benchmark:
 - quart-schema built a pydantic ``TypeAdapter`` for every dict a view returned
   (a third of a small request's time); plain dicts and lists now go straight to
   the JSON provider, which still serializes models nested in them;
-- issue 20's levers on a cached GET: a finished ``Response`` skips the schema
+- the API hot-path levers on a cached GET: a finished ``Response`` skips the schema
   conversion, the default headers are added in one pass, each metrics series
   is looked up once, a disabled access log builds no line, query arguments are
   parsed only when there are some, and no absent header costs an exception;
@@ -130,7 +130,7 @@ async def test_models_nested_in_a_dict_still_serialize(client: Any) -> None:
     }
 
 
-# The API hot-path levers of issue 20 (what a cached GET costs besides the bare endpoint).
+# The API hot-path levers (what a cached GET costs besides the bare endpoint).
 
 headers_probe = Blueprint("headers_probe", __name__)
 

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 import pytest
 from hostgate import ConnectionTarget, ProtocolSpec, RemoteEntry, hookimpl
 from hostgate.errors import InvalidInput
-from hostgate.services.sessions.files import MAX_PATH_BYTES, check_not_root, check_path
+from hostgate.services.sessions.remote_file_pool import MAX_PATH_BYTES, check_not_root, check_path
 from hypothesis import assume, given
 from hypothesis import strategies as st
 

@@ -1,13 +1,13 @@
-"""The secret box: what is sealed opens to itself; anything else fails with KeyError_ only.
+"""The secret box: what is sealed opens to itself; anything else fails with SecretKeyError only.
 
 Regression: malformed base64 or a too-short body raised binascii.Error / ValueError
-(a 500 wherever a damaged envelope was opened) instead of the documented KeyError_.
+(a 500 wherever a damaged envelope was opened) instead of the documented SecretKeyError.
 """
 
 from __future__ import annotations
 
 import pytest
-from hostgate.security.secretbox import KeyError_, SecretBox, envelope_key_id
+from hostgate.security.secretbox import SecretBox, SecretKeyError, envelope_key_id
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,7 +40,7 @@ def test_any_changed_character_opens_to_the_same_bytes_or_fails_cleanly(
     changed = envelope[:index] + replacement + envelope[index + 1 :]
     try:
         opened = BOX.open_bytes(changed)
-    except KeyError_:
+    except SecretKeyError:
         return
     # base64 ignores the unused low bits of its last character: same bytes, same secret
     assert opened == data
@@ -50,17 +50,17 @@ def test_any_changed_character_opens_to_the_same_bytes_or_fails_cleanly(
 def test_truncated_envelopes_fail_cleanly(data: bytes, draw: st.DataObject) -> None:
     envelope = BOX.seal(data)
     cut = draw.draw(st.integers(0, len(envelope) - 1))
-    with pytest.raises(KeyError_):
+    with pytest.raises(SecretKeyError):
         BOX.open_bytes(envelope[:cut])
 
 
 @given(st.text(ENVELOPE_CHARS, max_size=200))
 def test_arbitrary_strings_fail_cleanly(text: str) -> None:
-    with pytest.raises(KeyError_):
+    with pytest.raises(SecretKeyError):
         BOX.open_bytes(text)
 
 
 @given(st.binary())
 def test_another_key_never_opens(data: bytes) -> None:
-    with pytest.raises(KeyError_):
+    with pytest.raises(SecretKeyError):
         OTHER.open_bytes(BOX.seal(data))

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 from hostgate.app import create_app, kernel_of
-from hostgate.security.secretbox import KeyError_, SecretBox, generate_key, parse_key
+from hostgate.security.secretbox import SecretBox, SecretKeyError, generate_key, parse_key
 
 
 def test_round_trip_and_tamper_detection():
@@ -15,19 +15,19 @@ def test_round_trip_and_tamper_detection():
     assert box.seal("same") != box.seal("same")  # random nonce
     prefix, kid, body = envelope.split(":", 2)
     flipped = body[:-3] + ("A" if body[-3] != "A" else "B") + body[-2:]
-    with pytest.raises(KeyError_, match="authentication"):
+    with pytest.raises(SecretKeyError, match="authentication"):
         box.open(f"{prefix}:{kid}:{flipped}")
 
 
 def test_other_key_gives_a_clear_error_not_garbage():
     one, two = SecretBox(parse_key(generate_key())), SecretBox(parse_key(generate_key()))
-    with pytest.raises(KeyError_, match="encrypted with key"):
+    with pytest.raises(SecretKeyError, match="encrypted with key"):
         two.open(one.seal("secret"))
 
 
 @pytest.mark.parametrize("bad", ["", "abc", "zz" * 32, "00" * 31])
 def test_malformed_keys_are_refused(bad):
-    with pytest.raises(KeyError_):
+    with pytest.raises(SecretKeyError):
         parse_key(bad)
 
 

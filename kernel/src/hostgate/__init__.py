@@ -28,8 +28,11 @@ from .contract import (
     AuditBatchAPI,
     AuditFields,
     ConfigAPI,
+    ConnectionsAPI,
     CredentialsAPI,
     DatabaseAPI,
+    DoorChannel,
+    DoorStream,
     DoorTerminal,
     DuplicateCredential,
     FrontDoorAPI,
@@ -45,8 +48,10 @@ from .contract import (
     SecretsAPI,
     SettingsAPI,
     SharedValuesAPI,
+    StoredConnection,
     StoredCredential,
 )
+from .db.types import UTCDateTime, new_id
 from .default_settings import url_setting_parts
 from .descriptors import (
     AuditEvent,
@@ -85,10 +90,10 @@ from .guards import (
     requires,
     ticket,
 )
+from .loginnames import LOGIN_NAME_PATTERN, check_login_name
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
-from .services.identity.logins import LOGIN_NAME_PATTERN, check_login_name
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
@@ -99,7 +104,7 @@ from .sessioncookie import (
     signed_in_response,
 )
 from .tasks import finish_anyway
-from .timefmt import iso, parse_iso, utcnow
+from .timefmt import as_utc, iso, parse_iso, utcnow
 
 __all__ = [
     "ChunkReader",
@@ -115,8 +120,11 @@ __all__ = [
     "AuditBatchAPI",
     "AuditFields",
     "ConfigAPI",
+    "ConnectionsAPI",
     "CredentialsAPI",
     "DatabaseAPI",
+    "DoorChannel",
+    "DoorStream",
     "DoorTerminal",
     "FrontDoorAPI",
     "SealedValuesAPI",
@@ -175,7 +183,11 @@ __all__ = [
     "TRUSTED_DEVICE_COOKIE",
     "TerminalSize",
     "Unprocessable",
+    "StoredConnection",
     "StoredCredential",
+    "UTCDateTime",
+    "as_utc",
+    "new_id",
     "authenticated",
     "interactive",
     "check_login_name",

@@ -19,7 +19,7 @@ from typing import Any
 from quart import Quart, Request, g, websocket
 
 from .config import IPNetwork
-from .logs import request_id
+from .logging_setup import request_id
 from .security.clientinfo import client_ip
 
 log = logging.getLogger("hostgate.access")

@@ -23,7 +23,7 @@ from .api.health import health
 from .config import Config, load_config
 from .guards import public, request_context
 from .kernel import Kernel
-from .logs import request_id, silence_libraries
+from .logging_setup import request_id, silence_libraries
 from .openapi import Document
 from .plugins import PluginHost
 from .requestbody import FlowControlledConnection, StreamingRequest
@@ -115,9 +115,8 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     for method in kernel.login_methods.values():
         if method.blueprint is not None:
             app.register_blueprint(method.blueprint, url_prefix=API_PREFIX)
-    for _, contributed in host.contributions("register_blueprints"):
-        for blueprint in contributed:
-            app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+    for _, blueprint in host.blueprints():
+        app.register_blueprint(blueprint, url_prefix=API_PREFIX)
     app.register_blueprint(socket_blueprint(kernel))
     pages: set[str] = set()
     for _, blueprint in host.pages():

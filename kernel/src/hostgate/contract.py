@@ -257,6 +257,9 @@ class LoginsAPI(Protocol):
     async def find_external(self, provider: str, provider_id: str) -> Account | None:
         """The user linked to an external identity."""
 
+    async def get_user(self, user_id: str) -> Account | None:
+        """A user by id (None when there is no such user)."""
+
     async def provision_external(
         self,
         provider: str,
@@ -314,6 +317,47 @@ class LiveSessionsAPI(Protocol):
         ``reason`` is the text the client reads, ``reason_code`` the stable code of the
         socket's ``error`` frame.
         """
+
+    def access_changed(self) -> None:
+        """Something about access changed: every node re-checks its open sessions.
+
+        Each session's connection and jump hosts are checked again (permissions,
+        shares, ``grant_connection_access``); those no longer allowed close.
+        """
+
+
+class StoredConnection(Protocol):
+    """A stored connection as a pack reads it (never its secrets)."""
+
+    @property
+    def id(self) -> str:
+        """The connection's id (the ``connectionId`` of the API)."""
+
+    @property
+    def name(self) -> str:
+        """Its name."""
+
+    @property
+    def protocol(self) -> str:
+        """Its protocol (``ssh``, ``rdp``...)."""
+
+    @property
+    def owner_id(self) -> str:
+        """The id of the user who owns it."""
+
+    @property
+    def approval_required(self) -> bool:
+        """True when others use it only while a pack grants it (``grant_connection_access``)."""
+
+
+class ConnectionsAPI(Protocol):
+    """``kernel.connections``: stored connections, as far as a pack may read them."""
+
+    async def get(self, connection_id: str) -> StoredConnection | None:
+        """A connection by id, whoever may see it (None when there is none)."""
+
+    async def visible(self, caller: Caller, connection_id: str) -> StoredConnection:
+        """A connection the caller owns or that is shared with them; else ``NotFound``."""
 
 
 class SealedValuesAPI(Protocol):
@@ -382,6 +426,86 @@ class DoorTerminal(Protocol):
         """The client went away: end the session (history, recording, audit)."""
 
 
+class DoorChannel(Protocol):
+    """A raw byte channel opened by ``kernel.front_door.open_channel``: a file session.
+
+    The bytes pass unchanged both ways (SFTP packets, the scp protocol, rsync's and
+    git's); the door that parses them reports what happened with ``file_event``, which
+    goes to the channel's file-transfer session as the browser's file operations do.
+    """
+
+    @property
+    def id(self) -> str:
+        """The file session's id (``fileSessionId`` of its audit entries)."""
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the channel (an administrator, revoked access), else empty."""
+
+    @property
+    def exit_status(self) -> int | None:
+        """The remote command's exit status once ``read()`` returned ``b""``, when said."""
+
+    @property
+    def bytes_in(self) -> int:
+        """Bytes written to the server so far (the client's uploads and requests)."""
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes read from the server so far."""
+
+    async def read(self) -> bytes:
+        """The server's next bytes; ``b""`` once the channel ended (never raises)."""
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the server."""
+
+    async def write_eof(self) -> None:
+        """The client's input ended."""
+
+    async def file_event(
+        self, action: str, path: str, *, size: int | None = None, detail: str = ""
+    ) -> None:
+        """Record one file event (after the server said it succeeded).
+
+        ``action`` is one of the file history's (``upload``, ``download``, ``mkdir``,
+        ``delete``, ``rename``, ``chmod``, ``browse``, ``copy``); ``size`` (bytes)
+        becomes the detail (``4.2 MiB``) the browser's uploads and downloads show,
+        ``detail`` is used as it is otherwise. Paths longer than 4096 characters are cut.
+        """
+
+    async def close(self) -> None:
+        """End the channel (idempotent): ``connection.session_ended`` with its bytes."""
+
+
+class DoorStream(Protocol):
+    """A TCP stream opened by ``kernel.front_door.open_forward`` (``ssh -L``)."""
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the stream (revoked access...), else empty."""
+
+    @property
+    def bytes_in(self) -> int:
+        """Bytes sent to the destination so far."""
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes received from the destination so far."""
+
+    async def read(self) -> bytes:
+        """The destination's next bytes; ``b""`` once it closed (never raises)."""
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the destination."""
+
+    async def write_eof(self) -> None:
+        """The client will send no more."""
+
+    async def close(self) -> None:
+        """End the stream (idempotent): ``connection.port_forward`` with its bytes."""
+
+
 class FrontDoorAPI(Protocol):
     """``kernel.front_door``: what a pack that lets clients in by another door uses.
 
@@ -448,9 +572,48 @@ class FrontDoorAPI(Protocol):
         is meant for the user. ``details`` go into ``connection.session_started``.
         """
 
+    async def open_channel(
+        self,
+        caller: Caller,
+        connection: str,
+        *,
+        subsystem: str | None = None,
+        command: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorChannel:
+        """Open a raw channel to a subsystem (``sftp``) or a command (``scp -t dir``).
+
+        Exactly one of ``subsystem`` and ``command``. The same access checks as
+        ``open_terminal`` (permission, access request, network policy, host key, jump
+        hosts); the channel is a file-transfer session (``connection.session_started``
+        with ``details`` and ``fileSessionId``), listed in ``kernel.live`` (revoked access
+        or an administrator ends it), not a terminal recording. Refusals raise
+        ``ApiError`` with a message for the user (``InvalidInput`` when the connection's
+        protocol offers no such channel).
+        """
+
+    async def open_forward(
+        self,
+        caller: Caller,
+        connection: str,
+        host: str,
+        port: int,
+        *,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorStream:
+        """Open a TCP stream to ``host:port`` from the connection's server (``ssh -L``).
+
+        Only where the connection allows it (its ``allowPortForwarding`` field, off by
+        default: ``PermissionDenied`` code ``port_forwarding_off`` otherwise), after the
+        access checks of ``open_terminal``; the destination passes the network policy as
+        a host beyond a jump host does. The stream is in ``kernel.live`` (kind
+        ``forward``); closing it writes ``connection.port_forward`` (destination, bytes
+        each way, duration, ``details``).
+        """
+
 
 class HttpResponse(Protocol):
-    """What ``kernel.notifications.outbound.request`` returns."""
+    """What ``kernel.outbound.request`` returns."""
 
     @property
     def status(self) -> int:
@@ -473,7 +636,7 @@ class HttpResponse(Protocol):
 
 
 class OutboundAPI(Protocol):
-    """``kernel.notifications.outbound``: the one way a pack reaches an HTTP service."""
+    """``kernel.outbound``: the one way a pack reaches an HTTP service."""
 
     async def request(
         self,
@@ -506,7 +669,7 @@ class NotificationsAPI(Protocol):
 
     @property
     def outbound(self) -> OutboundAPI:
-        """Outbound HTTP under the network policy."""
+        """Deprecated alias of ``kernel.outbound`` (a ``DeprecationWarning`` on each use)."""
 
 
 class KernelAPI(Protocol):
@@ -549,8 +712,16 @@ class KernelAPI(Protocol):
         """Open sessions."""
 
     @property
+    def outbound(self) -> OutboundAPI:
+        """Outbound HTTP (and address checks) under the target network policy."""
+
+    @property
     def notifications(self) -> NotificationsAPI:
-        """Outbound HTTP for channel packs."""
+        """What channel packs use (``notifications.outbound``: deprecated, use ``outbound``)."""
+
+    @property
+    def connections(self) -> ConnectionsAPI:
+        """Stored connections (read-only)."""
 
     @property
     def sealed_values(self) -> SealedValuesAPI:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .markers import hookimpl
-from .services.sessions.terminal_sessions import ACCESS_EVENT_PREFIXES
+from .services.sessions.session_service import ACCESS_EVENT_PREFIXES
 
 if TYPE_CHECKING:
     from .contract import KernelAPI

@@ -50,6 +50,13 @@ CommandFactory = Callable[
 """``await open_command(kernel, target, command, size)``: one command (``ssh host cmd``)
 as a ``Terminal``; ``size`` None asks for no PTY. Its ``exit_status`` attribute, when
 set, is the command's exit status once ``read()`` returned ``b""``."""
+ChannelFactory = Callable[["KernelAPI", "ConnectionTarget", str, str], Awaitable["Terminal"]]
+"""``await open_channel(kernel, target, kind, value)``: a raw byte channel, ``kind``
+``"subsystem"`` (``value`` its name, such as ``sftp``) or ``"exec"`` (``value`` the
+command, such as ``scp -t /tmp``), as a ``Terminal`` whose ``read()`` is the channel's
+stdout (stderr is not mixed in: it would corrupt the protocol carried); no PTY. Its
+``write_eof()`` ends the input and ``exit_status``, when set, is the command's once
+``read()`` returned ``b""``. The SSH front door relays SFTP, scp, rsync and git over it."""
 HostKeyFetch = Callable[["ConnectionTarget"], Awaitable[tuple[str, bytes]]]
 """``await fetch(target)``: the server's host key ``(algorithm, public-key blob)``, no login."""
 
@@ -74,6 +81,8 @@ class ProtocolSpec:
     serve as jump hosts (ssh): it opens a TCP channel through a chain of them.
     ``open_command`` runs one command instead of a shell (the SSH front door's
     ``ssh gateway cmd``); it is recorded and audited as a terminal session.
+    ``open_channel`` opens a raw byte channel (a subsystem or a command without a
+    PTY) for the front door's file transfers, recorded as a file session.
     """
 
     name: str
@@ -92,6 +101,7 @@ class ProtocolSpec:
     jump_hosts: bool = False
     open_tunnel: TunnelOpener | None = None
     open_command: CommandFactory | None = None
+    open_channel: ChannelFactory | None = None
 
     def accepted_protocols(self) -> tuple[str, ...]:
         """The stored connection protocols this protocol's adapters serve."""
@@ -206,6 +216,7 @@ __all__ = [
     "AuditEvent",
     "ChannelSend",
     "ChannelSpec",
+    "ChannelFactory",
     "CommandFactory",
     "CommandRun",
     "CommandSpec",

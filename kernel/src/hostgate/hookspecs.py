@@ -191,6 +191,28 @@ def shutdown(kernel: KernelAPI) -> Awaitable[None] | None:
 
 
 @hookspec
+def grant_connection_access(
+    user_id: str, connection_id: str, kernel: KernelAPI
+) -> bool | Awaitable[bool]:
+    """Whether this pack lets a user use an approval-required connection right now.
+
+    A connection marked ``approvalRequired`` is used freely only by its owner and
+    holders of ``connections.edit_any``; anyone else needs a pack to answer True
+    here (the ``access`` pack does while an approved access request runs). Asked
+    whenever a session opens (browser sockets, the SSH front door, file routes),
+    when a connection's rights are shown, and when open sessions re-check their
+    access (``kernel.live.access_changed()``). Without any implementation, or
+    when an implementation raises (logged), the answer is no.
+
+    Example::
+
+        @hookimpl
+        async def grant_connection_access(user_id, connection_id, kernel):
+            return (user_id, connection_id) in kernel.state["oncall.grants"]
+    """
+
+
+@hookspec
 def track_event(event: AuditEvent, kernel: KernelAPI) -> Awaitable[None] | None:
     """Called for every audit event after it is stored (may be async).
 

@@ -27,12 +27,11 @@ from .errors import ApiError
 from .metrics import Metrics
 from .plugins import PluginHost
 from .security.ratelimit import RateLimiter, rate_limiter
-from .security.secretbox import KeyError_, SecretBox, load_or_create_key
+from .security.secretbox import SecretBox, SecretKeyError, load_or_create_key
 from .security.tickets import TicketStore, ticket_store
 from .services.audit.audit import AuditLog
 from .services.audit.audit_query import AuditQuery
 from .services.backup import Backups
-from .services.connections.access_requests import AccessRequests
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
 from .services.front_door import FrontDoor, SealedValues
@@ -47,18 +46,19 @@ from .services.identity.signin_guard import SignInGuard
 from .services.keyrotation import KeyRotation
 from .services.netpolicy import NetworkPolicy
 from .services.notifications import Notifications
+from .services.outbound import Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
-from .services.sessions.files import RemoteFilePool
-from .services.sessions.live import LiveSessions
-from .services.sessions.live_view import LiveView
-from .services.sessions.live_view_relay import WatchRelay
+from .services.sessions.live_sessions import LiveSessions
 from .services.sessions.recordings import Recordings
+from .services.sessions.remote_file_pool import RemoteFilePool
 from .services.sessions.remote_session import LiveRemoteSession
 from .services.sessions.search_index import RecordingSearch
 from .services.sessions.session_access import access_problem
 from .services.sessions.session_history import SessionHistory
-from .services.sessions.terminal_sessions import TerminalSessions
+from .services.sessions.session_service import TerminalSessions
+from .services.sessions.terminal_watch import LiveView
+from .services.sessions.terminal_watch_relay import WatchRelay
 from .services.settings import Settings
 from .services.version import VersionChecker
 from .timefmt import utcnow
@@ -202,9 +202,6 @@ class Kernel:
         self.api_tokens = ApiTokens(audit=self.audit, db=self.db, identity=self.identity)
         self.audit_query = AuditQuery(db=self.db)
         self.key_rotation = KeyRotation(config=config, db=self.db, secrets=self.secrets)
-        self.access_requests = AccessRequests(
-            audit=self.audit, db=self.db, live=self.live, lifecycle=self
-        )
         self.connections = Connections(
             db=self.db,
             secrets=self.secrets,
@@ -212,7 +209,7 @@ class Kernel:
             live=self.live,
             netpolicy=self.netpolicy,
             protocols=self.protocols,
-            access_requests=self.access_requests,
+            access_granted=self._access_granted,
             settings=self.settings,
         )
         self.health_checks = HealthChecks(
@@ -258,16 +255,6 @@ class Kernel:
         self.live.on_reaped(self.recordings.end_abandoned)
         self.sealed_values = SealedValues(self.db, self.secrets)
         self.shared = shared_values(self.cluster.redis)
-        self.front_door = FrontDoor(
-            db=self.db,
-            logins=self.logins,
-            identity=self.identity,
-            connections=self.connections,
-            protocols=self.protocols,
-            terminal_sessions=self.terminal_sessions,
-            login_methods=self.login_methods,
-            kernel=self,
-        )
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,
@@ -292,6 +279,19 @@ class Kernel:
         )
         self.live.on_access_changed(self.files.access_changed)
         self.file_sessions = FileSessionLog(db=self.db, audit=self.audit)
+        self.front_door = FrontDoor(
+            db=self.db,
+            logins=self.logins,
+            identity=self.identity,
+            connections=self.connections,
+            protocols=self.protocols,
+            terminal_sessions=self.terminal_sessions,
+            file_sessions=self.file_sessions,
+            live=self.live,
+            audit=self.audit,
+            api=self,
+            login_methods=self.login_methods,
+        )
         self.file_transfers = FileTransfers(
             pool=self.files,
             log=self.file_sessions,
@@ -308,13 +308,15 @@ class Kernel:
             live=self.live,
             search=self.recording_search,
         )
+        # outbound HTTP under the network policy: channels, version check, packs' clients
+        self.outbound = Outbound(self.netpolicy)
         self.notifications = Notifications(
             db=self.db,
             secrets=self.secrets,
             settings=self.settings,
             audit=self.audit,
             metrics=self.metrics,
-            netpolicy=self.netpolicy,
+            outbound=self.outbound,
             channel_specs=self.channels,
             options=config.plugin("notifications"),
             api=self,
@@ -325,7 +327,7 @@ class Kernel:
         )
         self.version = VersionChecker(
             settings=self.settings,
-            outbound=self.notifications.outbound,
+            outbound=self.outbound,
             timeout=config.version_timeout_seconds,
             lease=self.cluster.lease,
             bus=self.cluster.bus,
@@ -335,6 +337,12 @@ class Kernel:
     def _relays(self) -> list[LiveRemoteSession]:
         """The open terminal and desktop sessions (the metrics read their byte counts)."""
         return self.terminal_sessions.all()
+
+    async def _access_granted(self, user_id: str, connection_id: str) -> bool:
+        """Whether a pack grants the user an approval-required connection now."""
+        return await self.plugins.any_true(
+            "grant_connection_access", user_id=user_id, connection_id=connection_id, kernel=self
+        )
 
     async def _announce(self, event: AuditEvent) -> None:
         """Hand a committed audit entry to every pack's ``track_event`` hook."""
@@ -552,7 +560,7 @@ class Kernel:
                 return
         try:
             ok = self.secrets.open(row.value) == KEY_CHECK_TEXT
-        except KeyError_ as exc:
+        except SecretKeyError as exc:
             raise StartupError(
                 "The encryption key cannot decrypt this instance's secrets "
                 f"({exc}). Start with the key the data was written with "

@@ -24,7 +24,7 @@ from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
-    from .services.sessions.live import LiveSessions
+    from .services.sessions.live_sessions import LiveSessions
 
 
 class RelayCounts(Protocol):

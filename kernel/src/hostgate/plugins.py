@@ -252,6 +252,15 @@ class PluginHost:
                 self.note(plugin_name, f"{hook_name.removeprefix('register_')}:{name}")
         return registry
 
+    def blueprints(self) -> list[tuple[str, Any]]:
+        """``(plugin_name, blueprint)`` of every ``register_blueprints`` blueprint, noted."""
+        found = []
+        for plugin_name, blueprints in self.contributions("register_blueprints"):
+            for blueprint in blueprints:
+                self.note(plugin_name, f"blueprints:{blueprint.name}")
+                found.append((plugin_name, blueprint))
+        return found
+
     def pages(self) -> list[tuple[str, Any]]:
         """``(plugin_name, blueprint)`` of every ``register_pages`` blueprint, noted as provided."""
         found = []
@@ -294,6 +303,23 @@ class PluginHost:
                     await self._call_one(plugin_name, name, kwargs)
                 except Exception:
                     log.exception("plugin %s failed in hook %s", plugin_name, name)
+
+    async def any_true(self, hook_name: str, **kwargs: Any) -> bool:
+        """Ask every implementation of a yes/no hook in order; True at the first yes.
+
+        A failing implementation is logged and counts as no.
+        """
+        for plugin_name in self._implementers(hook_name):
+            try:
+                (answer,) = self._one(plugin_name, hook_name)(**kwargs) or [None]
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception:
+                log.exception("plugin %s failed in hook %s", plugin_name, hook_name)
+                continue
+            if answer is True:
+                return True
+        return False
 
     async def call_all(self, hook_name: str, **kwargs: Any) -> None:
         """Call every implementation in order; a failure propagates (lifecycle hooks)."""

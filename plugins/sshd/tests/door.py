@@ -82,6 +82,30 @@ class Finished:
     stderr: str
 
 
+def client_options(key: ClientKey, hosts: Path) -> list[str]:
+    """The options every OpenSSH tool gets: no config, BatchMode, only this key and hosts."""
+    return [
+        "-F",
+        "/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"UserKnownHostsFile={hosts}",
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "IdentityAgent=none",
+        "-o",
+        "ConnectTimeout=20",
+        "-i",
+        str(key.path),
+    ]
+
+
 def ssh_binary() -> str:
     found = shutil.which("ssh")
     if found is None:
@@ -102,25 +126,8 @@ async def run_ssh(
     """Run the real ``ssh`` client against the door (BatchMode, only this key and host keys)."""
     command = [
         ssh_binary(),
-        "-F",
-        "/dev/null",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        f"UserKnownHostsFile={hosts}",
-        "-o",
-        "GlobalKnownHostsFile=/dev/null",
-        "-o",
-        "StrictHostKeyChecking=yes",
-        "-o",
-        "IdentitiesOnly=yes",
-        "-o",
-        "IdentityAgent=none",
-        "-o",
-        "ConnectTimeout=20",
+        *client_options(key, hosts),
         *options,
-        "-i",
-        str(key.path),
         "-p",
         str(port),
         "-l",

@@ -62,11 +62,14 @@ async def test_no_target_and_subsystems_get_a_reason(client, kernel, make_user, 
     assert "name the connection in the login" in str(result.stderr)
 
     async with await connect(port, "alice:box", key.key) as conn:
-        # sftp is refused by the SSH layer itself (OpenSSH prints "subsystem request failed")
+        # sftp is relayed to the connection's server: an unknown one is refused with why
         with pytest.raises((asyncssh.Error, OSError)):
             async with conn.start_sftp_client():
                 pass
+        sftp = await conn.run(subsystem="sftp", check=False)
         result = await conn.run(subsystem="netconf", check=False)
+    assert sftp.exit_status == 255
+    assert "hostgate: Connection not found" in str(sftp.stderr)
     assert result.exit_status == 255
     assert "the netconf subsystem is not offered" in str(result.stderr)
     reasons = [

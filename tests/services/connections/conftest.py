@@ -7,6 +7,7 @@ longer value is caught as well.
 
 from __future__ import annotations
 
+import hostgate_access.plugin as access_plugin
 import hostgate_ssh.plugin as ssh_plugin
 import pytest
 from hostgate import ConnectionField, ProtocolSpec, hookimpl
@@ -47,7 +48,7 @@ class FakeProtocols:
 
 @pytest.fixture
 def plugins() -> list[object]:
-    return [FakeProtocols(), ssh_plugin]
+    return [FakeProtocols(), ssh_plugin, access_plugin]
 
 
 @pytest.fixture(autouse=True)

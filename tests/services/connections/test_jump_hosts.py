@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import hostgate_access.plugin as access_plugin
 import hostgate_ssh.plugin as ssh_plugin
 import hostgate_telnet.plugin as telnet_plugin
 import pytest
@@ -17,8 +18,8 @@ API = "/api/v1"
 
 @pytest.fixture
 def plugins() -> list[object]:
-    """The ssh pack (jump hosts, terminals, SFTP) and the telnet pack."""
-    return [ssh_plugin, telnet_plugin]
+    """The ssh pack (jump hosts, terminals, SFTP), the telnet pack, the access pack."""
+    return [ssh_plugin, telnet_plugin, access_plugin]
 
 
 async def create(client: Any, user: Any, **body: Any) -> dict[str, Any]:
@@ -253,8 +254,9 @@ async def test_a_revoked_or_expired_access_to_a_jump_host_closes_the_sessions_th
 ):
     from datetime import timedelta
 
-    from hostgate.db.models.connections import AccessRequest
     from hostgate.timefmt import utcnow
+    from hostgate_access.models import AccessRequest
+    from hostgate_access.plugin import service
 
     owner = await make_user("owner")
     guest = await make_user("guest")
@@ -306,7 +308,7 @@ async def test_a_revoked_or_expired_access_to_a_jump_host_closes_the_sessions_th
             row.ends_at = utcnow() - timedelta(seconds=1)
             db.add(row)
             await db.commit()
-        assert await kernel.access_requests.sweep() == 1
+        assert await service(kernel).sweep() == 1
         assert await screen.until_closed() == 4003
         assert screen.messages[-1]["reason"] == "access_ended"
         assert "'bastion'" in screen.messages[-1]["message"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostgate.services.sessions.live import LiveSession
+from hostgate.services.sessions.live_sessions import LiveSession
 
 from tests.services.connections.support import (
     PASSWORD,

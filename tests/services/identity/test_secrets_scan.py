@@ -9,7 +9,7 @@ import pytest
 from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.identity import User
 from hostgate.db.models.settings import SystemValue
-from hostgate.logs import configure_logging
+from hostgate.logging_setup import configure_logging
 from sqlmodel import select
 
 from tests.services.identity.helpers import API, next_code

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 from hostgate.db.models.identity import LoginSession
-from hostgate.services.sessions.live import LiveSession
+from hostgate.services.sessions.live_sessions import LiveSession
 from hostgate.timefmt import as_utc, utcnow
 from sqlmodel import select
 

@@ -406,11 +406,11 @@ async def first_attempt(client, admin, timeout: float = 15.0):
 
 
 async def test_a_webhook_receiver_that_never_answers_fails_with_a_timeout(
-    client, admin, notifications, silent_receiver
+    client, admin, kernel, silent_receiver
 ):
     """A receiver that accepts the connection and stays silent ends the delivery ``failed``
     with a timeout error (the outbound HTTP timeout, lowered for the test), not a hang."""
-    notifications.outbound.timeout = 0.5
+    kernel.outbound.timeout = 0.5
     await webhook_rule(client, admin, silent_receiver)
     await create_user(client, admin, "ivan")
     entry = await first_attempt(client, admin)
@@ -420,10 +420,10 @@ async def test_a_webhook_receiver_that_never_answers_fails_with_a_timeout(
 
 
 async def test_a_channel_that_outlasts_the_send_timeout_fails(
-    client, admin, notifications, silent_receiver
+    client, admin, kernel, notifications, silent_receiver
 ):
     """The delivery queue's own ``send_timeout`` ends a send the channel would let hang."""
-    notifications.outbound.timeout = 3600.0
+    kernel.outbound.timeout = 3600.0
     notifications.delivery.send_timeout = 0.5
     await webhook_rule(client, admin, silent_receiver)
     await create_user(client, admin, "jane")
@@ -462,11 +462,11 @@ async def test_an_smtp_server_that_never_greets_fails_with_a_timeout(
 
 
 async def test_a_hanging_receiver_never_blocks_the_request_that_caused_the_event(
-    client, admin, notifications, silent_receiver
+    client, admin, kernel, notifications, silent_receiver
 ):
     """``POST /users`` answers 201 while its ``user.created`` delivery hangs: the liveness
     bound is far below the send timeouts, so a synchronous delivery would fail the test."""
-    notifications.outbound.timeout = 3600.0
+    kernel.outbound.timeout = 3600.0
     notifications.delivery.send_timeout = 3600.0
     await webhook_rule(client, admin, silent_receiver)
     created = await asyncio.wait_for(create_user(client, admin, "lena"), LIVENESS_BOUND)

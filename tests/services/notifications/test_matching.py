@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 from hostgate.descriptors import AuditEvent
-from hostgate.services.notifications.rules import event_matches, rule_matches
+from hostgate.services.notifications.rule_matching import event_matches, rule_matches
 from hostgate.services.notifications.service import period_of
 
 

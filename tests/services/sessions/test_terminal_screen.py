@@ -61,7 +61,7 @@ class FakeSession:
 
 
 async def test_a_viewer_that_falls_behind_gets_a_fresh_screen_not_the_backlog():
-    from hostgate.services.sessions.live_view import BEHIND_BYTES, Watch
+    from hostgate.services.sessions.terminal_watch import BEHIND_BYTES, Watch
 
     class Service:
         recent_bytes = 64 * 1024

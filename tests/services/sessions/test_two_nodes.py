@@ -18,7 +18,7 @@ from hostgate.app import create_app, kernel_of
 from hostgate.closereasons import CloseReason
 from hostgate.config import Config
 from hostgate.security.ratelimit import LOGIN_PER_IP
-from hostgate.services.sessions import live_view, remote_session
+from hostgate.services.sessions import remote_session, terminal_watch
 
 from tests.services.sessions import localshell
 from tests.services.sessions.helpers import Screen, socket_path
@@ -317,7 +317,7 @@ async def test_a_viewer_on_node_a_loses_view_any_on_node_b_and_the_watch_closes(
     """The watch is relayed (the terminal is node B's) and the role changes on node B:
     node A, which holds the viewer, re-checks at once."""
     # node A's own 30-second watch check never comes: the close is the bus's doing
-    monkeypatch.setattr(live_view, "CHECK_SECONDS", math.inf)
+    monkeypatch.setattr(terminal_watch, "CHECK_SECONDS", math.inf)
     user, connection = shell_connection
     auditor = await make_user("carol", permissions=["sessions.view_any"])
     client_b = node_b.test_client()

@@ -18,9 +18,9 @@ from ..guards import (
     public,
     request_client,
 )
+from ..loginnames import LOGIN_NAME_PATTERN
 from ..openapi import MfaChallenge, Ok, Session, answers
 from ..security.passwords import MAX_PASSWORD_LENGTH
-from ..services.identity.logins import LOGIN_NAME_PATTERN
 from ..sessioncookie import (
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,

@@ -31,7 +31,7 @@ from ..requestbody import streamed_body
 from ..services.netpolicy import conceal
 from ..services.sessions.file_sessions import client_key_of, entries_detail, human_size
 from ..services.sessions.file_transfers import Download, FileWork
-from ..services.sessions.files import (
+from ..services.sessions.remote_file_pool import (
     RemotePath,
     check_not_root,
     check_path,

@@ -1,6 +1,6 @@
 """The request bodies of ``POST``/``PUT /notifications/rules``, with their OpenAPI schema.
 
-The service (``services/notifications/rules.py``) checks what pydantic cannot
+The service (``services/notifications/rule_matching.py``) checks what pydantic cannot
 (regexes, IP ranges, known channels and recipients) and reads these models
 through its ``RuleFields``/``RuleChanges`` protocols.
 """
@@ -14,7 +14,7 @@ from pydantic.config import JsonDict
 
 from ..openapi import Unset, listed_in
 from ..services.notifications.patterns import MAX_PATTERN_LENGTH
-from ..services.notifications.rules import EVENT_PATTERN
+from ..services.notifications.rule_matching import EVENT_PATTERN
 
 EventPattern = Annotated[str, Field(min_length=1, max_length=100, pattern=EVENT_PATTERN.pattern)]
 """An event type, ``*`` or ``prefix.*``."""

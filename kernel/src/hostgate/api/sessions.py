@@ -21,7 +21,7 @@ from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import ID_MAX, PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
-from ..services.sessions.live import LiveSession
+from ..services.sessions.live_sessions import LiveSession
 from ..services.sessions.recordings import stream_plaintext
 from ..services.sessions.search_index import KINDS, QUERY_MAX, SearchHit
 from ..services.sessions.search_text import QUERY_PATTERN

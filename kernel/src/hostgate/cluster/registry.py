@@ -17,7 +17,7 @@ A node that finds itself missing at a heartbeat writes all its entries again:
 ``heartbeat`` says ``"absent"`` when Redis lost the registry (it restarted
 without persistence) and ``"reaped"`` when the others declared the node dead
 (its heartbeats did not arrive for too long); then its sessions were already
-marked ended, and the node ends them (services/sessions/live_registry.py).
+marked ended, and the node ends them (services/sessions/shared_sessions.py).
 """
 
 from __future__ import annotations

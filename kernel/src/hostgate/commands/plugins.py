@@ -37,6 +37,7 @@ def inventory() -> list[dict[str, Any]]:
             for pack in host.packs:
                 if pack.name in str(exc):
                     pack.state, pack.reason = "failed", str(exc)
+    host.blueprints()
     host.pages()
     host.note_permissions()
     return [pack.to_json() for pack in sorted(host.packs, key=lambda p: p.name)]

@@ -16,7 +16,7 @@ from typing import Any
 from ..closereasons import CloseReason
 from ..cluster.shared import sqlite_file
 from ..config import EVENT_LOOPS, Config, ConfigError
-from ..logs import configure_logging
+from ..logging_setup import configure_logging
 from .common import config_from
 
 log = logging.getLogger("hostgate.serve")
@@ -272,7 +272,7 @@ def serve_one(config: Config, *, worker: int = 0) -> int:
 
     from .. import testreset
     from ..app import create_app, kernel_of
-    from ..services.sessions.terminal_sessions import LIVE_KINDS as SOCKET_KINDS
+    from ..services.sessions.session_service import LIVE_KINDS as SOCKET_KINDS
 
     app = create_app(config)
     shared_socket = listening_socket(config.host, config.port) if worker else None

@@ -21,7 +21,7 @@ NONCE_SIZE = 12
 TAG_SIZE = 16
 
 
-class KeyError_(Exception):
+class SecretKeyError(Exception):
     """The key is malformed or cannot open an envelope; the message says which."""
 
 
@@ -36,9 +36,9 @@ def parse_key(text: str) -> bytes:
     try:
         raw = bytes.fromhex(cleaned)
     except ValueError:
-        raise KeyError_("the encryption key must be 64 hexadecimal characters") from None
+        raise SecretKeyError("the encryption key must be 64 hexadecimal characters") from None
     if len(raw) != 32:
-        raise KeyError_("the encryption key must be 64 hexadecimal characters (32 bytes)")
+        raise SecretKeyError("the encryption key must be 64 hexadecimal characters (32 bytes)")
     return raw
 
 
@@ -82,7 +82,7 @@ class SecretBox:
 
     def __init__(self, key: bytes, *, insecure: bool = False) -> None:
         if len(key) != 32:
-            raise KeyError_("the encryption key must be 32 bytes")
+            raise SecretKeyError("the encryption key must be 32 bytes")
         self._aead = AESGCM(key)
         self._raw = key
         self.key_id = key_id(key)
@@ -102,27 +102,27 @@ class SecretBox:
         return f"{ENVELOPE_PREFIX}:{self.key_id}:{body}"
 
     def open_bytes(self, envelope: str) -> bytes:
-        """Decrypt an envelope; raise KeyError_ with a clear message on any mismatch."""
+        """Decrypt an envelope; raise SecretKeyError with a clear message on any mismatch."""
         try:
             prefix, kid, body = envelope.split(":", 2)
         except ValueError:
-            raise KeyError_("not a hostgate secret envelope") from None
+            raise SecretKeyError("not a hostgate secret envelope") from None
         if prefix != ENVELOPE_PREFIX:
-            raise KeyError_(f"unknown secret envelope version {prefix!r}")
+            raise SecretKeyError(f"unknown secret envelope version {prefix!r}")
         if kid != self.key_id:
-            raise KeyError_(
+            raise SecretKeyError(
                 f"secret was encrypted with key {kid}, but the configured key is {self.key_id}"
             )
         try:
             raw = base64.b64decode(body, validate=True)
         except binascii.Error:
-            raise KeyError_("secret envelope is malformed (not base64)") from None
+            raise SecretKeyError("secret envelope is malformed (not base64)") from None
         if len(raw) < NONCE_SIZE + TAG_SIZE:
-            raise KeyError_("secret envelope is truncated")
+            raise SecretKeyError("secret envelope is truncated")
         try:
             return self._aead.decrypt(raw[:NONCE_SIZE], raw[NONCE_SIZE:], kid.encode())
         except InvalidTag:
-            raise KeyError_("secret envelope failed authentication (tampered?)") from None
+            raise SecretKeyError("secret envelope failed authentication (tampered?)") from None
 
     def open(self, envelope: str) -> str:
         """Decrypt an envelope to text."""

@@ -2,26 +2,43 @@
 
 ``FrontDoor`` signs a user in through the shared login service and opens terminal
 sessions exactly as the browser's terminal socket does (same access checks, caps,
-recording, command log and audit); ``SealedValues`` keeps a pack's small secrets
-(host keys) sealed in the database beside the kernel's own.
+recording, command log and audit), and raw channels (SFTP, scp, rsync, git) recorded
+as file-transfer sessions like the browser's file operations; ``SealedValues`` keeps
+a pack's small secrets (host keys) sealed in the database beside the kernel's own.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
+import logging
+import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from ..adapters import TerminalSize
+from ..adapters import Terminal, TerminalSize
+from ..closereasons import CloseReason
 from ..db.models.connections import Connection
 from ..db.models.settings import SystemValue
-from ..errors import ApiError, Conflict, InvalidInput, NotAuthenticated, NotFound
+from ..errors import (
+    ApiError,
+    Conflict,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    RemoteError,
+)
 from .identity.logins import check_login_name
 from .netpolicy import conceal
 from .sessions.attachment import Attachment
+from .sessions.file_sessions import SessionRef, human_size
+from .sessions.live_sessions import LiveSession
 from .sessions.remote_session import Admission
 
 if TYPE_CHECKING:
@@ -30,15 +47,27 @@ if TYPE_CHECKING:
     from ..descriptors import LoginMethod, ProtocolSpec
     from ..principals import Caller, ClientInfo, SignedIn
     from ..security.secretbox import SecretBox
+    from .audit.audit import AuditLog
     from .connections.connections import Connections
     from .identity.identity import Identity
     from .identity.logins import Logins
-    from .sessions.terminal_session import TerminalSession
-    from .sessions.terminal_sessions import TerminalSessions
+    from .sessions.file_sessions import FileSessionLog
+    from .sessions.interactive_terminal import TerminalSession
+    from .sessions.live_sessions import LiveSessions
+    from .sessions.session_service import TerminalSessions
+
+log = logging.getLogger("hostgate.front_door")
 
 PACK_PREFIX = "pack:"
 MAX_NAME = 90
 MAX_CONNECTION_REF = 200
+MAX_COMMAND = 4096
+FORWARDING_FIELD = "allowPortForwarding"
+"""The connection field (``extraConfig``) that allows ``ssh -L`` through the door."""
+MAX_HOST = 255
+READ_SIZE = 64 * 1024
+MAX_EVENT_PATH = 4096
+CLOSE_SECONDS = 10.0
 
 
 class SealedValues:
@@ -127,6 +156,225 @@ class DoorSession:
         self._session.detach(self._attachment)
 
 
+def channel_protocol(subsystem: str | None, command: str | None) -> str:
+    """The file session's protocol: the subsystem's name or the command's program."""
+    if subsystem is not None:
+        return subsystem[:32]
+    program = (command or "").split(maxsplit=1)[0] if (command or "").strip() else "exec"
+    return program.rsplit("/", 1)[-1][:32] or "exec"
+
+
+class DoorFileChannel:
+    """A raw channel as a door sees it (``hostgate.DoorChannel``): a file session."""
+
+    def __init__(
+        self,
+        *,
+        channel: Terminal,
+        files: FileSessionLog,
+        audit: AuditLog,
+        live: LiveSessions,
+        ref: SessionRef,
+        session_id: str,
+        caller: Caller,
+        details: Mapping[str, Any],
+    ) -> None:
+        self._channel = channel
+        self._files = files
+        self._audit = audit
+        self._live = live
+        self._ref = ref
+        self._id = session_id
+        self._caller = caller
+        self._details = dict(details)
+        self._reason = ""
+        self._closed = False
+        self._started = time.monotonic()
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    @property
+    def id(self) -> str:
+        """The file session's id."""
+        return self._id
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the channel (empty when the server or the client did)."""
+        return self._reason
+
+    @property
+    def exit_status(self) -> int | None:
+        """The command's exit status, when the server said."""
+        status = getattr(self._channel, "exit_status", None)
+        return status if isinstance(status, int) else None
+
+    async def read(self) -> bytes:
+        """The server's next bytes; ``b""`` once the channel ended."""
+        if self._closed:
+            return b""
+        try:
+            data = await self._channel.read()
+        except Exception as exc:  # the server went away: the channel ends, as its EOF
+            log.debug("door channel %s ended: %s", self._id, exc)
+            return b""
+        self.bytes_out += len(data)
+        return data
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the server (dropped once the channel ended: ``read`` says so)."""
+        if self._closed:
+            return
+        self.bytes_in += len(data)
+        try:
+            await self._channel.write(data)
+        except Exception as exc:
+            log.debug("writing to door channel %s failed: %s", self._id, exc)
+
+    async def write_eof(self) -> None:
+        """The client's input ended."""
+        eof = getattr(self._channel, "write_eof", None)
+        if eof is not None and not self._closed:
+            with contextlib.suppress(Exception):
+                await eof()
+
+    async def file_event(
+        self, action: str, path: str, *, size: int | None = None, detail: str = ""
+    ) -> None:
+        """One event of the file session, as the browser's file routes record them."""
+        text = (
+            detail
+            if size is None
+            else f"{human_size(size)}, {detail}"
+            if detail
+            else human_size(size)
+        )
+        await self._files.record(self._ref, action, path[:MAX_EVENT_PATH], text, actor=self._caller)
+
+    async def end(self, reason: str, reason_code: CloseReason | None = None) -> None:
+        """The ``kernel.live`` closer: end the channel, saying why."""
+        self._reason = reason
+        await self.close()
+
+    async def close(self) -> None:
+        """End the channel and audit its end (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._live.remove(self._id)
+        try:
+            await asyncio.wait_for(self._channel.close(), CLOSE_SECONDS)
+        except Exception as exc:
+            log.debug("closing door channel %s failed: %s", self._id, exc)
+        await self._audit.record(
+            "connection.session_ended",
+            actor=self._caller,
+            target=self._ref.connection_id,
+            details={
+                **self._details,
+                "protocol": self._ref.protocol,
+                "connectionName": self._ref.connection_name,
+                "fileSessionId": self._id,
+                "reason": self._reason or "Client disconnected",
+                "durationMs": int((time.monotonic() - self._started) * 1000),
+                "bytesIn": self.bytes_in,
+                "bytesOut": self.bytes_out,
+            },
+        )
+
+
+class DoorForward:
+    """A forwarded TCP stream as a door sees it (``hostgate.DoorStream``)."""
+
+    def __init__(
+        self,
+        *,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        audit: AuditLog,
+        live: LiveSessions,
+        live_id: str,
+        caller: Caller,
+        connection_id: str,
+        destination: str,
+        details: Mapping[str, Any],
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._audit = audit
+        self._live = live
+        self._live_id = live_id
+        self._caller = caller
+        self._connection_id = connection_id
+        self._destination = destination
+        self._details = dict(details)
+        self._reason = ""
+        self._closed = False
+        self._started = time.monotonic()
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    @property
+    def end_reason(self) -> str:
+        """Why the gateway ended the stream (empty otherwise)."""
+        return self._reason
+
+    async def read(self) -> bytes:
+        """The destination's next bytes; ``b""`` at its end."""
+        if self._closed:
+            return b""
+        try:
+            data = await self._reader.read(READ_SIZE)
+        except Exception:
+            return b""
+        self.bytes_out += len(data)
+        return data
+
+    async def write(self, data: bytes) -> None:
+        """Bytes for the destination (dropped once it closed: ``read`` says so)."""
+        if self._closed or self._writer.is_closing():
+            return
+        self.bytes_in += len(data)
+        self._writer.write(data)
+        with contextlib.suppress(Exception):
+            await self._writer.drain()
+
+    async def write_eof(self) -> None:
+        """Half-close towards the destination."""
+        if not self._closed and self._writer.can_write_eof():
+            with contextlib.suppress(Exception):
+                self._writer.write_eof()
+
+    async def end(self, reason: str, reason_code: CloseReason | None = None) -> None:
+        """The ``kernel.live`` closer."""
+        self._reason = reason
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the stream and audit it (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._live.remove(self._live_id)
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._writer.wait_closed(), CLOSE_SECONDS)
+        await self._audit.record(
+            "connection.port_forward",
+            actor=self._caller,
+            target=self._connection_id,
+            details={
+                **self._details,
+                "connectionId": self._connection_id,
+                "destination": self._destination,
+                "bytesIn": self.bytes_in,
+                "bytesOut": self.bytes_out,
+                "durationMs": int((time.monotonic() - self._started) * 1000),
+                "reason": self._reason or "Client disconnected",
+            },
+        )
+
+
 class FrontDoor:
     """``kernel.front_door``: sign-in and terminal sessions for another door."""
 
@@ -139,12 +387,18 @@ class FrontDoor:
         connections: Connections,
         protocols: Mapping[str, ProtocolSpec],
         terminal_sessions: TerminalSessions,
+        file_sessions: FileSessionLog,
+        live: LiveSessions,
+        audit: AuditLog,
+        api: KernelAPI,
         login_methods: Mapping[str, LoginMethod],
-        kernel: KernelAPI,
     ) -> None:
         self.login_methods = login_methods
-        self.kernel = kernel
         self.db = db
+        self.api = api
+        self.file_sessions = file_sessions
+        self.live = live
+        self.audit = audit
         self.logins = logins
         self.identity = identity
         self.connections = connections
@@ -186,7 +440,7 @@ class FrontDoor:
         method = await self._password_method(username)
         if method is not None and method.check_password is not None:
             await self.logins.limit_ip(client)
-            user = await method.check_password(self.kernel, username.strip(), password, client)
+            user = await method.check_password(self.api, username.strip(), password, client)
             signed = await self.logins.complete_login(
                 user,
                 client,
@@ -225,7 +479,7 @@ class FrontDoor:
         if user is not None:
             return checks.get(user.auth_provider)
         for name, method in checks.items():
-            offered = method.providers(self.kernel) if method.providers is not None else {}
+            offered = method.providers(self.api) if method.providers is not None else {}
             if inspect.isawaitable(offered):
                 offered = await offered
             if (offered or {}).get(name):
@@ -298,3 +552,137 @@ class FrontDoor:
             admission, shape, command=command, pty=size is not None
         )
         return DoorSession(session)
+
+    async def open_channel(
+        self,
+        caller: Caller,
+        connection: str,
+        *,
+        subsystem: str | None = None,
+        command: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorFileChannel:
+        """Open a raw subsystem or command channel, recorded as a file session."""
+        if (subsystem is None) == (command is None):
+            raise ValueError("name a subsystem or a command")
+        value = subsystem if subsystem is not None else command
+        assert value is not None
+        if not value.strip() or len(value) > MAX_COMMAND or "\x00" in value:
+            raise InvalidInput("The command or subsystem is empty or too long")
+        row = await self.resolve(caller, connection)
+        spec = self.protocols.get(row.protocol)
+        if spec is None or spec.open_channel is None:
+            raise InvalidInput(
+                f"{row.protocol} connections offer no file transfers through this door"
+            )
+        try:
+            target = await self.connections.target_for(caller, row.id, spec)
+        except ApiError as exc:
+            raise conceal(caller, exc) from None
+        kind = "subsystem" if subsystem is not None else "exec"
+        try:
+            channel = await spec.open_channel(self.api, target, kind, value)
+        except ApiError as exc:
+            raise conceal(caller, exc) from None
+        except Exception as exc:
+            raise conceal(caller, RemoteError(f"Connection failed: {exc}")) from None
+        ref = SessionRef(
+            user_id=caller.user_id,
+            username=caller.username,
+            connection_id=target.connection_id,
+            connection_name=target.name,
+            protocol=channel_protocol(subsystem, command),
+            client_key=f"door:{uuid.uuid4()}",
+        )
+        door_details = {**dict(details or {}), "connectionId": target.connection_id}
+        try:
+            session_id = await self.file_sessions.open(ref, actor=caller, details=door_details)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await channel.close()
+            raise
+        opened = DoorFileChannel(
+            channel=channel,
+            files=self.file_sessions,
+            audit=self.audit,
+            live=self.live,
+            ref=ref,
+            session_id=session_id,
+            caller=caller,
+            details=door_details,
+        )
+        self.live.add(
+            LiveSession(
+                id=session_id,
+                kind="files",
+                protocol=ref.protocol,
+                user_id=caller.user_id,
+                login_session_id=caller.login_session_id,
+                connection_id=target.connection_id,
+                close=opened.end,
+                info={"connectionName": target.name, "via": "door"},
+            )
+        )
+        return opened
+
+    async def open_forward(
+        self,
+        caller: Caller,
+        connection: str,
+        host: str,
+        port: int,
+        *,
+        details: Mapping[str, Any] | None = None,
+    ) -> DoorForward:
+        """A TCP stream to ``host:port`` from the connection's server, where it is allowed."""
+        if not host or len(host) > MAX_HOST or not host.isprintable() or not 0 < port < 65536:
+            raise InvalidInput("The forwarding destination is not host:port")
+        row = await self.resolve(caller, connection)
+        spec = self.protocols.get(row.protocol)
+        if spec is None or spec.open_tunnel is None:
+            raise InvalidInput(f"{row.protocol} connections offer no port forwarding")
+        try:
+            target = await self.connections.target_for(caller, row.id, spec)
+        except ApiError as exc:
+            raise conceal(caller, exc) from None
+        if target.extra.get(FORWARDING_FIELD) is not True:
+            raise PermissionDenied(
+                "port forwarding is not allowed on this connection",
+                code="port_forwarding_off",
+            )
+        destination = f"{host}:{port}"
+        try:
+            await self.connections.netpolicy.check_beyond(
+                host, port, actor=caller, purpose="port_forward"
+            )
+            sock = await spec.open_tunnel((*target.via, target), host, port)
+        except ApiError as exc:
+            raise conceal(caller, exc) from None
+        except Exception as exc:
+            raise conceal(caller, RemoteError(f"Cannot reach {destination}: {exc}")) from None
+        reader, writer = await asyncio.open_connection(sock=sock)
+        live_id = str(uuid.uuid4())
+        stream = DoorForward(
+            reader=reader,
+            writer=writer,
+            audit=self.audit,
+            live=self.live,
+            live_id=live_id,
+            caller=caller,
+            connection_id=target.connection_id,
+            destination=destination,
+            details=details or {},
+        )
+        self.live.add(
+            LiveSession(
+                id=live_id,
+                kind="forward",
+                protocol=row.protocol,
+                user_id=caller.user_id,
+                login_session_id=caller.login_session_id,
+                connection_id=target.connection_id,
+                close=stream.end,
+                info={"connectionName": target.name, "destination": destination},
+            )
+        )
+        return stream

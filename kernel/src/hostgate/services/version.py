@@ -2,7 +2,7 @@
 
 The feed is the setting ``updates.feed_url``; empty turns the check off and the
 gateway makes no outbound call at all. The fetch goes through the kernel's one
-outbound HTTP client (``kernel.notifications.outbound``): the target network
+outbound HTTP client (``kernel.outbound``): the target network
 policy applies, the checked address is the one connected to, and proxy
 variables from the environment are ignored.
 """
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from ..cluster.bus import Bus
-    from .notifications.outbound import Outbound
+    from .outbound import Outbound
     from .settings import Settings
 
 CACHE_SECONDS = 15 * 60

@@ -22,8 +22,8 @@ from ..closereasons import CloseReason
 from ..descriptors import ProtocolSpec
 from ..errors import InvalidInput
 from ..services.sessions.attachment import Attachment
+from ..services.sessions.interactive_terminal import TerminalSession
 from ..services.sessions.remote_session import Admission
-from ..services.sessions.terminal_session import TerminalSession
 from .frames import control_message, pump_output, run_socket, send_error, send_json, size_of
 from .gate import admit, close_socket, opening_failed
 

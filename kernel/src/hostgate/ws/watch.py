@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from quart import websocket
 
 from ..closereasons import CloseReason
-from ..services.sessions.live_view import Closing, Watching
+from ..services.sessions.terminal_watch import Closing, Watching
 from .frames import send_error
 from .gate import close_socket, opening_failed, socket_caller
 

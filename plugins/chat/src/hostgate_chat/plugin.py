@@ -1,6 +1,6 @@
 """The pack's hook: the ``telegram``, ``slack`` and ``webhook`` notification channels.
 
-All three post over HTTP(S) through ``kernel.notifications.outbound``, which
+All three post over HTTP(S) through ``kernel.outbound``, which
 checks the destination against the target network policy, connects to the
 approved address, verifies TLS certificates and applies timeouts.
 
@@ -149,7 +149,7 @@ async def send_telegram(
     if len(text) > TELEGRAM_TEXT_LIMIT:
         text = text[: TELEGRAM_TEXT_LIMIT - 1] + "…"
     for chat in chats:
-        response = await kernel.notifications.outbound.request(
+        response = await kernel.outbound.request(
             "POST",
             url,
             json={"chat_id": chat, "text": text, "disable_web_page_preview": True},
@@ -172,7 +172,7 @@ async def send_slack(
 ) -> None:
     """``POST <webhookUrl>`` with ``{text}``."""
     settings = SlackConfig.model_validate(dict(config))
-    response = await kernel.notifications.outbound.request(
+    response = await kernel.outbound.request(
         "POST",
         settings.webhook_url,
         json={"text": f"*{message.subject}*\n{message.text}"},
@@ -208,7 +208,7 @@ async def send_webhook(
         for existing in [k for k in headers if k.lower() == name.lower()]:
             del headers[existing]
         headers[name] = value
-    response = await kernel.notifications.outbound.request(
+    response = await kernel.outbound.request(
         settings.method,
         settings.url,
         json=webhook_body(message),

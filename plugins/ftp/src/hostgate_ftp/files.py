@@ -183,7 +183,7 @@ async def open_files(kernel: KernelAPI | None, target: ConnectionTarget) -> FtpF
     """
     check_data = None
     if kernel is not None:
-        check_data = partial(_policy_check, kernel.notifications.outbound)
+        check_data = partial(_policy_check, kernel.outbound)
     pool = Pool(target, check_data)
     home = await pool.start()
     return FtpFiles(pool, home)

@@ -80,7 +80,7 @@ async def approved(kernel: KernelAPI, settings: DirectorySettings) -> DirectoryS
     """
     host, port, _ = endpoint(settings)
     try:
-        address = await kernel.notifications.outbound.check(host, port, purpose="ldap")
+        address = await kernel.outbound.check(host, port, purpose="ldap")
     except ApiError as exc:
         error = DirectoryRefused if exc.code == "target_denied" else DirectoryUnreachable
         raise error(exc.message) from None

@@ -5,7 +5,7 @@ signature is checked against the provider's JWKS, then issuer, audience, expiry 
 nonce. Outbound TLS is verified unless ``auth.oidc_tls_verify`` is turned off.
 
 Every request (discovery, JWKS, token, userinfo) goes through the kernel's
-policy-checked transport (``kernel.notifications.outbound.transport``): the
+policy-checked transport (``kernel.outbound.transport``): the
 endpoints a discovery document names are checked like the issuer itself, so a
 provider cannot send the gateway to an address the target network policy refuses.
 

@@ -70,9 +70,7 @@ def _client(kernel: KernelAPI) -> OidcClient:
         settings = OidcSettings.from_settings(kernel.settings.get)
     except ValueError as exc:
         raise OidcError(f"OIDC settings are invalid: {exc}", "oidc_misconfigured") from None
-    return OidcClient(
-        settings, kernel.state.setdefault(CACHE_KEY, {}), kernel.notifications.outbound
-    )
+    return OidcClient(settings, kernel.state.setdefault(CACHE_KEY, {}), kernel.outbound)
 
 
 def _browser_hash(value: str) -> str:

@@ -127,7 +127,7 @@ async def send_mail(
         raise InvalidInput("No e-mail recipients")
     options = kernel.config.plugin("smtp")
     host, port = settings.host, settings.port
-    address = await kernel.notifications.outbound.check(host, port, purpose="smtp")
+    address = await kernel.outbound.check(host, port, purpose="smtp")
     sock: socket.socket | None = None
     try:
         if _is_ip(address):

@@ -27,6 +27,14 @@ TERMINAL_FIELDS = (
         default=False,
         description="The browser sends the password when a terminal opens (never stored)",
     ),
+    ConnectionField(
+        "allowPortForwarding",
+        bool,
+        default=False,
+        description=(
+            "Users may open ssh -L tunnels through the SSH gateway to this server; each is audited"
+        ),
+    ),
 )
 
 
@@ -64,6 +72,14 @@ async def _open_command(
     return await open_command(kernel, target, command, size)
 
 
+async def _open_channel(
+    kernel: KernelAPI, target: ConnectionTarget, kind: str, value: str
+) -> Terminal:
+    from .terminal import open_channel
+
+    return await open_channel(kernel, target, kind, value)
+
+
 @hookimpl
 def register_protocols() -> Sequence[ProtocolSpec]:
     """``ssh`` (terminal) and ``sftp`` (files; also serves ``ssh`` connections)."""
@@ -75,6 +91,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
             fields=TERMINAL_FIELDS,
             open_terminal=_open_terminal,
             open_command=_open_command,
+            open_channel=_open_channel,
             fetch_host_key=_fetch_host_key,
             jump_hosts=True,
             open_tunnel=_open_tunnel,

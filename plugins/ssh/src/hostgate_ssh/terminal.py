@@ -111,6 +111,38 @@ async def open_command(
     return await _open_process(target, command, size)
 
 
+async def open_channel(
+    kernel: KernelAPI, target: ConnectionTarget, kind: str, value: str
+) -> SSHTerminal:
+    """Connect and open a raw channel: the subsystem ``value`` or the command ``value``.
+
+    No PTY and stderr dropped: the channel carries a protocol (SFTP, scp, rsync, git)
+    that a message mixed into stdout would corrupt.
+    """
+    if kind not in {"subsystem", "exec"}:
+        raise ValueError(f"unknown channel kind {kind!r}")
+    connection = await connect(
+        target,
+        keepalive_interval=KEEPALIVE_INTERVAL,
+        keepalive_count_max=KEEPALIVE_COUNT_MAX,
+        encryption_algs=CIPHERS,
+    )
+    try:
+        if kind == "subsystem":
+            process = await connection.create_process(
+                subsystem=value, encoding=None, stderr=asyncssh.DEVNULL
+            )
+        else:
+            process = await connection.create_process(value, encoding=None, stderr=asyncssh.DEVNULL)
+    except asyncssh.Error as exc:
+        connection.close()
+        raise RemoteError(f"the SSH server refused the {kind} channel: {exc.reason}") from None
+    except BaseException:
+        connection.close()
+        raise
+    return SSHTerminal(connection, process)
+
+
 async def _open_process(
     target: ConnectionTarget, command: str | None, size: TerminalSize | None
 ) -> SSHTerminal:

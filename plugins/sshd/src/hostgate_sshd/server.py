@@ -5,7 +5,9 @@ stored connection ``prod-db`` (its name or id). Public keys registered in the
 profile sign in; each refusal counts in the same lockout, rate limit and audit
 (``auth.login`` / ``auth.login_failed``) as the web sign-in. A shell or an ``exec``
 command then opens through ``kernel.front_door``: the same access checks,
-recording, command log and audit as a browser terminal.
+recording, command log and audit as a browser terminal. The ``sftp`` subsystem and
+file-transfer commands are relayed raw as file sessions (``channels.py``), and
+``ssh -L`` where the connection allows it (``forwarding.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,8 @@ from hostgate import (
 
 from .approval import APPROVAL_SECONDS, APPROVED, REFUSED, Approvals, approval_link
 from .certs import CERT_METHOD, CaCache, authorized_cas
+from .channels import DoorProcess
+from .forwarding import forward_requested
 from .plugin import CA_SETTING, WEB_URL_SETTING
 
 log = logging.getLogger("hostgate.sshd")
@@ -339,9 +343,14 @@ class DoorConnection(asyncssh.SSHServer):
 
     def connection_requested(
         self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
-    ) -> bool:
-        """Port forwarding (``-L``, ``-J``) is not offered yet."""
-        return False
+    ) -> Awaitable[asyncssh.SSHTCPSession[bytes]] | bool:
+        """``ssh -L`` from the named connection's server, where it allows forwarding.
+
+        Without a target in the login name (the ProxyJump form) nothing is forwarded.
+        """
+        if self.login is None or not self.login.target:
+            return False
+        return forward_requested(self, dest_host, dest_port)
 
     def server_requested(self, listen_host: str, listen_port: int) -> bool:
         """Remote forwarding (``-R``) is not offered."""
@@ -373,11 +382,8 @@ class DoorConnection(asyncssh.SSHServer):
             process.stderr.write(f"hostgate: {message}{eol}".encode())
             await process.stderr.drain()
 
-    async def _refused(
-        self, process: asyncssh.SSHServerProcess[bytes], message: str, ref: str
-    ) -> int:
-        """Tell the client why, audit it, and give the exit status of a refusal."""
-        await self._say(process, message)
+    async def audit_refusal(self, message: str, ref: str) -> None:
+        """``sshd.session_refused``: a signed-in user was refused a channel."""
         if self.caller is not None:
             await self.kernel.audit.record(
                 "sshd.session_refused",
@@ -385,23 +391,51 @@ class DoorConnection(asyncssh.SSHServer):
                 target=ref[:200],
                 details={**self.details(), "reason": message[:500]},
             )
+
+    async def _refused(
+        self, process: asyncssh.SSHServerProcess[bytes], message: str, ref: str
+    ) -> int:
+        """Tell the client why, audit it, and give the exit status of a refusal."""
+        await self._say(process, message)
+        await self.audit_refusal(message, ref)
         return REFUSED_EXIT
 
-    async def _run(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
+    async def ready(self) -> tuple[Caller, LoginName] | str:
+        """Once the sign-in completed: who and which connection, else why not.
+
+        A missing target is refused here (and audited); a refused sign-in is not (it was).
+        """
         if self.signing_in is not None:
             await asyncio.shield(self.signing_in)
         caller, login = self.caller, self.login
         if caller is None or login is None:
-            await self._say(process, self.refused or "not signed in")
-            return REFUSED_EXIT
-        if process.subsystem:
-            message = f"the {process.subsystem} subsystem is not offered by this gateway yet"
-            return await self._refused(process, message, login.target)
+            return self.refused or "not signed in"
         if not login.target:
             message = (
                 f"name the connection in the login: ssh {login.user}{SEPARATOR}CONNECTION@gateway"
             )
-            return await self._refused(process, message, login.target)
+            await self.audit_refusal(message, login.target)
+            return message
+        return caller, login
+
+    def session_requested(self) -> DoorProcess:
+        """Every session channel: a shell or command, or a raw file-transfer channel."""
+        return DoorProcess(self, self.door.handle)
+
+    async def _run(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
+        if process.subsystem:
+            if self.signing_in is not None:
+                await asyncio.shield(self.signing_in)
+            if self.caller is None or self.login is None:
+                await self._say(process, self.refused or "not signed in")
+                return REFUSED_EXIT
+            message = f"the {process.subsystem} subsystem is not offered by this gateway"
+            return await self._refused(process, message, self.login.target)
+        ready = await self.ready()
+        if isinstance(ready, str):
+            await self._say(process, ready)
+            return REFUSED_EXIT
+        caller, login = ready
         term_type = process.get_terminal_type()
         cols, rows, _, _ = process.get_terminal_size()
         size = (cols or 80, rows or 24) if term_type else None
@@ -476,6 +510,26 @@ class FrontDoorServer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        """A shell or command channel (asyncssh's process factory)."""
+        owner = process.channel.get_connection().get_owner()
+        if not isinstance(owner, DoorConnection):
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        try:
+            await owner.run(process)
+        finally:
+            if task is not None:
+                self._handlers.discard(task)
+
+    def run_handler(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run a raw channel's relay; ``stop`` lets it end before the connections go."""
+        task = asyncio.ensure_future(coro)
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
     async def start(self, host: str, port: int, host_keys: list[asyncssh.SSHKey]) -> None:
         """Listen on ``host:port``.
 
@@ -483,31 +537,15 @@ class FrontDoorServer:
         silently sharing its clients.
         """
         self.host_keys = host_keys
-
-        async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
-            owner = process.channel.get_connection().get_owner()
-            if not isinstance(owner, DoorConnection):
-                return
-            task = asyncio.current_task()
-            if task is not None:
-                self._handlers.add(task)
-            try:
-                await owner.run(process)
-            finally:
-                if task is not None:
-                    self._handlers.discard(task)
-
         self._server = await asyncssh.create_server(
             lambda: DoorConnection(self),
             host,
             port,
             server_host_keys=host_keys,
-            process_factory=handle,
             encoding=None,
             line_editor=False,
             agent_forwarding=False,
             x11_forwarding=False,
-            allow_scp=False,
             login_timeout=LOGIN_GRACE_SECONDS,
         )
         sockname = self._server.sockets[0].getsockname()

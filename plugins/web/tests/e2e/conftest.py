@@ -383,7 +383,7 @@ def gateway(
     module used it; with a ``gateway_env`` override, a gateway of this test alone. When
     the next test starts its module's gateway, that one is launched as soon as this
     test's set-up is done (``pytest_runtest_call``): launched here, it slowed the admin's
-    argon2 and the sign-in of this test's set-up (A/B in docs/performance.md).
+    argon2 and the sign-in of this test's set-up (A/B in docs/performance-log/2026-11-lab-notes.md).
     """
     if gateway_env:
         process = SPARES.take(tmp_path, template_db, gateway_env)

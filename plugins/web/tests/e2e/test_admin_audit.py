@@ -1,6 +1,6 @@
 """Administration, audit log: filters in the address bar, pages, details, the filtered view
 exported as CSV and JSON through plain download links, and the tamper check against a
-database edited behind the gateway's back (issue 18).
+database edited behind the gateway's back.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Administration, backup and restore (issue 18 item 6): a backup downloaded in the browser
+"""Administration, backup and restore: a backup downloaded in the browser
 is restored into a second, fresh ``hostgate serve`` (another encryption key) through its
 own browser app, and the first instance's admin signs in there; a wrong password is
 refused beside its field and changes nothing.

@@ -1,7 +1,6 @@
 """Administration, notifications: a webhook channel pointed at a local receiver (secret
 header write-only, "Send a test"), a rule built in the browser, the event triggered, the
-delivery in the log; a failed delivery retried; a refused config said beside its field
-(issue 18).
+delivery in the log; a failed delivery retried; a refused config said beside its field.
 """
 
 from __future__ import annotations

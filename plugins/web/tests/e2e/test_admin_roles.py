@@ -1,6 +1,6 @@
 """Administration, roles: create from a copy, the grouped permission editor with each
 permission's description, rename, delete refused while users hold the role, reset a
-built-in role; a user holding the new role sees what it allows and nothing more (issue 18).
+built-in role; a user holding the new role sees what it allows and nothing more.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Administration, settings: every key of the registry (packs' included) in its group, a
 refusal said next to its field, the app's name and logo in the header and on the sign-in
-screen, and LDAP's "Test connection" against the suite's real slapd (issue 18).
+screen, and LDAP's "Test connection" against the suite's real slapd.
 """
 
 from __future__ import annotations

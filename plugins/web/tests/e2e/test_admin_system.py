@@ -1,6 +1,6 @@
 """Administration, system: health, the version and the update banner from a real release
 feed, the key warning, and the plugin packs the instance runs, a failed one with its
-reason (issue 18).
+reason.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Administration, users: create, edit, lockout and unlock, password reset, delete; and what
-a role without ``connections.create`` leaves of the app (issue 18).
+a role without ``connections.create`` leaves of the app.
 
 Each step checks what the gateway stored (through the API with the admin's token) as
 well as what the screen shows.

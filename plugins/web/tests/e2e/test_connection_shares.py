@@ -1,4 +1,4 @@
-"""A connection's page (issue 18: every capability of the API has a place in the app):
+"""A connection's page (every capability of the API has a place in the app):
 sharing with a user and with a role, seen by them, removed; an unknown name refused and
 nothing changed. The reachability check against a listening and a closed port.
 """

@@ -41,6 +41,8 @@ def test_create_edit_delete_with_write_only_secrets(
     expect(
         page.get_by_label("The browser sends the password when a terminal opens")
     ).not_to_be_checked()
+    # the SSH front door forwards ports only where the connection allows it: off by default
+    expect(page.get_by_label("Users may open ssh -L tunnels")).not_to_be_checked()
 
     page.get_by_role("button", name="Create connection").click()
     expect(page.get_by_text("Enter a name.")).to_be_visible()
@@ -70,7 +72,7 @@ def test_create_edit_delete_with_write_only_secrets(
         "10.0.0.5", 2222, "deploy", ["prod", "eu"]
     )  # fmt: skip
     assert server["hasPassword"] and server["hasPrivateKey"] and server["hasPassphrase"]
-    assert server["extraConfig"] == {"promptOnConnect": False}
+    assert server["extraConfig"] == {"promptOnConnect": False, "allowPortForwarding": False}
     assert "s3cret" not in page.content()
 
     # edit: secrets show as "set"; replace the password, remove the key, keep the passphrase

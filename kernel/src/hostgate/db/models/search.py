@@ -26,6 +26,11 @@ SEARCH_OBJECTS = frozenset(
 )
 """Tables, indexes and columns of the full-text part that only the migration knows."""
 
+PACK_TABLES = frozenset({"access_requests"})
+"""Tables the kernel's migrations made before their feature became a default pack: the
+pack maps its table itself (``hostgate_access.models``), so the kernel's models, loaded
+without packs, leave it out and schema comparisons skip it."""
+
 
 class SearchEntry(SQLModel, table=True):
     """One searchable piece of a session: a command (``command``) or output text (``output``).
@@ -54,5 +59,12 @@ class SearchEntry(SQLModel, table=True):
 def include_in_comparison(
     obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
 ) -> bool:
-    """Alembic's ``include_object``: leave the migration-only full-text objects out."""
+    """Alembic's ``include_object``: leave the migration-only full-text objects out.
+
+    The tables default packs map themselves (``PACK_TABLES``) stay out too, with their
+    indexes.
+    """
+    table = name if type_ == "table" else getattr(getattr(obj, "table", None), "name", None)
+    if table in PACK_TABLES:
+        return False
     return not (reflected and name in SEARCH_OBJECTS)

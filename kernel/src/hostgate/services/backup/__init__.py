@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ...db.engine import Database
     from ...security.secretbox import SecretBox
     from ..lifecycle import Lifecycle
-    from ..sessions.live import LiveSessions
+    from ..sessions.live_sessions import LiveSessions
 
 __all__ = [
     "BadPassword",

@@ -30,7 +30,7 @@ from ...db.engine import alembic_config
 from ...db.models import metadata
 from ...db.models.settings import SettingValue, SystemValue
 from ...errors import InvalidInput
-from ...security.secretbox import KeyError_, SecretBox, envelope_key_id
+from ...security.secretbox import SecretBox, SecretKeyError, envelope_key_id
 from ..keyrotation import sealed_columns
 from .archive import NotAnArchive
 from .tables import TEXT, BadValue, decode, python_default, to_storage, type_tag
@@ -230,7 +230,7 @@ def reseal(conn: Connection, backup: SecretBox, live: SecretBox | None) -> int:
                     continue
                 try:
                     plain = backup.open_bytes(value)
-                except KeyError_ as exc:
+                except SecretKeyError as exc:
                     raise inconsistent(
                         f"A secret in {table_name}.{column_name} cannot be opened with the "
                         f"backup's key ({exc})"
@@ -248,7 +248,7 @@ def reseal(conn: Connection, backup: SecretBox, live: SecretBox | None) -> int:
                 continue
             try:
                 plain = backup.open_bytes(value)
-            except KeyError_ as exc:
+            except SecretKeyError as exc:
                 raise inconsistent(f"The secret {name!r} cannot be opened ({exc})") from None
             count += 1
             if change:

@@ -24,7 +24,7 @@ from sqlalchemy import (
 
 from ...datadir import DIR_MODE, private_dir, private_open
 from ...db.engine import alembic_config
-from ...security.secretbox import KeyError_, SecretBox, parse_key
+from ...security.secretbox import SecretBox, SecretKeyError, parse_key
 from .archive import FORMAT_VERSION, CorruptArchive, FrameReader, NotAnArchive, derive_key
 from .archive import read_header as read_archive_header
 from .files import PART_PREFIX, safe_relative
@@ -116,7 +116,7 @@ def _parse_meta(raw: bytes) -> tuple[dict[str, Any], SecretBox]:
         schema = meta["schema"]
         tables = schema["tables"]
         key = SecretBox(parse_key(meta["key"]["hex"]))
-    except (ValueError, KeyError, TypeError, KeyError_):
+    except (ValueError, KeyError, TypeError, SecretKeyError):
         raise CorruptArchive("the metadata is malformed") from None
     if meta.get("app") != "hostgate" or meta.get("format") != FORMAT_VERSION:
         raise NotAnArchive("The backup's metadata names an unknown format")

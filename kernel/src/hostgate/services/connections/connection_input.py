@@ -198,7 +198,7 @@ def _protocol_of(
 
 
 def _check_tunnels(value: Any) -> None:
-    """``tunnels``: clients written for SPEC.md send ``[]`` with every SSH connection.
+    """``tunnels``: clients written for the connection API send ``[]`` with every SSH connection.
 
     An empty list (or null) is accepted and stores nothing; port-forward tunnels
     are not implemented, so a non-empty list is refused rather than dropped.

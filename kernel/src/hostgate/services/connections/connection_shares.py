@@ -20,13 +20,13 @@ from ...db.models.connections import Connection, ConnectionShare
 from ...db.models.identity import Role, User
 from ...errors import ApiError, InvalidInput, PermissionDenied
 from ..identity.usernames import lookup_keys
-from ..sessions.live import NO_LONGER_SHARED
+from ..sessions.live_sessions import NO_LONGER_SHARED
 
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditBatch, AuditLog
     from ..identity.identity import Caller
-    from ..sessions.live import LiveSessions
+    from ..sessions.live_sessions import LiveSessions
     from .connections import Connections
 
 EDIT_ANY = "connections.edit_any"

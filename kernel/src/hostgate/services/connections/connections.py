@@ -12,7 +12,7 @@ write-only.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from ...descriptors import ProtocolSpec
 from ...errors import InvalidInput, NotFound, PermissionDenied
 from ...permissions import use_permission
 from ...timefmt import utcnow
-from ..sessions.live import CONNECTION_DELETED
+from ..sessions.live_sessions import CONNECTION_DELETED
 from . import hostkeys
 from .connection_groups import ConnectionGroups, owned_group
 from .connection_input import ParsedInput, missing_required, parse_input
@@ -41,9 +41,8 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..identity.identity import Caller
     from ..netpolicy import NetworkPolicy
-    from ..sessions.live import LiveSessions
+    from ..sessions.live_sessions import LiveSessions
     from ..settings import Settings
-    from .access_requests import AccessRequests
 
 EDIT_OWN, EDIT_ANY = "connections.edit_own", "connections.edit_any"
 DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
@@ -138,11 +137,12 @@ class Connections:
         live: LiveSessions,
         netpolicy: NetworkPolicy,
         protocols: Mapping[str, ProtocolSpec],
-        access_requests: AccessRequests,
+        access_granted: Callable[[str, str], Awaitable[bool]],
         settings: Settings,
     ) -> None:
         self.db = db
-        self.access_requests = access_requests
+        # asks the packs (``grant_connection_access``): may this user use this connection now?
+        self.access_granted = access_granted
         self.secrets = secrets
         self.audit = audit
         self.live = live
@@ -184,6 +184,11 @@ class Connections:
             return "it needs an approved access request"
         return "it is not shared with you"
 
+    async def get(self, connection_id: str) -> Connection | None:
+        """A connection by id, whoever may see it (None when there is none)."""
+        async with self.db.session() as session:
+            return await session.get(Connection, connection_id)
+
     async def visible(self, caller: Caller, connection_id: str) -> Connection:
         """A connection the caller owns or that is shared with them; else NotFound."""
         async with self.db.session() as session:
@@ -201,7 +206,7 @@ class Connections:
             if connection is None:
                 raise NotFound("Connection not found")
             visible = await self.is_visible(session, caller.user_id, caller.role_id, connection)
-        granted = needs_approval(caller, connection) and await self.access_requests.granted(
+        granted = needs_approval(caller, connection) and await self.access_granted(
             caller.user_id, connection.id
         )
         access = access_of(caller, connection, visible, granted)
@@ -534,7 +539,7 @@ class Connections:
         """Why the caller may not use an approval-required connection now, or None."""
         if not needs_approval(caller, connection):
             return None
-        if await self.access_requests.granted(caller.user_id, connection.id):
+        if await self.access_granted(caller.user_id, connection.id):
             return None
         return "This connection needs an approved access request"
 

@@ -34,7 +34,7 @@ from ...security.passwords import (
     too_guessable,
 )
 from ...timefmt import as_utc, utcnow
-from ..sessions.live import USER_DELETED
+from ..sessions.live_sessions import USER_DELETED
 from .api_tokens import session_key
 from .privileges import check_grant, check_target
 from .usernames import check_new_username, lookup_keys, username_key
@@ -42,7 +42,7 @@ from .usernames import check_new_username, lookup_keys, username_key
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditBatch, AuditLog
-    from ..sessions.live import LiveSessions
+    from ..sessions.live_sessions import LiveSessions
     from .identity import Caller, ClientInfo, Identity
     from .logins import Logins
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ...db.engine import Database
     from ...db.readcache import ReadCache
     from ...security.secretbox import SecretBox
-    from ..sessions.live import LiveSessions
+    from ..sessions.live_sessions import LiveSessions
     from ..settings import Settings
     from .api_tokens import ApiTokenCheck
 

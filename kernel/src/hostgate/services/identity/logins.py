@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import re
 import secrets
 import time
 from collections import OrderedDict
@@ -35,7 +34,8 @@ from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ...db.models.identity import Role, TrustedDevice, User
-from ...errors import InvalidInput, NotAuthenticated, PermissionDenied, RateLimited
+from ...errors import NotAuthenticated, PermissionDenied, RateLimited
+from ...loginnames import CONTROL_CHARACTERS, check_login_name
 from ...permissions import USER_ROLE
 from ...principals import SignedIn
 from ...security.passwords import verify_password
@@ -64,10 +64,6 @@ MFA_LIMIT_MESSAGE = "Too many MFA attempts. Please try again later."
 TRUSTED_DEVICE_LIFETIME = timedelta(days=30)
 MAX_PHANTOMS = 10_000
 USERNAME_MAX = 200
-LOGIN_NAME_PATTERN = r"^[^\x00-\x1f\x7f]*$"
-"""A username typed at a login: no control characters. ``check_login_name`` refuses
-the others (400 ``invalid_username``); login bodies show this pattern in the document."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass
@@ -99,20 +95,7 @@ def clean_username(text: str) -> str:
 
     Never for a name someone typed at a login: ``check_login_name`` refuses those.
     """
-    return _CONTROL.sub("", text).strip()[:USERNAME_MAX]
-
-
-def check_login_name(username: str) -> str:
-    """A username typed at a login, refused (400) when it holds control characters.
-
-    No account name has any (``check_username``), and stripping them would let
-    ``bob`` followed by a NUL sign in as ``bob``; every login method calls this first.
-    """
-    if _CONTROL.search(username):
-        raise InvalidInput(
-            "The username must not contain control characters", code="invalid_username"
-        )
-    return username
+    return CONTROL_CHARACTERS.sub("", text).strip()[:USERNAME_MAX]
 
 
 def device_hash(value: str) -> str:
@@ -344,6 +327,11 @@ class Logins:
         return SignedIn(issued, user.id, user.username, role_name)
 
     # -- users ----------------------------------------------------------------
+
+    async def get_user(self, user_id: str) -> User | None:
+        """A user by id (None when there is no such user)."""
+        async with self.db.session() as session:
+            return await session.get(User, user_id)
 
     async def find_user(self, username: str, *, provider: str | None = "local") -> User | None:
         """A user by username (case-insensitive); ``provider`` None matches any.

@@ -14,7 +14,7 @@ from ...db.models.notifications import NotificationChannel
 from ...descriptors import ChannelSpec
 from ...errors import InvalidInput, NotFound, validation_message
 from ...timefmt import utcnow
-from .rules import SPEC_CHANNELS
+from .rule_matching import SPEC_CHANNELS
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
@@ -98,13 +98,6 @@ def describe_fields(spec: ChannelSpec) -> list[dict[str, Any]]:
             }
         )
     return fields
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret value replaced by ``[redacted]``."""
-    for value in secrets:
-        text = text.replace(value, "[redacted]")
-    return text
 
 
 def join_secrets(plain: Mapping[str, Any], secret: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from ...descriptors import NotificationMessage
 from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout
 from ...tasks import cancel_and_wait
 from ...timefmt import utcnow
-from .channels import redact, secret_values, validate
+from ..outbound import redact
+from .channels import secret_values, validate
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI

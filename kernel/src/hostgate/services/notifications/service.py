@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -26,11 +27,10 @@ from ...tasks import cancel_and_wait
 from ...timefmt import iso, utcnow
 from .channels import ChannelStore
 from .delivery import WAKE_TOPIC, DeliveryQueue, delivering
-from .logbook import Logbook
-from .outbound import Outbound
+from .delivery_log import Logbook
 from .render import channel_test_event, render_digest, render_event
-from .rulebook import RuleBook
-from .rules import EMAIL_PATTERN, rule_matches
+from .rule_matching import EMAIL_PATTERN, rule_matches
+from .rule_store import RuleBook
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditBatch, AuditLog
     from ..identity.identity import Caller
     from ..lifecycle import Lifecycle
-    from ..netpolicy import NetworkPolicy
+    from ..outbound import Outbound
     from ..settings import Settings
 
 log = logging.getLogger("hostgate.notifications")
@@ -96,7 +96,7 @@ class Notifications:
         settings: Settings,
         audit: AuditLog,
         metrics: Metrics,
-        netpolicy: NetworkPolicy,
+        outbound: Outbound,
         channel_specs: Mapping[str, ChannelSpec],
         options: Mapping[str, Any],
         api: KernelAPI,
@@ -112,7 +112,7 @@ class Notifications:
         self.audit = audit
         self.channels = ChannelStore(db=db, secrets=secrets, audit=audit, specs=channel_specs)
         self.log = Logbook(db=db, audit=audit)
-        self.outbound = Outbound(netpolicy)
+        self._outbound = outbound
         self.delivery = DeliveryQueue(self, db=db, metrics=metrics, specs=channel_specs, api=api)
         self.delivery.lease = self.lease
         self.delivery.claims = claims or LocalClaims()
@@ -144,6 +144,16 @@ class Notifications:
         lifecycle.on_stop(self.stop)
 
     # -- lifecycle -----------------------------------------------------------------
+
+    @property
+    def outbound(self) -> Outbound:
+        """Deprecated alias of ``kernel.outbound`` (outbound HTTP is not only for channels)."""
+        warnings.warn(
+            "kernel.notifications.outbound is deprecated: use kernel.outbound",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._outbound
 
     async def start(self) -> None:
         """Load the rules, resume pending deliveries, start the workers."""

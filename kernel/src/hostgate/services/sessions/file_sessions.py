@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, update
 from sqlalchemy.exc import IntegrityError
@@ -120,16 +120,37 @@ class FileSessionLog:
                 )
                 await db.commit()
         if started:
-            await self.audit.record(
-                "connection.session_started",
-                actor=actor,
-                target=ref.connection_id,
-                details={
-                    "protocol": ref.protocol,
-                    "connectionName": ref.connection_name,
-                    "fileSessionId": session_id,
-                },
-            )
+            await self._started(ref, session_id, actor, {})
+        return session_id
+
+    async def _started(
+        self, ref: SessionRef, session_id: str, actor: Caller, details: Mapping[str, Any]
+    ) -> None:
+        """``connection.session_started`` of a new file session."""
+        await self.audit.record(
+            "connection.session_started",
+            actor=actor,
+            target=ref.connection_id,
+            details={
+                **details,
+                "protocol": ref.protocol,
+                "connectionName": ref.connection_name,
+                "fileSessionId": session_id,
+            },
+        )
+
+    async def open(
+        self, ref: SessionRef, *, actor: Caller, details: Mapping[str, Any] | None = None
+    ) -> str:
+        """Start (or find) the session of ``ref`` before any event; returns its id.
+
+        For a door's channel, which is a session from its first byte:
+        ``connection.session_started`` carries ``details`` beside the usual fields.
+        """
+        async with self._lock((ref.user_id, ref.connection_id, ref.client_key)):
+            session_id, started = await self._find_or_start(ref)
+        if started:
+            await self._started(ref, session_id, actor, details or {})
         return session_id
 
     async def _find_or_start(self, ref: SessionRef) -> tuple[str, bool]:

@@ -18,14 +18,14 @@ from ...adapters import RemoteEntry, RemoteFiles
 from ...descriptors import ProtocolSpec
 from ...errors import ApiError, Conflict, InvalidInput, NotAuthenticated, NotFound
 from .file_sessions import SessionRef, human_size
-from .files import FileLease, keeps_session, translate
+from .remote_file_pool import FileLease, keeps_session, translate
 
 if TYPE_CHECKING:
     from ...adapters import ConnectionTarget
     from ..connections.connections import Connections
     from ..identity.identity import Caller
     from .file_sessions import FileSessionLog
-    from .files import RemoteFilePool
+    from .remote_file_pool import RemoteFilePool
 
 log = logging.getLogger("hostgate.files")
 

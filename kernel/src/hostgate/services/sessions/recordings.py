@@ -31,7 +31,7 @@ from ...db.models.sessions import RemoteSession
 from ...errors import ApiError, Conflict, NotFound, PayloadTooLarge
 from ...tasks import cancel_and_wait
 from ...timefmt import utcnow
-from .live import LiveSession
+from .live_sessions import LiveSession
 from .recording_format import (
     RecordingFormatError,
     RecordingReader,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..lifecycle import Lifecycle
     from ..settings import Settings
-    from .live import LiveSessions
+    from .live_sessions import LiveSessions
 
 log = logging.getLogger("hostgate.recordings")
 

@@ -11,7 +11,7 @@ from ...closereasons import CloseReason
 from .remote_session import Admission, LiveRemoteSession
 
 if TYPE_CHECKING:
-    from .terminal_sessions import TerminalSessions
+    from .session_service import TerminalSessions
 
 
 class RelaySession(LiveRemoteSession):

@@ -21,12 +21,12 @@ from ...closereasons import CloseReason, reason_for_error
 from ...descriptors import ProtocolSpec
 from ...errors import ApiError
 from .attachment import Attachment
-from .live import LiveSession
+from .live_sessions import LiveSession
 from .session_access import access_problem
 
 if TYPE_CHECKING:
     from ..identity.identity import Caller
-    from .terminal_sessions import TerminalSessions
+    from .session_service import TerminalSessions
 
 log = logging.getLogger("hostgate.sessions")
 

@@ -17,7 +17,7 @@ from ...db.models.identity import User
 from ...errors import ApiError
 from ...permissions import use_permission
 from ...principals import ClientInfo
-from .live import ACCESS_ENDED, CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED
+from .live_sessions import ACCESS_ENDED, CONNECTION_DELETED, NO_LONGER_SHARED, USER_DELETED
 
 if TYPE_CHECKING:
     from ...db.engine import Database

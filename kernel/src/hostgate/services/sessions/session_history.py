@@ -17,16 +17,16 @@ from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...permissions import use_permission
 from .file_sessions import FileSessionLog
+from .interactive_terminal import TerminalSession
 from .search_index import RecordingSearch, SearchResult
-from .terminal_session import TerminalSession
-from .terminal_sessions import TerminalSessions
+from .session_service import TerminalSessions
 
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditLog
     from ..connections.connections import Connections
     from ..identity.identity import Caller
-    from .live import LiveSession, LiveSessions
+    from .live_sessions import LiveSession, LiveSessions
     from .recordings import Recordings
 
 VIEW_ANY = "sessions.view_any"

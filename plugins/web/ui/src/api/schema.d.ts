@@ -6182,9 +6182,13 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                    allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
+                        /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                        allowPortForwarding?: boolean | null | "";
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
                         /** @description The browser sends the password when a terminal opens (never stored) */
@@ -6209,7 +6213,7 @@ export interface operations {
                     sortOrder?: number;
                     tags?: string[] | null;
                     username?: string | null;
-                } & (unknown & unknown)) | {
+                } & (unknown & unknown & unknown)) | {
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -7223,9 +7227,13 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                    allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
+                        /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
+                        allowPortForwarding?: boolean | null | "";
                         /** @description Passphrase of the private key */
                         passphrase?: string | null | "";
                         /** @description The browser sends the password when a terminal opens (never stored) */
@@ -7250,7 +7258,7 @@ export interface operations {
                     sortOrder?: number;
                     tags?: string[] | null;
                     username?: string | null;
-                } & (unknown & unknown)) | {
+                } & (unknown & unknown & unknown)) | {
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;

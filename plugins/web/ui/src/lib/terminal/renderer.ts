@@ -36,7 +36,7 @@ export const BLINK_HALF_MS = 500;
  * The DOM renderer's cursor blink as a class toggled twice a second on the terminal's
  * box (blink.css), not xterm.js's CSS animation: a CSS animation of colours makes the
  * page draw every frame, so an idle terminal kept a core busy and a keystroke's echo
- * waited for the next frame (26 ms vs 8 ms at p50, docs/performance.md).
+ * waited for the next frame (26 ms vs 8 ms at p50, docs/performance-log/2026-11-lab-notes.md).
  */
 export class CursorBlink {
   private timer: ReturnType<typeof setInterval> | null = null;

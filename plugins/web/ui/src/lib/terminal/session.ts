@@ -157,7 +157,7 @@ export class TerminalSession {
   /** Where the socket's output goes: xterm.js, in batches during a flood (feed.ts). */
   private feed(levers: BenchLevers): (data: Uint8Array | string) => void {
     // the socket's bytes as they are: xterm.js decodes UTF-8 itself (a TextDecoder first
-    // made no difference, docs/performance.md)
+    // made no difference, docs/performance-log/2026-11-lab-notes.md)
     const write = (data: Uint8Array | string, done?: () => void) => this.terminal.write(data, done);
     if (levers.batch === 0) return (data) => write(data);
     const feed = new OutputFeed(write, { maxBatch: levers.batch, interval: levers.interval });

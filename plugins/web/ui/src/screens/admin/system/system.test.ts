@@ -9,6 +9,9 @@ describe("describeProvides", () => {
       }),
     ).toBe("protocols ssh, sftp · 2 settings · 1 permission · notification channel smtp");
   });
+  it("names a pack's own API routes by their blueprint", () => {
+    expect(describeProvides({ provides: ["blueprints:access_requests"] })).toBe("API routes access_requests");
+  });
   it("says when a pack adds nothing", () => {
     expect(describeProvides({ provides: [] })).toBe("nothing yet");
   });

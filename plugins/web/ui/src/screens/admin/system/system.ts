@@ -8,6 +8,7 @@ const KINDS: Record<string, [string, string]> = {
   settings: ["setting", "settings"],
   permissions: ["permission", "permissions"],
   pages: ["page", "pages"],
+  blueprints: ["API routes", "API routes"],
 };
 
 /** "protocols ssh, sftp · 3 settings · 2 permissions": named kinds by name, the rest counted. */

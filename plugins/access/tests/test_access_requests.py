@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from hostgate.db.models.connections import AccessRequest
-from hostgate.timefmt import utcnow
+from hostgate import utcnow
+from hostgate_access.models import AccessRequest
+from hostgate_access.plugin import service
 
 from tests.services.sessions.helpers import Screen, socket_path, ticket_for
 
@@ -119,7 +120,7 @@ async def test_access_expires_by_itself_and_closes_the_terminal(client, kernel, 
             row.ends_at = utcnow() - timedelta(seconds=1)
             session.add(row)
             await session.commit()
-        assert await kernel.access_requests.sweep() == 1
+        assert await service(kernel).sweep() == 1
         assert await screen.until_closed() == 4003
         assert screen.messages[-1]["reason"] == "access_ended"
     listed = await client.get(f"{API}/access-requests", headers=bob.headers)
@@ -182,3 +183,39 @@ async def test_deny_and_cancel(client, make_user, sshd):
         "cancelled",
         "denied",
     ]
+
+
+async def test_the_front_door_refuses_until_approved_and_opens_after(
+    client, kernel, make_user, sshd
+):
+    """The SSH front door's ``open_terminal`` asks the same grant as the browser's socket:
+    refused while the request is pending, a shell once an approver approved it."""
+    from hostgate import ClientInfo, PermissionDenied, SessionClosed
+
+    owner = await make_user("owner", role="admin")
+    bob = await make_user("bob", permissions=["connections.use_ssh"])
+    approver = await make_user("approver", permissions=["access.approve"])
+    connection = await guarded(client, owner, sshd)
+    account = await kernel.logins.get_user(bob.id)
+    caller = await kernel.front_door.sign_in(
+        account, ClientInfo(ip_address="127.0.0.1"), method="publickey"
+    )
+    try:
+        try:
+            await kernel.front_door.open_terminal(caller, "prod-db", (80, 24), command="true")
+        except (PermissionDenied, SessionClosed) as refused:
+            assert "approved access request" in str(refused)
+        else:
+            raise AssertionError("an approval-required connection opened without approval")
+        pending = (await (await ask(client, bob, connection["id"])).get_json())["request"]
+        assert (await decide(client, approver, pending["id"], "approve")).status_code == 200
+        terminal = await kernel.front_door.open_terminal(
+            caller, "prod-db", None, command="echo door-$((40+2))"
+        )
+        output = b""
+        while chunk := await terminal.read():
+            output += chunk
+        assert b"door-42" in output
+        assert terminal.exit_status == 0
+    finally:
+        await kernel.front_door.sign_out(caller)

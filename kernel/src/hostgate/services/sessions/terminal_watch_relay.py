@@ -3,7 +3,7 @@
 The viewer's node (``WatchRelay.watch``) subscribes to a Redis pub/sub channel
 of its own (``hostgate:watch:<watch id>``), then asks every node on the bus
 (``watch.open``) to feed it. The node holding the terminal taps it exactly as
-for a local viewer (a :class:`~.live_view.Watch`, so the watched user is told
+for a local viewer (a :class:`~.terminal_watch.Watch`, so the watched user is told
 who watches and a slow viewer never slows the session) and publishes on that
 channel, in order: ``h`` the hello frame, ``s`` the current screen, then ``o``
 output and ``t`` text frames (a resize), and ``e`` with the close code and
@@ -35,10 +35,10 @@ from ...cluster.shared import KEY_PREFIX, reaching
 from ...db.types import new_id
 from ...errors import NotFound
 from ...tasks import cancel_and_wait
-from .live import LiveSession
-from .live_view import BEHIND_BYTES, KIND, Closing, Frame, Watch, Watching
+from .interactive_terminal import TerminalSession
+from .live_sessions import LiveSession
 from .terminal_screen import repaint
-from .terminal_session import TerminalSession
+from .terminal_watch import BEHIND_BYTES, KIND, Closing, Frame, Watch, Watching
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
-    from .live import LiveSessions
-    from .live_view import LiveView
-    from .terminal_sessions import TerminalSessions
+    from .live_sessions import LiveSessions
+    from .session_service import TerminalSessions
+    from .terminal_watch import LiveView
 
 log = logging.getLogger("hostgate.live_view.relay")
 

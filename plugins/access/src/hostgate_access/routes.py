@@ -4,22 +4,29 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hostgate import (
+    Account,
+    InvalidInput,
+    StoredConnection,
+    answers,
+    authenticated,
+    current_caller,
+    current_kernel,
+    iso,
+)
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from ..db.models.connections import AccessRequest, Connection
-from ..db.models.identity import User
-from ..errors import InvalidInput
-from ..guards import app_kernel, authenticated, current_caller
-from ..openapi import answers
-from ..services.connections.access_requests import MAX_MINUTES
-from ..timefmt import iso
+from .models import AccessRequest
+from .service import MAX_MINUTES, AccessRequests
 
 blueprint = Blueprint("access_requests", __name__)
 
 Status = Literal["pending", "approved", "denied", "cancelled", "revoked", "expired"]
+STATE_KEY = "access.requests"
+"""Where ``startup`` keeps the pack's service in ``kernel.state``."""
 
 
 class RequestBody(BaseModel):
@@ -76,7 +83,15 @@ class OneRequest(TypedDict):
     request: AccessRequestRecord
 
 
-def request_json(item: AccessRequest, connection: Connection, user: User) -> AccessRequestRecord:
+def service() -> AccessRequests:
+    """The pack's service of the running app."""
+    found: AccessRequests = current_kernel().state[STATE_KEY]
+    return found
+
+
+def request_json(
+    item: AccessRequest, connection: StoredConnection, user: Account
+) -> AccessRequestRecord:
     """The wire form of a request."""
     return {
         "id": item.id,
@@ -96,17 +111,26 @@ def request_json(item: AccessRequest, connection: Connection, user: User) -> Acc
     }
 
 
+async def records(items: list[AccessRequest]) -> list[AccessRequestRecord]:
+    """Requests with their connection and requester (each looked up once)."""
+    kernel = current_kernel()
+    connections: dict[str, StoredConnection | None] = {}
+    users: dict[str, Account | None] = {}
+    shaped = []
+    for item in items:
+        if item.connection_id not in connections:
+            connections[item.connection_id] = await kernel.connections.get(item.connection_id)
+        if item.user_id not in users:
+            users[item.user_id] = await kernel.logins.get_user(item.user_id)
+        connection, user = connections[item.connection_id], users[item.user_id]
+        if connection is not None and user is not None:  # rows go with both (cascades)
+            shaped.append(request_json(item, connection, user))
+    return shaped
+
+
 async def _answer(item: AccessRequest) -> OneRequest:
-    kernel = app_kernel()
-    rows = await kernel.access_requests.listing(current_caller(), everyone=False, status=None)
-    found = next(((r, c, u) for r, c, u in rows if r.id == item.id), None)
-    if found is None:  # a decision on someone else's request
-        async with kernel.db.session() as session:
-            connection = await session.get(Connection, item.connection_id)
-            user = await session.get(User, item.user_id)
-        assert connection is not None and user is not None
-        return {"request": request_json(item, connection, user)}
-    return {"request": request_json(*found)}
+    [shaped] = await records([item])
+    return {"request": shaped}
 
 
 @blueprint.post("/access-requests")
@@ -116,10 +140,9 @@ async def _answer(item: AccessRequest) -> OneRequest:
 @answers(OneRequest, status=201, errors=(404, 409))
 async def create_request(data: RequestBody) -> tuple[OneRequest, int]:
     """Ask for access to a connection that needs approval (one you can see)."""
-    kernel = app_kernel()
     caller = current_caller()
-    connection = await kernel.connections.visible(caller, data.connectionId)
-    made = await kernel.access_requests.request(caller, connection, data.minutes, data.reason)
+    connection = await current_kernel().connections.visible(caller, data.connectionId)
+    made = await service().request(caller, connection, data.minutes, data.reason)
     return await _answer(made), 201
 
 
@@ -135,16 +158,12 @@ async def list_requests() -> AccessRequestList:
         raise InvalidInput("all must be true or false")
     if status not in (None, "pending", "approved", "denied", "cancelled", "revoked", "expired"):
         raise InvalidInput("status must be one of the request states")
-    rows = await app_kernel().access_requests.listing(
-        current_caller(), everyone=everyone == "true", status=status
-    )
-    return {"requests": [request_json(r, c, u) for r, c, u in rows]}
+    rows = await service().listing(current_caller(), everyone=everyone == "true", status=status)
+    return {"requests": await records(rows)}
 
 
 async def _decide(request_id: str, action: str, data: DecisionBody) -> OneRequest:
-    item = await app_kernel().access_requests.decide(
-        current_caller(), request_id, action, data.note
-    )
+    item = await service().decide(current_caller(), request_id, action, data.note)
     return await _answer(item)
 
 

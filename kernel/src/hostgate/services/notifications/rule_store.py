@@ -11,7 +11,7 @@ from ...db.models.identity import Role, User
 from ...db.models.notifications import NotificationRule
 from ...errors import NotFound
 from ...timefmt import utcnow
-from .rules import (
+from .rule_matching import (
     EMAIL_PATTERN,
     Directory,
     RuleChanges,

@@ -21,7 +21,7 @@ from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
 
 if TYPE_CHECKING:
-    from .terminal_sessions import TerminalSessions
+    from .session_service import TerminalSessions
 
 REATTACH_GRACE = {"telnet": 30.0}
 DEFAULT_REATTACH_GRACE = 120.0
@@ -51,7 +51,7 @@ class TerminalSession(LiveRemoteSession):
         self._input_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._recent = ReplayBuffer()
         self.viewers: list[Callable[[bytes], None]] = []
-        """Live viewers (services/live_view.py), handed every output chunk."""
+        """Live viewers (services/sessions/terminal_watch.py), handed every output chunk."""
         self.notice: str | None = None
         """A text frame for every socket that attaches (who is watching), or None."""
 

@@ -37,7 +37,7 @@ from ...tasks import cancel_and_wait
 from ...timefmt import iso, parse_iso, utcnow
 
 if TYPE_CHECKING:
-    from .live import Closer, LiveSession
+    from .live_sessions import Closer, LiveSession
 
 log = logging.getLogger("hostgate.live.registry")
 
@@ -255,7 +255,7 @@ class SharedSessions:
 
 def remote_session(entry: Entry, close: Closer) -> LiveSession:
     """Another node's entry as a ``LiveSession`` whose ``close`` reaches that node."""
-    from .live import LiveSession
+    from .live_sessions import LiveSession
 
     info = entry.get("info")
     return LiveSession(

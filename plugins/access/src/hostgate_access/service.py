@@ -7,58 +7,54 @@ requester) approves (the access starts at once and ends by itself) or denies; an
 approved access can be revoked early. When access ends, revoked or expired, the user's
 open sessions on the connection close, and those going through it as a jump host.
 Every step is an audit event (``access.*``), so notification rules can send requests
-to a channel.
+to a channel. The kernel asks :meth:`AccessRequests.granted` through the
+``grant_connection_access`` hook whenever a session opens or re-checks its access.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
+from hostgate import (
+    Caller,
+    CloseReason,
+    Conflict,
+    InvalidInput,
+    KernelAPI,
+    NotFound,
+    PermissionDenied,
+    StoredConnection,
+    as_utc,
+    utcnow,
+)
 from sqlmodel import col, select
 
-from ...closereasons import CloseReason
-from ...db.models.connections import AccessRequest, Connection
-from ...db.models.identity import User
-from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from ...tasks import cancel_and_wait
-from ...timefmt import as_utc, utcnow
-from ..sessions.live import ACCESS_ENDED
-
-if TYPE_CHECKING:
-    from ...db.engine import Database
-    from ..audit.audit import AuditLog
-    from ..identity.identity import Caller
-    from ..lifecycle import Lifecycle
-    from ..sessions.live import LiveSessions
+from .models import AccessRequest
 
 log = logging.getLogger("hostgate.access")
 
 APPROVE = "access.approve"
 MAX_MINUTES = 7 * 24 * 60
 SWEEP_SECONDS = 15.0
+ACCESS_ENDED = "your access to this connection ended"
+"""What a session's socket says when it closes because the access ended."""
 
 
 class AccessRequests:
     """Requests, decisions, and the check sessions make while they run."""
 
-    def __init__(
-        self, *, audit: AuditLog, db: Database, live: LiveSessions, lifecycle: Lifecycle
-    ) -> None:
-        self.audit = audit
-        self.db = db
-        self.live = live
+    def __init__(self, kernel: KernelAPI) -> None:
+        self.kernel = kernel
         self._sweeper: asyncio.Task[None] | None = None
-        lifecycle.on_start(self._start)
-        lifecycle.on_stop(self._stop)
 
     async def granted(self, user_id: str, connection_id: str) -> bool:
         """True while the user holds an approved access to the connection."""
         now = utcnow()
-        async with self.db.session() as session:
+        async with self.kernel.db.session() as session:
             rows = await session.exec(
                 select(AccessRequest.ends_at).where(
                     col(AccessRequest.user_id) == user_id,
@@ -69,7 +65,7 @@ class AccessRequests:
             return any(end is not None and as_utc(end) > now for end in rows.all())
 
     async def request(
-        self, caller: Caller, connection: Connection, minutes: int, reason: str
+        self, caller: Caller, connection: StoredConnection, minutes: int, reason: str
     ) -> AccessRequest:
         """Ask for access (the caller sees the connection; checked by the caller of this)."""
         if not connection.approval_required:
@@ -78,7 +74,7 @@ class AccessRequests:
             raise InvalidInput(f"Ask for 1 to {MAX_MINUTES} minutes")
         if not reason.strip():
             raise InvalidInput("Say why you need access")
-        async with self.audit.atomic() as batch:
+        async with self.kernel.audit.atomic() as batch:
             open_ = await batch.session.exec(
                 select(AccessRequest.id).where(
                     col(AccessRequest.user_id) == caller.user_id,
@@ -107,29 +103,23 @@ class AccessRequests:
 
     async def listing(
         self, caller: Caller, *, everyone: bool, status: str | None
-    ) -> list[tuple[AccessRequest, Connection, User]]:
-        """Requests with their connection and requester, newest first."""
+    ) -> list[AccessRequest]:
+        """Requests, newest first (at most 500): the caller's, or everyone's for approvers."""
         if everyone and not caller.can(APPROVE):
             raise PermissionDenied(f"Insufficient permissions: requires {APPROVE}")
-        query = (
-            select(AccessRequest, Connection, User)
-            .join(Connection, col(Connection.id) == col(AccessRequest.connection_id))
-            .join(User, col(User.id) == col(AccessRequest.user_id))
-            .order_by(col(AccessRequest.created_at).desc())
-            .limit(500)
-        )
+        query = select(AccessRequest).order_by(col(AccessRequest.created_at).desc()).limit(500)
         if not everyone:
             query = query.where(col(AccessRequest.user_id) == caller.user_id)
         if status is not None:
             query = query.where(col(AccessRequest.status) == status)
-        async with self.db.session() as session:
-            return [(r, c, u) for r, c, u in (await session.exec(query)).all()]
+        async with self.kernel.db.session() as session:
+            return list((await session.exec(query)).all())
 
     async def decide(
         self, caller: Caller, request_id: str, action: str, note: str = ""
     ) -> AccessRequest:
         """``approve``, ``deny`` or ``revoke`` (approvers) or ``cancel`` (the requester)."""
-        async with self.audit.atomic() as batch:
+        async with self.kernel.audit.atomic() as batch:
             request = await batch.session.get(AccessRequest, request_id)
             if request is None:
                 raise NotFound("No such access request", code="access_request_not_found")
@@ -167,7 +157,7 @@ class AccessRequests:
             if action == "revoke":
                 request.ends_at = now
             batch.session.add(request)
-            connection = await batch.session.get(Connection, request.connection_id)
+            connection = await self.kernel.connections.get(request.connection_id)
             assert connection is not None  # the request goes with its connection
             batch.record(
                 f"access.{request.status}",
@@ -180,7 +170,7 @@ class AccessRequests:
         return request
 
     @staticmethod
-    def _details(request: AccessRequest, connection: Connection) -> dict[str, object]:
+    def _details(request: AccessRequest, connection: StoredConnection) -> dict[str, object]:
         return {
             "requestId": request.id,
             "connectionId": connection.id,
@@ -193,7 +183,7 @@ class AccessRequests:
 
     async def _end_sessions(self, requests: Sequence[AccessRequest]) -> None:
         for request in requests:
-            await self.live.close_where(
+            await self.kernel.live.close_where(
                 ACCESS_ENDED,
                 reason_code=CloseReason.ACCESS_ENDED,
                 user_id=request.user_id,
@@ -202,30 +192,30 @@ class AccessRequests:
         if requests:
             # sessions that only go *through* the connection (a jump host) are not
             # matched above: every node re-checks its sessions' hops
-            self.live.access_changed()
+            self.kernel.live.access_changed()
 
     async def sweep(self) -> int:
         """Mark approved accesses that ran out as expired (audited), closing their sessions."""
         now = utcnow()
-        async with self.audit.atomic() as batch:
+        async with self.kernel.audit.atomic() as batch:
             rows = await batch.session.exec(
-                select(AccessRequest, Connection)
-                .join(Connection, col(Connection.id) == col(AccessRequest.connection_id))
-                .where(col(AccessRequest.status) == "approved")
+                select(AccessRequest).where(col(AccessRequest.status) == "approved")
             )
-            ended = [
-                (r, c) for r, c in rows.all() if r.ends_at is not None and as_utc(r.ends_at) <= now
-            ]
-            for request, connection in ended:
+            ended = [r for r in rows.all() if r.ends_at is not None and as_utc(r.ends_at) <= now]
+            for request in ended:
+                # the row goes with its connection (a foreign key that cascades)
+                connection = await self.kernel.connections.get(request.connection_id)
                 request.status = "expired"
                 batch.session.add(request)
+                if connection is None:
+                    continue
                 batch.record(
                     "access.expired",
                     target=connection.name,
                     username="(system)",
                     details=self._details(request, connection),
                 )
-        await self._end_sessions([r for r, _ in ended])
+        await self._end_sessions(ended)
         return len(ended)
 
     async def _sweep_forever(self) -> None:
@@ -236,9 +226,14 @@ class AccessRequests:
             except Exception:
                 log.exception("expiring access requests failed")
 
-    async def _start(self) -> None:
+    def start(self) -> None:
+        """Start expiring accesses that ran out, every ``SWEEP_SECONDS``."""
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="access-requests")
 
-    async def _stop(self) -> None:
-        await cancel_and_wait(self._sweeper)
-        self._sweeper = None
+    async def stop(self) -> None:
+        """Stop the sweeper and wait for it to end."""
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper

@@ -17,7 +17,7 @@ and every ``CHECK_SECONDS``: a viewer who lost ``sessions.view_any`` (role edite
 role changed, a token's owner lost it) is closed 4003 ``permission_withdrawn``.
 
 With several nodes a terminal held by another node is watched through Redis
-(``relay``, live_view_relay.py): the viewer's node gets a ``RemoteWatch`` with
+(``relay``, terminal_watch_relay.py): the viewer's node gets a ``RemoteWatch`` with
 the same interface (``Watching``), the holder taps its session for it.
 """
 
@@ -36,17 +36,17 @@ from ...db.types import new_id
 from ...errors import NotFound, PermissionDenied
 from ...principals import ClientInfo
 from ...tasks import Rerun, cancel_and_wait
-from .live import USER_DELETED, LiveSession
+from .interactive_terminal import TerminalSession
+from .live_sessions import USER_DELETED, LiveSession
 from .terminal_screen import repaint
-from .terminal_session import TerminalSession
 
 if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
-    from .live import LiveSessions
-    from .live_view_relay import WatchRelay
-    from .terminal_sessions import TerminalSessions
+    from .live_sessions import LiveSessions
+    from .session_service import TerminalSessions
+    from .terminal_watch_relay import WatchRelay
 
 log = logging.getLogger("hostgate.live_view")
 

@@ -12,7 +12,7 @@ are ignored, and every request has a timeout.
 Each request is logged once by ``hostgate.outbound`` with the method, the host and
 the status (or the failure), never the path or query: webhook URLs, ``?token=``
 values and Telegram bot tokens live there. httpx's own request lines are silenced
-(``logs.silence_libraries``), and failure texts are scrubbed of the URL.
+(``logging_setup.silence_libraries``), and failure texts are scrubbed of the URL.
 """
 
 from __future__ import annotations
@@ -27,15 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, RemoteUnreachable
-from .channels import redact
+from ..errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, RemoteUnreachable
 
 if TYPE_CHECKING:
-    from ..netpolicy import NetworkPolicy
+    from .netpolicy import NetworkPolicy
 
 RESPONSE_LIMIT = 64 * 1024
 
 log = logging.getLogger("hostgate.outbound")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every secret value replaced by ``[redacted]``."""
+    for value in secrets:
+        text = text.replace(value, "[redacted]")
+    return text
 
 
 @dataclass(frozen=True)

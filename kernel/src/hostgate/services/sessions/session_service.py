@@ -2,7 +2,7 @@
 
 The sessions themselves live beside this module: ``remote_session.py`` (what
 terminals and relays share: live registration, idle and access checks, the
-end), ``terminal_session.py`` (output pump, recording, command log, re-attach),
+end), ``interactive_terminal.py`` (output pump, recording, command log, re-attach),
 ``relay_session.py`` (byte relays), ``attachment.py`` (a socket's output queue),
 ``replay_buffer.py`` (the recent output) and ``session_ledger.py`` (history
 rows, audit entries and the command log they write).
@@ -31,11 +31,11 @@ from ...tasks import cancel_and_wait
 from ..netpolicy import conceal
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
+from .interactive_terminal import TerminalSession
 from .relay_session import RelaySession
 from .remote_session import Admission, LiveRemoteSession, close_code_for, close_reason_for
 from .search_text import OutputChunker
 from .session_ledger import SessionLedger
-from .terminal_session import TerminalSession
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
     from ..settings import Settings
-    from .live import LiveSessions
+    from .live_sessions import LiveSessions
     from .recordings import Recordings
     from .search_index import RecordingSearch
 

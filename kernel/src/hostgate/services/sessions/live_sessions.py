@@ -8,7 +8,7 @@ is also published on the control bus, and every other node closes its matching
 sessions (``close_here``).
 
 With several nodes the registry is shared too (``SharedSessions``,
-live_registry.py): ``everywhere``/``find`` see every node's sessions, ``count``
+shared_sessions.py): ``everywhere``/``find`` see every node's sessions, ``count``
 (the session caps) and ``held`` count the other nodes' as of the last heartbeat,
 and a change of access (``access_changed``) makes every node re-check its
 sessions at once.
@@ -28,7 +28,7 @@ from ...cluster.bus import Bus, LocalBus
 from ...cluster.registry import SessionRegistry
 from ...errors import ApiError
 from ...timefmt import utcnow
-from .live_registry import Reaped, SharedSessions, remote_session
+from .shared_sessions import Reaped, SharedSessions, remote_session
 
 log = logging.getLogger("hostgate.live")
 

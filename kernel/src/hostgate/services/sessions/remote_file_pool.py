@@ -37,14 +37,14 @@ from ...errors import (
     RemoteUnreachable,
 )
 from ...tasks import Rerun, cancel_and_wait
-from .live import LiveSession
+from .live_sessions import LiveSession
 from .session_access import Problem
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI
     from ..identity.identity import Caller
     from ..lifecycle import Lifecycle
-    from .live import LiveSessions
+    from .live_sessions import LiveSessions
 
 log = logging.getLogger("hostgate.files")
 

@@ -1,0 +1,1 @@
+"""hostgate-access: access requests, time-boxed use of connections that need approval."""
