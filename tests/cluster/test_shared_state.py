@@ -1,4 +1,4 @@
-"""Tickets and rate limits, the same tests over the in-memory stores and a real Redis.
+"""Tickets, rate limits and ``kernel.shared`` values: the same tests in memory and on Redis.
 
 "Two nodes" are two stores: with Redis, two separate clients of one redis-server
 (what two gateway nodes are); in memory, the one store of the one node.
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hostgate.cluster.shared import connect
+from hostgate.cluster.values import MemorySharedValues, RedisSharedValues, shared_values
 from hostgate.errors import RateLimited, SharedStateUnavailable
 from hostgate.security.ratelimit import (
     Limit,
@@ -50,6 +51,15 @@ class Backend:
     clock: Clock = field(default_factory=Clock)
     _memory_tickets: MemoryTicketStore | None = None
     _memory_limits: MemoryRateLimiter | None = None
+    _memory_values: MemorySharedValues | None = None
+
+    def values(self) -> MemorySharedValues | RedisSharedValues:
+        """One node's ``kernel.shared``."""
+        if self.server is None:
+            if self._memory_values is None:
+                self._memory_values = MemorySharedValues(clock=self.clock)
+            return self._memory_values
+        return RedisSharedValues(self.client())
 
     def client(self) -> Any:
         client = connect(self.server.url)
@@ -223,6 +233,44 @@ async def test_without_a_test_clock_nodes_agree_on_retry_after(backend):
 def test_the_kernel_picks_the_store_by_configuration():
     assert isinstance(ticket_store(None), MemoryTicketStore)
     assert isinstance(rate_limiter(None), MemoryRateLimiter)
+
+
+# -- kernel.shared ---------------------------------------------------------------
+
+
+async def test_a_shared_value_put_on_one_node_is_read_on_another_and_taken_once(backend):
+    node_a, node_b = backend.values(), backend.values()
+    await node_a.put("pack.thing", "one", ttl=60)
+    assert await node_b.get("pack.thing") == "one"
+    assert await node_a.get("pack.thing") == "one"  # reading leaves it
+    await node_b.put("pack.thing", "two", ttl=60)  # replaced
+    results = await asyncio.gather(*(n.take("pack.thing") for n in (node_a, node_b) * 4))
+    assert [r for r in results if r is not None] == ["two"]
+    assert await node_a.get("pack.thing") is None
+    assert await node_b.get("pack.never") is None
+
+
+async def test_a_shared_value_expires(backend):
+    store = backend.values()
+    await store.put("pack.brief", "soon gone", ttl=0.05)
+    await store.put("pack.kept", "stays", ttl=60)
+    if backend.server is None:
+        backend.clock.now += 0.1
+    else:
+        await asyncio.sleep(0.1)  # Redis's own expiry: the store keeps no clock of its own
+    assert await store.get("pack.brief") is None
+    assert await store.take("pack.brief") is None
+    assert await store.get("pack.kept") == "stays"
+
+
+async def test_shared_value_bounds_are_a_pack_error():
+    store = MemorySharedValues()
+    for name, value, ttl in [("", "v", 1.0), ("n" * 201, "v", 1.0), ("bad\nname", "v", 1.0),
+                             ("ok", "v" * (64 * 1024 + 1), 1.0), ("ok", "v", 0.0),
+                             ("ok", "v", 86401.0)]:  # fmt: skip
+        with pytest.raises(ValueError):
+            await store.put(name, value, ttl=ttl)
+    assert isinstance(shared_values(None), MemorySharedValues)
 
 
 # -- Redis down and back ---------------------------------------------------------

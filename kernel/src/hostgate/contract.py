@@ -375,6 +375,26 @@ class SealedValuesAPI(Protocol):
         """
 
 
+class SharedValuesAPI(Protocol):
+    """``kernel.shared``: short-lived values every node sees (a pending approval...).
+
+    In this node's memory, or in the Redis the nodes share: a value put on one node is
+    read and taken on any. Names are the pack's own (start them with the pack's name),
+    at most 200 printable characters; values at most 64 KiB of text; lifetimes at
+    most a day. While the shared Redis is down each call raises the 503
+    ``shared_state_unavailable``. Never for secrets that must survive a restart.
+    """
+
+    async def put(self, name: str, value: str, *, ttl: float) -> None:
+        """Store ``value`` under ``name`` for ``ttl`` seconds, replacing any value."""
+
+    async def get(self, name: str) -> str | None:
+        """The value, or None when there is none (never put, taken or expired)."""
+
+    async def take(self, name: str) -> str | None:
+        """The value, removed at once: of callers racing for it, exactly one gets it."""
+
+
 class DoorTerminal(Protocol):
     """A terminal session opened by ``kernel.front_door.open_terminal``."""
 
@@ -530,10 +550,13 @@ class FrontDoorAPI(Protocol):
         *,
         details: dict[str, Any] | None = None,
     ) -> Caller | str:
-        """The web's local password step: the caller, or an MFA token when TOTP is on.
+        """The web's password step: the caller, or an MFA token when TOTP is on.
 
-        Rate limit, lockout, failure count and audit are the web sign-in's own;
-        a refusal raises its ``ApiError`` (401, 429 ``account_locked``...).
+        A directory account's password is checked by its login pack
+        (``LoginMethod.check_password``, e.g. LDAP), a name no account has by the first
+        enabled such method, else locally. Rate limit, lockout, failure count and audit
+        are the web sign-in's own; a refusal raises its ``ApiError`` (401, 429
+        ``account_locked``, 502 when the directory is down...).
         """
 
     async def sign_in_totp(
@@ -815,6 +838,10 @@ class KernelAPI(Protocol):
     @property
     def connection_transfer(self) -> ConnectionTransferAPI:
         """Connections read and created in bulk by an importer or exporter pack."""
+
+    @property
+    def shared(self) -> SharedValuesAPI:
+        """Short-lived values every node sees (memory, or the shared Redis)."""
 
     @property
     def front_door(self) -> FrontDoorAPI:

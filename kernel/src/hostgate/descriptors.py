@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         TunnelOpener,
     )
     from .contract import Account, KernelAPI
+    from .principals import ClientInfo
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,9 @@ class ProtocolSpec:
 SignInCheck = Callable[["KernelAPI", Callable[[str], Any], "Account"], "bool | Awaitable[bool]"]
 """``can_sign_in(kernel, setting, account)`` of a ``LoginMethod``."""
 
+PasswordCheck = Callable[["KernelAPI", str, str, "ClientInfo"], Awaitable["Account"]]
+"""``check_password(kernel, username, password, client)`` of a ``LoginMethod``."""
+
 
 @dataclass(frozen=True)
 class LoginMethod:
@@ -127,6 +131,13 @@ class LoginMethod:
     ``setting(key)`` returns (a change not yet stored). The kernel asks it before a
     settings change, and refuses one that leaves no administrator a way in; a method
     without it never counts as one."""
+    check_password: PasswordCheck | None = None
+    """A user name and password this method checks (LDAP's directory bind), for the
+    doors that only ask for a password (the SSH front door's keyboard-interactive).
+    It does what the method's own route does between the rate limit and the login:
+    the lockout check, counting a failure (``record_failure``) before raising
+    ``invalid_credentials()``, creating the account on first use; it returns the
+    account. The kernel calls ``limit_ip`` before it and ``complete_login`` after."""
 
 
 @dataclass(frozen=True)

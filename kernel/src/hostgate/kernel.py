@@ -16,6 +16,7 @@ from . import permissions as perms
 from .closereasons import CloseReason
 from .cluster import Cluster, ClusterSetupError
 from .cluster.shared import marker_refusal, read_marker, write_marker
+from .cluster.values import shared_values
 from .config import Config
 from .db.engine import Database
 from .db.models.identity import Role
@@ -257,6 +258,7 @@ class Kernel:
         self.live.on_reaped(self.recordings.end_abandoned)
         self.sealed_values = SealedValues(self.db, self.secrets)
         self.connection_transfer = TransferPort(self.connections, self.accounts, self.identity)
+        self.shared = shared_values(self.cluster.redis)
         self.live_view = LiveView(
             audit=self.audit,
             terminal_sessions=self.terminal_sessions,
@@ -292,6 +294,7 @@ class Kernel:
             live=self.live,
             audit=self.audit,
             api=self,
+            login_methods=self.login_methods,
         )
         self.file_transfers = FileTransfers(
             pool=self.files,

@@ -52,6 +52,7 @@ async def test_exec_through_the_door_is_recorded_and_audited(
 
     listed = await (await client.get("/api/v1/sessions", headers=user.headers)).get_json()
     first = next(s for s in listed["sessions"] if s["id"] == details["sessionId"])
+    assert first["via"] == "ssh"  # history marks front-door sessions
     recording = await client.get(f"/api/v1/sessions/{first['id']}/recording", headers=user.headers)
     assert recording.status_code == 200
     assert "door-42" in (await recording.get_data()).decode()

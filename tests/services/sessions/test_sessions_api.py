@@ -65,6 +65,7 @@ async def test_list_pagination_and_narrowing(client, kernel, make_user, admin):
     }
     assert first["startedAt"].endswith("Z") and first["hasRecording"] is False
     assert first["fileSize"] == 0
+    assert first["via"] == ""  # rows made without a door's ``via``: the browser app
     page2 = await (
         await client.get("/api/v1/sessions?limit=2&page=2", headers=alice.headers)
     ).get_json()

@@ -136,10 +136,12 @@ class SessionRecord(TypedDict):
     username: str | None
     connectionId: str | None
     recordingState: str | None
+    via: str
+    """How the client came in: ``""`` the browser app, ``"ssh"`` the SSH front door."""
 
 
 def session_json(history: SessionHistory, row: RemoteSession) -> SessionRecord:
-    """The spec's session list entry (plus ``connectionId`` and ``recordingState``)."""
+    """The spec's session list entry (plus ``connectionId``, ``recordingState`` and ``via``)."""
     recorded = history.has_recording(row)
     return {
         "id": row.id,
@@ -153,6 +155,7 @@ def session_json(history: SessionHistory, row: RemoteSession) -> SessionRecord:
         "username": row.username,
         "connectionId": row.connection_id,
         "recordingState": row.recording_state,
+        "via": row.via,
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
 import uuid
@@ -34,6 +35,7 @@ from ..errors import (
     PermissionDenied,
     RemoteError,
 )
+from .identity.logins import check_login_name
 from .netpolicy import conceal
 from .sessions.attachment import Attachment
 from .sessions.file_sessions import SessionRef, human_size
@@ -43,7 +45,7 @@ from .sessions.remote_session import Admission
 if TYPE_CHECKING:
     from ..contract import Account, KernelAPI
     from ..db.engine import Database
-    from ..descriptors import ProtocolSpec
+    from ..descriptors import LoginMethod, ProtocolSpec
     from ..principals import Caller, ClientInfo, SignedIn
     from ..security.secretbox import SecretBox
     from .audit.audit import AuditLog
@@ -396,7 +398,9 @@ class FrontDoor:
         live: LiveSessions,
         audit: AuditLog,
         api: KernelAPI,
+        login_methods: Mapping[str, LoginMethod],
     ) -> None:
+        self.login_methods = login_methods
         self.db = db
         self.api = api
         self.file_sessions = file_sessions
@@ -444,7 +448,26 @@ class FrontDoor:
         *,
         details: dict[str, Any] | None = None,
     ) -> Caller | str:
-        """The local password step: the caller, or an MFA token when TOTP is on."""
+        """The password step: the caller, or an MFA token when TOTP is on.
+
+        The account's own method checks the password (a directory account's through
+        its pack's ``check_password``); a name no account has goes to the first enabled
+        method that checks passwords (LDAP creates the account), else to the local
+        check, which counts it as the web does. One attempt, one rate-limit hit, one
+        failure counted, whichever method.
+        """
+        check_login_name(username)
+        method = await self._password_method(username)
+        if method is not None and method.check_password is not None:
+            await self.logins.limit_ip(client)
+            user = await method.check_password(self.api, username.strip(), password, client)
+            signed = await self.logins.complete_login(
+                user,
+                client,
+                method=method.name,
+                details={"provider": method.name, **(details or {})},
+            )
+            return await self._caller(user.id, signed, client)
         outcome = await self.logins.login_local(username, password, client, None, details=details)
         if outcome.challenge is not None:
             return outcome.challenge.token
@@ -462,6 +485,26 @@ class FrontDoor:
         """The TOTP step for a token ``sign_in_password`` returned."""
         signed = await self.logins.login_mfa(mfa_token, code, client, details=details)
         return await self._caller(signed.user_id, signed, client)
+
+    async def _password_method(self, username: str) -> LoginMethod | None:
+        """The pack method that checks this name's password; None for the local check."""
+        checks = {
+            name: method
+            for name, method in sorted(self.login_methods.items())
+            if method.check_password is not None
+        }
+        if not checks:
+            return None
+        user = await self.logins.find_user(username, provider=None)
+        if user is not None:
+            return checks.get(user.auth_provider)
+        for name, method in checks.items():
+            offered = method.providers(self.api) if method.providers is not None else {}
+            if inspect.isawaitable(offered):
+                offered = await offered
+            if (offered or {}).get(name):
+                return method
+        return None
 
     async def _caller(self, user_id: str, signed: SignedIn, client: ClientInfo) -> Caller:
         caller = await self.identity.caller_for_user(user_id, signed.issued.session.id, client)

@@ -10,6 +10,7 @@ from typing import Any, NotRequired
 from hostgate import (
     LOGIN_NAME_PATTERN,
     SECRET_MASK,
+    Account,
     ApiError,
     ClientInfo,
     InvalidInput,
@@ -48,6 +49,7 @@ log = logging.getLogger("hostgate.ldap")
 blueprint = Blueprint("ldap", __name__)
 PROVIDER = "ldap"
 DISABLED = "LDAP login is disabled"
+MAX_PASSWORD = 1024
 
 
 class LdapLogin(BaseModel):
@@ -57,7 +59,7 @@ class LdapLogin(BaseModel):
     username: str = Field(
         min_length=1, max_length=256, json_schema_extra={"pattern": LOGIN_NAME_PATTERN}
     )
-    password: str = Field(min_length=1, max_length=1024)
+    password: str = Field(min_length=1, max_length=MAX_PASSWORD)
 
 
 class LdapTest(BaseModel):
@@ -140,6 +142,35 @@ async def _authenticate(
     return entry
 
 
+async def directory_sign_in(
+    kernel: KernelAPI, username: str, password: str, client: ClientInfo
+) -> Account:
+    """The directory's check of a user name and password; the account (made on first use).
+
+    The login method's ``check_password``, used by the route below and by doors that
+    ask for a password themselves (the SSH front door); the caller hits the rate limit.
+    """
+    if not kernel.settings.get("auth.ldap_enabled"):
+        raise PermissionDenied(DISABLED, code="ldap_disabled")
+    username = check_login_name(username).strip()
+    if not username:
+        raise InvalidInput("username: must not be blank")
+    if not password or len(password) > MAX_PASSWORD:  # never an anonymous (empty) bind
+        await kernel.logins.check_not_locked(None, client, username=username)
+        await kernel.logins.record_failure(
+            None, username, client, reason="invalid_password", provider=PROVIDER
+        )
+        raise kernel.logins.invalid_credentials()
+    settings = DirectorySettings.from_settings(kernel.settings.get)
+    entry = await _authenticate(kernel, settings, username, password, client)
+    role = role_for_groups(
+        entry.groups, parse_role_map(str(kernel.settings.get("auth.ldap_group_role_map") or ""))
+    )
+    return await kernel.logins.provision_external(
+        PROVIDER, entry.dn, entry.username, entry.display_name, entry.email, role
+    )
+
+
 class LdapTestResult(TypedDict):
     """Whether the service bind and search worked; the error when not."""
 
@@ -160,16 +191,7 @@ async def ldap_login(data: LdapLogin) -> Response:
     client = request_client()
     username = check_login_name(data.username).strip()
     await kernel.logins.limit_ip(client)
-    if not username:
-        raise InvalidInput("username: must not be blank")
-    settings = DirectorySettings.from_settings(kernel.settings.get)
-    entry = await _authenticate(kernel, settings, username, data.password, client)
-    role = role_for_groups(
-        entry.groups, parse_role_map(str(kernel.settings.get("auth.ldap_group_role_map") or ""))
-    )
-    user = await kernel.logins.provision_external(
-        PROVIDER, entry.dn, entry.username, entry.display_name, entry.email, role
-    )
+    user = await directory_sign_in(kernel, username, data.password, client)
     signed = await kernel.logins.complete_login(
         user, client, method=PROVIDER, details={"provider": PROVIDER}
     )

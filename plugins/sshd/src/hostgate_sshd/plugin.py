@@ -20,6 +20,9 @@ DEFAULT_LISTEN = "127.0.0.1:2222"
 STATE_KEY = "sshd.server"
 DOOR_NAME = "ssh"
 """How the door announces itself to other packs (``kernel.front_door.doors``)."""
+CA_SETTING = "sshd.trusted_user_ca_keys"
+WEB_URL_SETTING = "sshd.web_url"
+MAX_CA_TEXT = 64 * 1024
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:
@@ -46,6 +49,22 @@ def _check_listen(value: Any) -> None:
     parse_listen(str(value))
 
 
+def _check_web_url(value: Any) -> None:
+    text = str(value).strip()
+    if text and (
+        not text.startswith(("https://", "http://"))
+        or not text.isprintable()
+        or any(ch.isspace() for ch in text)
+    ):
+        raise ValueError("an http(s):// address such as https://gateway.example.org, or empty")
+
+
+def _check_ca_keys(value: Any) -> None:
+    from .certs import parse_ca_keys  # asyncssh: loaded when the setting is changed
+
+    parse_ca_keys(str(value))
+
+
 SSHD_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         LISTEN_SETTING,
@@ -59,12 +78,36 @@ SSHD_SETTINGS: tuple[SettingSpec, ...] = (
         ),
         group="sshd",
     ),
+    SettingSpec(
+        WEB_URL_SETTING,
+        str,
+        "",
+        max_length=500,
+        validate=_check_web_url,
+        description=(
+            "The browser app's address (https://gateway.example.org) in the link the "
+            "front door prints for a browser approval; empty: the path alone"
+        ),
+        group="sshd",
+    ),
+    SettingSpec(
+        CA_SETTING,
+        str,
+        "",
+        max_length=MAX_CA_TEXT,
+        validate=_check_ca_keys,
+        description=(
+            "OpenSSH CA public keys (one per line) whose user certificates sign in; "
+            "a certificate's principal is the hostgate user name"
+        ),
+        group="sshd",
+    ),
 )
 
 
 @hookimpl
 def register_settings() -> Sequence[SettingSpec]:
-    """The listen address."""
+    """The listen address and the trusted user CAs."""
     return SSHD_SETTINGS
 
 

@@ -29,6 +29,7 @@ from quart import Blueprint
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
+from .approval import APPROVAL_SECONDS, Approvals
 from .keys import host_key_views, load_host_keys, load_jump_host_key, parse_user_key
 from .server import KEY_KIND, SEPARATOR, FrontDoorServer
 
@@ -72,6 +73,32 @@ class GatewayHostKeys(TypedDict):
     hostKeys: list[dict[str, str]]
     jumpHostKey: dict[str, str] | None
     """The key presented for every connection reached by ProxyJump (``ssh -J``)."""
+
+
+class SshApproval(TypedDict):
+    """An SSH sign-in waiting for its user's approval in the browser."""
+
+    code: str
+    username: str
+    clientAddress: str
+    keyFingerprint: str
+    createdAt: str
+    expiresAt: str
+    lifetimeSeconds: int
+
+
+class SshApprovalDecided(TypedDict):
+    """The decision was handed to the waiting SSH client."""
+
+    ok: bool
+    approved: bool
+
+
+class ApprovalDecision(BaseModel):
+    """Approve (true) or refuse (false) the SSH sign-in."""
+
+    model_config = ConfigDict(extra="forbid")
+    approve: bool
 
 
 class NewSshKey(BaseModel):
@@ -248,3 +275,53 @@ async def host_keys() -> dict[str, Any]:
         "hostKeys": [view.to_json() for view in host_key_views(server.host_keys)],
         "jumpHostKey": jump.to_json(),
     }
+
+
+# -- browser approval of an SSH sign-in -------------------------------------------------
+
+NO_APPROVAL = "No SSH sign-in of yours is waiting under this code (it may have expired)"
+
+
+@blueprint.get("/sshd/approvals/<code>")
+@authenticated
+@tag(["sshd"])
+@answers(SshApproval, errors=(404,))
+async def show_approval(code: str) -> dict[str, Any]:
+    """The SSH sign-in waiting under ``code``: who asks, from where, since when.
+
+    Only the user the client named sees it; for anyone else, and for an unknown,
+    used or expired code, 404.
+    """
+    request = await Approvals(current_kernel()).view(code, current_caller().user_id)
+    if request is None:
+        raise NotFound(NO_APPROVAL, code="ssh_approval_not_found")
+    return {**request.to_json(), "lifetimeSeconds": APPROVAL_SECONDS}
+
+
+@blueprint.post("/sshd/approvals/<code>")
+@interactive
+@validate_request(ApprovalDecision)
+@tag(["sshd"])
+@answers(SshApprovalDecided, errors=(404,))
+async def decide_approval(code: str, data: ApprovalDecision) -> dict[str, Any]:
+    """Approve or refuse the SSH sign-in waiting under ``code``: once, by its user.
+
+    Audited as ``sshd.login_approved`` or ``sshd.login_refused``; the client signs in
+    (``auth.login``, method ``ssh-approval``) or is refused.
+    """
+    kernel = current_kernel()
+    caller = current_caller()
+    request = await Approvals(kernel).decide(code, caller.user_id, data.approve)
+    if request is None:
+        raise NotFound(NO_APPROVAL, code="ssh_approval_not_found")
+    await kernel.audit.record(
+        "sshd.login_approved" if data.approve else "sshd.login_refused",
+        actor=caller,
+        target=caller.username,
+        details={
+            "code": request.code,
+            "clientAddress": request.client_address,
+            **({"keyFingerprint": request.key_fingerprint} if request.key_fingerprint else {}),
+        },
+    )
+    return {"ok": True, "approved": data.approve}

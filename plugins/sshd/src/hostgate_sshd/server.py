@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +32,11 @@ from hostgate import (
     StoredCredential,
 )
 
+from .approval import APPROVAL_SECONDS, APPROVED, REFUSED, Approvals, approval_link
+from .certs import CERT_METHOD, CaCache, authorized_cas
 from .channels import DoorProcess
 from .forwarding import forward_requested
+from .plugin import CA_SETTING, WEB_URL_SETTING
 
 log = logging.getLogger("hostgate.sshd")
 
@@ -41,11 +45,14 @@ SEPARATOR = ":"
 MAX_LOGIN_NAME = 512
 KEY_KIND = "ssh-key"
 READ_SIZE = 64 * 1024
-LOGIN_GRACE_SECONDS = 30
+LOGIN_GRACE_SECONDS = APPROVAL_SECONDS + 30
+"""Long enough for a browser approval, as sshd's own LoginGraceTime (120 s)."""
 REFUSED_EXIT = 255
 MAX_KBDINT_FAILURES = 3
 STOP_GRACE_SECONDS = 5.0
 VIA = "ssh"
+APPROVAL_METHOD = "ssh-approval"
+APPROVAL_HINT = "(An empty password asks for an approval in the browser instead.)\r\n"
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,9 @@ class DoorConnection(asyncssh.SSHServer):
         self.signing_in: asyncio.Future[None] | None = None
         self.mfa_token: str | None = None
         self.kbdint_failures = 0
+        self.offered_key = ""
+        self.approval: tuple[str, float] | None = None
+        self.closed = False
 
     # -- connection ---------------------------------------------------------------
 
@@ -103,6 +113,7 @@ class DoorConnection(asyncssh.SSHServer):
 
     def connection_lost(self, exc: Exception | None) -> None:
         """End every terminal of the connection and its login session."""
+        self.closed = True
         self.door.connections.discard(self)
         self.door.spawn(self._closed())
 
@@ -137,6 +148,12 @@ class DoorConnection(asyncssh.SSHServer):
             await logins.check_not_locked(self.user, self.client, username=self.login.user)
         except ApiError as refused:
             self._refuse(refused.message)
+            return True
+        if self.user is not None and self.conn is not None:
+            cas = self.door.cas.get(str(self.kernel.settings.get(CA_SETTING) or ""))
+            trusted = authorized_cas(cas, self.user.username)
+            if trusted is not None:
+                self.conn.set_authorized_keys(trusted)
         return True
 
     def public_key_auth_supported(self) -> bool:
@@ -151,7 +168,17 @@ class DoorConnection(asyncssh.SSHServer):
         if credential is not None and self.user is not None and credential.user_id == self.user.id:
             self.credential = credential
             return True
+        self.offered_key = key.get_fingerprint("sha256")
         await self._failed("ssh_key_rejected")
+        return False
+
+    async def validate_ca_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        """A certificate no trusted CA entry of this user accepted: count it and refuse.
+
+        asyncssh asks only when the CA is unknown or the principals do not name the
+        user; the CAs themselves are checked through ``set_authorized_keys``.
+        """
+        await self._failed("ssh_certificate_rejected")
         return False
 
     async def _failed(self, reason: str) -> None:
@@ -176,24 +203,28 @@ class DoorConnection(asyncssh.SSHServer):
         asyncssh does not wait for this hook on the server side, so the login runs as a
         task that every session channel waits for.
         """
-        if self.caller is None:  # a key: keyboard-interactive signed in already
+        if self.caller is None:  # a key or certificate: keyboard-interactive signed in already
             self.signing_in = asyncio.ensure_future(self._sign_in())
 
     async def _sign_in(self) -> None:
         user, credential = self.user, self.credential
-        if user is None or credential is None:  # never: asyncssh only calls this after a key
+        if user is None:  # never: asyncssh only calls this after a key or certificate
             return
         try:
-            await self.kernel.credentials.record_use(credential, credential.sign_count)
+            if credential is None:  # no registered key checked out: a CA's certificate did
+                method, details = CERT_METHOD, {"via": VIA}
+            else:
+                await self.kernel.credentials.record_use(credential, credential.sign_count)
+                method, details = (
+                    "ssh-key",
+                    {
+                        "via": VIA,
+                        "keyId": credential.id,
+                        "keyFingerprint": credential.credential_id,
+                    },
+                )
             self.caller = await self.kernel.front_door.sign_in(
-                user,
-                self.client,
-                method="ssh-key",
-                details={
-                    "via": VIA,
-                    "keyId": credential.id,
-                    "keyFingerprint": credential.credential_id,
-                },
+                user, self.client, method=method, details=details
             )
         except ApiError as refused:
             self.refused = refused.message
@@ -208,16 +239,25 @@ class DoorConnection(asyncssh.SSHServer):
     def get_kbdint_challenge(
         self, username: str, lang: str, submethods: str
     ) -> tuple[str, str, str, list[tuple[str, bool]]]:
-        """Ask for the password (or nothing, for a refused connection: it fails next)."""
+        """Ask for the password; an empty one asks for a browser approval instead."""
         self.mfa_token = None
-        return "", "", "", [("Password: ", False)]
+        return "", APPROVAL_HINT, "", [("Password: ", False)]
 
     async def validate_kbdint_response(
         self, username: str, responses: Sequence[str]
     ) -> bool | tuple[str, str, str, list[tuple[str, bool]]]:
-        """Check the password, then the TOTP code, with the web's limits and audit."""
-        if self.refused or self.login is None or len(responses) != 1:
+        """Check the password, then the TOTP code, with the web's limits and audit.
+
+        An empty password asks for a browser approval (``approval.py``) instead.
+        """
+        if self.refused or self.login is None:
             return self._kbdint_failed()
+        if self.approval is not None:  # the client read the link: wait for the browser
+            return await self._approved(*self.approval)
+        if len(responses) != 1:
+            return self._kbdint_failed()
+        if self.mfa_token is None and responses[0] == "":
+            return await self._ask_approval()
         details = {"via": VIA}
         try:
             if self.mfa_token is None:
@@ -238,6 +278,54 @@ class DoorConnection(asyncssh.SSHServer):
             return self._kbdint_failed()
         self.attempted = True  # counted by the password check itself
         return True
+
+    async def _ask_approval(self) -> tuple[str, str, str, list[tuple[str, bool]]]:
+        """Make a request and show its link; the client answers at once (no prompt)."""
+        user = self.user
+        code = await Approvals(self.kernel).create(
+            user.id if user is not None else "",
+            user.username if user is not None else "",
+            self.client.ip_address,
+            self.offered_key,
+        )
+        self.approval = (code, time.time() + APPROVAL_SECONDS)
+        link = approval_link(str(self.kernel.settings.get(WEB_URL_SETTING) or ""), code)
+        minutes = APPROVAL_SECONDS // 60
+        instructions = (
+            "Approve this sign-in in the hostgate browser app, where you are signed in:\r\n"
+            f"    {link}\r\n"
+            f"Code {code}; it expires in {minutes} minutes. Waiting...\r\n"
+        )
+        return "hostgate", instructions, "", []
+
+    async def _approved(self, code: str, deadline: float) -> bool:
+        """Wait for the browser's decision; sign in when the user approved."""
+        decision = await Approvals(self.kernel).wait(code, deadline, lambda: self.closed)
+        self.approval = None
+        if decision == APPROVED and self.user is not None:
+            try:
+                self.caller = await self.kernel.front_door.sign_in(
+                    self.user,
+                    self.client,
+                    method=APPROVAL_METHOD,
+                    details={"via": VIA, "approvalCode": code},
+                )
+            except ApiError as refused:
+                self._refuse(refused.message)
+                return self._kbdint_failed()
+            self.attempted = True
+            return True
+        if self.closed:  # the client gave up waiting (Ctrl-C): not a failed sign-in
+            return False
+        await self._failed(
+            "ssh_approval_refused" if decision == REFUSED else "ssh_approval_expired"
+        )
+        self._refuse(
+            "the sign-in was refused in the browser"
+            if decision == REFUSED
+            else "the sign-in was not approved in time"
+        )
+        return self._kbdint_failed()
 
     def _kbdint_failed(self) -> bool:
         """A wrong answer; the ``MAX_KBDINT_FAILURES``-th closes the connection.
@@ -427,6 +515,7 @@ class FrontDoorServer:
         self.jump_key: asyncssh.SSHKey | None = None
         self.options: dict[str, Any] = {}
         """What every SSH server connection is made with (the door's and ProxyJump's)."""
+        self.cas = CaCache()
         self.address = ""
         self.port = 0
         self._server: asyncssh.SSHAcceptor | None = None

@@ -39,6 +39,8 @@ class RemoteSession(SQLModel, table=True):
     connection_name: str = Field(default="", max_length=200)
     protocol: str = Field(max_length=32)
     client_ip: str = Field(default="", max_length=64)
+    via: str = Field(default="", max_length=16)
+    """The door the client came in by: ``""`` the browser app, ``"ssh"`` the SSH front door."""
     started_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     ended_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     end_reason: str = Field(default="", max_length=200)

@@ -37,6 +37,7 @@ class SessionLedger:
             connection_name=session.target.name,
             protocol=session.protocol,
             client_ip=session.caller.ip_address,
+            via=str(session.admission.details.get("via") or "")[:16],
         )
 
     async def record_start(self, session: LiveRemoteSession, row: RemoteSession) -> None:

@@ -1809,6 +1809,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sshd/approvals/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The SSH sign-in waiting under ``code``: who asks, from where, since when.
+         * @description Only the user the client named sees it; for anyone else, and for an unknown,
+         *     used or expired code, 404.
+         */
+        get: operations["get_show_approval"];
+        put?: never;
+        /**
+         * Approve or refuse the SSH sign-in waiting under ``code``: once, by its user.
+         * @description Audited as ``sshd.login_approved`` or ``sshd.login_refused``; the client signs in
+         *     (``auth.login``, method ``ssh-approval``) or is refused.
+         */
+        post: operations["post_decide_approval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sshd/host-keys": {
         parameters: {
             query?: never;
@@ -3556,6 +3582,8 @@ export interface components {
             userId: string | null;
             /** Username */
             username: string | null;
+            /** Via */
+            via: string;
         };
         /**
          * SessionPage
@@ -3598,6 +3626,8 @@ export interface components {
             userId: string | null;
             /** Username */
             username: string | null;
+            /** Via */
+            via: string;
         };
         /**
          * SessionUser
@@ -3743,6 +3773,36 @@ export interface components {
             match: boolean;
             /** Text */
             text: string;
+        };
+        /**
+         * SshApproval
+         * @description An SSH sign-in waiting for its user's approval in the browser.
+         */
+        SshApproval: {
+            /** Clientaddress */
+            clientAddress: string;
+            /** Code */
+            code: string;
+            /** Createdat */
+            createdAt: string;
+            /** Expiresat */
+            expiresAt: string;
+            /** Keyfingerprint */
+            keyFingerprint: string;
+            /** Lifetimeseconds */
+            lifetimeSeconds: number;
+            /** Username */
+            username: string;
+        };
+        /**
+         * SshApprovalDecided
+         * @description The decision was handed to the waiting SSH client.
+         */
+        SshApprovalDecided: {
+            /** Approved */
+            approved: boolean;
+            /** Ok */
+            ok: boolean;
         };
         /**
          * SshConfigImported
@@ -12241,6 +12301,18 @@ export interface operations {
                      */
                     "sshd.listen_address"?: string;
                     /**
+                     * Format: setting:sshd.trusted_user_ca_keys
+                     * @description OpenSSH CA public keys (one per line) whose user certificates sign in; a certificate's principal is the hostgate user name
+                     * @example
+                     */
+                    "sshd.trusted_user_ca_keys"?: string;
+                    /**
+                     * Format: setting:sshd.web_url
+                     * @description The browser app's address (https://gateway.example.org) in the link the front door prints for a browser approval; empty: the path alone
+                     * @example
+                     */
+                    "sshd.web_url"?: string;
+                    /**
                      * Format: setting:updates.feed_url
                      * @description Release feed /version checks for a newer release (PyPI JSON, or {version, url}); empty turns the check off: no outbound call at all
                      * @example https://pypi.org/pypi/hostgate/json
@@ -12366,6 +12438,139 @@ export interface operations {
             /** @description Not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_show_approval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SSH sign-in waiting under ``code``: who asks, from where, since when. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshApproval"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_decide_approval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Approve */
+                    approve: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Approve or refuse the SSH sign-in waiting under ``code``: once, by its user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshApprovalDecided"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
+  doorFact,
+  doorMark,
   addressForSearch,
   eventTicks,
   filtersFromSearch,
@@ -161,5 +163,15 @@ describe("the player's moment in the address", () => {
     expect(addressWithTime("?t=3&x=1", 0.4)).toBe("?x=1");
     expect(addressWithTime("?t=3", Number.NaN)).toBe("");
     expect(startFromAddress(addressWithTime("", 12.7))).toBe(12);
+  });
+});
+
+describe("the door a session came in by", () => {
+  it("marks front-door sessions and leaves the app's own unmarked", () => {
+    expect(doorMark("ssh")).toBe("via ssh");
+    expect(doorMark("")).toBeNull();
+    expect(doorMark(undefined)).toBeNull();
+    expect(doorFact("ssh")).toBe("the SSH front door (ssh)");
+    expect(doorFact("")).toBe("the browser app");
   });
 });

@@ -178,3 +178,14 @@ export function snippetPieces(snippet: string, parts: readonly SnippetPiece[] | 
   if (pieces.map((part) => part.text).join("") !== snippet) return snippet ? [{ text: snippet, match: false }] : [];
   return pieces.map(({ text, match }) => ({ text, match }));
 }
+
+/** The mark of a session that came in by another door than the browser app ("via ssh"); null for the app's own. */
+export function doorMark(via: string | null | undefined): string | null {
+  return via ? `via ${via}` : null;
+}
+
+/** What the session detail says about how the client came in. */
+export function doorFact(via: string | null | undefined): string {
+  if (!via) return "the browser app";
+  return via === "ssh" ? "the SSH front door (ssh)" : `${via}`;
+}

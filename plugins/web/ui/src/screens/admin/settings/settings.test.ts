@@ -44,6 +44,11 @@ describe("groupSettings", () => {
   it("names unknown groups from their id", () => {
     expect(titleOf("widgets.colour")).toBe("Widgets colour");
   });
+  it("names the front door pack's group and its fields", () => {
+    expect(titleOf("sshd")).toBe("SSH front door");
+    expect(labelOf({ key: "sshd.trusted_user_ca_keys", group: "sshd" })).toBe("Trusted user CA keys");
+    expect(labelOf({ key: "sshd.web_url", group: "sshd" })).toBe("Web URL");
+  });
 });
 
 describe("labelOf", () => {

@@ -20,6 +20,7 @@ const KNOWN_GROUPS: [string, string][] = [
   ["network", "Network access"],
   ["notifications", "Notifications"],
   ["health_monitor", "Connection health"],
+  ["sshd", "SSH front door"],
   ["updates", "Updates"],
   ["system", "System"],
 ];
