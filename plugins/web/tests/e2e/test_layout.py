@@ -194,3 +194,20 @@ def test_the_terminal_font_ships_with_the_app(
     assert fonts and all(url.startswith(gateway.url + "/assets/") for url in fonts), fonts
     assert page.evaluate("() => document.fonts.check('14px \"DejaVu Sans Mono\"')")
     screens.check(page, "terminal-font")
+
+
+def test_search_says_when_output_is_not_indexed(
+    page: Any, gateway: Gateway, admin_token: str
+) -> None:
+    signed_in(page, gateway)
+    page.goto(gateway.url + "/sessions?q=needle")
+    note = page.get_by_text("Terminal output is not indexed on this gateway")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("only commands are searched")
+    page.goto(gateway.url + "/sessions?q=needle&kind=command")  # commands alone: nothing missing
+    expect(page.get_by_text(re.compile("Nothing found for"))).to_be_visible()
+    expect(note).to_be_hidden()
+    gateway.set_settings(admin_token, recordings__index_output=True)
+    page.goto(gateway.url + "/sessions?q=needle")
+    expect(page.get_by_text(re.compile("Nothing found for"))).to_be_visible()
+    expect(note).to_be_hidden()
