@@ -175,13 +175,20 @@ def test_a_refused_connection_is_said_in_words(
     expect(failure).not_to_contain_text("Errno")
 
 
-def test_the_terminal_font_ships_with_the_app(
+def test_the_terminal_font_ships_with_the_app_and_touch_screens_get_a_key_row(
     page: Any, gateway: Gateway, lab_ssh: str, screens: Screens
 ) -> None:
     fonts: list[str] = []
     page.on("requestfinished", lambda r: fonts.append(r.url) if ".woff2" in r.url else None)
     screen = open_terminal(page, lab_ssh, "lab-ssh")
-    run(page, screen, "echo ab_cd_ef", "ab_cd_ef")
+    run(page, screen, "echo ab_cd_ef; echo 'ab cd ef'", "ab cd ef")
+    # the underscores are drawn: the row that has them does not look like the one with
+    # blanks (xterm.js's DOM renderer clipped DejaVu Sans Mono's "_", which reaches below
+    # the cell, so that both looked alike). xterm's rows have no role of their own.
+    rows = screen.locator(".xterm-rows > div")
+    underscores = rows.filter(has_text=re.compile(r"^ab_cd_ef\s*$"))
+    blanks = rows.filter(has_text=re.compile(r"^ab cd ef\s*$"))
+    assert underscores.screenshot() != blanks.screenshot()
     # the family the default settings name is the app's own file (not a font the machine
     # may lack), loaded before the terminal measured its cells
     loaded = page.evaluate(
@@ -193,7 +200,27 @@ def test_the_terminal_font_ships_with_the_app(
     assert "400" in loaded and "700" in loaded, loaded
     assert fonts and all(url.startswith(gateway.url + "/assets/") for url in fonts), fonts
     assert page.evaluate("() => document.fonts.check('14px \"DejaVu Sans Mono\"')")
-    screens.check(page, "terminal-font")
+
+    # the key row (shown by itself on a touch screen): an arrow moves the cursor, Ctrl is
+    # held for the next key (Ctrl+U empties the line the shell was given)
+    page.get_by_role("button", name="Keys").click()
+    keys = page.get_by_role("toolbar", name="Keys for lab-ssh")
+    screen.click()
+    page.keyboard.insert_text("echo ab-cd")
+    keys.get_by_role("button", name="Left arrow").click()
+    keys.get_by_role("button", name="Left arrow").click()
+    page.keyboard.insert_text("X")
+    page.keyboard.press("Enter")
+    expect(screen).to_contain_text("ab-Xcd")
+    page.keyboard.insert_text("echo junk")
+    ctrl = keys.get_by_role("button", name="Ctrl")
+    ctrl.click()
+    expect(ctrl).to_have_attribute("aria-pressed", "true")
+    page.keyboard.insert_text("u")
+    expect(ctrl).to_have_attribute("aria-pressed", "false")
+    run(page, screen, "echo clean-line", re.compile(r"clean-line\s*clean-line"))
+    assert "junk" not in screen.inner_text()
+    screens.check(page, "terminal-font-keys")
 
 
 def test_search_says_when_output_is_not_indexed(

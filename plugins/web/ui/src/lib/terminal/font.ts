@@ -5,6 +5,10 @@
 import bold from "@fontsource/dejavu-mono/files/dejavu-mono-latin-700-normal.woff2?url";
 import regular from "@fontsource/dejavu-mono/files/dejavu-mono-latin-400-normal.woff2?url";
 
+/** The terminals' line height (a multiple of the font's): DejaVu Sans Mono draws "_" below
+ * its cell, which xterm.js's DOM renderer clips away at 1 (xterm.js issue 4067). */
+export const LINE_HEIGHT = 1.1;
+
 /** The family name the default settings use; the shipped faces are registered under it. */
 export const DEFAULT_FONT_FAMILY = "DejaVu Sans Mono";
 
