@@ -85,7 +85,7 @@ def test_admin_screens_start_without_the_sidebar_and_the_audit_table_fits(
         expect(times.first).to_be_visible()
         assert set(times.evaluate_all(LINES)) == {1}, f"a date wraps at {size}"
     page.set_viewport_size(DESKTOP)
-    screens.check(page, "admin-audit-fits")
+    screens.check(page, "admin-audit-fits", scroll_to=table)
 
 
 def test_the_sidebar_folds_and_stays_folded(page: Any, gateway: Gateway, admin_token: str) -> None:
@@ -224,13 +224,14 @@ def test_the_terminal_font_ships_with_the_app_and_touch_screens_get_a_key_row(
 
 
 def test_search_says_when_output_is_not_indexed(
-    page: Any, gateway: Gateway, admin_token: str
+    page: Any, gateway: Gateway, admin_token: str, screens: Screens
 ) -> None:
     signed_in(page, gateway)
     page.goto(gateway.url + "/sessions?q=needle")
     note = page.get_by_text("Terminal output is not indexed on this gateway")
     expect(note).to_be_visible()
     expect(note).to_contain_text("only commands are searched")
+    screens.check(page, "sessions-search-not-indexed")
     page.goto(gateway.url + "/sessions?q=needle&kind=command")  # commands alone: nothing missing
     expect(page.get_by_text(re.compile("Nothing found for"))).to_be_visible()
     expect(note).to_be_hidden()
@@ -238,3 +239,26 @@ def test_search_says_when_output_is_not_indexed(
     page.goto(gateway.url + "/sessions?q=needle")
     expect(page.get_by_text(re.compile("Nothing found for"))).to_be_visible()
     expect(note).to_be_hidden()
+
+
+def test_the_file_browser_has_a_path_bar(
+    page: Any, gateway: Gateway, admin_token: str, sshd: SshdServer, screens: Screens
+) -> None:
+    connection_id = server_connection(gateway, admin_token, sshd, name="box", protocol="sftp")
+    signed_in(page, gateway)
+    page.goto(f"{gateway.url}/connections/{connection_id}/files")
+    expect(page.get_by_role("table")).to_be_visible()
+    bar = page.get_by_role("search", name="Go to a folder")
+    bar.get_by_label("Path of a folder to open").fill("/etc/")
+    bar.get_by_role("button", name="Go").click()
+    expect(page).to_have_url(re.compile(r"\?path=%2Fetc$"))
+    expect(page.get_by_role("row").filter(has_text="passwd").first).to_be_visible()
+    crumbs = page.get_by_role("navigation", name="Folder path").get_by_role("listitem")
+    expect(crumbs).to_have_text(["/", "etc"])
+    # one "/" for the root, not the root's "/" and then a separator "/" ("/ / etc")
+    separators = crumbs.evaluate_all(
+        "els => els.map((el) => getComputedStyle(el, '::after').content)"
+    )
+    assert separators[0] == "none", separators
+    expect(bar.get_by_label("Path of a folder to open")).to_have_value("/etc")
+    screens.check(page, "files-path-bar")
