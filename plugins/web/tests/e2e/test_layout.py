@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
+from plugins.ssh.tests.sftp_support import give, workdir  # noqa: F401 - the fixture
 from testsupport.sshd import SshdServer
 
 from .conftest import DESKTOP, PHONE, Gateway, Screens, server_connection, signed_in
@@ -262,3 +264,48 @@ def test_the_file_browser_has_a_path_bar(
     assert separators[0] == "none", separators
     expect(bar.get_by_label("Path of a folder to open")).to_have_value("/etc")
     screens.check(page, "files-path-bar")
+
+
+def test_several_files_are_downloaded_and_deleted_at_once(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,
+    workdir: Path,  # noqa: F811
+    screens: Screens,
+) -> None:
+    for name in ("one.txt", "two.txt", "keep.txt"):
+        (workdir / name).write_text(f"content of {name}")
+    (workdir / "old").mkdir()
+    (workdir / "old" / "inner.txt").write_text("inner")
+    give(workdir)
+    connection_id = server_connection(gateway, admin_token, sshd, name="box", protocol="sftp")
+    signed_in(page, gateway)
+    page.goto(f"{gateway.url}/connections/{connection_id}/files?path={workdir.name}")
+    expect(page.get_by_role("table")).to_be_visible()
+    for name in ("one.txt", "two.txt"):
+        page.get_by_label(f"Select {name}").check()
+    chosen = page.get_by_role("group", name="Selected items")
+    expect(chosen).to_contain_text("2 selected")
+
+    # each through its own plain download link: the files as the server has them
+    got: dict[str, str] = {}
+    page.on("download", lambda d: got.__setitem__(d.suggested_filename, d.path()))
+    with page.expect_download():
+        chosen.get_by_role("button", name="Download selected").click()
+    for _ in range(100):  # the second download's event, up to 10 s
+        if len(got) == 2:
+            break
+        page.wait_for_timeout(100)
+    assert sorted(got) == ["one.txt", "two.txt"]
+    assert Path(got["two.txt"]).read_text() == "content of two.txt"
+
+    page.get_by_label("Select old").check()
+    expect(chosen).to_contain_text("3 selected")
+    screens.check(page, "files-selected")
+    chosen.get_by_role("button", name="Delete selected…").click()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(page.get_by_label("Select keep.txt")).to_be_visible()
+    expect(page.get_by_label("Select one.txt")).to_have_count(0)
+    expect(chosen).to_have_count(0)
+    assert sorted(p.name for p in workdir.iterdir()) == ["keep.txt"]  # what the server did
