@@ -238,6 +238,7 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         "recordings.index_output",
         bool,
         False,
+        public=True,  # the search screen says when output is not searched
         description=(
             "Make the text of terminal output searchable (stored unencrypted in the "
             "database); off purges what was indexed"

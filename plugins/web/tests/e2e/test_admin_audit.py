@@ -51,7 +51,7 @@ def test_audit_log_screen(page: Any, gateway: Gateway, admin_token: str, screens
     table = page.get_by_role("table")
     # newest first, 25 a page
     expect(table.get_by_role("row")).to_have_count(26)
-    expect(table.get_by_role("row").nth(1)).to_contain_text("auth.login")
+    expect(table.get_by_role("row").nth(1)).to_contain_text("Auth: login")  # the type in words
     expect(page.get_by_role("navigation", name="Pages")).to_contain_text("Page 1 of 2")
     page.get_by_role("button", name="Next page").click()
     expect(page.get_by_role("navigation", name="Pages")).to_contain_text("Page 2 of 2")

@@ -140,6 +140,9 @@ def test_backup_downloaded_and_restored_into_a_second_instance(
     second_page.get_by_label("Username").fill("admin")
     second_page.get_by_label("Password").fill(ADMIN_PASSWORD)
     second_page.get_by_role("button", name="Sign in", exact=True).click()
+    # back on the backup screen, where the administration screens keep the sidebar folded
+    expect(second_page.get_by_role("navigation", name="Administration")).to_be_visible()
+    second_page.get_by_role("banner").get_by_role("button", name="Connections").click()
     tree = second_page.get_by_role("navigation", name="Connections")
     expect(tree.get_by_text("kept by the backup")).to_be_visible()
 

@@ -159,6 +159,12 @@ def test_a_recorded_ssh_session_plays_with_command_markers_and_search(
     player = page.get_by_role("region", name="Recording player")
     slider = page.get_by_role("slider", name="Position")
     expect(slider).to_be_visible()
+    # one set of controls: the app's; asciinema-player's own bar (no role or label of its
+    # own, hence its class) is not stacked above them
+    expect(
+        page.get_by_role("region", name="Recording screen").locator(".ap-control-bar")
+    ).to_have_count(0)
+    expect(page.get_by_role("button", name=re.compile("^(Play|Pause) recording$"))).to_have_count(1)
 
     # with pauses kept as they were, the player's clock is the recording's
     page.get_by_label("Skip pauses longer than").select_option("0")

@@ -135,6 +135,14 @@ def test_insecure_key_warning_is_dismissed_for_good(
     )
     expect(warning).to_be_visible()
     screens.check(page, "shell-warning")
+    # what to do is a link (to the System screen's key card), not "see the admin guide"
+    expect(warning).not_to_contain_text("admin guide")
+    warning.get_by_role("link", name="How to supply the key apart from the data").click()
+    expect(page).to_have_url(f"{gateway.url}/admin/system#encryption-key")
+    expect(page.get_by_role("region", name="Encryption key")).to_contain_text(
+        "HOSTGATE_ENCRYPTION_KEY"
+    )
+    page.go_back()
     page.get_by_role("button", name="Dismiss warning").click()
     expect(warning).to_have_count(0)
     me = gateway.api("GET", "/auth/me", admin_token).json()["user"]

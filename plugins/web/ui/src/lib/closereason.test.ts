@@ -8,7 +8,7 @@ describe("closeReason", () => {
     expect(closeReason(1000, "Connection closed", "")).toBe("The server closed the connection.");
     expect(closeReason(4003, "Connection lost: SSH connection lost: Connection lost", "")).toBe("The connection to the server was lost.");
     expect(closeReason(4003, "Connection lost: [Errno 104] Connection reset by peer", "")).toBe(
-      "The connection to the server was lost: [Errno 104] Connection reset by peer.",
+      "The connection to the server was lost: the connection was reset by the other side.",
     );
     expect(closeReason(1001, "Server shutting down", "")).toBe("The gateway is shutting down or restarting. Reconnect in a moment.");
   });

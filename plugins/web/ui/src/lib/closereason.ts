@@ -3,6 +3,7 @@
 // sentence (docs/terminals.md, "Close codes"). The server's words are kept where they
 // name something (a fingerprint, a host, a limit); the known ones are said plainly.
 // The idle timeout's sign-out notice is here too: the same timeout closes terminals.
+import { plainOsErrors } from "./oserror";
 
 /** 4001 means the login session is gone: the app returns to sign-in. */
 export function isSignedOut(code: number): boolean {
@@ -11,7 +12,7 @@ export function isSignedOut(code: number): boolean {
 
 /** The server's text as a sentence: a capital first letter, a full stop at the end. */
 function sentence(text: string): string {
-  const trimmed = text.trim();
+  const trimmed = plainOsErrors(text.trim());
   if (!trimmed) return "";
   const capital = trimmed[0].toUpperCase() + trimmed.slice(1);
   return /[.!?…)]$/.test(capital) ? capital : `${capital}.`;
@@ -19,7 +20,7 @@ function sentence(text: string): string {
 
 /** `detail` after a colon when there is one (a server's reason, lower case as given). */
 function withDetail(lead: string, detail: string | undefined): string {
-  const text = (detail ?? "").trim().replace(/\.$/, "");
+  const text = plainOsErrors((detail ?? "").trim()).replace(/\.$/, "");
   return text ? `${lead}: ${text}.` : `${lead}.`;
 }
 

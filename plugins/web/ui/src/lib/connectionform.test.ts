@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Connection, ProtocolField } from "../api/types";
-import { emptyForm, formFrom, toBody, validate } from "./connectionform";
+import { emptyForm, extraRows, formFrom, toBody, validate } from "./connectionform";
 
 const fields: ProtocolField[] = [
   { name: "passphrase", type: "string", secret: true, required: false, default: null, description: "", setFlag: "hasPassphrase" },
@@ -61,5 +61,17 @@ describe("validate", () => {
     const form = { ...emptyForm("ssh", fields), port: "99999" };
     form.extra.retries = "two";
     expect(Object.keys(validate(form, fields, true)).sort()).toEqual(["host", "name", "port", "retries"]);
+  });
+});
+
+describe("extraRows", () => {
+  it("labels pack fields for people: the pack's words, else the name in words; switches as yes/no", () => {
+    const withWords: ProtocolField[] = [{ name: "promptOnConnect", type: "boolean", secret: false, required: false, default: false, description: "Ask before connecting" }];
+    expect(extraRows({ promptOnConnect: false }, withWords)).toEqual([{ label: "Ask before connecting", value: "No" }]);
+    expect(extraRows({ promptOnConnect: true, retries: 3, domain: "" }, [])).toEqual([
+      { label: "Prompt on connect", value: "Yes" },
+      { label: "Retries", value: "3" },
+      { label: "Domain", value: "—" },
+    ]);
   });
 });

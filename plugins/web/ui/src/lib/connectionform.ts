@@ -106,3 +106,16 @@ export function toBody(form: FormState, fields: ProtocolField[], creating: boole
   body.extraConfig = extra;
   return body;
 }
+
+/** A pack field's setting as the connection's page shows it: its label from the protocol's
+ * field list (never the raw name, "promptOnConnect"), and yes/no for a switch. */
+export function extraRows(extra: Record<string, unknown>, fields: readonly ProtocolField[]): { label: string; value: string }[] {
+  return Object.entries(extra).map(([name, value]) => {
+    const field = fields.find((f) => f.name === name);
+    // "promptOnConnect" -> "Prompt on connect" when the pack gave no words for it
+    const spaced = name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").toLowerCase();
+    const label = field?.description || spaced.charAt(0).toUpperCase() + spaced.slice(1);
+    const shown = typeof value === "boolean" ? (value ? "Yes" : "No") : value === null || value === "" ? "—" : String(value);
+    return { label, value: shown };
+  });
+}

@@ -1,4 +1,5 @@
 // Every failure becomes one ApiError, and every ApiError a sentence a person understands.
+import { plainOsErrors } from "./oserror";
 
 /** A failed API call: the HTTP status, the error shape's code and message, Retry-After. */
 export class ApiError extends Error {
@@ -146,8 +147,9 @@ export function describeError(error: unknown, now: Date = new Date()): string {
   if (error.status >= 500) {
     return "The gateway had a problem with this request. Try again; if it persists, tell an administrator.";
   }
-  // the gateway's own messages are written for people ("name is required", ...)
-  const text = error.message.trim();
+  // the gateway's own messages are written for people ("name is required", ...); an
+  // operating system's error inside one ("[Errno 111] ...") is put in words
+  const text = plainOsErrors(error.message.trim());
   return text.endsWith(".") ? text : `${text}.`;
 }
 

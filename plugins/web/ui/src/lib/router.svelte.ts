@@ -26,5 +26,5 @@ document.addEventListener("click", (event) => {
   if (!anchor || anchor.target || anchor.hasAttribute("download") || anchor.origin !== window.location.origin) return;
   if (anchor.pathname.startsWith("/api/") || anchor.pathname.startsWith("/ws/")) return;
   event.preventDefault();
-  navigate(anchor.pathname + anchor.search);
+  navigate(anchor.pathname + anchor.search + anchor.hash); // the screen scrolls to a #part it names
 });

@@ -13,6 +13,8 @@ import { CursorBlink, hardwareWebgl } from "./renderer";
 import "./blink.css";
 import { closeReason } from "../closereason";
 import { randomId } from "../ids";
+import { LINE_HEIGHT } from "./font";
+import { keyBytes, type RowKey, withCtrl } from "./keyrow";
 import { isMultiline, parseServerText, terminalUrl } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
@@ -35,6 +37,8 @@ export interface Events {
   onMultilinePaste?: (text: string) => void;
   /** The search found `count` matches, the current one is number `index` (0-based, -1: none). */
   onSearchResults?: (index: number, count: number) => void;
+  /** The key row's Ctrl was used up by a key (it is released). */
+  onCtrlReleased?: () => void;
 }
 
 /** What search decorations look like (the search addon needs them to count matches). */
@@ -79,6 +83,7 @@ export class TerminalSession {
   private readonly blink: CursorBlink | null = null;
   private batch: OutputFeed | null = null;
   private readonly output: (data: Uint8Array | string) => void;
+  private ctrlHeld = false; // the key row's Ctrl, for the next key typed
 
   constructor(
     private readonly container: HTMLElement,
@@ -100,6 +105,10 @@ export class TerminalSession {
       theme: terminalTheme(preferences.theme),
       // every theme readable: colours a program picks too close to the background are adjusted
       minimumContrastRatio: 4.5,
+      // room under the baseline: DejaVu Sans Mono (the default font) draws "_" below its
+      // cell, which the DOM renderer clips away (xterm.js issue 4067): ".bash_logout" read
+      // ".bash logout"
+      lineHeight: LINE_HEIGHT,
       allowProposedApi: true,
       ...levers.options,
     });
@@ -129,6 +138,11 @@ export class TerminalSession {
     }
     this.terminal.onData((data) => {
       this.blink?.restart();
+      if (this.ctrlHeld) {
+        this.ctrlHeld = false;
+        data = withCtrl(data);
+        this.events.onCtrlReleased?.();
+      }
       this.send({ type: "data", data });
     });
     // copy on select: whatever is selected lands in the clipboard
@@ -177,6 +191,18 @@ export class TerminalSession {
     } finally {
       this.searching = false;
     }
+  }
+
+  /** A key of the touch screens' key row, sent as the keyboard's key would be. */
+  key(key: RowKey): void {
+    this.terminal.input(keyBytes(key, this.terminal.modes.applicationCursorKeysMode), true);
+    this.terminal.focus();
+  }
+
+  /** Hold Ctrl (the key row's) for the next key typed, or release it. */
+  holdCtrl(held: boolean): void {
+    this.ctrlHeld = held;
+    this.terminal.focus();
   }
 
   /** Send text as if typed (bracketed when the remote program asked for it). */

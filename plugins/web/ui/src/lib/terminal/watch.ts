@@ -6,6 +6,7 @@ import { api, call } from "../../api/client";
 import { watchUrl } from "../sessions";
 import { closeReason } from "../closereason";
 import { OutputFeed } from "./feed";
+import { LINE_HEIGHT } from "./font";
 import { routeWatchFrame, type Watched } from "./watchframes";
 
 export type { Watched } from "./watchframes";
@@ -38,6 +39,7 @@ export class WatchView {
       scrollback: 1000,
       fontFamily: "DejaVu Sans Mono, monospace",
       fontSize: 14,
+      lineHeight: LINE_HEIGHT,
       theme: { background: "#0f141a", foreground: "#e6ebf1", cursor: "#8fb8f8", selectionBackground: "#364152" },
     });
     this.terminal.open(container);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NO_FILTERS, exportHref, filtersFrom, fromLocalInput, queryOf, toLocalInput } from "./audit";
+import { NO_FILTERS, eventLabel, exportHref, filtersFrom, fromLocalInput, queryOf, targetLabel, toLocalInput } from "./audit";
 
 describe("filters and the address bar", () => {
   it("round-trips through the query string", () => {
@@ -32,5 +32,32 @@ describe("local date-time fields", () => {
   it("are empty when unset or invalid", () => {
     expect(fromLocalInput("")).toBe("");
     expect(toLocalInput("not a date")).toBe("");
+  });
+});
+
+describe("targetLabel", () => {
+  const id = "0b6c1c9e-5d7e-4b8a-9d1c-2f3e4a5b6c7d";
+  it("shows a connection's name whichever form the event wrote", () => {
+    expect(targetLabel({ target: id, details: { connectionId: id, name: "prod-db" } })).toEqual({
+      text: "prod-db",
+      title: `Connection id ${id}`,
+    });
+    expect(targetLabel({ target: "ssh://10.0.0.5:22", details: { connectionId: id, name: "prod-db" } })).toEqual({
+      text: "prod-db",
+      title: `Connection id ${id} · ssh://10.0.0.5:22`,
+    });
+    expect(targetLabel({ target: "10.0.0.5:22", details: { connectionId: id, connectionName: "prod-db" } }).text).toBe("prod-db");
+  });
+  it("keeps the target as written when the entry names nothing else", () => {
+    expect(targetLabel({ target: "alice", details: { userId: "u1" } })).toEqual({ text: "alice", title: "" });
+    expect(targetLabel({ target: null, details: {} })).toEqual({ text: "", title: "" });
+  });
+});
+
+describe("eventLabel", () => {
+  it("says an event type in words", () => {
+    expect(eventLabel("user.password_reset")).toBe("User: password reset");
+    expect(eventLabel("connection.host_key.accepted")).toBe("Connection: host key accepted");
+    expect(eventLabel("backup")).toBe("Backup");
   });
 });

@@ -82,3 +82,41 @@ export function fromLocalInput(value: string): string {
 export function shortHash(hash: string): string {
   return hash.length > 16 ? `${hash.slice(0, 16)}…` : hash;
 }
+
+/** How an entry's target shows in the table: a name, and what the name stands for on hover. */
+export interface TargetLabel {
+  /** A name ("prod-db"), or the target as written when the entry names nothing else; "" for none. */
+  text: string;
+  /** The id (and the address, if the entry wrote one) behind the name, for the hover title; "" for none. */
+  title: string;
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value.trim() : "";
+}
+
+/** The target of an entry the same way in every row. Entries about a connection write its id,
+ * its address or its name as the target, depending on the event; each of them carries the
+ * connection's id and name in its details, so the name shows and the id is on hover. */
+export function targetLabel(entry: { target: string | null; details: Record<string, unknown> }): TargetLabel {
+  const target = text(entry.target);
+  const details = entry.details ?? {};
+  const connectionId = text(details.connectionId);
+  const name = text(details.connectionName) || (connectionId ? text(details.name) : "");
+  if (!connectionId || !name) return { text: target, title: "" };
+  const behind = [`Connection id ${connectionId}`];
+  if (target && target !== connectionId && target !== name) behind.push(target);
+  return { text: name, title: behind.join(" · ") };
+}
+
+/** An event type as words, for people: "user.password_reset" -> "User: password reset",
+ * "connection.host_key.accepted" -> "Connection: host key accepted". The code stays on hover
+ * and in the filter's value (the API's word for it). */
+export function eventLabel(type: string): string {
+  const [head, ...rest] = type.split(".");
+  const words = (part: string) => part.replace(/_/g, " ").trim();
+  const subject = words(head);
+  const what = rest.map(words).filter(Boolean).join(" ");
+  const title = subject.charAt(0).toUpperCase() + subject.slice(1);
+  return what ? `${title}: ${what}` : title;
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SettingInfo } from "../types";
-import { changesOf, controlOf, groupSettings, hintOf, labelOf, settingError, titleOf, wireValue } from "./settings";
+import { changesOf, controlOf, groupSettings, hintOf, labelOf, settingError, titleOf, wireValue, withLabels } from "./settings";
 
 function info(fields: Partial<SettingInfo> & { key: string }): SettingInfo {
   return {
@@ -67,6 +67,15 @@ describe("hintOf", () => {
       "Tries. From 1 to 100. Default: 5.",
     );
     expect(hintOf(info({ key: "a.b", type: "integer", minimum: 0, default: 0 }))).toBe("At least 0. Default: 0.");
+  });
+  it("names the settings a description mentions by their labels, not their keys", () => {
+    const known = [info({ key: "network.allow" }), info({ key: "network.protected" }), info({ key: "updates.check_enabled" })];
+    const deny = info({ key: "network.deny", description: "Never connect to these (wins over network.allow)" });
+    expect(hintOf(deny, known)).toBe("Never connect to these (wins over “Allow”).");
+    expect(withLabels("Take it off network.protected; see updates.check_enabled", known, "network")).toBe(
+      "Take it off “Protected”; see “Check enabled” under Updates",
+    );
+    expect(withLabels("A file such as notes.txt stays", known, "network")).toBe("A file such as notes.txt stays");
   });
   it("never shows a secret's default", () => {
     expect(hintOf(info({ key: "a.b", secret: true, default: "x", description: "Token" }))).toBe("Token.");

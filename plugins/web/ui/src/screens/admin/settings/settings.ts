@@ -91,10 +91,26 @@ function number(value: number): string {
   return Number.isInteger(value) ? String(value) : String(value);
 }
 
-/** The help under a field: the registry's description, then the bounds and the default. */
-export function hintOf(setting: SettingInfo): string {
+/**
+ * A description with the other settings it names ("wins over network.allow") written as their
+ * labels, as the screen shows them ("wins over “Allow”"; "“Protected” under Network access"
+ * when the setting is in another group than `group`).
+ */
+export function withLabels(text: string, known: readonly SettingInfo[], group = ""): string {
+  const byKey = new Map(known.map((s) => [s.key, s]));
+  return text.replace(/\b[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+\b/g, (key) => {
+    const setting = byKey.get(key);
+    if (!setting) return key;
+    const label = `“${labelOf(setting)}”`;
+    return setting.group === group ? label : `${label} under ${titleOf(setting.group)}`;
+  });
+}
+
+/** The help under a field: the registry's description (settings it names by their labels,
+ * from `known`), then the bounds and the default. */
+export function hintOf(setting: SettingInfo, known: readonly SettingInfo[] = []): string {
   const parts: string[] = [];
-  if (setting.description) parts.push(setting.description.replace(/\.?$/, "."));
+  if (setting.description) parts.push(withLabels(setting.description, known, setting.group).replace(/\.?$/, "."));
   const { minimum: min, maximum: max } = setting;
   if (min !== null && max !== null) parts.push(`From ${number(min)} to ${number(max)}.`);
   else if (min !== null) parts.push(`At least ${number(min)}.`);

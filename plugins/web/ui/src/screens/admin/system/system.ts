@@ -1,4 +1,5 @@
 // The system screen's logic without markup: what a pack adds, said in words.
+import { plainOsErrors } from "../../../lib/oserror";
 import type { PackInfo } from "../types";
 
 const KINDS: Record<string, [string, string]> = {
@@ -39,6 +40,7 @@ const FEED_REASONS: Record<string, string> = {
 export function describeFetchError(text: string): { message: string; policy: boolean } {
   const code = /:\s*([a-z_]+)\s*$/.exec(text)?.[1] ?? "";
   if (Object.hasOwn(FEED_REASONS, code)) return { message: FEED_REASONS[code], policy: code === "target_denied" };
-  const sentence = text.charAt(0).toUpperCase() + text.slice(1);
+  const plain = plainOsErrors(text);
+  const sentence = plain.charAt(0).toUpperCase() + plain.slice(1);
   return { message: sentence.endsWith(".") ? sentence : `${sentence}.`, policy: false };
 }
