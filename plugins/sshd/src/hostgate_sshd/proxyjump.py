@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import asyncssh
 from hostgate import ApiError, DoorTarget
@@ -128,8 +128,9 @@ class _Pipe(asyncio.Protocol):
         self.pending: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a socket pair's stream transport; uvloop's (hostgate serve's loop) does not
+        # subclass asyncio.Transport, so an isinstance check would refuse every ProxyJump
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self.channel is None:  # the server's version line, before the channel opened

@@ -54,25 +54,41 @@ def fingerprint(path: Path) -> str:
     return listed.stdout.split()[1]
 
 
+def client_config(home: Path, key: Path, checking: str, *blocks: str) -> Path:
+    """An ssh_config for the real client: ``blocks`` first, then this key and batch mode.
+
+    ``ssh -J`` runs a second ``ssh`` for the jump that reads ``-F``'s file but not ``-o``
+    options, so the test's settings live in the file.
+    """
+    path = home / "ssh_config"
+    defaults = f"""
+Host *
+    BatchMode yes
+    UserKnownHostsFile {home / "known_hosts"}
+    GlobalKnownHostsFile /dev/null
+    StrictHostKeyChecking {checking}
+    IdentitiesOnly yes
+    IdentityAgent none
+    IdentityFile {key}
+    ConnectTimeout 20
+"""
+    path.write_text("\n".join(blocks) + "\n" + defaults)
+    return path
+
+
 def run_shown_command(
-    command: str, key: Path, home: Path, *remote: str
+    command: str, key: Path, home: Path, *remote: str, checking: str = "accept-new"
 ) -> subprocess.CompletedProcess[str]:
-    """The command line the page shows, as a person pastes it, plus batch-mode options."""
+    """The command line the page shows, as a person pastes it, run in batch mode."""
     words = shlex.split(command)
     assert words[0] == "ssh"
-    options = [
-        "-F", "/dev/null",
-        "-o", "BatchMode=yes",
-        "-o", f"UserKnownHostsFile={home / 'known_hosts'}",
-        "-o", "GlobalKnownHostsFile=/dev/null",
-        "-o", "StrictHostKeyChecking=accept-new",
-        "-o", "IdentitiesOnly=yes",
-        "-o", "IdentityAgent=none",
-        "-o", "ConnectTimeout=20",
-        "-i", str(key),
-    ]  # fmt: skip
+    return run_ssh(client_config(home, key, checking), home, *words[1:], *remote)
+
+
+def run_ssh(config: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real ``ssh -F config ARGS`` with ``HOME`` at ``home``."""
     return subprocess.run(
-        [tool("ssh"), *options, *words[1:], *remote],
+        [tool("ssh"), "-F", str(config), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -121,15 +137,30 @@ def test_a_key_added_in_the_profile_signs_in_with_the_shown_command_until_delete
     expect(dialog.get_by_role("alert")).to_contain_text("This SSH key is already registered.")
     dialog.get_by_role("button", name="Cancel").click()
 
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.goto(f"{gateway.url}/connections/{lab_ssh}")
     door = page.get_by_role("region", name="Connect with ssh")
     command = door.get_by_test_id("ssh-command").inner_text().strip()
-    port = gateway.api("GET", "/sshd/host-keys", admin_token).json()["port"]
+    host_keys = gateway.api("GET", "/sshd/host-keys", admin_token).json()
+    port = host_keys["port"]
     assert command == f"ssh -p {port} admin:lab-ssh@127.0.0.1"
-    shown = door.get_by_role("definition").all_inner_texts()
+    shown = door.get_by_label("Gateway host keys").get_by_role("definition").all_inner_texts()
     assert len(shown) == 2 and all(text.startswith("SHA256:") for text in shown)
-    door.get_by_role("button", name="Copy").first.click()
-    expect(door.get_by_role("button", name="Copied")).to_be_visible()
+    door.get_by_role("button", name="Copy the ssh command").click()
+    expect(door.get_by_role("button", name="Copied the ssh command")).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == command
+
+    # the ProxyJump form: its command, the key ssh files under the connection's name, the block
+    jump = door.get_by_test_id("ssh-jump-command").inner_text().strip()
+    assert jump == f"ssh -J admin@127.0.0.1:{port} lab-ssh"
+    door.get_by_role("button", name="Copy the ProxyJump command").click()
+    assert page.evaluate("navigator.clipboard.readText()") == jump
+    jump_key = door.get_by_label("ProxyJump host key")
+    [jump_shown] = jump_key.get_by_role("definition").all_inner_texts()
+    assert jump_shown == host_keys["jumpHostKey"]["fingerprint"] and jump_shown not in shown
+    door.get_by_text("For ~/.ssh/config").click()
+    block = door.get_by_test_id("ssh-config").inner_text().strip()
+    assert block == f"Host lab-ssh\n    ProxyJump admin@127.0.0.1:{port}"
     screens.check(page, "connection-ssh-door", scroll_to=door)
 
     home = tmp_path / "home"
@@ -139,6 +170,27 @@ def test_a_key_added_in_the_profile_signs_in_with_the_shown_command_until_delete
     assert done.stdout.strip() == "door-42"
     # the host key ssh accepted is one of the fingerprints the page asked to check
     assert fingerprint(home / "known_hosts") in shown
+
+    # the copied ProxyJump command and the block, trusting only the keys the page shows
+    jump_home = tmp_path / "jump"
+    jump_home.mkdir()
+    trusted = [k for k in host_keys["hostKeys"] if k["fingerprint"] in shown]
+    (jump_home / "known_hosts").write_text(
+        "".join(f"[127.0.0.1]:{port} {k['publicKey']}\n" for k in trusted)
+        + f"lab-ssh {host_keys['jumpHostKey']['publicKey']}\n"
+    )
+    listed = subprocess.run(
+        [tool("ssh-keygen"), "-lf", str(jump_home / "known_hosts")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert {line.split()[1] for line in listed.stdout.splitlines()} == {*shown, jump_shown}
+    done = run_shown_command(jump, key, jump_home, "echo jumped-$((6*7))", checking="yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "jumped-42"
+    config = client_config(jump_home, key, "yes", block)
+    done = run_ssh(config, jump_home, "lab-ssh", "echo block-$((6*7))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "block-42"
 
     page.goto(f"{gateway.url}/profile")
     card = page.get_by_role("region", name="SSH keys")

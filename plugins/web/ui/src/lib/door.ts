@@ -6,6 +6,8 @@ import type { DoorHostKey, DoorInfo } from "./sshdoor";
 /** The door's listener and host keys, as GET /sshd/host-keys answers. */
 export interface Door extends DoorInfo {
   hostKeys: DoorHostKey[];
+  /** The key the gateway presents for every connection reached by ProxyJump (`ssh -J`). */
+  jumpHostKey: DoorHostKey | null;
 }
 
 let pending: Promise<Door | null> | null = null;

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { configAlias, describeKeyError, doorHost, doorTarget, shellWord, sshCommand, sshConfigBlock } from "./sshdoor";
+import {
+  configAlias,
+  describeKeyError,
+  doorHost,
+  doorTarget,
+  jumpCommand,
+  jumpTarget,
+  shellWord,
+  sshCommand,
+  sshConfigBlock,
+} from "./sshdoor";
 
 const door = { listening: true, address: "127.0.0.1", port: 2222, separator: ":" };
 
@@ -52,16 +62,43 @@ describe("sshCommand", () => {
   });
 });
 
+describe("jumpTarget", () => {
+  const connection = { id: "0f4e-c1", name: "prod-db" };
+  it("names the connection when ssh passes the name on unchanged and it is unique", () => {
+    expect(jumpTarget(connection, ["prod-db", "web"])).toBe("prod-db");
+    expect(jumpTarget({ id: "c-2", name: "db.east_2" }, [])).toBe("db.east_2");
+  });
+  it("uses the id for capitals (ssh lowercases the host), other characters, a leading dash or a shared name", () => {
+    expect(jumpTarget({ id: "c-3", name: "Prod-DB" }, [])).toBe("c-3");
+    for (const name of ["web box", "db:5432", "db@east", "-oProxyCommand=x", "", "é"]) {
+      expect(jumpTarget({ id: "c-4", name }, [])).toBe("c-4");
+    }
+    expect(jumpTarget(connection, ["prod-db", "prod-db"])).toBe("0f4e-c1");
+  });
+});
+
+describe("jumpCommand", () => {
+  it("builds the exact ProxyJump command", () => {
+    expect(jumpCommand(door, "alice", "prod-db", "gw.example.org")).toBe("ssh -J alice@gw.example.org:2222 prod-db");
+  });
+  it("puts an IPv6 door in brackets and quotes a user name a shell would split", () => {
+    expect(jumpCommand({ ...door, address: "2001:db8::5" }, "bob", "c-1", "gw")).toBe("ssh -J 'bob@[2001:db8::5]:2222' c-1");
+    expect(jumpCommand(door, "ann marie", "c-1", "gw")).toBe("ssh -J 'ann marie@gw:2222' c-1");
+  });
+});
+
 describe("sshConfigBlock", () => {
-  it("writes a Host block the command-line tools can use", () => {
-    expect(sshConfigBlock(door, "alice", "prod-db", "gw.example.org")).toBe(
-      "Host prod-db\n    HostName gw.example.org\n    Port 2222\n    User alice:prod-db",
+  it("writes the ProxyJump block, without HostName when the alias is the target", () => {
+    expect(sshConfigBlock(door, "alice", "prod-db", "prod-db", "gw.example.org")).toBe(
+      "Host prod-db\n    ProxyJump alice@gw.example.org:2222",
     );
   });
-  it("makes an alias of a name with spaces and quotes the user", () => {
-    expect(configAlias(" web box/2 ")).toBe("web-box-2");
+  it("names the target by HostName under an alias made of the name, and quotes a user with blanks", () => {
+    expect(configAlias(" Web box/2 ")).toBe("web-box-2");
     expect(configAlias("///")).toBe("hostgate");
-    expect(sshConfigBlock(door, "alice", "web box", "gw")).toBe('Host web-box\n    HostName gw\n    Port 2222\n    User "alice:web box"');
+    expect(sshConfigBlock(door, "ann marie", "web-box", "c-1", "gw")).toBe(
+      'Host web-box\n    HostName c-1\n    ProxyJump "ann marie@gw:2222"',
+    );
   });
 });
 

@@ -50,20 +50,48 @@ export function sshCommand(door: DoorInfo, username: string, target: string, pag
   return `ssh -p ${door.port} ${shellWord(destination)}`;
 }
 
-/** The `Host` alias for a target: its name with anything but letters, digits, `._-` as `-`. */
-export function configAlias(target: string): string {
-  return target.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "hostgate";
+// what `ssh` takes as a destination host as it is: the export's alias characters in lower case
+// (`ssh` lowercases the host it is given, the gateway matches names exactly), no leading `-`
+const JUMP_SAFE = /^[a-z0-9._][a-z0-9._-]*$/;
+
+/**
+ * The destination for `ssh -J`: the connection's name when `ssh` passes it on unchanged and
+ * no other connection the person sees has it, else its id (what the ssh_config export uses).
+ */
+export function jumpTarget(connection: { id: string; name: string }, namesSeen: readonly string[]): string {
+  const clashes = namesSeen.filter((name) => name === connection.name).length > 1;
+  return JUMP_SAFE.test(connection.name) && !clashes ? connection.name : connection.id;
 }
 
-/** The same as a `~/.ssh/config` block, so `ssh <alias>` reaches it. */
-export function sshConfigBlock(door: DoorInfo, username: string, target: string, pageHost: string): string {
-  const alias = configAlias(target);
-  const user = `${username}${door.separator}${target}`;
+/** `user@host:port` for `-J` / `ProxyJump`, an IPv6 address in brackets. */
+export function jumpHost(door: DoorInfo, username: string, pageHost: string): string {
+  const host = doorHost(door.address, pageHost);
+  return `${username}@${host.includes(":") ? `[${host}]` : host}:${door.port}`;
+}
+
+/** `ssh -J <user>@<host>:<port> <target>`, quoted for a POSIX shell where needed. */
+export function jumpCommand(door: DoorInfo, username: string, target: string, pageHost: string): string {
+  return `ssh -J ${shellWord(jumpHost(door, username, pageHost))} ${shellWord(target)}`;
+}
+
+/**
+ * The `Host` alias for a connection: its name in lower case (`ssh` lowercases what it is given)
+ * with anything but letters, digits, `._-` as `-`, as the ssh_config export makes them.
+ */
+export function configAlias(name: string): string {
+  return name.toLowerCase().replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "hostgate";
+}
+
+/**
+ * The ProxyJump form as a `~/.ssh/config` block, so `ssh <alias>` (and every IDE) reaches it;
+ * `HostName` only when the alias is not the target itself.
+ */
+export function sshConfigBlock(door: DoorInfo, username: string, alias: string, target: string, pageHost: string): string {
+  const jump = jumpHost(door, username, pageHost);
   return [
     `Host ${alias}`,
-    `    HostName ${doorHost(door.address, pageHost)}`,
-    `    Port ${door.port}`,
-    `    User ${/\s/.test(user) ? `"${user}"` : user}`,
+    ...(alias === target ? [] : [`    HostName ${target}`]),
+    `    ProxyJump ${/[\s"']/.test(jump) ? `"${jump.replace(/["\\]/g, "\\$&")}"` : jump}`,
   ].join("\n");
 }
 
