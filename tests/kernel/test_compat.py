@@ -387,14 +387,6 @@ PENDING: dict[str, set[str]] = {
     },
     # ssl's SSLObject._sslobj on Python < 3.13 (get_unverified_chain), behind getattr
     "plugins/rdp/src/hostgate_rdp/relay.py": {"_sslobj"},
-    # smbprotocol: issue 35 item 2 replaces these with smbprotocol's own signing path
-    "plugins/smb/src/hostgate_smb/share.py": {
-        "_calculate_credit_charge",
-        "_read_response",
-        "_t_exc",
-        "_write_response",
-    },
-    "plugins/smb/src/hostgate_smb/writes.py": {"_check_worker_running", "_sock", "_sock_lock"},
 }
 """Uses not yet moved into ``_compat`` (each with its follow-up); empty is the goal."""
 
