@@ -12,11 +12,9 @@ process over the run, divided by the requests wrk counted) are printed: on a
 shared machine they move far less than the rate.
 
 Two baselines run: the bare app as a plain Quart program runs it, and the same
-app with ``hostgate serve``'s process set-up (``bare_app.py --gateway-gc
---huge-pages``: start-up objects frozen, the collector's thresholds, the start-up
-heap on huge pages): the gateway's ratio against the second is its requests' work
-alone, without what it does to its process at start. A second gateway runs with
-``HOSTGATE_HUGE_PAGES=false``: the huge pages' share, on and off in the same rounds.
+app with ``hostgate serve``'s process set-up (``bare_app.py --gateway-gc``:
+start-up objects frozen, the collector's thresholds): the gateway's ratio against
+the second is its requests' work alone, without what it does to its process at start.
 
 ``--against DIR``: a second gateway runs the kernel of another checkout (for
 example ``git worktree add /tmp/before integrate``) and is measured in the same
@@ -244,15 +242,12 @@ def run(
     port, tuned_port = free_port(), free_port()
     bare_app = str(Path(__file__).parent / "bare_app.py")
     bare = subprocess.Popen([sys.executable, bare_app, str(port)])
-    tuned = subprocess.Popen(
-        [sys.executable, bare_app, str(tuned_port), "--gateway-gc", "--huge-pages"]
-    )
+    tuned = subprocess.Popen([sys.executable, bare_app, str(tuned_port), "--gateway-gc"])
     with ExitStack() as stack:
         for process in (bare, tuned):
             stack.callback(process.wait, 10)
             stack.callback(process.terminate)
         server = stack.enter_context(hostgate_server())
-        small = stack.enter_context(hostgate_server({"HOSTGATE_HUGE_PAGES": "false"}))
         other = None
         if against is not None:
             source = str(against.resolve() / "kernel" / "src")
@@ -277,7 +272,6 @@ def run(
             "health": Target(f"{server.url}/api/v1/health", server.pid),
             "me": Target(f"{server.url}/api/v1/auth/me", server.pid, token),
             "connections": Target(f"{server.url}/api/v1/connections", server.pid, token),
-            "me, small pages": Target(f"{small.url}/api/v1/auth/me", small.pid, sign_up(small.url)),
         }
         if other is not None:
             other_token = sign_up(other.url)
@@ -334,14 +328,12 @@ def run(
     rows += [
         Row("bare Quart /ping (baseline)", baseline, "/s"),
         Row("bare Quart /ping: CPU per request", median(costs["bare"]), "µs"),
-        rate_row(tuned, "bare Quart /ping, hostgate serve's set-up (GC, huge pages)"),
+        rate_row(tuned, "bare Quart /ping, hostgate serve's set-up (GC)"),
         cpu_row(tuned, "  the same"),
         rate_row("health", "GET /api/v1/health"),
         rate_row("me", f"GET /api/v1/auth/me @{clients} ({spread('me')})", ">= 0.85x"),
         cpu_row("me", "GET /api/v1/auth/me"),
         against_tuned("me", "/auth/me"),
-        rate_row("me, small pages", "  /auth/me on small pages (HOSTGATE_HUGE_PAGES=false)"),
-        rate_row("me", "  /auth/me: huge pages on vs off", base="me, small pages"),
         rate_row(
             "connections",
             f"GET /api/v1/connections @{clients} ({listed} in 3 groups, {spread('connections')})",
