@@ -73,6 +73,18 @@ def test_the_switch_turns_every_patch_off(monkeypatch, fresh_warnings, caplog):
     assert warnings_of(caplog) == []  # switched off is no surprise: nothing to warn about
 
 
+def test_the_switch_can_name_the_modules_to_turn_off(monkeypatch, fresh_warnings, caplog):
+    anything = VersionRange("python", "3", "99")
+    monkeypatch.setenv(compat.SWITCH, "off:hypercorn, h11")
+    assert compat.patches_enabled()
+    assert not compat.applies("hypercorn.socketreads", anything)
+    assert not compat.applies("h11.responseheaders", anything)
+    assert compat.applies("wsproto.FastDeflate", anything)
+    monkeypatch.setenv(compat.SWITCH, "on:hypercorn")  # only "off" takes a list
+    assert compat.applies("hypercorn.socketreads", anything)
+    assert warnings_of(caplog) == []
+
+
 def test_an_out_of_range_library_is_refused_and_warned_about_once(
     monkeypatch, fresh_warnings, caplog
 ):
