@@ -39,10 +39,9 @@ the configured event loop) and ``bare_app.py``, each under callgrind with the
 instrumentation off; after 300 warm requests of an endpoint it is switched on
 with ``callgrind_control -i on``, N requests go over 8 keep-alive connections,
 then it is switched off and dumped. The kernel's clock-driven work is stopped in
-the served gateway as above. ``--variant NAME='{"module:ATTR": value}'``
-(repeatable) serves another gateway with those module attributes replaced
-(``_patched.py``'s form) in the same run: a lever counted on and off;
-``--variant NAME=@COMMIT`` serves that commit's kernel and packs instead.
+the served gateway as above. ``--variant NAME=@COMMIT`` (repeatable) serves
+another gateway running that commit's kernel and packs in the same run: a
+change counted on and off.
 """
 
 from __future__ import annotations
@@ -624,15 +623,9 @@ def _stop_clock_work(app: Any) -> None:
 
 def serve_inside(port: int) -> None:
     """Run under callgrind: the gateway served as ``hostgate serve`` serves it, clock work off."""
-    import json as jsonlib
-
     from hostgate.commands.serve import hypercorn_config, loop_factory, tune_garbage_collector
     from hypercorn.asyncio import serve
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _patched import apply
-
-    apply(jsonlib.loads(os.environ.get("HOSTGATE_BENCH_PATCHES", "{}")))
     data = Path(os.environ["HG_SERVED_DATA"])
     config, app = bench_gateway(data)
     _stop_clock_work(app)
@@ -693,7 +686,6 @@ def count_served(requests: int, variants: dict[str, Any], keep: Path | None = No
 
     ``keep``: a directory the callgrind dumps are moved to (for ``callgrind_annotate``).
     """
-    import json as jsonlib
     import tempfile
 
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
@@ -703,7 +695,7 @@ def count_served(requests: int, variants: dict[str, Any], keep: Path | None = No
     with ExitStack() as stack:
         processes: dict[str, tuple[subprocess.Popen[bytes], int, Path]] = {}
         env = {**os.environ, "HOSTGATE_LOG_LEVEL": "WARNING", "PYTHONHASHSEED": "0"}
-        for name, patches in {"bare": {}, **variants}.items():
+        for name, commit in {"bare": None, **variants}.items():
             port = free_port()
             out = work / f"{name}.out"
             if name == "bare":
@@ -714,12 +706,10 @@ def count_served(requests: int, variants: dict[str, Any], keep: Path | None = No
                 data.mkdir()
                 inside = [__file__, "--serve-inside", str(port)]
                 child_env = {**env, "HG_SERVED_DATA": str(data)}
-                if isinstance(patches, str):  # "@commit": that commit's kernel and packs
-                    source = stack.enter_context(checkout(patches))
+                if commit is not None:  # "@commit": that commit's kernel and packs
+                    source = stack.enter_context(checkout(commit))
                     paths = [source / "kernel" / "src", *sorted((source / "plugins").glob("*/src"))]
                     child_env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
-                else:
-                    child_env["HOSTGATE_BENCH_PATCHES"] = jsonlib.dumps(patches)
             process = subprocess.Popen(
                 [
                     "valgrind",
@@ -804,8 +794,8 @@ def main() -> None:
         "--variant",
         action="append",
         default=[],
-        metavar="NAME=JSON",
-        help="with --served: another gateway with module attributes replaced",
+        metavar="NAME=@COMMIT",
+        help="with --served: another gateway running the kernel and packs of COMMIT",
     )
     parser.add_argument(
         "--keep", type=Path, help="with --served: keep the callgrind dumps in this directory"
@@ -818,12 +808,12 @@ def main() -> None:
         serve_inside(args.serve_inside)
         return
     if args.served:
-        import json as jsonlib
-
-        variants: dict[str, Any] = {"this tree": {}}
+        variants: dict[str, str | None] = {"this tree": None}
         for given in args.variant:
-            name, _, patches = given.partition("=")
-            variants[name] = patches[1:] if patches.startswith("@") else jsonlib.loads(patches)
+            name, _, commit = given.partition("=")
+            if not commit.startswith("@"):
+                raise SystemExit(f"--variant wants NAME=@COMMIT, not {given!r}")
+            variants[name] = commit[1:]
         print(f"load average at the start: {os.getloadavg()}")
         print_table(count_served(args.served, variants, args.keep))
         print(f"load average at the end: {os.getloadavg()}")
