@@ -41,7 +41,9 @@ with ``callgrind_control -i on``, N requests go over 8 keep-alive connections,
 then it is switched off and dumped. The kernel's clock-driven work is stopped in
 the served gateway as above. ``--variant NAME=@COMMIT`` (repeatable) serves
 another gateway running that commit's kernel and packs in the same run: a
-change counted on and off.
+change counted on and off; ``--variant NAME=VAR=VALUE`` serves one with that
+variable in its environment (``HOSTGATE_COMPAT_PATCHES=off:h11``: a compat module
+counted on and off).
 """
 
 from __future__ import annotations
@@ -706,7 +708,10 @@ def count_served(requests: int, variants: dict[str, Any], keep: Path | None = No
                 data.mkdir()
                 inside = [__file__, "--serve-inside", str(port)]
                 child_env = {**env, "HG_SERVED_DATA": str(data)}
-                if commit is not None:  # "@commit": that commit's kernel and packs
+                if commit is not None and "=" in commit:  # VAR=VALUE: an environment
+                    variable, _, value = commit.partition("=")
+                    child_env = {**child_env, variable: value}
+                elif commit is not None:  # "@commit": that commit's kernel and packs
                     source = stack.enter_context(checkout(commit))
                     paths = [source / "kernel" / "src", *sorted((source / "plugins").glob("*/src"))]
                     child_env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
@@ -794,8 +799,8 @@ def main() -> None:
         "--variant",
         action="append",
         default=[],
-        metavar="NAME=@COMMIT",
-        help="with --served: another gateway running the kernel and packs of COMMIT",
+        metavar="NAME=@COMMIT|NAME=VAR=VALUE",
+        help="with --served: another gateway running COMMIT's code, or with VAR=VALUE set",
     )
     parser.add_argument(
         "--keep", type=Path, help="with --served: keep the callgrind dumps in this directory"
@@ -811,9 +816,12 @@ def main() -> None:
         variants: dict[str, str | None] = {"this tree": None}
         for given in args.variant:
             name, _, commit = given.partition("=")
-            if not commit.startswith("@"):
-                raise SystemExit(f"--variant wants NAME=@COMMIT, not {given!r}")
-            variants[name] = commit[1:]
+            if commit.startswith("@"):
+                variants[name] = commit[1:]
+            elif "=" in commit:
+                variants[name] = commit
+            else:
+                raise SystemExit(f"--variant wants NAME=@COMMIT or NAME=VAR=VALUE, not {given!r}")
         print(f"load average at the start: {os.getloadavg()}")
         print_table(count_served(args.served, variants, args.keep))
         print(f"load average at the end: {os.getloadavg()}")

@@ -201,18 +201,24 @@ def rotated(variants: list[Variant], turn: int) -> list[Variant]:
     return variants[shift:] + variants[:shift]
 
 
+def figure(name: str) -> str:
+    """A row's name without what varies from run to run (``rounds 0.81-0.93x``)."""
+    name = re.sub(r",? ?rounds [\d.]+-[\d.]+x", "", name)
+    return re.sub(r" \(\)", "", name)
+
+
 def compared(results: dict[str, list[list[Row]]], names: list[str]) -> list[str]:
     """One line per figure: its median per variant, each variant's change against current."""
     medians: dict[str, dict[str, tuple[float, str]]] = {}
     order: list[str] = []
     for variant in names:
-        for rows in results.get(variant, []):
-            for row in rows:
-                if row.name not in order:
-                    order.append(row.name)
+        rows = [row for section in results.get(variant, []) for row in section]
+        for row in rows:
+            if figure(row.name) not in order:
+                order.append(figure(row.name))
         for name in order:
-            values = [r.value for rows in results.get(variant, []) for r in rows if r.name == name]
-            units = [r.unit for rows in results.get(variant, []) for r in rows if r.name == name]
+            values = [r.value for r in rows if figure(r.name) == name]
+            units = [r.unit for r in rows if figure(r.name) == name]
             if values:
                 medians.setdefault(name, {})[variant] = (statistics.median(values), units[0])
     width = max([len(name) for name in order] + [6])
