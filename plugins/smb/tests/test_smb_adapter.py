@@ -398,3 +398,28 @@ async def test_writes_in_flight_do_not_hold_the_uploaded_bytes(smb, workdir):
         tracemalloc.stop()
     assert file_digest(local / "flat.bin") == pattern_digest(size, seed=9)
     assert peak < 8 * smb_share.WRITE_CHUNK, peak
+
+
+async def test_the_credit_charge_waited_for_is_the_one_smbprotocol_sends(smb, workdir):
+    """``credit_charge`` (what a send waits for) equals the charge smbprotocol writes in
+    each request's header: reads and writes of several sizes, a listing, an open."""
+    from hostgate_smb.share import CreditWaitingConnection, credit_charge
+
+    base, local = workdir
+    (local / "c.bin").write_bytes(bytes(3 * MIB))
+    seen: list[tuple[int, int]] = []
+    original = CreditWaitingConnection.send
+
+    def spy(self: CreditWaitingConnection, message, *args, **kwargs):
+        request = original(self, message, *args, **kwargs)
+        seen.append((credit_charge(self, message), request.message["credit_charge"].get_value()))
+        return request
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CreditWaitingConnection, "send", spy)
+        assert await read_all(smb, f"{base}/c.bin") == bytes(3 * MIB)
+        assert await smb.write(f"{base}/d.bin", pattern(5 * MIB + 1, seed=2)) == 5 * MIB + 1
+        await smb.list(base)
+    charges = {ours for ours, _ in seen}
+    assert {1, 16} <= charges  # small requests and 1 MiB reads or writes at least
+    assert all(ours == theirs for ours, theirs in seen), seen
