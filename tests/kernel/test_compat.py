@@ -75,11 +75,11 @@ def test_the_switch_turns_every_patch_off(monkeypatch, fresh_warnings, caplog):
 
 def test_the_switch_can_name_the_modules_to_turn_off(monkeypatch, fresh_warnings, caplog):
     anything = VersionRange("python", "3", "99")
-    monkeypatch.setenv(compat.SWITCH, "off:hypercorn, h11")
+    monkeypatch.setenv(compat.SWITCH, "off:hypercorn, wsproto")
     assert compat.patches_enabled()
     assert not compat.applies("hypercorn.socketreads", anything)
-    assert not compat.applies("h11.responseheaders", anything)
-    assert compat.applies("wsproto.FastDeflate", anything)
+    assert not compat.applies("wsproto.FastDeflate", anything)
+    assert compat.applies("quart.context", anything)
     monkeypatch.setenv(compat.SWITCH, "on:hypercorn")  # only "off" takes a list
     assert compat.applies("hypercorn.socketreads", anything)
     assert warnings_of(caplog) == []
@@ -120,16 +120,6 @@ def _hypercorn() -> tuple[str, Installer, Callable[[], bool]]:
         )
 
     return "hypercorn", hypercorn.install, stock
-
-
-def _h11() -> tuple[str, Installer, Callable[[], bool]]:
-    import h11._events as h11_events  # noqa: F401  (the module the patch replaces a name in)
-    from hostgate._compat import h11
-
-    def stock() -> bool:
-        return h11_events.normalize_and_validate is h11._original_normalize
-
-    return "h11", h11.install, stock
 
 
 def _asyncio_streams() -> tuple[str, Installer, Callable[[], bool]]:
@@ -176,7 +166,6 @@ def _quart() -> tuple[str, Installer, Callable[[], bool]]:
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
-    "h11": _h11,
     "asyncio_streams": _asyncio_streams,
     "werkzeug": _werkzeug,
     "aiosqlite": _aiosqlite,

@@ -1,7 +1,7 @@
 """The one place where hostgate reaches into third-party private names.
 
 Each module here patches or reads the internals of one library (``hypercorn``,
-``h11``, ``asyncio_streams``, ``werkzeug``, ``quart``, ``wsproto``, ``aiosqlite``)
+``asyncio_streams``, ``werkzeug``, ``quart``, ``wsproto``, ``aiosqlite``)
 for a measured speed-up, and only within the exact version range it was written
 and tested against (``VersionRange``: what ``uv.lock`` pins, up to the next
 minor release). Outside that range, or with ``HOSTGATE_COMPAT_PATCHES=off``, the
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 SWITCH = "HOSTGATE_COMPAT_PATCHES"
 """Environment variable: ``off`` (or ``0``/``false``/``no``) turns every patch off;
-``off:hypercorn,h11`` turns off the patches of those compat modules only."""
+``off:hypercorn,wsproto`` turns off the patches of those compat modules only."""
 _OFF = {"off", "0", "false", "no"}
 log = logging.getLogger("hostgate.compat")
 
