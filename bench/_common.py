@@ -72,10 +72,13 @@ def bench_log(path: Path | None = None) -> Any:
     return open(chosen, "ab")  # noqa: SIM115 - handed to the child, closed by the caller
 
 
+SOURCE_VARIABLE = "HG_BENCH_SOURCE"
+"""A checkout whose kernel and packs every ``hostgate_server()`` runs (``run_all.py``)."""
+
+
 @contextmanager
 def hostgate_server(
     extra_env: dict[str, str] | None = None,
-    patches: dict[str, object] | None = None,
     source: Path | None = None,
     log: Path | None = None,
     wrapper: list[str] | None = None,
@@ -85,10 +88,9 @@ def hostgate_server(
 
     ``log`` keeps the server's output (warnings and errors) in that file.
 
-    ``patches`` (``{"module:NAME": value}``) starts it through ``_patched.py``
-    with those module attributes replaced: a variant of the same code.
     ``source`` runs the kernel and packs of another checkout (``checkout()``)
-    in front of the installed ones: the same bench against older code.
+    in front of the installed ones: the same bench against older code; without
+    it, ``$HG_BENCH_SOURCE`` names that checkout when set (``run_all.py --variant-at``).
     Without ``log``, its log (stderr, at ``WARNING``) is appended to ``$HG_BENCH_LOG`` when set.
     ``wrapper`` runs the interpreter under another program (e.g. valgrind), which then
     needs ``start_timeout`` seconds to come up.
@@ -98,9 +100,8 @@ def hostgate_server(
     env = {**os.environ, "HOSTGATE_ENCRYPTION_KEY": BENCH_KEY, "HOSTGATE_LOG_LEVEL": "WARNING"}
     env.update(extra_env or {})
     launcher = ["-m", "hostgate"]
-    if patches:
-        env["HOSTGATE_BENCH_PATCHES"] = json.dumps(patches)
-        launcher = [str(Path(__file__).resolve().parent / "_patched.py")]
+    if source is None and os.environ.get(SOURCE_VARIABLE):
+        source = Path(os.environ[SOURCE_VARIABLE])
     if source is not None:
         paths = [source / "kernel" / "src", *sorted((source / "plugins").glob("*/src"))]
         env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)

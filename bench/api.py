@@ -12,11 +12,9 @@ process over the run, divided by the requests wrk counted) are printed: on a
 shared machine they move far less than the rate.
 
 Two baselines run: the bare app as a plain Quart program runs it, and the same
-app with ``hostgate serve``'s process set-up (``bare_app.py --gateway-gc
---huge-pages``: start-up objects frozen, the collector's thresholds, the start-up
-heap on huge pages): the gateway's ratio against the second is its requests' work
-alone, without what it does to its process at start. A second gateway runs with
-``HOSTGATE_HUGE_PAGES=false``: the huge pages' share, on and off in the same rounds.
+app with ``hostgate serve``'s process set-up (``bare_app.py --gateway-gc``:
+start-up objects frozen, the collector's thresholds): the gateway's ratio against
+the second is its requests' work alone, without what it does to its process at start.
 
 ``--against DIR``: a second gateway runs the kernel of another checkout (for
 example ``git worktree add /tmp/before integrate``) and is measured in the same
@@ -41,10 +39,11 @@ the configured event loop) and ``bare_app.py``, each under callgrind with the
 instrumentation off; after 300 warm requests of an endpoint it is switched on
 with ``callgrind_control -i on``, N requests go over 8 keep-alive connections,
 then it is switched off and dumped. The kernel's clock-driven work is stopped in
-the served gateway as above. ``--variant NAME='{"module:ATTR": value}'``
-(repeatable) serves another gateway with those module attributes replaced
-(``_patched.py``'s form) in the same run: a lever counted on and off;
-``--variant NAME=@COMMIT`` serves that commit's kernel and packs instead.
+the served gateway as above. ``--variant NAME=@COMMIT`` (repeatable) serves
+another gateway running that commit's kernel and packs in the same run: a
+change counted on and off; ``--variant NAME=VAR=VALUE`` serves one with that
+variable in its environment (``HOSTGATE_COMPAT_PATCHES=off:h11``: a compat module
+counted on and off).
 """
 
 from __future__ import annotations
@@ -244,15 +243,12 @@ def run(
     port, tuned_port = free_port(), free_port()
     bare_app = str(Path(__file__).parent / "bare_app.py")
     bare = subprocess.Popen([sys.executable, bare_app, str(port)])
-    tuned = subprocess.Popen(
-        [sys.executable, bare_app, str(tuned_port), "--gateway-gc", "--huge-pages"]
-    )
+    tuned = subprocess.Popen([sys.executable, bare_app, str(tuned_port), "--gateway-gc"])
     with ExitStack() as stack:
         for process in (bare, tuned):
             stack.callback(process.wait, 10)
             stack.callback(process.terminate)
         server = stack.enter_context(hostgate_server())
-        small = stack.enter_context(hostgate_server({"HOSTGATE_HUGE_PAGES": "false"}))
         other = None
         if against is not None:
             source = str(against.resolve() / "kernel" / "src")
@@ -277,7 +273,6 @@ def run(
             "health": Target(f"{server.url}/api/v1/health", server.pid),
             "me": Target(f"{server.url}/api/v1/auth/me", server.pid, token),
             "connections": Target(f"{server.url}/api/v1/connections", server.pid, token),
-            "me, small pages": Target(f"{small.url}/api/v1/auth/me", small.pid, sign_up(small.url)),
         }
         if other is not None:
             other_token = sign_up(other.url)
@@ -334,14 +329,12 @@ def run(
     rows += [
         Row("bare Quart /ping (baseline)", baseline, "/s"),
         Row("bare Quart /ping: CPU per request", median(costs["bare"]), "µs"),
-        rate_row(tuned, "bare Quart /ping, hostgate serve's set-up (GC, huge pages)"),
+        rate_row(tuned, "bare Quart /ping, hostgate serve's set-up (GC)"),
         cpu_row(tuned, "  the same"),
         rate_row("health", "GET /api/v1/health"),
         rate_row("me", f"GET /api/v1/auth/me @{clients} ({spread('me')})", ">= 0.85x"),
         cpu_row("me", "GET /api/v1/auth/me"),
         against_tuned("me", "/auth/me"),
-        rate_row("me, small pages", "  /auth/me on small pages (HOSTGATE_HUGE_PAGES=false)"),
-        rate_row("me", "  /auth/me: huge pages on vs off", base="me, small pages"),
         rate_row(
             "connections",
             f"GET /api/v1/connections @{clients} ({listed} in 3 groups, {spread('connections')})",
@@ -632,15 +625,9 @@ def _stop_clock_work(app: Any) -> None:
 
 def serve_inside(port: int) -> None:
     """Run under callgrind: the gateway served as ``hostgate serve`` serves it, clock work off."""
-    import json as jsonlib
-
     from hostgate.commands.serve import hypercorn_config, loop_factory, tune_garbage_collector
     from hypercorn.asyncio import serve
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _patched import apply
-
-    apply(jsonlib.loads(os.environ.get("HOSTGATE_BENCH_PATCHES", "{}")))
     data = Path(os.environ["HG_SERVED_DATA"])
     config, app = bench_gateway(data)
     _stop_clock_work(app)
@@ -701,7 +688,6 @@ def count_served(requests: int, variants: dict[str, Any], keep: Path | None = No
 
     ``keep``: a directory the callgrind dumps are moved to (for ``callgrind_annotate``).
     """
-    import json as jsonlib
     import tempfile
 
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
@@ -711,7 +697,7 @@ def count_served(requests: int, variants: dict[str, Any], keep: Path | None = No
     with ExitStack() as stack:
         processes: dict[str, tuple[subprocess.Popen[bytes], int, Path]] = {}
         env = {**os.environ, "HOSTGATE_LOG_LEVEL": "WARNING", "PYTHONHASHSEED": "0"}
-        for name, patches in {"bare": {}, **variants}.items():
+        for name, commit in {"bare": None, **variants}.items():
             port = free_port()
             out = work / f"{name}.out"
             if name == "bare":
@@ -722,12 +708,13 @@ def count_served(requests: int, variants: dict[str, Any], keep: Path | None = No
                 data.mkdir()
                 inside = [__file__, "--serve-inside", str(port)]
                 child_env = {**env, "HG_SERVED_DATA": str(data)}
-                if isinstance(patches, str):  # "@commit": that commit's kernel and packs
-                    source = stack.enter_context(checkout(patches))
+                if commit is not None and "=" in commit:  # VAR=VALUE: an environment
+                    variable, _, value = commit.partition("=")
+                    child_env = {**child_env, variable: value}
+                elif commit is not None:  # "@commit": that commit's kernel and packs
+                    source = stack.enter_context(checkout(commit))
                     paths = [source / "kernel" / "src", *sorted((source / "plugins").glob("*/src"))]
                     child_env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
-                else:
-                    child_env["HOSTGATE_BENCH_PATCHES"] = jsonlib.dumps(patches)
             process = subprocess.Popen(
                 [
                     "valgrind",
@@ -812,8 +799,8 @@ def main() -> None:
         "--variant",
         action="append",
         default=[],
-        metavar="NAME=JSON",
-        help="with --served: another gateway with module attributes replaced",
+        metavar="NAME=@COMMIT|NAME=VAR=VALUE",
+        help="with --served: another gateway running COMMIT's code, or with VAR=VALUE set",
     )
     parser.add_argument(
         "--keep", type=Path, help="with --served: keep the callgrind dumps in this directory"
@@ -826,12 +813,15 @@ def main() -> None:
         serve_inside(args.serve_inside)
         return
     if args.served:
-        import json as jsonlib
-
-        variants: dict[str, Any] = {"this tree": {}}
+        variants: dict[str, str | None] = {"this tree": None}
         for given in args.variant:
-            name, _, patches = given.partition("=")
-            variants[name] = patches[1:] if patches.startswith("@") else jsonlib.loads(patches)
+            name, _, commit = given.partition("=")
+            if commit.startswith("@"):
+                variants[name] = commit[1:]
+            elif "=" in commit:
+                variants[name] = commit
+            else:
+                raise SystemExit(f"--variant wants NAME=@COMMIT or NAME=VAR=VALUE, not {given!r}")
         print(f"load average at the start: {os.getloadavg()}")
         print_table(count_served(args.served, variants, args.keep))
         print(f"load average at the end: {os.getloadavg()}")

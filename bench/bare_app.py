@@ -6,9 +6,8 @@ installed), so the ratio measures the gateway's own work.
 ``bare_app.py PORT`` runs it as a plain Quart program would (Python's default
 garbage collector settings); ``bare_app.py PORT --gateway-gc`` also applies what
 ``hostgate serve`` does to the collector before serving (start-up objects frozen,
-higher thresholds), and ``--huge-pages`` puts its start-up heap on huge pages as
-``hostgate serve`` does: with both, the same process set-up as the gateway's, so a
-ratio against it is the requests' work alone.
+higher thresholds): the same process set-up as the gateway's, so a ratio against
+it is the requests' work alone.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import asyncio
 import os
 import sys
 
-from hostgate.commands.serve import loop_factory, tune_garbage_collector, use_huge_pages
+from hostgate.commands.serve import loop_factory, tune_garbage_collector
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 from quart import Quart
@@ -30,11 +29,9 @@ async def ping() -> dict[str, bool]:
     return {"ok": True}
 
 
-async def main(config: Config, gateway_gc: bool, huge_pages: bool) -> None:
+async def main(config: Config, gateway_gc: bool) -> None:
     if gateway_gc:
         tune_garbage_collector()
-    if huge_pages:
-        use_huge_pages()
     await serve(app, config)  # type: ignore[arg-type]
 
 
@@ -46,4 +43,4 @@ if __name__ == "__main__":
         loop_factory=loop_factory(os.environ.get("HOSTGATE_EVENT_LOOP", "auto"))
     ) as runner:
         options = sys.argv[2:]
-        runner.run(main(config, "--gateway-gc" in options, "--huge-pages" in options))
+        runner.run(main(config, "--gateway-gc" in options))

@@ -1,7 +1,7 @@
 """File relays in alternating rounds: direct client vs gateway variants, profiles, the curve.
 
 .venv/bin/python bench/file_rounds.py [--size 1024] [--rounds 3] [--only sftp,smb,ftp]
-    [--variant NAME module:ATTR=VALUE[,module:ATTR=VALUE...]]... [--profile DIR]
+    [--variant-at NAME COMMIT]... [--profile DIR]
     [--parallel 1,8 --curve-size 256] [--gateway-log DIR] [--smb-uploads upload,replace,in-place]
 
 Each protocol's real peer (OpenSSH sshd, smbd, vsftpd; testsupport launchers)
@@ -17,11 +17,10 @@ steadier than MB/s on a shared machine) and the gateway's largest RSS growth
 during a transfer; then the CPU seconds per GiB of the file server (its
 processes and what they forked, sampled by ``TreeCpu``) and, through the
 gateway, of curl: where the rest of the machine's two cores went.
-``current`` is the code as it is; a ``--variant`` starts
-another gateway with module attributes replaced (``bench/_patched.py``), so a
-tunable is measured on and off against the same peers in the same run, e.g.
-``--variant ahead8 hostgate_ssh.sftp:READ_AHEAD=8``; ``--variant-at base COMMIT``
-runs the kernel and packs of another commit (``git archive``) instead.
+``current`` is the code as it is; ``--variant-at base COMMIT`` starts another
+gateway running the kernel and packs of another commit (``git archive``), so a
+change (a tunable's new value too: commit it) is measured on and off against the
+same peers in the same run.
 
 SMB uploads are measured into a deleted target by default, for the direct
 client and the gateway alike (the row ``upload``; why in ``upload_ways``).
@@ -44,7 +43,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -495,25 +493,11 @@ def gateway_log(directory: Path | None, name: str) -> Path | None:
     return directory / f"{name}.log"
 
 
-def parse_variant(name: str, spec: str) -> tuple[str, dict[str, object]]:
-    patches: dict[str, object] = {}
-    for item in spec.split(","):
-        key, _, value = item.partition("=")
-        try:
-            patches[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            patches[key.strip()] = value
-    return name, patches
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1024, help="file size in MiB")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=",".join(PROTOCOLS))
-    parser.add_argument(
-        "--variant", nargs=2, action="append", default=[], metavar=("NAME", "PATCHES")
-    )
     parser.add_argument(
         "--variant-at",
         nargs=2,
@@ -544,7 +528,7 @@ def main() -> None:
     counts = [int(n) for n in args.parallel.split(",")] if args.parallel else []
     mib = args.curve_size if counts else args.size
     size = max(1, mib * MIB // BLOCK) * BLOCK
-    variants = [("current", {})] + [parse_variant(n, s) for n, s in args.variant]
+    variants: list[tuple[str, dict[str, str]]] = [("current", {})]
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     source = source_file(size)
@@ -553,11 +537,10 @@ def main() -> None:
     try:
         with ExitStack() as stack:
             gateways: dict[str, Gateway] = {}
-            for name, patches in variants[: 1 if counts else None]:
-                server = stack.enter_context(
-                    hostgate_server(patches=patches, log=gateway_log(args.gateway_log, name))
-                )
-                gateways[name] = Gateway.setup(server.url, server.pid)
+            server = stack.enter_context(
+                hostgate_server(log=gateway_log(args.gateway_log, "current"))
+            )
+            gateways["current"] = Gateway.setup(server.url, server.pid)
             for name, commit in [] if counts else args.variant_at:
                 code = stack.enter_context(checkout(commit))
                 server = stack.enter_context(
@@ -593,8 +576,8 @@ def main() -> None:
         f"\nfile {size // MIB} MiB, {'curve' if counts else f'{args.rounds} rounds'}, load average"
         f" {started_load[0]:.1f} at the start, {load[0]:.1f} / {load[1]:.1f} at the end"
     )
-    for name, patches in variants[1:]:
-        print(f"variant {name}: {patches}")
+    for name, commit in variants[1:]:
+        print(f"variant {name}: {commit}")
     if counts:
         print(f"{'':<4} {'':<8} {'transfers':>11} {'MB/s':>9} {'CPU s/GiB':>8} {'RSS+MiB':>8}")
     else:

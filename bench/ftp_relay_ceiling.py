@@ -1,7 +1,7 @@
 """What any relay can reach on an FTP transfer: minimal relays vs the direct client and the gateway.
 
 .venv/bin/python bench/ftp_relay_ceiling.py [--direction download|upload] [--size 512]
-    [--rounds 3] [--variants WAY,...] [--variant NAME module:ATTR=VALUE,...]...
+    [--rounds 3] [--variants WAY,...] [--variant-at NAME COMMIT]...
     [--instructions [--profile DIR]]
 
 One vsftpd (testsupport launcher) serves one file of ``--size`` MiB of random
@@ -37,8 +37,9 @@ over the target, as the gateway does), then closes the data connection, waits fo
 goes to a new file, deleted after it was checked (``--replace``: each way into the same
 file every round; on ext4 a rename over a file starts the new file's writeback at once,
 in vsftpd's time, which swamps the relays' differences);
-- ``gateway-NAME``: one more gateway per ``--variant``, module attributes
-  patched as in ``bench/file_rounds.py`` (a lever on and off in one run).
+- ``gateway-NAME``: one more gateway per ``--variant-at``, running the kernel and
+  packs of another commit (``bench/_common.py``'s ``checkout``): a change on and
+  off in one run.
 
 Printed per way: median MB/s, the median of the per-round ratios to ``direct``,
 and CPU seconds per GiB of the relay process (the gateway; this process for
@@ -76,8 +77,16 @@ from urllib.parse import quote, unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import TreeCpu, children_cpu, cpu_seconds, free_port, hostgate_server, median  # noqa: E402
-from file_rounds import GIB, Samples, gateway_list, parse_variant  # noqa: E402
+from _common import (  # noqa: E402
+    TreeCpu,
+    checkout,
+    children_cpu,
+    cpu_seconds,
+    free_port,
+    hostgate_server,
+    median,
+)
+from file_rounds import GIB, Samples, gateway_list  # noqa: E402
 from files_smb_ftp import BLOCK, MIB, Gateway  # noqa: E402
 
 if TYPE_CHECKING:
@@ -461,15 +470,16 @@ def gateway_way(
     stack: ExitStack,
     server: FtpServer,
     name: str | Callable[[], str],
-    patches: dict[str, object],
+    code: Path | None,
     wrapper: list[str] | None = None,
     source: Path | None = None,
 ) -> tuple[Callable[[], int], int]:
-    """A ``hostgate serve`` (module attributes patched) with a connection to ``server``:
-    (a download of ``name`` through it with curl, the gateway's pid; with ``source``:
-    an upload of that file to ``name``, or to what ``name()`` says at each upload)."""
+    """A ``hostgate serve`` (of the checkout ``code``, else this tree) with a connection to
+    ``server``: (a download of ``name`` through it with curl, the gateway's pid; with
+    ``source``: an upload of that file to ``name``, or to what ``name()`` says at each
+    upload)."""
     hostgate = stack.enter_context(
-        hostgate_server(patches=patches, wrapper=wrapper, start_timeout=900 if wrapper else 60)
+        hostgate_server(source=code, wrapper=wrapper, start_timeout=900 if wrapper else 60)
     )
     gateway = Gateway.setup(hostgate.url, hostgate.pid)
     connection = gateway.connection(
@@ -489,7 +499,7 @@ def gateway_way(
 def count_instructions(
     server: FtpServer,
     name: str,
-    variants: dict[str, dict[str, object]],
+    variants: dict[str, Path | None],
     work: Path,
     keep: Path | None = None,
     source: Path | None = None,
@@ -509,12 +519,12 @@ def count_instructions(
     ``keep``: a directory for each gateway's per-function summary (callgrind_annotate).
     """
     counts: dict[str, tuple[int, int]] = {}
-    for label, patches in variants.items():
+    for label, code in variants.items():
         out = work / f"callgrind-{label or 'current'}.out"
         wrapper = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
         wrapper.append(f"--callgrind-out-file={out}")
         with ExitStack() as stack:
-            run, pid = gateway_way(stack, server, name, patches, wrapper, source)
+            run, pid = gateway_way(stack, server, name, code, wrapper, source)
             run()
             subprocess.run(
                 ["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True
@@ -564,12 +574,12 @@ def main() -> None:
         "--variants", help=f"a subset of {WAYS} (upload: of {UPLOAD_WAYS}); all by default"
     )
     parser.add_argument(
-        "--variant",
+        "--variant-at",
         nargs=2,
         action="append",
         default=[],
-        metavar=("NAME", "PATCHES"),
-        help="one more gateway, gateway-NAME, with module attributes patched (as file_rounds.py)",
+        metavar=("NAME", "COMMIT"),
+        help="one more gateway, gateway-NAME, running the kernel and packs of COMMIT",
     )
     parser.add_argument(
         "--instructions",
@@ -595,10 +605,10 @@ def main() -> None:
     from testsupport.ftpd import start_vsftpd
     from testsupport.peers import stop
 
-    variants = dict(parse_variant(n, spec) for n, spec in args.variant)
+    commits = dict(args.variant_at)
     every = UPLOAD_WAYS if args.direction == "upload" else WAYS
     ways = [w for w in (args.variants or ",".join(every)).split(",") if w]
-    ways += [f"gateway-{n}" for n in variants]
+    ways += [f"gateway-{n}" for n in commits]
     size = max(1, args.size * MIB // BLOCK) * BLOCK
     base = Path(tempfile.mkdtemp(prefix="hg-bench-ceiling-"))
     started_load = os.getloadavg()
@@ -607,6 +617,7 @@ def main() -> None:
         with ExitStack() as stack:
             server, process = start_vsftpd(base)
             stack.callback(stop, process)
+            variants = {n: stack.enter_context(checkout(c)) for n, c in commits.items()}
             name = f"/pub/ceiling-{uuid.uuid4().hex[:6]}.bin"
             block = os.urandom(BLOCK)
             with server.local(name).open("wb") as handle:
@@ -625,7 +636,7 @@ def main() -> None:
                 counts = count_instructions(
                     server,
                     target("gateway"),
-                    {"": {}, **variants},
+                    {"": None, **variants},
                     base,
                     args.profile,
                     source if upload else None,
@@ -682,12 +693,12 @@ def main() -> None:
                     runs[mode] = (move, relay.pid)
             for way in ways:
                 if way == "gateway" or way.startswith("gateway-"):
-                    patches = variants[way.partition("-")[2]] if "-" in way else {}
+                    code = variants[way.partition("-")[2]] if "-" in way else None
                     runs[way] = gateway_way(
                         stack,
                         server,
                         lambda way=way: targets[way],
-                        patches,
+                        code,
                         source=source if upload else None,
                     )
             for way in ways:  # warm-up: pools, page cache, imports

@@ -2,6 +2,8 @@
 
 .venv/bin/python bench/run_all.py [--file-mib 1024] [--api-seconds 5] [--audit-rows 1000000]
                                   [--terminals 200] [--load-seconds 60] [--skip files,load,...]
+                                  [--variant-at NAME COMMIT]... [--variant-env NAME VAR=VAL]...
+                                  [--rounds 1]
 
 Sections, in order (each starts its own servers and gateway and tears them down):
 
@@ -23,6 +25,19 @@ Sections, in order (each starts its own servers and gateway and tears them down)
 A section that fails is reported under the table and the others still run. The
 table is followed by the list of targets that were missed; the exit status is 1
 when a target was missed or a section failed.
+
+Variants compare code, not flags inside it: ``--variant-at before COMMIT`` runs
+every section a second time against the kernel and packs of ``COMMIT`` (``git
+archive`` into a temporary directory, put in front of the installed packages:
+nothing is installed, so the commit must fit this venv's dependencies);
+``--variant-env nopatch HOSTGATE_COMPAT_PATCHES=off`` runs it with those
+environment variables set for the gateway (an operator's switch, e.g. one compat
+module off: ``HOSTGATE_COMPAT_PATCHES=off:hypercorn``). Each section runs for
+every variant in turn, ``--rounds`` times, the order rotating from round to round;
+then one table gives each figure's median per variant and ``current``'s change
+against each (``current / variant - 1``: for a rate, positive is faster; for a
+time, CPU or memory figure, positive costs more); the targets are checked on
+``current``'s figures.
 """
 
 from __future__ import annotations
@@ -34,16 +49,18 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, hostgate_server, print_table  # noqa: E402
+from _common import SOURCE_VARIABLE, Row, checkout, hostgate_server, print_table  # noqa: E402
 
 SECTIONS = ("files", "terminal", "api", "audit", "door", "load")
 
@@ -163,6 +180,78 @@ def missed(row: Row) -> bool:
     return not checks[operator]
 
 
+Variant = tuple[str, dict[str, str]]
+"""A variant's name and the environment its gateways get (``current``: none)."""
+
+
+@contextmanager
+def environment(changes: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``changes`` while the block runs (the gateways inherit it)."""
+    saved = {name: os.environ.get(name) for name in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def parse_env(spec: str) -> dict[str, str]:
+    """``VAR=VALUE,VAR=VALUE`` as a mapping (a value may hold ``:`` but not ``,``)."""
+    pairs = [item.partition("=") for item in spec.split(",") if item.strip()]
+    if not pairs or any(not name.strip() or not equals for name, equals, _ in pairs):
+        raise SystemExit(f"--variant-env wants VAR=VALUE[,VAR=VALUE...], not {spec!r}")
+    return {name.strip(): value for name, _, value in pairs}
+
+
+def rotated(variants: list[Variant], turn: int) -> list[Variant]:
+    """The variants in the order of round ``turn``: each goes first in turn."""
+    shift = turn % len(variants)
+    return variants[shift:] + variants[:shift]
+
+
+def figure(name: str) -> str:
+    """A row's name without what varies from run to run (``rounds 0.81-0.93x``)."""
+    name = re.sub(r",? ?rounds [\d.]+-[\d.]+x", "", name)
+    return re.sub(r" \(\)", "", name)
+
+
+def compared(results: dict[str, list[list[Row]]], names: list[str]) -> list[str]:
+    """One line per figure: its median per variant, each variant's change against current."""
+    medians: dict[str, dict[str, tuple[float, str]]] = {}
+    order: list[str] = []
+    for variant in names:
+        rows = [row for section in results.get(variant, []) for row in section]
+        for row in rows:
+            if figure(row.name) not in order:
+                order.append(figure(row.name))
+        for name in order:
+            values = [r.value for r in rows if figure(r.name) == name]
+            units = [r.unit for r in rows if figure(r.name) == name]
+            if values:
+                medians.setdefault(name, {})[variant] = (statistics.median(values), units[0])
+    width = max([len(name) for name in order] + [6])
+    head = "".join(f"  {variant:>14}" for variant in names)
+    changes = "".join(f"  {f'vs {variant}':>12}" for variant in names[1:])
+    lines = [f"{'figure':<{width}}{head}{changes}"]
+    for name in order:
+        cells, unit = medians.get(name, {}), ""
+        line = f"{name:<{width}}"
+        for variant in names:
+            value, unit = cells.get(variant, (float("nan"), unit))
+            line += f"  {value:>11,.1f} {unit:<2}"
+        current = cells.get("current", (float("nan"), ""))[0]
+        for variant in names[1:]:
+            other = cells.get(variant, (float("nan"), ""))[0]
+            change = (current / other - 1) * 100 if other else float("nan")
+            line += f"  {change:>+11.1f}%"
+        lines.append(line)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file-mib", type=int, default=1024, help="file size for files")
@@ -171,6 +260,23 @@ def main() -> None:
     parser.add_argument("--terminals", type=int, default=200)
     parser.add_argument("--load-seconds", type=int, default=60, help="0 skips the load section")
     parser.add_argument("--skip", default="", help=f"comma-separated sections of {SECTIONS}")
+    parser.add_argument(
+        "--variant-at",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "COMMIT"),
+        help="also run every section against the kernel and packs of COMMIT",
+    )
+    parser.add_argument(
+        "--variant-env",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VAR=VALUE"),
+        help="also run every section with these variables in the gateways' environment",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="rounds per section and variant")
     args = parser.parse_args()
     skipped = {s.strip() for s in args.skip.split(",") if s.strip()}
     if args.load_seconds <= 0:
@@ -186,20 +292,34 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
-    rows: list[Row] = []
     failures: list[str] = []
-    for section in SECTIONS:
-        if section in skipped:
-            continue
-        started = time.monotonic()
-        print(f"-- {section} ...", flush=True)
-        try:
-            rows += RUNNERS[section](args)
-        except Exception:
-            failures.append(f"{section}: {traceback.format_exc(limit=3).strip()}")
-        print(f"-- {section} done in {time.monotonic() - started:.0f} s", flush=True)
+    results: dict[str, list[list[Row]]] = {}
+    with ExitStack() as stack:
+        variants: list[Variant] = [("current", {})]
+        for name, commit in args.variant_at:
+            variants.append((name, {SOURCE_VARIABLE: str(stack.enter_context(checkout(commit)))}))
+        variants += [(name, parse_env(spec)) for name, spec in args.variant_env]
+        for section in SECTIONS:
+            if section in skipped:
+                continue
+            for turn in range(max(1, args.rounds)):
+                for name, env in rotated(variants, turn):
+                    started = time.monotonic()
+                    print(f"-- {section} ({name}, round {turn + 1}) ...", flush=True)
+                    try:
+                        with environment(env):
+                            results.setdefault(name, []).append(RUNNERS[section](args))
+                    except Exception:
+                        trace = traceback.format_exc(limit=3).strip()
+                        failures.append(f"{section} ({name}): {trace}")
+                    print(f"-- {section} done in {time.monotonic() - started:.0f} s", flush=True)
+    rows = [row for section_rows in results.get("current", []) for row in section_rows]
     print()
-    if rows:
+    if len(variants) > 1 or args.rounds > 1:
+        print("\n".join(compared(results, [name for name, _ in variants])))
+        for name, env in variants[1:]:
+            print(f"variant {name}: {env}")
+    elif rows:
         print_table(rows)
     misses = [row for row in rows if missed(row)]
     print()

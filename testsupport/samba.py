@@ -5,6 +5,11 @@ Shares:
   running the tests, so it needs no system user of its own);
 - ``public``: writable by guests (anonymous sessions);
 - ``readonly``: readable by ``alice``, every write refused.
+
+``start_samba(root, strict=True)`` (the ``strict_samba`` fixture) requires every
+request of every session to be signed (``server signing = mandatory``) and serves
+one more share, ``sealed``: like ``files``, but every request to it must be
+encrypted (SMB 3).
 """
 
 from __future__ import annotations
@@ -39,9 +44,23 @@ class SambaServer:
         return self.root / "shares" / share
 
 
-def _config(root: Path, port: int, unix_user: str) -> str:
+SHARES = ("files", "public", "readonly", "sealed")
+
+_SEALED = """
+[sealed]
+    path = {shares}/sealed
+    read only = no
+    guest ok = no
+    valid users = {users}
+    smb encrypt = required
+"""
+
+
+def _config(root: Path, port: int, unix_user: str, *, strict: bool = False) -> str:
     shares = root / "shares"
+    signing = "mandatory" if strict else "default"
     return f"""[global]
+    server signing = {signing}
     workgroup = HOSTGATE
     netbios name = HGTEST
     server role = standalone server
@@ -85,11 +104,14 @@ def _config(root: Path, port: int, unix_user: str) -> str:
     path = {shares}/readonly
     read only = yes
     guest ok = no
-"""
+""" + (_SEALED.format(shares=shares, users=f"{SAMBA_USER} {unix_user}") if strict else "")
 
 
-def start_samba(root: Path) -> tuple[SambaServer, subprocess.Popen[bytes]]:
-    """Write the config, add the user, start smbd; ``peer_unavailable`` when it cannot."""
+def start_samba(root: Path, *, strict: bool = False) -> tuple[SambaServer, subprocess.Popen[bytes]]:
+    """Write the config, add the user, start smbd; ``peer_unavailable`` when it cannot.
+
+    ``strict``: the server refuses any request that is not signed.
+    """
     smbd = which("smbd", *SBIN)
     smbpasswd = which("smbpasswd", *SBIN)
     if smbd is None or smbpasswd is None:
@@ -97,14 +119,14 @@ def start_samba(root: Path) -> tuple[SambaServer, subprocess.Popen[bytes]]:
     unix_user = getpass.getuser()
     for name in ("private", "lock", "state", "cache", "pid", "ncalrpc", "bind-dns", "log"):
         (root / name).mkdir(parents=True, exist_ok=True)
-    for share in ("files", "public", "readonly"):
+    for share in SHARES:
         directory = root / "shares" / share
         directory.mkdir(parents=True, exist_ok=True)
         directory.chmod(0o777)
     (root / "users.map").write_text(f"{unix_user} = {SAMBA_USER}\n")
     port = free_port()
     conf = root / "smb.conf"
-    conf.write_text(_config(root, port, unix_user))
+    conf.write_text(_config(root, port, unix_user, strict=strict))
     added = subprocess.run(
         [smbpasswd, "-c", str(conf), "-s", "-a", unix_user],
         input=f"{SAMBA_PASSWORD}\n{SAMBA_PASSWORD}\n".encode(),
@@ -130,5 +152,13 @@ def start_samba(root: Path) -> tuple[SambaServer, subprocess.Popen[bytes]]:
 def samba(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SambaServer]:
     """A running smbd for the whole test session."""
     server, process = start_samba(tmp_path_factory.mktemp("samba"))
+    with running(process):
+        yield server
+
+
+@pytest.fixture(scope="module")
+def strict_samba(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SambaServer]:
+    """A running smbd that requires every request to be signed, for one test module."""
+    server, process = start_samba(tmp_path_factory.mktemp("samba-strict"), strict=True)
     with running(process):
         yield server

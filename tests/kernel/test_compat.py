@@ -73,6 +73,18 @@ def test_the_switch_turns_every_patch_off(monkeypatch, fresh_warnings, caplog):
     assert warnings_of(caplog) == []  # switched off is no surprise: nothing to warn about
 
 
+def test_the_switch_can_name_the_modules_to_turn_off(monkeypatch, fresh_warnings, caplog):
+    anything = VersionRange("python", "3", "99")
+    monkeypatch.setenv(compat.SWITCH, "off:hypercorn, wsproto")
+    assert compat.patches_enabled()
+    assert not compat.applies("hypercorn.socketreads", anything)
+    assert not compat.applies("wsproto.FastDeflate", anything)
+    assert compat.applies("quart.context", anything)
+    monkeypatch.setenv(compat.SWITCH, "on:hypercorn")  # only "off" takes a list
+    assert compat.applies("hypercorn.socketreads", anything)
+    assert warnings_of(caplog) == []
+
+
 def test_an_out_of_range_library_is_refused_and_warned_about_once(
     monkeypatch, fresh_warnings, caplog
 ):
@@ -108,16 +120,6 @@ def _hypercorn() -> tuple[str, Installer, Callable[[], bool]]:
         )
 
     return "hypercorn", hypercorn.install, stock
-
-
-def _h11() -> tuple[str, Installer, Callable[[], bool]]:
-    import h11._events as h11_events  # noqa: F401  (the module the patch replaces a name in)
-    from hostgate._compat import h11
-
-    def stock() -> bool:
-        return h11_events.normalize_and_validate is h11._original_normalize
-
-    return "h11", h11.install, stock
 
 
 def _asyncio_streams() -> tuple[str, Installer, Callable[[], bool]]:
@@ -164,7 +166,6 @@ def _quart() -> tuple[str, Installer, Callable[[], bool]]:
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
-    "h11": _h11,
     "asyncio_streams": _asyncio_streams,
     "werkzeug": _werkzeug,
     "aiosqlite": _aiosqlite,
@@ -387,14 +388,6 @@ PENDING: dict[str, set[str]] = {
     },
     # ssl's SSLObject._sslobj on Python < 3.13 (get_unverified_chain), behind getattr
     "plugins/rdp/src/hostgate_rdp/relay.py": {"_sslobj"},
-    # smbprotocol: issue 35 item 2 replaces these with smbprotocol's own signing path
-    "plugins/smb/src/hostgate_smb/share.py": {
-        "_calculate_credit_charge",
-        "_read_response",
-        "_t_exc",
-        "_write_response",
-    },
-    "plugins/smb/src/hostgate_smb/writes.py": {"_check_worker_running", "_sock", "_sock_lock"},
 }
 """Uses not yet moved into ``_compat`` (each with its follow-up); empty is the goal."""
 

@@ -4,7 +4,6 @@ import asyncio
 import errno
 import json
 import os
-import re
 import signal
 import socket
 import ssl
@@ -23,7 +22,6 @@ from hostgate.db.models.identity import User
 from hypercorn.config import Config as HypercornConfig
 from sqlmodel import select
 
-from testsupport.hugepages import anon_huge_bytes, kernel_collapses, thp_mode
 from testsupport.peers import free_port, reserve_port, wait_for_port
 from testsupport.tlsca import make_server_cert
 
@@ -143,35 +141,6 @@ def test_serve_runs_on_the_chosen_event_loop(tmp_path, arguments, env, loop):
     output = process.stdout.read().decode()
     assert code == 0, output
     assert f"({loop} event loop)" in output
-
-
-@pytest.mark.parametrize("huge_pages", [True, False])
-def test_serve_puts_its_start_up_heap_on_huge_pages_unless_told_not_to(tmp_path, huge_pages):
-    """Where the kernel collapses memory, the serving process's heap goes on huge pages
-    soon after start (HOSTGATE_HUGE_PAGES, default true); off, it stays on small pages."""
-    env = {} if huge_pages else {"HOSTGATE_HUGE_PAGES": "false"}
-    process, port = start(tmp_path, env=env)
-    try:
-        assert httpx.get(f"http://127.0.0.1:{port}/health").json()["status"] == "ok"
-        expected = huge_pages and kernel_collapses()
-        deadline = time.monotonic() + 30
-        while expected and anon_huge_bytes(process.pid) == 0 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        on_huge_pages = anon_huge_bytes(process.pid)
-    finally:
-        code = stop_gracefully(process)
-    output = process.stdout.read().decode()
-    assert code == 0, output
-    collapsed = re.search(r"start-up heap on huge pages: (\d+) MiB", output)
-    if not huge_pages:
-        assert collapsed is None, output
-        if thp_mode() == "madvise":  # nothing else asks for huge pages
-            assert on_huge_pages == 0
-    elif expected:
-        assert collapsed is not None and int(collapsed.group(1)) >= 8, output
-        assert on_huge_pages >= 8 * 2**20
-    else:  # this kernel cannot: said, and the gateway serves on small pages
-        assert collapsed is not None and collapsed.group(1) == "0", output
 
 
 def test_serve_refuses_an_unknown_event_loop(tmp_path):

@@ -13,7 +13,6 @@ from quart_schema import HttpSecurityScheme, Info, QuartSchema, hide
 from werkzeug.datastructures import Headers
 
 from . import accesslog, errors
-from ._compat import h11 as compat_h11
 from ._compat import hypercorn as compat_hypercorn
 from ._compat import quart as compat_quart
 from ._compat import werkzeug as compat_werkzeug
@@ -87,7 +86,6 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     compat_wsproto.install()
     compat_hypercorn.install()
     compat_quart.install()
-    compat_h11.install(CONSTANT_HEADERS)
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
@@ -183,12 +181,6 @@ DEFAULT_HEADERS: tuple[tuple[str, str], ...] = (
 """Headers of every response, unless the view set its own value."""
 API_HEADERS = (*DEFAULT_HEADERS, ("Cache-Control", "no-store"))
 """... and of every API response."""
-CONSTANT_HEADERS = (
-    *API_HEADERS,
-    ("Content-Type", "application/json"),
-    ("Server", "hypercorn-h11"),
-)
-"""Header lines most responses carry unchanged: checked once (``_compat.h11``)."""
 
 
 def add_default_headers(

@@ -62,9 +62,6 @@ class Config:
     # the event loop ``hostgate serve`` runs on: "auto" (uvloop when installed),
     # "uvloop" (refuses to start without it) or "asyncio" (the standard loop)
     event_loop: str = "auto"
-    # ``hostgate serve`` backs its start-up heap with transparent huge pages (Linux 6.1+,
-    # hugepages.py): less CPU per request; false keeps the process on small pages
-    huge_pages: bool = True
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # defaults for instance settings (the TOML file's ``[settings]`` table): a value
     # stored with ``PUT /settings`` still wins; this replaces the built-in default
@@ -238,7 +235,6 @@ def load_config(
             lambda v: _seconds("HOSTGATE_SHUTDOWN_GRACE_SECONDS", v),
         ),
         "event_loop": ("HOSTGATE_EVENT_LOOP", lambda v: str(v).strip().lower()),
-        "huge_pages": ("HOSTGATE_HUGE_PAGES", lambda v: _bool("HOSTGATE_HUGE_PAGES", str(v))),
         "database_busy_timeout_ms": (
             "HOSTGATE_DATABASE_BUSY_TIMEOUT_MS",
             lambda v: _int("HOSTGATE_DATABASE_BUSY_TIMEOUT_MS", v),

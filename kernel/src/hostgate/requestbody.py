@@ -37,11 +37,7 @@ from . import jsoninput
 from .chunkreader import SMALL_CHUNK
 
 HIGH_WATER = 1 << 20
-JOIN_WAITING = False
-"""Every waiting chunk joined into one on read (False: large chunks handed out as they are)."""
 """Unread body bytes at which the receive loop stops reading from the client."""
-INLINE_BODILESS = True
-"""An HTTP/1 request without a body is answered in the server's task (False: Quart's two tasks)."""
 HTTP1 = ("1.0", "1.1")
 LINGER_SECONDS = 30.0
 """How long a response that came before the end of its request body waits, discarding
@@ -86,15 +82,15 @@ class FlowControlledBody(Body):
             self._drained.set()
 
     def _take(self) -> bytes:
-        """The next waiting chunk as it came; a run of small ones joined (or all: JOIN_WAITING).
+        """The next waiting chunk as it came; a run of small ones joined.
 
         Large chunks are handed out one by one: a streaming upload sends each as it
         is, and joining the ones that waited copied most of its bytes once more.
         """
         parts = self._parts
         count, taken = 0, 0
-        while count < len(parts) and (count == 0 or JOIN_WAITING or taken < SMALL_CHUNK):
-            if count and not JOIN_WAITING and len(parts[count]) >= SMALL_CHUNK:
+        while count < len(parts) and (count == 0 or taken < SMALL_CHUNK):
+            if count and len(parts[count]) >= SMALL_CHUNK:
                 break  # a large chunk after small ones: its own turn, not a copy
             taken += len(parts[count])
             count += 1
@@ -306,7 +302,7 @@ class FlowControlledConnection(ASGIHTTPConnection):
         announcing its length: Quart's way, as is a body in several messages.
         """
         request = self._create_request_from_scope(send)
-        if INLINE_BODILESS and self.scope["http_version"] in HTTP1 and _bodiless(request):
+        if self.scope["http_version"] in HTTP1 and _bodiless(request):
             message = await receive()
             if message["type"] != "http.request":
                 return  # the client left before its request ended: nobody to answer

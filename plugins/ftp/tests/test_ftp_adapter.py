@@ -434,11 +434,10 @@ async def test_an_upload_sends_each_piece_as_it_arrives(
         await files.close()
 
 
-@pytest.mark.parametrize("quick", [True, False])
 async def test_an_upload_awaits_the_data_connection_only_when_its_buffer_is_full(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """QUICK_WRITES: a piece under the high-water mark goes out without awaiting drain;
+    """A piece under the high-water mark goes out without awaiting drain;
     a full buffer still waits (the upload's memory stays bounded), and the bytes arrive whole.
 
     The test's own server is stopped (SIGSTOP) once the small pieces are sent, so the big
@@ -449,7 +448,6 @@ async def test_an_upload_awaits_the_data_connection_only_when_its_buffer_is_full
     from hostgate_ftp import files as ftp_files
 
     server, process = start_pyftpd(tmp_path)
-    monkeypatch.setattr(ftp_files, "QUICK_WRITES", quick)
     monkeypatch.setattr(ftp_client, "STREAM_LIMIT", 256 * 1024)  # a buffer the test can fill
     waits: list[int] = []
     stopped: list[int] = []
@@ -488,11 +486,9 @@ async def test_an_upload_awaits_the_data_connection_only_when_its_buffer_is_full
             assert await files.write(f"/{name}", upload()) == 50_000 + 32 * MIB
             assert stopped == []  # the first wait resumed the server
             assert local.read_bytes() == b"".join(small + big)
-            if quick:  # only pieces that left the buffer over its high-water mark waited
-                assert 1 <= len(waits) <= len(big)
-                assert all(size >= 256 * 1024 for size in waits)
-            else:
-                assert len(waits) == len(small) + len(big)
+            # only pieces that left the buffer over its high-water mark waited
+            assert 1 <= len(waits) <= len(big)
+            assert all(size >= 256 * 1024 for size in waits)
         finally:
             resume()
             await files.close()

@@ -6,9 +6,7 @@ import asyncio
 import random
 import uuid
 
-import pytest
-from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
-from hostgate_ftp import filling
+from hostgate.chunkreader import ChunkReader
 from hostgate_ftp.files import READ_CHUNK, open_files, receive
 from hostgate_ftp.filling import CAPACITY, FIRST, FillingProtocol
 
@@ -19,14 +17,14 @@ from .conftest import ftp_target
 MIB = 1024 * 1024
 
 
-async def pieces_of_a_download_that_waited(server: FtpServer, fill: bool) -> None:
+async def pieces_of_a_download_that_waited(server: FtpServer) -> None:
     """With the whole file received before it is read, the pieces are the buffer's size.
 
-    Without the lever each piece is one socket read (at most 256 KiB, asyncio's and
-    uvloop's read size); with it the socket reads into the buffer, handed on when
-    full (the buffer then doubles, up to ``CAPACITY``) and at the end: 7.75 MiB +
-    12,345 bytes come out as 256 KiB, 512 KiB, 1, 2 and 4 MiB, and 12,345 bytes
-    (short of the 8 MiB at which the reader would pause the socket).
+    Not one socket read each (at most 256 KiB, asyncio's and uvloop's read size):
+    the socket reads into the buffer, handed on when full (the buffer then doubles,
+    up to ``CAPACITY``) and at the end: 7.75 MiB + 12,345 bytes come out as 256 KiB,
+    512 KiB, 1, 2 and 4 MiB, and 12,345 bytes (short of the 8 MiB at which the reader
+    would pause the socket).
     """
     payload = random.Random(5).randbytes(7 * MIB + 3 * MIB // 4 + 12345)
     name = f"fill-{uuid.uuid4().hex[:8]}.bin"
@@ -40,7 +38,7 @@ async def pieces_of_a_download_that_waited(server: FtpServer, fill: bool) -> Non
             reader = stream.reader
             assert isinstance(reader, ChunkReader)
             protocol = stream.writer.transport.get_protocol()
-            assert isinstance(protocol, FillingProtocol) is fill
+            assert isinstance(protocol, FillingProtocol)
             async with asyncio.timeout(60):  # a wait for the server, not a measure
                 while not reader._eof:  # type: ignore[attr-defined]
                     await asyncio.sleep(0.01)
@@ -51,35 +49,23 @@ async def pieces_of_a_download_that_waited(server: FtpServer, fill: bool) -> Non
             await client.command(None, "2xx", "1xx")
         assert b"".join(pieces) == payload  # in order, nothing lost or repeated
         sizes = [len(piece) for piece in pieces]
-        if fill:
-            assert FIRST == MIB // 4 and CAPACITY == 4 * MIB
-            assert sizes == [MIB // 4, MIB // 2, MIB, 2 * MIB, 4 * MIB, 12345]
-        else:
-            # one socket read each (at most 256 KiB); on a busy machine a read can come
-            # short, and ChunkReader joins a short one with the next (under SMALL_CHUNK)
-            largest = 256 * 1024 + SMALL_CHUNK
-            assert max(sizes) < largest and len(sizes) > len(payload) // largest
+        assert FIRST == MIB // 4 and CAPACITY == 4 * MIB
+        assert sizes == [MIB // 4, MIB // 2, MIB, 2 * MIB, 4 * MIB, 12345]
     finally:
         local.unlink(missing_ok=True)
         await files.close()
 
 
-@pytest.mark.parametrize("fill", [True, False])
-async def test_bytes_that_waited_come_out_in_buffer_sized_pieces(
-    vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch, fill: bool
-):
-    monkeypatch.setattr(filling, "FILL_READS", fill)
-    await pieces_of_a_download_that_waited(vsftpd, fill)
+async def test_bytes_that_waited_come_out_in_buffer_sized_pieces(vsftpd: FtpServer):
+    await pieces_of_a_download_that_waited(vsftpd)
 
 
-@pytest.mark.parametrize("fill", [True, False])
-def test_the_same_on_uvloop(vsftpd: FtpServer, monkeypatch: pytest.MonkeyPatch, fill: bool):
+def test_the_same_on_uvloop(vsftpd: FtpServer):
     """uvloop (the gateway's loop) picks the buffered reads up when reading restarts."""
     import uvloop
 
-    monkeypatch.setattr(filling, "FILL_READS", fill)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(pieces_of_a_download_that_waited(vsftpd, fill))
+        runner.run(pieces_of_a_download_that_waited(vsftpd))
 
 
 async def test_a_reader_waiting_gets_what_arrived_without_waiting_for_a_full_buffer(

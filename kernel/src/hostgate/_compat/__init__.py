@@ -1,7 +1,7 @@
 """The one place where hostgate reaches into third-party private names.
 
 Each module here patches or reads the internals of one library (``hypercorn``,
-``h11``, ``asyncio_streams``, ``werkzeug``, ``quart``, ``wsproto``, ``aiosqlite``)
+``asyncio_streams``, ``werkzeug``, ``quart``, ``wsproto``, ``aiosqlite``)
 for a measured speed-up, and only within the exact version range it was written
 and tested against (``VersionRange``: what ``uv.lock`` pins, up to the next
 minor release). Outside that range, or with ``HOSTGATE_COMPAT_PATCHES=off``, the
@@ -21,7 +21,9 @@ import platform
 from dataclasses import dataclass
 
 SWITCH = "HOSTGATE_COMPAT_PATCHES"
-"""Environment variable: ``off`` (or ``0``/``false``/``no``) turns every patch off."""
+"""Environment variable: ``off`` (or ``0``/``false``/``no``) turns every patch off;
+``off:hypercorn,wsproto`` turns off the patches of those compat modules only."""
+_OFF = {"off", "0", "false", "no"}
 log = logging.getLogger("hostgate.compat")
 
 _warned: set[str] = set()
@@ -29,7 +31,16 @@ _warned: set[str] = set()
 
 def patches_enabled() -> bool:
     """False when ``HOSTGATE_COMPAT_PATCHES`` switches every patch off."""
-    return os.environ.get(SWITCH, "on").strip().lower() not in {"off", "0", "false", "no"}
+    return os.environ.get(SWITCH, "on").strip().lower() not in _OFF
+
+
+def switched_off() -> frozenset[str]:
+    """The compat modules ``HOSTGATE_COMPAT_PATCHES=off:a,b`` names (empty otherwise)."""
+    value = os.environ.get(SWITCH, "").strip().lower()
+    word, colon, names = value.partition(":")
+    if not colon or word not in _OFF:
+        return frozenset()
+    return frozenset(name.strip() for name in names.split(",") if name.strip())
 
 
 def installed_version(distribution: str) -> str | None:
@@ -84,7 +95,7 @@ def applies(patch: str, *ranges: VersionRange) -> bool:
     An out-of-range library is logged as a warning once per patch per process;
     the caller then keeps the library's stock behaviour.
     """
-    if not patches_enabled():
+    if not patches_enabled() or patch.partition(".")[0] in switched_off():
         return False
     for wanted in ranges:
         found = installed_version(wanted.distribution)

@@ -56,11 +56,6 @@ READ_BYTES = 256 * 1024
 """Most bytes one read takes from a client socket (asyncio's transport reads up to this)."""
 BUFFER_LIMIT = 512 * 1024
 """The stream buffer's limit; asyncio pauses the socket at twice this."""
-KEEP_CHUNKS = True
-"""Connections read with ``ChunkReader`` (False: asyncio's ``StreamReader``, which copies
-every received piece into its buffer and out again)."""
-PASS_BODY = True
-"""Request body pieces go to the app as read (False: every piece through h11's buffer)."""
 
 _original_init = tcp_server.TCPServer.__init__
 _original_handle = h11_protocol.H11Protocol.handle
@@ -105,8 +100,9 @@ def _init(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
 ) -> None:
-    if KEEP_CHUNKS:
-        reader = _keeping_chunks(reader, writer)
+    # read with ChunkReader where it runs: asyncio's StreamReader copies every
+    # received piece into its buffer and out again
+    reader = _keeping_chunks(reader, writer)
     if not isinstance(reader, ChunkReader):
         # asyncio.start_server takes the limit only as an argument, and hypercorn
         # does not pass one; the reader keeps it in this attribute
@@ -135,7 +131,7 @@ def _body_reader(protocol: Any, size: int) -> ContentLengthReader | None:
 
 
 async def _handle(self: Any, event: Any) -> None:
-    if PASS_BODY and isinstance(event, RawData):
+    if isinstance(event, RawData):
         data = event.data
         reader = _body_reader(self, len(data))
         if reader is not None:

@@ -9,7 +9,6 @@ import gc
 import logging
 import signal
 import socket
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -106,14 +105,6 @@ def tune_garbage_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def use_huge_pages() -> None:
-    """Collapse the start-up heap into huge pages (off the event loop: ~0.1 s of work)."""
-    from ..hugepages import collapse_heap
-
-    collapsed = collapse_heap()
-    log.info("start-up heap on huge pages: %d MiB", collapsed >> 20)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -296,8 +287,6 @@ def serve_one(config: Config, *, worker: int = 0) -> int:
             type(loop).__module__.partition(".")[0],
         )
         tune_garbage_collector()
-        if config.huge_pages:
-            threading.Thread(target=use_huge_pages, name="hostgate-huge-pages", daemon=True).start()
 
         async def shutdown_trigger() -> None:
             await stop.wait()

@@ -40,8 +40,6 @@ SOCKET_TIMEOUT = 60.0
 STREAM_LIMIT = 4 * 1024 * 1024
 ANONYMOUS_USER = "anonymous"
 ANONYMOUS_PASSWORD = "anonymous@"
-KEEP_CHUNKS = True
-"""Data connections read with ``ChunkReader`` (False: asyncio's copying ``StreamReader``)."""
 
 
 def tls_context(target: ConnectionTarget) -> ssl.SSLContext:
@@ -82,7 +80,7 @@ class FtpClient(aioftp.Client):
         reader = None
         if self._stream is not None:
             await self._check_data_port(host, port)
-            if KEEP_CHUNKS and ChunkReader.supported():
+            if ChunkReader.supported():  # else asyncio's StreamReader, which copies
                 reader = ChunkReader(limit=STREAM_LIMIT)
         target = replace(self.target, port=port)
         opened, writer = await open_tcp(

@@ -46,9 +46,6 @@ MAX_ENTRIES = 100_000
 MAX_TREE_DEPTH = 128
 """The deepest a directory tree a recursive delete walks (422 past it)."""
 """Most bytes one read of a data connection returns (``filling.CAPACITY``: its pieces whole)."""
-QUICK_WRITES = True
-"""An upload's piece that fits under the data connection's high-water mark is written without
-awaiting ``drain`` (False: every piece awaits it, under a timeout and the error mapping)."""
 _SEPARATORS = re.compile(r"/+")
 
 
@@ -150,16 +147,14 @@ async def receive(stream: DataConnectionThrottleStreamIO, size: int) -> bytes:
 def queue(stream: DataConnectionThrottleStreamIO, data: bytes) -> bool:
     """Hand ``data`` to a data connection; whether it went without a wait being needed.
 
-    With ``QUICK_WRITES`` a piece that leaves the transport's buffer under its
-    high-water mark needs none: ``drain()`` would return at once, but awaiting it
-    (with a timeout armed and errors mapped) cost about as much as the rest of
+    A piece that leaves the transport's buffer under its high-water mark needs
+    none: ``drain()`` would return at once, but awaiting it (with a timeout armed
+    and errors mapped) cost about as much as the rest of
     the piece's way through the gateway. A closing transport always waits, so a
     lost connection is noticed at the next piece.
     """
     writer = stream.writer
     writer.write(data)
-    if not QUICK_WRITES:
-        return False
     transport = cast(asyncio.WriteTransport, writer.transport)
     high = transport.get_write_buffer_limits()[1]
     return not transport.is_closing() and transport.get_write_buffer_size() < high

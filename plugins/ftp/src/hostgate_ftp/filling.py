@@ -29,8 +29,6 @@ CAPACITY = 4 * 1024 * 1024
 FIRST = 256 * 1024
 """The buffer's first size; it doubles up to ``CAPACITY`` each time it fills (a listing or a
 small file never needs the large one)."""
-FILL_READS = True
-"""Plain data connections read through ``FillingProtocol`` (False: uvloop's ``bytes``)."""
 
 
 class FillingProtocol(asyncio.BufferedProtocol):
@@ -84,15 +82,14 @@ class FillingProtocol(asyncio.BufferedProtocol):
 def fill_reads(writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> bool:
     """Have a plain connection's transport read through a ``FillingProtocol``.
 
-    Returns whether it does: not with ``FILL_READS`` off, a reader other than
-    a ``ChunkReader``, TLS (the transport's protocol is then the TLS layer)
-    or a connection that has already ended.
+    Returns whether it does: not with a reader other than a ``ChunkReader``, TLS
+    (the transport's protocol is then the TLS layer) or a connection that has
+    already ended.
     """
     transport = cast(asyncio.Transport, writer.transport)
     inner = transport.get_protocol()
     if (
-        not FILL_READS
-        or not isinstance(reader, ChunkReader)
+        not isinstance(reader, ChunkReader)
         or type(inner) is not asyncio.StreamReaderProtocol
         or transport.get_extra_info("sslcontext") is not None
         or transport.is_closing()

@@ -29,12 +29,18 @@ from smbprotocol.open import (
     CreateOptions,
     FilePipePrinterAccessMask,
     Open,
-    SMB2ReadRequest,
 )
 
 from .errors import mapped
-from .share import PIPELINE_DEPTH, SmbShare, parent_and_name, quietly, share_path
-from .writes import Buffer
+from .share import (
+    PIPELINE_DEPTH,
+    Buffer,
+    Pending,
+    SmbShare,
+    parent_and_name,
+    quietly,
+    share_path,
+)
 
 if TYPE_CHECKING:
     from .server import SmbServerFiles
@@ -44,8 +50,6 @@ THREADS = 4
 CLEANUP_SECONDS = 30.0
 """How long a cancelled transfer waits for its clean-up (collect the writes in flight,
 delete the temporary file) before its session may be closed."""
-MAX_PIECES = 64
-"""More pieces than this in one write are joined first (an iovec per piece otherwise)."""
 OPERATIONS = frozenset({"list", "download", "upload", "mkdir", "delete", "rename"})
 
 
@@ -266,11 +270,11 @@ class _PipelinedReader:
     def _top_up(self) -> None:
         while len(self.inflight) < PIPELINE_DEPTH and self.next_offset < self.end:
             size = min(self.chunk, self.end - self.next_offset)
-            message: SMB2ReadRequest = self.handle.read(self.next_offset, size, send=False)[0]
-            request = self.share.send_bulk(self.handle, message, len(self.inflight))
-            if request is None:
+            prepared = self.handle.read(self.next_offset, size, send=False)
+            pending = self.share.send_bulk(self.handle, prepared, len(self.inflight))
+            if pending is None:
                 return  # out of credits for now: collect a response first
-            self.inflight.append((request, size))
+            self.inflight.append((pending, size))
             self.next_offset += size
 
     def next_chunk(self) -> bytes:
@@ -279,8 +283,8 @@ class _PipelinedReader:
             self._top_up()
             if not self.inflight:
                 return b""
-            request, size = self.inflight.popleft()
-            data: bytes = self.share.receive_bulk(self.handle, request, "read")
+            pending, size = self.inflight.popleft()
+            data: bytes = self.share.receive_bulk(pending)
             if len(data) < size:
                 # The file shrank while being read: stop after what was there.
                 self.end = 0
@@ -289,8 +293,8 @@ class _PipelinedReader:
 
     def _drain(self) -> None:
         while self.inflight:
-            request, _ = self.inflight.popleft()
-            quietly(self.share.receive_bulk, self.handle, request, "read")
+            pending, _ = self.inflight.popleft()
+            quietly(self.share.receive_bulk, pending)
 
     def close(self) -> None:
         """Collect outstanding responses and close the handle."""
@@ -302,8 +306,8 @@ class _PipelinedReader:
 class _PipelinedWriter:
     """Sends writes made of the upload's pieces, several in flight at once.
 
-    A piece is never copied: a write is a list of pieces, and a piece that spans two
-    writes is split into views (the join and smbprotocol's copies are gone, ``writes.py``).
+    A write is a list of pieces (a piece that spans two writes is split into views),
+    joined once into the request smbprotocol packs and signs (``SmbShare.send_write``).
     """
 
     def __init__(self, share: SmbShare, handle: Open, path: str) -> None:
@@ -313,7 +317,7 @@ class _PipelinedWriter:
         self.chunk = share.write_size(handle)
         self.offset = 0
         self.written = 0
-        self.inflight: deque[Any] = deque()
+        self.inflight: deque[Pending] = deque()
         self.lock = threading.Lock()
         self._held: list[Buffer] = []
         self._held_size = 0
@@ -321,18 +325,15 @@ class _PipelinedWriter:
     def _send(self, pieces: list[Buffer], size: int) -> None:
         while len(self.inflight) >= PIPELINE_DEPTH:
             self._collect_one()
-        if len(pieces) > MAX_PIECES:
-            pieces = [b"".join(pieces)]  # tiny pieces: one copy beats a long iovec
         while (
-            request := self.share.send_write(self.handle, pieces, self.offset, len(self.inflight))
+            pending := self.share.send_write(self.handle, pieces, self.offset, len(self.inflight))
         ) is None:
             self._collect_one()  # out of credits for now: wait for an acknowledgement
-        self.inflight.append(request)
+        self.inflight.append(pending)
         self.offset += size
 
     def _collect_one(self) -> None:
-        request = self.inflight.popleft()
-        self.written += int(self.share.receive_bulk(self.handle, request, "write"))
+        self.written += int(self.share.receive_bulk(self.inflight.popleft()))
 
     def _add(self, pieces: list[bytes]) -> None:
         """Send every full write the held pieces and ``pieces`` make; hold the rest."""
@@ -381,6 +382,5 @@ class _PipelinedWriter:
         """Collect what is in flight, then delete the temporary file."""
         with self.lock:
             while self.inflight:
-                request = self.inflight.popleft()
-                quietly(self.share.receive_bulk, self.handle, request, "write")
+                quietly(self.share.receive_bulk, self.inflight.popleft())
             _delete(self.share, self.handle)

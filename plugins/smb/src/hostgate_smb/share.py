@@ -12,7 +12,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -25,7 +25,8 @@ from hostgate import (
     RemoteTimeout,
     Unprocessable,
 )
-from smbprotocol.connection import Connection
+from smbprotocol import MAX_PAYLOAD_SIZE
+from smbprotocol.connection import Connection, Request
 from smbprotocol.exceptions import NoMoreFiles, NoSuchFile
 from smbprotocol.file_info import (
     FileAttributes,
@@ -33,6 +34,7 @@ from smbprotocol.file_info import (
     FileInformationClass,
     FileRenameInformation,
 )
+from smbprotocol.header import Commands
 from smbprotocol.open import (
     CreateDisposition,
     CreateOptions,
@@ -46,7 +48,7 @@ from smbprotocol.open import (
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from . import srvsvc, writes
+from . import srvsvc
 from .errors import mapped
 
 CONNECT_TIMEOUT = 15
@@ -58,13 +60,10 @@ gateway the same Python (header, thread hop, the response's parsing) whatever it
 PIPELINE_DEPTH = 8
 CREDIT_RESERVE = 8
 CREDIT_POLL = 0.005
-FAST_WRITES = True
 MAX_ENTRIES = 100_000
 """The most entries one listing may hold, and one recursive delete may visit (502 / 422 past it)."""
 MAX_TREE_DEPTH = 128
 """The deepest a directory tree a recursive delete walks (docs/files.md, "Limits")."""
-"""WRITE requests sent from the upload's pieces without copying them (``writes.py``);
-False: smbprotocol packs each write (seven copies of its bytes)."""
 GUEST_USER = "Guest"
 SHARE_ALL = (
     ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
@@ -95,6 +94,102 @@ def parent_and_name(path: str) -> tuple[str, str]:
     """Split a share path at its last backslash: (parent, name)."""
     parent, _, name = path.rpartition("\\")
     return parent, name
+
+
+Buffer = bytes | memoryview
+"""A piece of an upload: the bytes as they came, or a view of a part of them."""
+
+Pending = tuple[Request, Callable[[Request], Any]]
+"""A pipelined request and the function of smbprotocol's ``Open`` that collects its answer."""
+
+
+def credit_charge(connection: Connection, message: Any) -> int:
+    """The credits a request costs, as MS-SMB2 3.2.4.1.5 defines them.
+
+    ``(max(sent payload, expected response payload) - 1) // 64 KiB + 1`` for the
+    commands that carry data (READ, WRITE, IOCTL, QUERY_DIRECTORY), 1 for the others,
+    0 for a CANCEL or a dialect without multi-credit requests: the charge
+    smbprotocol puts in the request's header, read from its public fields.
+    """
+    command = message.COMMAND
+    if not connection.supports_multi_credit or command == Commands.SMB2_CANCEL:
+        return 0
+    if command == Commands.SMB2_READ:
+        payload = message["length"].get_value() + message["read_channel_info_length"].get_value()
+    elif command == Commands.SMB2_WRITE:
+        payload = message["length"].get_value() + message["write_channel_info_length"].get_value()
+    elif command == Commands.SMB2_IOCTL:
+        payload = max(len(message["buffer"]), message["max_output_response"].get_value())
+    elif command == Commands.SMB2_QUERY_DIRECTORY:
+        payload = max(len(message["buffer"]), message["output_buffer_length"].get_value())
+    else:
+        payload = 1
+    return (max(0, int(payload) - 1) // int(MAX_PAYLOAD_SIZE)) + 1
+
+
+def write_charge(connection: Connection, length: int) -> int:
+    """The credit charge of a WRITE of ``length`` bytes (``credit_charge``'s rule)."""
+    if not connection.supports_multi_credit:
+        return 0
+    return (max(0, length - 1) // int(MAX_PAYLOAD_SIZE)) + 1
+
+
+class CreditWaitingConnection(Connection):  # type: ignore[misc]  # smbprotocol is untyped
+    """smbprotocol's ``Connection`` whose sends wait for their credits instead of failing.
+
+    smbprotocol refuses a request the credit window cannot cover at once ("requires
+    1 credits but only 0 credits are available"): a listing or an open made while
+    pipelined transfers hold the window would fail. ``send`` and ``send_compound``
+    (smbprotocol's public entry points, which every ``Open``, ``Session`` and
+    ``TreeConnect`` call goes through) first wait under ``credit_wait`` until the
+    server's responses have given the credits back; signing, encryption and the
+    socket stay smbprotocol's.
+    """
+
+    def __init__(
+        self,
+        guid: uuid.UUID,
+        server_name: str,
+        port: int,
+        *,
+        require_signing: bool,
+        credit_wait: threading.Condition,
+    ) -> None:
+        super().__init__(guid, server_name, port=port, require_signing=require_signing)
+        self.credit_wait = credit_wait
+        """Held while a request is checked against the window and sent; notified as
+        responses come back (``SmbShare.receive_bulk``)."""
+
+    def _when_covered(self, charge: int, send: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + OPERATION_TIMEOUT
+        with self.credit_wait:
+            while True:
+                window = self.sequence_window
+                # a dead link answers at once: smbprotocol's send raises what happened
+                dead = self.transport is None or not self.transport.connected
+                if dead or window["high"] - window["low"] >= charge:
+                    return send()
+                if time.monotonic() > deadline:
+                    raise RemoteTimeout("the SMB server granted no credits in time")
+                self.credit_wait.wait(timeout=CREDIT_POLL)
+
+    def send(self, message: Any, *args: Any, **kwargs: Any) -> Any:
+        """Send as smbprotocol does, once the credit window covers ``message``."""
+        if message.COMMAND == Commands.SMB2_ECHO:
+            # smbprotocol's receiver thread pings an idle server itself: never make it wait
+            return super().send(message, *args, **kwargs)
+        return self._when_covered(
+            credit_charge(self, message),
+            lambda: super(CreditWaitingConnection, self).send(message, *args, **kwargs),
+        )
+
+    def send_compound(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        """``send_compound`` as smbprotocol does, once the window covers every message."""
+        charge = sum(credit_charge(self, message) for message in messages)
+        return self._when_covered(
+            charge,
+            lambda: super(CreditWaitingConnection, self).send_compound(messages, *args, **kwargs),
+        )
 
 
 _Row = tuple[str, int, int, datetime | None]
@@ -146,8 +241,12 @@ class SmbShare:
         self._disconnect_locked()
         username, password, signing = self._credentials()
         what = f"SMB server {self.target.host}:{self.target.port}"
-        connection = Connection(
-            uuid.uuid4(), self.target.address, self.target.port, require_signing=signing
+        connection = CreditWaitingConnection(
+            uuid.uuid4(),
+            self.target.address,
+            self.target.port,
+            require_signing=signing,
+            credit_wait=self._credits,
         )
         try:
             with mapped(what, connecting=True):
@@ -161,33 +260,8 @@ class SmbShare:
         except BaseException:
             quietly(connection.disconnect, False)
             raise
-        self._wait_for_credits(connection)
         self._connection = connection
         self._tree = tree
-
-    def _wait_for_credits(self, connection: Connection) -> None:
-        """Make every request of the connection wait for its credits instead of failing.
-
-        smbprotocol refuses a request the credit window cannot cover at once ("requires
-        1 credits but only 0 credits are available"): a listing or an open made while
-        pipelined transfers hold the window would fail. Each send now waits (as
-        ``send_bulk`` does) until the server's responses have given the credits back.
-        """
-        send = connection.send
-
-        def send_when_covered(message: Any, *args: Any, **kwargs: Any) -> Any:
-            charge = connection._calculate_credit_charge(message)
-            deadline = time.monotonic() + OPERATION_TIMEOUT
-            with self._credits:
-                while True:
-                    window = connection.sequence_window
-                    if window["high"] - window["low"] >= charge:
-                        return send(message, *args, **kwargs)
-                    if time.monotonic() > deadline:
-                        raise RemoteTimeout("the SMB server granted no credits in time")
-                    self._credits.wait(timeout=CREDIT_POLL)
-
-        connection.send = send_when_covered  # type: ignore[method-assign]
 
     def ensure(self) -> TreeConnect:
         """The live tree connect, reconnecting first when the transport died."""
@@ -196,8 +270,8 @@ class SmbShare:
             alive = (
                 connection is not None
                 and connection.transport is not None
+                # smbprotocol closes the transport when its receiver thread fails
                 and connection.transport.connected
-                and getattr(connection, "_t_exc", None) is None
             )
             if not alive or self._tree is None:
                 self._connect_locked()
@@ -299,55 +373,54 @@ class SmbShare:
         grow = available < (PIPELINE_DEPTH + 1) * max(charge, unit) + CREDIT_RESERVE
         return charge * 2 if grow else charge
 
-    def send_bulk(self, handle: Open, message: Any, inflight: int) -> Any | None:
-        """Send a READ or WRITE when the credit window allows, growing the window.
+    def send_bulk(
+        self, handle: Open, prepared: Pending, inflight: int, unit: int = 0
+    ) -> Pending | None:
+        """Send a READ or WRITE made by ``Open.read``/``Open.write`` with ``send=False``.
 
-        None when the caller's own requests hold the window (``_credit_request``).
-        Credits come back as the connection's reader thread sees responses.
+        ``prepared`` is what they return: the message and the function that collects
+        its answer. Sent when the credit window allows, growing the window; None when
+        the caller's own requests hold the window (``_credit_request``). Credits come
+        back as the connection's receiver thread sees responses.
         """
+        message, collect = prepared
         connection = handle.connection
-        charge = connection._calculate_credit_charge(message)
+        charge = credit_charge(connection, message)
         tree = handle.tree_connect
         with self._credits:
-            credit_request = self._credit_request(connection, charge, inflight)
+            credit_request = self._credit_request(connection, charge, inflight, unit)
             if credit_request is None:
                 return None
-            return connection.send(
+            request = connection.send(
                 message,
                 sid=tree.session.session_id,
                 tid=tree.tree_connect_id,
                 credit_request=credit_request,
             )
+        return request, collect
 
     def send_write(
-        self, handle: Open, pieces: Sequence[writes.Buffer], offset: int, inflight: int
-    ) -> Any | None:
+        self, handle: Open, pieces: Sequence[Buffer], offset: int, inflight: int
+    ) -> Pending | None:
         """A pipelined WRITE of ``pieces`` at ``offset``, as ``send_bulk`` sends requests.
 
-        The pieces go out as they are (``writes.py``), unless the session or the share
-        encrypts or ``FAST_WRITES`` is off: then they are joined into smbprotocol's request.
+        smbprotocol packs, signs (or encrypts) and sends the request. Its ``Request``
+        keeps the packed message (to resend a CREATE that met a symbolic link); a WRITE
+        is never resent, so the copy of the upload's bytes is dropped once it is sent,
+        and the writes in flight hold no upload data.
         """
-        tree = handle.tree_connect
-        if not FAST_WRITES or writes.encrypted(tree):
-            message = handle.write(b"".join(pieces), offset, send=False)[0]
-            return self.send_bulk(handle, message, inflight)
-        connection = handle.connection
-        charge = writes.write_charge(connection, sum(len(piece) for piece in pieces))
-        unit = writes.write_charge(connection, self._write_limit(connection, WRITE_CHUNK))
-        with self._credits:
-            credit_request = self._credit_request(connection, charge, inflight, unit)
-            if credit_request is None:
-                return None
-            return writes.send_write(
-                connection, tree, handle.file_id, pieces, offset, credit_request
-            )
+        data = pieces[0] if len(pieces) == 1 and isinstance(pieces[0], bytes) else b"".join(pieces)
+        unit = write_charge(handle.connection, self._write_limit(handle.connection, WRITE_CHUNK))
+        pending = self.send_bulk(handle, handle.write(data, offset, send=False), inflight, unit)
+        if pending is not None:
+            pending[0].message["data"] = b""
+        return pending
 
-    def receive_bulk(self, handle: Open, request: Any, kind: str) -> Any:
+    def receive_bulk(self, pending: Pending) -> Any:
         """Wait for a pipelined response; returns the read bytes or the write count."""
+        request, collect = pending
         try:
-            if kind == "read":
-                return handle._read_response(request)
-            return handle._write_response(request)
+            return collect(request)
         finally:
             with self._credits:
                 self._credits.notify_all()
@@ -371,7 +444,7 @@ class SmbShare:
         connection = handle.connection
         big = self._write_limit(connection, WRITE_CHUNK)
         window = connection.sequence_window
-        if window["high"] - window["low"] >= writes.write_charge(connection, big) + CREDIT_RESERVE:
+        if window["high"] - window["low"] >= write_charge(connection, big) + CREDIT_RESERVE:
             return big
         return self._write_limit(connection, CHUNK)
 
