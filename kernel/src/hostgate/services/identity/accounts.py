@@ -265,6 +265,9 @@ class Accounts:
         self.live = live
         self.logins = logins
         self.signin_guard = signin_guard
+        # one suspension at a time on this node: two at once could each leave the other
+        # administrator as the way in (the lock-out check of settings changes does the same)
+        self._suspensions = asyncio.Lock()
 
     async def user_by_name(self, username: str) -> User | None:
         """A user by username, case-insensitively (any login provider)."""
@@ -529,6 +532,10 @@ class Accounts:
             raise PermissionDenied(
                 "You cannot suspend your own account", code="cannot_suspend_self"
             )
+        async with self._suspensions:
+            await self._set_suspended(user_id, suspended, actor=actor)
+
+    async def _set_suspended(self, user_id: str, suspended: bool, *, actor: Caller | None) -> None:
         revoked: list[str] = []
         tokens: list[str] = []
         async with self.audit.atomic() as batch:
