@@ -111,4 +111,3 @@ async def test_last_administrator_who_can_sign_in_is_not_suspended(
     response = await client.post(f"{API}/users/{admin.id}/suspend", headers=third.headers)
     assert response.status_code == 200
     assert (await get_user(kernel, admin.id)).suspended is True
-
