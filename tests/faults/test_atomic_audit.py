@@ -90,6 +90,10 @@ async def user_unlocked(world: World) -> bool:
     return bool((await world.get(User, world.ids["user"])).failed_login_count == 0)
 
 
+async def user_suspended(world: World) -> bool:
+    return bool((await world.get(User, world.ids["user"])).suspended)
+
+
 async def role_created(world: World) -> bool:
     return await world.find(Role, name="newrole") is not None
 
@@ -145,6 +149,7 @@ CASES = [
          {"newPassword": "another-long-one"}, 200, password_changed),
     Case("user.unlocked", a_locked_user, "POST", "/users/{user}/unlock", None, 200,
          user_unlocked),
+    Case("user.suspended", a_user, "POST", "/users/{user}/suspend", None, 200, user_suspended),
     Case("role.created", nothing, "POST", "/roles", {"name": "newrole", "permissions": []}, 201,
          role_created),
     Case("role.updated", a_role, "PUT", "/roles/{role}", {"description": "reads the log"}, 200,

@@ -190,6 +190,7 @@ class Kernel:
             identity=self.identity,
             live=self.live,
             logins=self.logins,
+            signin_guard=self.signin_guard,
         )
         self.profiles = Profiles(
             audit=self.audit,

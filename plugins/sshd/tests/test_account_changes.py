@@ -68,3 +68,30 @@ async def test_a_locked_account_is_refused_at_the_door(
         )
         assert wrong.status_code == 401
     await refused_at_sign_in(door_of(kernel).port, "alice:box", key.key)
+
+
+async def test_a_suspension_ends_the_shells_and_shuts_the_door_until_resumed(
+    client, kernel, admin, make_user, make_connection, sshd, tmp_path
+):
+    user = await make_user("alice")
+    await make_connection(
+        user, "ssh", sshd.host, sshd.port, name="box", username=sshd.username,
+        password=sshd.password,
+    )  # fmt: skip
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    port = door_of(kernel).port
+    conn, process = await open_shell(port, key)
+    suspended = await client.post(f"/api/v1/users/{user.id}/suspend", headers=admin.headers)
+    assert suspended.status_code == 200, await suspended.get_data()
+    await ends_with_a_reason(conn, process)
+    # the key still checks out (nothing is told before it does), then the sign-in is refused
+    async with await connect(port, "alice:box", key.key) as refused:
+        result = await refused.run("echo while-suspended", check=False)
+    assert result.exit_status != 0 and "while-suspended" not in str(result.stdout)
+    assert "This account is suspended" in str(result.stderr)
+    resumed = await client.post(f"/api/v1/users/{user.id}/resume", headers=admin.headers)
+    assert resumed.status_code == 200
+    async with await connect(port, "alice:box", key.key) as again:
+        result = await again.run("echo after-resume", check=False)
+    assert "after-resume" in str(result.stdout)

@@ -98,3 +98,36 @@ async def test_password_then_totp(client, kernel, make_user, make_connection, ss
     assert logins[0]["details"]["mfa"] is True and logins[0]["details"]["via"] == "ssh"
     failures = await audit_entries(client, user, "auth.login_failed")
     assert [f["details"]["reason"] for f in failures] == ["invalid_mfa_code"]
+
+
+class Banners(Answers):
+    """Answers prompts and notes the authentication banners the door sends."""
+
+    def __init__(self, answers: list[str]) -> None:
+        super().__init__(answers)
+        self.banners: list[str] = []
+
+    def auth_banner_received(self, msg: str, lang: str) -> None:
+        self.banners.append(msg)
+
+
+async def test_a_suspended_account_is_told_so_after_its_password(client, kernel, admin, make_user):
+    user = await make_user("alice")
+    suspended = await client.post(f"/api/v1/users/{user.id}/suspend", headers=admin.headers)
+    assert suspended.status_code == 200
+    port = door_of(kernel).port
+    for password, told in (("wrong-password", False), (user.password, True)):
+        answers = Banners([password])
+        with pytest.raises((asyncssh.PermissionDenied, asyncssh.DisconnectError)):
+            await asyncssh.create_connection(
+                lambda answers=answers: answers,
+                "127.0.0.1",
+                port,
+                username="alice:box",
+                known_hosts=None,
+                agent_path=None,
+                client_keys=None,
+                password_auth=False,
+                kbdint_auth=True,
+            )
+        assert any("This account is suspended" in b for b in answers.banners) is told

@@ -55,17 +55,28 @@ def test_reset_password_and_unlock(tmp_path, monkeypatch, capsys):
     assert main(["user", "reset-password", "BOB"]) == 0
     assert main(["user", "unlock", "bob"]) == 0
     assert "bob unlocked" in capsys.readouterr().out
+    assert main(["user", "suspend", "bob"]) == 0
+    assert "bob suspended" in capsys.readouterr().out
     assert main(["user", "list"]) == 0
     listing = capsys.readouterr().out
-    assert "bob" in listing and "user" in listing
+    assert "bob" in listing and "suspended" in listing
+    assert main(["user", "resume", "bob"]) == 0
+    assert "bob can sign in again" in capsys.readouterr().out
     with sqlite3.connect(db) as conn:
-        new_hash, count, locked = conn.execute(
-            "SELECT password_hash, failed_login_count, locked_until FROM users WHERE username='bob'"
+        new_hash, count, locked, suspended = conn.execute(
+            "SELECT password_hash, failed_login_count, locked_until, suspended FROM users "
+            "WHERE username='bob'"
         ).fetchone()
         types = [r[0] for r in conn.execute("SELECT event_type FROM audit_log ORDER BY seq")]
     assert new_hash != old_hash and new_hash.startswith("$argon2id$")
-    assert count == 0 and locked is None
-    assert types == ["user.created", "user.password_reset", "user.unlocked"]
+    assert count == 0 and locked is None and suspended == 0
+    assert types == [
+        "user.created",
+        "user.password_reset",
+        "user.unlocked",
+        "user.suspended",
+        "user.resumed",
+    ]
 
 
 def test_refusals_and_tamper_report(tmp_path, monkeypatch, capsys):

@@ -151,3 +151,22 @@ async def test_pack_cookie_helpers_work_outside_login(config):
     async with app.test_app() as test_app:
         response = await test_app.test_client().post(f"{API}/auth/toy/forget")
         assert response.headers["Set-Cookie"].startswith("hostgate_token=;")
+
+
+async def test_a_suspended_pack_account_is_refused_after_its_credential(client, admin):
+    ok = await client.post(
+        f"{API}/auth/login/toy", json={"username": "dora", "password": "dora-secret"}
+    )
+    user_id = (await ok.get_json())["user"]["id"]
+    suspended = await client.post(f"{API}/users/{user_id}/suspend", headers=admin.headers)
+    assert suspended.status_code == 200
+    right = await client.post(
+        f"{API}/auth/login/toy", json={"username": "dora", "password": "dora-secret"}
+    )
+    assert right.status_code == 403
+    assert (await right.get_json())["code"] == "account_suspended"
+    assert "Set-Cookie" not in right.headers
+    wrong = await client.post(
+        f"{API}/auth/login/toy", json={"username": "dora", "password": "wrong"}
+    )
+    assert wrong.status_code == 401

@@ -94,6 +94,8 @@ ROUTES = {
         lambda *_: {"newPassword": "long-enough"},
     ),
     ("POST", "/users/<user_id>/unlock"): ("users.manage", users_target, None),
+    ("POST", "/users/<user_id>/suspend"): ("users.manage", users_target, None),
+    ("POST", "/users/<user_id>/resume"): ("users.manage", users_target, None),
     ("GET", "/roles"): ("roles.manage", None, None),
     ("GET", "/roles/permissions"): ("roles.manage", None, None),
     ("POST", "/roles"): ("roles.manage", None, lambda *_: {"name": f"role{next(NUMBERS)}"}),

@@ -109,6 +109,11 @@ async def unlock(case: Case) -> Request:
     return "POST", f"/users/{target.id}/unlock", None
 
 
+async def suspend(case: Case) -> Request:
+    target = await case.target()
+    return "POST", f"/users/{target.id}/suspend", None
+
+
 async def create_role(case: Case) -> Request:
     return "POST", "/roles", {"name": "Made", "permissions": case.permissions}
 
@@ -140,6 +145,7 @@ ACTIONS: dict[Callable[[Case], Awaitable[Request]], tuple[str, str]] = {
     reset_password: ("users.manage", OUTRANKED),
     delete: ("users.manage", OUTRANKED),
     unlock: ("users.manage", OUTRANKED),
+    suspend: ("users.manage", OUTRANKED),
     create_role: ("roles.manage", ESCALATION),
     grant_to_role: ("roles.manage", ESCALATION),
     grant_to_own_role: ("roles.manage", ESCALATION),
@@ -160,7 +166,15 @@ async def snapshot(kernel: Any) -> tuple[list[Any], list[Any]]:
     """Everything an administration action could change."""
     async with kernel.db.session() as session:
         users = [
-            (u.id, u.username, u.display_name, u.role_id, u.password_hash, u.failed_login_count)
+            (
+                u.id,
+                u.username,
+                u.display_name,
+                u.role_id,
+                u.password_hash,
+                u.failed_login_count,
+                u.suspended,
+            )
             for u in (await session.exec(select(User).order_by(User.id))).all()
         ]
         roles = [

@@ -30,6 +30,7 @@ async def test_user_lifecycle(client, admin, kernel):
         "lockedUntil": None,
         "lastLoginAt": None,
         "authProvider": "local",
+        "suspended": False,
     }
     await login_token(client, "newbie", "long-enough")
 

@@ -60,6 +60,7 @@ class UserRecord(TypedDict):
     lockedUntil: str | None
     lastLoginAt: str | None
     authProvider: str
+    suspended: bool
     createdAt: NotRequired[str]
     mfaEnabled: NotRequired[bool]
     mfaMethod: NotRequired[Literal["totp"] | None]
@@ -78,6 +79,7 @@ def user_json(entry: UserWithRole, *, full: bool = True) -> UserRecord:
         "lockedUntil": iso(locked_until(user)),
         "lastLoginAt": iso(user.last_login_at),
         "authProvider": user.auth_provider,
+        "suspended": bool(user.suspended),
     }
     if full:
         record["createdAt"] = iso(user.created_at)
@@ -165,4 +167,28 @@ async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
 async def unlock_user(user_id: str) -> Success:
     """Lift a lockout and reset the failure count."""
     await app_kernel().accounts.unlock_user(user_id, actor=current_caller())
+    return {"success": True}
+
+
+@blueprint.post("/users/<user_id>/suspend")
+@requires(MANAGE)
+@answers(Success, errors=(409,))
+@tag(["users"])
+async def suspend_user(user_id: str) -> Success:
+    """Suspend: no sign-in by any method; every session, API token and socket of the user ends.
+
+    Not yourself (403 ``cannot_suspend_self``), not the last administrator who could
+    sign in (409 ``would_lock_out``). Suspending a suspended user changes nothing.
+    """
+    await app_kernel().accounts.set_suspended(user_id, True, actor=current_caller())
+    return {"success": True}
+
+
+@blueprint.post("/users/<user_id>/resume")
+@requires(MANAGE)
+@answers(Success)
+@tag(["users"])
+async def resume_user(user_id: str) -> Success:
+    """Lift a suspension: the user can sign in again (revoked API tokens stay revoked)."""
+    await app_kernel().accounts.set_suspended(user_id, False, actor=current_caller())
     return {"success": True}

@@ -1,4 +1,4 @@
-"""``hostgate user create|reset-password|unlock|list``: account recovery without the web UI."""
+"""``hostgate user create|reset-password|unlock|suspend|resume|list``: recovery, no web UI."""
 
 from __future__ import annotations
 
@@ -42,6 +42,14 @@ def register(subparsers: Any) -> None:
     unlock = sub.add_parser("unlock", help="lift a lockout")
     unlock.add_argument("username")
     unlock.set_defaults(handler=run_unlock)
+
+    for action, text in (
+        ("suspend", "no sign-in by any method; ends the user's sessions and API tokens"),
+        ("resume", "lift a suspension: the user can sign in again"),
+    ):
+        suspension = sub.add_parser(action, help=text)
+        suspension.add_argument("username")
+        suspension.set_defaults(handler=run_suspension, suspend=action == "suspend")
 
     listing = sub.add_parser("list", help="list users")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -148,6 +156,21 @@ def run_unlock(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_suspension(args: argparse.Namespace) -> int:
+    """Suspend or resume a user (``args.suspend``)."""
+
+    async def work(kernel: Kernel) -> None:
+        user_id = await _user_id(kernel, args.username)
+        await kernel.accounts.set_suspended(user_id, args.suspend, actor=None)
+
+    try:
+        with_kernel(args, work)
+    except ApiError as error:
+        return fail(error)
+    print(f"{args.username} {'suspended' if args.suspend else 'can sign in again'}")
+    return 0
+
+
 def run_list(args: argparse.Namespace) -> int:
     """List users."""
     from ..api.users import user_json
@@ -163,12 +186,14 @@ def run_list(args: argparse.Namespace) -> int:
         print("no users yet: run `hostgate setup` or open the web UI")
         return 0
     print(
-        f"{'USERNAME':<24} {'ROLE':<16} {'PROVIDER':<10} {'MFA':<4} {'LOCKED UNTIL':<25} LAST LOGIN"
+        f"{'USERNAME':<24} {'ROLE':<16} {'PROVIDER':<10} {'MFA':<4} "
+        f"{'SUSPENDED/LOCKED UNTIL':<25} LAST LOGIN"
     )
     for user in users:
         print(
             f"{user['username']:<24} {user['role']:<16} {user['authProvider']:<10} "
-            f"{'yes' if user['mfaEnabled'] else 'no':<4} {user['lockedUntil'] or '-':<25} "
+            f"{'yes' if user['mfaEnabled'] else 'no':<4} "
+            f"{'suspended' if user['suspended'] else user['lockedUntil'] or '-':<25} "
             f"{user['lastLoginAt'] or '-'}"
         )
     return 0

@@ -273,7 +273,9 @@ class DoorConnection(asyncssh.SSHServer):
                     self.mfa_token, responses[0].strip(), self.client, details=details
                 )
         except ApiError as refused:
-            if refused.status == 429:  # locked or rate limited: say so, refuse the rest
+            # locked or rate limited, or a suspended account (told only after its
+            # password checked out): say so, refuse the rest
+            if refused.status == 429 or refused.code == "account_suspended":
                 self._refuse(refused.message)
             return self._kbdint_failed()
         self.attempted = True  # counted by the password check itself

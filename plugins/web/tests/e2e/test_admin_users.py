@@ -1,5 +1,5 @@
-"""Administration, users: create, edit, lockout and unlock, password reset, delete; and what
-a role without ``connections.create`` leaves of the app.
+"""Administration, users: create, edit, lockout and unlock, password reset, suspend and resume,
+delete; and what a role without ``connections.create`` leaves of the app.
 
 Each step checks what the gateway stored (through the API with the admin's token) as
 well as what the screen shows.
@@ -205,3 +205,73 @@ def test_users_and_a_role_without_connections_create(
     expect(page.get_by_role("row", name="carol")).to_have_count(0)
     assert user_named(gateway, admin_token, "carol") is None
     assert "user.deleted" in gateway.audit_types(admin_token)
+
+
+DAVE_PASSWORD = "dave's long passphrase"
+
+
+def test_suspend_signs_out_and_resume_lets_back_in(
+    page: Any, browser: Any, gateway: Gateway, admin_token: str, screens: Screens
+) -> None:
+    created = gateway.api(
+        "POST",
+        "/users",
+        admin_token,
+        json={"username": "dave", "password": DAVE_PASSWORD, "displayName": "Dave Brown"},
+    )
+    assert created.status_code == 201, created.text
+    other = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        as_dave = other.new_page()
+        sign_in_as(as_dave, gateway, "dave", DAVE_PASSWORD)
+
+        signed_in(page, gateway)
+        open_admin(page)
+        row = page.get_by_role("row", name="dave")
+        expect(row).to_contain_text("Can sign in")
+        # never yourself: the admin's own row has no Suspend
+        row_menu(page, "admin")
+        expect(page.get_by_role("button", name="Suspend")).to_have_count(0)
+        page.keyboard.press("Escape")
+
+        row_menu(page, "dave")
+        page.get_by_role("button", name="Suspend").click()
+        confirm = page.get_by_role("dialog", name="Suspend dave?")
+        expect(confirm).to_contain_text("signed out everywhere")
+        screens.check(page, "admin-users-suspend")
+        confirm.get_by_role("button", name="Suspend user").click()
+        expect(page.get_by_text("dave is suspended and signed out everywhere.")).to_be_visible()
+        expect(row).to_contain_text("Suspended")
+        screens.check(page, "admin-users-suspended", scroll_to=row)
+        dave = user_named(gateway, admin_token, "dave")
+        assert dave is not None and dave["suspended"] is True
+        assert "user.suspended" in gateway.audit_types(admin_token)
+
+        # dave's open page: its next request finds the sign-in ended
+        as_dave.get_by_role("navigation", name="Sections").get_by_role(
+            "link", name="Sessions"
+        ).click()
+        expect(as_dave.get_by_role("button", name="Sign in", exact=True)).to_be_visible()
+        expect(as_dave.get_by_text("Your session was ended. Sign in again.")).to_be_visible()
+        as_dave.get_by_label("Username").fill("dave")
+        as_dave.get_by_label("Password").fill(DAVE_PASSWORD)
+        as_dave.get_by_role("button", name="Sign in", exact=True).click()
+        expect(
+            as_dave.get_by_text("This account is suspended. Ask an administrator to resume it.")
+        ).to_be_visible()
+        # a wrong password is told only that
+        as_dave.get_by_label("Password").fill("not dave's passphrase")
+        as_dave.get_by_role("button", name="Sign in", exact=True).click()
+        expect(as_dave.get_by_text("Wrong username or password.")).to_be_visible()
+        expect(as_dave.get_by_text("This account is suspended.")).to_have_count(0)
+
+        row_menu(page, "dave")
+        page.get_by_role("button", name="Resume").click()
+        expect(page.get_by_text("dave can sign in again.")).to_be_visible()
+        expect(row).to_contain_text("Can sign in")
+        assert user_named(gateway, admin_token, "dave")["suspended"] is False  # type: ignore[index]
+        assert "user.resumed" in gateway.audit_types(admin_token)
+        sign_in_as(as_dave, gateway, "dave", DAVE_PASSWORD)
+        expect(as_dave.get_by_role("heading", name="Welcome, Dave Brown")).to_be_visible()
+    finally:
+        other.close()

@@ -48,6 +48,8 @@ class User(SQLModel, table=True):
     locked_until: datetime | None = Field(default=None, sa_type=UTCDateTime)
     last_login_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     mfa_enabled: bool = False
+    # suspended: no sign-in by any method until an administrator resumes the account
+    suspended: bool = False
     mfa_secret: str | None = Field(default=None, sa_type=Sealed)
     mfa_pending_secret: str | None = Field(default=None, sa_type=Sealed)
     mfa_last_step: int | None = None

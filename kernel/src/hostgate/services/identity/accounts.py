@@ -1,4 +1,4 @@
-"""User administration: first-admin setup, create, update, delete, reset, unlock.
+"""User administration: first-admin setup, create, update, delete, reset, unlock, suspend.
 
 The API (``/users``, ``/auth/setup``) and the recovery CLI (``hostgate user``,
 ``hostgate setup``) both call these functions, so the rules hold everywhere:
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ..sessions.live_sessions import LiveSessions
     from .identity import Caller, ClientInfo, Identity
     from .logins import Logins
+    from .signin_guard import SignInGuard
 
 SETUP_GUARD = "setup_complete"
 MANAGE_PERMISSIONS = ("users.manage", "roles.manage")
@@ -246,7 +247,7 @@ def audit(
 
 
 class Accounts:
-    """User accounts: list, create, change, delete, reset passwords, unlock (audited)."""
+    """User accounts: list, create, change, delete, reset passwords, unlock, suspend (audited)."""
 
     def __init__(
         self,
@@ -256,12 +257,17 @@ class Accounts:
         identity: Identity,
         live: LiveSessions,
         logins: Logins,
+        signin_guard: SignInGuard,
     ) -> None:
         self.audit = audit
         self.db = db
         self.identity = identity
         self.live = live
         self.logins = logins
+        self.signin_guard = signin_guard
+        # one suspension at a time on this node: two at once could each leave the other
+        # administrator as the way in (the lock-out check of settings changes does the same)
+        self._suspensions = asyncio.Lock()
 
     async def user_by_name(self, username: str) -> User | None:
         """A user by username, case-insensitively (any login provider)."""
@@ -513,6 +519,58 @@ class Accounts:
         await self.live.close_where(
             "password reset", reason_code=CloseReason.REVOKED, user_id=user_id
         )
+
+    async def set_suspended(self, user_id: str, suspended: bool, *, actor: Caller | None) -> None:
+        """Suspend (no sign-in by any method) or resume a user (audited).
+
+        Suspending ends the user's login sessions, API tokens and sockets as a password
+        reset does; resuming lets them sign in again (the tokens stay revoked). Not your
+        own account (403 ``cannot_suspend_self``), nor the last administrator who could
+        sign in (409 ``would_lock_out``). Setting the state it already has changes nothing.
+        """
+        if actor is not None and actor.user_id == user_id and suspended:
+            raise PermissionDenied(
+                "You cannot suspend your own account", code="cannot_suspend_self"
+            )
+        async with self._suspensions:
+            await self._set_suspended(user_id, suspended, actor=actor)
+
+    async def _set_suspended(self, user_id: str, suspended: bool, *, actor: Caller | None) -> None:
+        revoked: list[str] = []
+        tokens: list[str] = []
+        async with self.audit.atomic() as batch:
+            action = "suspend" if suspended else "resume"
+            user = await _target_user(batch.session, user_id, actor, action)
+            if user.suspended == suspended:
+                return
+            if suspended:
+                await self.signin_guard.check_suspension(user_id)
+                # in the suspension's own commit, as for a password reset
+                revoked = await self.identity.mark_sessions_revoked(
+                    batch.session, user_id, reason="suspended"
+                )
+                tokens = await self.identity.mark_tokens_revoked(batch.session, user_id)
+            user.suspended = suspended
+            user.updated_at = utcnow()
+            batch.session.add(user)
+            details: dict[str, Any] = {"userId": user_id}
+            if suspended:
+                details["apiTokenIds"] = tokens
+            audit(
+                batch,
+                "user.suspended" if suspended else "user.resumed",
+                actor,
+                target=user.username,
+                details=details,
+            )
+        if suspended:
+            await self.identity.close_sessions(
+                [*revoked, *map(session_key, tokens)], "account suspended"
+            )
+            await self.logins.forget_devices(user_id)
+            await self.live.close_where(
+                "account suspended", reason_code=CloseReason.REVOKED, user_id=user_id
+            )
 
     async def unlock_user(self, user_id: str, *, actor: Caller | None) -> None:
         """Clear the failure count and any lock (succeeds when not locked too)."""

@@ -9,7 +9,9 @@ limits, lockout, audit and session issuing behave identically:
 3. the method checks the credential; on failure ``await record_failure(...)``
    and ``raise logins.invalid_credentials()``.
 4. ``await complete_login(user, client, method=...)`` resets the failure count,
-   issues the session and audits ``auth.login``; it returns a ``SignedIn``.
+   issues the session and audits ``auth.login``; it returns a ``SignedIn``. A
+   suspended account is refused here (403 ``account_suspended``), only after the
+   credential was verified, so the answer tells a wrong password nothing.
    Answer with ``signed_in_response(signed)`` (the JSON body and the cookie).
 
 External identities (LDAP, OIDC) become local user rows through
@@ -60,6 +62,7 @@ LOGIN_IP_BUCKET = "login_ip"
 MFA_LOGIN_BUCKET = "mfa_login"
 INVALID_CREDENTIALS = "Invalid username or password"
 INVALID_MFA_TOKEN = "Invalid or expired MFA token"
+ACCOUNT_SUSPENDED = "This account is suspended"
 MFA_LIMIT_MESSAGE = "Too many MFA attempts. Please try again later."
 TRUSTED_DEVICE_LIFETIME = timedelta(days=30)
 MAX_PHANTOMS = 10_000
@@ -311,6 +314,8 @@ class Logins:
         self._phantoms.pop(user.username.lower(), None)
         role_name, _ = await self.identity.role_permissions(user.role_id)
         async with self.audit.atomic() as batch:
+            # read in the login's own transaction: a suspension committed a moment ago counts
+            await self.check_not_suspended(user, session=batch.session)
             await batch.session.exec(_reset_failures(user.id))
             issued = await self.identity.issue_session(
                 user, client, method=method, session=batch.session
@@ -325,6 +330,12 @@ class Logins:
                 ip_address=client.ip_address,
             )
         return SignedIn(issued, user.id, user.username, role_name)
+
+    async def check_not_suspended(self, user: Account, *, session: AsyncSession) -> None:
+        """Raise 403 ``account_suspended`` when an administrator suspended the account."""
+        query = select(User.suspended).where(col(User.id) == user.id)
+        if (await session.exec(query)).first():
+            raise PermissionDenied(ACCOUNT_SUSPENDED, code="account_suspended")
 
     # -- users ----------------------------------------------------------------
 
@@ -490,6 +501,8 @@ class Logins:
             reason = "invalid_password" if user else "unknown_user"
             await self.record_failure(user, username, client, reason=reason)
             raise self.invalid_credentials()
+        if user.suspended:  # before the second step: no code is asked of a suspended account
+            raise PermissionDenied(ACCOUNT_SUSPENDED, code="account_suspended")
         if user.mfa_enabled and user.mfa_secret:
             if device and await self.device_trusted(user.id, device):
                 signed = await self.complete_login(

@@ -51,13 +51,15 @@ class SignInGuard:
         self.kernel = kernel
 
     async def administrators(self) -> Sequence[User]:
-        """Every user whose role may change settings."""
+        """Every user whose role may change settings and who is not suspended."""
         async with self.db.session() as session:
             roles = (await session.exec(select(Role))).all()
             admin_roles = [role.id for role in roles if ADMIN_PERMISSION in role.permissions]
             if not admin_roles:
                 return []
-            query = select(User).where(col(User.role_id).in_(admin_roles))
+            query = select(User).where(
+                col(User.role_id).in_(admin_roles), col(User.suspended).is_(False)
+            )
             return list((await session.exec(query)).all())
 
     async def ways_in(self, user: User, setting: Callable[[str], Any]) -> list[str]:
@@ -106,3 +108,19 @@ class SignInGuard:
             f"administrator can use now: {', '.join(sorted(before))}",
             code="would_lock_out",
         )
+
+    async def check_suspension(self, user_id: str) -> None:
+        """Refuse (409 ``would_lock_out``) suspending the last administrator with a way in."""
+        before = False
+        for user in await self.administrators():
+            if not await self.ways_in(user, self.settings.get):
+                continue
+            if user.id != user_id:
+                return
+            before = True
+        if before:
+            raise Conflict(
+                f"Refused: no other administrator (a user with {ADMIN_PERMISSION}) could "
+                "sign in while this account is suspended. Give another user a way in first.",
+                code="would_lock_out",
+            )

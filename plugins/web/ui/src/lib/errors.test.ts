@@ -54,6 +54,12 @@ describe("describeError", () => {
     expect(text).toContain("15 minutes");
   });
 
+  it("tells a suspended account who can lift it", () => {
+    expect(describeError(new ApiError(403, "account_suspended", "This account is suspended"))).toBe(
+      "This account is suspended. Ask an administrator to resume it.",
+    );
+  });
+
   it("tells how long to wait after a 429", () => {
     expect(describeError(new ApiError(429, "rate_limited", "slow down", 45))).toBe(
       "Too many attempts. Wait 45 seconds and try again.",

@@ -91,6 +91,8 @@ export function describeError(error: unknown, now: Date = new Date()): string {
       return "Your session has expired. Sign in again.";
     case "session_revoked":
       return "Your session was ended. Sign in again.";
+    case "account_suspended":
+      return "This account is suspended. Ask an administrator to resume it.";
     case "local_login_disabled":
       return "Password sign-in is turned off on this gateway.";
     case "wrong_password":

@@ -13,6 +13,7 @@ function user(fields: Partial<UserRecord>): UserRecord {
     lockedUntil: null,
     lastLoginAt: null,
     authProvider: "local",
+    suspended: false,
     ...fields,
   };
 }
