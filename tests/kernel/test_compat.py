@@ -79,7 +79,7 @@ def test_the_switch_can_name_the_modules_to_turn_off(monkeypatch, fresh_warnings
     assert compat.patches_enabled()
     assert not compat.applies("hypercorn.socketreads", anything)
     assert not compat.applies("wsproto.FastDeflate", anything)
-    assert compat.applies("quart.context", anything)
+    assert compat.applies("aiosqlite.worker_thread", anything)
     monkeypatch.setenv(compat.SWITCH, "on:hypercorn")  # only "off" takes a list
     assert compat.applies("hypercorn.socketreads", anything)
     assert warnings_of(caplog) == []
@@ -128,19 +128,6 @@ def _asyncio_streams() -> tuple[str, Installer, Callable[[], bool]]:
     return "python", ChunkReader.supported, lambda: not ChunkReader.supported()
 
 
-def _werkzeug() -> tuple[str, Installer, Callable[[], bool]]:
-    from hostgate._compat import werkzeug
-    from quart.routing import QuartMap, QuartRule
-
-    chosen: list[tuple[type, type]] = []
-
-    def install() -> bool:
-        chosen.append(werkzeug.install())
-        return chosen[-1] == (werkzeug.RememberingMap, werkzeug.SharedBuilderRule)
-
-    return "werkzeug", install, lambda: chosen[-1] == (QuartMap, QuartRule)
-
-
 def _aiosqlite() -> tuple[str, Installer, Callable[[], bool]]:
     import threading
 
@@ -157,19 +144,11 @@ def _aiosqlite() -> tuple[str, Installer, Callable[[], bool]]:
     )
 
 
-def _quart() -> tuple[str, Installer, Callable[[], bool]]:
-    from hostgate._compat import quart
-
-    return "quart", quart.install, lambda: quart.current_request is quart._stock_request
-
-
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
     "asyncio_streams": _asyncio_streams,
-    "werkzeug": _werkzeug,
     "aiosqlite": _aiosqlite,
-    "quart": _quart,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 
@@ -376,7 +355,7 @@ def scan() -> dict[str, set[str]]:
 
 PENDING: dict[str, set[str]] = {
     # Quart: the request body's and ASGI connection's private methods (requestbody.py)
-    # next to move into _compat/quart.py
+    # next to move into a _compat module for Quart
     "kernel/src/hostgate/requestbody.py": {
         "_cached_json",
         "_complete",

@@ -14,8 +14,6 @@ from werkzeug.datastructures import Headers
 
 from . import accesslog, errors
 from ._compat import hypercorn as compat_hypercorn
-from ._compat import quart as compat_quart
-from ._compat import werkzeug as compat_werkzeug
 from ._compat import wsproto as compat_wsproto
 from .api import blueprints
 from .api.health import health
@@ -38,8 +36,7 @@ log = logging.getLogger("hostgate.app")
 class GatewayQuart(Quart):
     """Quart, tuned for many apps per process and many requests per app.
 
-    Its per-call check of hooks and views for coroutine functions is done once each;
-    ``create_app`` gives it the URL map and rule classes of ``_compat.werkzeug``.
+    Its per-call check of hooks and views for coroutine functions is done once each.
     """
 
     MAX_KNOWN = 4096
@@ -81,11 +78,9 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         disabled=config.disabled_plugins,
         extra=plugins,
     )
-    GatewayQuart.url_map_class, GatewayQuart.url_rule_class = compat_werkzeug.install()
     app = GatewayQuart("hostgate", static_folder=None)
     compat_wsproto.install()
     compat_hypercorn.install()
-    compat_quart.install()
     app.request_class = StreamingRequest
     app.asgi_http_class = FlowControlledConnection
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes

@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
-from quart import Request, request
+from quart import Request, current_app, g, has_app_context, has_request_context, request
 
-from ._compat import quart as compat_quart
 from .errors import NotAuthenticated, PermissionDenied
 from .principals import Caller, ClientInfo
 from .security.clientinfo import client_ip, parse_user_agent
@@ -35,27 +34,22 @@ View = TypeVar("View", bound=Callable[..., Awaitable[Any]])
 
 
 def request_context() -> tuple[Request, Any]:
-    """The current request and ``g`` (without a proxy's lookup: ``_compat.quart``)."""
-    try:
-        return compat_quart.current_request(), compat_quart.app_context().g
-    except LookupError:
-        raise RuntimeError("Not within a request context") from None
+    """The current request and ``g``, as objects rather than proxies."""
+    return current_request(), request_globals()
 
 
 def current_request() -> Request:
     """The current request itself, without the ``request`` proxy."""
-    try:
-        return compat_quart.current_request()
-    except LookupError:
-        raise RuntimeError("Not within a request context") from None
+    if not has_request_context():
+        raise RuntimeError("Not within a request context")
+    return request._get_current_object()  # type: ignore[attr-defined,no-any-return]
 
 
 def request_globals() -> Any:
     """Quart's ``g`` of the current app context, without the proxy."""
-    try:
-        return compat_quart.app_context().g
-    except LookupError:
-        raise RuntimeError("Not within an app context") from None
+    if not has_app_context():
+        raise RuntimeError("Not within an app context")
+    return g._get_current_object()  # type: ignore[attr-defined]
 
 
 def current_kernel() -> KernelAPI:
@@ -65,10 +59,9 @@ def current_kernel() -> KernelAPI:
 
 def app_kernel() -> Kernel:
     """The kernel with every service, for the kernel's own routes (packs use current_kernel)."""
-    try:
-        kernel: Kernel = compat_quart.app_context().app.extensions["hostgate"]
-    except LookupError:
-        raise RuntimeError("Not within an app context") from None
+    if not has_app_context():
+        raise RuntimeError("Not within an app context")
+    kernel: Kernel = current_app.extensions["hostgate"]
     return kernel
 
 

@@ -1,7 +1,7 @@
 """The one place where hostgate reaches into third-party private names.
 
 Each module here patches or reads the internals of one library (``hypercorn``,
-``asyncio_streams``, ``werkzeug``, ``quart``, ``wsproto``, ``aiosqlite``)
+``asyncio_streams``, ``wsproto``, ``aiosqlite``)
 for a measured speed-up, and only within the exact version range it was written
 and tested against (``VersionRange``: what ``uv.lock`` pins, up to the next
 minor release). Outside that range, or with ``HOSTGATE_COMPAT_PATCHES=off``, the
