@@ -9,11 +9,13 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import hostgate_notifications.plugin
 import pytest
 from hostgate.app import create_app, kernel_of
 from hostgate.config import Config
-from hostgate.db.models.notifications import NotificationLogEntry
 from hostgate.timefmt import utcnow
+from hostgate_notifications.models import NotificationLogEntry
+from hostgate_notifications.service import service
 from sqlmodel import select
 
 
@@ -23,8 +25,13 @@ def config(hostgate_config: Config, redis_server: Any) -> Config:
 
 
 @pytest.fixture
-async def node_b(config: Config, app: Any) -> AsyncIterator[Any]:
-    application = create_app(config)
+def plugins() -> list[object]:
+    return [hostgate_notifications.plugin]
+
+
+@pytest.fixture
+async def node_b(config: Config, app: Any, plugins: list[object]) -> AsyncIterator[Any]:
+    application = create_app(config, plugins=plugins)
     async with application.test_app():
         yield application
 
@@ -40,7 +47,7 @@ async def test_a_due_retry_is_made_once_by_two_nodes_at_once(kernel, node_b):
     async with kernel.db.session() as session:
         session.add(failed)
         await session.commit()
-    nodes = [kernel.notifications.delivery, kernel_of(node_b).notifications.delivery]
+    nodes = [service(kernel).delivery, service(kernel_of(node_b)).delivery]
     for delivery in nodes:  # only the retry entries are of interest, not their sending
         delivery.enqueue = lambda ids: None
     await asyncio.gather(*(d.run_due_retries() for d in nodes for _ in range(3)))

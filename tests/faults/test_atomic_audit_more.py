@@ -24,16 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import hostgate_chat.plugin
+import hostgate_notifications.plugin
 import pyotp
 import pytest
 from hostgate.config import Config
 from hostgate.db.models.connections import Connection, HostKey
 from hostgate.db.models.identity import LoginSession, User
-from hostgate.db.models.notifications import (
-    NotificationChannel,
-    NotificationLogEntry,
-    NotificationRule,
-)
 from hostgate.db.models.sessions import RemoteSession
 from hostgate.db.models.settings import SettingValue
 from hostgate.errors import Conflict
@@ -41,6 +37,12 @@ from hostgate.kernel import Kernel
 from hostgate.services.connections.hostkeys import fingerprint
 from hostgate.services.identity.identity import ClientInfo
 from hostgate.timefmt import utcnow
+from hostgate_notifications.models import (
+    NotificationChannel,
+    NotificationLogEntry,
+    NotificationRule,
+)
+from hostgate_notifications.service import service as notifications_of
 from sqlmodel import select
 
 from tests.faults.atomic_support import (
@@ -62,7 +64,7 @@ NEW_KEY = b"the host key the server shows now"
 
 @pytest.fixture
 def plugins() -> list[object]:
-    return [FakeProtocols(), hostgate_chat.plugin]
+    return [FakeProtocols(), hostgate_chat.plugin, hostgate_notifications.plugin]
 
 
 @pytest.fixture
@@ -275,7 +277,7 @@ async def connections_imported(world: World) -> bool:
 
 
 def _cached(world: World) -> dict[str, NotificationRule]:
-    return world.kernel.notifications.rules.cache
+    return notifications_of(world.kernel).rules.cache
 
 
 async def rule_created(world: World) -> bool:
@@ -317,7 +319,7 @@ async def retention_shortened(world: World) -> bool:
     purged = await log_entry_gone(world)
     row = await world.get(SettingValue, RETENTION_KEY)
     assert (row is not None and row.value == 30) == purged, "setting and purge disagree"
-    assert (world.kernel.notifications.retention_days() == 30) == purged, "memory and database"
+    assert (notifications_of(world.kernel).retention_days() == 30) == purged, "memory and database"
     return purged
 
 
@@ -395,7 +397,7 @@ async def apply_recordings_retention(world: World) -> None:
 
 
 async def purge_the_delivery_log(world: World) -> None:
-    assert await world.kernel.notifications.purge() == 1
+    assert await notifications_of(world.kernel).purge() == 1
 
 
 IMPORT = {

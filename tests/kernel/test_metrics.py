@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import hostgate_chat.plugin
+import hostgate_notifications.plugin
 import httpx
 import pytest
 from hostgate_ssh import plugin as ssh_plugin
@@ -21,7 +22,7 @@ METRICS = "/api/v1/metrics"
 
 @pytest.fixture
 def plugins() -> list[object]:
-    return [ssh_plugin, hostgate_chat.plugin]
+    return [ssh_plugin, hostgate_chat.plugin, hostgate_notifications.plugin]
 
 
 async def scrape(client: Any, user: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import hostgate_notifications.plugin
+import pytest
 from hostgate.app import create_app
 from hostgate.openapi import answer_of
 
 ERROR_REF = "#/components/schemas/ErrorBody"
+
+
+@pytest.fixture
+def plugins() -> list[object]:
+    """The notifications pack (its retention route takes a whole number)."""
+    return [hostgate_notifications.plugin]
 
 
 def all_pack_app(config):

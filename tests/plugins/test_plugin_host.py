@@ -5,6 +5,7 @@ import re
 import sys
 import types
 
+import hostgate_notifications.plugin
 import pytest
 from hostgate import ProtocolSpec, SettingSpec, hookimpl
 from hostgate.app import create_app, kernel_of
@@ -118,7 +119,9 @@ async def test_trace_logs_every_hook_call_with_plugin_and_duration(config, caplo
         track_event=lambda event, kernel: None,
     )
     caplog.set_level(logging.INFO, logger="hostgate.plugins.trace")
-    app = create_app(config.with_overrides(trace_plugins=True), plugins=[traced])
+    app = create_app(
+        config.with_overrides(trace_plugins=True), plugins=[traced, hostgate_notifications.plugin]
+    )
     async with app.test_app():
         await kernel_of(app).audit.record("test.traced", target="x")
     lines = [r.getMessage() for r in caplog.records if r.name == "hostgate.plugins.trace"]
@@ -130,7 +133,7 @@ async def test_trace_logs_every_hook_call_with_plugin_and_duration(config, caplo
         ("register_settings", "hostgate.default_settings"),
         ("startup", "traced"),
         ("track_event", "traced"),
-        ("track_event", "hostgate.services.notifications.plugin"),
+        ("track_event", "hostgate_notifications.plugin"),
     } <= calls
     assert any(line.startswith("hook startup plugin traced awaited ") for line in lines)
 

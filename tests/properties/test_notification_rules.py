@@ -6,7 +6,7 @@ import ipaddress
 from datetime import UTC, datetime
 
 from hostgate.descriptors import AuditEvent
-from hostgate.services.notifications.rule_matching import (
+from hostgate_notifications.rule_matching import (
     CONDITION_FIELDS,
     OPERATORS,
     condition_holds,

@@ -17,6 +17,7 @@ from typing import Any
 
 import hostgate_chat.plugin
 import hostgate_ldap.plugin
+import hostgate_notifications.plugin
 import hostgate_oidc.plugin
 import hostgate_smtp.plugin
 import hostgate_ssh.plugin
@@ -39,6 +40,7 @@ BOT_TOKEN = "424242:Bot-Token-Secret-abcdefghijk"
 def plugins() -> list[object]:
     return [
         hostgate_chat.plugin,
+        hostgate_notifications.plugin,
         hostgate_smtp.plugin,
         hostgate_ldap.plugin,
         hostgate_oidc.plugin,

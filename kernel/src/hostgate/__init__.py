@@ -30,12 +30,17 @@ from .contract import (
     AuditAPI,
     AuditBatchAPI,
     AuditFields,
+    BusAPI,
+    BusHandler,
+    ClaimsAPI,
+    ClusterAPI,
     ConfigAPI,
     ConnectionsAPI,
     ConnectionSummary,
     ConnectionTransferAPI,
     CredentialsAPI,
     DatabaseAPI,
+    DirectoryAPI,
     DoorChannel,
     DoorStream,
     DoorTarget,
@@ -44,12 +49,15 @@ from .contract import (
     FrontDoorAPI,
     HttpResponse,
     KernelAPI,
+    LeaseAPI,
     LiveSessionsAPI,
     LoginsAPI,
+    MetricsAPI,
     NewCredential,
     NotificationsAPI,
     OutboundAPI,
     ReadCacheAPI,
+    RoleSummary,
     SealedValuesAPI,
     SecretsAPI,
     SettingsAPI,
@@ -58,7 +66,7 @@ from .contract import (
     StoredCredential,
     UserEventsAPI,
 )
-from .db.types import UTCDateTime, new_id
+from .db.types import JSONText, Sealed, UTCDateTime, new_id
 from .default_settings import url_setting_parts
 from .descriptors import (
     AuditEvent,
@@ -88,6 +96,8 @@ from .errors import (
     RemoteTimeout,
     RemoteUnreachable,
     Unprocessable,
+    redact,
+    validation_message,
 )
 from .guards import (
     authenticated,
@@ -99,9 +109,12 @@ from .guards import (
     requires,
     ticket,
 )
+from .jsoninput import WHOLE
+from .jsoninput import decode as decode_json
 from .loginnames import LOGIN_NAME_PATTERN, check_login_name
 from .markers import hookimpl, hookspec
-from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, answers
+from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, Unset, answers, listed_in
+from .pagination import ID_MAX, FilterQuery, Page, PageQuery, Pagination, page_from
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
 from .sessioncookie import (
     SESSION_COOKIE,
@@ -112,10 +125,33 @@ from .sessioncookie import (
     set_trusted_device_cookie,
     signed_in_response,
 )
-from .tasks import finish_anyway
+from .tasks import cancel_and_wait, finish_anyway
 from .timefmt import as_utc, iso, parse_iso, utcnow
 
 __all__ = [
+    "BusAPI",
+    "BusHandler",
+    "ClaimsAPI",
+    "ClusterAPI",
+    "DirectoryAPI",
+    "LeaseAPI",
+    "MetricsAPI",
+    "RoleSummary",
+    "JSONText",
+    "Sealed",
+    "redact",
+    "validation_message",
+    "WHOLE",
+    "decode_json",
+    "Unset",
+    "listed_in",
+    "ID_MAX",
+    "FilterQuery",
+    "Page",
+    "PageQuery",
+    "Pagination",
+    "page_from",
+    "cancel_and_wait",
     "ChunkReader",
     "CloseReason",
     "LOGIN_NAME_PATTERN",

@@ -9,6 +9,7 @@ services, the WebSocket layer, hook specs and descriptors can all depend on it.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     import ssl
 
     import httpx
+    from pydantic import BaseModel
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from .errors import NotAuthenticated
@@ -63,6 +65,34 @@ class AuditEvent:
             "ipAddress": self.ip_address,
             "timestamp": iso(self.timestamp),
         }
+
+
+@dataclass(frozen=True)
+class NotificationMessage:
+    """A rendered notification, the same for every channel."""
+
+    subject: str
+    text: str
+    event: Mapping[str, Any]
+    recipients: tuple[str, ...] = ()
+    rule_name: str = ""
+
+
+ChannelSend = Callable[["KernelAPI", Mapping[str, Any], NotificationMessage], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """A notification channel: its config model, which fields are secret, and ``send``.
+
+    ``send`` raises any exception to report a failed delivery; its message is logged.
+    """
+
+    type: str
+    config_model: builtins.type[BaseModel]
+    send: ChannelSend
+    secret_fields: tuple[str, ...] = ()
+    title: str = ""
 
 
 class Account(Protocol):
@@ -144,6 +174,16 @@ class SettingsAPI(Protocol):
 
     def get(self, key: str) -> Any:
         """The current value of a setting (secrets decrypted); KeyError for an unknown key."""
+
+    async def change_in(
+        self, batch: AuditBatchAPI, changes: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validate and store ``changes`` in ``batch``; ``(before, after)`` as displayed.
+
+        ``InvalidInput`` (400) for an unknown key or a bad value, before anything is
+        written. The values are served (on every node) once the block has committed;
+        the caller records its own audit entry in the same batch.
+        """
 
 
 class SecretsAPI(Protocol):
@@ -754,7 +794,10 @@ class OutboundAPI(Protocol):
 
 
 class NotificationsAPI(Protocol):
-    """``kernel.notifications``: what a channel pack uses."""
+    """``kernel.notifications``: kept for channel packs written before ``kernel.outbound``.
+
+    The rules engine and delivery log are the ``hostgate-notifications`` pack.
+    """
 
     @property
     def outbound(self) -> OutboundAPI:
@@ -774,6 +817,93 @@ class UserEventsAPI(Protocol):
         self, topic: str, *, users: Iterable[str] = (), permission: str | None = None
     ) -> None:
         """Tell ``users`` and the holders of ``permission`` that ``topic`` changed."""
+
+
+@dataclass(frozen=True)
+class RoleSummary:
+    """A role as ``kernel.directory`` lists it."""
+
+    id: str
+    name: str
+
+
+class DirectoryAPI(Protocol):
+    """``kernel.directory``: the users and roles a feature pack may name (read-only)."""
+
+    async def users(self) -> list[Account]:
+        """Every user account, by login name (``Account.role_id`` names its role)."""
+
+    async def roles(self) -> list[RoleSummary]:
+        """Every role, by name."""
+
+
+BusHandler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class BusAPI(Protocol):
+    """``kernel.cluster.bus``: messages to the other nodes (through Redis).
+
+    A node never hears its own messages; a single gateway sends nothing. At most
+    once and maybe late: a node that missed one must catch up on its own. Start a
+    pack's topics with the pack's name.
+    """
+
+    def subscribe(self, topic: str, handler: BusHandler) -> None:
+        """Call ``handler`` with every message another node publishes on ``topic``.
+
+        Call it from the ``startup`` hook (or later); with Redis the subscription
+        is in place a moment after the call, not at its return.
+        """
+
+    async def publish(self, topic: str, message: dict[str, Any]) -> None:
+        """Send a JSON object to the other nodes; 503 when Redis cannot take it."""
+
+
+class LeaseAPI(Protocol):
+    """``kernel.cluster.lease``: held by one node at a time, for once-only work."""
+
+    def held(self) -> bool:
+        """True while this node holds the lease (always on a single node)."""
+
+    def on_acquired(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Call ``hook`` whenever this node takes the lease (also at start on one node)."""
+
+
+class ClaimsAPI(Protocol):
+    """``kernel.cluster.claims``: short claims on one piece of work, one node at a time."""
+
+    async def claim(self, name: str, seconds: float) -> bool:
+        """Claim ``name`` for ``seconds``; False when another holder has it."""
+
+    async def release(self, name: str) -> None:
+        """Give a claim back before it expires."""
+
+
+class ClusterAPI(Protocol):
+    """``kernel.cluster``: what a pack doing background work on several nodes uses."""
+
+    @property
+    def bus(self) -> BusAPI:
+        """Messages between the nodes."""
+
+    @property
+    def lease(self) -> LeaseAPI:
+        """The once-only lease (retries, digests, retention run where it is held)."""
+
+    @property
+    def claims(self) -> ClaimsAPI:
+        """Claims on single pieces of work."""
+
+    @property
+    def several_nodes(self) -> bool:
+        """True when nodes share state through Redis; False for a single gateway."""
+
+
+class MetricsAPI(Protocol):
+    """``kernel.metrics``: the figures a pack reports to ``/metrics``."""
+
+    def delivery(self, channel: str, outcome: str) -> None:
+        """A notification delivery attempt ended ``sent`` or ``failed``."""
 
 
 class KernelAPI(Protocol):
@@ -850,6 +980,22 @@ class KernelAPI(Protocol):
     @property
     def serving(self) -> bool:
         """True in a process that serves (``hostgate serve``); False in a CLI command's."""
+
+    @property
+    def directory(self) -> DirectoryAPI:
+        """The users and roles (read-only)."""
+
+    @property
+    def cluster(self) -> ClusterAPI:
+        """The bus, the once-only lease and work claims shared by the nodes."""
+
+    @property
+    def metrics(self) -> MetricsAPI:
+        """Figures for ``/metrics``."""
+
+    @property
+    def channels(self) -> Mapping[str, ChannelSpec]:
+        """The notification channels the installed packs register, by type."""
 
     @property
     def state(self) -> MutableMapping[str, Any]:

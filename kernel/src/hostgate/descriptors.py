@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .contract import AuditEvent
+from .contract import AuditEvent, ChannelSend, ChannelSpec, NotificationMessage
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
     from quart import Blueprint
 
     from .adapters import (
@@ -138,34 +136,6 @@ class LoginMethod:
     the lockout check, counting a failure (``record_failure``) before raising
     ``invalid_credentials()``, creating the account on first use; it returns the
     account. The kernel calls ``limit_ip`` before it and ``complete_login`` after."""
-
-
-@dataclass(frozen=True)
-class NotificationMessage:
-    """A rendered notification, the same for every channel."""
-
-    subject: str
-    text: str
-    event: Mapping[str, Any]
-    recipients: tuple[str, ...] = ()
-    rule_name: str = ""
-
-
-ChannelSend = Callable[["KernelAPI", Mapping[str, Any], NotificationMessage], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class ChannelSpec:
-    """A notification channel: its config model, which fields are secret, and ``send``.
-
-    ``send`` raises any exception to report a failed delivery; its message is logged.
-    """
-
-    type: str
-    config_model: builtins.type[BaseModel]
-    send: ChannelSend
-    secret_fields: tuple[str, ...] = ()
-    title: str = ""
 
 
 @dataclass(frozen=True)

@@ -407,3 +407,10 @@ def install(app: Quart) -> None:
             return error_response(storage)
         log.exception("unhandled error", exc_info=error)
         return error_response(ApiError("Internal server error", code="internal", status=500))
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every secret value replaced by ``[redacted]``."""
+    for value in secrets:
+        text = text.replace(value, "[redacted]")
+    return text

@@ -191,6 +191,21 @@ def shutdown(kernel: KernelAPI) -> Awaitable[None] | None:
 
 
 @hookspec
+def database_replaced(kernel: KernelAPI) -> Awaitable[None] | None:
+    """Called after the database was replaced (a backup restored, here or on another node).
+
+    Re-read whatever the pack keeps in memory from its tables; a failure propagates
+    to the restore, as the kernel's own reloads do.
+
+    Example::
+
+        @hookimpl
+        async def database_replaced(kernel):
+            kernel.state["echo.rules"] = await load_rules(kernel.db)
+    """
+
+
+@hookspec
 def grant_connection_access(
     user_id: str, connection_id: str, kernel: KernelAPI
 ) -> bool | Awaitable[bool]:

@@ -17,6 +17,8 @@ import re
 from itertools import accumulate
 from typing import Any
 
+from pydantic import BeforeValidator
+
 from .errors import InvalidInput
 
 MAX_DEPTH = 64
@@ -90,3 +92,15 @@ def _surrogate_at(value: Any, path: tuple[str, ...]) -> tuple[str, ...] | None:
             if found is not None:
                 return found
     return None
+
+
+def _whole_number(value: Any) -> Any:
+    """``3.0`` is the integer 3 (as JSON Schema says); ``3.5`` and ``"3"`` stay refused."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WHOLE = BeforeValidator(_whole_number)
+"""Put last in ``Annotated[int, Field(...bounds), WHOLE]`` (after the bounds, or the
+document loses them): a whole number, also when written ``3.0``."""

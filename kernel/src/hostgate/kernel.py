@@ -40,6 +40,7 @@ from .services.front_door import FrontDoor, SealedValues
 from .services.identity.accounts import Accounts
 from .services.identity.api_tokens import ApiTokenCheck, ApiTokens
 from .services.identity.credentials import Credentials
+from .services.identity.directory import Directory
 from .services.identity.identity import Identity
 from .services.identity.logins import Logins
 from .services.identity.profile import Profiles
@@ -47,8 +48,7 @@ from .services.identity.roles import Roles
 from .services.identity.signin_guard import SignInGuard
 from .services.keyrotation import KeyRotation
 from .services.netpolicy import NetworkPolicy
-from .services.notifications import Notifications
-from .services.outbound import Outbound
+from .services.outbound import DeprecatedNotifications, Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
 from .services.sessions.live_sessions import LiveSessions
@@ -315,21 +315,9 @@ class Kernel:
         )
         # outbound HTTP under the network policy: channels, version check, packs' clients
         self.outbound = Outbound(self.netpolicy)
-        self.notifications = Notifications(
-            db=self.db,
-            secrets=self.secrets,
-            settings=self.settings,
-            audit=self.audit,
-            metrics=self.metrics,
-            outbound=self.outbound,
-            channel_specs=self.channels,
-            options=config.plugin("notifications"),
-            api=self,
-            lifecycle=self,
-            lease=self.cluster.lease,
-            bus=self.cluster.bus,
-            claims=self.cluster.claims,
-        )
+        # the deprecated ``kernel.notifications.outbound`` (the feature is a pack)
+        self.notifications = DeprecatedNotifications(self.outbound)
+        self.directory = Directory(self.db)
         self.version = VersionChecker(
             settings=self.settings,
             outbound=self.outbound,
@@ -380,6 +368,7 @@ class Kernel:
         await self.sync_builtin_roles()
         for hook in self._reload_hooks:
             await hook()
+        await self.plugins.call_all("database_replaced", kernel=self)
 
     async def _reload_everywhere(self) -> None:
         """After a restore here: reload this node's state, then tell the other nodes to."""

@@ -40,7 +40,6 @@ CONTRIBUTION_HOOKS = (
 DEFAULT_PLUGINS = (
     "hostgate.default_settings",
     "hostgate.default_permissions",
-    "hostgate.services.notifications.plugin",
     "hostgate.default_access_checks",
 )
 # Old hook name -> its replacement; packs implementing the old name still get

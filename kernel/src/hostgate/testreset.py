@@ -8,7 +8,7 @@ start). Then, on ``SIGUSR1``, the gateway:
 - replaces every row of its database with the snapshot's, in one transaction (the
   restore's own swap), and empties the recordings directory;
 - re-reads what it keeps in memory, as after a restore (settings, the audit chain's
-  head, identity, roles, packs' ``on_reload`` hooks), and forgets the in-memory
+  head, identity, roles, packs' ``database_replaced`` hooks), and forgets the in-memory
   login-rate and unknown-username lockout counters;
 - writes ``<count> ok`` (or ``<count> failed: <why>``) to ``<snapshot>.done``.
 

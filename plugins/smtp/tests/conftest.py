@@ -1,6 +1,7 @@
 from pathlib import Path
 from typing import Any
 
+import hostgate_notifications.plugin
 import pytest
 from hostgate.config import Config
 from hostgate_smtp import plugin
@@ -18,7 +19,7 @@ def smtp_cert(tmp_path_factory: pytest.TempPathFactory) -> IssuedCert:
 @pytest.fixture
 def hostgate_packs() -> list[object]:
     """The test kit's app loads this pack."""
-    return [plugin]
+    return [plugin, hostgate_notifications.plugin]
 
 
 @pytest.fixture

@@ -6,11 +6,12 @@ document is never refused for a rule it could not see.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from ..errors import describe_pattern
+from ..jsoninput import WHOLE
 from ..openapi import listed_in
 from ..security.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from ..services.connections.connection_input import SORT_LIMIT
@@ -51,16 +52,6 @@ Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK
 """The name of a role, connection, group or rule: not blank, stored verbatim."""
 
 
-def _whole_number(value: Any) -> Any:
-    """``3.0`` is the integer 3 (as JSON Schema says); ``3.5`` and ``"3"`` stay refused."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-WHOLE = BeforeValidator(_whole_number)
-"""Put last in ``Annotated[int, Field(...bounds), WHOLE]`` (after the bounds, or the
-document loses them): a whole number, also when written ``3.0``."""
 Integer = Annotated[int, WHOLE]
 """A whole number, also when written ``3.0``; never a string or a boolean (strict models)."""
 SortOrder = Annotated[int, Field(ge=-SORT_LIMIT, le=SORT_LIMIT), WHOLE]

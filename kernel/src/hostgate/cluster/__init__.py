@@ -68,6 +68,11 @@ class Cluster:
             LocalClaims() if self.redis is None else RedisClaims(self.redis, self.bus.node_id)
         )
 
+    @property
+    def several_nodes(self) -> bool:
+        """True when the nodes share state through Redis; False for a single gateway."""
+        return self.redis is not None
+
     def standby(self) -> None:
         """A command-line process: never hold the lease (the serving nodes run that work)."""
         self.lease.passive = True

@@ -80,12 +80,34 @@ class RedisBus(Bus):
         self._handlers: dict[str, list[Handler]] = {}
         self._task: asyncio.Task[None] | None = None
         self._running: set[asyncio.Task[None]] = set()
+        self._pubsub: PubSub | None = None
+        self._started = False
         self.ready = asyncio.Event()
         """Set while subscribed (tests wait for it after Redis comes back)."""
 
     def subscribe(self, topic: str, handler: Handler) -> None:
-        """Run ``handler`` for ``topic`` (register before ``start``)."""
+        """Run ``handler`` for ``topic``; after ``start`` (a pack's startup hook) too."""
+        new = topic not in self._handlers
         self._handlers.setdefault(topic, []).append(handler)
+        if new and self._started:
+            # already listening: subscribe the running connection too (a lost one
+            # re-subscribes every topic of _handlers when it comes back)
+            task = asyncio.create_task(self._subscribe_late(topic))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    async def _subscribe_late(self, topic: str) -> None:
+        if self._task is None:  # nothing was subscribed at start: listen now
+            self._task = asyncio.create_task(self._listen(None), name="hostgate-bus")
+            return
+        pubsub = self._pubsub
+        if pubsub is None:  # reconnecting: the new subscription includes the topic
+            return
+        try:
+            with reaching():
+                await pubsub.subscribe(CHANNEL_PREFIX + topic)
+        except Exception as exc:
+            log.warning("control bus could not subscribe to %s yet: %s", topic, exc)
 
     async def publish(self, topic: str, message: dict[str, Any]) -> None:
         """Publish to every subscribed node (this one ignores its own)."""
@@ -95,6 +117,7 @@ class RedisBus(Bus):
 
     async def start(self) -> None:
         """Subscribe now, then listen in the background (re-subscribing after failures)."""
+        self._started = True
         if self._task is not None or not self._handlers:
             return
         pubsub = await self._subscribed()
@@ -102,6 +125,7 @@ class RedisBus(Bus):
 
     async def stop(self) -> None:
         """Cancel the listener and the handlers still running; return once they ended."""
+        self._started = False
         task, self._task = self._task, None
         # cancel_and_wait cancels again a task that swallowed its cancellation: with
         # one cancel and an await, a cancellation lost inside a library (as
@@ -117,6 +141,7 @@ class RedisBus(Bus):
         except BaseException:
             await pubsub.aclose()
             raise
+        self._pubsub = pubsub
         self.ready.set()
         return pubsub
 
@@ -132,11 +157,13 @@ class RedisBus(Bus):
                 if raw is not None:
                     await self._deliver(raw)
             except asyncio.CancelledError:
+                self._pubsub = None
                 if pubsub is not None:
                     await pubsub.aclose()
                 raise
             except Exception as exc:
                 self.ready.clear()
+                self._pubsub = None
                 if pubsub is not None:
                     with contextlib.suppress(Exception):
                         await pubsub.aclose()

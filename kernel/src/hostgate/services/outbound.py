@@ -21,13 +21,21 @@ import ipaddress
 import logging
 import ssl
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..errors import ApiError, InvalidInput, RemoteError, RemoteTimeout, RemoteUnreachable
+from ..errors import (
+    ApiError,
+    InvalidInput,
+    RemoteError,
+    RemoteTimeout,
+    RemoteUnreachable,
+    redact,
+)
 
 if TYPE_CHECKING:
     from .netpolicy import NetworkPolicy
@@ -35,13 +43,6 @@ if TYPE_CHECKING:
 RESPONSE_LIMIT = 64 * 1024
 
 log = logging.getLogger("hostgate.outbound")
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret value replaced by ``[redacted]``."""
-    for value in secrets:
-        text = text.replace(value, "[redacted]")
-    return text
 
 
 @dataclass(frozen=True)
@@ -247,3 +248,24 @@ class Outbound:
         excerpt = _short(response.text, 200)
         suffix = f": {excerpt}" if excerpt else ""
         return f"{service} answered HTTP {response.status}{suffix}"
+
+
+class DeprecatedNotifications:
+    """``kernel.notifications`` for channel packs written before ``kernel.outbound``.
+
+    The rules engine and delivery log are the ``hostgate-notifications`` pack; what
+    is left here is the deprecated ``outbound`` alias.
+    """
+
+    def __init__(self, outbound: Outbound) -> None:
+        self._outbound = outbound
+
+    @property
+    def outbound(self) -> Outbound:
+        """Deprecated alias of ``kernel.outbound`` (outbound HTTP is not only for channels)."""
+        warnings.warn(
+            "kernel.notifications.outbound is deprecated: use kernel.outbound",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._outbound

@@ -18,6 +18,7 @@ from ..errors import ApiError, InvalidInput
 from ..timefmt import utcnow
 
 if TYPE_CHECKING:
+    from ..contract import AuditBatchAPI
     from ..db.engine import Database
     from ..security.secretbox import SecretBox
     from .audit.audit import AuditLog
@@ -331,6 +332,15 @@ class Settings:
                 session.add(row)
             after[key] = self._display(spec, value)
         return before, after
+
+    async def change_in(
+        self, batch: AuditBatchAPI, changes: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validate and write ``changes`` in ``batch`` (served once it commits); before, after."""
+        clean = self.validate(changes)
+        shown = await self.write(batch.session, clean)
+        batch.on_commit(lambda: self.remember(clean))
+        return shown
 
     def remember(self, clean: Mapping[str, Any]) -> None:
         """Serve values ``write`` stored from memory (after their commit); tell the others."""

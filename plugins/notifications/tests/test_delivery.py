@@ -7,8 +7,9 @@ import hostgate_smtp.plugin
 from hostgate.app import create_app
 from hostgate.db.models.audit import AuditEntry
 from hostgate.db.models.identity import Role
-from hostgate.db.models.notifications import NotificationLogEntry
 from hostgate.timefmt import utcnow
+from hostgate_notifications.models import NotificationLogEntry
+from hostgate_notifications.service import service as notifications_of
 from sqlmodel import select
 
 from testsupport.receivers import eventually, log_entries, settled_entries
@@ -366,7 +367,7 @@ async def test_the_network_policy_blocks_webhooks_without_feeding_itself(
 async def test_pending_deliveries_survive_a_restart(config, plugins, admin, kernel, http_receiver):
     # The first app (the ``kernel`` fixture's) stores a pending entry whose worker is gone,
     # as after a crash; a second app on the same data directory delivers it.
-    service = kernel.notifications
+    service = notifications_of(kernel)
     await service.channels.update("webhook", True, {"url": http_receiver.url("/hook")})
     await service.delivery.stop()
     entry = NotificationLogEntry(
@@ -475,3 +476,26 @@ async def test_a_hanging_receiver_never_blocks_the_request_that_caused_the_event
     await eventually(lambda: silent_receiver.connections() >= 1, what="the webhook connection")
     [entry] = (await log_entries(client, admin.headers))["entries"]
     assert entry["status"] == "pending"
+
+
+async def test_events_of_the_kernel_and_other_features_reach_the_rules(
+    client, admin, kernel, http_receiver
+):
+    """The pack hears every audit entry through ``track_event``: a real sign-in
+    (``auth.login``) and a ``session.*`` entry written through ``kernel.audit`` as a
+    session feature writes it."""
+    await webhook_rule(client, admin, http_receiver, events=["auth.login", "session.*"])
+    response = await client.post(
+        "/api/v1/auth/login", json={"username": admin.username, "password": admin.password}
+    )
+    assert response.status_code == 200, await response.get_data()
+    await kernel.audit.record(
+        "session.participant_joined", username="bob", target="s-1", details={"sessionId": "s-1"}
+    )
+    delivered = await http_receiver.wait_for("/hook", count=2)
+    assert sorted(d.json()["event"]["eventType"] for d in delivered) == [
+        "auth.login",
+        "session.participant_joined",
+    ]
+    entries = await settled_entries(client, admin.headers, count=2)
+    assert [e["status"] for e in entries] == ["sent", "sent"]

@@ -1,5 +1,7 @@
 """``POST /notifications/channels/:type/test``: a real message, or the remote error."""
 
+from hostgate_notifications.service import service as notifications_of
+
 from testsupport.receivers import log_entries
 
 CHANNELS = "/api/v1/notifications/channels"
@@ -55,7 +57,7 @@ async def test_overrides_are_used_but_not_saved(client, admin, smtp_receiver, ke
     )
     assert response.status_code == 200, await response.get_data()
     assert len(await smtp_receiver.wait_for()) == 1
-    state = await kernel.notifications.channels.state("smtp")
+    state = await notifications_of(kernel).channels.state("smtp")
     assert state.config["port"] == 9
 
 

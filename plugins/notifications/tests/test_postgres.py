@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 from hostgate.config import Config
-from hostgate.db.models.notifications import NotificationLogEntry
 from hostgate.timefmt import iso, utcnow
+from hostgate_notifications.models import NotificationLogEntry
 
 from testsupport.receivers import eventually, log_entries, settled_entries
 

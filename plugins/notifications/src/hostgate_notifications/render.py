@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ...timefmt import iso
+from hostgate import iso
 
 DIGEST_LIST_LIMIT = 200
 DETAILS_LIMIT = 2000

@@ -5,20 +5,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from hostgate import InvalidInput, NotFound, Page, parse_iso, utcnow
 from sqlalchemy import delete, func
 from sqlmodel import col, select
 
-from ...db.models.notifications import NotificationLogEntry
-from ...errors import InvalidInput, NotFound
-from ...pagination import Page
-from ...timefmt import parse_iso, utcnow
+from .models import NotificationLogEntry
 
 if TYPE_CHECKING:
+    from hostgate import AuditAPI as AuditLog
+    from hostgate import Caller
+    from hostgate import DatabaseAPI as Database
     from sqlmodel.ext.asyncio.session import AsyncSession
-
-    from ...db.engine import Database
-    from ..audit.audit import AuditLog
-    from ..identity.identity import Caller
 
 STATUSES = ("sent", "failed", "pending")
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hostgate import NotFound, utcnow
 from sqlmodel import col, select
 
-from ...db.models.identity import Role, User
-from ...db.models.notifications import NotificationRule
-from ...errors import NotFound
-from ...timefmt import utcnow
+from .models import NotificationRule
 from .rule_matching import (
     EMAIL_PATTERN,
     Directory,
@@ -22,18 +20,24 @@ from .rule_matching import (
 )
 
 if TYPE_CHECKING:
-    from ...db.engine import Database
-    from ..audit.audit import AuditLog
-    from ..identity.identity import Caller
+    from hostgate import Account, Caller, DirectoryAPI, RoleSummary
+    from hostgate import AuditAPI as AuditLog
+    from hostgate import DatabaseAPI as Database
 
 
 class RuleBook:
     """Stored rules; ``cache`` mirrors them for matching events without a query."""
 
     def __init__(
-        self, channel_types: Callable[[], Sequence[str]], *, db: Database, audit: AuditLog
+        self,
+        channel_types: Callable[[], Sequence[str]],
+        *,
+        db: Database,
+        audit: AuditLog,
+        directory: DirectoryAPI,
     ) -> None:
         self.db = db
+        self.directory = directory
         self.audit = audit
         self.channel_types = channel_types
         self.cache: dict[str, NotificationRule] = {}
@@ -55,13 +59,12 @@ class RuleBook:
         self.changed()
 
     async def _directory(self) -> Directory:
-        async with self.db.session() as session:
-            users = (await session.exec(select(User.id))).all()
-            roles = (await session.exec(select(Role.id, Role.name))).all()
+        users = await self.directory.users()
+        roles = await self.directory.roles()
         return Directory(
-            user_ids=frozenset(users),
-            role_ids=frozenset(r[0] for r in roles),
-            role_names=frozenset(r[1] for r in roles),
+            user_ids=frozenset(user.id for user in users),
+            role_ids=frozenset(role.id for role in roles),
+            role_names=frozenset(role.name for role in roles),
         )
 
     async def _check_actions(self, body: RuleFields | RuleChanges) -> list[dict[str, Any]] | None:
@@ -191,9 +194,6 @@ class RuleBook:
             batch.on_commit(lambda: self._forget(rule_id))
         return rule
 
-    async def recipients(self) -> tuple[list[User], list[Role]]:
+    async def recipients(self) -> tuple[list[Account], list[RoleSummary]]:
         """Users and roles a rule's smtp action may name (by name)."""
-        async with self.db.session() as session:
-            users = (await session.exec(select(User).order_by(col(User.username_key)))).all()
-            roles = (await session.exec(select(Role).order_by(col(Role.name)))).all()
-        return list(users), list(roles)
+        return await self.directory.users(), await self.directory.roles()

@@ -4,8 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 from hostgate.descriptors import AuditEvent
-from hostgate.services.notifications.rule_matching import event_matches, rule_matches
-from hostgate.services.notifications.service import period_of
+from hostgate_notifications.rule_matching import event_matches, rule_matches
+from hostgate_notifications.service import period_of
 
 
 def make_event(**changes):

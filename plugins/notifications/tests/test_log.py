@@ -5,8 +5,8 @@ from datetime import timedelta
 
 from hostgate.app import create_app
 from hostgate.db.models.audit import AuditEntry
-from hostgate.db.models.notifications import NotificationLogEntry
 from hostgate.timefmt import iso, utcnow
+from hostgate_notifications.models import NotificationLogEntry
 from sqlmodel import select
 
 from testsupport.receivers import eventually, log_entries

@@ -5,44 +5,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from hostgate import (
+    AuditEvent,
+    Caller,
+    Conflict,
+    InvalidInput,
+    KernelAPI,
+    NotFound,
+    cancel_and_wait,
+    iso,
+    utcnow,
+)
 from sqlalchemy import delete
 from sqlmodel import col, select
 
-from ...cluster.bus import Bus
-from ...cluster.lease import Claims, Lease, LocalClaims, LocalLease
-from ...db.models.identity import User
-from ...db.models.notifications import (
+from .channels import ChannelStore
+from .delivery import WAKE_TOPIC, DeliveryQueue, delivering
+from .delivery_log import Logbook
+from .models import (
     NotificationDigestItem,
     NotificationLogEntry,
     NotificationRule,
 )
-from ...descriptors import AuditEvent
-from ...errors import Conflict, InvalidInput, NotFound
-from ...tasks import cancel_and_wait
-from ...timefmt import iso, utcnow
-from .channels import ChannelStore
-from .delivery import WAKE_TOPIC, DeliveryQueue, delivering
-from .delivery_log import Logbook
 from .render import channel_test_event, render_digest, render_event
 from .rule_matching import EMAIL_PATTERN, rule_matches
 from .rule_store import RuleBook
 
 if TYPE_CHECKING:
-    from ...contract import KernelAPI
-    from ...db.engine import Database
-    from ...descriptors import ChannelSpec
-    from ...metrics import Metrics
-    from ...security.secretbox import SecretBox
-    from ..audit.audit import AuditBatch, AuditLog
-    from ..identity.identity import Caller
-    from ..lifecycle import Lifecycle
-    from ..outbound import Outbound
-    from ..settings import Settings
+    from hostgate import AuditBatchAPI
 
 log = logging.getLogger("hostgate.notifications")
 
@@ -88,42 +82,31 @@ def _entries_for(
 class Notifications:
     """Rules and their matching, the delivery log, digests and retention."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        secrets: SecretBox,
-        settings: Settings,
-        audit: AuditLog,
-        metrics: Metrics,
-        outbound: Outbound,
-        channel_specs: Mapping[str, ChannelSpec],
-        options: Mapping[str, Any],
-        api: KernelAPI,
-        lifecycle: Lifecycle,
-        lease: Lease | None = None,
-        bus: Bus | None = None,
-        claims: Claims | None = None,
-    ) -> None:
-        self.db = db
+    def __init__(self, kernel: KernelAPI, options: Mapping[str, Any]) -> None:
+        self.kernel = kernel
+        self.db = kernel.db
+        cluster = kernel.cluster
         # several nodes: retries, digests and retention run where the lease is held
-        self.lease: Lease = lease or LocalLease()
-        self.settings = settings
-        self.audit = audit
-        self.channels = ChannelStore(db=db, secrets=secrets, audit=audit, specs=channel_specs)
-        self.log = Logbook(db=db, audit=audit)
-        self._outbound = outbound
-        self.delivery = DeliveryQueue(self, db=db, metrics=metrics, specs=channel_specs, api=api)
-        self.delivery.lease = self.lease
-        self.delivery.claims = claims or LocalClaims()
+        self.lease = cluster.lease
+        self.several_nodes = cluster.several_nodes
+        self.settings = kernel.settings
+        self.audit = kernel.audit
+        self.directory = kernel.directory
+        specs = kernel.channels
+        self.channels = ChannelStore(
+            db=self.db, secrets=kernel.secrets, audit=self.audit, specs=specs
+        )
+        self.log = Logbook(db=self.db, audit=self.audit)
+        self.delivery = DeliveryQueue(
+            self, db=self.db, metrics=kernel.metrics, specs=specs, api=kernel, cluster=cluster
+        )
         self.lease.on_acquired(self._took_lease)
-        self._bus = bus
+        self._bus = cluster.bus if cluster.several_nodes else None
         self._announcing: set[asyncio.Task[None]] = set()
-        if bus is not None:  # a retry scheduled here wakes the holder's scheduler
-            self.delivery.bus = bus
-            bus.subscribe(WAKE_TOPIC, self._woken)
+        if self._bus is not None:  # a retry scheduled here wakes the holder's scheduler
+            self._bus.subscribe(WAKE_TOPIC, self._woken)
             # a rule changed on another node: match events against it here too
-            bus.subscribe(RULES_TOPIC, self._rules_changed_elsewhere)
+            self._bus.subscribe(RULES_TOPIC, self._rules_changed_elsewhere)
         self.housekeeping_seconds = float(options.get("housekeeping_seconds", 60.0))
         self.first_housekeeping_delay = float(options.get("first_housekeeping_delay", 5.0))
         self.purge_interval = float(options.get("purge_interval_seconds", 6 * 3600.0))
@@ -133,27 +116,16 @@ class Notifications:
         self.delivery.scheduler_tick = float(options.get("retry_scheduler_seconds", 30.0))
         if "retry_delays" in options:
             self.delivery.retry_delays = tuple(float(d) for d in options["retry_delays"])
-        self.rules = RuleBook(self.channels.types, db=db, audit=audit)
+        self.rules = RuleBook(
+            self.channels.types, db=self.db, audit=self.audit, directory=self.directory
+        )
         self.rules.changed = self._rules_changed
         self._intake: asyncio.Queue[tuple[AuditEvent, list[str]]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._last_purge = 0.0
         self._busy = False
-        lifecycle.on_start(self.start)
-        lifecycle.on_reload(self.reload_rules)
-        lifecycle.on_stop(self.stop)
 
     # -- lifecycle -----------------------------------------------------------------
-
-    @property
-    def outbound(self) -> Outbound:
-        """Deprecated alias of ``kernel.outbound`` (outbound HTTP is not only for channels)."""
-        warnings.warn(
-            "kernel.notifications.outbound is deprecated: use kernel.outbound",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self._outbound
 
     async def start(self) -> None:
         """Load the rules, resume pending deliveries, start the workers."""
@@ -190,7 +162,7 @@ class Notifications:
 
     async def _took_lease(self) -> None:
         """Taken the lease: send what nobody is sending (all pending entries on one node)."""
-        one_node = isinstance(self.lease, LocalLease)
+        one_node = not self.several_nodes
         await self.delivery.requeue_left_over(0.0 if one_node else self.delivery.orphan_seconds)
         self.delivery.wake()
 
@@ -356,7 +328,7 @@ class Notifications:
         self._last_purge = time.monotonic()
         return deleted
 
-    async def _purge(self, batch: AuditBatch, days: int, now: datetime | None = None) -> int:
+    async def _purge(self, batch: AuditBatchAPI, days: int, now: datetime | None = None) -> int:
         """The retention's deletes and their ``notifications.log_purged`` entry, in ``batch``."""
         deleted = await self.log.purge_older_than(batch.session, days, now)
         if deleted:
@@ -371,7 +343,7 @@ class Notifications:
         await asyncio.sleep(self.first_housekeeping_delay)
         while True:
             try:
-                if self._bus is not None and not isinstance(self.lease, LocalLease):
+                if self._bus is not None:
                     await self.reload_rules()  # a missed bus message is caught up here
                 if self.lease.held():  # one node at a time (several nodes share the log)
                     await self._housekeep()
@@ -389,18 +361,15 @@ class Notifications:
 
         The setting, the entries it purges and their audit entries commit together.
         """
-        settings = self.settings
         before = self.retention_days()
-        clean = settings.validate({RETENTION_KEY: days})
         async with self.audit.atomic() as batch:
-            await settings.write(batch.session, clean)
+            await self.settings.change_in(batch, {RETENTION_KEY: days})
             await self._purge(batch, days)
             batch.record(
                 "notifications.retention_changed",
                 actor=actor,
                 details={"from": before, "to": days},
             )
-            batch.on_commit(lambda: settings.remember(clean))
         self._last_purge = time.monotonic()
         return before, days
 
@@ -424,8 +393,7 @@ class Notifications:
                 if not EMAIL_PATTERN.match(target):
                     raise InvalidInput(f"recipients: {target!r} is not an e-mail address")
             if not targets:
-                async with self.db.session() as session:
-                    user = await session.get(User, caller.user_id)
+                user = await self.kernel.logins.get_user(caller.user_id)
                 own = user.email if user is not None else ""
                 targets = [own or str(config.get("from") or "")]
         entry = NotificationLogEntry(
@@ -472,3 +440,13 @@ class Notifications:
             raise error
         assert done is not None
         return done
+
+
+STATE_KEY = "notifications"
+"""Where the pack keeps its service in ``kernel.state``."""
+
+
+def service(kernel: KernelAPI) -> Notifications:
+    """The notification service of a started kernel."""
+    found: Notifications = kernel.state[STATE_KEY]
+    return found

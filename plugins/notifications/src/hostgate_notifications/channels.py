@@ -7,22 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hostgate import SECRET_MASK, ChannelSpec, InvalidInput, NotFound, utcnow, validation_message
 from pydantic import ValidationError
 
-from ...contract import SECRET_MASK
-from ...db.models.notifications import NotificationChannel
-from ...descriptors import ChannelSpec
-from ...errors import InvalidInput, NotFound, validation_message
-from ...timefmt import utcnow
+from .models import NotificationChannel
 from .rule_matching import SPEC_CHANNELS
 
 if TYPE_CHECKING:
+    from hostgate import AuditAPI as AuditLog
+    from hostgate import Caller
+    from hostgate import DatabaseAPI as Database
+    from hostgate import SecretsAPI as SecretBox
     from sqlmodel.ext.asyncio.session import AsyncSession
-
-    from ...db.engine import Database
-    from ...security.secretbox import SecretBox
-    from ..audit.audit import AuditLog
-    from ..identity.identity import Caller
 
 SECRET_HEADER_WORDS = ("auth", "token", "secret", "key", "password", "cookie", "session")
 
@@ -64,6 +60,12 @@ def secret_values(spec: ChannelSpec, config: Mapping[str, Any]) -> list[str]:
         items = value.values() if isinstance(value, Mapping) else [value]
         found.extend(str(v) for v in items if isinstance(v, str) and len(v) >= 4)
     return sorted(set(found), key=len, reverse=True)
+
+
+def channel_types(specs: Mapping[str, ChannelSpec]) -> list[str]:
+    """The spec's four channel types, then any other installed channel."""
+    extra = sorted(t for t in specs if t not in SPEC_CHANNELS)
+    return [*SPEC_CHANNELS, *extra]
 
 
 def describe_fields(spec: ChannelSpec) -> list[dict[str, Any]]:
@@ -204,8 +206,7 @@ class ChannelStore:
 
     def types(self) -> list[str]:
         """The spec's four channel types, then any other installed channel."""
-        extra = sorted(t for t in self.specs if t not in SPEC_CHANNELS)
-        return [*SPEC_CHANNELS, *extra]
+        return channel_types(self.specs)
 
     def spec(self, channel_type: str) -> ChannelSpec:
         """The installed pack's descriptor, or a clear 400/404."""

@@ -1,6 +1,6 @@
 """The request bodies of ``POST``/``PUT /notifications/rules``, with their OpenAPI schema.
 
-The service (``services/notifications/rule_matching.py``) checks what pydantic cannot
+The service (``rule_matching.py``) checks what pydantic cannot
 (regexes, IP ranges, known channels and recipients) and reads these models
 through its ``RuleFields``/``RuleChanges`` protocols.
 """
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from hostgate import Unset, listed_in
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.config import JsonDict
 
-from ..openapi import Unset, listed_in
-from ..services.notifications.patterns import MAX_PATTERN_LENGTH
-from ..services.notifications.rule_matching import EVENT_PATTERN
+from .channels import channel_types
+from .patterns import MAX_PATTERN_LENGTH
+from .rule_matching import EVENT_PATTERN
 
 EventPattern = Annotated[str, Field(min_length=1, max_length=100, pattern=EVENT_PATTERN.pattern)]
 """An event type, ``*`` or ``prefix.*``."""
@@ -116,7 +117,7 @@ class ActionIn(BaseModel):
     channel: Annotated[
         str,
         Field(min_length=1, max_length=32),
-        listed_in(lambda kernel: kernel.notifications.channels.types()),
+        listed_in(lambda kernel: channel_types(kernel.channels)),
     ]
     recipients: list[Recipient] = Field(default_factory=list, max_length=200)
 

@@ -18,25 +18,27 @@ from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from hostgate import (
+    ApiError,
+    InvalidInput,
+    NotificationMessage,
+    RemoteError,
+    RemoteTimeout,
+    cancel_and_wait,
+    redact,
+    utcnow,
+)
 from sqlalchemy import update
-from sqlmodel import col, or_, select
+from sqlmodel import col, select
 
-from ...cluster.bus import Bus
-from ...cluster.lease import Claims, Lease, LocalClaims, LocalLease
-from ...db.models.identity import Role, User
-from ...db.models.notifications import NotificationLogEntry
-from ...descriptors import NotificationMessage
-from ...errors import ApiError, InvalidInput, RemoteError, RemoteTimeout
-from ...tasks import cancel_and_wait
-from ...timefmt import utcnow
-from ..outbound import redact
 from .channels import secret_values, validate
+from .models import NotificationLogEntry
 
 if TYPE_CHECKING:
-    from ...contract import KernelAPI
-    from ...db.engine import Database
-    from ...descriptors import ChannelSpec
-    from ...metrics import Metrics
+    from hostgate import BusAPI, ChannelSpec, ClaimsAPI, ClusterAPI, KernelAPI, LeaseAPI
+    from hostgate import DatabaseAPI as Database
+    from hostgate import MetricsAPI as Metrics
+
     from .service import Notifications
 
 log = logging.getLogger("hostgate.notifications")
@@ -71,6 +73,7 @@ class DeliveryQueue:
         metrics: Metrics,
         specs: Mapping[str, ChannelSpec],
         api: KernelAPI,
+        cluster: ClusterAPI,
     ) -> None:
         self.service = service
         self.db = db
@@ -88,9 +91,11 @@ class DeliveryQueue:
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: set[asyncio.Task[None]] = set()
         self._mine: set[str] = set()  # pending entries this node queued and has not finished
-        self.lease: Lease = LocalLease()
-        self.claims: Claims = LocalClaims()
-        self.bus: Bus | None = None
+        self.lease: LeaseAPI = cluster.lease
+        self.claims: ClaimsAPI = cluster.claims
+        self.several_nodes = cluster.several_nodes
+        # a retry scheduled here wakes the holder's scheduler (several nodes only)
+        self.bus: BusAPI | None = cluster.bus if cluster.several_nodes else None
         self.orphan_seconds = 120.0  # several nodes: pending this long = left by a dead node
 
     # -- lifecycle -----------------------------------------------------------------
@@ -295,23 +300,15 @@ class DeliveryQueue:
         if channel != "smtp":
             return list(recipients)
         out: list[str] = []
-        names = [r for r in recipients if "@" not in r]
+        names = {r for r in recipients if "@" not in r}
         by_user: dict[str, str] = {}
         by_role: dict[str, list[str]] = {}
         if names:
-            async with self.db.session() as session:
-                users = (await session.exec(select(User).where(col(User.id).in_(names)))).all()
-                by_user = {u.id: u.email for u in users}
-                roles = (
-                    await session.exec(
-                        select(Role).where(or_(col(Role.id).in_(names), col(Role.name).in_(names)))
-                    )
-                ).all()
-                for role in roles:
-                    members = (
-                        await session.exec(select(User).where(User.role_id == role.id))
-                    ).all()
-                    emails = [u.email for u in members if u.email]
+            users = await self.service.directory.users()
+            by_user = {u.id: u.email for u in users if u.id in names}
+            for role in await self.service.directory.roles():
+                if role.id in names or role.name in names:
+                    emails = [u.email for u in users if u.role_id == role.id and u.email]
                     by_role[role.id] = emails
                     by_role[role.name] = emails
         for item in recipients:
@@ -332,7 +329,7 @@ class DeliveryQueue:
                 next_due = None
                 if self.lease.held():  # one node at a time turns retries into entries
                     next_due = await self.run_due_retries()
-                    if not isinstance(self.lease, LocalLease):
+                    if self.several_nodes:
                         await self.requeue_left_over(self.orphan_seconds)
             except Exception:
                 log.exception("notification retry scheduler failed")

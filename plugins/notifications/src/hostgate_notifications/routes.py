@@ -5,20 +5,31 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from hostgate import (
+    ID_MAX,
+    WHOLE,
+    FilterQuery,
+    InvalidInput,
+    NotFound,
+    Ok,
+    PageQuery,
+    Pagination,
+    answers,
+    current_caller,
+    current_kernel,
+    decode_json,
+    iso,
+    page_from,
+    requires,
+)
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from quart import Blueprint, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
-from .. import jsoninput
-from ..db.models.notifications import NotificationLogEntry, NotificationRule
-from ..errors import InvalidInput, NotFound
-from ..guards import app_kernel, current_caller, requires
-from ..openapi import Ok, answers
-from ..pagination import ID_MAX, FilterQuery, PageQuery, Pagination, page_from
-from ..timefmt import iso
-from .fields import WHOLE
-from .notification_rules import RuleIn, RulePatch
+from .models import NotificationLogEntry, NotificationRule
+from .rule_fields import RuleIn, RulePatch
+from .service import service
 
 
 def rule_json(rule: NotificationRule) -> Rule:
@@ -234,7 +245,7 @@ class ClearQuery(FilterQuery):
 
 
 def _known_channel(channel_type: str) -> None:
-    if channel_type not in app_kernel().notifications.channels.types():
+    if channel_type not in service(current_kernel()).channels.types():
         raise NotFound(f"Unknown notification channel {channel_type!r}")
 
 
@@ -243,7 +254,7 @@ async def _optional_json() -> dict[str, Any]:
     if not raw or not raw.strip():
         return {}
     try:
-        body = jsoninput.decode(raw)
+        body = decode_json(raw)
     except ValueError:
         raise InvalidInput("Malformed JSON body") from None
     if body is None:
@@ -262,7 +273,7 @@ async def _optional_json() -> dict[str, Any]:
 @answers(Channels)
 async def list_channels() -> dict[str, Any]:
     """Every channel with its config; secret values masked."""
-    return {"channels": await app_kernel().notifications.channels.listing()}
+    return {"channels": await service(current_kernel()).channels.listing()}
 
 
 @blueprint.put("/notifications/channels/<channel_type>")
@@ -273,7 +284,7 @@ async def list_channels() -> dict[str, Any]:
 async def update_channel(channel_type: str, data: ChannelBody) -> Ok:
     """Enable or disable a channel and merge its config; the mask keeps a stored secret."""
     _known_channel(channel_type)
-    await app_kernel().notifications.channels.update(
+    await service(current_kernel()).channels.update(
         channel_type, data.enabled, data.config, actor=current_caller()
     )
     return {"ok": True}
@@ -295,12 +306,10 @@ async def test_channel(channel_type: str) -> TestSent:
     overrides = body.pop("config") if set(body) == {"config"} else body
     if not isinstance(overrides, dict):
         raise InvalidInput("config must be an object")
-    kernel = app_kernel()
+    kernel = current_kernel()
     caller = current_caller()
     try:
-        result = await kernel.notifications.test_channel(
-            channel_type, overrides, recipients, caller
-        )
+        result = await service(kernel).test_channel(channel_type, overrides, recipients, caller)
     except Exception:
         await kernel.audit.record(
             "notifications.channel_tested",
@@ -324,7 +333,7 @@ async def test_channel(channel_type: str) -> TestSent:
 @answers(Rules)
 async def list_rules() -> dict[str, Any]:
     """Every rule."""
-    return {"rules": [rule_json(rule) for rule in await app_kernel().notifications.rules.listing()]}
+    return {"rules": [rule_json(rule) for rule in await service(current_kernel()).rules.listing()]}
 
 
 @blueprint.post("/notifications/rules")
@@ -334,7 +343,7 @@ async def list_rules() -> dict[str, Any]:
 @answers(RuleBody, status=201)
 async def create_rule(data: RuleIn) -> tuple[dict[str, Any], int]:
     """Create a rule (201)."""
-    rule = await app_kernel().notifications.rules.create(data, actor=current_caller())
+    rule = await service(current_kernel()).rules.create(data, actor=current_caller())
     return {"rule": rule_json(rule)}, 201
 
 
@@ -351,7 +360,7 @@ async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
     for name in given:
         if getattr(data, name) is None:
             raise InvalidInput(f"{name} may not be null")
-    rule, _ = await app_kernel().notifications.rules.update(rule_id, data, actor=current_caller())
+    rule, _ = await service(current_kernel()).rules.update(rule_id, data, actor=current_caller())
     return {"rule": rule_json(rule)}
 
 
@@ -361,7 +370,7 @@ async def update_rule(rule_id: str, data: RulePatch) -> dict[str, Any]:
 @answers(Toggled)
 async def toggle_rule(rule_id: str) -> Toggled:
     """Flip a rule between enabled and disabled."""
-    rule = await app_kernel().notifications.rules.toggle(rule_id, actor=current_caller())
+    rule = await service(current_kernel()).rules.toggle(rule_id, actor=current_caller())
     return {"ok": True, "enabled": rule.enabled}
 
 
@@ -371,7 +380,7 @@ async def toggle_rule(rule_id: str) -> Toggled:
 @answers(Ok)
 async def delete_rule(rule_id: str) -> Ok:
     """Delete a rule (its delivery log stays)."""
-    await app_kernel().notifications.rules.delete(rule_id, actor=current_caller())
+    await service(current_kernel()).rules.delete(rule_id, actor=current_caller())
     return {"ok": True}
 
 
@@ -381,7 +390,7 @@ async def delete_rule(rule_id: str) -> Ok:
 @answers(Recipients)
 async def recipients() -> dict[str, Any]:
     """Users (with e-mail) and roles an smtp action may name."""
-    users, roles = await app_kernel().notifications.rules.recipients()
+    users, roles = await service(current_kernel()).rules.recipients()
     return {
         "users": [{"id": u.id, "username": u.username, "email": u.email} for u in users],
         "roles": [{"id": r.id, "name": r.name} for r in roles],
@@ -398,7 +407,7 @@ async def recipients() -> dict[str, Any]:
 async def list_log() -> dict[str, Any]:
     """Delivery attempts, newest first; filters ``status`` and ``rule_id``; paged."""
     page = page_from(request.args)
-    entries, total = await app_kernel().notifications.log.page(
+    entries, total = await service(current_kernel()).log.page(
         page, status=request.args.get("status"), rule_id=request.args.get("rule_id") or None
     )
     return {"entries": [entry_json(e) for e in entries], "total": total, **page.echo()}
@@ -410,10 +419,10 @@ async def list_log() -> dict[str, Any]:
 @answers(Retried, errors=(409, 502, 504))
 async def retry_delivery(entry_id: str) -> dict[str, Any]:
     """Re-send a failed delivery now with the channel's current config (a new entry)."""
-    kernel = app_kernel()
+    kernel = current_kernel()
     caller = current_caller()
     try:
-        entry = await kernel.notifications.retry(entry_id)
+        entry = await service(kernel).retry(entry_id)
     except Exception as exc:
         if getattr(exc, "status", 0) >= 500:
             await kernel.audit.record(
@@ -438,7 +447,7 @@ async def retry_delivery(entry_id: str) -> dict[str, Any]:
 @answers(Ok)
 async def delete_log_entry(entry_id: str) -> Ok:
     """Delete one log entry."""
-    await app_kernel().notifications.log.delete_one(entry_id, actor=current_caller())
+    await service(current_kernel()).log.delete_one(entry_id, actor=current_caller())
     return {"ok": True}
 
 
@@ -448,7 +457,7 @@ async def delete_log_entry(entry_id: str) -> Ok:
 @answers(Cleared, query=ClearQuery)
 async def clear_log() -> Cleared:
     """Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none)."""
-    deleted = await app_kernel().notifications.log.delete_matching(
+    deleted = await service(current_kernel()).log.delete_matching(
         status=request.args.get("status") or None,
         rule_id=request.args.get("rule_id") or None,
         before=request.args.get("before") or None,
@@ -466,7 +475,7 @@ async def clear_log() -> Cleared:
 @answers(Retention)
 async def get_settings() -> Retention:
     """The delivery log's retention."""
-    return {"retentionDays": app_kernel().notifications.retention_days()}
+    return {"retentionDays": service(current_kernel()).retention_days()}
 
 
 @blueprint.put("/notifications/settings")
@@ -476,7 +485,7 @@ async def get_settings() -> Retention:
 @answers(RetentionSet)
 async def put_settings(data: RetentionBody) -> RetentionSet:
     """Change the retention (whole days, at least 1); applied at once."""
-    _, after = await app_kernel().notifications.set_retention(
+    _, after = await service(current_kernel()).set_retention(
         data.retention_days, actor=current_caller()
     )
     return {"ok": True, "retentionDays": after}

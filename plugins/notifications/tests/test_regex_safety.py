@@ -3,7 +3,7 @@
 import asyncio
 
 import pytest
-from hostgate.services.notifications.patterns import MAX_SUBJECT_LENGTH, search
+from hostgate_notifications.patterns import MAX_SUBJECT_LENGTH, search
 
 from testsupport.receivers import settled_entries
 

@@ -3,9 +3,11 @@
 from typing import Any
 
 import hostgate_chat.plugin
+import hostgate_notifications.plugin
 import hostgate_smtp.plugin
 import pytest
 from hostgate.config import Config
+from hostgate_notifications.service import service
 
 from testsupport.receivers import (  # noqa: F401
     http_receiver,
@@ -17,7 +19,7 @@ from testsupport.receivers import (  # noqa: F401
 
 @pytest.fixture
 def plugins() -> list[object]:
-    return [hostgate_smtp.plugin, hostgate_chat.plugin]
+    return [hostgate_smtp.plugin, hostgate_chat.plugin, hostgate_notifications.plugin]
 
 
 @pytest.fixture
@@ -33,5 +35,5 @@ def config(config: Config, http_receiver: Any) -> Config:  # noqa: F811
 
 @pytest.fixture
 def notifications(kernel: Any) -> Any:
-    """The kernel's notification service."""
-    return kernel.notifications
+    """The pack's notification service."""
+    return service(kernel)

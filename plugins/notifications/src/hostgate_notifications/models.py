@@ -1,15 +1,17 @@
-"""Notification channels, rules, the delivery log and the digest buffer."""
+"""Notification channels, rules, the delivery log and the digest buffer.
+
+The kernel's first migration made these tables before the feature became a pack; their
+schema is unchanged, and the pack maps them here.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
+from hostgate import JSONText, Sealed, UTCDateTime, new_id, utcnow
 from sqlalchemy import Column, ForeignKey, Index, String
 from sqlmodel import Field, SQLModel
-
-from ...timefmt import utcnow
-from ..types import JSONText, Sealed, UTCDateTime, new_id
 
 
 class NotificationChannel(SQLModel, table=True):

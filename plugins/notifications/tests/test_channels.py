@@ -4,7 +4,8 @@ import json
 
 from hostgate import SECRET_MASK
 from hostgate.db.models.audit import AuditEntry
-from hostgate.db.models.notifications import NotificationChannel
+from hostgate_notifications.models import NotificationChannel
+from hostgate_notifications.service import service as notifications_of
 from sqlmodel import select
 
 CHANNELS = "/api/v1/notifications/channels"
@@ -134,7 +135,7 @@ async def test_sending_the_mask_back_keeps_the_stored_secret(client, admin, kern
         f"{CHANNELS}/smtp", headers=admin.headers, json={"enabled": True, "config": shown}
     )
     assert response.status_code == 200
-    state = await kernel.notifications.channels.state("smtp")
+    state = await notifications_of(kernel).channels.state("smtp")
     assert state.config["password"] == "smtp-pass-123"
     assert state.config["host"] == "mail.example.org"
 
@@ -154,7 +155,7 @@ async def test_masked_webhook_header_keeps_its_value_and_headers_can_be_removed(
         f"{CHANNELS}/webhook", headers=admin.headers, json={"config": shown}
     )
     assert response.status_code == 200
-    state = await kernel.notifications.channels.state("webhook")
+    state = await notifications_of(kernel).channels.state("webhook")
     assert state.config["headers"] == {"Authorization": "Bearer tok-1234"}
     assert state.enabled is False
 
@@ -267,10 +268,11 @@ async def test_channel_updates_are_audited_without_secrets(client, admin, kernel
 
 
 async def test_a_channel_whose_pack_is_missing_is_listed_but_not_configurable(config, admin):
+    import hostgate_notifications.plugin
     import hostgate_smtp.plugin
     from hostgate.app import create_app
 
-    slim = create_app(config, plugins=[hostgate_smtp.plugin])
+    slim = create_app(config, plugins=[hostgate_smtp.plugin, hostgate_notifications.plugin])
     async with slim.test_app() as app:  # same data dir: the admin's token still works
         client = app.test_client()
         response = await client.get(CHANNELS, headers=admin.headers)

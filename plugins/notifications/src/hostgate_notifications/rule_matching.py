@@ -1,6 +1,6 @@
 """Notification rules: validation of what the API received, and matching events against rules.
 
-The request models (with their OpenAPI schema) are in ``api/notification_rules.py``;
+The request models (with their OpenAPI schema) are in ``rule_fields.py``;
 the service reads them through the ``*Fields`` protocols here.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ...descriptors import AuditEvent
-from ...errors import InvalidInput
+from hostgate import AuditEvent, InvalidInput
+
 from .patterns import PatternError, compile_pattern, search
 
 CONDITION_FIELDS = ("ipAddress", "username", "userId", "eventType", "target", "command")
