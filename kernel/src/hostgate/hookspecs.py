@@ -73,8 +73,9 @@ def register_login_methods() -> Sequence[LoginMethod]:
 def register_channels() -> Sequence[ChannelSpec]:
     """Notification channels.
 
-    Runs once at start-up. The kernel stores each channel's config (secret
-    fields encrypted, masked in responses), runs the rules and calls
+    Runs once at start-up; the kernel lists them in ``kernel.channels``. The
+    notifications pack stores each channel's config (secret fields encrypted,
+    masked in responses), runs the rules and calls
     ``await spec.send(kernel, config, message)`` from its delivery worker.
 
     Example::

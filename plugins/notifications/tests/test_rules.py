@@ -181,3 +181,24 @@ async def test_rule_routes_need_the_permission(client, admin, make_user):
         assert response.status_code == 401, (method, path)
         response = await getattr(client, method)(path, headers=user.headers, **kwargs)
         assert response.status_code == 403, (method, path)
+
+
+async def test_a_replaced_database_brings_its_rules_into_the_matcher(client, admin, kernel):
+    """After a restore (here: a row changed behind the service, then the kernel's
+    reload), the pack's database_replaced hook re-reads the rules it matches against."""
+    from hostgate_notifications.models import NotificationRule
+    from hostgate_notifications.service import service
+
+    rule = await create(client, admin)
+    rules = service(kernel).rules
+    assert rules.cache[rule["id"]].name == RULE["name"]
+    async with kernel.db.session() as session:
+        row = await session.get(NotificationRule, rule["id"])
+        row.name = "restored name"
+        session.add(row)
+        session.add(NotificationRule(name="only in the restored copy", events=["user.*"]))
+        await session.commit()
+    assert rules.cache[rule["id"]].name == RULE["name"]  # the matcher's copy, until a reload
+    await kernel.reload_state()
+    names = {cached.name for cached in rules.cache.values()}
+    assert names == {"restored name", "only in the restored copy"}
