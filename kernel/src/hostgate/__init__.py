@@ -114,6 +114,8 @@ from .sessioncookie import (
 )
 from .tasks import finish_anyway
 from .timefmt import as_utc, iso, parse_iso, utcnow
+from .upload_staging import TEMP_PREFIX as UPLOAD_TEMP_PREFIX
+from .upload_staging import UploadStaging
 
 __all__ = [
     "ChunkReader",
@@ -157,6 +159,8 @@ __all__ = [
     "SettingsAPI",
     "FILE_OPERATIONS",
     "finish_anyway",
+    "UploadStaging",
+    "UPLOAD_TEMP_PREFIX",
     "ApiError",
     "AuditEvent",
     "Account",

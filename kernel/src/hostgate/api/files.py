@@ -317,7 +317,7 @@ async def upload_file(protocol: str, connection_id: str) -> Success:
                 code="upload_incomplete",
             )
 
-    await ctx.upload(path, chunks(), lambda: received)
+    await ctx.upload(path, chunks(), lambda: received, size=expected)
     return {"success": True}
 
 
