@@ -20,8 +20,11 @@ to set ``plugin_options``), ``hostgate_app`` (started, so ``startup`` hooks
 ran, with :data:`HARNESS_SECONDS` for start-up and shut-down: an app a test starts
 itself gets the same with ``async with PatientTestApp(app):``),
 ``hostgate_kernel`` (the ``KernelAPI`` your hooks receive),
-``hostgate_client`` (logged in as the first admin, through ``/auth/setup``)
-and ``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
+``hostgate_client`` (logged in as the first admin, through ``/auth/setup``;
+it sends request bodies in :data:`SERVED_PIECE` pieces, as the served gateway
+hands them on), ``hostgate_connection`` (stores a connection to a test server on
+127.0.0.1 through the API: loopback is allowed in the kit's config) and
+``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
 requests). Async tests need pytest-asyncio (``hostgate-kernel[testing]``).
 """
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import shutil
 import threading
 import time
@@ -37,13 +41,15 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 from quart.testing.app import TestApp
+from quart.testing.connections import TestHTTPConnection
 
 from .app import create_app, kernel_of
 from .config import Config
+from .upload_staging import STALE_AFTER, TEMP_PREFIX
 
 try:
     from pytest_asyncio import fixture as async_fixture
@@ -181,6 +187,9 @@ class LoggedInClient:
     async def request(self, method: str, path: str, **kwargs: Any) -> Response:
         """Send ``method path`` with the token (``headers``, ``json``... as Quart takes them)."""
         headers = {**self.headers, **(kwargs.pop("headers", None) or {})}
+        data = kwargs.get("data")
+        if isinstance(data, bytes) and not any(k.lower() == "content-length" for k in headers):
+            headers["Content-Length"] = str(len(data))  # as a browser declares a body
         response: Response = await self.raw.open(path, method=method, headers=headers, **kwargs)
         return response
 
@@ -205,10 +214,36 @@ class LoggedInClient:
         return await self.request("DELETE", path, **kwargs)
 
 
+SERVED_PIECE = 1 << 20
+"""The largest piece of a request body the served gateway hands a view (its flow
+control's high-water mark); an upload reaches ``RemoteFiles.write`` in such pieces."""
+
+
+class ServedPiecesConnection(TestHTTPConnection):
+    """A test HTTP connection that sends a body in :data:`SERVED_PIECE` pieces.
+
+    Quart's test client hands a view the whole body as one chunk; ``hostgate serve``
+    hands it on as it arrives, at most 1 MiB at a time. A file pack's ``write`` sees
+    the same pieces under the kit as in production.
+    """
+
+    async def send(self, data: bytes) -> None:
+        """Send ``data`` as the body's next pieces."""
+        if len(data) <= SERVED_PIECE:
+            await super().send(data)
+            return
+        for start in range(0, len(data), SERVED_PIECE):
+            await super().send(data[start : start + SERVED_PIECE])
+
+
 @async_fixture
 async def hostgate_client(hostgate_app: Quart) -> LoggedInClient:
-    """A client logged in as the instance's first admin (created through ``/auth/setup``)."""
+    """A client logged in as the instance's first admin (created through ``/auth/setup``).
+
+    Request bodies go in :data:`SERVED_PIECE` pieces (see :class:`ServedPiecesConnection`).
+    """
     client = hostgate_app.test_client()
+    client.http_connection_class = ServedPiecesConnection
     response = await client.post(
         "/api/v1/auth/setup",
         json={"username": ADMIN_USERNAME, "password": ADMIN_PASSWORD, "displayName": "Admin"},
@@ -217,6 +252,68 @@ async def hostgate_client(hostgate_app: Quart) -> LoggedInClient:
     if response.status_code != 200:
         pytest.fail(f"setting up the first admin failed: {response.status_code} {body}")
     return LoggedInClient(client, body["token"], body["user"])
+
+
+class MakeConnection(Protocol):
+    """The ``hostgate_connection`` fixture: ``await hostgate_connection(protocol, port, ...)``."""
+
+    async def __call__(
+        self,
+        protocol: str,
+        port: int,
+        *,
+        host: str = "127.0.0.1",
+        username: str = "",
+        password: str | None = None,
+        private_key: str | None = None,
+        extra: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a connection owned by the admin; the API's connection object."""
+        ...
+
+
+@pytest.fixture
+def hostgate_connection(hostgate_client: LoggedInClient) -> MakeConnection:
+    """Stores a connection to a test server (127.0.0.1 by default) as the admin.
+
+    Created through ``POST /api/v1/connections`` as a user would; the kit's config
+    allows loopback targets (``network.protected`` leaves it out), so the gateway may
+    reach a server the test started. Returns the connection object (``["id"]``); the
+    pack's routes are then ``/api/v1/<protocol>/<id>/...``. Pack-declared fields go in
+    ``extra`` (``extraConfig``).
+    """
+
+    async def make(
+        protocol: str,
+        port: int,
+        *,
+        host: str = "127.0.0.1",
+        username: str = "",
+        password: str | None = None,
+        private_key: str | None = None,
+        extra: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "name": name or f"{protocol} test server {host}:{port}",
+            "protocol": protocol,
+            "host": host,
+            "port": port,
+            "username": username,
+            "extraConfig": extra or {},
+        }
+        if password is not None:
+            body["password"] = password
+        if private_key is not None:
+            body["privateKey"] = private_key
+        response = await hostgate_client.post("/api/v1/connections", json=body)
+        created: dict[str, Any] = await response.get_json()
+        if response.status_code != 201:
+            pytest.fail(f"storing the {protocol} connection failed: {created}")
+        return created
+
+    return make
 
 
 # -- a local HTTP receiver ---------------------------------------------------------
@@ -369,3 +466,41 @@ def hostgate_receiver() -> Iterator[HttpReceiver]:
         yield running.receiver
     finally:
         running.stop()
+
+
+# -- file packs ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlantedLeftovers:
+    """What :func:`plant_upload_leftovers` put in a directory."""
+
+    stale: tuple[str, ...]
+    """Temporary upload files a killed gateway left: the next upload there removes them."""
+    kept: tuple[str, ...]
+    """Look-alikes that must stay: a fresh temporary file (an upload in progress), a name
+    not of the pattern, an old ordinary file, a directory of the pattern."""
+
+
+def plant_upload_leftovers(directory: Path) -> PlantedLeftovers:
+    """Put into a directory a test server serves what a killed gateway leaves behind.
+
+    For a file pack's test that its uploads go through ``hostgate.UploadStaging``: after
+    one upload into ``directory`` (by a fresh adapter, as after a restart), exactly the
+    ``stale`` names are gone. The entries are writable by anyone, so the server's user
+    may delete them; hand them to that user if the server needs it.
+    """
+    long_ago = time.time() - STALE_AFTER.total_seconds() - 3600
+    stale = f"{TEMP_PREFIX}0123456789abcdef"
+    fresh = f"{TEMP_PREFIX}fedcba9876543210"
+    lookalike = f"{TEMP_PREFIX}notours"
+    ordinary = "notes.txt"
+    folder = f"{TEMP_PREFIX}00112233445566aa"
+    for name in (stale, fresh, lookalike, ordinary):
+        (directory / name).write_bytes(b"left behind")
+        (directory / name).chmod(0o666)
+    (directory / folder).mkdir()
+    (directory / folder).chmod(0o777)
+    for name in (stale, lookalike, ordinary, folder):
+        os.utime(directory / name, (long_ago, long_ago))
+    return PlantedLeftovers(stale=(stale,), kept=(fresh, lookalike, ordinary, folder))
