@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .adapters import (
     FILE_OPERATIONS,
+    STAT_FIELDS,
     ConnectionTarget,
     HostKeyCheck,
     RemoteEntry,
@@ -158,6 +159,7 @@ __all__ = [
     "SecretsAPI",
     "SettingsAPI",
     "FILE_OPERATIONS",
+    "STAT_FIELDS",
     "finish_anyway",
     "UploadStaging",
     "UPLOAD_TEMP_PREFIX",

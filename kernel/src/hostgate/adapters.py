@@ -116,6 +116,12 @@ class RemoteEntry:
 FILE_OPERATIONS = frozenset(
     {"list", "download", "upload", "mkdir", "delete", "rename", "stat", "chmod", "copy"}
 )
+"""Every operation a ``RemoteFiles.operations`` may name (each is one file route);
+a route whose operation the adapter does not name answers 404 ``unsupported_operation``."""
+
+STAT_FIELDS = ("size", "isDirectory", "permissions", "mode", "uid", "gid", "atime", "mtime")
+"""The names ``ProtocolSpec.stat_fields`` may list: the fields of ``POST .../stat``'s
+answer, each read from the ``RemoteEntry`` (``permissions`` is ``mode`` as ``rwxr-xr-x``)."""
 
 
 @runtime_checkable
