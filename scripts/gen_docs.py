@@ -295,10 +295,9 @@ def exports_md() -> str:
         elif isinstance(obj, frozenset):
             heading = f"{name} = frozenset({sorted(obj)!r})"
             body = ""
-        elif isinstance(obj, tuple) and all(isinstance(item, str) for item in obj):
-            heading = f"{name} = {obj!r}"
-            body = ""
-        elif isinstance(obj, str):
+        elif isinstance(obj, str) or (
+            isinstance(obj, tuple) and all(isinstance(item, str) for item in obj)
+        ):
             heading = f"{name} = {obj!r}"
             body = ""
         else:
