@@ -13,7 +13,10 @@ from hostgate.testing import (
     SERVED_PIECE,
     LoggedInClient,
     MakeConnection,
+    MakeUser,
     PatientTestApp,
+    audit_entries,
+    session_entries,
 )
 from quart import Quart
 from quart.testing.app import DEFAULT_TIMEOUT
@@ -91,3 +94,29 @@ class TestAFilePackUnderTheKit:
             f"/api/v1/memfs/{connection['id']}/list", json={"path": "/"}
         )
         assert response.status_code == 200, await response.get_json()
+
+
+class TestUsersAuditAndSessionsThroughTheKit:
+    """A pack's tests make users and read the audit log and sessions without kernel tables."""
+
+    async def test_users_with_a_role_or_exact_permissions(
+        self, hostgate_client: LoggedInClient, hostgate_user: MakeUser
+    ) -> None:
+        bob = await hostgate_user("bob")
+        assert bob.user["username"] == "bob"
+        me = (await (await bob.get("/api/v1/auth/me")).get_json())["user"]
+        assert me["username"] == "bob" and "users.manage" not in me["permissions"]
+        carol = await hostgate_user("carol", permissions=["users.manage"])
+        assert (await carol.get("/api/v1/users")).status_code == 200
+        assert (await bob.get("/api/v1/users")).status_code == 403
+        created = await audit_entries(hostgate_client, "user.created")
+        assert [entry["target"] for entry in created] == ["carol", "bob"]
+        # a user sees only their own entries
+        assert {entry["username"] for entry in await audit_entries(bob)} == {"bob"}
+
+    async def test_sessions_are_read_through_the_api(
+        self, hostgate_client: LoggedInClient, hostgate_user: MakeUser
+    ) -> None:
+        assert await session_entries(hostgate_client) == []
+        bob = await hostgate_user("bob")
+        assert await session_entries(bob, protocol="ssh") == []

@@ -23,9 +23,12 @@ itself gets the same with ``async with PatientTestApp(app):``),
 ``hostgate_client`` (logged in as the first admin, through ``/auth/setup``;
 it sends request bodies in :data:`SERVED_PIECE` pieces, as the served gateway
 hands them on), ``hostgate_connection`` (stores a connection to a test server on
-127.0.0.1 through the API: loopback is allowed in the kit's config) and
-``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
-requests). Async tests need pytest-asyncio (``hostgate-kernel[testing]``).
+127.0.0.1 through the API: loopback is allowed in the kit's config),
+``hostgate_user`` (makes and logs in further users, with a role or exact
+permissions) and ``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
+requests). :func:`audit_entries` and :func:`session_entries` read what the
+gateway recorded through its API, so a pack's tests need no kernel table.
+Async tests need pytest-asyncio (``hostgate-kernel[testing]``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -72,6 +75,8 @@ TEST_SETTING_DEFAULTS = {
 }
 ADMIN_USERNAME = "admin"
 ADMIN_PASSWORD = "correct horse battery"
+USER_PASSWORD = "another horse battery"
+"""The password ``hostgate_user`` gives the users it makes."""
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
@@ -252,6 +257,101 @@ async def hostgate_client(hostgate_app: Quart) -> LoggedInClient:
     if response.status_code != 200:
         pytest.fail(f"setting up the first admin failed: {response.status_code} {body}")
     return LoggedInClient(client, body["token"], body["user"])
+
+
+async def _logged_in(app: Quart, username: str, password: str) -> LoggedInClient:
+    """A new client of ``app`` logged in through ``POST /auth/login``."""
+    client = app.test_client()
+    client.http_connection_class = ServedPiecesConnection
+    response = await client.post(
+        "/api/v1/auth/login", json={"username": username, "password": password}
+    )
+    body = await response.get_json()
+    if response.status_code != 200 or "token" not in body:
+        pytest.fail(f"logging in as {username} failed: {response.status_code} {body}")
+    return LoggedInClient(client, body["token"], body["user"])
+
+
+class MakeUser(Protocol):
+    """The ``hostgate_user`` fixture: ``await hostgate_user("bob", role=..., permissions=...)``."""
+
+    async def __call__(
+        self,
+        username: str,
+        *,
+        role: str = "user",
+        permissions: Sequence[str] | None = None,
+        password: str = USER_PASSWORD,
+    ) -> LoggedInClient:
+        """A new local user, logged in: a client sending that user's token."""
+        ...
+
+
+@pytest.fixture
+def hostgate_user(hostgate_app: Quart, hostgate_client: LoggedInClient) -> MakeUser:
+    """Makes local users through the API (as the admin) and logs them in.
+
+    ``role`` names an existing role (``user``, ``admin`` or one the test made);
+    ``permissions`` instead makes a role of its own holding exactly those (names a
+    pack registers included). The client's ``.user`` is the API's user object.
+    """
+
+    async def make(
+        username: str,
+        *,
+        role: str = "user",
+        permissions: Sequence[str] | None = None,
+        password: str = USER_PASSWORD,
+    ) -> LoggedInClient:
+        if permissions is not None:
+            role = f"{username} role"
+            made = await hostgate_client.post(
+                "/api/v1/roles", json={"name": role, "permissions": list(permissions)}
+            )
+            if made.status_code != 201:
+                pytest.fail(f"making the role {role!r} failed: {await made.get_json()}")
+        created = await hostgate_client.post(
+            "/api/v1/users", json={"username": username, "password": password, "role": role}
+        )
+        if created.status_code != 201:
+            pytest.fail(f"making the user {username!r} failed: {await created.get_json()}")
+        return await _logged_in(hostgate_app, username, password)
+
+    return make
+
+
+async def audit_entries(
+    client: LoggedInClient, *event_types: str, **filters: str
+) -> list[dict[str, Any]]:
+    """The audit entries ``client`` may see (``GET /audit``), newest first, at most 200.
+
+    ``event_types`` keep only those types; ``filters`` are further query arguments of
+    ``GET /audit`` (``userId``, ``search``...). Each entry is the API's audit entry:
+    ``eventType``, ``username``, ``target``, ``details``...
+    """
+    query = {"limit": "200", **filters}
+    if event_types:
+        query["eventType"] = ",".join(event_types)
+    response = await client.get("/api/v1/audit", query_string=query)
+    body = await response.get_json()
+    if response.status_code != 200:
+        pytest.fail(f"GET /audit failed: {response.status_code} {body}")
+    entries: list[dict[str, Any]] = body["entries"]
+    return entries
+
+
+async def session_entries(client: LoggedInClient, **filters: str) -> list[dict[str, Any]]:
+    """The terminal and desktop sessions ``client`` may see (``GET /sessions``), newest first.
+
+    ``filters`` are query arguments of ``GET /sessions`` (``protocol``, ``userId``,
+    ``connectionId``, ``recorded``...); at most 200 sessions.
+    """
+    response = await client.get("/api/v1/sessions", query_string={"limit": "200", **filters})
+    body = await response.get_json()
+    if response.status_code != 200:
+        pytest.fail(f"GET /sessions failed: {response.status_code} {body}")
+    sessions: list[dict[str, Any]] = body["sessions"]
+    return sessions
 
 
 class MakeConnection(Protocol):
