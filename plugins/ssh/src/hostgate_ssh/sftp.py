@@ -17,7 +17,7 @@ import asyncio
 import posixpath
 import stat as stat_module
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -241,7 +241,9 @@ class SftpFiles:
                 if len(data) < wanted:
                     return
         finally:
-            await finish_anyway(_close_reader(handle, [t for _, _, t in pending]), CLEANUP_SECONDS)
+            await finish_anyway(
+                _close_transfer(handle, [t for _, _, t in pending]), CLEANUP_SECONDS
+            )
 
     async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
         """Write ``chunks`` to a temporary name beside ``path``, then rename it over ``path``."""
@@ -301,7 +303,7 @@ class SftpFiles:
             handle = None
         except BaseException:
             # the writes in flight stop and the handle closes before the kernel removes ``temp``
-            await finish_anyway(_stop_writes(handle, pending), CLEANUP_SECONDS)
+            await finish_anyway(_close_transfer(handle, pending), CLEANUP_SECONDS)
             raise
         return written
 
@@ -424,20 +426,11 @@ async def _drain(pending: set[asyncio.Task[None]], path: str) -> None:
                 raise _mapped(error, path)
 
 
-async def _stop_writes(
-    handle: asyncssh.SFTPClientFile | None, pending: set[asyncio.Task[None]]
+async def _close_transfer(
+    handle: asyncssh.SFTPClientFile | None, pending: Iterable[asyncio.Task[Any]]
 ) -> None:
-    """Stop the writes of a failed upload and close its file."""
-    for task in pending:
-        task.cancel()
-    await asyncio.gather(*pending, return_exceptions=True)
-    if handle is not None:
-        await _quietly(handle.close())
-
-
-async def _close_reader(
-    handle: asyncssh.SFTPClientFile | None, pending: list[asyncio.Task[bytes]]
-) -> None:
+    """Cancel a transfer's requests in flight, then close its file (quietly)."""
+    pending = list(pending)
     for task in pending:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
