@@ -571,6 +571,25 @@ def hostgate_receiver() -> Iterator[HttpReceiver]:
 # -- file packs ------------------------------------------------------------------
 
 
+class StalledBody:
+    """An upload body whose client sends ``first`` and then nothing more.
+
+    For a file pack's test that a cancelled upload leaves nothing: hand ``chunks()``
+    to ``write``, wait for ``taken`` (the adapter took ``first`` and asked for more),
+    then cancel the task, as the gateway does when the client goes away.
+    """
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+        self.taken = asyncio.Event()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """``first``, then a wait that only a cancellation ends."""
+        yield self.first
+        self.taken.set()
+        await asyncio.Event().wait()
+
+
 @dataclass(frozen=True)
 class PlantedLeftovers:
     """What :func:`plant_upload_leftovers` put in a directory."""

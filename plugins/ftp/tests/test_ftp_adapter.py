@@ -22,7 +22,7 @@ from hostgate import (
     RemoteUnreachable,
 )
 from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
-from hostgate.testing import plant_upload_leftovers
+from hostgate.testing import StalledBody, plant_upload_leftovers
 from hostgate_ftp.files import FtpFiles, open_files
 
 from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer, start_pyftpd
@@ -498,16 +498,9 @@ async def test_an_upload_awaits_the_data_connection_only_when_its_buffer_is_full
 async def test_a_cancelled_upload_leaves_nothing(work: Work):
     """The client goes away in the middle of the body: the temporary file goes too."""
     files, base, local = work.files, work.base, work.local
-    written = asyncio.Event()
-
-    async def stalled() -> AsyncIterator[bytes]:
-        yield b"x" * (2 * MIB)
-        written.set()
-        await asyncio.Event().wait()  # the rest never comes
-        yield b""
-
-    task = asyncio.ensure_future(files.write(f"{base}/cancelled.bin", stalled()))
-    await asyncio.wait_for(written.wait(), 30)
+    body = StalledBody(b"x" * (2 * MIB))
+    task = asyncio.ensure_future(files.write(f"{base}/cancelled.bin", body.chunks()))
+    await asyncio.wait_for(body.taken.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -19,7 +19,7 @@ from hostgate import (
     RemotePermissionDenied,
     RemoteUnreachable,
 )
-from hostgate.testing import plant_upload_leftovers
+from hostgate.testing import StalledBody, plant_upload_leftovers
 from hostgate_smb.files import open_files
 
 from testsupport.peers import free_port
@@ -431,16 +431,9 @@ async def test_a_cancelled_upload_leaves_nothing_and_the_session_goes_on(smb, wo
     """The client goes away in the middle of the body: the kernel's staging removes the
     temporary file once the handle is closed."""
     base, local = workdir
-    written = asyncio.Event()
-
-    async def stalled() -> AsyncIterator[bytes]:
-        yield b"x" * (2 * MIB)
-        written.set()
-        await asyncio.Event().wait()  # the rest never comes
-        yield b""
-
-    task = asyncio.ensure_future(smb.write(f"{base}/cancelled.bin", stalled()))
-    await asyncio.wait_for(written.wait(), 30)
+    body = StalledBody(b"x" * (2 * MIB))
+    task = asyncio.ensure_future(smb.write(f"{base}/cancelled.bin", body.chunks()))
+    await asyncio.wait_for(body.taken.wait(), 30)
     assert [p.name for p in local.iterdir()][0].startswith(UPLOAD_TEMP_PREFIX)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
