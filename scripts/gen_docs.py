@@ -244,6 +244,9 @@ VALUE_HEADINGS = {
 VALUE_NOTES = {
     "FILE_OPERATIONS": "Every file operation a `RemoteFiles.operations` set may name.",
     "SECRET_MASK": "What a GET shows instead of a stored secret; sent back, it means unchanged.",
+    "STAT_FIELDS": "The names a `ProtocolSpec.stat_fields` may list (the stat answer's fields).",
+    "UPLOAD_TEMP_PREFIX": "How every temporary upload name `UploadStaging` makes starts "
+    "(then 16 hex digits).",
     "SESSION_COOKIE": "Name of the HttpOnly session cookie the web UI uses.",
     "TRUSTED_DEVICE_COOKIE": "Name of the cookie that lets a known browser skip the TOTP step.",
     "HostKeyCheck": "`await target.check_host_key(algorithm, key_blob)`: the kernel's "
@@ -292,7 +295,9 @@ def exports_md() -> str:
         elif isinstance(obj, frozenset):
             heading = f"{name} = frozenset({sorted(obj)!r})"
             body = ""
-        elif isinstance(obj, str):
+        elif isinstance(obj, str) or (
+            isinstance(obj, tuple) and all(isinstance(item, str) for item in obj)
+        ):
             heading = f"{name} = {obj!r}"
             body = ""
         else:

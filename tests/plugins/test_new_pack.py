@@ -12,6 +12,7 @@ Hypothesis and Playwright's plugins are not imported).
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,11 @@ def test_a_new_pack_passes_its_own_tests_and_mypy(tmp_path, capsys):
     assert (pack / "src" / "hostgate_weather_desk" / "plugin.py").is_file()
     assert (pack / "src" / "hostgate_weather_desk" / "py.typed").is_file()
     assert 'weather_desk = "hostgate_weather_desk.plugin"' in (pack / "pyproject.toml").read_text()
+    # the README's `pip install -e '.[test]'` brings every tool it then runs
+    project = tomllib.loads((pack / "pyproject.toml").read_text())["project"]
+    assert any(req.startswith("mypy") for req in project["optional-dependencies"]["test"])
+    readme = (pack / "README.md").read_text()
+    assert "pip install -e '.[test]'" in readme and "mypy" in readme
     env = {**os.environ, "PYTHONPATH": str(pack / "src")}
     own_plugins = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     pytest_args = ["-p", "pytest_asyncio.plugin", "-p", "hostgate.testing"]
@@ -61,7 +67,7 @@ def test_a_new_pack_passes_its_own_tests_and_mypy(tmp_path, capsys):
             check.kill()
             check.wait()
     assert checks["tests"].returncode == 0, outputs["tests"][-5000:]
-    assert "4 passed" in outputs["tests"]
+    assert "5 passed" in outputs["tests"]
     assert checks["mypy"].returncode == 0, outputs["mypy"][-3000:]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .adapters import (
     FILE_OPERATIONS,
+    STAT_FIELDS,
     ConnectionTarget,
     HostKeyCheck,
     RemoteEntry,
@@ -127,6 +128,8 @@ from .sessioncookie import (
 )
 from .tasks import cancel_and_wait, finish_anyway
 from .timefmt import as_utc, iso, parse_iso, utcnow
+from .upload_staging import TEMP_PREFIX as UPLOAD_TEMP_PREFIX
+from .upload_staging import UploadStaging
 
 __all__ = [
     "BusAPI",
@@ -192,7 +195,10 @@ __all__ = [
     "SecretsAPI",
     "SettingsAPI",
     "FILE_OPERATIONS",
+    "STAT_FIELDS",
     "finish_anyway",
+    "UploadStaging",
+    "UPLOAD_TEMP_PREFIX",
     "ApiError",
     "AuditEvent",
     "Account",

@@ -116,6 +116,12 @@ class RemoteEntry:
 FILE_OPERATIONS = frozenset(
     {"list", "download", "upload", "mkdir", "delete", "rename", "stat", "chmod", "copy"}
 )
+"""Every operation a ``RemoteFiles.operations`` may name (each is one file route);
+a route whose operation the adapter does not name answers 404 ``unsupported_operation``."""
+
+STAT_FIELDS = ("size", "isDirectory", "permissions", "mode", "uid", "gid", "atime", "mtime")
+"""The names ``ProtocolSpec.stat_fields`` may list: the fields of ``POST .../stat``'s
+answer, each read from the ``RemoteEntry`` (``permissions`` is ``mode`` as ``rwxr-xr-x``)."""
 
 
 @runtime_checkable
@@ -136,8 +142,15 @@ class RemoteFiles(Protocol):
         """Stream a file's bytes from ``offset`` (``length`` bytes, or to the end)."""
         ...
 
-    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
-        """Write a file from chunks, atomically (temporary name, then rename); return bytes."""
+    async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
+        """Write a file from chunks, atomically (temporary name, then rename); return bytes.
+
+        ``size`` is the upload's declared length (the request's ``Content-Length``), or
+        None when the client declared none; the kernel fails the upload (raising from
+        ``chunks``) when the body does not match it. ``hostgate.UploadStaging`` does the
+        atomic part. A ``write`` without ``size`` still works (deprecated: the kernel
+        warns once per class and calls it without).
+        """
         ...
 
     async def mkdir(self, path: str) -> None:

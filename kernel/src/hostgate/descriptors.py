@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .adapters import STAT_FIELDS
 from .contract import AuditEvent, ChannelSend, ChannelSpec, NotificationMessage
 
 if TYPE_CHECKING:
@@ -100,6 +101,19 @@ class ProtocolSpec:
     open_tunnel: TunnelOpener | None = None
     open_command: CommandFactory | None = None
     open_channel: ChannelFactory | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.stat_fields if name not in STAT_FIELDS]
+        if unknown:
+            raise ValueError(
+                f"protocol {self.name!r}: unknown stat_fields {unknown} "
+                f"(valid: {', '.join(STAT_FIELDS)})"
+            )
+        if self.file_attributes not in ("basic", "full"):
+            raise ValueError(
+                f"protocol {self.name!r}: file_attributes must be 'basic' or 'full', "
+                f"not {self.file_attributes!r}"
+            )
 
     def accepted_protocols(self) -> tuple[str, ...]:
         """The stored connection protocols this protocol's adapters serve."""

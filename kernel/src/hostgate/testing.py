@@ -20,9 +20,15 @@ to set ``plugin_options``), ``hostgate_app`` (started, so ``startup`` hooks
 ran, with :data:`HARNESS_SECONDS` for start-up and shut-down: an app a test starts
 itself gets the same with ``async with PatientTestApp(app):``),
 ``hostgate_kernel`` (the ``KernelAPI`` your hooks receive),
-``hostgate_client`` (logged in as the first admin, through ``/auth/setup``)
-and ``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
-requests). Async tests need pytest-asyncio (``hostgate-kernel[testing]``).
+``hostgate_client`` (logged in as the first admin, through ``/auth/setup``;
+it sends request bodies in :data:`SERVED_PIECE` pieces, as the served gateway
+hands them on), ``hostgate_connection`` (stores a connection to a test server on
+127.0.0.1 through the API: loopback is allowed in the kit's config),
+``hostgate_user`` (makes and logs in further users, with a role or exact
+permissions) and ``hostgate_receiver`` (a real HTTP server on 127.0.0.1 that records
+requests). :func:`audit_entries` and :func:`session_entries` read what the
+gateway recorded through its API, so a pack's tests need no kernel table.
+Async tests need pytest-asyncio (``hostgate-kernel[testing]``).
 """
 
 from __future__ import annotations
@@ -30,20 +36,23 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import shutil
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 from quart.testing.app import TestApp
+from quart.testing.connections import TestHTTPConnection
 
 from .app import create_app, kernel_of
 from .config import Config
+from .upload_staging import STALE_AFTER, TEMP_PREFIX
 
 try:
     from pytest_asyncio import fixture as async_fixture
@@ -66,6 +75,8 @@ TEST_SETTING_DEFAULTS = {
 }
 ADMIN_USERNAME = "admin"
 ADMIN_PASSWORD = "correct horse battery"
+USER_PASSWORD = "another horse battery"
+"""The password ``hostgate_user`` gives the users it makes."""
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
@@ -181,6 +192,9 @@ class LoggedInClient:
     async def request(self, method: str, path: str, **kwargs: Any) -> Response:
         """Send ``method path`` with the token (``headers``, ``json``... as Quart takes them)."""
         headers = {**self.headers, **(kwargs.pop("headers", None) or {})}
+        data = kwargs.get("data")
+        if isinstance(data, bytes) and not any(k.lower() == "content-length" for k in headers):
+            headers["Content-Length"] = str(len(data))  # as a browser declares a body
         response: Response = await self.raw.open(path, method=method, headers=headers, **kwargs)
         return response
 
@@ -205,10 +219,36 @@ class LoggedInClient:
         return await self.request("DELETE", path, **kwargs)
 
 
+SERVED_PIECE = 1 << 20
+"""The largest piece of a request body the served gateway hands a view (its flow
+control's high-water mark); an upload reaches ``RemoteFiles.write`` in such pieces."""
+
+
+class ServedPiecesConnection(TestHTTPConnection):
+    """A test HTTP connection that sends a body in :data:`SERVED_PIECE` pieces.
+
+    Quart's test client hands a view the whole body as one chunk; ``hostgate serve``
+    hands it on as it arrives, at most 1 MiB at a time. A file pack's ``write`` sees
+    the same pieces under the kit as in production.
+    """
+
+    async def send(self, data: bytes) -> None:
+        """Send ``data`` as the body's next pieces."""
+        if len(data) <= SERVED_PIECE:
+            await super().send(data)
+            return
+        for start in range(0, len(data), SERVED_PIECE):
+            await super().send(data[start : start + SERVED_PIECE])
+
+
 @async_fixture
 async def hostgate_client(hostgate_app: Quart) -> LoggedInClient:
-    """A client logged in as the instance's first admin (created through ``/auth/setup``)."""
+    """A client logged in as the instance's first admin (created through ``/auth/setup``).
+
+    Request bodies go in :data:`SERVED_PIECE` pieces (see :class:`ServedPiecesConnection`).
+    """
     client = hostgate_app.test_client()
+    client.http_connection_class = ServedPiecesConnection
     response = await client.post(
         "/api/v1/auth/setup",
         json={"username": ADMIN_USERNAME, "password": ADMIN_PASSWORD, "displayName": "Admin"},
@@ -217,6 +257,163 @@ async def hostgate_client(hostgate_app: Quart) -> LoggedInClient:
     if response.status_code != 200:
         pytest.fail(f"setting up the first admin failed: {response.status_code} {body}")
     return LoggedInClient(client, body["token"], body["user"])
+
+
+async def _logged_in(app: Quart, username: str, password: str) -> LoggedInClient:
+    """A new client of ``app`` logged in through ``POST /auth/login``."""
+    client = app.test_client()
+    client.http_connection_class = ServedPiecesConnection
+    response = await client.post(
+        "/api/v1/auth/login", json={"username": username, "password": password}
+    )
+    body = await response.get_json()
+    if response.status_code != 200 or "token" not in body:
+        pytest.fail(f"logging in as {username} failed: {response.status_code} {body}")
+    return LoggedInClient(client, body["token"], body["user"])
+
+
+class MakeUser(Protocol):
+    """The ``hostgate_user`` fixture: ``await hostgate_user("bob", role=..., permissions=...)``."""
+
+    async def __call__(
+        self,
+        username: str,
+        *,
+        role: str = "user",
+        permissions: Sequence[str] | None = None,
+        password: str = USER_PASSWORD,
+    ) -> LoggedInClient:
+        """A new local user, logged in: a client sending that user's token."""
+        ...
+
+
+@pytest.fixture
+def hostgate_user(hostgate_app: Quart, hostgate_client: LoggedInClient) -> MakeUser:
+    """Makes local users through the API (as the admin) and logs them in.
+
+    ``role`` names an existing role (``user``, ``admin`` or one the test made);
+    ``permissions`` instead makes a role of its own holding exactly those (names a
+    pack registers included). The client's ``.user`` is the API's user object.
+    """
+
+    async def make(
+        username: str,
+        *,
+        role: str = "user",
+        permissions: Sequence[str] | None = None,
+        password: str = USER_PASSWORD,
+    ) -> LoggedInClient:
+        if permissions is not None:
+            role = f"{username} role"
+            made = await hostgate_client.post(
+                "/api/v1/roles", json={"name": role, "permissions": list(permissions)}
+            )
+            if made.status_code != 201:
+                pytest.fail(f"making the role {role!r} failed: {await made.get_json()}")
+        created = await hostgate_client.post(
+            "/api/v1/users", json={"username": username, "password": password, "role": role}
+        )
+        if created.status_code != 201:
+            pytest.fail(f"making the user {username!r} failed: {await created.get_json()}")
+        return await _logged_in(hostgate_app, username, password)
+
+    return make
+
+
+async def audit_entries(
+    client: LoggedInClient, *event_types: str, **filters: str
+) -> list[dict[str, Any]]:
+    """The audit entries ``client`` may see (``GET /audit``), newest first, at most 200.
+
+    ``event_types`` keep only those types; ``filters`` are further query arguments of
+    ``GET /audit`` (``userId``, ``search``...). Each entry is the API's audit entry:
+    ``eventType``, ``username``, ``target``, ``details``...
+    """
+    query = {"limit": "200", **filters}
+    if event_types:
+        query["eventType"] = ",".join(event_types)
+    response = await client.get("/api/v1/audit", query_string=query)
+    body = await response.get_json()
+    if response.status_code != 200:
+        pytest.fail(f"GET /audit failed: {response.status_code} {body}")
+    entries: list[dict[str, Any]] = body["entries"]
+    return entries
+
+
+async def session_entries(client: LoggedInClient, **filters: str) -> list[dict[str, Any]]:
+    """The terminal and desktop sessions ``client`` may see (``GET /sessions``), newest first.
+
+    ``filters`` are query arguments of ``GET /sessions`` (``protocol``, ``userId``,
+    ``connectionId``, ``recorded``...); at most 200 sessions.
+    """
+    response = await client.get("/api/v1/sessions", query_string={"limit": "200", **filters})
+    body = await response.get_json()
+    if response.status_code != 200:
+        pytest.fail(f"GET /sessions failed: {response.status_code} {body}")
+    sessions: list[dict[str, Any]] = body["sessions"]
+    return sessions
+
+
+class MakeConnection(Protocol):
+    """The ``hostgate_connection`` fixture: ``await hostgate_connection(protocol, port, ...)``."""
+
+    async def __call__(
+        self,
+        protocol: str,
+        port: int,
+        *,
+        host: str = "127.0.0.1",
+        username: str = "",
+        password: str | None = None,
+        private_key: str | None = None,
+        extra: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a connection owned by the admin; the API's connection object."""
+        ...
+
+
+@pytest.fixture
+def hostgate_connection(hostgate_client: LoggedInClient) -> MakeConnection:
+    """Stores a connection to a test server (127.0.0.1 by default) as the admin.
+
+    Created through ``POST /api/v1/connections`` as a user would; the kit's config
+    allows loopback targets (``network.protected`` leaves it out), so the gateway may
+    reach a server the test started. Returns the connection object (``["id"]``); the
+    pack's routes are then ``/api/v1/<protocol>/<id>/...``. Pack-declared fields go in
+    ``extra`` (``extraConfig``).
+    """
+
+    async def make(
+        protocol: str,
+        port: int,
+        *,
+        host: str = "127.0.0.1",
+        username: str = "",
+        password: str | None = None,
+        private_key: str | None = None,
+        extra: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "name": name or f"{protocol} test server {host}:{port}",
+            "protocol": protocol,
+            "host": host,
+            "port": port,
+            "username": username,
+            "extraConfig": extra or {},
+        }
+        if password is not None:
+            body["password"] = password
+        if private_key is not None:
+            body["privateKey"] = private_key
+        response = await hostgate_client.post("/api/v1/connections", json=body)
+        created: dict[str, Any] = await response.get_json()
+        if response.status_code != 201:
+            pytest.fail(f"storing the {protocol} connection failed: {created}")
+        return created
+
+    return make
 
 
 # -- a local HTTP receiver ---------------------------------------------------------
@@ -369,3 +566,60 @@ def hostgate_receiver() -> Iterator[HttpReceiver]:
         yield running.receiver
     finally:
         running.stop()
+
+
+# -- file packs ------------------------------------------------------------------
+
+
+class StalledBody:
+    """An upload body whose client sends ``first`` and then nothing more.
+
+    For a file pack's test that a cancelled upload leaves nothing: hand ``chunks()``
+    to ``write``, wait for ``taken`` (the adapter took ``first`` and asked for more),
+    then cancel the task, as the gateway does when the client goes away.
+    """
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+        self.taken = asyncio.Event()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """``first``, then a wait that only a cancellation ends."""
+        yield self.first
+        self.taken.set()
+        await asyncio.Event().wait()
+
+
+@dataclass(frozen=True)
+class PlantedLeftovers:
+    """What :func:`plant_upload_leftovers` put in a directory."""
+
+    stale: tuple[str, ...]
+    """Temporary upload files a killed gateway left: the next upload there removes them."""
+    kept: tuple[str, ...]
+    """Look-alikes that must stay: a fresh temporary file (an upload in progress), a name
+    not of the pattern, an old ordinary file, a directory of the pattern."""
+
+
+def plant_upload_leftovers(directory: Path) -> PlantedLeftovers:
+    """Put into a directory a test server serves what a killed gateway leaves behind.
+
+    For a file pack's test that its uploads go through ``hostgate.UploadStaging``: after
+    one upload into ``directory`` (by a fresh adapter, as after a restart), exactly the
+    ``stale`` names are gone. The entries are writable by anyone, so the server's user
+    may delete them; hand them to that user if the server needs it.
+    """
+    long_ago = time.time() - STALE_AFTER.total_seconds() - 3600
+    stale = f"{TEMP_PREFIX}0123456789abcdef"
+    fresh = f"{TEMP_PREFIX}fedcba9876543210"
+    lookalike = f"{TEMP_PREFIX}notours"
+    ordinary = "notes.txt"
+    folder = f"{TEMP_PREFIX}00112233445566aa"
+    for name in (stale, fresh, lookalike, ordinary):
+        (directory / name).write_bytes(b"left behind")
+        (directory / name).chmod(0o666)
+    (directory / folder).mkdir()
+    (directory / folder).chmod(0o777)
+    for name in (stale, lookalike, ordinary, folder):
+        os.utime(directory / name, (long_ago, long_ago))
+    return PlantedLeftovers(stale=(stale,), kept=(fresh, lookalike, ordinary, folder))

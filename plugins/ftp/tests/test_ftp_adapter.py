@@ -22,6 +22,7 @@ from hostgate import (
     RemoteUnreachable,
 )
 from hostgate.chunkreader import SMALL_CHUNK, ChunkReader
+from hostgate.testing import StalledBody, plant_upload_leftovers
 from hostgate_ftp.files import FtpFiles, open_files
 
 from testsupport.ftpd import READER_PASSWORD, READER_USER, FtpServer, start_pyftpd
@@ -492,3 +493,24 @@ async def test_an_upload_awaits_the_data_connection_only_when_its_buffer_is_full
         finally:
             resume()
             await files.close()
+
+
+async def test_a_cancelled_upload_leaves_nothing(work: Work):
+    """The client goes away in the middle of the body: the temporary file goes too."""
+    files, base, local = work.files, work.base, work.local
+    body = StalledBody(b"x" * (2 * MIB))
+    task = asyncio.ensure_future(files.write(f"{base}/cancelled.bin", body.chunks()))
+    await asyncio.wait_for(body.taken.wait(), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert list(local.iterdir()) == []
+    await files.write(f"{base}/after.bin", once(b"ok"))
+    assert sorted(p.name for p in local.iterdir()) == ["after.bin"]
+
+
+async def test_an_upload_removes_what_a_killed_gateway_left(work: Work):
+    """A new process (a fresh adapter) sweeps the directory at its first upload into it."""
+    planted = plant_upload_leftovers(work.local)
+    await work.files.write(f"{work.base}/new.txt", once(b"fresh upload"))
+    assert sorted(p.name for p in work.local.iterdir()) == sorted([*planted.kept, "new.txt"])

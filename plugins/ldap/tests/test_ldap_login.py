@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hostgate.db.models.identity import User
-from sqlmodel import select
+from hostgate.testing import LoggedInClient, audit_entries
 
 from testsupport.slapd import SlapdServer
 
@@ -19,15 +18,13 @@ async def login(client: Any, username: str, password: str) -> Any:
     )
 
 
-async def audit_events(kernel: Any, event_type: str) -> list[Any]:
-    from hostgate.db.models.audit import AuditEntry
-
-    async with kernel.db.session() as session:
-        query = select(AuditEntry).where(AuditEntry.event_type == event_type)
-        return list((await session.exec(query)).all())
+async def audit_events(client: Any, admin: Any, event_type: str) -> list[dict[str, Any]]:
+    """The audit entries of one type, oldest first, read through ``GET /audit``."""
+    as_admin = LoggedInClient(client, admin.token, {})
+    return list(reversed(await audit_entries(as_admin, event_type)))
 
 
-async def test_login_provisions_user_and_token_works(client, kernel, ldap_on):
+async def test_login_provisions_user_and_token_works(client, admin, kernel, ldap_on):
     answer = await login(client, "alice", "alice-password")
     assert answer.status_code == 200, await answer.get_data(as_text=True)
     body = await answer.get_json()
@@ -38,17 +35,21 @@ async def test_login_provisions_user_and_token_works(client, kernel, ldap_on):
     me = await client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {body['token']}"})
     assert me.status_code == 200
     assert (await me.get_json())["user"]["username"] == "alice"
-    async with kernel.db.session() as session:
-        user = await session.get(User, body["user"]["id"])
+    user = await kernel.logins.get_user(body["user"]["id"])
     assert user is not None
     assert user.auth_provider == "ldap"
-    assert user.provider_id == "uid=alice,ou=people,dc=example,dc=org"
+    linked = await kernel.logins.find_external("ldap", "uid=alice,ou=people,dc=example,dc=org")
+    assert linked is not None and linked.id == user.id
     assert user.display_name == "Alice Liddell"
     assert user.email == "alice@example.org"
-    assert user.password_hash is None
-    logins = await audit_events(kernel, "auth.login")
-    assert logins[-1].username == "alice"
-    assert logins[-1].details["method"] == "ldap"
+    # no local password: the directory's password does not open a local login
+    local = await client.post(
+        "/api/v1/auth/login", json={"username": "alice", "password": "alice-password"}
+    )
+    assert local.status_code == 401
+    logins = await audit_events(client, admin, "auth.login")
+    assert logins[-1]["username"] == "alice"
+    assert logins[-1]["details"]["method"] == "ldap"
 
 
 async def test_second_login_reuses_the_account(client, ldap_on):
@@ -64,22 +65,22 @@ async def test_local_name_clash_gets_a_suffix(client, make_user, ldap_on):
     assert body["user"]["username"] == "carol_ldap"
 
 
-async def test_wrong_password_is_401_and_audited(client, kernel, ldap_on):
+async def test_wrong_password_is_401_and_audited(client, admin, kernel, ldap_on):
     answer = await login(client, "alice", "wrong-password")
     assert answer.status_code == 401
     assert (await answer.get_json())["code"] == "invalid_credentials"
-    failed = await audit_events(kernel, "auth.login_failed")
-    assert failed[-1].details["reason"] == "invalid_password"
-    assert failed[-1].details["provider"] == "ldap"
-    assert "wrong-password" not in str(failed[-1].details)
+    failed = await audit_events(client, admin, "auth.login_failed")
+    assert failed[-1]["details"]["reason"] == "invalid_password"
+    assert failed[-1]["details"]["provider"] == "ldap"
+    assert "wrong-password" not in str(failed[-1]["details"])
 
 
-async def test_unknown_user_is_the_same_401(client, kernel, ldap_on):
+async def test_unknown_user_is_the_same_401(client, admin, kernel, ldap_on):
     answer = await login(client, "mallory", "whatever")
     assert answer.status_code == 401
     assert (await answer.get_json())["error"] == "Invalid username or password"
-    failed = await audit_events(kernel, "auth.login_failed")
-    assert failed[-1].details["reason"] == "user_not_found"
+    failed = await audit_events(client, admin, "auth.login_failed")
+    assert failed[-1]["details"]["reason"] == "user_not_found"
 
 
 async def test_empty_password_never_binds(client, ldap_on):
@@ -98,15 +99,17 @@ async def test_filter_injection_is_neutralised(client, ldap_on, username):
 
 
 @pytest.mark.parametrize("username", ["alice\x00", "alice\n", "\x1balice", "ali\x7fce"])
-async def test_control_characters_in_the_username_are_refused(client, kernel, ldap_on, username):
+async def test_control_characters_in_the_username_are_refused(
+    client, admin, kernel, ldap_on, username
+):
     answer = await login(client, username, "alice-password")
     assert answer.status_code == 400
     assert (await answer.get_json())["code"] == "invalid_username"
-    assert await audit_events(kernel, "auth.login") == []
-    assert await audit_events(kernel, "auth.login_failed") == []
+    assert await audit_events(client, admin, "auth.login") == []
+    assert await audit_events(client, admin, "auth.login_failed") == []
 
 
-async def test_lockout_after_repeated_failures(client, kernel, ldap_on):
+async def test_lockout_after_repeated_failures(client, admin, kernel, ldap_on):
     await kernel.settings.update({"security.max_login_attempts": 3})
     await (await login(client, "alice", "alice-password")).get_json()  # provision
     for _ in range(3):
@@ -114,7 +117,7 @@ async def test_lockout_after_repeated_failures(client, kernel, ldap_on):
     locked = await login(client, "alice", "alice-password")
     assert locked.status_code == 429
     assert int(locked.headers["Retry-After"]) > 0
-    assert await audit_events(kernel, "auth.account_locked")
+    assert await audit_events(client, admin, "auth.account_locked")
 
 
 async def test_unprovisioned_names_lock_too(client, kernel, ldap_on):
@@ -159,22 +162,24 @@ async def test_unknown_fields_are_refused(client, ldap_on):
     assert answer.status_code == 400
 
 
-async def test_unreachable_directory_is_502_and_audited(client, kernel, ldap_on):
+async def test_unreachable_directory_is_502_and_audited(client, admin, kernel, ldap_on):
     from testsupport.peers import free_port
 
     await kernel.settings.update({"auth.ldap_url": f"ldap://127.0.0.1:{free_port()}"})
     answer = await login(client, "alice", "alice-password")
     assert answer.status_code == 502
-    failed = await audit_events(kernel, "auth.login_failed")
-    assert failed[-1].details["reason"] == "ldap_unreachable"
+    failed = await audit_events(client, admin, "auth.login_failed")
+    assert failed[-1]["details"]["reason"] == "ldap_unreachable"
 
 
-async def test_ldaps_verifies_the_certificate(client, kernel, ldap_on, slapd_server: SlapdServer):
+async def test_ldaps_verifies_the_certificate(
+    client, admin, kernel, ldap_on, slapd_server: SlapdServer
+):
     await kernel.settings.update({"auth.ldap_url": slapd_server.ldaps_url})
     # The test CA is in no system trust store: verification must fail.
     assert (await login(client, "alice", "alice-password")).status_code == 502
-    failed = await audit_events(kernel, "auth.login_failed")
-    assert "certificate" in failed[-1].details["error"].lower()
+    failed = await audit_events(client, admin, "auth.login_failed")
+    assert "certificate" in failed[-1]["details"]["error"].lower()
     await kernel.settings.update({"auth.ldap_ca_cert": slapd_server.ca_pem})
     assert (await login(client, "alice", "alice-password")).status_code == 200
 
@@ -202,8 +207,8 @@ async def test_turning_verification_off_is_audited(client, admin, kernel):
         "/api/v1/settings", json={"auth.ldap_tls_verify": False}, headers=admin.headers
     )
     assert answer.status_code == 200
-    updates = await audit_events(kernel, "settings.updated")
-    assert updates[-1].details["after"] == {"auth.ldap_tls_verify": False}
+    updates = await audit_events(client, admin, "settings.updated")
+    assert updates[-1]["details"]["after"] == {"auth.ldap_tls_verify": False}
 
 
 async def test_bad_settings_are_refused(client, admin):

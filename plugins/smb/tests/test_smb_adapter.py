@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from hostgate import (
+    UPLOAD_TEMP_PREFIX,
     Conflict,
     InvalidInput,
     RemoteAuthFailed,
@@ -18,6 +19,7 @@ from hostgate import (
     RemotePermissionDenied,
     RemoteUnreachable,
 )
+from hostgate.testing import StalledBody, plant_upload_leftovers
 from hostgate_smb.files import open_files
 
 from testsupport.peers import free_port
@@ -423,3 +425,31 @@ async def test_the_credit_charge_waited_for_is_the_one_smbprotocol_sends(smb, wo
     charges = {ours for ours, _ in seen}
     assert {1, 16} <= charges  # small requests and 1 MiB reads or writes at least
     assert all(ours == theirs for ours, theirs in seen), seen
+
+
+async def test_a_cancelled_upload_leaves_nothing_and_the_session_goes_on(smb, workdir):
+    """The client goes away in the middle of the body: the kernel's staging removes the
+    temporary file once the handle is closed."""
+    base, local = workdir
+    body = StalledBody(b"x" * (2 * MIB))
+    task = asyncio.ensure_future(smb.write(f"{base}/cancelled.bin", body.chunks()))
+    await asyncio.wait_for(body.taken.wait(), 30)
+    assert [p.name for p in local.iterdir()][0].startswith(UPLOAD_TEMP_PREFIX)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert list(local.iterdir()) == []
+    await smb.write(f"{base}/after.bin", once(b"ok"))
+    assert sorted(p.name for p in local.iterdir()) == ["after.bin"]
+
+
+async def test_an_upload_removes_what_a_killed_gateway_left(samba, workdir):  # noqa: F811
+    """A new process (a fresh adapter) sweeps the directory at its first upload into it."""
+    base, local = workdir
+    planted = plant_upload_leftovers(local)
+    files = await open_files(None, smb_target(samba))
+    try:
+        await files.write(f"{base}/new.txt", once(b"fresh upload"))
+    finally:
+        await files.close()
+    assert sorted(p.name for p in local.iterdir()) == sorted([*planted.kept, "new.txt"])

@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import http_date
 
-from ..adapters import RemoteEntry
+from ..adapters import STAT_FIELDS, RemoteEntry
 from ..descriptors import ProtocolSpec
 from ..errors import ApiError, InvalidInput, NotFound, error_response
 from ..guards import app_kernel, authenticated, current_caller
@@ -164,7 +164,7 @@ ATTRIBUTE_VALUES: dict[str, Callable[[RemoteEntry], Any]] = {
     "atime": lambda e: iso(e.atime),
     "mtime": lambda e: iso(e.mtime),
 }
-FULL_ATTRIBUTES = ("size", "isDirectory", "permissions", "mode", "uid", "gid", "atime", "mtime")
+FULL_ATTRIBUTES = STAT_FIELDS
 BASIC_ATTRIBUTES = ("size", "isDirectory")
 
 
@@ -317,7 +317,7 @@ async def upload_file(protocol: str, connection_id: str) -> Success:
                 code="upload_incomplete",
             )
 
-    await ctx.upload(path, chunks(), lambda: received)
+    await ctx.upload(path, chunks(), lambda: received, size=expected)
     return {"success": True}
 
 

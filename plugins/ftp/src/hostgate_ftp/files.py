@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from functools import partial
@@ -31,6 +30,7 @@ from hostgate import (
     RemoteNotFound,
     RemotePermissionDenied,
     Unprocessable,
+    UploadStaging,
 )
 
 from .client import SOCKET_TIMEOUT, FtpClient
@@ -181,7 +181,7 @@ async def open_files(kernel: KernelAPI | None, target: ConnectionTarget) -> FtpF
         check_data = partial(_policy_check, kernel.outbound)
     pool = Pool(target, check_data)
     home = await pool.start()
-    return FtpFiles(pool, home)
+    return FtpFiles(pool, home, UploadStaging.for_target(kernel, target))
 
 
 class FtpFiles:
@@ -189,9 +189,10 @@ class FtpFiles:
 
     operations = OPERATIONS
 
-    def __init__(self, pool: Pool, home: str = "/") -> None:
+    def __init__(self, pool: Pool, home: str = "/", staging: UploadStaging | None = None) -> None:
         self.pool = pool
         self.home = home
+        self.staging = UploadStaging() if staging is None else staging
 
     def _path(self, path: str) -> str:
         return ftp_path(path, self.home)
@@ -365,53 +366,39 @@ class FtpFiles:
             if last:
                 yield last
 
-    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+    async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
         """Write a file from chunks under a temporary name, then rename; return bytes."""
         target = self._path(path)
-        parent, name = _split(target)
-        if not name:
+        if not _split(target)[1]:
             raise InvalidInput("An upload needs a file name")
-        temporary = f"{parent.rstrip('/')}/.{name}.{uuid.uuid4().hex[:12]}.part"
         written = 0
-        try:
-            async with self.pool.client() as client:
-                async with mapped(target):
-                    try:
-                        stream = await client.get_stream("STOR " + temporary, "1xx")
-                    except aioftp.StatusCodeError as exc:
-                        raise await self._explain(client, exc, target, writing=True) from None
-                client.broken = True  # until the server confirmed the whole file
+        async with self.staging.upload(self, target) as temporary, self.pool.client() as client:
+            async with mapped(target):
                 try:
-                    # Each piece goes out as it comes (pieces that waited were joined
-                    # upstream): holding one back until more arrive leaves the server
-                    # idle while the client sends the next.
-                    async for chunk in chunks:
-                        if not queue(stream, chunk):
-                            async with mapped(target):
-                                await drained(stream)
-                        written += len(chunk)
-                finally:
-                    stream.close()
-                async with mapped(target):
-                    await client.command(None, "2xx", "1xx")
-                    client.broken = False
-                    try:
-                        await client.command("RNFR " + temporary, "350")
-                        await client.command("RNTO " + target, "2xx")
-                    except aioftp.StatusCodeError as exc:
-                        raise await self._explain(client, exc, target, writing=True) from None
-        except BaseException:
-            await asyncio.shield(self._discard(temporary))
-            raise
+                    stream = await client.get_stream("STOR " + temporary, "1xx")
+                except aioftp.StatusCodeError as exc:
+                    raise await self._explain(client, exc, target, writing=True) from None
+            client.broken = True  # until the server confirmed the whole file
+            try:
+                # Each piece goes out as it comes (pieces that waited were joined
+                # upstream): holding one back until more arrive leaves the server
+                # idle while the client sends the next.
+                async for chunk in chunks:
+                    if not queue(stream, chunk):
+                        async with mapped(target):
+                            await drained(stream)
+                    written += len(chunk)
+            finally:
+                stream.close()
+            async with mapped(target):
+                await client.command(None, "2xx", "1xx")
+                client.broken = False
+                try:
+                    await client.command("RNFR " + temporary, "350")
+                    await client.command("RNTO " + target, "2xx")
+                except aioftp.StatusCodeError as exc:
+                    raise await self._explain(client, exc, target, writing=True) from None
         return written
-
-    async def _discard(self, path: str) -> None:
-        """Best-effort delete of an unfinished upload, on a fresh pooled connection."""
-        try:
-            async with self.pool.client() as client:
-                await client.command("DELE " + path, "2xx")
-        except Exception:  # noqa: BLE001 - nothing more can be done; it is a hidden .part file
-            return
 
     # -- changes ------------------------------------------------------------
 

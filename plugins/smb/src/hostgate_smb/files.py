@@ -3,15 +3,15 @@
 smbprotocol blocks, so every call runs in a small thread pool owned by the
 adapter (never the event loop's shared default pool). Transfers are streamed
 in 1 MiB requests with several in flight at once; uploads go to a temporary
-name in the destination directory and are renamed over the final name only
-once every byte was acknowledged.
+name in the destination directory (named, and removed on failure, by the
+kernel's ``UploadStaging``) and are renamed over the final name only once
+every byte was acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +22,7 @@ from hostgate import (
     InvalidInput,
     KernelAPI,
     RemoteEntry,
+    UploadStaging,
     finish_anyway,
 )
 from smbprotocol.open import (
@@ -63,15 +64,17 @@ async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> SmbFiles | 
     if not share:
         from .server import SmbServerFiles
 
-        return SmbServerFiles(target)
+        return SmbServerFiles(target, kernel)
     if "\\" in share or "/" in share:
         raise InvalidInput("The share name must be one name, without slashes")
-    return await open_share(target, share)
+    return await open_share(target, share, UploadStaging.for_target(kernel, target))
 
 
-async def open_share(target: ConnectionTarget, share: str) -> SmbFiles:
+async def open_share(
+    target: ConnectionTarget, share: str, staging: UploadStaging | None = None
+) -> SmbFiles:
     """Connect and authenticate to one share of the target's server."""
-    files = SmbFiles(SmbShare(target, share))
+    files = SmbFiles(SmbShare(target, share), staging)
     try:
         await files.call(files.share.connect)
     except BaseException:
@@ -97,8 +100,9 @@ class SmbFiles(Unoffered):
 
     operations = OPERATIONS
 
-    def __init__(self, share: SmbShare) -> None:
+    def __init__(self, share: SmbShare, staging: UploadStaging | None = None) -> None:
         self.share = share
+        self.staging = UploadStaging() if staging is None else staging
         self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="hostgate-smb")
         self._closed = False
 
@@ -185,33 +189,31 @@ class SmbFiles(Unoffered):
                 options=CreateOptions.FILE_NON_DIRECTORY_FILE,
             )
 
-    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+    async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
         """Write a file from chunks under a temporary name, then rename; return bytes."""
         final = share_path(path)
-        parent, name = parent_and_name(final)
-        if not name:
+        if not parent_and_name(final)[1]:
             raise InvalidInput("An upload needs a file name")
-        temporary = f"{parent}\\" if parent else ""
-        temporary += f".{name}.{uuid.uuid4().hex[:12]}.part"
-        handle = await self._open(self._delete, self._create_temporary, temporary, path)
-        writer = _PipelinedWriter(self.share, handle, path)
-        done = False
-        parts: list[bytes] = []
-        pending = 0
-        try:
-            async for chunk in chunks:
-                parts.append(chunk)
-                pending += len(chunk)
-                if pending >= writer.chunk:  # one thread hop per write, not per piece
-                    await self.call(writer.send, parts)
-                    parts = []
-                    pending = 0
-            await self.call(writer.finish, parts, final)
-            done = True
-            return writer.written
-        finally:
-            if not done:
-                await self._cleanup(writer.discard)
+        async with self.staging.upload(self, "/" + final.replace("\\", "/")) as temporary:
+            handle = await self._open(_close, self._create_temporary, share_path(temporary), path)
+            writer = _PipelinedWriter(self.share, handle, path)
+            done = False
+            parts: list[bytes] = []
+            pending = 0
+            try:
+                async for chunk in chunks:
+                    parts.append(chunk)
+                    pending += len(chunk)
+                    if pending >= writer.chunk:  # one thread hop per write, not per piece
+                        await self.call(writer.send, parts)
+                        parts = []
+                        pending = 0
+                await self.call(writer.finish, parts, final)
+                done = True
+            finally:
+                if not done:  # the handle closes before the kernel removes the file
+                    await self._cleanup(writer.abandon)
+        return writer.written
 
     def _create_temporary(self, smb: str, path: str) -> Open:
         with mapped(path):
@@ -223,9 +225,6 @@ class SmbFiles(Unoffered):
                 disposition=CreateDisposition.FILE_CREATE,
                 options=CreateOptions.FILE_NON_DIRECTORY_FILE,
             )
-
-    def _delete(self, handle: Open) -> None:
-        _delete(self.share, handle)
 
     async def close(self) -> None:
         """Log off and stop the adapter's threads."""
@@ -240,14 +239,6 @@ class SmbFiles(Unoffered):
 
 def _close(handle: Open) -> None:
     handle.close()
-
-
-def _delete(share: SmbShare, handle: Open) -> None:
-    """Delete the file of an open handle, and close it."""
-    try:
-        share.mark_deleted(handle)
-    finally:
-        handle.close()
 
 
 class _PipelinedReader:
@@ -378,9 +369,9 @@ class _PipelinedWriter:
             self.share.rename_handle(self.handle, final, replace=True)
             self.handle.close()
 
-    def discard(self) -> None:
-        """Collect what is in flight, then delete the temporary file."""
+    def abandon(self) -> None:
+        """Collect what is in flight, then close the temporary file."""
         with self.lock:
             while self.inflight:
                 quietly(self.share.receive_bulk, self.inflight.popleft())
-            _delete(self.share, self.handle)
+            self.handle.close()

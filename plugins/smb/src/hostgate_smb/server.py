@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from hostgate import ConnectionTarget, InvalidInput, RemoteEntry
+from hostgate import ConnectionTarget, InvalidInput, KernelAPI, RemoteEntry, UploadStaging
 
 from .files import OPERATIONS, SmbFiles, Unoffered, open_share
 from .share import list_shares, share_path
@@ -31,8 +31,9 @@ class SmbServerFiles(Unoffered):
 
     operations = OPERATIONS
 
-    def __init__(self, target: ConnectionTarget) -> None:
+    def __init__(self, target: ConnectionTarget, kernel: KernelAPI | None = None) -> None:
         self.target = target
+        self.kernel = kernel
         self._shares: dict[str, SmbFiles] = {}
         self._lock = asyncio.Lock()
 
@@ -40,7 +41,8 @@ class SmbServerFiles(Unoffered):
         async with self._lock:
             files = self._shares.pop(name, None)
             if files is None:
-                files = await open_share(self.target, name)
+                staging = UploadStaging.for_target(self.kernel, self.target, scope=name)
+                files = await open_share(self.target, name, staging)
                 while len(self._shares) >= MAX_OPEN_SHARES:
                     oldest = next(iter(self._shares))
                     await self._shares.pop(oldest).close()
@@ -105,12 +107,12 @@ class SmbServerFiles(Unoffered):
         async for chunk in files.read(rest, offset, length):
             yield chunk
 
-    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+    async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
         """Upload a file inside a share."""
         files, rest = await self._inside(path)
         if not rest:
             raise InvalidInput("An upload needs a file name")
-        return await files.write(rest, chunks)
+        return await files.write(rest, chunks, size)
 
     async def close(self) -> None:
         """Close every open share."""

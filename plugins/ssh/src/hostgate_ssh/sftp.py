@@ -4,8 +4,9 @@ Transfers are pipelined: a download keeps ``READ_AHEAD`` block reads in flight
 and yields them in order; an upload keeps ``WRITE_AHEAD`` block writes in
 flight. Memory per transfer stays at about (ahead x block size), whatever the
 file size. Uploads go to a hidden temporary name in the target directory and
-are renamed over the final name only once every byte is written, so an
-aborted upload never leaves a partial file under the final name. Copies use
+are renamed over the final name only once every byte is written (the kernel's
+``UploadStaging`` names and removes the temporary file), so an aborted upload
+never leaves a partial file under the final name. Copies use
 the server's ``copy-data`` extension when offered, else the bytes stream
 through the gateway - never a shell command.
 """
@@ -14,12 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
-import re
-import secrets
 import stat as stat_module
-import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -37,6 +35,7 @@ from hostgate import (
     RemoteNotFound,
     RemotePermissionDenied,
     RemoteUnreachable,
+    UploadStaging,
     finish_anyway,
 )
 
@@ -48,15 +47,6 @@ MAX_BLOCK = 256 * 1024
 """Largest read/write request; servers advertise their own limit (OpenSSH: 255 KiB)."""
 READ_AHEAD = 16
 WRITE_AHEAD = 16
-TEMP_PREFIX = ".hgpart-"
-LEFTOVERS_STATE = "ssh.sftp_leftovers"
-MAX_LEFTOVERS = 100
-SWEPT_STATE = "ssh.sftp_swept"
-STALE_SECONDS = 3600
-"""A temporary upload file untouched this long is a leftover (an upload stalls for at
-most the request body timeout, 10 minutes, before it is aborted)."""
-MAX_SWEPT = 10_000
-_OUR_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{16}")
 KEEPALIVE_SECONDS = 15
 CLEANUP_SECONDS = 15
 WINDOW = 8 * 1024 * 1024
@@ -165,16 +155,11 @@ class SftpFiles:
         self,
         connection: asyncssh.SSHClientConnection,
         sftp: asyncssh.SFTPClient,
-        leftovers: set[str] | None = None,
-        swept: set[str] | None = None,
+        staging: UploadStaging | None = None,
     ):
         self._connection = connection
         self._sftp = sftp
-        # temporary files of failed uploads that could not be deleted (the server
-        # was gone): shared by the sessions of one stored connection, retried on open
-        self._leftovers: set[str] = set() if leftovers is None else leftovers
-        # directories already searched for stale temporary files by this process
-        self._swept: set[str] = set() if swept is None else swept
+        self.staging = UploadStaging() if staging is None else staging
         limits = sftp.limits
         self.read_block = min(MAX_BLOCK, limits.max_read_len or MAX_BLOCK)
         self.write_block = min(MAX_BLOCK, limits.max_write_len or MAX_BLOCK)
@@ -256,11 +241,13 @@ class SftpFiles:
                 if len(data) < wanted:
                     return
         finally:
-            await finish_anyway(_close_reader(handle, [t for _, _, t in pending]), CLEANUP_SECONDS)
+            await finish_anyway(
+                _close_transfer(handle, [t for _, _, t in pending]), CLEANUP_SECONDS
+            )
 
-    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+    async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
         """Write ``chunks`` to a temporary name beside ``path``, then rename it over ``path``."""
-        directory, name = _split(path)
+        name = _split(path)[1]
         if not name or name in (".", ".."):
             raise InvalidInput(f"not a file name: {path}")
         existing_mode: int | None = None
@@ -275,8 +262,15 @@ class SftpFiles:
                 raise InvalidInput(f"Is a directory: {path}", code="is_directory")
             if current.permissions is not None:
                 existing_mode = current.permissions & 0o7777
-        await self._sweep_stale(directory)
-        temp = posixpath.join(directory, f"{TEMP_PREFIX}{secrets.token_hex(8)}")
+        async with self.staging.upload(self, path) as temp:
+            written = await self._store(temp, path, chunks)
+            if existing_mode is not None:
+                await _quietly(self._sftp.chmod(temp, existing_mode))
+            await self._replace(temp, path)
+        return written
+
+    async def _store(self, temp: str, path: str, chunks: AsyncIterator[bytes]) -> int:
+        """Write ``chunks`` into the new file ``temp``, writes pipelined; return bytes."""
         handle: asyncssh.SFTPClientFile | None = None
         pending: set[asyncio.Task[None]] = set()
         written = 0
@@ -307,68 +301,11 @@ class SftpFiles:
             await _drain(pending, path)
             await _call(path, handle.close())
             handle = None
-            if existing_mode is not None:
-                await _quietly(self._sftp.chmod(temp, existing_mode))
-            await self._replace(temp, path)
         except BaseException:
-            await finish_anyway(self._abandon(temp, handle, pending), CLEANUP_SECONDS)
+            # the writes in flight stop and the handle closes before the kernel removes ``temp``
+            await finish_anyway(_close_transfer(handle, pending), CLEANUP_SECONDS)
             raise
         return written
-
-    async def _abandon(
-        self,
-        temp: str,
-        handle: asyncssh.SFTPClientFile | None,
-        pending: set[asyncio.Task[None]],
-    ) -> None:
-        """Stop the writes of a failed upload and delete its temporary file."""
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        if handle is not None:
-            await _quietly(handle.close())
-        if not await self._removed(temp) and len(self._leftovers) < MAX_LEFTOVERS:
-            self._leftovers.add(temp)
-
-    async def _removed(self, path: str) -> bool:
-        """Delete a file of ours; True once it is gone (also when it already was)."""
-        try:
-            await asyncio.wait_for(self._sftp.remove(path), 10)
-        except asyncssh.SFTPNoSuchFile:
-            return True
-        except Exception:
-            return False
-        return True
-
-    async def _sweep_stale(self, directory: str) -> None:
-        """Once per directory and process: delete our temporary files nobody writes any more.
-
-        These are what a gateway that was killed (or restarted while the server was
-        unreachable) left behind; the in-memory leftover list does not survive a
-        restart. Only names of our own pattern, regular files, untouched for
-        ``STALE_SECONDS``. Best effort: a failure here never fails the upload.
-        """
-        key = directory or "."
-        if key in self._swept or len(self._swept) >= MAX_SWEPT:
-            return
-        self._swept.add(key)
-        try:
-            names = await asyncio.wait_for(self._sftp.readdir(key), 30)
-        except Exception:  # noqa: BLE001 - an unreadable directory fails the upload itself
-            return
-        cutoff = time.time() - STALE_SECONDS
-        for item in names:
-            name, attrs = str(item.filename), item.attrs
-            if not _OUR_TEMP.fullmatch(name) or _is_dir(attrs) or _is_link(attrs):
-                continue
-            if attrs.mtime is not None and attrs.mtime < cutoff:
-                await self._removed(posixpath.join(key, name))
-
-    async def remove_leftovers(self) -> None:
-        """Delete the temporary files earlier failed uploads had to leave behind."""
-        for temp in list(self._leftovers):
-            if await self._removed(temp):
-                self._leftovers.discard(temp)
 
     async def _queue_write(
         self,
@@ -489,9 +426,11 @@ async def _drain(pending: set[asyncio.Task[None]], path: str) -> None:
                 raise _mapped(error, path)
 
 
-async def _close_reader(
-    handle: asyncssh.SFTPClientFile | None, pending: list[asyncio.Task[bytes]]
+async def _close_transfer(
+    handle: asyncssh.SFTPClientFile | None, pending: Iterable[asyncio.Task[Any]]
 ) -> None:
+    """Cancel a transfer's requests in flight, then close its file (quietly)."""
+    pending = list(pending)
     for task in pending:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
@@ -522,11 +461,8 @@ async def open_files(kernel: KernelAPI, target: ConnectionTarget) -> RemoteFiles
             sftp = await connection.start_sftp_client(path_errors="surrogateescape")
         except (asyncssh.Error, OSError) as exc:
             raise RemoteError(f"the SSH server does not offer SFTP: {exc}") from None
-        state = kernel.state
-        leftovers = state.setdefault(LEFTOVERS_STATE, {}).setdefault(target.connection_id, set())
-        swept = state.setdefault(SWEPT_STATE, {}).setdefault(target.connection_id, set())
-        files = SftpFiles(connection, sftp, leftovers, swept)
-        await files.remove_leftovers()
+        files = SftpFiles(connection, sftp, UploadStaging.for_target(kernel, target))
+        await files.staging.retry(files)
     except BaseException:
         # also when cancelled (the client went away while the session opened): nobody
         # else holds the connection, which would stay open until the process ends

@@ -40,6 +40,10 @@ class MemState:
     max_in_flight: int = 0
     files: dict[str, dict[str, bytes | None]] = field(default_factory=dict)
     failures: dict[str, BaseException] = field(default_factory=dict)
+    declared: list[int | None] = field(default_factory=list)
+    """The ``size`` each ``write`` was handed (legacy writes take none)."""
+    pieces: list[int] = field(default_factory=list)
+    """The length of every chunk ``write`` received."""
     gate: asyncio.Event | None = None
 
     def reset(self) -> None:
@@ -122,7 +126,11 @@ class MemFiles:
             await asyncio.sleep(0)
             yield data[start : min(start + 1000, end)]
 
-    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+    async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
+        STATE.declared.append(size)
+        return await self._write(path, chunks)
+
+    async def _write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
         path = _norm(path)
         self._fail(path)
         if self.tree.get(_parent(path), b"") is not None:
@@ -132,6 +140,7 @@ class MemFiles:
         parts: list[bytes] = []
         try:
             async for chunk in chunks:
+                STATE.pieces.append(len(chunk))
                 parts.append(chunk)
                 self.tree[temp] = b"".join(parts)
         except BaseException:
@@ -176,10 +185,17 @@ class MemFiles:
             STATE.open_now -= 1
 
 
+class LegacyFiles(MemFiles):
+    """A pack written before ``write`` took the declared ``size``."""
+
+    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:  # type: ignore[override]
+        return await self._write(path, chunks)
+
+
 class SlowSink(MemFiles):
     """Discards uploads slowly and serves zeros: a remote slower than the client."""
 
-    async def write(self, path: str, chunks: AsyncIterator[bytes]) -> int:
+    async def write(self, path: str, chunks: AsyncIterator[bytes], size: int | None = None) -> int:
         total = 0
         async for chunk in chunks:
             total += len(chunk)
@@ -230,9 +246,16 @@ async def open_memsink(kernel: Any, target: ConnectionTarget) -> MemFiles:
     return SlowSink(target, LITE)
 
 
+async def open_memold(kernel: Any, target: ConnectionTarget) -> MemFiles:
+    """A full in-memory session whose ``write`` predates ``size``."""
+    STATE.opened += 1
+    STATE.open_now += 1
+    return LegacyFiles(target, FULL)
+
+
 @hookimpl
 def register_protocols() -> Sequence[ProtocolSpec]:
-    """``memfs``, ``memlite`` and ``memsink``."""
+    """``memfs``, ``memlite``, ``memsink`` and ``memold``."""
     return [
         ProtocolSpec(
             name="memfs",
@@ -242,6 +265,7 @@ def register_protocols() -> Sequence[ProtocolSpec]:
         ),
         ProtocolSpec(name="memlite", default_port=1, open_files=open_memlite),
         ProtocolSpec(name="memsink", default_port=1, open_files=open_memsink),
+        ProtocolSpec(name="memold", default_port=1, open_files=open_memold),
     ]
 
 
@@ -253,5 +277,6 @@ def register_permissions() -> dict[str, list[str]]:
             "connections.use_memfs",
             "connections.use_memlite",
             "connections.use_memsink",
+            "connections.use_memold",
         ]
     }

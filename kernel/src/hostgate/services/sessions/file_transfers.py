@@ -10,7 +10,10 @@ only HTTP: the request's body, query, Range and headers.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -39,6 +42,32 @@ def require(adapter: RemoteFiles, spec: ProtocolSpec, operation: str) -> None:
     """Refuse an operation the protocol does not offer (404, like a route that is not there)."""
     if operation not in adapter.operations:
         raise NotFound(f"{spec.name} does not support {operation}", code="unsupported_operation")
+
+
+@functools.cache
+def takes_size(adapter_class: type) -> bool:
+    """Whether an adapter's ``write`` takes the declared ``size`` (warns once if it does not).
+
+    ``size`` came in after the first packs were written: their ``write(path, chunks)``
+    keeps working, called without it, with a ``DeprecationWarning`` naming the class.
+    """
+    write = getattr(adapter_class, "write", None)
+    try:
+        parameters = inspect.signature(write).parameters if write is not None else {}
+    except (TypeError, ValueError):
+        return False
+    if "size" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    ):
+        return True
+    warnings.warn(
+        f"{adapter_class.__module__}.{adapter_class.__qualname__}.write() takes no 'size': "
+        "accept 'size: int | None = None' (the declared upload length); "
+        "calling it without is deprecated",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return False
 
 
 async def _give_back(lease: FileLease, exc: BaseException, protocol: str) -> NoReturn:
@@ -147,18 +176,27 @@ class FileWork:
         await self.transfers.log.record(self.ref, action, path, detail, actor=self.caller)
 
     async def upload(
-        self, path: str, chunks: AsyncIterator[bytes], received: Callable[[], int]
+        self,
+        path: str,
+        chunks: AsyncIterator[bytes],
+        received: Callable[[], int],
+        size: int | None = None,
     ) -> None:
         """Write ``chunks`` into a remote file under a lease, then record the upload.
 
         ``received()`` counts the bytes read so far: a transfer broken off after
         its first byte may leave protocol state behind, so its session is discarded.
+        ``size`` (the declared length, None when unknown) reaches the adapter's ``write``.
         """
         lease = await self.transfers.pool.acquire(self.caller, self.spec, self.target)
         healthy = False
         try:
             require(lease.adapter, self.spec, "upload")
-            written = await lease.adapter.write(path, chunks)
+            adapter = lease.adapter
+            if takes_size(type(adapter)):
+                written = await adapter.write(path, chunks, size=size)
+            else:
+                written = await adapter.write(path, chunks)
             healthy = True
         except Exception as exc:
             healthy = keeps_session(exc) and received() == 0

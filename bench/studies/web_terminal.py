@@ -1,6 +1,6 @@
 """The terminal in the browser: throughput and keystroke echo in Chromium vs a Python client.
 
-.venv/bin/python bench/web_terminal.py [--size 64] [--rounds 3] [--keystrokes 200]
+.venv/bin/python bench/studies/web_terminal.py [--size 64] [--rounds 3] [--keystrokes 200]
     [--variants app,direct,...] [--trace FILE]
 
 A real ``hostgate serve`` in front of OpenSSH sshd (``testsupport.sshd``, needs root
@@ -67,8 +67,8 @@ from typing import Any
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import (  # noqa: E402
     Row,
     median,

@@ -1,6 +1,6 @@
 """File relays in alternating rounds: direct client vs gateway variants, profiles, the curve.
 
-.venv/bin/python bench/file_rounds.py [--size 1024] [--rounds 3] [--only sftp,smb,ftp]
+.venv/bin/python bench/studies/file_rounds.py [--size 1024] [--rounds 3] [--only sftp,smb,ftp]
     [--variant-at NAME COMMIT]... [--profile DIR]
     [--parallel 1,8 --curve-size 256] [--gateway-log DIR] [--smb-uploads upload,replace,in-place]
 
@@ -57,8 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import TreeCpu, checkout, children_cpu, cpu_seconds, hostgate_server, median  # noqa: E402
 from files_smb_ftp import BLOCK, MIB, Gateway, RssSampler, source_file  # noqa: E402
 

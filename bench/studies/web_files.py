@@ -1,6 +1,6 @@
 """Uploads and downloads in the browser's file browser vs curl, with what each costs the gateway.
 
-.venv/bin/python bench/web_files.py [--size 1024] [--rounds 3] [--plain [--paced MBPS]]
+.venv/bin/python bench/studies/web_files.py [--size 1024] [--rounds 3] [--plain [--paced MBPS]]
     [--shapes] [--strace DIR]
 
 A real ``hostgate serve`` (with the web pack's built app) and the suite's OpenSSH
@@ -61,8 +61,8 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import (  # noqa: E402
     Row,
     TreeCpu,

@@ -1,6 +1,6 @@
 """Desktop latency and frame rate in Chromium: VNC through the relay vs direct, and RDP.
 
-.venv/bin/python bench/web_desktop.py [--samples 40] [--seconds 5] [--skip rdp]
+.venv/bin/python bench/studies/web_desktop.py [--samples 40] [--seconds 5] [--skip rdp]
 
 A real ``hostgate serve`` (with the web pack's built app), an Xvnc (TigerVNC) and
 an xrdp in front of a second Xvnc run on 127.0.0.1; Debian's Chromium is driven by
@@ -44,8 +44,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import Row, free_port, median, percentile, print_table  # noqa: E402
 
 from testsupport.gateway import ADMIN_PASSWORD, GatewayProcess  # noqa: E402
@@ -54,7 +54,7 @@ from testsupport.xdisplay import Painter  # noqa: E402
 from testsupport.xrdp import start_xrdp  # noqa: E402
 from testsupport.xvnc import TEST_PASSWORD, start_xvnc  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOVNC = ROOT / "plugins" / "web" / "ui" / "node_modules" / "@novnc" / "novnc"
 CHROMIUM = "/usr/bin/chromium"
 WIDTH, HEIGHT = 800, 560

@@ -1,7 +1,7 @@
 """Several nodes: API requests/s with one node, ``serve --workers 2`` and two nodes behind
 HAProxy; RSS with idle terminals spread over two nodes.
 
-.venv/bin/python bench/cluster_api.py [--seconds 8] [--clients 32] [--rounds 3]
+.venv/bin/python bench/studies/cluster_api.py [--seconds 8] [--clients 32] [--rounds 3]
                                       [--terminals 400] [--skip api,terminals]
 
 Real engines as tests/cluster runs them: Debian's PostgreSQL (one throwaway
@@ -49,8 +49,8 @@ from typing import Any
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import Row, median, print_table, rss_mib  # noqa: E402
 from api import seed_connections  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Several nodes: the shared live-session registry's cost, and ending a dead node's sessions.
 
-.venv/bin/python bench/cluster_reap.py [--sessions 200] [--live 400] [--rounds 3]
+.venv/bin/python bench/studies/cluster_reap.py [--sessions 200] [--live 400] [--rounds 3]
 
 A real redis-server (Debian's) and one gateway kernel (in process, SQLite in a
 temporary data directory) with ``HOSTGATE_REDIS_URL``. Printed (medians over the
@@ -28,8 +28,8 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import BENCH_KEY, Row, median, print_table  # noqa: E402
 
 from testsupport.peers import launch_on_free_port, stop, which  # noqa: E402

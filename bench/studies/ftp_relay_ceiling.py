@@ -1,6 +1,6 @@
 """What any relay can reach on an FTP transfer: minimal relays vs the direct client and the gateway.
 
-.venv/bin/python bench/ftp_relay_ceiling.py [--direction download|upload] [--size 512]
+.venv/bin/python bench/studies/ftp_relay_ceiling.py [--direction download|upload] [--size 512]
     [--rounds 3] [--variants WAY,...] [--variant-at NAME COMMIT]...
     [--instructions [--profile DIR]]
 
@@ -9,7 +9,7 @@ bytes (``--direction upload``: receives a local file of that size, each way
 into a file of its own). Every round moves it once each way below, in an order
 rotating from round to round:
 
-- ``direct``: aioftp in this process (the baseline of ``bench/file_rounds.py``);
+- ``direct``: aioftp in this process (the baseline of ``bench/studies/file_rounds.py``);
 - ``curl-ftp``: curl fetching ``ftp://`` itself (a C client, no relay);
 - ``recv``: a minimal relay, a process of its own, serving the same RETR as an
   HTTP/1.1 response (Content-Length from SIZE) to curl: blocking raw sockets,
@@ -75,8 +75,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import (  # noqa: E402
     TreeCpu,
     checkout,

@@ -1,6 +1,6 @@
 """Live view fan-out: one SSH terminal watched by N viewers, against the same terminal unwatched.
 
-.venv/bin/python bench/live_view.py [--viewers 20] [--size 16] [--rounds 3]
+.venv/bin/python bench/studies/live_view.py [--viewers 20] [--size 16] [--rounds 3]
 
 A real ``hostgate serve`` (hypercorn) runs in front of OpenSSH sshd
 (``testsupport.sshd``, needs root for its login user). Each round ``cat``s a
@@ -41,8 +41,8 @@ from typing import Any
 import httpx
 import websockets
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import (  # noqa: E402
     Row,
     cpu_seconds,

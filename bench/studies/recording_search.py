@@ -11,7 +11,8 @@ hit the 256 KiB bound). Then it times ``GET /api/v1/sessions/search`` through th
 real app (ASGI, no network) with the filters the UI uses, as an admin (every
 session) and as one user (their own), in alternating rounds.
 
-.venv/bin/python bench/recording_search.py [--sessions 10000] [--repeat 30] [--skip postgresql]
+.venv/bin/python bench/studies/recording_search.py [--sessions 10000] [--repeat 30]
+    [--skip postgresql]
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import BENCH_KEY, Row, median, percentile, postgres, print_table  # noqa: E402
 
 USERS = 50

@@ -1,11 +1,11 @@
 """Where the browser terminal's renderer CPU per MiB goes: each part alone, in one Chromium.
 
-.venv/bin/python bench/web_terminal_budget.py [--size 8] [--rounds 8]
+.venv/bin/python bench/studies/web_terminal_budget.py [--size 8] [--rounds 8]
 
 xterm.js alone (plain_terminal.page, the DOM renderer, the app's default options) in
 Debian's Chromium, no gateway, no sshd. Each round, in alternating order, the renderer
 process's CPU (psutil: load-robust, unlike the page's wall clock) per MiB of random
-base64 lines (as bench/web_terminal.py's ``cat``) for:
+base64 lines (as bench/studies/web_terminal.py's ``cat``) for:
 
 - ``socket``: the bytes received from the bench's plain WebSocket server (permessage-
   deflate, 200 KiB frames) and dropped: Chromium's share of a message, no terminal;
@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from plain_terminal import PlainServer, page  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"

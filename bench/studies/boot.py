@@ -1,6 +1,6 @@
 """Start-up cost: ``hostgate serve`` to its first 200, and an in-process app's build and start.
 
-    .venv/bin/python bench/boot.py [--rounds 10] [--baseline COMMIT]
+    .venv/bin/python bench/studies/boot.py [--rounds 10] [--baseline COMMIT]
 
 ``serve``: wall seconds from spawn to the first 200 of ``/health`` and the CPU
 seconds the process used by then (``/proc/<pid>/stat``, less noisy under load),
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from hostgate.testing import migrated_database  # noqa: E402
 
 from bench._common import BENCH_KEY, checkout, cpu_seconds, free_port, median  # noqa: E402

@@ -1,8 +1,8 @@
 """Where a page's main thread spent its time, from a Chromium performance trace.
 
-.venv/bin/python bench/trace_summary.py TRACE.json [--top 25]
+.venv/bin/python bench/studies/trace_summary.py TRACE.json [--top 25]
 
-Reads a trace written by ``bench/web_terminal.py --trace`` (Playwright's
+Reads a trace written by ``bench/studies/web_terminal.py --trace`` (Playwright's
 ``start_tracing``: the ``devtools.timeline`` events and the V8 sampling profiler).
 Printed for each renderer main thread (``CrRendererMain``):
 

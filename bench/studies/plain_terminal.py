@@ -1,4 +1,4 @@
-"""A plain terminal WebSocket server for bench/web_terminal.py's ceiling: no gateway, no sshd.
+"""A plain terminal WebSocket server for studies/web_terminal.py's ceiling: no gateway, no sshd.
 
 It speaks the part of ``/ws/ssh`` the bench's pages use (docs/terminals.md): a status
 frame, then the typed ``data`` frames echoed back as a shell's line editor would, and on
@@ -25,7 +25,7 @@ from websockets.http11 import Request, Response
 PROMPT = b"$ "
 END = re.compile(r"END-\$\(\((\d+)\)\)")
 CLEARED = re.compile(r"CLEARED-\$\(\((\d+)\+(\d+)\)\)")
-XTERM = Path(__file__).resolve().parent.parent / "plugins/web/ui/node_modules/@xterm/xterm"
+XTERM = Path(__file__).resolve().parents[2] / "plugins/web/ui/node_modules/@xterm/xterm"
 FILES = {
     "/xterm.js": (XTERM / "lib/xterm.js", "text/javascript"),
     "/xterm.css": (XTERM / "css/xterm.css", "text/css"),

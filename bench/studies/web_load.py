@@ -1,6 +1,6 @@
 """Browser app first load: bytes before the sign-in screen and time to an interactive form.
 
-.venv/bin/python bench/web_load.py [--loads 15]
+.venv/bin/python bench/studies/web_load.py [--loads 15]
 
 A real ``hostgate serve`` on a free port (one admin, so the sign-in screen shows) and
 Debian's Chromium through Playwright. Printed:
@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from _common import median  # noqa: E402
 from hostgate_web.assets import STATIC, ensure_built  # noqa: E402
