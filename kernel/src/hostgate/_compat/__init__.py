@@ -14,6 +14,7 @@ Nothing outside this package may use a third-party private name
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import os
@@ -43,10 +44,12 @@ def switched_off() -> frozenset[str]:
     return frozenset(name.strip() for name in names.split(",") if name.strip())
 
 
+@functools.cache
 def installed_version(distribution: str) -> str | None:
     """The installed version of ``distribution`` (None if it is not installed).
 
-    ``python`` names the interpreter (its standard library: asyncio).
+    ``python`` names the interpreter (its standard library: asyncio). Read once per
+    process: a metadata lookup scans ``sys.path`` and every app built asks again.
     """
     if distribution == "python":
         return platform.python_version()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.metadata
 import json
 import time
@@ -55,8 +56,9 @@ def validate_feed_url(value: object) -> None:
         raise ValueError("must be an http:// or https:// URL, or empty")
 
 
+@functools.cache
 def current_version() -> str:
-    """The installed kernel version."""
+    """The installed kernel version (read once per process: every app built asks)."""
     try:
         return importlib.metadata.version("hostgate-kernel")
     except importlib.metadata.PackageNotFoundError:
