@@ -204,9 +204,19 @@ Host *
     return path
 
 
-async def run_ssh_config(config: Path, *args: str, stdin: bytes = b"") -> Finished:
-    """Run the real ``ssh -F config ARGS`` (HOME beside the config)."""
+async def run_ssh_config(
+    config: Path, *args: str, stdin: bytes = b"", hangup_ignored: bool = False
+) -> Finished:
+    """Run the real ``ssh -F config ARGS`` (HOME beside the config).
+
+    ``hangup_ignored`` runs it under ``nohup``: SIGHUP ignored, inherited by the jump
+    process ``ssh -J`` starts, which then no longer dies when ``ssh`` exits.
+    """
+    nohup = shutil.which("nohup") if hangup_ignored else None
+    if hangup_ignored and nohup is None:
+        peer_unavailable("nohup", "coreutils' nohup is not installed")
     proc = await asyncio.create_subprocess_exec(
+        *([nohup] if nohup is not None else []),
         ssh_binary(),
         "-F",
         str(config),
