@@ -6,6 +6,7 @@ kernel modules.
 
 from __future__ import annotations
 
+from ._compat.asyncssh import watch_forwarding_requests
 from .adapters import (
     FILE_OPERATIONS,
     ConnectionTarget,
@@ -116,6 +117,7 @@ from .tasks import finish_anyway
 from .timefmt import as_utc, iso, parse_iso, utcnow
 
 __all__ = [
+    "watch_forwarding_requests",
     "ChunkReader",
     "CloseReason",
     "LOGIN_NAME_PATTERN",

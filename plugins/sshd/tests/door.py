@@ -122,11 +122,18 @@ async def run_ssh(
     *args: str,
     stdin: bytes = b"",
     options: tuple[str, ...] = (),
+    agent: Path | None = None,
 ) -> Finished:
-    """Run the real ``ssh`` client against the door (BatchMode, only this key and host keys)."""
+    """Run the real ``ssh`` client against the door (BatchMode, only this key and host keys).
+
+    ``agent``: the ssh-agent socket ssh may use and forward (``-A``); none otherwise.
+    """
+    fixed = client_options(key, hosts)
+    if agent is not None:
+        fixed[fixed.index("IdentityAgent=none")] = f"IdentityAgent={agent}"
     command = [
         ssh_binary(),
-        *client_options(key, hosts),
+        *fixed,
         *options,
         "-p",
         str(port),
