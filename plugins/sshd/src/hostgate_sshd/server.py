@@ -546,10 +546,15 @@ class FrontDoorServer:
         self._handlers: set[asyncio.Task[Any]] = set()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run background work, keeping a reference until it is done."""
+        """Run background work, keeping a reference until it is done; log what it raised."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("front-door background work failed", exc_info=exc)
 
     async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         """A shell or command channel (asyncssh's process factory)."""
