@@ -144,11 +144,39 @@ def _aiosqlite() -> tuple[str, Installer, Callable[[], bool]]:
     )
 
 
+def _asyncssh() -> tuple[str, Installer, Callable[[], bool]]:
+    from hostgate._compat import asyncssh
+
+    class Channel:  # the two request handlers asyncssh's SSHServerChannel has
+        def _process_auth_agent_req_at_openssh_dot_com_request(self, packet: object) -> None:
+            return None
+
+        def _process_x11_req_request(self, packet: object) -> bool:
+            return False
+
+    channel = Channel()
+    reported: list[str] = []
+
+    def stock() -> bool:
+        channel._process_x11_req_request(None)
+        channel._process_auth_agent_req_at_openssh_dot_com_request(None)
+        seen = list(reported)
+        reported.clear()
+        return seen == []
+
+    return (
+        "asyncssh",
+        lambda: asyncssh.watch_forwarding_requests(channel, reported.append),
+        stock,
+    )
+
+
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
     "asyncio_streams": _asyncio_streams,
     "aiosqlite": _aiosqlite,
+    "asyncssh": _asyncssh,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 

@@ -6,6 +6,7 @@ kernel modules.
 
 from __future__ import annotations
 
+from ._compat.asyncssh import watch_forwarding_requests
 from .adapters import (
     FILE_OPERATIONS,
     STAT_FIELDS,
@@ -155,6 +156,7 @@ __all__ = [
     "Pagination",
     "page_from",
     "cancel_and_wait",
+    "watch_forwarding_requests",
     "ChunkReader",
     "CloseReason",
     "LOGIN_NAME_PATTERN",

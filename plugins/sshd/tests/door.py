@@ -122,11 +122,18 @@ async def run_ssh(
     *args: str,
     stdin: bytes = b"",
     options: tuple[str, ...] = (),
+    agent: Path | None = None,
 ) -> Finished:
-    """Run the real ``ssh`` client against the door (BatchMode, only this key and host keys)."""
+    """Run the real ``ssh`` client against the door (BatchMode, only this key and host keys).
+
+    ``agent``: the ssh-agent socket ssh may use and forward (``-A``); none otherwise.
+    """
+    fixed = client_options(key, hosts)
+    if agent is not None:
+        fixed[fixed.index("IdentityAgent=none")] = f"IdentityAgent={agent}"
     command = [
         ssh_binary(),
-        *client_options(key, hosts),
+        *fixed,
         *options,
         "-p",
         str(port),
@@ -204,9 +211,19 @@ Host *
     return path
 
 
-async def run_ssh_config(config: Path, *args: str, stdin: bytes = b"") -> Finished:
-    """Run the real ``ssh -F config ARGS`` (HOME beside the config)."""
+async def run_ssh_config(
+    config: Path, *args: str, stdin: bytes = b"", hangup_ignored: bool = False
+) -> Finished:
+    """Run the real ``ssh -F config ARGS`` (HOME beside the config).
+
+    ``hangup_ignored`` runs it under ``nohup``: SIGHUP ignored, inherited by the jump
+    process ``ssh -J`` starts, which then no longer dies when ``ssh`` exits.
+    """
+    nohup = shutil.which("nohup") if hangup_ignored else None
+    if hangup_ignored and nohup is None:
+        peer_unavailable("nohup", "coreutils' nohup is not installed")
     proc = await asyncio.create_subprocess_exec(
+        *([nohup] if nohup is not None else []),
         ssh_binary(),
         "-F",
         str(config),

@@ -7,6 +7,7 @@ import json
 
 import asyncssh
 import pytest
+from hostgate_sshd.server import FrontDoorServer
 
 from plugins.sshd.tests.door import (
     audit_entries,
@@ -293,3 +294,18 @@ async def test_a_second_gateway_cannot_share_the_port_and_the_first_keeps_servin
         assert health.status_code == 200  # HTTP serves although the door could not listen
     assert "cannot listen" in caplog.text
     assert door_of(kernel).port == port
+
+
+async def test_background_work_that_fails_is_logged_not_lost(caplog):
+    door = FrontDoorServer(kernel=None)
+
+    async def fails() -> None:
+        raise RuntimeError("inner server broke")
+
+    door.spawn(fails())
+    await asyncio.gather(*door._tasks, return_exceptions=True)
+    await asyncio.sleep(0)  # the done callback
+    assert not door._tasks
+    [record] = [r for r in caplog.records if r.name == "hostgate.sshd"]
+    assert record.getMessage() == "front-door background work failed"
+    assert "inner server broke" in str(record.exc_info[1])

@@ -308,3 +308,43 @@ async def test_revoked_access_ends_an_open_sftp_channel_with_the_reason(
 def packet_init() -> bytes:
     """SSH_FXP_INIT, version 3."""
     return (5).to_bytes(4, "big") + bytes([1]) + (3).to_bytes(4, "big")
+
+
+async def test_a_failed_rsync_and_a_refused_git_push_record_no_transfer(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    """A transfer that did not happen is no event: its file session holds none."""
+    user, _, door = await open_door(client, kernel, make_user, make_connection, sshd, tmp_path)
+    remote = remote_dir(sshd.home)
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "one.txt").write_text("one\n")
+    # the target's user cannot write there: rsync fails on the server
+    done = await door.rsync("-a", f"{source}/", "127.0.0.1:/proc/hostgate-nowhere/")
+    assert done.code != 0
+    # nothing to fetch: rsync --sender fails
+    done = await door.rsync("-a", f"127.0.0.1:{remote}/missing/", f"{tmp_path}/back/")
+    assert done.code != 0
+
+    repo = _bare_repo(remote)
+    hook = repo / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are closed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    subprocess.run(["chown", f"{os.stat(remote).st_uid}", str(hook)], check=True)
+    checkout = tmp_path / "work"
+    checkout.mkdir()
+    for args in (("init", "-q"), ("commit", "-q", "--allow-empty", "-m", "first")):
+        done = await door.git(*args, cwd=checkout)
+        assert done.code == 0, done.stderr
+    # refused by the repository's hook, and a repository that is not there
+    done = await door.git("push", "-q", f"127.0.0.1:{repo}", "HEAD:main", cwd=checkout)
+    assert done.code != 0 and "pushes are closed" in done.stderr
+    done = await door.git("push", "-q", f"127.0.0.1:{remote}/none.git", "HEAD", cwd=checkout)
+    assert done.code != 0
+    assert subprocess.run(
+        [tool("git"), "--git-dir", str(repo), "rev-parse", "-q", "--verify", "main"]
+    ).returncode != 0  # fmt: skip
+
+    sessions = await file_events(client, user)
+    assert len(sessions["rsync"]) == 2 and len(sessions["git-receive-pack"]) == 2
+    assert [actions(s) for s in sessions["rsync"] + sessions["git-receive-pack"]] == [[]] * 4

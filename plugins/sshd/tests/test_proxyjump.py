@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import asyncssh
 import pytest
+from hostgate_sshd import proxyjump
 
 from plugins.sshd.tests.door import (
     audit_entries,
@@ -60,6 +62,67 @@ async def test_ssh_j_reaches_a_stored_connection_by_name_recorded_like_user_targ
     assert "jumped-42" in (await cast.get_data()).decode()
     # one sign-in per outer connection, none for the inner one
     assert len(await audit_entries(client, user, "auth.login")) == 2
+
+
+async def test_the_jump_process_ends_with_the_session_even_when_not_killed_by_ssh(
+    client, kernel, make_user, make_connection, sshd, tmp_path
+):
+    """``ssh`` SIGHUPs its ``ssh -W`` jump process when it exits; started with SIGHUP
+    ignored (nohup, some CI runners) that process lives on until the gateway closes the
+    channel, holding the client's stderr (the caller waits for ever) and the outer
+    connection. The inner server's end closes the channel, whichever side ends first."""
+    user = await make_user("alice")
+    await box(make_connection, user, sshd)
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    config = client_config(tmp_path, key, await jump_known_hosts(client, user, tmp_path, "box"))
+    jump = f"alice@127.0.0.1:{door_of(kernel).port}"
+
+    # the session ends first (the command exits), then the client
+    done = await run_ssh_config(config, "-J", jump, "box", "echo once", hangup_ignored=True)
+    assert (done.code, done.stdout) == (0, "once\n"), done.stderr
+    # the client ends first: its inner host-key check fails, before any session
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    wrong = await jump_known_hosts(client, user, elsewhere)
+    other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode()
+    with wrong.open("a") as out:
+        out.write(f"box {other}")
+    done = await run_ssh_config(
+        client_config(elsewhere, key, wrong), "-J", jump, "box", "true", hangup_ignored=True
+    )
+    assert done.code == 255 and "HOST IDENTIFICATION HAS CHANGED" in done.stderr
+
+    door = door_of(kernel)
+    for _ in range(200):  # the jump processes' connections end as the channels close
+        if not door.connections:
+            break
+        await asyncio.sleep(0.05)
+    assert not door.connections
+
+
+async def test_an_inner_handshake_that_stalls_is_closed_logged_and_audited(
+    client, kernel, make_user, make_connection, sshd, tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setattr(proxyjump, "INNER_HANDSHAKE_SECONDS", 0.5)
+    caplog.set_level(logging.INFO, logger="hostgate.sshd")
+    user = await make_user("alice")
+    await box(make_connection, user, sshd)
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    async with await connect(door_of(kernel).port, "alice", key.key) as conn:
+        # the channel opens and the inner server says its version; the client never answers
+        reader, writer = await conn.open_connection("box", 22)
+        assert (await reader.readline()).startswith(b"SSH-2.0-")
+        while await reader.read(4096):  # until the gateway closes the channel
+            pass
+        writer.close()
+    assert "did not complete its SSH handshake within 0.5 s" in caplog.text
+    [refused] = await audit_entries(client, user, "sshd.session_refused")
+    assert refused["target"] == "box:22"
+    assert refused["details"]["channel"] == "direct-tcpip"
+    assert "did not complete its SSH handshake" in refused["details"]["reason"]
+    assert await audit_entries(client, user, "connection.session_started") == []
 
 
 async def test_a_shell_through_proxyjump_gets_a_pty(

@@ -1,9 +1,9 @@
 """The one place where hostgate reaches into third-party private names.
 
 Each module here patches or reads the internals of one library (``hypercorn``,
-``asyncio_streams``, ``wsproto``, ``aiosqlite``)
-for a measured speed-up, and only within the exact version range it was written
-and tested against (``VersionRange``: what ``uv.lock`` pins, up to the next
+``asyncio_streams``, ``wsproto``, ``aiosqlite``, ``asyncssh``) for a measured
+speed-up or what no public hook offers, and only within the exact version range
+it was written and tested against (``VersionRange``: what ``uv.lock`` pins, up to the next
 minor release). Outside that range, or with ``HOSTGATE_COMPAT_PATCHES=off``, the
 library's stock behaviour runs; an out-of-range version is logged once as a
 warning, so an upgrade never breaks silently: it runs slower and says why.

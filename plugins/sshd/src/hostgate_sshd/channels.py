@@ -51,6 +51,8 @@ class DoorProcess(asyncssh.SSHServerProcess[bytes]):
         self.door_connection = connection
         self.door_channel: asyncssh.SSHServerChannel[bytes] | None = None
         self.raw: RawRelay | None = None
+        self.refused_forwarding: list[str] = []
+        self.started = False
 
     def connection_made(self, chan: Any) -> None:
         """Keep the channel (a raw relay writes to it)."""
@@ -74,8 +76,27 @@ class DoorProcess(asyncssh.SSHServerProcess[bytes]):
             return True
         return bool(super().exec_requested(command))
 
+    def forwarding_requested(self, what: str) -> None:
+        """An agent or X11 forwarding request, which asyncssh refuses: say so once started."""
+        if self.started:
+            self.door_connection.door.spawn(self.door_connection.forwarding_refused(self, what))
+        else:
+            self.refused_forwarding.append(what)
+
+    def say(self, message: str) -> None:
+        """One ``hostgate:`` line on the client's stderr (its terminal, with a PTY)."""
+        channel = self.door_channel
+        if channel is None:
+            return
+        eol = "\r\n" if channel.get_terminal_type() else "\n"
+        with contextlib.suppress(Exception):  # the client may have gone
+            channel.write_stderr(f"hostgate: {message}{eol}".encode())
+
     def session_started(self) -> None:
         """Start the raw relay, or the process."""
+        self.started = True
+        for what in self.refused_forwarding:  # asked before the shell or command
+            self.door_connection.door.spawn(self.door_connection.forwarding_refused(self, what))
         if self.raw is not None:
             self.raw.start()
         else:

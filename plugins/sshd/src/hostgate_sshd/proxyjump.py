@@ -17,6 +17,7 @@ a raw TCP forward to an address, is refused with the reason and an audit entry.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -34,6 +35,9 @@ log = logging.getLogger("hostgate.sshd")
 SSH_PORT = 22
 MAX_BUFFERED = 256 * 1024
 """What one side may hold for the other before the bridge is wired (the version lines)."""
+INNER_HANDSHAKE_SECONDS = 30.0
+"""From the channel's opening to the inner connection signed in: a key exchange, no user
+input. Longer means something is stuck: the channel is closed, logged and audited."""
 
 
 def direct_tcpip(outer: DoorConnection, dest_host: str, dest_port: int) -> Any:
@@ -76,7 +80,7 @@ async def _open(
     door = outer.door
     if door.jump_key is None:
         await _refuse(outer, destination, "ProxyJump is not set up on this node")
-    return await _serve(door, outer, target)
+    return await _serve(door, outer, target, destination)
 
 
 async def _refuse(outer: DoorConnection, destination: str, message: str) -> NoReturn:
@@ -92,40 +96,88 @@ async def _refuse(outer: DoorConnection, destination: str, message: str) -> NoRe
 
 
 async def _serve(
-    door: FrontDoorServer, outer: DoorConnection, target: DoorTarget
+    door: FrontDoorServer, outer: DoorConnection, target: DoorTarget, destination: str
 ) -> asyncssh.SSHTCPSession[bytes]:
-    """Start the inner SSH server on one end of a socket pair; the channel gets the other."""
-    near, far = socket.socketpair()
+    """Start the inner SSH server on one end of a socket pair; the channel gets the other.
+
+    The inner handshake is bounded (``INNER_HANDSHAKE_SECONDS``); a failure closes the
+    channel, with a log line and an ``sshd.session_refused`` entry.
+    """
     loop = asyncio.get_running_loop()
     pipe = _Pipe()
     try:
+        near, far = socket.socketpair()
+    except OSError as exc:
+        log.warning("ProxyJump to %s: no socket pair for the inner server: %s", target.name, exc)
+        await _refuse(outer, destination, "the gateway could not start the inner SSH server")
+    try:
         await loop.create_connection(lambda: pipe, sock=near)
-    except OSError:
+    except OSError as exc:
         near.close()
         far.close()
-        raise
+        log.warning("ProxyJump to %s: the socket pair did not connect: %s", target.name, exc)
+        await _refuse(outer, destination, "the gateway could not start the inner SSH server")
     options = {**door.options, "server_host_keys": [door.jump_key]}
 
     async def run() -> None:
         try:
-            await asyncssh.run_server(
-                far, server_factory=lambda: InnerConnection(door, outer, target), **options
+            async with asyncio.timeout(INNER_HANDSHAKE_SECONDS):
+                await asyncssh.run_server(
+                    far, server_factory=lambda: InnerConnection(door, outer, target), **options
+                )
+        except TimeoutError:
+            reason = (
+                f"the ProxyJump connection to {target.name} did not complete its SSH "
+                f"handshake within {INNER_HANDSHAKE_SECONDS:g} s; the channel was closed"
             )
-        except (TimeoutError, asyncssh.Error, OSError) as exc:
-            log.debug("a ProxyJump connection to %s ended early: %s", target.name, exc)
+            log.warning("%s (client %s)", reason, outer.client.ip_address)
+            await _inner_failed(outer, pipe, far, destination, reason)
+        except (asyncssh.Error, OSError) as exc:
+            # the client went away or refused the inner host key: its own decision
+            log.info("a ProxyJump connection to %s ended in its handshake: %s", target.name, exc)
+            pipe.close()
             far.close()
+        except Exception as exc:
+            log.exception("the ProxyJump connection to %s failed", target.name)
+            reason = f"the ProxyJump connection to {target.name} failed: {type(exc).__name__}"
+            await _inner_failed(outer, pipe, far, destination, reason)
 
     door.spawn(run())
     return _Channel(pipe)
 
 
+async def _inner_failed(
+    outer: DoorConnection, pipe: _Pipe, far: socket.socket, destination: str, reason: str
+) -> None:
+    """Close both ends of a ProxyJump whose inner server failed, and audit why."""
+    pipe.close()
+    far.close()
+    if outer.caller is not None:
+        await outer.kernel.audit.record(
+            "sshd.session_refused",
+            actor=outer.caller,
+            target=destination,
+            details={**outer.details(), "channel": "direct-tcpip", "reason": reason[:500]},
+        )
+
+
 class _Pipe(asyncio.Protocol):
-    """The gateway's end of the socket pair: what the inner server says goes to the channel."""
+    """The gateway's end of the socket pair: what the inner server says goes to the channel.
+
+    The inner server never half-closes: when its end is gone, so is the channel. The
+    channel is then closed, not only sent EOF, as sshd closes a ``direct-tcpip``
+    channel whose socket ended: OpenSSH's ``ssh -W`` (what ``ssh -J`` runs) waits for
+    the server's close and never closes first. Were the channel left open, a jump
+    process not killed by its parent (one started with SIGHUP ignored, as under
+    ``nohup``) would outlive the session, keep the client's stderr open and hold the
+    outer connection for ever.
+    """
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.channel: asyncssh.SSHTCPChannel[bytes] | None = None
         self.pending: list[bytes] = []
+        self.ended = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # a socket pair's stream transport; uvloop's (hostgate serve's loop) does not
@@ -141,13 +193,26 @@ class _Pipe(asyncio.Protocol):
         self.channel.write(data)
 
     def eof_received(self) -> bool:
-        if self.channel is not None:
-            self.channel.write_eof()
-        return True
+        self._end()
+        return False  # the transport closes: connection_lost
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _end(self) -> None:
+        """The inner server is done: EOF, then close the channel (once it is open)."""
+        self.ended = True
         if self.channel is not None:
+            with contextlib.suppress(Exception):  # the client may have closed it already
+                self.channel.write_eof()
             self.channel.close()
+
+    def close(self) -> None:
+        """Close the gateway's end (the channel follows, through ``connection_lost``)."""
+        if self.transport is not None:
+            self.transport.close()
+        else:
+            self._end()
 
     def pause_writing(self) -> None:
         if self.channel is not None:
@@ -162,7 +227,9 @@ class _Pipe(asyncio.Protocol):
         for data in self.pending:
             channel.write(data)
         self.pending.clear()
-        if self.transport is not None:
+        if self.ended:  # the inner server ended before the channel opened
+            self._end()
+        elif self.transport is not None:
             self.transport.resume_reading()
 
 

@@ -30,6 +30,7 @@ from hostgate import (
     KernelAPI,
     SessionClosed,
     StoredCredential,
+    watch_forwarding_requests,
 )
 
 from .approval import APPROVAL_SECONDS, APPROVED, REFUSED, Approvals, approval_link
@@ -424,9 +425,29 @@ class DoorConnection(asyncssh.SSHServer):
             return message
         return caller, login
 
-    def session_requested(self) -> DoorProcess:
-        """Every session channel: a shell or command, or a raw file-transfer channel."""
-        return DoorProcess(self, self.door.handle)
+    def session_requested(
+        self,
+    ) -> tuple[asyncssh.SSHServerChannel[bytes], DoorProcess] | DoorProcess:
+        """Every session channel: a shell or command, or a raw file-transfer channel.
+
+        Its agent and X11 forwarding requests, which asyncssh refuses (the door's
+        options turn both off), are told to the user and audited.
+        """
+        process = DoorProcess(self, self.door.handle)
+        if self.conn is None:
+            return process
+        channel: asyncssh.SSHServerChannel[bytes] = self.conn.create_server_channel()
+        watch_forwarding_requests(channel, process.forwarding_requested)
+        return channel, process
+
+    async def forwarding_refused(self, process: DoorProcess, what: str) -> None:
+        """Tell the client that ``what`` (agent or X11 forwarding) is not offered; audit it."""
+        message = f"{what} is not offered by this gateway"
+        process.say(message)
+        if self.signing_in is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.signing_in)
+        await self.audit_refusal(message, self.login.target if self.login is not None else "")
 
     async def _run(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
         if self.signing_in is not None:
@@ -525,10 +546,15 @@ class FrontDoorServer:
         self._handlers: set[asyncio.Task[Any]] = set()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run background work, keeping a reference until it is done."""
+        """Run background work, keeping a reference until it is done; log what it raised."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("front-door background work failed", exc_info=exc)
 
     async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         """A shell or command channel (asyncssh's process factory)."""

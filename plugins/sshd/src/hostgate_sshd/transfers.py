@@ -10,6 +10,9 @@ and reports what it can know:
 - ``rsync --server`` (``--sender``: a download) and git's ``git-upload-pack`` /
   ``git-upload-archive`` (clone, fetch: a download) and ``git-receive-pack`` (push:
   an upload): one event when the command ends, with the command and the bytes each way.
+  A failed command is no event. ``git-receive-pack`` exits 0 when a hook or the
+  server refused every ref, so a push is an event only when the server's status
+  report (``report-status``, read as it passes) says ``unpack ok`` and updated a ref.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ MAX_LINE = 64 * 1024
 """An scp control line longer than this is not one: the scanner stops reading."""
 GIT_DOWNLOADS = frozenset({"git-upload-pack", "git-upload-archive"})
 GIT_UPLOADS = frozenset({"git-receive-pack"})
+HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 
 
 def transfer_scanner(command: str) -> ScpScanner | WholeCommand | None:
@@ -41,9 +45,10 @@ def transfer_scanner(command: str) -> ScpScanner | WholeCommand | None:
         return WholeCommand(action, words[-1] if len(words) > 2 else ".", command)
     if program == "git" and len(words) >= 3:  # "git upload-pack 'repo'"
         program, words = f"git-{words[1]}", words[1:]
-    if program in GIT_DOWNLOADS | GIT_UPLOADS and len(words) >= 2:
-        action = "download" if program in GIT_DOWNLOADS else "upload"
-        return WholeCommand(action, words[-1], command)
+    if program in GIT_DOWNLOADS and len(words) >= 2:
+        return WholeCommand("download", words[-1], command)
+    if program in GIT_UPLOADS and len(words) >= 2:
+        return GitPush("upload", words[-1], command)
     return None
 
 
@@ -70,6 +75,86 @@ class WholeCommand:
         size = bytes_out if self.action == "download" else bytes_in
         detail = f"{self.command[:300]} ({bytes_in} bytes sent, {bytes_out} bytes received)"
         return [FileEvent(self.action, self.path, size, detail)]
+
+
+class GitPush(WholeCommand):
+    """``git-receive-pack``: an upload only when its status report updated a ref.
+
+    The server's bytes are pkt-lines (4 hex digits of length, then the payload): the
+    ref advertisement up to a flush packet (``0000``), then the report, each packet on
+    side-band channel 1 when the client asked for side-band (its inner pkt-lines may
+    span packets). Only one packet is held at a time.
+    """
+
+    def __init__(self, action: str, path: str, command: str) -> None:
+        super().__init__(action, path, command)
+        self._outer = _PktLines()
+        self._inner = _PktLines()
+        self._advertised = False
+        self._unpacked = False
+        self._updated = 0
+        self._broken = False
+
+    def from_server(self, data: bytes) -> list[FileEvent]:
+        """Read the advertisement, then the status report."""
+        if self._broken:
+            return []
+        for packet in self._outer.feed(data):
+            if packet is None:  # a flush: the advertisement ends with the first one
+                self._advertised = True
+            elif self._advertised:
+                if packet[:1] == b"\x01":  # side-band data: the report's own pkt-lines
+                    for line in self._inner.feed(packet[1:]):
+                        self._status(line)
+                elif packet[:1] not in (b"\x02", b"\x03"):  # progress and errors aside
+                    self._status(packet)
+        self._broken = self._outer.broken or self._inner.broken
+        return []
+
+    def _status(self, line: bytes | None) -> None:
+        if line is None:
+            return
+        if line.rstrip(b"\n") == b"unpack ok":
+            self._unpacked = True
+        elif line.startswith(b"ok "):
+            self._updated += 1
+
+    def finish(self, bytes_in: int, bytes_out: int, exit_status: int | None) -> list[FileEvent]:
+        """The event, when the push succeeded and the report says a ref was updated."""
+        if self._broken or not (self._unpacked and self._updated):
+            return []
+        return super().finish(bytes_in, bytes_out, exit_status)
+
+
+class _PktLines:
+    """git's pkt-lines from a byte stream: each payload, or None for a flush packet."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.broken = False
+
+    def feed(self, data: bytes) -> list[bytes | None]:
+        """The packets ``data`` completes (``broken`` once the stream is not pkt-lines)."""
+        if self.broken:
+            return []
+        self._buffer += data
+        packets: list[bytes | None] = []
+        while len(self._buffer) >= 4:
+            head = bytes(self._buffer[:4])
+            if not all(char in HEX_DIGITS for char in head):
+                self.broken = True
+                self._buffer.clear()
+                break
+            size = int(head, 16)
+            if size < 4:  # flush (0000), delimiter (0001), response end (0002)
+                packets.append(None)
+                del self._buffer[:4]
+                continue
+            if len(self._buffer) < size:
+                break
+            packets.append(bytes(self._buffer[4:size]))
+            del self._buffer[:size]
+        return packets
 
 
 class ScpScanner:
