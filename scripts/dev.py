@@ -278,6 +278,19 @@ PATCHES_OFF_TESTS = (
 transfers), run a second time with every patch off: the stock libraries must do too."""
 
 
+def worker_options(extra: list[str]) -> list[str]:
+    """pytest-xdist options for a whole-suite run: one worker per core, at most
+    ``HOSTGATE_TEST_WORKERS`` (default 2, what CI has), a module's tests on one worker
+    (``loadfile``: module-scoped gateways and servers are shared as written). A run that
+    picks its own tests, names ``-n`` itself or sets the variable to 1 stays in one process."""
+    wanted = int(os.environ.get("HOSTGATE_TEST_WORKERS", "2"))
+    workers = min(wanted, os.cpu_count() or 1)
+    picks = [arg for arg in extra if "::" in arg or (ROOT / arg).exists()]
+    if workers < 2 or picks or any(arg == "-n" or arg.startswith("-n") for arg in extra):
+        return []
+    return ["-n", str(workers), "--dist", "loadfile"]
+
+
 def patches_off_command(extra: list[str]) -> list[str] | None:
     """The second run's command line (``extra``'s options), or None when ``extra`` picks
     its own tests (a path or node id): then only those run."""
@@ -293,7 +306,8 @@ def test(extra: list[str]) -> int:
     say("linting in the background: " + ", ".join(check[0] for check in LINT_CHECKS))
     running = start_lint()
     say("running the test suite")
-    code = subprocess.call(pytest_command(extra), cwd=ROOT, env=_bytecode_env())
+    command = pytest_command([*worker_options(extra), *extra])
+    code = subprocess.call(command, cwd=ROOT, env=_bytecode_env())
     off = patches_off_command(extra)
     if off is not None:
         say("running the patched paths' tests again with HOSTGATE_COMPAT_PATCHES=off")
