@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 import time
 import uuid
@@ -100,6 +101,17 @@ class SealedValues:
         return value
 
 
+def joined_line(notice: str) -> bytes:
+    """The line a front-door terminal prints for a notice: who joined or left, else none."""
+    try:
+        change = json.loads(notice).get("change")
+    except (ValueError, AttributeError):
+        return b""
+    if not isinstance(change, str) or not change:
+        return b""
+    return f"\r\n[hostgate] {change}\r\n".encode()
+
+
 class DoorSession:
     """A terminal session as a door sees it (``hostgate.DoorTerminal``)."""
 
@@ -134,7 +146,10 @@ class DoorSession:
                 self._ended = True
             elif isinstance(item, bytes):
                 return item
-            # a str is a browser notice (someone watches): not terminal output
+            else:  # a str is a notice for the browser; who joined or left is printed
+                line = joined_line(item)
+                if line:
+                    return line
         return b""
 
     async def write(self, data: bytes) -> None:

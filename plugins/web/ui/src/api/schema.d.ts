@@ -1590,6 +1590,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sessions/active/{session_id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a user to join one's own running terminal as an observer or a participant.
+         * @description The invitation lasts until the session ends or the owner removes the user; 404 for a
+         *     session that is not the caller's (or not running on this node) and an unknown user.
+         */
+        post: operations["post_invite_to_session"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/active/{session_id}/participants/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a user who joined one's own running terminal (and their invitation).
+         * @description Their sockets close 4003 ``terminated``; 404 when the session is not the caller's or
+         *     the user neither joined nor was invited.
+         */
+        delete: operations["delete_remove_participant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/joinable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Running terminals on this node the caller may join (``sessions.join``, or invited). */
+        get: operations["get_joinable_sessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sessions/rdp-session": {
         parameters: {
             query?: never;
@@ -2471,6 +2530,8 @@ export interface components {
             output_preview: string;
             /** Timestamp */
             timestamp: string;
+            /** Typedby */
+            typedBy: string[];
         };
         /**
          * Commands
@@ -2920,6 +2981,36 @@ export interface components {
             elapsed: number;
             /** Event Type */
             event_type: string;
+        };
+        /**
+         * JoinableSession
+         * @description A running terminal the caller may join (``GET /sessions/joinable``).
+         */
+        JoinableSession: {
+            /** Connectionname */
+            connectionName: string;
+            /** Id */
+            id: string;
+            /** Invited */
+            invited: boolean;
+            /** Modes */
+            modes: string[];
+            /** Protocol */
+            protocol: string;
+            /** Startedat */
+            startedAt: string;
+            /** Userid */
+            userId: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * JoinableSessions
+         * @description Running terminals the caller may join.
+         */
+        JoinableSessions: {
+            /** Sessions */
+            sessions: components["schemas"]["JoinableSession"][];
         };
         /**
          * LdapTestResult
@@ -10882,7 +10973,7 @@ export interface operations {
                     /** Name */
                     name: string;
                     /** Permissions */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
                 };
             };
         };
@@ -11017,7 +11108,7 @@ export interface operations {
                      * Permissions
                      * @default null
                      */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
                 };
             };
         };
@@ -11443,6 +11534,194 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_invite_to_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Mode
+                     * @description observer: read only; participant: may type too
+                     * @enum {string}
+                     */
+                    mode: "observer" | "participant";
+                    /** Username */
+                    username: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Invite a user to join one's own running terminal as an observer or a participant. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_remove_participant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Remove a user who joined one's own running terminal (and their invitation). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_joinable_sessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Running terminals on this node the caller may join (``sessions.join``, or invited). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinableSessions"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

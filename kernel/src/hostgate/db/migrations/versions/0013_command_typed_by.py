@@ -1,0 +1,30 @@
+"""session_commands: who typed each command in a joined session
+
+Revision ID: 0013_command_typed_by
+Revises: 0009_user_suspended
+Create Date: 2026-12-07 12:00:00
+
+A command typed while others had joined the session and could type says whose
+keys it came from (a JSON list of usernames); every existing row is the owner's
+(``NULL``).
+"""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+
+revision = '0013_command_typed_by'
+down_revision = '0009_user_suspended'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table('session_commands') as batch:
+        batch.add_column(sa.Column('typed_by', sa.Text(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('session_commands') as batch:
+        batch.drop_column('typed_by')
