@@ -14,7 +14,7 @@ KERNEL_PERMISSIONS: dict[str, list[str]] = {
         "connections.share",
         "connections.import_export",
     ],
-    "sessions": ["sessions.view_any", "sessions.delete", "sessions.join"],
+    "sessions": ["sessions.view_any", "sessions.delete", "sessions.join", "sessions.moderate"],
     "users": ["users.manage"],
     "roles": ["roles.manage"],
     "audit": ["audit.view_any"],

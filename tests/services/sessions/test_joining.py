@@ -204,3 +204,80 @@ def test_a_front_door_terminal_prints_who_joined_or_left_and_nothing_else() -> N
     assert joined_line(json.dumps({**notice, "change": ""})) == b""
     assert joined_line(json.dumps({"type": "status"})) == b""
     assert joined_line("not json") == b""
+
+
+async def test_a_moderated_session_waits_for_a_moderator_pauses_and_ends_without_one(
+    client, kernel, admin, make_user, shell_connection
+):
+    user, connection = shell_connection
+    url = f"/api/v1/connections/{connection.id}"
+    refused = await client.put(url, json={"moderation": "maybe"}, headers=user.headers)
+    assert refused.status_code == 400
+    stored = await client.get(url, headers=user.headers)
+    assert (await stored.get_json())["moderation"] == "none"
+    changed = await client.put(url, json={"moderation": "required"}, headers=user.headers)
+    assert changed.status_code == 200
+    assert (await changed.get_json())["connection"]["moderation"] == "required"
+    mia = await make_user("mia", permissions=["sessions.moderate"])
+    kernel.live_view.moderation.grace = 0.5
+
+    async with open_terminal(client, kernel, user, connection.id) as socket:
+        owner = Screen(socket)
+        [waiting] = await until_message(owner, "moderation")
+        assert waiting["state"] == "waiting" and "needs a moderator" in waiting["message"]
+        await owner.until("$ ")
+        session = running_session(kernel)
+        await owner.send("echo held-$((1+1))\r")  # held: never reaches the shell
+        async with client.websocket(
+            join_path(session.id, ticket_for(kernel, mia), "observer")
+        ) as joined:
+            moderator = Screen(joined)
+            await until_message(moderator, "watch")
+            states = await until_message(owner, "moderation", 2)
+            assert states[-1]["state"] == "active" and "Mia" in states[-1]["message"]
+            told = await until_message(owner, "watchers")
+            assert told[-1]["watchers"][0]["moderator"] is True
+            await owner.step("echo open-$((2+2))", "open-4")
+            assert b"held-2" not in owner.output
+        # the moderator left: input held again, and the session ends after the grace
+        states = await until_message(owner, "moderation", 3)
+        assert states[-1]["state"] == "paused" and states[-1]["graceSeconds"] == 0.5
+        assert await owner.until_closed() == 4003
+        assert owner.messages[-1]["reason"] == "no_moderator"
+
+
+async def test_a_moderator_who_comes_back_keeps_the_session_and_can_end_it(
+    client, kernel, admin, make_user, shell_connection
+):
+    user, connection = shell_connection
+    url = f"/api/v1/connections/{connection.id}"
+    assert (
+        await client.put(url, json={"moderation": "required"}, headers=user.headers)
+    ).status_code == 200
+    mia = await make_user("mia", permissions=["sessions.moderate"])
+    stranger = await make_user("sam", permissions=["sessions.join"])
+    kernel.live_view.moderation.grace = 60.0
+
+    async with open_terminal(client, kernel, user, connection.id) as socket:
+        owner = Screen(socket)
+        await owner.until("$ ")
+        session = running_session(kernel)
+        path = join_path(session.id, ticket_for(kernel, mia), "participant")
+        async with client.websocket(path) as joined:
+            await until_message(Screen(joined), "watch")
+        states = await until_message(owner, "moderation", 3)
+        assert [s["state"] for s in states] == ["waiting", "active", "paused"]
+        path = join_path(session.id, ticket_for(kernel, mia), "observer")
+        async with client.websocket(path) as joined:
+            moderator = Screen(joined)
+            await until_message(moderator, "watch")
+            states = await until_message(owner, "moderation", 4)
+            assert states[-1]["state"] == "active"
+            await owner.step("echo back-$((3+3))", "back-6")
+            # a joiner who is not a moderator cannot end it; the moderator can
+            end = f"/api/v1/sessions/active/{session.id}"
+            assert (await client.delete(end, headers=stranger.headers)).status_code == 404
+            assert (await client.delete(end, headers=mia.headers)).status_code == 200
+            assert await owner.until_closed() == 4003
+            assert owner.messages[-1]["reason"] == "terminated"
+            assert await moderator.until_closed() == 1000

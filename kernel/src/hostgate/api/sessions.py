@@ -431,16 +431,19 @@ async def active_sessions() -> dict[str, Any]:
 @tag(["sessions"])
 @answers(Ok, query=TerminateQuery)
 async def end_active_session(session_id: str) -> Ok:
-    """End an open session: one's own, or anyone's with ``sessions.delete``.
+    """End an open session: one's own, one joined as its moderator, or with ``sessions.delete``.
 
     ``reason`` (optional) is shown to the session's user after who ended it.
     """
     kernel = app_kernel()
     caller = current_caller()
     live = await kernel.live.find(session_id)
-    if live is None or (live.user_id != caller.user_id and not caller.can("sessions.view_any")):
+    moderator = kernel.live_view.moderates(caller, session_id)
+    if live is None or (
+        live.user_id != caller.user_id and not moderator and not caller.can("sessions.view_any")
+    ):
         raise NotFound("Session not found")
-    if live.user_id != caller.user_id and not caller.can("sessions.delete"):
+    if live.user_id != caller.user_id and not moderator and not caller.can("sessions.delete"):
         raise PermissionDenied("Insufficient permissions: requires sessions.delete")
     why = " ".join(request.args.get("reason", "").split())
     reason = f"Terminated by {caller.username}" + (f": {why}" if why else "")

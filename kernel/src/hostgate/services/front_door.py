@@ -102,14 +102,18 @@ class SealedValues:
 
 
 def joined_line(notice: str) -> bytes:
-    """The line a front-door terminal prints for a notice: who joined or left, else none."""
+    """The line a front-door terminal prints for a notice, or none.
+
+    Who joined or left, and a moderation state (waiting for a moderator, paused).
+    """
     try:
-        change = json.loads(notice).get("change")
+        frame = json.loads(notice)
+        said = frame.get("message") if frame.get("type") == "moderation" else frame.get("change")
     except (ValueError, AttributeError):
         return b""
-    if not isinstance(change, str) or not change:
+    if not isinstance(said, str) or not said:
         return b""
-    return f"\r\n[hostgate] {change}\r\n".encode()
+    return f"\r\n[hostgate] {said}\r\n".encode()
 
 
 class DoorSession:
@@ -120,6 +124,8 @@ class DoorSession:
         self._attachment = Attachment()
         self._ended = False
         session.attach(self._attachment)
+        if session.moderation is not None:
+            self._attachment.notify(session.moderation)
 
     @property
     def id(self) -> str:
@@ -604,6 +610,10 @@ class FrontDoor:
             target = await self.connections.target_for(caller, row.id, spec)
         except ApiError as exc:
             raise conceal(caller, exc) from None
+        if command is not None and target.moderated:
+            raise PermissionDenied(
+                "This connection needs a moderator: commands run only in a shell a moderator joins"
+            )
         admission = Admission(caller=caller, spec=spec, target=target, details=dict(details or {}))
         shape = TerminalSize() if size is None else TerminalSize(cols=size[0], rows=size[1])
         session = await self.terminal_sessions.open_terminal(

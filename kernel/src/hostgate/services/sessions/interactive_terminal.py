@@ -16,6 +16,7 @@ from ...adapters import Terminal, TerminalSize
 from ...closereasons import CloseReason
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
+from .moderation import waiting_frame
 from .remote_session import Admission, LiveRemoteSession
 from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
@@ -56,8 +57,10 @@ class TerminalSession(LiveRemoteSession):
         """A text frame for every socket that attaches (who is watching), or None."""
         self.shared_input = False
         """Someone besides the owner may type (a participant joined): keys are attributed."""
-        self.held = False
+        self.held = admission.target.moderated
         """Input is held (a moderated session without a moderator): keys are dropped."""
+        self.moderation: str | None = waiting_frame() if self.held else None
+        """The moderation state as a text frame for every socket that attaches, or None."""
         self._typist = ""
 
     @property

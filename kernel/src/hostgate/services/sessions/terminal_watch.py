@@ -38,6 +38,7 @@ from ...principals import ClientInfo
 from ...tasks import Rerun, cancel_and_wait
 from .interactive_terminal import TerminalSession
 from .live_sessions import USER_DELETED, LiveSession
+from .moderation import MODERATE, Moderation
 from .terminal_screen import repaint
 
 if TYPE_CHECKING:
@@ -223,6 +224,8 @@ class LiveView:
         self.identity = identity
         self.recent_bytes = recent_bytes
         self._watches: dict[str, list[Watch]] = {}
+        self.moderation = Moderation()
+        """Holds and opens the input of sessions that need a moderator."""
         self._invited: dict[str, dict[str, str]] = {}
         """Invitations by the sessions' owners: session id -> user id -> mode."""
         self._viewing: dict[str, Watching] = {}
@@ -296,14 +299,14 @@ class LiveView:
         """403 unless ``caller`` may join ``session`` as ``mode``."""
         if session.caller.user_id == caller.user_id:
             raise InvalidInput("This is your own session: open it from your terminal tabs")
-        if caller.can(JOIN):
+        if caller.can(JOIN) or caller.can(MODERATE):
             return
         invited = self._invited.get(session.id, {}).get(caller.user_id)
         if invited in (PARTICIPANT, mode):
             return
         raise PermissionDenied(
-            f"Insufficient permissions: requires {JOIN} or an invitation from the session's owner"
-            + (" to take part" if invited == OBSERVER else "")
+            f"Insufficient permissions: requires {JOIN}, {MODERATE} or an invitation from the"
+            " session's owner" + (" to take part" if invited == OBSERVER else "")
         )
 
     def _own_session(self, caller: Caller, session_id: str) -> TerminalSession:
@@ -362,6 +365,17 @@ class LiveView:
             and s.caller.user_id != caller.user_id
         ]
 
+    def moderates(self, caller: Caller, session_id: str) -> bool:
+        """Whether ``caller`` has joined the session as a moderator (and may end it)."""
+        return any(
+            w.caller.user_id == caller.user_id and self._moderator(w)
+            for w in self._watches.get(session_id, [])
+        )
+
+    @staticmethod
+    def _moderator(watch: Watch) -> bool:
+        return watch.mode != WATCH and watch.caller.can(MODERATE)
+
     def _running(self, session_id: str) -> bool:
         session = self.terminal_sessions.get(session_id)
         return session is not None and not session.ended
@@ -408,6 +422,7 @@ class LiveView:
         self._announce(
             session, f"{self._name(watch)} joined as {watch.mode}" if watch.mode != WATCH else ""
         )
+        self._moderate(session)
 
     def untap(self, watch: Watch) -> None:
         """Stop handing the watch output; tell the watched user."""
@@ -427,6 +442,7 @@ class LiveView:
                     f"was removed by {watch.removed_by}" if watch.removed_by else "left"
                 )
             self._announce(session, change)
+            self._moderate(session)
 
     def stop(self, watch: Watching) -> None:
         """A watch ended (socket closed, or the session ended): untap, tell, audit.
@@ -543,13 +559,23 @@ class LiveView:
             "ownerUsername": session.caller.username,
         }
 
+    def _moderate(self, session: TerminalSession) -> None:
+        """Open or hold a moderated session's input as its moderators come and go."""
+        if session.target.moderated:
+            moderators = {
+                w.caller.user_id: self._name(w)
+                for w in self._watches.get(session.id, [])
+                if self._moderator(w)
+            }
+            self.moderation.present(session, list(moderators.values()))
+
     def _announce(self, session: TerminalSession, change: str = "") -> None:
         """Tell the owner's socket who is there now (kept for a re-attach).
 
         One entry per user, with their strongest mode (participant, observer, watch);
         ``change`` says who just joined or left (a front-door terminal prints it).
         """
-        viewers: dict[str, dict[str, str]] = {}
+        viewers: dict[str, dict[str, Any]] = {}
         for watch in self._watches.get(session.id, []):
             caller = watch.caller
             entry = viewers.setdefault(
@@ -559,10 +585,12 @@ class LiveView:
                     "username": caller.username,
                     "displayName": caller.display_name,
                     "mode": watch.mode,
+                    "moderator": False,
                 },
             )
             if MODES.index(watch.mode) > MODES.index(entry["mode"]):
                 entry["mode"] = watch.mode
+            entry["moderator"] = entry["moderator"] or self._moderator(watch)
         names = [v["displayName"] or v["username"] for v in viewers.values()]
         if names:
             verb = "is" if len(names) == 1 else "are"

@@ -1581,7 +1581,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * End an open session: one's own, or anyone's with ``sessions.delete``.
+         * End an open session: one's own, one joined as its moderator, or with ``sessions.delete``.
          * @description ``reason`` (optional) is shown to the session's user after who ended it.
          */
         delete: operations["delete_end_active_session"];
@@ -2594,6 +2594,8 @@ export interface components {
             isShared: boolean;
             /** Jumphostid */
             jumpHostId: string | null;
+            /** Moderation */
+            moderation: string;
             /** Name */
             name: string;
             /** Ownerid */
@@ -6272,6 +6274,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6291,6 +6298,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6313,6 +6325,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -6341,6 +6358,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6371,6 +6393,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -6394,6 +6421,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6413,6 +6445,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -7317,6 +7354,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7336,6 +7378,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7358,6 +7405,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -7386,6 +7438,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7416,6 +7473,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -7439,6 +7501,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7458,6 +7525,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -10973,7 +11045,7 @@ export interface operations {
                     /** Name */
                     name: string;
                     /** Permissions */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
                 };
             };
         };
@@ -11108,7 +11180,7 @@ export interface operations {
                      * Permissions
                      * @default null
                      */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
                 };
             };
         };
@@ -11485,7 +11557,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description End an open session: one's own, or anyone's with ``sessions.delete``. */
+            /** @description End an open session: one's own, one joined as its moderator, or with ``sessions.delete``. */
             200: {
                 headers: {
                     [name: string]: unknown;
