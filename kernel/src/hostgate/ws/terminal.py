@@ -150,6 +150,7 @@ async def attach_and_run(
     replay = session.replay() if reattached else b""
     try:
         await send_json({"type": "status", "message": "Reattached" if reattached else "Connected"})
+        await send_json({"type": "session", "sessionId": session.id})  # what invitations name
         for notice in (session.notice, session.moderation):
             if notice is not None:
                 await websocket.send(notice)
