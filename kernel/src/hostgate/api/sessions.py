@@ -22,6 +22,7 @@ from ..openapi import Ok, answers
 from ..pagination import ID_MAX, PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.sessions.live_sessions import LiveSession
+from ..services.sessions.moderation import MODERATE
 from ..services.sessions.recordings import stream_plaintext
 from ..services.sessions.search_index import KINDS, QUERY_MAX, SearchHit
 from ..services.sessions.search_text import QUERY_PATTERN
@@ -628,14 +629,18 @@ def _joinable_json(session: Any, modes: list[str], invited: bool) -> JoinableSes
 @tag(["sessions"])
 @answers(JoinableSessions)
 async def joinable_sessions() -> dict[str, Any]:
-    """Running terminals on this node the caller may join (``sessions.join``, or invited)."""
+    """Running terminals on this node the caller may join.
+
+    With ``sessions.join`` or ``sessions.moderate`` every other user's; else those the
+    caller is invited to.
+    """
     kernel = app_kernel()
     caller = current_caller()
     found: dict[str, JoinableSession] = {}
     for session, mode in kernel.live_view.invitations(caller.user_id):
         modes = ["observer", "participant"] if mode == "participant" else ["observer"]
         found[session.id] = _joinable_json(session, modes, True)
-    if caller.can(JOIN):
+    if caller.can(JOIN) or caller.can(MODERATE):
         for session in kernel.live_view.joinable(caller):
             found.setdefault(
                 session.id, _joinable_json(session, ["observer", "participant"], False)

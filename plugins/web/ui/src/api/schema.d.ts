@@ -1639,7 +1639,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Running terminals on this node the caller may join (``sessions.join``, or invited). */
+        /**
+         * Running terminals on this node the caller may join.
+         * @description With ``sessions.join`` or ``sessions.moderate`` every other user's; else those the
+         *     caller is invited to.
+         */
         get: operations["get_joinable_sessions"];
         put?: never;
         post?: never;
@@ -11773,7 +11777,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Running terminals on this node the caller may join (``sessions.join``, or invited). */
+            /** @description Running terminals on this node the caller may join. */
             200: {
                 headers: {
                     [name: string]: unknown;
