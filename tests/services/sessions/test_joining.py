@@ -64,6 +64,8 @@ async def test_a_participant_types_an_observer_cannot_and_commands_say_whose_key
                 "Carol joined as observer",
             }
             assert "participants may type" in told[-1]["message"]
+            # the viewers' periodic access check keeps joiners: they need no sessions.view_any
+            assert await kernel.live_view.recheck() == 0
 
             # the participant's keys reach the shell; everyone sees the output
             await participant.send("echo by-bob-$((2+3))\r")
@@ -173,6 +175,7 @@ async def test_joining_needs_the_permission_or_an_invitation_and_the_owner_remov
             observer = Screen(joined)
             await until_message(observer, "watch")
             await until_message(owner, "watchers")
+            assert await kernel.live_view.recheck() == 0  # the invitation stands
             # only the owner removes
             remove = f"/api/v1/sessions/active/{session.id}/participants/{dave.id}"
             assert (await client.delete(remove, headers=dave.headers)).status_code == 404

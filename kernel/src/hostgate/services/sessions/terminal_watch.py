@@ -65,6 +65,7 @@ ENDED_POLL_SECONDS = 1.0
 CHECK_SECONDS = 30.0
 """How often the viewers' access is re-checked besides on every change (as for sessions)."""
 WITHDRAWN = f"Permission {VIEW_ANY} was withdrawn"
+JOIN_WITHDRAWN = f"Permission {JOIN} was withdrawn"
 
 Closing = tuple[int, str, CloseReason | None]
 """Why a watch was ended from outside: close code, reason, its ``CloseReason``."""
@@ -132,6 +133,12 @@ class Watch(Watching):
             self._pending.clear()
             self._pending_size = 0
             self._behind = True
+        self._wakeup.set()
+
+    def remove(self, by: str, reason: str) -> None:
+        """The owner removed the joiner: the socket closes 4003 with ``reason``."""
+        self.removed_by = by
+        self.closing = (4003, reason, CloseReason.TERMINATED)
         self._wakeup.set()
 
     async def type(self, data: bytes) -> None:
@@ -397,9 +404,7 @@ class LiveView:
             raise NotFound("That user has not joined this session")
         reason = f"Removed from the session by {caller.display_name or caller.username}"
         for watch in chosen:
-            watch.removed_by = caller.username
-            watch.closing = (4003, reason, CloseReason.TERMINATED)
-            watch._wakeup.set()
+            watch.remove(caller.username, reason)
         await self.audit.record(
             "session.participant_removed",
             actor=caller,
@@ -479,12 +484,15 @@ class LiveView:
 
     # -- the viewers' access ---------------------------------------------------------
 
-    async def viewer_problem(self, caller: Caller) -> tuple[str, CloseReason] | None:
+    async def viewer_problem(
+        self, caller: Caller, joined: Watch | None = None
+    ) -> tuple[str, CloseReason] | None:
         """Why a viewer may no longer watch (reason, its code), or None.
 
         Read now, as a terminal session re-checks its user: the user, the login
         session (or API token) and ``sessions.view_any`` (a token's: as cut down by
-        the owner's role).
+        the owner's role); for a watch that ``joined`` the session instead,
+        ``sessions.join``, ``sessions.moderate`` or a standing invitation.
         """
         identity = self.identity
         login = caller.login_session_id
@@ -495,6 +503,13 @@ class LiveView:
             return USER_DELETED, CloseReason.USER_DELETED
         if login is not None and not await identity.check_login_session(login):
             return "Session has been revoked", CloseReason.REVOKED
+        if joined is not None and joined.mode != WATCH:
+            invited = self._invited.get(joined.session.id, {}).get(caller.user_id)
+            if not (
+                current.can(JOIN) or current.can(MODERATE) or invited in (PARTICIPANT, joined.mode)
+            ):
+                return JOIN_WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
+            return None
         if not current.can(VIEW_ANY):
             return WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
         return None
@@ -506,7 +521,8 @@ class LiveView:
             if watch.closing is not None:
                 continue
             try:
-                problem = await self.viewer_problem(watch.caller)
+                joined = watch if isinstance(watch, Watch) else None
+                problem = await self.viewer_problem(watch.caller, joined)
                 if problem is not None and watch.closing is None:
                     await watch.end(*problem)
                     ended += 1
