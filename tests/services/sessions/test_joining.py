@@ -284,3 +284,31 @@ async def test_a_moderator_who_comes_back_keeps_the_session_and_can_end_it(
             assert await owner.until_closed() == 4003
             assert owner.messages[-1]["reason"] == "terminated"
             assert await moderator.until_closed() == 1000
+
+
+async def test_a_participant_who_loses_sessions_join_is_closed(
+    client, kernel, admin, make_user, shell_connection
+):
+    user, connection = shell_connection
+    bob = await make_user("bob", permissions=["sessions.join"])
+    async with open_terminal(client, kernel, user, connection.id) as socket:
+        owner = Screen(socket)
+        await owner.until("$ ")
+        session = running_session(kernel)
+        async with client.websocket(
+            join_path(session.id, ticket_for(kernel, bob), "participant")
+        ) as joined:
+            participant = Screen(joined)
+            await until_message(participant, "watch")
+            changed = await client.put(
+                f"/api/v1/roles/{bob.role_id}", json={"permissions": []}, headers=admin.headers
+            )
+            assert changed.status_code == 200, await changed.get_json()
+            assert await participant.until_closed() == 4003
+            assert participant.messages[-1] == {
+                "type": "error",
+                "message": "Permission sessions.join was withdrawn",
+                "reason": "permission_withdrawn",
+            }
+        assert session.shared_input is False
+        await owner.run("echo still-$((2+2))", "still-4")
