@@ -17,6 +17,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ...closereasons import CloseReason
+from ...tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from .interactive_terminal import TerminalSession
@@ -85,6 +86,12 @@ class Moderation:
         finally:
             if self._timers.get(session.id) is asyncio.current_task():
                 del self._timers[session.id]
+
+    async def stop(self) -> None:
+        """Cancel the pending ends (the gateway stops: its sessions end anyway)."""
+        timers, self._timers = list(self._timers.values()), {}
+        for timer in timers:
+            await cancel_and_wait(timer)
 
     @staticmethod
     def _tell(session: TerminalSession, frame: str) -> None:

@@ -549,6 +549,7 @@ class LiveView:
     async def _stop(self) -> None:
         await cancel_and_wait(self._checker)
         self._checker = None
+        await self.moderation.stop()
 
     async def drain(self) -> None:
         """Wait for the audit entries still being written (shutdown, tests)."""
