@@ -55,6 +55,9 @@ class ConnectionTarget:
     Behind jump hosts ``address`` is ``host`` itself: the last hop resolves it."""
     tunnel: TunnelOpener | None = None
     """How to open a TCP channel through ``via`` (set when ``via`` is not empty)."""
+    moderated: bool = False
+    """The connection needs a moderator (``moderation: required``): a terminal session's
+    input is held until someone with ``sessions.moderate`` joins it."""
 
     @property
     def chain(self) -> str:

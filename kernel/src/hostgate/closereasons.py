@@ -45,7 +45,10 @@ class CloseReason(StrEnum):
     OPENED_ELSEWHERE = "opened_elsewhere"
     """The same ``sessionId`` was attached from another socket."""
     TERMINATED = "terminated"
-    """Ended on request (``DELETE /sessions/active/:id``): an administrator or the owner."""
+    """Ended on request (``DELETE /sessions/active/:id``): an administrator, the owner or a
+    moderator; a joiner removed by the owner."""
+    NO_MODERATOR = "no_moderator"
+    """A session that needs a moderator had none for the grace period (4003)."""
     SHUTTING_DOWN = "shutting_down"
     RESTORING = "restoring"
     """The instance is being restored from a backup."""

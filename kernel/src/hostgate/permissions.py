@@ -14,7 +14,7 @@ KERNEL_PERMISSIONS: dict[str, list[str]] = {
         "connections.share",
         "connections.import_export",
     ],
-    "sessions": ["sessions.view_any", "sessions.delete"],
+    "sessions": ["sessions.view_any", "sessions.delete", "sessions.join", "sessions.moderate"],
     "users": ["users.manage"],
     "roles": ["roles.manage"],
     "audit": ["audit.view_any"],
@@ -36,6 +36,9 @@ KERNEL_DESCRIPTIONS: dict[str, str] = {
         "See every user's sessions, recordings and file transfers, and watch live ones"
     ),
     "sessions.delete": "Delete sessions and their recordings",
+    "sessions.join": (
+        "Join other users' running terminals as an observer (read only) or a participant (may type)"
+    ),
     "users.manage": "Create, edit, unlock and delete users and reset their passwords",
     "roles.manage": "Create, edit and delete roles and choose their permissions",
     "audit.view_any": "Read every user's audit log entries (without it: only their own)",

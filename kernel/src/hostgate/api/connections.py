@@ -147,6 +147,8 @@ class ConnectionDetail(TypedDict):
     sortOrder: int
     jumpHostId: str | None
     approvalRequired: bool
+    moderation: str
+    """``none``, or ``required``: a terminal session waits for a moderator to join."""
     extraConfig: dict[str, Any]
     shares: list[Share]
     canEdit: bool
@@ -337,6 +339,7 @@ async def detail(connection: Connection, access: Access) -> dict[str, Any]:
         "sortOrder": connection.sort_order,
         "jumpHostId": connection.jump_host_id,
         "approvalRequired": connection.approval_required,
+        "moderation": connection.moderation,
         "extraConfig": kernel.connections.public_extra(connection),
         **kernel.connections.secret_flags(connection),
         "shares": [share_json(s) for s in shares],

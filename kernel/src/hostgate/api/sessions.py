@@ -22,10 +22,12 @@ from ..openapi import Ok, answers
 from ..pagination import ID_MAX, PageQuery, Pagination, page_from
 from ..requestbody import streamed_body
 from ..services.sessions.live_sessions import LiveSession
+from ..services.sessions.moderation import MODERATE
 from ..services.sessions.recordings import stream_plaintext
 from ..services.sessions.search_index import KINDS, QUERY_MAX, SearchHit
 from ..services.sessions.search_text import QUERY_PATTERN
 from ..services.sessions.session_history import SEARCH_MAX, SessionFilter, SessionHistory
+from ..services.sessions.terminal_watch import JOIN
 from ..timefmt import iso, parse_iso
 from .ranges import requested_range
 
@@ -65,6 +67,17 @@ class SearchQuery(SessionQuery):
     )
     kind: Literal["command", "output", ""] = Field(
         default="", description="only commands or only terminal output (both by default)"
+    )
+
+
+class InvitationBody(BaseModel):
+    """``POST /sessions/active/:id/invitations``: who may join the caller's terminal, and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    username: str = Field(min_length=1, max_length=200)
+    mode: Literal["observer", "participant"] = Field(
+        description="observer: read only; participant: may type too"
     )
 
 
@@ -249,6 +262,27 @@ class ActiveSession(TypedDict):
     """The gateway node holding it (a new id at each start of a node)."""
 
 
+class JoinableSession(TypedDict):
+    """A running terminal the caller may join (``GET /sessions/joinable``)."""
+
+    id: str
+    protocol: str
+    userId: str
+    username: str
+    connectionName: str
+    startedAt: str
+    modes: list[str]
+    """How the caller may join it: ``observer`` and/or ``participant``."""
+    invited: bool
+    """Whether the owner invited the caller (else ``sessions.join`` allows it)."""
+
+
+class JoinableSessions(TypedDict):
+    """Running terminals the caller may join."""
+
+    sessions: list[JoinableSession]
+
+
 class ActiveSessions(TypedDict):
     """Open sessions."""
 
@@ -270,6 +304,8 @@ class CommandRecord(TypedDict):
     elapsed: int | float
     command: str
     output_preview: str
+    typedBy: list[str]
+    """Who typed the command when others had joined and could type; empty: the owner."""
 
 
 class Commands(TypedDict):
@@ -315,6 +351,7 @@ def command_json(row: SessionCommand) -> CommandRecord:
         "elapsed": row.elapsed,
         "command": row.command,
         "output_preview": row.output_preview or "",
+        "typedBy": row.typed_by or [],
     }
 
 
@@ -395,16 +432,19 @@ async def active_sessions() -> dict[str, Any]:
 @tag(["sessions"])
 @answers(Ok, query=TerminateQuery)
 async def end_active_session(session_id: str) -> Ok:
-    """End an open session: one's own, or anyone's with ``sessions.delete``.
+    """End an open session: one's own, one joined as its moderator, or with ``sessions.delete``.
 
     ``reason`` (optional) is shown to the session's user after who ended it.
     """
     kernel = app_kernel()
     caller = current_caller()
     live = await kernel.live.find(session_id)
-    if live is None or (live.user_id != caller.user_id and not caller.can("sessions.view_any")):
+    moderator = kernel.live_view.moderates(caller, session_id)
+    if live is None or (
+        live.user_id != caller.user_id and not moderator and not caller.can("sessions.view_any")
+    ):
         raise NotFound("Session not found")
-    if live.user_id != caller.user_id and not caller.can("sessions.delete"):
+    if live.user_id != caller.user_id and not moderator and not caller.can("sessions.delete"):
         raise PermissionDenied("Insufficient permissions: requires sessions.delete")
     why = " ".join(request.args.get("reason", "").split())
     reason = f"Terminated by {caller.username}" + (f": {why}" if why else "")
@@ -567,4 +607,77 @@ async def finalize_recording(session_id: str) -> Ok:
     """End one's own RDP session: its recording is complete."""
     row = await _history().owned(current_caller(), session_id)
     await app_kernel().recordings.finalize_upload(row)
+    return {"ok": True}
+
+
+def _joinable_json(session: Any, modes: list[str], invited: bool) -> JoinableSession:
+    live = app_kernel().live.get(session.id)
+    return {
+        "id": session.id,
+        "protocol": session.protocol,
+        "userId": session.caller.user_id,
+        "username": session.caller.username,
+        "connectionName": session.target.name,
+        "startedAt": iso(live.started_at) if live is not None else "",
+        "modes": modes,
+        "invited": invited,
+    }
+
+
+@blueprint.get("/sessions/joinable")
+@authenticated
+@tag(["sessions"])
+@answers(JoinableSessions)
+async def joinable_sessions() -> dict[str, Any]:
+    """Running terminals on this node the caller may join.
+
+    With ``sessions.join`` or ``sessions.moderate`` every other user's; else those the
+    caller is invited to.
+    """
+    kernel = app_kernel()
+    caller = current_caller()
+    found: dict[str, JoinableSession] = {}
+    for session, mode in kernel.live_view.invitations(caller.user_id):
+        modes = ["observer", "participant"] if mode == "participant" else ["observer"]
+        found[session.id] = _joinable_json(session, modes, True)
+    if caller.can(JOIN) or caller.can(MODERATE):
+        for session in kernel.live_view.joinable(caller):
+            found.setdefault(
+                session.id, _joinable_json(session, ["observer", "participant"], False)
+            )
+    return {"sessions": list(found.values())}
+
+
+@blueprint.post("/sessions/active/<session_id>/invitations")
+@authenticated
+@tag(["sessions"])
+@validate_request(InvitationBody)
+@answers(Ok)
+async def invite_to_session(session_id: str, data: InvitationBody) -> Ok:
+    """Invite a user to join one's own running terminal as an observer or a participant.
+
+    The invitation lasts until the session ends or the owner removes the user; 404 for a
+    session that is not the caller's (or not running on this node) and an unknown user.
+    """
+    kernel = app_kernel()
+    caller = current_caller()
+    user = await kernel.accounts.user_by_name(data.username)
+    if user is None:
+        raise NotFound("User not found")
+    await kernel.live_view.invite(caller, session_id, user.id, user.username, data.mode)
+    return {"ok": True}
+
+
+@blueprint.delete("/sessions/active/<session_id>/participants/<user_id>")
+@authenticated
+@tag(["sessions"])
+@answers(Ok)
+async def remove_participant(session_id: str, user_id: str) -> Ok:
+    """Remove a user who joined one's own running terminal (and their invitation).
+
+    Their sockets close 4003 ``terminated``; 404 when the session is not the caller's or
+    the user neither joined nor was invited.
+    """
+    kernel = app_kernel()
+    await kernel.live_view.remove(current_caller(), session_id, user_id)
     return {"ok": True}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 import time
 import uuid
@@ -100,6 +101,21 @@ class SealedValues:
         return value
 
 
+def joined_line(notice: str) -> bytes:
+    """The line a front-door terminal prints for a notice, or none.
+
+    Who joined or left, and a moderation state (waiting for a moderator, paused).
+    """
+    try:
+        frame = json.loads(notice)
+        said = frame.get("message") if frame.get("type") == "moderation" else frame.get("change")
+    except (ValueError, AttributeError):
+        return b""
+    if not isinstance(said, str) or not said:
+        return b""
+    return f"\r\n[hostgate] {said}\r\n".encode()
+
+
 class DoorSession:
     """A terminal session as a door sees it (``hostgate.DoorTerminal``)."""
 
@@ -108,6 +124,8 @@ class DoorSession:
         self._attachment = Attachment()
         self._ended = False
         session.attach(self._attachment)
+        if session.moderation is not None:
+            self._attachment.notify(session.moderation)
 
     @property
     def id(self) -> str:
@@ -134,7 +152,10 @@ class DoorSession:
                 self._ended = True
             elif isinstance(item, bytes):
                 return item
-            # a str is a browser notice (someone watches): not terminal output
+            else:  # a str is a notice for the browser; who joined or left is printed
+                line = joined_line(item)
+                if line:
+                    return line
         return b""
 
     async def write(self, data: bytes) -> None:
@@ -589,6 +610,10 @@ class FrontDoor:
             target = await self.connections.target_for(caller, row.id, spec)
         except ApiError as exc:
             raise conceal(caller, exc) from None
+        if command is not None and target.moderated:
+            raise PermissionDenied(
+                "This connection needs a moderator: commands run only in a shell a moderator joins"
+            )
         admission = Admission(caller=caller, spec=spec, target=target, details=dict(details or {}))
         shape = TerminalSize() if size is None else TerminalSize(cols=size[0], rows=size[1])
         session = await self.terminal_sessions.open_terminal(

@@ -150,8 +150,10 @@ async def attach_and_run(
     replay = session.replay() if reattached else b""
     try:
         await send_json({"type": "status", "message": "Reattached" if reattached else "Connected"})
-        if session.notice is not None:
-            await websocket.send(session.notice)
+        await send_json({"type": "session", "sessionId": session.id})  # what invitations name
+        for notice in (session.notice, session.moderation):
+            if notice is not None:
+                await websocket.send(notice)
         if replay:
             await websocket.send(replay)
         for frame in early[:MAX_EARLY_FRAMES]:

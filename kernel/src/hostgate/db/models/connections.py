@@ -61,6 +61,8 @@ class Connection(SQLModel, table=True):
     skip_cert_validation: bool = False
     recording_enabled: bool = True
     approval_required: bool = False
+    moderation: str = Field(default="none", max_length=16)
+    """``required``: a terminal session waits for a moderator (``sessions.moderate``)."""
     jump_host_id: str | None = Field(
         default=None,
         sa_column=Column(String(64), ForeignKey("connections.id", ondelete="SET NULL"), index=True),

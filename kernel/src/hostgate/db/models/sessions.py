@@ -12,7 +12,7 @@ from sqlalchemy import Column, ForeignKey, Index, String
 from sqlmodel import Field, SQLModel
 
 from ...timefmt import utcnow
-from ..types import Sealed, UTCDateTime, new_id
+from ..types import JSONText, Sealed, UTCDateTime, new_id
 
 
 class RemoteSession(SQLModel, table=True):
@@ -67,6 +67,8 @@ class SessionCommand(SQLModel, table=True):
     elapsed: int = 0
     command: str = Field(max_length=4000)
     output_preview: str | None = Field(default=None, max_length=4000)
+    typed_by: list[str] | None = Field(default=None, sa_type=JSONText)
+    """Who typed it when others had joined the session and could type; None: its owner."""
 
 
 class SessionInputEvent(SQLModel, table=True):

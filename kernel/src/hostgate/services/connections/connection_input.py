@@ -39,8 +39,10 @@ BASE_FIELDS = frozenset(
         "tunnels",
         "jumpHostId",
         "approvalRequired",
+        "moderation",
     }
 )
+MODERATION = ("none", "required")
 NAME_MAX = 200
 USERNAME_MAX = 255
 PASSWORD_MAX = 4096
@@ -241,6 +243,10 @@ def parse_input(
     ):
         if key in payload:
             columns[column] = _flag(key, payload[key])
+    if "moderation" in payload:
+        if payload["moderation"] not in MODERATION:
+            raise InvalidInput("moderation must be none or required")
+        columns["moderation"] = payload["moderation"]
     if "sortOrder" in payload:
         columns["sort_order"] = check_sort_order(payload["sortOrder"])
     if "groupId" in payload:
@@ -341,6 +347,11 @@ def _base_schema() -> dict[str, dict[str, Any]]:
         "approvalRequired": {
             "type": "boolean",
             "description": "Others use it only with an approved access request",
+        },
+        "moderation": {
+            "enum": list(MODERATION),
+            "description": "required: a terminal session waits, input held, until a user with"
+            " sessions.moderate joins it",
         },
         "sortOrder": {"type": "integer", "minimum": -SORT_LIMIT, "maximum": SORT_LIMIT},
     }

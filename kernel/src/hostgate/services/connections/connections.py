@@ -49,7 +49,7 @@ DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
 SHARE = "connections.share"
 AUDITED_COLUMNS = (
     "name", "protocol", "host", "port", "username", "group_id", "tags", "shared",
-    "skip_cert_validation", "jump_host_id", "approval_required",
+    "skip_cert_validation", "jump_host_id", "approval_required", "moderation",
 )  # fmt: skip
 COLUMN_NAMES = {
     "group_id": "groupId",
@@ -614,4 +614,5 @@ class Connections:
             extra=extra,
             skip_cert_validation=connection.skip_cert_validation,
             check_host_key=self.host_keys.checker(connection, actor),
+            moderated=connection.moderation == "required",
         )

@@ -1,4 +1,4 @@
-"""asciicast v2 for terminal recordings: a JSON header line, then ``[t, "o"|"r", text]`` lines."""
+"""asciicast v2 for terminal recordings: a JSON header, then ``[t, "o"|"r"|"m", text]`` lines."""
 
 from __future__ import annotations
 
@@ -79,6 +79,10 @@ class CastRecorder:
     def resize(self, cols: int, rows: int, now: float) -> None:
         """Record a window size change."""
         self._emit([self._elapsed(now), "r", f"{cols}x{rows}"])
+
+    def marker(self, label: str, now: float) -> None:
+        """Record an ``m`` (marker) event, e.g. whose keys follow in a joined session."""
+        self._emit([self._elapsed(now), "m", label])
 
     def stop(self, reason: str) -> None:
         """Write nothing more (e.g. the disk is low)."""

@@ -67,6 +67,8 @@ class CommandEntry:
     elapsed: int
     command: str
     output_preview: str | None
+    typed_by: tuple[str, ...] = ()
+    """Who typed it, when others joined the session and could type (else empty: the owner)."""
 
 
 @dataclass
@@ -76,6 +78,7 @@ class _Pending:
     command: str
     lines: list[str]
     chars: int = 0
+    typed_by: tuple[str, ...] = ()
 
 
 class _TypedAhead:
@@ -169,6 +172,7 @@ class CommandTracker:
         self._tail = ""
         self._pending: _Pending | None = None
         self._entries: list[CommandEntry] = []
+        self._typists: set[str] = set()
 
     # -- output -----------------------------------------------------------------------
 
@@ -304,7 +308,11 @@ class CommandTracker:
                 command, output = found
                 self._store_pending()
                 if command:
-                    self._pending = _Pending(utcnow(), self._clock(), command[:COMMAND_CHARS], [])
+                    typed_by = tuple(sorted(self._typists))
+                    self._typists.clear()
+                    self._pending = _Pending(
+                        utcnow(), self._clock(), command[:COMMAND_CHARS], [], typed_by=typed_by
+                    )
                 if output is None:
                     return
                 line = output
@@ -353,12 +361,16 @@ class CommandTracker:
         # a pasted block runs line by line: one entry per line, the block's output
         # the preview of the last
         commands = [line.strip() for line in editor.command().split("\n") if line.strip()]
+        typed_by = tuple(sorted(self._typists))
+        self._typists.clear()
         for command in commands[:-1]:
             self._entries.append(
-                CommandEntry(when, elapsed, self.scrub(command[:COMMAND_CHARS]), None)
+                CommandEntry(when, elapsed, self.scrub(command[:COMMAND_CHARS]), None, typed_by)
             )
         if commands:
-            self._pending = _Pending(when, elapsed, commands[-1][:COMMAND_CHARS], [])
+            self._pending = _Pending(
+                when, elapsed, commands[-1][:COMMAND_CHARS], [], typed_by=typed_by
+            )
 
     def _confirm_prompt(self) -> bool:
         """The output rests on a prompt: the command before it is complete."""
@@ -398,6 +410,10 @@ class CommandTracker:
             self._editor = TypedLine(self._columns, self._line_output, typed=len(typed))
 
     # -- input ------------------------------------------------------------------------
+
+    def typist(self, username: str) -> None:
+        """The keys fed next are ``username``'s (a joined session): their command says so."""
+        self._typists.add(username)
 
     def input(self, data: str) -> None:
         """Feed keystrokes sent to the remote side."""
@@ -501,5 +517,6 @@ class CommandTracker:
                 elapsed=pending.elapsed,
                 command=self.scrub(pending.command),
                 output_preview=self.scrub(preview) or None,
+                typed_by=pending.typed_by,
             )
         )

@@ -16,6 +16,7 @@ from ...adapters import Terminal, TerminalSize
 from ...closereasons import CloseReason
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
+from .moderation import waiting_frame
 from .remote_session import Admission, LiveRemoteSession
 from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
@@ -54,6 +55,13 @@ class TerminalSession(LiveRemoteSession):
         """Live viewers (services/sessions/terminal_watch.py), handed every output chunk."""
         self.notice: str | None = None
         """A text frame for every socket that attaches (who is watching), or None."""
+        self.shared_input = False
+        """Someone besides the owner may type (a participant joined): keys are attributed."""
+        self.held = admission.target.moderated
+        """Input is held (a moderated session without a moderator): keys are dropped."""
+        self.moderation: str | None = waiting_frame() if self.held else None
+        """The moderation state as a text frame for every socket that attaches, or None."""
+        self._typist = ""
 
     @property
     def reattach_grace(self) -> float:
@@ -89,15 +97,26 @@ class TerminalSession(LiveRemoteSession):
         """The recent output: a re-attaching socket is shown it first, live viewers its screen."""
         return self._recent.contents()
 
-    async def write(self, data: bytes) -> None:
-        """Keystrokes from the socket."""
-        if self.terminal is None or self.ended or not data:
+    async def write(self, data: bytes, by: str = "") -> None:
+        """Keystrokes: the owner's, or those of ``by``, a participant who joined."""
+        if self.terminal is None or self.ended or not data or self.held:
             return
+        if self.shared_input:  # one flag per message: a session nobody joined pays nothing more
+            self.typed_by(by or self.caller.username)
         self.last_input = time.monotonic()
         self.bytes_in += len(data)
         if self.tracker is not None:
             self.tracker.input(self._input_decoder.decode(data))
         await self._forward(self.terminal.write, data)
+
+    def typed_by(self, username: str) -> None:
+        """Whose keys come next: the command log keeps it, the recording marks each change."""
+        if self.tracker is not None:
+            self.tracker.typist(username)
+        if username != self._typist:
+            self._typist = username
+            if self.recorder is not None:
+                self.recorder.marker(f"keys: {username}", time.monotonic())
 
     async def resize(self, size: TerminalSize) -> None:
         """A window size change from the socket."""

@@ -112,6 +112,7 @@ class SessionLedger:
                         elapsed=entry.elapsed,
                         command=entry.command,
                         output_preview=entry.output_preview,
+                        typed_by=list(entry.typed_by) or None,
                     )
                 )
                 batch.record(
@@ -125,6 +126,7 @@ class SessionLedger:
                         "protocol": session.protocol,
                         "command": entry.command,
                         "elapsedMs": entry.elapsed,
+                        **({"typedBy": list(entry.typed_by)} if entry.typed_by else {}),
                     },
                 )
 

@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ...closereasons import CloseReason
 from ...db.types import new_id
-from ...errors import NotFound, PermissionDenied
+from ...errors import InvalidInput, NotFound, PermissionDenied
 from ...principals import ClientInfo
 from ...tasks import Rerun, cancel_and_wait
 from .interactive_terminal import TerminalSession
 from .live_sessions import USER_DELETED, LiveSession
+from .moderation import MODERATE, Moderation
 from .terminal_screen import repaint
 
 if TYPE_CHECKING:
@@ -51,6 +52,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostgate.live_view")
 
 VIEW_ANY = "sessions.view_any"
+JOIN = "sessions.join"
+WATCH, OBSERVER, PARTICIPANT = "watch", "observer", "participant"
+MODES = (WATCH, OBSERVER, PARTICIPANT)
+"""How a watch sees a session: ``watch`` is the live view (``sessions.view_any``); an
+``observer`` or ``participant`` joined it (``sessions.join`` or the owner's invitation),
+and a participant may type."""
 KIND = "watch"
 BEHIND_BYTES = 1024 * 1024
 ENDED_POLL_SECONDS = 1.0
@@ -58,6 +65,7 @@ ENDED_POLL_SECONDS = 1.0
 CHECK_SECONDS = 30.0
 """How often the viewers' access is re-checked besides on every change (as for sessions)."""
 WITHDRAWN = f"Permission {VIEW_ANY} was withdrawn"
+JOIN_WITHDRAWN = f"Permission {JOIN} was withdrawn"
 
 Closing = tuple[int, str, CloseReason | None]
 """Why a watch was ended from outside: close code, reason, its ``CloseReason``."""
@@ -93,11 +101,16 @@ class Watching(Protocol):
 class Watch(Watching):
     """One viewer of one terminal session."""
 
-    def __init__(self, service: LiveView, caller: Caller, session: TerminalSession) -> None:
+    def __init__(
+        self, service: LiveView, caller: Caller, session: TerminalSession, mode: str = WATCH
+    ) -> None:
         self.id = new_id()
         self.service = service
         self.caller = caller
         self.session = session
+        self.mode = mode
+        self.removed_by = ""
+        """Who removed the joiner from the session (the owner), else empty."""
         self.closing: Closing | None = None
         """Why the watch was ended from outside (close code, reason, its code), or None."""
         self.started = time.monotonic()
@@ -122,6 +135,17 @@ class Watch(Watching):
             self._behind = True
         self._wakeup.set()
 
+    def remove(self, by: str, reason: str) -> None:
+        """The owner removed the joiner: the socket closes 4003 with ``reason``."""
+        self.removed_by = by
+        self.closing = (4003, reason, CloseReason.TERMINATED)
+        self._wakeup.set()
+
+    async def type(self, data: bytes) -> None:
+        """A participant's keys for the session (an observer's and a viewer's go nowhere)."""
+        if self.mode == PARTICIPANT and self.closing is None:
+            await self.session.write(data, self.caller.username)
+
     async def end(self, reason: str, reason_code: CloseReason | None) -> None:
         """Close the watch (the live registry's ``close``): the socket closes with a reason."""
         if reason_code is CloseReason.SHUTTING_DOWN:
@@ -141,6 +165,7 @@ class Watch(Watching):
         return json.dumps(
             {
                 "type": "watch",
+                "mode": self.mode,
                 "sessionId": session.id,
                 "userId": session.caller.user_id,
                 "username": session.caller.username,
@@ -206,6 +231,10 @@ class LiveView:
         self.identity = identity
         self.recent_bytes = recent_bytes
         self._watches: dict[str, list[Watch]] = {}
+        self.moderation = Moderation()
+        """Holds and opens the input of sessions that need a moderator."""
+        self._invited: dict[str, dict[str, str]] = {}
+        """Invitations by the sessions' owners: session id -> user id -> mode."""
         self._viewing: dict[str, Watching] = {}
         """The watches whose viewer is on this node (local or relayed), by id."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -222,12 +251,18 @@ class LiveView:
         """The open watches of a session."""
         return list(self._watches.get(session_id, ()))
 
-    async def watch(self, caller: Caller, session_id: str) -> Watching:
-        """Start watching a running terminal: 403 without ``sessions.view_any``, else 404."""
-        if not caller.can(VIEW_ANY):
+    async def watch(self, caller: Caller, session_id: str, mode: str = WATCH) -> Watching:
+        """Start watching (``mode`` watch) or join (observer, participant) a running terminal.
+
+        Watching needs ``sessions.view_any``; joining needs ``sessions.join`` or the
+        owner's invitation, and a session this node holds (403, 404 otherwise).
+        """
+        if mode not in MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(MODES)}")
+        if mode == WATCH and not caller.can(VIEW_ANY):
             raise PermissionDenied(f"Insufficient permissions: requires {VIEW_ANY}")
         session = self.terminal_sessions.get(session_id)
-        if session is None and self.relay is not None:
+        if session is None and self.relay is not None and mode == WATCH:
             remote = await self.relay.watch(caller, session_id)
             self._viewing[remote.id] = remote
             return remote
@@ -235,7 +270,9 @@ class LiveView:
             raise NotFound("Session not found or not running on this gateway")
         if not isinstance(session, TerminalSession) or session.terminal is None:
             raise NotFound("Only terminal sessions (SSH, telnet) can be watched")
-        watch = Watch(self, caller, session)
+        if mode != WATCH:
+            self._check_join(caller, session, mode)
+        watch = Watch(self, caller, session, mode)
         self.tap(watch)
         self._viewing[watch.id] = watch
         self.live.add(
@@ -256,19 +293,141 @@ class LiveView:
             )
         )
         await self.audit.record(
-            "session.live_view_started",
+            "session.live_view_started" if mode == WATCH else "session.joined",
             actor=caller,
             target=session.target.name,
             details=self._details(watch),
         )
         return watch
 
+    # -- joining ---------------------------------------------------------------------
+
+    def _check_join(self, caller: Caller, session: TerminalSession, mode: str) -> None:
+        """403 unless ``caller`` may join ``session`` as ``mode``."""
+        if session.caller.user_id == caller.user_id:
+            raise InvalidInput("This is your own session: open it from your terminal tabs")
+        if caller.can(JOIN) or caller.can(MODERATE):
+            return
+        invited = self._invited.get(session.id, {}).get(caller.user_id)
+        if invited in (PARTICIPANT, mode):
+            return
+        raise PermissionDenied(
+            f"Insufficient permissions: requires {JOIN}, {MODERATE} or an invitation from the"
+            " session's owner" + (" to take part" if invited == OBSERVER else "")
+        )
+
+    def _own_session(self, caller: Caller, session_id: str) -> TerminalSession:
+        """The running terminal ``caller`` owns (404 for anyone else's, as for a stranger)."""
+        session = self.terminal_sessions.get(session_id)
+        if (
+            session is None
+            or session.ended
+            or not isinstance(session, TerminalSession)
+            or session.caller.user_id != caller.user_id
+        ):
+            raise NotFound("Session not found or not running on this gateway")
+        return session
+
+    async def invite(
+        self, caller: Caller, session_id: str, user_id: str, username: str, mode: str
+    ) -> None:
+        """The owner invites a user to join as ``mode`` (until the session ends); audited."""
+        if mode not in (OBSERVER, PARTICIPANT):
+            raise InvalidInput(f"mode must be {OBSERVER} or {PARTICIPANT}")
+        session = self._own_session(caller, session_id)
+        if user_id == caller.user_id:
+            raise InvalidInput("You cannot invite yourself")
+        self._invited = {key: value for key, value in self._invited.items() if self._running(key)}
+        self._invited.setdefault(session.id, {})[user_id] = mode
+        await self.audit.record(
+            "session.invited",
+            actor=caller,
+            target=session.target.name,
+            details={
+                **self._session_details(session),
+                "userId": user_id,
+                "username": username,
+                "mode": mode,
+            },
+        )
+
+    def invitations(self, user_id: str) -> list[tuple[TerminalSession, str]]:
+        """The running sessions ``user_id`` is invited to, each with the mode."""
+        found = []
+        for session_id, invited in self._invited.items():
+            mode = invited.get(user_id)
+            session = self.terminal_sessions.get(session_id)
+            if mode and isinstance(session, TerminalSession) and not session.ended:
+                found.append((session, mode))
+        return found
+
+    def joinable(self, caller: Caller) -> list[TerminalSession]:
+        """The running terminals of this node ``caller`` could join with ``sessions.join``."""
+        return [
+            s
+            for s in self.terminal_sessions.all()
+            if isinstance(s, TerminalSession)
+            and not s.ended
+            and s.terminal is not None
+            and s.caller.user_id != caller.user_id
+        ]
+
+    def moderates(self, caller: Caller, session_id: str) -> bool:
+        """Whether ``caller`` has joined the session as a moderator (and may end it)."""
+        return any(
+            w.caller.user_id == caller.user_id and self._moderator(w)
+            for w in self._watches.get(session_id, [])
+        )
+
+    @staticmethod
+    def _moderator(watch: Watch) -> bool:
+        return watch.mode != WATCH and watch.caller.can(MODERATE)
+
+    def _running(self, session_id: str) -> bool:
+        session = self.terminal_sessions.get(session_id)
+        return session is not None and not session.ended
+
+    async def remove(self, caller: Caller, session_id: str, user_id: str) -> int:
+        """The owner removes a joiner (every watch of theirs, and their invitation); audited.
+
+        Returns how many sockets were closed; 404 when the user had not joined and was not
+        invited. A viewer watching with ``sessions.view_any`` is not the owner's to remove.
+        """
+        session = self._own_session(caller, session_id)
+        invited = self._invited.get(session.id, {}).pop(user_id, None)
+        chosen = [
+            w
+            for w in self._watches.get(session.id, [])
+            if w.caller.user_id == user_id and w.mode != WATCH
+        ]
+        if not chosen and invited is None:
+            raise NotFound("That user has not joined this session")
+        reason = f"Removed from the session by {caller.display_name or caller.username}"
+        for watch in chosen:
+            watch.remove(caller.username, reason)
+        await self.audit.record(
+            "session.participant_removed",
+            actor=caller,
+            target=session.target.name,
+            details={
+                **self._session_details(session),
+                "userId": user_id,
+                "username": chosen[0].caller.username if chosen else "",
+                "mode": chosen[0].mode if chosen else invited,
+            },
+        )
+        return len(chosen)
+
     def tap(self, watch: Watch) -> None:
         """Hand the watch its session's output and tell the watched user."""
         session = watch.session
         session.viewers.append(watch.feed)
         self._watches.setdefault(session.id, []).append(watch)
-        self._announce(session)
+        session.shared_input = session.shared_input or watch.mode == PARTICIPANT
+        self._announce(
+            session, f"{self._name(watch)} joined as {watch.mode}" if watch.mode != WATCH else ""
+        )
+        self._moderate(session)
 
     def untap(self, watch: Watch) -> None:
         """Stop handing the watch output; tell the watched user."""
@@ -280,8 +439,15 @@ class LiveView:
             watches.remove(watch)
         if not watches:
             self._watches.pop(session.id, None)
+        session.shared_input = any(w.mode == PARTICIPANT for w in watches)
         if not session.ended:
-            self._announce(session)
+            change = ""
+            if watch.mode != WATCH:
+                change = f"{self._name(watch)} " + (
+                    f"was removed by {watch.removed_by}" if watch.removed_by else "left"
+                )
+            self._announce(session, change)
+            self._moderate(session)
 
     def stop(self, watch: Watching) -> None:
         """A watch ended (socket closed, or the session ended): untap, tell, audit.
@@ -302,9 +468,12 @@ class LiveView:
         session = watch.session
         details = self._details(watch)
         details["durationMs"] = int((time.monotonic() - watch.started) * 1000)
+        if watch.mode != WATCH:
+            details["mode"] = watch.mode
+            details["removedBy"] = watch.removed_by
         task = asyncio.ensure_future(
             self.audit.record(
-                "session.live_view_ended",
+                "session.live_view_ended" if watch.mode == WATCH else "session.left",
                 actor=watch.caller,
                 target=session.target.name,
                 details=details,
@@ -315,12 +484,15 @@ class LiveView:
 
     # -- the viewers' access ---------------------------------------------------------
 
-    async def viewer_problem(self, caller: Caller) -> tuple[str, CloseReason] | None:
+    async def viewer_problem(
+        self, caller: Caller, joined: Watch | None = None
+    ) -> tuple[str, CloseReason] | None:
         """Why a viewer may no longer watch (reason, its code), or None.
 
         Read now, as a terminal session re-checks its user: the user, the login
         session (or API token) and ``sessions.view_any`` (a token's: as cut down by
-        the owner's role).
+        the owner's role); for a watch that ``joined`` the session instead,
+        ``sessions.join``, ``sessions.moderate`` or a standing invitation.
         """
         identity = self.identity
         login = caller.login_session_id
@@ -331,6 +503,13 @@ class LiveView:
             return USER_DELETED, CloseReason.USER_DELETED
         if login is not None and not await identity.check_login_session(login):
             return "Session has been revoked", CloseReason.REVOKED
+        if joined is not None and joined.mode != WATCH:
+            invited = self._invited.get(joined.session.id, {}).get(caller.user_id)
+            if not (
+                current.can(JOIN) or current.can(MODERATE) or invited in (PARTICIPANT, joined.mode)
+            ):
+                return JOIN_WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
+            return None
         if not current.can(VIEW_ANY):
             return WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
         return None
@@ -342,7 +521,8 @@ class LiveView:
             if watch.closing is not None:
                 continue
             try:
-                problem = await self.viewer_problem(watch.caller)
+                joined = watch if isinstance(watch, Watch) else None
+                problem = await self.viewer_problem(watch.caller, joined)
                 if problem is not None and watch.closing is None:
                     await watch.end(*problem)
                     ended += 1
@@ -369,6 +549,7 @@ class LiveView:
     async def _stop(self) -> None:
         await cancel_and_wait(self._checker)
         self._checker = None
+        await self.moderation.stop()
 
     async def drain(self) -> None:
         """Wait for the audit entries still being written (shutdown, tests)."""
@@ -376,7 +557,17 @@ class LiveView:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _details(self, watch: Watch) -> dict[str, Any]:
-        session = watch.session
+        details = self._session_details(watch.session)
+        if watch.mode != WATCH:
+            details["mode"] = watch.mode
+        return details
+
+    @staticmethod
+    def _name(watch: Watch) -> str:
+        return watch.caller.display_name or watch.caller.username
+
+    @staticmethod
+    def _session_details(session: TerminalSession) -> dict[str, Any]:
         return {
             "sessionId": session.id,
             "protocol": session.protocol,
@@ -385,27 +576,56 @@ class LiveView:
             "ownerUsername": session.caller.username,
         }
 
-    def _announce(self, session: TerminalSession) -> None:
-        """Tell the watched user's socket who watches now (and keep it for a re-attach)."""
-        viewers: dict[str, dict[str, str]] = {}
+    def _moderate(self, session: TerminalSession) -> None:
+        """Open or hold a moderated session's input as its moderators come and go."""
+        if session.target.moderated:
+            moderators = {
+                w.caller.user_id: self._name(w)
+                for w in self._watches.get(session.id, [])
+                if self._moderator(w)
+            }
+            self.moderation.present(session, list(moderators.values()))
+
+    def _announce(self, session: TerminalSession, change: str = "") -> None:
+        """Tell the owner's socket who is there now (kept for a re-attach).
+
+        One entry per user, with their strongest mode (participant, observer, watch);
+        ``change`` says who just joined or left (a front-door terminal prints it).
+        """
+        viewers: dict[str, dict[str, Any]] = {}
         for watch in self._watches.get(session.id, []):
             caller = watch.caller
-            viewers.setdefault(
+            entry = viewers.setdefault(
                 caller.user_id,
                 {
                     "userId": caller.user_id,
                     "username": caller.username,
                     "displayName": caller.display_name,
+                    "mode": watch.mode,
+                    "moderator": False,
                 },
             )
+            if MODES.index(watch.mode) > MODES.index(entry["mode"]):
+                entry["mode"] = watch.mode
+            entry["moderator"] = entry["moderator"] or self._moderator(watch)
         names = [v["displayName"] or v["username"] for v in viewers.values()]
         if names:
             verb = "is" if len(names) == 1 else "are"
-            message = f"{', '.join(names)} {verb} watching this session (read-only)"
+            typing = [v for v in viewers.values() if v["mode"] == PARTICIPANT]
+            message = f"{', '.join(names)} {verb} " + (
+                "in this session (participants may type)"
+                if typing
+                else "watching this session (read-only)"
+            )
         else:
             message = "Nobody is watching this session any more"
         frame = json.dumps(
-            {"type": "watchers", "watchers": list(viewers.values()), "message": message}
+            {
+                "type": "watchers",
+                "watchers": list(viewers.values()),
+                "message": message,
+                "change": change,
+            }
         )
         session.notice = frame if viewers else None
         if session.attachment is not None:

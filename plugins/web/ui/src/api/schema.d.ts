@@ -1581,10 +1581,73 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * End an open session: one's own, or anyone's with ``sessions.delete``.
+         * End an open session: one's own, one joined as its moderator, or with ``sessions.delete``.
          * @description ``reason`` (optional) is shown to the session's user after who ended it.
          */
         delete: operations["delete_end_active_session"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/active/{session_id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a user to join one's own running terminal as an observer or a participant.
+         * @description The invitation lasts until the session ends or the owner removes the user; 404 for a
+         *     session that is not the caller's (or not running on this node) and an unknown user.
+         */
+        post: operations["post_invite_to_session"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/active/{session_id}/participants/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a user who joined one's own running terminal (and their invitation).
+         * @description Their sockets close 4003 ``terminated``; 404 when the session is not the caller's or
+         *     the user neither joined nor was invited.
+         */
+        delete: operations["delete_remove_participant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/joinable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Running terminals on this node the caller may join.
+         * @description With ``sessions.join`` or ``sessions.moderate`` every other user's; else those the
+         *     caller is invited to.
+         */
+        get: operations["get_joinable_sessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2471,6 +2534,8 @@ export interface components {
             output_preview: string;
             /** Timestamp */
             timestamp: string;
+            /** Typedby */
+            typedBy: string[];
         };
         /**
          * Commands
@@ -2533,6 +2598,8 @@ export interface components {
             isShared: boolean;
             /** Jumphostid */
             jumpHostId: string | null;
+            /** Moderation */
+            moderation: string;
             /** Name */
             name: string;
             /** Ownerid */
@@ -2920,6 +2987,36 @@ export interface components {
             elapsed: number;
             /** Event Type */
             event_type: string;
+        };
+        /**
+         * JoinableSession
+         * @description A running terminal the caller may join (``GET /sessions/joinable``).
+         */
+        JoinableSession: {
+            /** Connectionname */
+            connectionName: string;
+            /** Id */
+            id: string;
+            /** Invited */
+            invited: boolean;
+            /** Modes */
+            modes: string[];
+            /** Protocol */
+            protocol: string;
+            /** Startedat */
+            startedAt: string;
+            /** Userid */
+            userId: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * JoinableSessions
+         * @description Running terminals the caller may join.
+         */
+        JoinableSessions: {
+            /** Sessions */
+            sessions: components["schemas"]["JoinableSession"][];
         };
         /**
          * LdapTestResult
@@ -6181,6 +6278,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6200,6 +6302,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6222,6 +6329,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -6250,6 +6362,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6280,6 +6397,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -6303,6 +6425,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -6322,6 +6449,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name: string;
                     password?: string | null;
                     port?: number | null;
@@ -7226,6 +7358,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7245,6 +7382,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7267,6 +7409,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -7295,6 +7442,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7325,6 +7477,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     /** @description Passphrase of the private key */
                     passphrase?: string | null | "";
@@ -7348,6 +7505,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -7367,6 +7529,11 @@ export interface operations {
                     /** @description A host name or IP address, without scheme, port or path */
                     host?: string;
                     jumpHostId?: string | null;
+                    /**
+                     * @description required: a terminal session waits, input held, until a user with sessions.moderate joins it
+                     * @enum {unknown}
+                     */
+                    moderation?: "none" | "required";
                     name?: string;
                     password?: string | null;
                     port?: number | null;
@@ -10882,7 +11049,7 @@ export interface operations {
                     /** Name */
                     name: string;
                     /** Permissions */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
                 };
             };
         };
@@ -11017,7 +11184,7 @@ export interface operations {
                      * Permissions
                      * @default null
                      */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
+                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
                 };
             };
         };
@@ -11394,7 +11561,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description End an open session: one's own, or anyone's with ``sessions.delete``. */
+            /** @description End an open session: one's own, one joined as its moderator, or with ``sessions.delete``. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -11443,6 +11610,194 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_invite_to_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Mode
+                     * @description observer: read only; participant: may type too
+                     * @enum {string}
+                     */
+                    mode: "observer" | "participant";
+                    /** Username */
+                    username: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Invite a user to join one's own running terminal as an observer or a participant. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_remove_participant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Remove a user who joined one's own running terminal (and their invitation). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_joinable_sessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Running terminals on this node the caller may join. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinableSessions"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

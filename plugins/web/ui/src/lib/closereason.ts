@@ -126,6 +126,10 @@ const REASONS: Record<string, Reason> = {
     rules: [[/^server shutting down/i, () => CODES[1001]]],
     plain: () => CODES[1001],
   },
+  no_moderator: {
+    rules: [[/^no moderator joined/i, () => "The session ended: no moderator was there for the grace period."]],
+    plain: () => "The session ended: no moderator was there for the grace period.",
+  },
   opened_elsewhere: {
     rules: [[/^session opened in another window/i, () => "This session was opened in another window or tab."]],
     plain: () => "This session was opened in another window or tab.",

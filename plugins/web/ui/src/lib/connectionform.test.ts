@@ -54,6 +54,18 @@ describe("toBody", () => {
     editing.approvalRequired = false;
     expect(toBody(editing, fields, false).approvalRequired).toBe(false);
   });
+
+  it("sends moderation when required, and always on update so unticking lifts it", () => {
+    const form = { ...emptyForm("ssh", fields), name: "db", host: "127.0.0.1" };
+    expect("moderation" in toBody(form, fields, true)).toBe(false);
+    form.moderationRequired = true;
+    expect(toBody(form, fields, true).moderation).toBe("required");
+    const stored = { id: "c1", name: "db", protocol: "ssh", host: "h", port: 22, username: "", tags: [], groupId: null, extraConfig: {}, moderation: "required" } as unknown as Connection;
+    const editing = formFrom(stored, fields);
+    expect(editing.moderationRequired).toBe(true);
+    editing.moderationRequired = false;
+    expect(toBody(editing, fields, false).moderation).toBe("none");
+  });
 });
 
 describe("validate", () => {

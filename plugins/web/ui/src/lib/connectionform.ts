@@ -13,6 +13,8 @@ export interface FormState {
   jumpHostId: string;
   /** Only the owner (and editors of any connection) use it freely; others ask for a while. */
   approvalRequired: boolean;
+  /** A terminal session to it waits, input held, until a moderator joins. */
+  moderationRequired: boolean;
   /** undefined keeps the stored secret, "" removes it, anything else replaces it. */
   password: string | undefined;
   privateKey: string | undefined;
@@ -24,7 +26,7 @@ export interface FormState {
 export function emptyForm(protocol: string, fields: ProtocolField[]): FormState {
   const extra: FormState["extra"] = {};
   for (const field of fields) extra[field.name] = initialValue(field, undefined);
-  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", jumpHostId: "", approvalRequired: false, password: undefined, privateKey: undefined, extra };
+  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", jumpHostId: "", approvalRequired: false, moderationRequired: false, password: undefined, privateKey: undefined, extra };
 }
 
 function initialValue(field: ProtocolField, stored: unknown): string | boolean | undefined {
@@ -48,6 +50,7 @@ export function formFrom(connection: Connection, fields: ProtocolField[]): FormS
     groupId: connection.groupId ?? "",
     jumpHostId: connection.jumpHostId ?? "",
     approvalRequired: Boolean(connection.approvalRequired),
+    moderationRequired: connection.moderation === "required",
     password: undefined,
     privateKey: undefined,
     extra,
@@ -86,6 +89,7 @@ export function toBody(form: FormState, fields: ProtocolField[], creating: boole
   if (form.jumpHostId || !creating) body.jumpHostId = form.jumpHostId || null;
   // an update always says it, so unticking the switch really lifts the gate
   if (form.approvalRequired || !creating) body.approvalRequired = form.approvalRequired;
+  if (form.moderationRequired || !creating) body.moderation = form.moderationRequired ? "required" : "none";
   for (const key of ["password", "privateKey"] as const) {
     const value = form[key];
     if (value !== undefined && (value !== "" || !creating)) body[key] = value;

@@ -107,10 +107,13 @@ export function eventTicks(events: readonly InputEvent[], duration: number, buck
   return result;
 }
 
-/** The live-view socket of a running session on this origin. */
-export function watchUrl(origin: { protocol: string; host: string }, sessionId: string, ticket: string): string {
+export type JoinMode = "watch" | "observer" | "participant";
+
+/** The live-view socket of a running session on this origin (`mode`: watch, or join as). */
+export function watchUrl(origin: { protocol: string; host: string }, sessionId: string, ticket: string, mode: JoinMode = "watch"): string {
   const scheme = origin.protocol === "https:" ? "wss" : "ws";
-  return `${scheme}://${origin.host}/ws/sessions/${encodeURIComponent(sessionId)}/watch?${new URLSearchParams({ ticket })}`;
+  const query = new URLSearchParams(mode === "watch" ? { ticket } : { ticket, mode });
+  return `${scheme}://${origin.host}/ws/sessions/${encodeURIComponent(sessionId)}/watch?${query}`;
 }
 
 export type HitKind = "" | "command" | "output";

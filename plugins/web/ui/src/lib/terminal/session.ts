@@ -15,7 +15,7 @@ import { closeReason } from "../closereason";
 import { randomId } from "../ids";
 import { LINE_HEIGHT } from "./font";
 import { keyBytes, type RowKey, withCtrl } from "./keyrow";
-import { isMultiline, parseServerText, terminalUrl } from "./socket";
+import { isMultiline, parseServerText, terminalUrl, type Joiner, type ModerationState } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
 
@@ -32,7 +32,11 @@ export interface Events {
   /** `reason`: the server's stable reason code of a close ("" when none, docs/terminals.md). */
   onState: (state: TerminalState, detail: string, code: number, reason?: string) => void;
   /** Who watches this session through the live view ("" when nobody does). */
-  onWatched?: (message: string) => void;
+  onWatched?: (message: string, joiners: Joiner[]) => void;
+  /** The server's id of the session (invitations and removals of joiners name it). */
+  onSessionId?: (sessionId: string) => void;
+  /** A connection that needs a moderator: the input is held (waiting, paused) or open. */
+  onModeration?: (state: ModerationState, message: string) => void;
   /** Text pasted with a line break in it: the tab asks before it is sent. */
   onMultilinePaste?: (text: string) => void;
   /** The search found `count` matches, the current one is number `index` (0-based, -1: none). */
@@ -263,7 +267,9 @@ export class TerminalSession {
         this.events.onState("connected", frame.message, 0);
       }
       else if (frame.kind === "error") [this.lastError, this.lastReason] = [frame.message, frame.reason];
-      else if (frame.kind === "watchers") this.events.onWatched?.(frame.message);
+      else if (frame.kind === "watchers") this.events.onWatched?.(frame.message, frame.joiners);
+      else if (frame.kind === "session") this.events.onSessionId?.(frame.sessionId);
+      else if (frame.kind === "moderation") this.events.onModeration?.(frame.state, frame.message);
       else this.output(String(event.data));
     };
     socket.onclose = (event) => {

@@ -29,9 +29,15 @@ describe("server frames", () => {
 describe("watchers frames", () => {
   it("say who watches, and nothing once nobody does", () => {
     const watched = JSON.stringify({ type: "watchers", watchers: [{ userId: "1", username: "admin" }], message: "Admin is watching this session (read-only)" });
-    expect(parseServerText(watched)).toEqual({ kind: "watchers", message: "Admin is watching this session (read-only)", count: 1 });
+    expect(parseServerText(watched)).toEqual({
+      kind: "watchers",
+      message: "Admin is watching this session (read-only)",
+      count: 1,
+      // a server of an older version sends no mode: a live viewer
+      joiners: [{ userId: "1", username: "admin", displayName: "", mode: "watch", moderator: false }],
+    });
     const nobody = JSON.stringify({ type: "watchers", watchers: [], message: "Nobody is watching this session any more" });
-    expect(parseServerText(nobody)).toEqual({ kind: "watchers", message: "", count: 0 });
+    expect(parseServerText(nobody)).toEqual({ kind: "watchers", message: "", count: 0, joiners: [] });
   });
 });
 
@@ -40,5 +46,26 @@ describe("isMultiline", () => {
     expect(isMultiline("ls -l")).toBe(false);
     expect(isMultiline("echo a\necho b")).toBe(true);
     expect(isMultiline("rm -rf build\r")).toBe(true);
+  });
+});
+
+describe("joining frames", () => {
+  it("reads the session id, the moderation state and who joined", () => {
+    expect(parseServerText(JSON.stringify({ type: "session", sessionId: "s1" }))).toEqual({ kind: "session", sessionId: "s1" });
+    expect(parseServerText(JSON.stringify({ type: "moderation", state: "paused", message: "held", graceSeconds: 60 }))).toEqual({
+      kind: "moderation",
+      state: "paused",
+      message: "held",
+    });
+    expect(parseServerText(JSON.stringify({ type: "moderation", state: "bogus", message: "x" }))).toEqual({ kind: "other" });
+    const frame = parseServerText(
+      JSON.stringify({ type: "watchers", message: "Bob is in", watchers: [{ userId: "u2", username: "bob", displayName: "Bob", mode: "participant", moderator: true }] }),
+    );
+    expect(frame).toEqual({
+      kind: "watchers",
+      message: "Bob is in",
+      count: 1,
+      joiners: [{ userId: "u2", username: "bob", displayName: "Bob", mode: "participant", moderator: true }],
+    });
   });
 });

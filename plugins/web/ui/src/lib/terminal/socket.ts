@@ -17,23 +17,47 @@ export function terminalUrl(
   return `${scheme}://${origin.host}/ws/${encodeURIComponent(protocol)}?${query}`;
 }
 
+/** Someone watching or joined to the session (docs/terminals.md, "Joining a live terminal"). */
+export interface Joiner {
+  userId: string;
+  username: string;
+  displayName: string;
+  mode: "watch" | "observer" | "participant";
+  moderator: boolean;
+}
+
+export type ModerationState = "waiting" | "active" | "paused";
+
 export type ServerText =
   | { kind: "status"; message: string }
   | { kind: "error"; message: string; reason: string }
-  | { kind: "watchers"; message: string; count: number }
+  | { kind: "watchers"; message: string; count: number; joiners: Joiner[] }
+  | { kind: "session"; sessionId: string }
+  | { kind: "moderation"; state: ModerationState; message: string }
   | { kind: "other" };
 
 /** A text frame from the server: a status, an error (the reason before a close), who watches, or other. */
 export function parseServerText(text: string): ServerText {
   try {
-    const frame = JSON.parse(text) as { type?: unknown; message?: unknown; reason?: unknown; watchers?: unknown };
+    const frame = JSON.parse(text) as { type?: unknown; message?: unknown; reason?: unknown; watchers?: unknown; sessionId?: unknown; state?: unknown };
+    if (frame && frame.type === "session" && typeof frame.sessionId === "string") return { kind: "session", sessionId: frame.sessionId };
     if (frame && typeof frame.message === "string") {
+      if (frame.type === "moderation" && (frame.state === "waiting" || frame.state === "active" || frame.state === "paused")) {
+        return { kind: "moderation", state: frame.state, message: frame.message };
+      }
       if (frame.type === "status") return { kind: "status", message: frame.message };
       // `reason`: the stable code (docs/terminals.md); "" from a server that sends none
       if (frame.type === "error") return { kind: "error", message: frame.message, reason: typeof frame.reason === "string" ? frame.reason : "" };
       if (frame.type === "watchers") {
-        const count = Array.isArray(frame.watchers) ? frame.watchers.length : 0;
-        return { kind: "watchers", message: count ? frame.message : "", count };
+        const joiners = (Array.isArray(frame.watchers) ? frame.watchers : []).map((w: Partial<Joiner>): Joiner => ({
+          userId: String(w.userId ?? ""),
+          username: String(w.username ?? ""),
+          displayName: String(w.displayName ?? ""),
+          mode: w.mode === "observer" || w.mode === "participant" ? w.mode : "watch",
+          moderator: w.moderator === true,
+        }));
+        const count = joiners.length;
+        return { kind: "watchers", message: count ? frame.message : "", count, joiners };
       }
     }
   } catch {

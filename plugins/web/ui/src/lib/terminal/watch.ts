@@ -3,7 +3,7 @@
 import "@xterm/xterm/css/xterm.css";
 import { Terminal } from "@xterm/xterm";
 import { api, call } from "../../api/client";
-import { watchUrl } from "../sessions";
+import { watchUrl, type JoinMode } from "../sessions";
 import { closeReason } from "../closereason";
 import { OutputFeed } from "./feed";
 import { LINE_HEIGHT } from "./font";
@@ -18,7 +18,7 @@ export interface WatchEvents {
   onState: (state: WatchState, detail: string, code: number) => void;
 }
 
-/** Follows session `sessionId` in a terminal inside `container`; nothing typed is sent. */
+/** Follows session `sessionId` in a terminal inside `container`; a participant's keys are sent. */
 export class WatchView {
   readonly terminal: Terminal;
   private socket: WebSocket | null = null;
@@ -31,9 +31,10 @@ export class WatchView {
     container: HTMLElement,
     private readonly sessionId: string,
     private readonly events: WatchEvents,
+    private readonly mode: JoinMode = "watch",
   ) {
     this.terminal = new Terminal({
-      disableStdin: true,
+      disableStdin: mode !== "participant",
       cursorBlink: false,
       convertEol: false,
       scrollback: 1000,
@@ -44,6 +45,11 @@ export class WatchView {
     });
     this.terminal.open(container);
     this.feed = new OutputFeed((data, done) => this.terminal.write(data, done));
+    if (mode === "participant") {
+      this.terminal.onData((data) => {
+        if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ type: "data", data }));
+      });
+    }
   }
 
   /** Open the socket: a fresh single-use ticket, then the current screen and the output. */
@@ -59,7 +65,7 @@ export class WatchView {
       this.events.onState("ended", error instanceof Error ? error.message : "No ticket", 0);
       return;
     }
-    const socket = new WebSocket(watchUrl(window.location, this.sessionId, ticket));
+    const socket = new WebSocket(watchUrl(window.location, this.sessionId, ticket, this.mode));
     socket.binaryType = "arraybuffer";
     this.socket = socket;
     socket.onmessage = (event) =>
