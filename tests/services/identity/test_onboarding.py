@@ -34,6 +34,11 @@ def secret_of(body):
     return path.removeprefix("/invite#")
 
 
+async def secret_of_path(response):
+    assert response.status_code == 200, await response.get_json()
+    return (await response.get_json())["path"].removeprefix("/invite#")
+
+
 async def listed(client, admin, user_id):
     body = await (await client.get(f"{API}/users", headers=admin.headers)).get_json()
     return next(u for u in body["users"] if u["id"] == user_id)
@@ -117,6 +122,20 @@ async def test_expired_revoked_and_unknown_links_say_which(client, admin, kernel
     assert entry.target == "omar"
     none_left = await client.delete(f"{API}/users/{user_id}/invite", headers=admin.headers)
     assert none_left.status_code == 404 and (await none_left.get_json())["code"] == "no_invite"
+
+    # a reset meanwhile makes an open link moot
+    third = await secret_of_path(
+        await client.post(f"{API}/users/{user_id}/invite", headers=admin.headers, json={})
+    )
+    reset = await client.post(
+        f"{API}/users/{user_id}/reset-password",
+        headers=admin.headers,
+        json={"newPassword": STRONG},
+    )
+    assert reset.status_code == 200
+    moot = await client.post(f"{API}/auth/invite/check", json={"token": third})
+    assert moot.status_code == 410 and (await moot.get_json())["code"] == "invite_used"
+    assert (await listed(client, admin, user_id))["invite"] is None
 
     unknown = await client.post(f"{API}/auth/invite/check", json={"token": "x" * 43})
     assert unknown.status_code == 404 and (await unknown.get_json())["code"] == "invite_invalid"

@@ -156,10 +156,15 @@ class Invites:
             )
 
     async def open_invites(self) -> dict[str, InviteState]:
-        """The newest unused, unrevoked invite of each user, by user id."""
+        """The newest open invite of each user who has no password yet, by user id."""
         query = (
             select(UserInvite)
-            .where(col(UserInvite.used_at).is_(None), col(UserInvite.revoked_at).is_(None))
+            .join(User, col(User.id) == col(UserInvite.user_id))
+            .where(
+                col(UserInvite.used_at).is_(None),
+                col(UserInvite.revoked_at).is_(None),
+                col(User.password_hash).is_(None),
+            )
             .order_by(col(UserInvite.created_at))
         )
         now = utcnow()
@@ -256,7 +261,8 @@ async def _usable(session: AsyncSession, secret: str) -> tuple[UserInvite, User]
     if found is None:
         raise NotFound("This invite link is not valid", code="invite_invalid")
     invite, user = found
-    if invite.used_at is not None:
+    # a password set meanwhile (an administrator's reset) makes the link moot
+    if invite.used_at is not None or user.password_hash is not None:
         raise InviteGone("This invite link was already used", code="invite_used")
     if invite.revoked_at is not None:
         raise InviteGone("This invite link was withdrawn", code="invite_revoked")
