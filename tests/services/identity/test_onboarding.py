@@ -78,7 +78,7 @@ async def test_invite_link_sets_own_password_signs_in_once(client, admin, kernel
     again = await client.post(
         f"{API}/auth/invite/accept", json={"token": secret, "password": STRONG + "!"}
     )
-    assert again.status_code == 410 and (await again.get_json())["code"] == "invite_used"
+    assert again.status_code == 404 and (await again.get_json())["code"] == "invite_used"
     assert (await login(client, "nina", STRONG)).status_code == 200  # nothing changed
     [created] = await audit_entries(kernel, "user.invite_created")
     [used] = await audit_entries(kernel, "user.invite_accepted")
@@ -97,7 +97,7 @@ async def test_expired_revoked_and_unknown_links_say_which(client, admin, kernel
         session.add(row)
         await session.commit()
     expired = await client.post(f"{API}/auth/invite/check", json={"token": first})
-    assert expired.status_code == 410 and (await expired.get_json())["code"] == "invite_expired"
+    assert expired.status_code == 404 and (await expired.get_json())["code"] == "invite_expired"
     assert (await listed(client, admin, user_id))["invite"]["expired"] is True
 
     renewed = await client.post(
@@ -116,7 +116,7 @@ async def test_expired_revoked_and_unknown_links_say_which(client, admin, kernel
     refused = await client.post(
         f"{API}/auth/invite/accept", json={"token": second, "password": STRONG}
     )
-    assert refused.status_code == 410 and (await refused.get_json())["code"] == "invite_revoked"
+    assert refused.status_code == 404 and (await refused.get_json())["code"] == "invite_revoked"
     assert (await get_user(kernel, user_id)).password_hash is None
     [entry] = await audit_entries(kernel, "user.invite_revoked")
     assert entry.target == "omar"
@@ -134,7 +134,7 @@ async def test_expired_revoked_and_unknown_links_say_which(client, admin, kernel
     )
     assert reset.status_code == 200
     moot = await client.post(f"{API}/auth/invite/check", json={"token": third})
-    assert moot.status_code == 410 and (await moot.get_json())["code"] == "invite_used"
+    assert moot.status_code == 404 and (await moot.get_json())["code"] == "invite_used"
     assert (await listed(client, admin, user_id))["invite"] is None
 
     unknown = await client.post(f"{API}/auth/invite/check", json={"token": "x" * 43})

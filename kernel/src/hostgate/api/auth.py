@@ -206,11 +206,11 @@ async def login_mfa(data: MfaLoginBody) -> Response:
 @public
 @validate_request(InviteCheckBody)
 @tag(["auth"])
-@answers(InviteFor, errors=(404, 410, 429))
+@answers(InviteFor, errors=(404, 429))
 async def invite_check(data: InviteCheckBody) -> InviteFor:
     """Who an invite link is for, while it can be accepted.
 
-    404 ``invite_invalid``; 410 ``invite_expired``, ``invite_used`` or ``invite_revoked``.
+    404 ``invite_invalid``, ``invite_expired``, ``invite_used`` or ``invite_revoked``.
     """
     found = await app_kernel().invites.check(data.token, request_client())
     return {
@@ -224,7 +224,7 @@ async def invite_check(data: InviteCheckBody) -> InviteFor:
 @public
 @validate_request(InviteAcceptBody)
 @tag(["auth"])
-@answers(Session, errors=(403, 404, 410, 429))
+@answers(Session, errors=(403, 404, 429))
 async def invite_accept(data: InviteAcceptBody) -> Response:
     """Set the invited user's own password (the one strength rule) and sign them in.
 

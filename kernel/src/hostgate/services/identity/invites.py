@@ -4,8 +4,9 @@ The link carries a 256-bit secret in its fragment (``/invite#<secret>``), so it 
 never sent in a GET nor written to an access log; only its SHA-256 is stored. A link
 is single use and expires (``hours``, 1 to 720); a new link for the same user revokes
 the old one. Accepting it sets the password (the one strength rule), signs the user
-in and ends the link. Expired, used and revoked links each get their own 410 code, so
-the browser can say which; an unknown one gets 404 ``invite_invalid``.
+in and ends the link. Expired, used and revoked links each get their own code, so
+the browser can say which (all 404: no link to accept is there); an unknown one gets
+404 ``invite_invalid``.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ INVITE_PATH = "/invite#"
 
 
 class InviteGone(ApiError):
-    """The link was valid once: expired, used or revoked (410)."""
+    """The link was valid once: expired, used or revoked (404 with the reason's code)."""
 
-    status = 410
+    status = 404
     code = "invite_gone"
 
 
@@ -176,7 +177,7 @@ class Invites:
         }
 
     async def check(self, secret: str, client: ClientInfo) -> InvitedUser:
-        """Who a link is for, while it can be accepted (404/410 otherwise)."""
+        """Who a link is for, while it can be accepted (404 with the reason's code otherwise)."""
         await self.logins.limit_ip(client)
         async with self.db.session() as session:
             invite, user = await _usable(session, secret)

@@ -249,7 +249,7 @@ export interface paths {
         put?: never;
         /**
          * Who an invite link is for, while it can be accepted.
-         * @description 404 ``invite_invalid``; 410 ``invite_expired``, ``invite_used`` or ``invite_revoked``.
+         * @description 404 ``invite_invalid``, ``invite_expired``, ``invite_used`` or ``invite_revoked``.
          */
         post: operations["post_invite_check"];
         delete?: never;
@@ -5134,15 +5134,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -5210,15 +5201,6 @@ export interface operations {
             };
             /** @description Not found */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            410: {
                 headers: {
                     [name: string]: unknown;
                 };
