@@ -177,6 +177,24 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         description="How long a locked account stays locked",
     ),
     SettingSpec(
+        "security.require_mfa",
+        str,
+        "off",
+        choices=("off", "everyone", "roles"),
+        description="Who must use two-step verification: nobody (off), everyone, or the "
+        "roles named in security.require_mfa_roles. A user without it sets it up right "
+        "after the password, before anything else; the SSH front door sends them to the "
+        "browser app",
+    ),
+    SettingSpec(
+        "security.require_mfa_roles",
+        str,
+        "",
+        max_length=2000,
+        description="Role names, comma-separated, that must use two-step verification "
+        "when security.require_mfa is roles",
+    ),
+    SettingSpec(
         "security.session_lifetime_days",
         float,
         30,

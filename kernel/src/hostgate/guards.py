@@ -1,6 +1,7 @@
 """Route guards: every view declares one.
 
-The guards: ``public``, ``authenticated``, ``interactive``, ``requires``, ``ticket``.
+The guards: ``public``, ``authenticated``, ``interactive``, ``requires``, ``ticket``;
+``onboarding`` also opens a route to a user with a step to take first.
 
 The guard runs before body validation, so a request without a token gets 401
 whatever its body. A meta-test walks ``app.url_map`` and fails on any view
@@ -19,12 +20,14 @@ from quart import Request, current_app, g, has_app_context, has_request_context,
 from .errors import NotAuthenticated, PermissionDenied
 from .principals import Caller, ClientInfo
 from .security.clientinfo import client_ip, parse_user_agent
+from .services.identity.onboarding import pending_error
 
 if TYPE_CHECKING:
     from .contract import KernelAPI
     from .kernel import Kernel
 
 GUARD_ATTR = "__hostgate_guard__"
+ONBOARDING_ATTR = "__hostgate_onboarding__"
 COOKIE_NAME = "hostgate_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 HEARTBEAT = "heartbeat"
@@ -131,8 +134,16 @@ async def authenticate_request() -> Caller:
     # no query string, no heartbeat: the arguments are parsed only when there are some
     heartbeat = bool(current.query_string) and current.args.get(HEARTBEAT) in {"1", "true"}
     caller = await _kernel().identity.authenticate(token, _client_of(current), touch=not heartbeat)
+    if caller.pending is not None and not _onboarding_view(current):
+        raise pending_error(caller.pending)
     context.caller = caller
     return caller  # type: ignore[no-any-return]
+
+
+def _onboarding_view(current: Request) -> bool:
+    """True when the request's view is one a user with a pending step may call."""
+    view = current_app.view_functions.get(current.endpoint or "")
+    return bool(getattr(view, ONBOARDING_ATTR, False))
 
 
 async def optional_caller() -> Caller | None:
@@ -211,6 +222,16 @@ def requires(*permissions: str) -> Callable[[View], View]:
         return _mark(cast(View, wrapper), "permission", permissions)
 
     return decorate
+
+
+def onboarding(view: View) -> View:
+    """Also open to a user with a step to take first (a new password, two-step set-up).
+
+    Every other route answers such a user 403 ``password_change_required`` or
+    ``mfa_enrollment_required``. Put it under the route decorator, above the guard.
+    """
+    setattr(view, ONBOARDING_ATTR, True)
+    return view
 
 
 def ticket(view: View) -> View:

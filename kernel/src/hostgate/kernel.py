@@ -42,6 +42,7 @@ from .services.identity.api_tokens import ApiTokenCheck, ApiTokens
 from .services.identity.credentials import Credentials
 from .services.identity.directory import Directory
 from .services.identity.identity import Identity
+from .services.identity.invites import Invites
 from .services.identity.logins import Logins
 from .services.identity.profile import Profiles
 from .services.identity.roles import Roles
@@ -167,7 +168,7 @@ class Kernel:
             settings=self.settings,
             readcache=self.readcache,
             live=self.live,
-            api_tokens=ApiTokenCheck(db=self.db, readcache=self.readcache),
+            api_tokens=ApiTokenCheck(db=self.db, readcache=self.readcache, settings=self.settings),
         )
         self.tickets: TicketStore = ticket_store(self.cluster.redis)
         # one-time links of downloads a POST prepared (a backup export in the browser)
@@ -191,6 +192,9 @@ class Kernel:
             live=self.live,
             logins=self.logins,
             signin_guard=self.signin_guard,
+        )
+        self.invites = Invites(
+            db=self.db, audit=self.audit, accounts=self.accounts, logins=self.logins
         )
         self.profiles = Profiles(
             audit=self.audit,

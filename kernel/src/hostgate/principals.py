@@ -42,6 +42,9 @@ class Caller:
     ip_address: str = ""
     user_agent: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    pending: str | None = None
+    """A step the user must take before anything else: ``password_change`` or
+    ``mfa_enrollment`` (until then the API answers 403 with that step's code), or None."""
 
     def can(self, permission: str) -> bool:
         """True when the caller's role holds the permission."""

@@ -131,3 +131,32 @@ async def test_a_suspended_account_is_told_so_after_its_password(client, kernel,
                 kbdint_auth=True,
             )
         assert any("This account is suspended" in b for b in answers.banners) is told
+
+
+async def test_an_account_that_must_set_up_two_step_is_sent_to_the_browser(
+    client, kernel, admin, make_user
+):
+    user = await make_user("bea")
+    saved = await client.put(
+        "/api/v1/settings",
+        headers=admin.headers,
+        json={"security.require_mfa": "roles", "security.require_mfa_roles": "user"},
+    )
+    assert saved.status_code == 200
+    answers = Banners([user.password])
+    with pytest.raises((asyncssh.PermissionDenied, asyncssh.DisconnectError)):
+        await asyncssh.create_connection(
+            lambda: answers,
+            "127.0.0.1",
+            door_of(kernel).port,
+            username="bea:box",
+            known_hosts=None,
+            agent_path=None,
+            client_keys=None,
+            password_auth=False,
+            kbdint_auth=True,
+        )
+    told = [b for b in answers.banners if "two-step verification" in b]
+    assert told and "browser app" in told[0]
+    # no session was issued: the refusal came before it
+    assert await audit_entries(client, admin, "auth.login") == []

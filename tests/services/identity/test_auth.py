@@ -145,7 +145,9 @@ async def test_login_returns_token_user_and_cookie(client, make_user, kernel):
         "role",
         "permissions",
         "dismissedWarnings",
+        "pendingStep",
     }
+    assert me_user["pendingStep"] is None
     assert me_user["role"] == "user" and "connections.create" in me_user["permissions"]
     login_event = (await audit_entries(kernel, "auth.login"))[-1]
     assert login_event.user_id == user.id and login_event.details["method"] == "local"

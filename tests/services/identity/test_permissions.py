@@ -16,6 +16,8 @@ PUBLIC = {
     ("GET", "/auth/providers"),
     ("POST", "/auth/login"),
     ("POST", "/auth/login/mfa"),
+    ("POST", "/auth/invite/check"),
+    ("POST", "/auth/invite/accept"),
 }
 
 
@@ -30,6 +32,17 @@ async def custom_role(ctx):
 async def users_target(ctx):
     # holds nothing, so no permission holder is outranked by it (see test_privileges)
     return (await ctx["make_user"](permissions=[])).id
+
+
+async def invited_target(ctx):
+    """A user invited (no password yet) into a role that holds nothing."""
+    role_id = await custom_role(ctx)
+    response = await ctx["client"].post(
+        f"{API}/users/invite",
+        headers=ctx["admin"].headers,
+        json={"username": f"invited{next(NUMBERS)}", "role": role_id},
+    )
+    return (await response.get_json())["user"]["id"]
 
 
 async def session_id(ctx, user):
@@ -96,6 +109,13 @@ ROUTES = {
     ("POST", "/users/<user_id>/unlock"): ("users.manage", users_target, None),
     ("POST", "/users/<user_id>/suspend"): ("users.manage", users_target, None),
     ("POST", "/users/<user_id>/resume"): ("users.manage", users_target, None),
+    ("POST", "/users/invite"): (
+        "users.manage",
+        None,
+        lambda ctx, u, t: {"username": f"inv{next(NUMBERS)}", "role": u.role_id},
+    ),
+    ("POST", "/users/<user_id>/invite"): ("users.manage", invited_target, lambda *_: {}),
+    ("DELETE", "/users/<user_id>/invite"): ("users.manage", invited_target, None),
     ("GET", "/roles"): ("roles.manage", None, None),
     ("GET", "/roles/permissions"): ("roles.manage", None, None),
     ("POST", "/roles"): ("roles.manage", None, lambda *_: {"name": f"role{next(NUMBERS)}"}),

@@ -31,6 +31,7 @@ async def test_user_lifecycle(client, admin, kernel):
         "lastLoginAt": None,
         "authProvider": "local",
         "suspended": False,
+        "mustChangePassword": False,
     }
     await login_token(client, "newbie", "long-enough")
 

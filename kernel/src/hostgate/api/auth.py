@@ -15,6 +15,7 @@ from ..guards import (
     authenticated,
     current_caller,
     interactive,
+    onboarding,
     public,
     request_client,
 )
@@ -27,6 +28,7 @@ from ..sessioncookie import (
     set_trusted_device_cookie,
     signed_in_response,
 )
+from ..timefmt import iso
 from .cachedjson import cached_json
 from .fields import DisplayName, NewPassword, Username
 from .profile import Me, me_json
@@ -58,6 +60,29 @@ class MfaLoginBody(BaseModel):
     mfaToken: str = Field(min_length=1, max_length=4096)
     code: str = Field(min_length=1, max_length=32)
     trustDevice: bool = False
+
+
+class InviteCheckBody(BaseModel):
+    """The secret from an invite link's fragment."""
+
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(min_length=1, max_length=200)
+
+
+class InviteAcceptBody(BaseModel):
+    """The secret from an invite link and the password the new user chose."""
+
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(min_length=1, max_length=200)
+    password: NewPassword
+
+
+class InviteFor(TypedDict):
+    """Who an invite link is for, while it can be accepted."""
+
+    username: str
+    displayName: str
+    expiresAt: str
 
 
 class SetupStatus(TypedDict):
@@ -177,7 +202,40 @@ async def login_mfa(data: MfaLoginBody) -> Response:
     return response
 
 
+@blueprint.post("/auth/invite/check")
+@public
+@validate_request(InviteCheckBody)
+@tag(["auth"])
+@answers(InviteFor, errors=(404, 429))
+async def invite_check(data: InviteCheckBody) -> InviteFor:
+    """Who an invite link is for, while it can be accepted.
+
+    404 ``invite_invalid``, ``invite_expired``, ``invite_used`` or ``invite_revoked``.
+    """
+    found = await app_kernel().invites.check(data.token, request_client())
+    return {
+        "username": found.username,
+        "displayName": found.display_name,
+        "expiresAt": iso(found.expires_at),
+    }
+
+
+@blueprint.post("/auth/invite/accept")
+@public
+@validate_request(InviteAcceptBody)
+@tag(["auth"])
+@answers(Session, errors=(403, 404, 429))
+async def invite_accept(data: InviteAcceptBody) -> Response:
+    """Set the invited user's own password (the one strength rule) and sign them in.
+
+    The link is single use; the same errors as ``/auth/invite/check``.
+    """
+    signed = await app_kernel().invites.accept(data.token, data.password, request_client())
+    return signed_in_response(signed)
+
+
 @blueprint.post("/auth/logout")
+@onboarding
 @interactive
 @tag(["auth"])
 @answers(Ok)
@@ -190,6 +248,7 @@ async def logout() -> Response:
 
 
 @blueprint.get("/auth/me")
+@onboarding
 @authenticated
 @tag(["auth"])
 @answers(MeBody)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint
@@ -11,10 +11,11 @@ from typing_extensions import TypedDict
 
 from ..db.models.identity import LoginSession as LoginSessionRow
 from ..db.models.identity import User
-from ..guards import app_kernel, authenticated, current_caller, interactive
+from ..guards import app_kernel, authenticated, current_caller, interactive, onboarding
 from ..openapi import Ok, Success, answers
 from ..services.identity.accounts import initials
 from ..services.identity.identity import Caller
+from ..services.identity.onboarding import PendingStep
 from ..timefmt import iso
 from .fields import WHOLE, DisplayName, Email, NewPassword, Password
 
@@ -81,6 +82,7 @@ class Me(TypedDict):
     role: str
     permissions: list[str]
     dismissedWarnings: list[str]
+    pendingStep: Literal["password_change", "mfa_enrollment"] | None
 
 
 class Profile(Me):
@@ -101,6 +103,8 @@ def me_json(user: User, caller: Caller) -> Me:
         "role": caller.role_name,
         "permissions": sorted(caller.permissions),
         "dismissedWarnings": list(user.dismissed_warnings or []),
+        # a step to take before anything else (the browser shows its screen first)
+        "pendingStep": cast(PendingStep | None, caller.pending),
     }
 
 
@@ -196,6 +200,7 @@ async def update_profile(data: ProfileBody) -> Success:
 
 
 @blueprint.put("/profile/password")
+@onboarding
 @interactive
 @validate_request(PasswordBody)
 @tag(["profile"])
@@ -240,6 +245,7 @@ async def delete_ssh_prefs() -> Ok:
 
 
 @blueprint.get("/profile/mfa/status")
+@onboarding
 @authenticated
 @tag(["profile"])
 @answers(MfaStatus)
@@ -249,6 +255,7 @@ async def mfa_status() -> dict[str, Any]:
 
 
 @blueprint.post("/profile/mfa/setup")
+@onboarding
 @interactive
 @tag(["profile"])
 @answers(MfaSetup, errors=(409,))
@@ -263,6 +270,7 @@ async def mfa_setup() -> dict[str, Any]:
 
 
 @blueprint.post("/profile/mfa/verify")
+@onboarding
 @interactive
 @validate_request(CodeBody)
 @tag(["profile"])

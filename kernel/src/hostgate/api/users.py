@@ -13,6 +13,7 @@ from ..guards import app_kernel, current_caller, requires
 from ..openapi import Success, answers
 from ..permissions import USER_ROLE
 from ..services.identity.accounts import UserWithRole, locked_until
+from ..services.identity.invites import DEFAULT_HOURS, MAX_HOURS, InviteState, NewInvite
 from ..timefmt import iso
 from .fields import DisplayName, Email, NewPassword, Username
 
@@ -30,6 +31,25 @@ class CreateUserBody(BaseModel):
     displayName: DisplayName | Literal[""] = ""
     email: Email | None = ""
     role: str = Field(default=USER_ROLE, min_length=1, max_length=200)
+    mustChangePassword: bool = False
+
+
+class InviteUserBody(BaseModel):
+    """A new local user who sets their own password through a single-use link."""
+
+    model_config = ConfigDict(extra="forbid")
+    username: Username
+    displayName: DisplayName | Literal[""] = ""
+    email: Email | None = ""
+    role: str = Field(default=USER_ROLE, min_length=1, max_length=200)
+    expiresInHours: float = Field(default=DEFAULT_HOURS, ge=1, le=MAX_HOURS)
+
+
+class RenewInviteBody(BaseModel):
+    """How long the new link lasts."""
+
+    model_config = ConfigDict(extra="forbid")
+    expiresInHours: float = Field(default=DEFAULT_HOURS, ge=1, le=MAX_HOURS)
 
 
 class UpdateUserBody(BaseModel):
@@ -42,10 +62,32 @@ class UpdateUserBody(BaseModel):
 
 
 class ResetPasswordBody(BaseModel):
-    """The new password (at least 8 characters)."""
+    """The new password (at least 8 characters); the user may have to change it first."""
 
     model_config = ConfigDict(extra="forbid")
     newPassword: NewPassword
+    mustChangePassword: bool = False
+
+
+class OpenInvite(TypedDict):
+    """A user's invite link that is not used or revoked (``expired`` once past ``expiresAt``)."""
+
+    expiresAt: str
+    expired: bool
+
+
+class InviteLink(TypedDict):
+    """An invite link, shown this once: the browser app's ``path`` with its secret."""
+
+    path: str
+    expiresAt: str
+
+
+class InvitedUser(TypedDict):
+    """The user just invited and their link."""
+
+    user: UserRecord
+    invite: InviteLink
 
 
 class UserRecord(TypedDict):
@@ -61,13 +103,17 @@ class UserRecord(TypedDict):
     lastLoginAt: str | None
     authProvider: str
     suspended: bool
+    mustChangePassword: bool
     createdAt: NotRequired[str]
     mfaEnabled: NotRequired[bool]
     mfaMethod: NotRequired[Literal["totp"] | None]
+    invite: NotRequired[OpenInvite | None]
 
 
-def user_json(entry: UserWithRole, *, full: bool = True) -> UserRecord:
-    """A user on the wire (``full`` adds createdAt and the MFA fields)."""
+def user_json(
+    entry: UserWithRole, *, full: bool = True, invite: InviteState | None = None
+) -> UserRecord:
+    """A user on the wire (``full`` adds createdAt, the MFA fields and the open invite)."""
     user = entry.user
     record: UserRecord = {
         "id": user.id,
@@ -80,12 +126,21 @@ def user_json(entry: UserWithRole, *, full: bool = True) -> UserRecord:
         "lastLoginAt": iso(user.last_login_at),
         "authProvider": user.auth_provider,
         "suspended": bool(user.suspended),
+        "mustChangePassword": bool(user.must_change_password),
     }
     if full:
         record["createdAt"] = iso(user.created_at)
         record["mfaEnabled"] = bool(user.mfa_enabled)
         record["mfaMethod"] = "totp" if user.mfa_enabled else None
+        record["invite"] = (
+            {"expiresAt": iso(invite.expires_at), "expired": invite.expired} if invite else None
+        )
     return record
+
+
+def invite_json(made: NewInvite) -> InviteLink:
+    """A new link on the wire."""
+    return {"path": made.path, "expiresAt": iso(made.expires_at)}
 
 
 class UserList(TypedDict):
@@ -100,7 +155,14 @@ class UserList(TypedDict):
 @tag(["users"])
 async def list_users() -> dict[str, Any]:
     """Every user, oldest first."""
-    return {"users": [user_json(entry) for entry in await app_kernel().accounts.list_users()]}
+    kernel = app_kernel()
+    invites = await kernel.invites.open_invites()
+    return {
+        "users": [
+            user_json(entry, invite=invites.get(entry.user.id))
+            for entry in await kernel.accounts.list_users()
+        ]
+    }
 
 
 @blueprint.post("/users")
@@ -117,8 +179,55 @@ async def create_user(data: CreateUserBody) -> tuple[dict[str, Any], int]:
         email=data.email or "",
         role=data.role,
         actor=current_caller(),
+        must_change_password=data.mustChangePassword,
     )
     return dict(user_json(created, full=False)), 201
+
+
+@blueprint.post("/users/invite")
+@requires(MANAGE)
+@validate_request(InviteUserBody)
+@answers(InvitedUser, status=201, errors=(404, 409))
+@tag(["users"])
+async def invite_user(data: InviteUserBody) -> tuple[dict[str, Any], int]:
+    """Create a local user without a password and a single-use link to set one (201).
+
+    The link (``invite.path``, the secret in its fragment) is shown this once.
+    """
+    created, made = await app_kernel().invites.invite_user(
+        username=data.username,
+        display_name=data.displayName,
+        email=data.email or "",
+        role=data.role,
+        hours=data.expiresInHours,
+        actor=current_caller(),
+    )
+    body: InvitedUser = {"user": user_json(created, full=False), "invite": invite_json(made)}
+    return dict(body), 201
+
+
+@blueprint.post("/users/<user_id>/invite")
+@requires(MANAGE)
+@validate_request(RenewInviteBody)
+@answers(InviteLink, errors=(409,))
+@tag(["users"])
+async def renew_invite(user_id: str, data: RenewInviteBody) -> InviteLink:
+    """A new link for an invited user who has not set a password; earlier links end.
+
+    409 ``already_accepted`` once the user can sign in.
+    """
+    made = await app_kernel().invites.renew(user_id, data.expiresInHours, actor=current_caller())
+    return invite_json(made)
+
+
+@blueprint.delete("/users/<user_id>/invite")
+@requires(MANAGE)
+@answers(Success)
+@tag(["users"])
+async def revoke_invite(user_id: str) -> Success:
+    """Withdraw a user's open invite link (404 ``no_invite`` when there is none)."""
+    await app_kernel().invites.revoke(user_id, actor=current_caller())
+    return {"success": True}
 
 
 @blueprint.put("/users/<user_id>")
@@ -155,8 +264,16 @@ async def delete_user(user_id: str) -> Success:
 @answers(Success)
 @tag(["users"])
 async def reset_password(user_id: str, data: ResetPasswordBody) -> Success:
-    """Set a new password; every session and API token of that user ends (not your own)."""
-    await app_kernel().accounts.reset_password(user_id, data.newPassword, actor=current_caller())
+    """Set a new password; every session and API token of that user ends (not your own).
+
+    ``mustChangePassword``: the user changes it at the next sign-in, before anything else.
+    """
+    await app_kernel().accounts.reset_password(
+        user_id,
+        data.newPassword,
+        actor=current_caller(),
+        must_change_password=data.mustChangePassword,
+    )
     return {"success": True}
 
 

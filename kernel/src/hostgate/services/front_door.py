@@ -455,7 +455,9 @@ class FrontDoor:
         details: dict[str, Any] | None = None,
     ) -> Caller:
         """Complete the login (``auth.login``, a login session) and return its caller."""
-        signed = await self.logins.complete_login(user, client, method=method, details=details)
+        signed = await self.logins.complete_login(
+            user, client, method=method, details=details, door=True
+        )
         caller = await self.identity.caller_for_user(user.id, signed.issued.session.id, client)
         if caller is None:  # deleted between the check and the login
             raise NotAuthenticated("User not found", code="user_deleted")
@@ -487,9 +489,12 @@ class FrontDoor:
                 client,
                 method=method.name,
                 details={"provider": method.name, **(details or {})},
+                door=True,
             )
             return await self._caller(user.id, signed, client)
-        outcome = await self.logins.login_local(username, password, client, None, details=details)
+        outcome = await self.logins.login_local(
+            username, password, client, None, details=details, door=True
+        )
         if outcome.challenge is not None:
             return outcome.challenge.token
         assert outcome.signed_in is not None
@@ -504,7 +509,7 @@ class FrontDoor:
         details: dict[str, Any] | None = None,
     ) -> Caller:
         """The TOTP step for a token ``sign_in_password`` returned."""
-        signed = await self.logins.login_mfa(mfa_token, code, client, details=details)
+        signed = await self.logins.login_mfa(mfa_token, code, client, details=details, door=True)
         return await self._caller(signed.user_id, signed, client)
 
     async def _password_method(self, username: str) -> LoginMethod | None:

@@ -75,6 +75,11 @@ def parse_login_name(name: str) -> LoginName | None:
     return LoginName(user=user, target=target)
 
 
+REFUSED_ACCOUNT_CODES = frozenset(
+    {"account_suspended", "mfa_enrollment_required", "password_change_required"}
+)
+
+
 class DoorConnection(asyncssh.SSHServer):
     """One client connection: its sign-in, then its sessions."""
 
@@ -274,9 +279,9 @@ class DoorConnection(asyncssh.SSHServer):
                     self.mfa_token, responses[0].strip(), self.client, details=details
                 )
         except ApiError as refused:
-            # locked or rate limited, or a suspended account (told only after its
-            # password checked out): say so, refuse the rest
-            if refused.status == 429 or refused.code == "account_suspended":
+            # locked or rate limited, or a suspended account or one with a step to take
+            # in the browser first (told only after its password checked out): say so
+            if refused.status == 429 or refused.code in REFUSED_ACCOUNT_CODES:
                 self._refuse(refused.message)
             return self._kbdint_failed()
         self.attempted = True  # counted by the password check itself

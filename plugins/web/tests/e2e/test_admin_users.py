@@ -91,9 +91,12 @@ def test_users_and_a_role_without_connections_create(
 
     dialog.get_by_label("Password").fill(CAROL_PASSWORD)
     dialog.get_by_role("button", name="Create user").click()
-    expect(page.get_by_text("carol can sign in now.")).to_be_visible()
+    # a password an administrator set: by default she chooses her own at the first sign-in
+    expect(
+        page.get_by_text("carol can sign in now and will choose a new password first.")
+    ).to_be_visible()
     carol = user_named(gateway, admin_token, "carol")
-    assert carol is not None
+    assert carol is not None and carol["mustChangePassword"] is True
     assert (carol["displayName"], carol["email"], carol["role"]) == (
         "Carol Jones",
         "carol@example.org",
@@ -162,6 +165,7 @@ def test_users_and_a_role_without_connections_create(
     page.get_by_role("button", name="Reset password").click()
     reset = page.get_by_role("dialog", name="Reset carol's password")
     reset.get_by_label("New password").fill(CAROL_NEW_PASSWORD)
+    reset.get_by_label("They choose their own at the next sign-in").uncheck()
     reset.get_by_role("button", name="Set password").click()
     expect(page.get_by_text("carol's password is changed")).to_be_visible()
     assert login_status(gateway, "carol", CAROL_PASSWORD) == 401

@@ -300,6 +300,17 @@ def test_live_view_follows_a_terminal_and_the_watched_user_sees_it(
         expect(mirror).to_contain_text("live-42-now", timeout=5_000)
         screens.check(admin, "sessions-watch")
         screens.check(page, "terminal-watched")
+        # folded to a small badge for the terminal's room: still there, still said
+        watched = tab.get_by_role("status").filter(has_text="watching this session")
+        full = watched.bounding_box()
+        tab.get_by_role("button", name="Fold the watched notice").click()
+        expect(watched).to_be_visible()
+        expect(watched).to_have_text(re.compile("Admin is watching this session"))
+        folded = watched.bounding_box()
+        assert full is not None and folded is not None and folded["width"] < full["width"] / 2
+        screens.check(page, "terminal-watched-folded")
+        tab.get_by_role("button", name="Show the watched notice").click()
+        expect(watched).to_be_visible()
 
         # the viewer cannot type into alice's terminal
         mirror.click()

@@ -50,6 +50,8 @@ class User(SQLModel, table=True):
     mfa_enabled: bool = False
     # suspended: no sign-in by any method until an administrator resumes the account
     suspended: bool = False
+    # an administrator set the password: the user changes it before anything else
+    must_change_password: bool = False
     mfa_secret: str | None = Field(default=None, sa_type=Sealed)
     mfa_pending_secret: str | None = Field(default=None, sa_type=Sealed)
     mfa_last_step: int | None = None
@@ -57,6 +59,28 @@ class User(SQLModel, table=True):
     ssh_prefs: dict[str, Any] = Field(default_factory=dict, sa_type=JSONText)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class UserInvite(SQLModel, table=True):
+    """A single-use link that lets a new user set their own password.
+
+    Only the SHA-256 of the link's secret is stored; ``used_at``/``revoked_at`` end it.
+    """
+
+    __tablename__ = "user_invites"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=64)
+    user_id: str = Field(
+        sa_column=Column(
+            String(64), ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    token_hash: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    created_by: str | None = Field(default=None, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class LoginSession(SQLModel, table=True):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -177,6 +177,10 @@ async def _target_user(
     return user
 
 
+target_user = _target_user
+"""``_target_user`` for the identity services beside this one (invites)."""
+
+
 def _check_role_grant(actor: Caller | None, role: Role) -> None:
     check_grant(actor, role.permissions, what=f"the role {role.name!r}")
 
@@ -293,18 +297,26 @@ class Accounts:
         self,
         *,
         username: str,
-        password: str,
+        password: str | None,
         display_name: str = "",
         email: str = "",
         role: str = USER_ROLE,
         actor: Caller | None,
+        must_change_password: bool = False,
+        then: Callable[[AuditBatch, User], Awaitable[None]] | None = None,
     ) -> UserWithRole:
-        """Create a local user."""
+        """Create a local user.
+
+        ``password`` None: no password yet (an invited user sets their own);
+        ``must_change_password``: the user changes it at the first sign-in; ``then`` runs
+        in the creation's transaction (an invite stored with the user it invites).
+        """
         check_username(username)
-        await check_password(password, user_inputs=(username, display_name))
+        if password is not None:
+            await check_password(password, user_inputs=(username, display_name))
         email = check_email(email)
         display_name = check_display_name(display_name) if display_name else username
-        password_hash = await hash_password(password)
+        password_hash = await hash_password(password) if password is not None else None
         async with self.audit.atomic() as batch:
             session = batch.session
             role_row = await _role_or_400(session, role)
@@ -321,6 +333,7 @@ class Accounts:
                 email=email,
                 password_hash=password_hash,
                 role_id=role_row.id,
+                must_change_password=must_change_password and password is not None,
             )
             session.add(user)
             try:
@@ -332,8 +345,11 @@ class Accounts:
                 "displayName": user.display_name,
                 "email": user.email or "",
                 "role": role_row.name,
+                "mustChangePassword": user.must_change_password,
             }
             audit(batch, "user.created", actor, target=username, details={"after": after})
+            if then is not None:
+                await then(batch, user)
         return UserWithRole(user, role_row.name)
 
     async def setup_first_admin(
@@ -477,9 +493,16 @@ class Accounts:
         )
 
     async def reset_password(
-        self, user_id: str, new_password: str, *, actor: Caller | None
+        self,
+        user_id: str,
+        new_password: str,
+        *,
+        actor: Caller | None,
+        must_change_password: bool = False,
     ) -> None:
         """Set a new password; every session and API token of the user ends, the lock lifts.
+
+        ``must_change_password``: the user changes it at the next sign-in, before anything else.
 
         Not your own (403 ``cannot_reset_own_password``): ``PUT /profile/password``
         asks for the current password, which an API token or an unattended browser
@@ -496,6 +519,7 @@ class Accounts:
         async with self.audit.atomic() as batch:
             user = await _target_user(batch.session, user_id, actor, "reset the password of")
             user.password_hash = password_hash
+            user.must_change_password = must_change_password
             user.failed_login_count = 0
             user.locked_until = None
             user.updated_at = utcnow()
@@ -512,7 +536,11 @@ class Accounts:
                 "user.password_reset",
                 actor,
                 target=user.username,
-                details={"userId": user_id, "apiTokenIds": tokens},
+                details={
+                    "userId": user_id,
+                    "apiTokenIds": tokens,
+                    "mustChangePassword": must_change_password,
+                },
             )
         await identity.close_sessions([*revoked, *map(session_key, tokens)], "password reset")
         await self.logins.forget_devices(user_id)

@@ -27,11 +27,13 @@ from ...db.models.identity import ApiToken, Role, User
 from ...errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from ...principals import API_TOKEN_SESSION, Caller, ClientInfo
 from ...timefmt import as_utc, utcnow
+from .onboarding import pending_step
 
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ...db.readcache import ReadCache
     from ..audit.audit import AuditLog
+    from ..settings import Settings
     from .identity import Identity
 
 TOKEN_PREFIX = "hgt_"
@@ -69,6 +71,7 @@ class TokenView:
     revoked: bool
     last_used_at: datetime | None
     last_used_ip: str
+    pending: str | None = None
 
     @property
     def permissions(self) -> frozenset[str]:
@@ -95,15 +98,17 @@ class TokenView:
             login_session_id=session_key(self.token_id),
             ip_address=client.ip_address,
             user_agent=client.user_agent,
+            pending=self.pending,
         )
 
 
 class ApiTokenCheck:
     """Resolves presented tokens and token-opened sockets to callers."""
 
-    def __init__(self, *, db: Database, readcache: ReadCache) -> None:
+    def __init__(self, *, db: Database, readcache: ReadCache, settings: Settings) -> None:
         self.db = db
         self.readcache = readcache
+        self.settings = settings
 
     async def _view(
         self, *, token_hash: str | None = None, token_id: str | None = None
@@ -137,6 +142,13 @@ class ApiTokenCheck:
                 revoked=token.revoked_at is not None,
                 last_used_at=as_utc(token.last_used_at) if token.last_used_at else None,
                 last_used_ip=token.last_used_ip,
+                # a token of a user with a step to take waits for it like their sessions
+                pending=pending_step(
+                    self.settings,
+                    must_change_password=bool(user.must_change_password),
+                    mfa_enabled=bool(user.mfa_enabled and user.mfa_secret),
+                    role_name=role.name if role else "",
+                ),
             )
 
         key = ("api_token", token_hash) if token_hash is not None else ("api_token_id", token_id)

@@ -25,6 +25,7 @@ from ...errors import NotAuthenticated
 from ...principals import API_TOKEN_SESSION, Caller, ClientInfo, IssuedSession
 from ...timefmt import as_utc, utcnow
 from .api_tokens import TOKEN_PREFIX
+from .onboarding import pending_step
 
 if TYPE_CHECKING:
     from ...contract import Account
@@ -56,6 +57,8 @@ class LoginView:
     role_id: str
     role_name: str
     permissions: frozenset[str]
+    must_change_password: bool = False
+    mfa_enabled: bool = False
 
 
 class Identity:
@@ -249,6 +252,8 @@ class Identity:
                 role_id=user.role_id,
                 role_name=role.name if role else "",
                 permissions=frozenset(role.permissions) if role else frozenset(),
+                must_change_password=bool(user.must_change_password),
+                mfa_enabled=bool(user.mfa_enabled and user.mfa_secret),
             )
 
         return await self.readcache.get(("login", login_session_id), load)
@@ -276,9 +281,20 @@ class Identity:
             raise problem
         if touch and now - view.last_used_at >= TOUCH_INTERVAL:
             await self._touch(view.login_session_id, now)
+        pending = pending_step(
+            self.settings,
+            must_change_password=view.must_change_password,
+            mfa_enabled=view.mfa_enabled,
+            role_name=view.role_name,
+        )
         known = self._callers.get(view.login_session_id)
         # a pack may have put something in a Caller's extra: such a Caller is not reused
-        if known is not None and known[0] is view and not known[2].extra:
+        if (
+            known is not None
+            and known[0] is view
+            and not known[2].extra
+            and known[2].pending == pending
+        ):
             same = known[1]
             if same is client or (
                 same.ip_address == client.ip_address and same.user_agent == client.user_agent
@@ -294,6 +310,7 @@ class Identity:
             login_session_id=view.login_session_id,
             ip_address=client.ip_address,
             user_agent=client.user_agent,
+            pending=pending,
         )
         if len(self._callers) >= MAX_VERIFIED_TOKENS:
             self._callers.clear()

@@ -45,6 +45,7 @@ from ...security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
 from ...timefmt import as_utc, iso, utcnow
 from . import mfa
 from .identity import ClientInfo
+from .onboarding import pending_error, pending_step
 from .usernames import clean_external, lookup_keys, username_key
 
 if TYPE_CHECKING:
@@ -304,18 +305,23 @@ class Logins:
         *,
         method: str,
         details: dict[str, Any] | None = None,
+        door: bool = False,
     ) -> SignedIn:
         """Reset failures, issue the session, audit ``auth.login``; who signed in with what.
 
         The three are stored together or not at all: a login whose audit entry cannot
         be written gets no session and leaves the failure count as it was. Answer the
-        request with ``signed_in_response``.
+        request with ``signed_in_response``. A ``door`` (the SSH front door) cannot walk
+        a person through a step to take first (``onboarding``): such an account is
+        refused there with 403 and a pointer to the browser app.
         """
         self._phantoms.pop(user.username.lower(), None)
         role_name, _ = await self.identity.role_permissions(user.role_id)
         async with self.audit.atomic() as batch:
             # read in the login's own transaction: a suspension committed a moment ago counts
             await self.check_not_suspended(user, session=batch.session)
+            if door:
+                await self._check_no_pending_step(user.id, role_name, batch.session)
             await batch.session.exec(_reset_failures(user.id))
             issued = await self.identity.issue_session(
                 user, client, method=method, session=batch.session
@@ -330,6 +336,25 @@ class Logins:
                 ip_address=client.ip_address,
             )
         return SignedIn(issued, user.id, user.username, role_name)
+
+    async def _check_no_pending_step(
+        self, user_id: str, role_name: str, session: AsyncSession
+    ) -> None:
+        """Raise the door's 403 when the user has a step to take in the browser first."""
+        query = select(User.must_change_password, User.mfa_enabled, User.mfa_secret).where(
+            col(User.id) == user_id
+        )
+        row = (await session.exec(query)).first()
+        if row is None:
+            return
+        step = pending_step(
+            self.settings,
+            must_change_password=bool(row[0]),
+            mfa_enabled=bool(row[1] and row[2]),
+            role_name=role_name,
+        )
+        if step is not None:
+            raise pending_error(step, door=True)
 
     async def check_not_suspended(self, user: Account, *, session: AsyncSession) -> None:
         """Raise 403 ``account_suspended`` when an administrator suspended the account."""
@@ -485,10 +510,12 @@ class Logins:
         device: str | None,
         *,
         details: dict[str, Any] | None = None,
+        door: bool = False,
     ) -> LoginOutcome:
         """The local password step; a session, or an MFA challenge when TOTP is on.
 
-        ``details`` go into the ``auth.login`` entry (the SSH front door's ``via``).
+        ``details`` go into the ``auth.login`` entry (the SSH front door's ``via``);
+        ``door`` as for ``complete_login``.
         """
         check_login_name(username)
         await self.limit_ip(client)
@@ -506,13 +533,19 @@ class Logins:
         if user.mfa_enabled and user.mfa_secret:
             if device and await self.device_trusted(user.id, device):
                 signed = await self.complete_login(
-                    user, client, method="local", details={"mfa": True, "trustedDevice": True}
+                    user,
+                    client,
+                    method="local",
+                    details={"mfa": True, "trustedDevice": True},
+                    door=door,
                 )
                 return LoginOutcome(signed_in=signed)
             await self.reset_failures(user.id)
             return LoginOutcome(challenge=self.mfa_challenge(user))
         return LoginOutcome(
-            signed_in=await self.complete_login(user, client, method="local", details=details)
+            signed_in=await self.complete_login(
+                user, client, method="local", details=details, door=door
+            )
         )
 
     def mfa_challenge(self, user: User) -> MfaChallenge:
@@ -552,6 +585,7 @@ class Logins:
         client: ClientInfo,
         *,
         details: dict[str, Any] | None = None,
+        door: bool = False,
     ) -> SignedIn:
         """The TOTP step: 5 attempts per 5 minutes per user; the token is single use."""
         claims = self._mfa_claims(mfa_token)
@@ -574,7 +608,7 @@ class Logins:
         self.consume_mfa_token(mfa_token)
         await self.limits.reset(MFA_LOGIN_BUCKET, user_id)
         return await self.complete_login(
-            user, client, method="local", details={"mfa": True, **(details or {})}
+            user, client, method="local", details={"mfa": True, **(details or {})}, door=door
         )
 
     # -- trusted devices -------------------------------------------------------

@@ -160,12 +160,17 @@ class Profiles:
         user = await self._user(caller)
         await check_password(new, "newPassword", user_inputs=(user.username, user.display_name))
         await self.check_own_password(user, current, "Current password is incorrect")
+        if user.must_change_password and new == current:
+            raise InvalidInput(
+                "newPassword must differ from the password you were given", code="same_password"
+            )
         password_hash = await hash_password(new)
         async with self.audit.atomic() as batch:
             row = await batch.session.get(User, user.id)
             if row is None:
                 raise NotAuthenticated("Session has been revoked", code="session_revoked")
             row.password_hash = password_hash
+            row.must_change_password = False  # the step an administrator asked for is done
             row.updated_at = utcnow()
             batch.session.add(row)
             batch.record("auth.password_changed", actor=caller, target=caller.username)

@@ -218,6 +218,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/invite/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set the invited user's own password (the one strength rule) and sign them in.
+         * @description The link is single use; the same errors as ``/auth/invite/check``.
+         */
+        post: operations["post_invite_accept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/invite/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Who an invite link is for, while it can be accepted.
+         * @description 404 ``invite_invalid``, ``invite_expired``, ``invite_used`` or ``invite_revoked``.
+         */
+        post: operations["post_invite_check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/ldap/test": {
         parameters: {
             query?: never;
@@ -1950,6 +1990,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a local user without a password and a single-use link to set one (201).
+         * @description The link (``invite.path``, the secret in its fragment) is shown this once.
+         */
+        post: operations["post_invite_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users/{user_id}": {
         parameters: {
             query?: never;
@@ -1968,6 +2028,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/{user_id}/invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new link for an invited user who has not set a password; earlier links end.
+         * @description 409 ``already_accepted`` once the user can sign in.
+         */
+        post: operations["post_renew_invite"];
+        /** Withdraw a user's open invite link (404 ``no_invite`` when there is none). */
+        delete: operations["delete_revoke_invite"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users/{user_id}/reset-password": {
         parameters: {
             query?: never;
@@ -1977,7 +2058,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a new password; every session and API token of that user ends (not your own). */
+        /**
+         * Set a new password; every session and API token of that user ends (not your own).
+         * @description ``mustChangePassword``: the user changes it at the next sign-in, before anything else.
+         */
         post: operations["post_reset_password"];
         delete?: never;
         options?: never;
@@ -2989,6 +3073,36 @@ export interface components {
             event_type: string;
         };
         /**
+         * InviteFor
+         * @description Who an invite link is for, while it can be accepted.
+         */
+        InviteFor: {
+            /** Displayname */
+            displayName: string;
+            /** Expiresat */
+            expiresAt: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * InviteLink
+         * @description An invite link, shown this once: the browser app's ``path`` with its secret.
+         */
+        InviteLink: {
+            /** Expiresat */
+            expiresAt: string;
+            /** Path */
+            path: string;
+        };
+        /**
+         * InvitedUser
+         * @description The user just invited and their link.
+         */
+        InvitedUser: {
+            invite: components["schemas"]["InviteLink"];
+            user: components["schemas"]["UserRecord"];
+        };
+        /**
          * JoinableSession
          * @description A running terminal the caller may join (``GET /sessions/joinable``).
          */
@@ -3143,6 +3257,8 @@ export interface components {
             displayName: string;
             /** Id */
             id: string;
+            /** Pendingstep */
+            pendingStep: ("password_change" | "mfa_enrollment") | null;
             /** Permissions */
             permissions: string[];
             /** Role */
@@ -3203,6 +3319,16 @@ export interface components {
          */
         OneRequest: {
             request: components["schemas"]["AccessRequestRecord"];
+        };
+        /**
+         * OpenInvite
+         * @description A user's invite link that is not used or revoked (``expired`` once past ``expiresAt``).
+         */
+        OpenInvite: {
+            /** Expired */
+            expired: boolean;
+            /** Expiresat */
+            expiresAt: string;
         };
         /**
          * OrderItem
@@ -3369,6 +3495,8 @@ export interface components {
             id: string;
             /** Mfaenabled */
             mfaEnabled: boolean;
+            /** Pendingstep */
+            pendingStep: ("password_change" | "mfa_enrollment") | null;
             /** Permissions */
             permissions: string[];
             /** Role */
@@ -4133,6 +4261,7 @@ export interface components {
             failedLoginCount: number;
             /** Id */
             id: string;
+            invite?: components["schemas"]["OpenInvite"] | null;
             /** Lastloginat */
             lastLoginAt: string | null;
             /** Lockeduntil */
@@ -4141,6 +4270,8 @@ export interface components {
             mfaEnabled?: boolean;
             /** Mfamethod */
             mfaMethod?: "totp" | null;
+            /** Mustchangepassword */
+            mustChangePassword: boolean;
             /** Role */
             role: string;
             /** Suspended */
@@ -5036,6 +5167,165 @@ export interface operations {
             };
             /** @description Too many attempts; retry after the Retry-After header's seconds */
             429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_invite_accept: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Password */
+                    password: string;
+                    /** Token */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Set the invited user's own password (the one strength rule) and sign them in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_invite_check: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Token */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Who an invite link is for, while it can be accepted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InviteFor"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
                 headers: {
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -12672,6 +12962,13 @@ export interface operations {
                      * @example
                      */
                     "security.passkey_rp_id"?: string;
+                    /**
+                     * @description Who must use two-step verification: nobody (off), everyone, or the roles named in security.require_mfa_roles. A user without it sets it up right after the password, before anything else; the SSH front door sends them to the browser app
+                     * @enum {string}
+                     */
+                    "security.require_mfa"?: "off" | "everyone" | "roles";
+                    /** @description Role names, comma-separated, that must use two-step verification when security.require_mfa is roles */
+                    "security.require_mfa_roles"?: string;
                     /** @description Lifetime of a session token */
                     "security.session_lifetime_days"?: number;
                     /** @description Default cursor blink */
@@ -13108,6 +13405,11 @@ export interface operations {
                      * @default
                      */
                     email?: string | null;
+                    /**
+                     * Mustchangepassword
+                     * @default false
+                     */
+                    mustChangePassword?: boolean;
                     /** Password */
                     password: string;
                     /**
@@ -13128,6 +13430,117 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UserRecord"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_invite_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Displayname
+                     * @default
+                     */
+                    displayName?: string | "";
+                    /**
+                     * Email
+                     * @default
+                     */
+                    email?: string | null;
+                    /**
+                     * Expiresinhours
+                     * @default 72
+                     */
+                    expiresInHours?: number;
+                    /**
+                     * Role
+                     * @default user
+                     */
+                    role?: string;
+                    /** Username */
+                    username: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Create a local user without a password and a single-use link to set one (201). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitedUser"];
                 };
             };
             /** @description Malformed or invalid input */
@@ -13370,6 +13783,161 @@ export interface operations {
             };
         };
     };
+    post_renew_invite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Expiresinhours
+                     * @default 72
+                     */
+                    expiresInHours?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description A new link for an invited user who has not set a password; earlier links end. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InviteLink"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_revoke_invite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdraw a user's open invite link (404 ``no_invite`` when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     post_reset_password: {
         parameters: {
             query?: never;
@@ -13382,6 +13950,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * Mustchangepassword
+                     * @default false
+                     */
+                    mustChangePassword?: boolean;
                     /** Newpassword */
                     newPassword: string;
                 };

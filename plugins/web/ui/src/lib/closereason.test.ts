@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closeReason, idleSignOutNotice, isSignedOut } from "./closereason";
+import { closeReason, desktopCloseReason, idleSignOutNotice, isSignedOut } from "./closereason";
 
 // the reasons are the server's own texts (kernel/src/hostgate/services/sessions, the packs)
 describe("closeReason", () => {
@@ -160,5 +160,14 @@ describe("idleSignOutNotice", () => {
     expect(idleSignOutNotice(1)).toBe("Idle timeout: you were signed out after 1 minute without activity.");
     expect(idleSignOutNotice(30)).toBe("Idle timeout: you were signed out after 30 minutes without activity.");
     expect(idleSignOutNotice(0)).toBe("Idle timeout: you were signed out because the session was idle too long.");
+  });
+});
+
+describe("desktopCloseReason", () => {
+  it("tells an ended access from other closes (a desktop relay sends no reason code)", () => {
+    expect(desktopCloseReason(4003, "your access to this connection ended")).toBe("access_ended");
+    expect(desktopCloseReason(4003, "your access to the jump host bastion ended")).toBe("access_ended");
+    expect(desktopCloseReason(4003, "Connection lost: reset")).toBe("");
+    expect(desktopCloseReason(1000, "your access to this connection ended")).toBe("");
   });
 });

@@ -220,3 +220,12 @@ export function closeReason(code: number, reason: string, lastError: string, rea
   if (isSignedOut(code) && !said.startsWith("Signed out")) said = `Signed out: ${said}`;
   return said;
 }
+
+/**
+ * The stable reason code a desktop relay's close stands for, where it matters to the tab:
+ * `access_ended` when an approved access ran out or was withdrawn (4003 with the server's
+ * words; the relays send no error frame with a code), else "".
+ */
+export function desktopCloseReason(code: number, reason: string): string {
+  return code === 4003 && /^your access to (this connection|the jump host .+) ended$/i.test(reason.trim()) ? "access_ended" : "";
+}

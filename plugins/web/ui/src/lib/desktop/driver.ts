@@ -6,8 +6,9 @@ export type DesktopState = "connecting" | "connected" | "closed";
 export type Scaling = "fit" | "real";
 
 export interface DesktopEvents {
-  /** The session's state; `detail` is the server's reason when it closed, `code` the socket's. */
-  onState: (state: DesktopState, detail: string, code: number) => void;
+  /** The session's state; `detail` is the server's reason when it closed, `code` the socket's,
+   * `reason` its stable code where the tab acts on it (`access_ended`, desktopCloseReason). */
+  onState: (state: DesktopState, detail: string, code: number, reason?: string) => void;
   /** Text the remote side put on its clipboard. */
   onClipboard: (text: string) => void;
 }

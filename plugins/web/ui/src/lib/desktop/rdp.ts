@@ -7,7 +7,7 @@ import "@devolutions/iron-remote-desktop";
 import type { ClipboardData, IronError, Session, UserInteraction } from "@devolutions/iron-remote-desktop";
 import { Backend, displayControl, init } from "@devolutions/iron-remote-desktop-rdp";
 import { api, call } from "../../api/client";
-import { closeReason } from "../closereason";
+import { closeReason, desktopCloseReason } from "../closereason";
 import { relayUrl, type DesktopDriver, type DriverOptions } from "./driver";
 import { strokes, type KeyCombo } from "./keys";
 import { Recorder } from "./recorder";
@@ -157,7 +157,7 @@ export class RdpDriver implements DesktopDriver {
       if (!current()) return;
       const code = closed?.code ?? 0;
       const message = closed?.reason && !this.userClosed ? closeReason(code, closed.reason, "") : fallback;
-      events.onState("closed", message, code);
+      events.onState("closed", message, code, desktopCloseReason(code, closed?.reason ?? ""));
     };
     this.userClosed = false;
     events.onState("connecting", "", 0);

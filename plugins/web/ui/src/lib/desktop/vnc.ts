@@ -4,7 +4,7 @@
 import RFB from "novnc-core/rfb.js";
 import { initLogging } from "novnc-core/util/logging.js";
 import { api, call } from "../../api/client";
-import { closeReason } from "../closereason";
+import { closeReason, desktopCloseReason } from "../closereason";
 import { relayUrl, type DesktopDriver, type DriverOptions, type Scaling } from "./driver";
 import { strokes, type KeyCombo } from "./keys";
 
@@ -67,7 +67,7 @@ export class VncDriver implements DesktopDriver {
         reported = true;
         const code = closed?.code ?? 1006;
         const reason = this.userClosed ? "You disconnected." : closeReason(code, closed?.reason ?? "", this.failure);
-        events.onState("closed", reason, code);
+        events.onState("closed", reason, code, desktopCloseReason(code, closed?.reason ?? ""));
       };
       if (closed || this.userClosed || socket.readyState === WebSocket.CLOSED) {
         report();

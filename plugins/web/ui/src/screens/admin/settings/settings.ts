@@ -65,6 +65,7 @@ const WORDS: Record<string, string> = {
   id: "ID",
   oidc: "OIDC",
   ldap: "LDAP",
+  mfa: "two-step verification",
   ssh: "SSH",
   rp: "RP",
   starttls: "StartTLS",

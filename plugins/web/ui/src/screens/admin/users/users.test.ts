@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RoleRecord, UserRecord } from "../types";
-import { filterUsers, isLocked, roleChoices } from "./users";
+import { filterUsers, inviteLink, isLocked, roleChoices } from "./users";
 
 function user(fields: Partial<UserRecord>): UserRecord {
   return {
@@ -14,6 +14,7 @@ function user(fields: Partial<UserRecord>): UserRecord {
     lastLoginAt: null,
     authProvider: "local",
     suspended: false,
+    mustChangePassword: false,
     ...fields,
   };
 }
@@ -51,5 +52,11 @@ describe("roleChoices", () => {
   });
   it("falls back to the built-in roles and the ones users hold", () => {
     expect(roleChoices(null, [user({ role: "ops" })]).map((c) => c.value)).toEqual(["admin", "ops", "user"]);
+  });
+});
+
+describe("inviteLink", () => {
+  it("puts the path with its fragment on this gateway's address", () => {
+    expect(inviteLink("/invite#abc_DEF-123", "https://gate.example:8443")).toBe("https://gate.example:8443/invite#abc_DEF-123");
   });
 });

@@ -1,4 +1,4 @@
-// The users screen's logic without markup: search, lockout state, the role choices.
+// The users screen's logic without markup: search, lockout state, the role choices, invite links.
 import type { RoleRecord, UserRecord } from "../types";
 
 /** Users whose username, display name, e-mail or role contains `query` (any case). */
@@ -27,4 +27,17 @@ export function roleChoices(roles: readonly RoleRecord[] | null, users: readonly
   }
   const names = new Set(["admin", "user", ...users.map((u) => u.role)]);
   return [...names].sort((a, b) => a.localeCompare(b)).map((name) => ({ value: name, label: name }));
+}
+
+/** How long a new invite link works (hours, as the API takes them). */
+export const INVITE_LIFETIMES = [
+  { value: "24", label: "1 day" },
+  { value: "72", label: "3 days" },
+  { value: "168", label: "7 days" },
+  { value: "720", label: "30 days" },
+];
+
+/** The full link of an invite's path ("/invite#<secret>") on this gateway. */
+export function inviteLink(path: string, origin: string = window.location.origin): string {
+  return new URL(path, origin).href;
 }
