@@ -13,6 +13,9 @@ import asyncio
 from typing import Any
 from urllib.parse import urlencode
 
+from hostgate.closereasons import CloseReason
+from hostgate.services.sessions.recordings import UPLOAD_HANDED_OVER
+
 from tests.services.sessions.helpers import ticket_for
 from testsupport.wire import Wire
 
@@ -97,6 +100,19 @@ async def test_a_relay_lives_while_chunks_come_and_ends_when_they_stop(
             assert sent.status_code == 200
             assert await dribbler.step(), "the relay ended while chunks were coming"
         assert len(relays(kernel)) == 1
+        # Several nodes: the next chunks reach another node, which moves the upload
+        # there and stores each chunk's size in the shared row (as append_upload
+        # does); this node sees no chunk of its own and still lets the relay live.
+        await kernel.live.close_where(
+            UPLOAD_HANDED_OVER, reason_code=CloseReason.SHUTTING_DOWN, id=recording
+        )
+        assert not kernel.recordings.uploading(recording)
+        upload_size = 4 * 100
+        until = loop.time() + 3 * GRACE
+        while loop.time() < until:
+            upload_size += 4
+            await kernel.recordings.store_state(recording, state="recording", size=upload_size)
+            assert await dribbler.step(), "the relay ended while another node took chunks"
         # The uploads stop, the traffic goes on: ended with the reason.
         assert await dribbler.until_closed() == 4003
     assert "Recording required" in await session_end_reason(client, user)

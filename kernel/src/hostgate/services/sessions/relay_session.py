@@ -52,7 +52,7 @@ class RelaySession(LiveRemoteSession):
             return
         if not guard.overdue(now, self.bytes_in + self.bytes_out):
             return
-        if await guard.gateway_stopped():
+        if await guard.excused(now, self.bytes_in + self.bytes_out):
             return
         grace = guard.grace()
         reason = missing_reason(grace)
@@ -68,8 +68,7 @@ class RelaySession(LiveRemoteSession):
                 "protocol": self.protocol,
                 "connectionId": self.target.connection_id,
                 "graceSeconds": grace,
-                "uploadStarted": guard.recording_id is not None
-                and self.service.recordings.last_chunk_at(guard.recording_id) is not None,
+                "uploadStarted": guard.upload_seen,
             },
         )
         if guard.recording_id is not None:

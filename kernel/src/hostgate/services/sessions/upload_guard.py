@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...db.models.sessions import RemoteSession
+from ...timefmt import utcnow
 
 if TYPE_CHECKING:
     from .relay_session import RelaySession
@@ -45,7 +46,8 @@ class UploadGuard:
     def __init__(self, service: TerminalSessions, recording_id: str | None) -> None:
         self.service = service
         self.recording_id = recording_id
-        self.reference = time.monotonic()
+        self.opened = time.monotonic()
+        self.reference = self.opened
         """The last chunk seen, or when the session opened."""
         self.traffic_mark = 0
         """The relay's byte count at ``reference``."""
@@ -92,6 +94,11 @@ class UploadGuard:
             return None
         return wanted
 
+    @property
+    def upload_seen(self) -> bool:
+        """True once a chunk of the recording was seen (here or, via the row, elsewhere)."""
+        return self.reference > self.opened
+
     def grace(self) -> float:
         """``recordings.upload_grace_seconds``."""
         return float(self.service.settings.get(GRACE_SETTING) or 30)
@@ -107,17 +114,26 @@ class UploadGuard:
                 self.traffic_mark = traffic
         return traffic > self.traffic_mark and now - self.reference > self.grace()
 
-    async def gateway_stopped(self) -> bool:
-        """True (and disarmed) when the gateway itself stopped the recording (disk, size cap)."""
+    async def excused(self, now: float, traffic: int) -> bool:
+        """Whether the stored recording row clears an overdue session after all.
+
+        Read once the local clock says overdue: a chunk that reached another gateway
+        node moved the upload there (``updated_at`` says when its last chunk was
+        stored), and a recording the gateway itself stopped (disk, size cap)
+        disarms the guard.
+        """
         if self.recording_id is None:
             return False
         async with self.service.db.session() as db:
             row = await db.get(RemoteSession, self.recording_id)
-        if (
-            row is not None
-            and row.recording_state == "stopped"
-            and row.recording_note in (GATEWAY_STOPPED)
-        ):
+        if row is None:
+            return False
+        if row.recording_state == "stopped" and row.recording_note in GATEWAY_STOPPED:
             self.armed = False
+            return True
+        age = (utcnow() - row.updated_at).total_seconds()
+        if row.recording_state == "recording" and age <= self.grace():
+            self.reference = now - max(0.0, age)
+            self.traffic_mark = traffic
             return True
         return False
