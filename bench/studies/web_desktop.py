@@ -26,6 +26,13 @@ Three paths, one browser:
   VNC module shows the second Xvnc (there is no direct browser path for RDP: IronRDP
   in a browser needs an RDCleanPath proxy).
 
+- ``rdp volume``: bytes per minute of the RDP relay (server to browser, from the
+  gateway's ``hostgate_relay_bytes``) and of the browser's WebM recording (the
+  session's ``fileSize``), for an idle desktop and for a busy one (the window
+  repainted in a new colour as fast as the X server takes it), ``--volume-seconds``
+  each: what gateway-side capture of the raw stream would store, next to what the
+  browser uploads today (docs/terminals.md, "RDP recordings the gateway enforces").
+
 No assertions: figures only.
 """
 
@@ -230,6 +237,57 @@ def measure(
     }
 
 
+def relay_bytes_out(gateway: GatewayProcess, headers: dict[str, str], protocol: str) -> int:
+    """The gateway's ``hostgate_relay_bytes`` server-to-browser total for a protocol."""
+    import httpx
+
+    text = httpx.get(f"{gateway.url}/api/v1/metrics", headers=headers, timeout=30).text
+    total = 0
+    for line in text.splitlines():
+        wanted = f'protocol="{protocol}"' in line and 'direction="out"' in line
+        if line.startswith("hostgate_relay_bytes") and wanted:
+            total += int(float(line.rsplit(" ", 1)[1]))
+    return total
+
+
+def webm_bytes(gateway: GatewayProcess, headers: dict[str, str]) -> int:
+    """Bytes of the browser RDP recordings uploaded so far (their ``fileSize``)."""
+    import httpx
+
+    listed = httpx.get(f"{gateway.url}/api/v1/sessions", headers=headers, timeout=30).json()
+    return sum(row["fileSize"] or 0 for row in listed["sessions"] if row["protocol"] == "rdp")
+
+
+def rdp_volume(
+    gateway: GatewayProcess, headers: dict[str, str], painter: Painter, seconds: float
+) -> dict[str, float]:
+    """Relay and WebM bytes per minute, idle then busy."""
+    figures: dict[str, float] = {}
+    for phase in ("idle", "busy"):
+        done = threading.Event()
+
+        def churn(done: threading.Event = done) -> None:
+            count = 0
+            while not done.is_set():
+                painter.fill(COLOURS[count % len(COLOURS)])
+                count += 1
+
+        relay, webm = relay_bytes_out(gateway, headers, "rdp"), webm_bytes(gateway, headers)
+        started = time.monotonic()
+        worker = threading.Thread(target=churn, daemon=True)
+        if phase == "busy":
+            worker.start()
+        time.sleep(seconds)
+        done.set()
+        if phase == "busy":
+            worker.join(5)
+        time.sleep(3)  # the recorder's chunk in flight (CHUNK_MS 2 s) lands
+        minutes = (time.monotonic() - started) / 60
+        figures[f"{phase} relay"] = (relay_bytes_out(gateway, headers, "rdp") - relay) / minutes
+        figures[f"{phase} webm"] = (webm_bytes(gateway, headers) - webm) / minutes
+    return figures
+
+
 def open_tab(page: Any, gateway: GatewayProcess, connection_id: str) -> None:
     page.goto(f"{gateway.url}/connections/{connection_id}")
     page.get_by_role("button", name="Open desktop").click()
@@ -240,12 +298,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--skip", default="", help="comma-separated: direct, rdp")
+    parser.add_argument("--skip", default="", help="comma-separated: direct, rdp, volume")
+    parser.add_argument("--volume-seconds", type=float, default=30.0)
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     from playwright.sync_api import sync_playwright
 
     results: dict[str, dict[str, float]] = {}
+    volume: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="hg-bench-desktop-") as tmp:
         root = Path(tmp)
         vnc = start_xvnc(
@@ -334,6 +394,8 @@ def main() -> int:
                     results["rdp relay"] = measure(
                         rdp_page, painters[1], "rdp", args.samples, args.seconds
                     )
+                    if "volume" not in skip:
+                        volume = rdp_volume(gateway, headers, painters[1], args.volume_seconds)
                 browser.close()
         finally:
             for painter in painters:
@@ -365,6 +427,8 @@ def main() -> int:
         rows.append(Row(f"{name}: X server fills per second", figures["fills"], "/s"))
         if figures["lost"]:
             rows.append(Row(f"{name}: samples never seen (10 s)", figures["lost"], ""))
+    for name, per_minute in volume.items():
+        rows.append(Row(f"rdp volume: {name} per minute", per_minute / 1024, "KiB"))
     print_table(rows)
     return 0
 

@@ -72,6 +72,9 @@ class CloseReason(StrEnum):
     """The shell ended (``exit``) (1000)."""
     CONNECTION_CLOSED = "connection_closed"
     """The server hung up (telnet, relays) (1000)."""
+    RECORDING_MISSING = "recording_missing"
+    """A browser-recorded session (RDP) whose recording upload stopped or never began
+    while recordings are on (4003; ``recordings.upload_grace_seconds``)."""
     SESSION_ENDED = "session_ended"
     """A live view: the watched session ended (1000)."""
 

@@ -237,6 +237,15 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         description="Cap per recording in MB (0 = no cap)",
     ),
     SettingSpec(
+        "recordings.upload_grace_seconds",
+        float,
+        30,
+        minimum=1,
+        maximum=3600,
+        description="An RDP session whose browser recording upload stops for this long "
+        "while the desktop carries traffic is ended (docs/terminals.md)",
+    ),
+    SettingSpec(
         "recordings.retention_days",
         int,
         90,

@@ -211,10 +211,12 @@ async def test_webm_upload_range_and_finalize(client, kernel, make_user, make_co
     listed = await (await client.get("/api/v1/sessions", headers=alice.headers)).get_json()
     assert listed["sessions"][0]["fileSize"] == size
     assert listed["sessions"][0]["endedAt"] is None
+    assert listed["sessions"][0]["recordingComplete"] is False  # still being written
     assert (await client.post(f"{url}/finalize", headers=alice.headers)).status_code == 200
     listed = await (await client.get("/api/v1/sessions", headers=alice.headers)).get_json()
     assert listed["sessions"][0]["endedAt"] is not None
     assert listed["sessions"][0]["hasRecording"] is True
+    assert listed["sessions"][0]["recordingComplete"] is True
     late = await client.post(f"{url}/chunk", data=b"late", headers=alice.headers)
     assert late.status_code == 409
     assert (await client.post(f"{url}/finalize", headers=alice.headers)).status_code == 200

@@ -149,12 +149,19 @@ class SessionRecord(TypedDict):
     username: str | None
     connectionId: str | None
     recordingState: str | None
+    recordingComplete: bool | None
+    """Whether the recording covers the whole session: true once ``complete``, false
+    while it is written or when it was cut short (``stopped``, ``damaged``), null when
+    the session was not recorded or its file was purged (a hostgate choice)."""
     via: str
     """How the client came in: ``""`` the browser app, ``"ssh"`` the SSH front door."""
 
 
 def session_json(history: SessionHistory, row: RemoteSession) -> SessionRecord:
-    """The spec's session list entry (plus ``connectionId``, ``recordingState`` and ``via``)."""
+    """The spec's session list entry (plus ``connectionId``, ``recordingState``, ``via``).
+
+    ``recordingComplete`` is a hostgate choice too (docs/terminals.md).
+    """
     recorded = history.has_recording(row)
     return {
         "id": row.id,
@@ -168,8 +175,16 @@ def session_json(history: SessionHistory, row: RemoteSession) -> SessionRecord:
         "username": row.username,
         "connectionId": row.connection_id,
         "recordingState": row.recording_state,
+        "recordingComplete": recording_complete(row.recording_state),
         "via": row.via,
     }
+
+
+def recording_complete(state: str | None) -> bool | None:
+    """``recordingComplete`` of a session with this ``recording_state``."""
+    if state in (None, "none", "purged"):
+        return None
+    return state == "complete"
 
 
 class SessionPage(Pagination):

@@ -79,8 +79,15 @@ async def admit(kernel: Kernel, spec: ProtocolSpec, connection_id: str | None) -
     client_session = (websocket.args.get("sessionId") or "").strip()
     if len(client_session) > MAX_CLIENT_SESSION_ID:
         raise SessionClosed(4001, "sessionId is too long", CloseReason.BAD_REQUEST)
+    recording = (websocket.args.get("recording") or "").strip()
+    if len(recording) > MAX_CLIENT_SESSION_ID:
+        raise SessionClosed(4001, "recording is too long", CloseReason.BAD_REQUEST)
     return Admission(
-        caller=caller, spec=spec, target=target, client_session_id=client_session or None
+        caller=caller,
+        spec=spec,
+        target=target,
+        client_session_id=client_session or None,
+        recording_id=recording or None,
     )
 
 

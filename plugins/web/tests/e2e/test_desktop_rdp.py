@@ -213,6 +213,10 @@ def test_rdp_desktop_keys_clipboard_and_recording(
         (row["protocol"], row["endedAt"], row["hasRecording"]) for row in rows
     ]
     assert session["connectionName"] == "lab-rdp" and session["fileSize"] > 1000
+    assert session["recordingComplete"] is True
+    # the app names its recording on the relay socket: the gateway never had to end it
+    missing = gateway.api("GET", "/audit?eventType=connection.recording_missing", admin_token)
+    assert missing.json()["entries"] == []
     recording = gateway.api("GET", f"/sessions/{session['id']}/recording", admin_token)
     assert recording.status_code == 200
     assert recording.headers["content-type"] == "video/webm"

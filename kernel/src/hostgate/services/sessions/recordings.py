@@ -356,6 +356,43 @@ class Recordings:
             session.add(stored)
             await session.commit()
 
+    def last_chunk_at(self, session_id: str) -> float | None:
+        """When (``time.monotonic()``) the last chunk of an open upload began; None without one.
+
+        Only this node's uploads: a chunk that reaches another node moves the upload there.
+        """
+        upload = self._uploads.get(session_id)
+        return upload.last_activity if upload is not None else None
+
+    async def end_incomplete(self, session_id: str, *, reason: str, note: str) -> None:
+        """End an upload's session with its recording cut short (``stopped``, with ``note``).
+
+        What was uploaded stays readable; later chunks are refused (409 ``not_recording``).
+        """
+        upload = self._uploads.pop(session_id, None)
+        self.live.remove(session_id)
+        size: int | None = None
+        if upload is not None:
+            async with upload.lock:
+                upload.writer.close()
+                size = upload.writer.size
+        async with self.db.session() as session:
+            stored = await session.get(RemoteSession, session_id)
+            if stored is None:
+                return
+            if stored.recording_state == "recording":
+                stored.recording_state = "stopped"
+                stored.recording_note = note
+                if size is not None:
+                    stored.recording_size = size
+                self.metrics.recording_written(stored.recording_format or "")
+            if stored.ended_at is None:
+                stored.ended_at = utcnow()
+                stored.end_reason = reason
+            stored.updated_at = utcnow()
+            session.add(stored)
+            await session.commit()
+
     def uploading(self, session_id: str) -> bool:
         """True while an upload is open for the session."""
         return session_id in self._uploads

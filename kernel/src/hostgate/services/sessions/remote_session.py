@@ -46,6 +46,9 @@ class Admission:
     spec: ProtocolSpec
     target: ConnectionTarget
     client_session_id: str | None = None
+    recording_id: str | None = None
+    """The browser's own recording of this session (RDP: the ``sessionId`` of
+    ``POST /sessions/rdp-session``, the ``recording`` query parameter)."""
     details: Mapping[str, Any] = field(default_factory=dict)
     """Extra fields for the ``connection.session_started`` entry (the SSH front door's
     ``via``, client address and key fingerprint)."""

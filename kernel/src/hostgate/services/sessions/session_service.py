@@ -36,6 +36,7 @@ from .relay_session import RelaySession
 from .remote_session import Admission, LiveRemoteSession, close_code_for, close_reason_for
 from .search_text import OutputChunker
 from .session_ledger import SessionLedger
+from .upload_guard import UploadGuard
 
 if TYPE_CHECKING:
     from ...contract import KernelAPI
@@ -213,7 +214,7 @@ class TerminalSessions:
         terminal: Terminal = await self._connect(session, opening)
         row = self.ledger.new_row(session)
         try:
-            if await self._records(admission.target.connection_id):
+            if await self.records(admission.target.connection_id):
                 writer = await self.recordings.create(row, "cast")
                 if writer is not None:
                     session.recorder = CastRecorder(
@@ -255,6 +256,7 @@ class TerminalSessions:
         session.abort_reason = placeholder.abort_reason
         session.abort_code = placeholder.abort_code
         try:
+            session.guard = await UploadGuard.for_session(self, session)
             await self._start(session, self.ledger.new_row(session))
         except BaseException:
             self.live.remove(session.id)
@@ -265,7 +267,8 @@ class TerminalSessions:
         session.start()
         return session
 
-    async def _records(self, connection_id: str) -> bool:
+    async def records(self, connection_id: str) -> bool:
+        """True when sessions of the connection are recorded (globally and for it)."""
         if not self.recordings.enabled():
             return False
         async with self.db.session() as db:

@@ -3833,6 +3833,8 @@ export interface components {
             live: boolean;
             /** Protocol */
             protocol: string;
+            /** Recordingcomplete */
+            recordingComplete: boolean | null;
             /** Recordingformat */
             recordingFormat: string | null;
             /** Recordingnote */
@@ -3881,6 +3883,8 @@ export interface components {
             id: string;
             /** Protocol */
             protocol: string;
+            /** Recordingcomplete */
+            recordingComplete: boolean | null;
             /** Recordingstate */
             recordingState: string | null;
             /** Startedat */
@@ -12931,6 +12935,8 @@ export interface operations {
                     "recordings.retention_days"?: number;
                     /** @description Delete the oldest recordings beyond this total size (0 = no cap) */
                     "recordings.retention_max_total_mb"?: number;
+                    /** @description An RDP session whose browser recording upload stops for this long while the desktop carries traffic is ended (docs/terminals.md) */
+                    "recordings.upload_grace_seconds"?: number;
                     /**
                      * @description A server's first SSH host key: trust (remembered at the first connection) or confirm (no session until someone who may edit the connection accepts it)
                      * @enum {string}

@@ -18,6 +18,14 @@ describe("closeReason", () => {
     expect(closeReason(4003, "Closed after 1 minute(s) without input", "")).toBe("Idle timeout: closed after 1 minute without input.");
   });
 
+  it("says a desktop ended because its recording upload stopped", () => {
+    const said = "Recording required: this desktop's recording stopped reaching the gateway for 30 s, so the session was ended.";
+    expect(closeReason(4003, "Recording required: no recording upload for 30 s; the session was ended", "")).toBe(said);
+    expect(closeReason(4003, "", "", "recording_missing")).toBe(
+      "Recording required: this desktop's recording stopped reaching the gateway, so the session was ended.",
+    );
+  });
+
   it("reads the changed host key from the error frame, not the cut close reason", () => {
     const full =
       "The SSH host key of lab-ssh has changed: trusted SHA256:aaa (ssh-ed25519), presented SHA256:bbb (ssh-ed25519). " +

@@ -175,6 +175,15 @@ const REASONS: Record<string, Reason> = {
   restoring: { rules: [], plain: () => "The gateway is being restored from a backup. Reconnect in a moment." },
   unavailable: { rules: [], plain: () => CODES[1013] },
   session_ended: { rules: [], plain: () => "The watched session ended." },
+  recording_missing: {
+    rules: [
+      [
+        /^recording required: no recording upload for ([\d.]+) s/i,
+        ([, seconds]) => `Recording required: this desktop's recording stopped reaching the gateway for ${seconds} s, so the session was ended.`,
+      ],
+    ],
+    plain: () => "Recording required: this desktop's recording stopped reaching the gateway, so the session was ended.",
+  },
   forbidden: { rules: [], plain: (text) => sentence(text) || "You may not open this connection." },
   bad_request: { rules: [], plain: (text) => sentence(text) || "The gateway refused the request." },
   remote_error: { rules: [], plain: (text) => sentence(text) || "The server refused or failed the connection." },

@@ -88,6 +88,11 @@ function park(element: HTMLElement): void {
   setTimeout(() => element.remove(), PARK_MS);
 }
 
+/** The relay socket's query: the ticket, the connection, and the recording it must keep uploading. */
+export function relayParams(ticket: string, connectionId: string, recording: string | null): Record<string, string> {
+  return recording ? { ticket, connectionId, recording } : { ticket, connectionId };
+}
+
 interface Credentials {
   host: string;
   port: number;
@@ -178,7 +183,8 @@ export class RdpDriver implements DesktopDriver {
         .withUsername(credentials.username ?? "")
         .withPassword(credentials.password ?? "")
         .withDestination(`${credentials.host}:${credentials.port}`)
-        .withProxyAddress(relayUrl(window.location, "rdp-raw", { ticket, connectionId }))
+        // the gateway ends the relay when this recording's chunks stop (docs/terminals.md)
+        .withProxyAddress(relayUrl(window.location, "rdp-raw", relayParams(ticket, connectionId, recording.sessionId)))
         .withAuthToken(ticket)
         .withDesktopSize(this.size)
         .withExtension(displayControl(true));
