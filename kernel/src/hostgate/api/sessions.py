@@ -298,8 +298,8 @@ class InputEventList(TypedDict):
 class KeyFrameRecord(TypedDict):
     """One key frame of a gateway-recorded desktop (VNC) session."""
 
-    elapsed: float
-    """Seconds since the session started."""
+    elapsed: int | float
+    """Milliseconds since the session started."""
     offset: int
     """Byte offset of its sync record in the recording (a Range read starts there)."""
 

@@ -115,6 +115,7 @@ class ServerScanner:
         self.name = b""
         self.broken = False
         self._ready = False
+        self._budget = 0
         self.last_key_frame = 0.0
         self._buffer = bytearray()
         self._emitted = 0
@@ -134,12 +135,12 @@ class ServerScanner:
             self.recorder.server(data)
             return
         self._buffer += data
-        budget = self._step_budget()
+        self._budget = self._step_budget()
         try:
             while len(self._buffer) - self._pos >= self._want:
                 self._want = self._parser.send(None)
-                budget -= 1
-                if budget < 0:
+                self._budget -= 1
+                if self._budget < 0:
                     raise ValueError("too many tiny messages or tiles in one read")
         except (ValueError, struct.error, StopIteration) as exc:
             self._give_up(str(exc) or "unreadable server message")
@@ -158,14 +159,14 @@ class ServerScanner:
             self._emitted = upto
 
     def _step_budget(self) -> int:
-        """Parser steps one read may take: a few per Hextile tile of the screen.
+        """Parser steps (messages, rectangles, tiles) one read may take: 8 screens of tiles.
 
         A server that sends a flood of empty updates or one-byte tiles would
         otherwise make the gateway do Python work per byte; past this the scanning
         stops (the bytes are still relayed and recorded).
         """
         tiles = ((self.width + 15) // 16) * ((self.height + 15) // 16)
-        return 4 * tiles + 4096
+        return 8 * tiles + 4096
 
     def _give_up(self, why: str) -> None:
         log.info("VNC recording: no more key frames (%s)", why)
@@ -211,7 +212,7 @@ class ServerScanner:
         self.name = self._take(length)
         self._emitted = self._pos
         self.recorder.sync(self.server_init())
-        self.last_key_frame = self.clock()
+        self.last_key_frame = float("-inf")  # the first full picture is a key frame too
         self._ready = True
         while True:
             yield 1
@@ -283,29 +284,52 @@ class ServerScanner:
         return not copied and self.width * self.height > 0 and area >= self.width * self.height
 
     def _hextile(self, width: int, height: int) -> Generator[int, None, None]:
+        """Skip a Hextile rectangle: a tight loop over the tiles already read.
+
+        Only a tile cut by the end of what has arrived makes the parser wait.
+        """
         bpp = self.bpp
-        for top in range(0, height, 16):
-            th = min(16, height - top)
-            for left in range(0, width, 16):
-                tw = min(16, width - left)
-                yield 1
-                (flags,) = self._take(1)
+        cols, rows = (width + 15) // 16, (height + 15) // 16
+        last_w, last_h = width - (cols - 1) * 16, height - (rows - 1) * 16
+        row = col = 0
+        while row < rows:
+            buffer, pos, end = self._buffer, self._pos, len(self._buffer)
+            need = 0
+            tiles = 0
+            while row < rows:
+                if pos >= end:
+                    need = 1
+                    break
+                flags = buffer[pos]
                 if flags & HEXTILE_RAW:
-                    yield from self._skip(tw * th * bpp)
-                    continue
-                size = 0
-                if flags & HEXTILE_BACKGROUND:
-                    size += bpp
-                if flags & HEXTILE_FOREGROUND:
-                    size += bpp
-                if flags & HEXTILE_ANY_SUBRECTS:
-                    yield size + 1
-                    self._pos += size
-                    (subrects,) = self._take(1)
-                    per = 2 + bpp if flags & HEXTILE_COLOURED else 2
-                    yield from self._skip(subrects * per)
-                elif size:
-                    yield from self._skip(size)
+                    tw = 16 if col < cols - 1 else last_w
+                    th = 16 if row < rows - 1 else last_h
+                    size = 1 + tw * th * bpp
+                else:
+                    size = 1
+                    if flags & HEXTILE_BACKGROUND:
+                        size += bpp
+                    if flags & HEXTILE_FOREGROUND:
+                        size += bpp
+                    if flags & HEXTILE_ANY_SUBRECTS:
+                        if pos + size >= end:
+                            need = size + 1
+                            break
+                        per = 2 + bpp if flags & HEXTILE_COLOURED else 2
+                        size += 1 + buffer[pos + size] * per
+                if pos + size > end:
+                    need = size
+                    break
+                pos += size
+                tiles += 1
+                col += 1
+                if col == cols:
+                    col = 0
+                    row += 1
+            self._pos = pos
+            self._budget -= tiles
+            if need:
+                yield need
 
 
 class ClientScanner:

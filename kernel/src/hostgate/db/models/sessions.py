@@ -84,7 +84,7 @@ class SessionInputEvent(SQLModel, table=True):
 
 
 class RecordingKeyFrame(SQLModel, table=True):
-    """Where a relay recording's key frame starts (seconds since the start, plaintext offset)."""
+    """Where a relay recording's key frame starts (ms since the start, plaintext offset)."""
 
     __tablename__ = "recording_keyframes"
     __table_args__ = (Index("ix_recording_keyframes_session", "session_id", "elapsed"),)

@@ -88,8 +88,8 @@ def iter_records(data: bytes, offset: int) -> Iterator[StreamRecord]:
 class StreamRecording:
     """The kernel's ``StreamRecorder``: buffers timed records, a task writes them.
 
-    ``key_frames`` and ``events`` collect (elapsed seconds, offset / event type)
-    for the session's tick to store.
+    ``key_frames`` (offset, elapsed ms) and ``events`` (elapsed ms, type) collect
+    what the session's tick stores (milliseconds, as every ``elapsed`` of the API).
     """
 
     def __init__(
@@ -104,12 +104,13 @@ class StreamRecording:
         self.started = started
         self.limit = limit
         self.stopped: str | None = None
-        self.key_frames: list[tuple[int, float]] = []
-        """(offset, elapsed seconds) of indexed sync records."""
-        self.events: list[tuple[float, str]] = []
+        self.key_frames: list[tuple[int, int]] = []
+        """(offset, elapsed ms) of indexed sync records."""
+        self.events: list[tuple[int, str]] = []
+        """(elapsed ms, type): the timeline's input events."""
         self._pending = bytearray(stream_header(meta))
         self._offset = len(self._pending)
-        self._last_sync: tuple[int, float] | None = None
+        self._last_sync: tuple[int, int] | None = None
         self._wake = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -132,7 +133,7 @@ class StreamRecording:
     def _elapsed_ms(self) -> int:
         return max(0, int((time.monotonic() - self.started) * 1000))
 
-    def _append(self, channel: int, data: bytes) -> int | None:
+    def _append(self, channel: int, data: bytes, elapsed: int | None = None) -> int | None:
         if not self.active:
             return None
         length = RECORD_HEAD.size + len(data)
@@ -143,7 +144,8 @@ class StreamRecording:
             self.stop("behind")
             return None
         offset = self._offset
-        self._pending += RECORD_HEAD.pack(self._elapsed_ms(), channel, len(data))
+        stamp = self._elapsed_ms() if elapsed is None else elapsed
+        self._pending += RECORD_HEAD.pack(stamp, channel, len(data))
         self._pending += data
         self._offset += length
         self._wake.set()
@@ -151,9 +153,10 @@ class StreamRecording:
 
     def sync(self, data: bytes) -> int | None:
         """A sync record; its offset for ``key_frame`` (None once stopped)."""
-        offset = self._append(CHANNEL_SYNC, data)
+        elapsed = self._elapsed_ms()
+        offset = self._append(CHANNEL_SYNC, data, elapsed)
         if offset is not None:
-            self._last_sync = (offset, self._elapsed_ms() / 1000)
+            self._last_sync = (offset, elapsed)
         return offset
 
     def key_frame(self, offset: int) -> None:
@@ -174,13 +177,13 @@ class StreamRecording:
     def input_event(self, event_type: str) -> None:
         """A timeline event (``click``, ``key``)."""
         if self.active:
-            self.events.append((self._elapsed_ms() / 1000, event_type[:32]))
+            self.events.append((self._elapsed_ms(), event_type[:32]))
 
     def stop(self, reason: str) -> None:
         """Record nothing more (what was queued is still written)."""
         self.stopped = self.stopped or reason
 
-    def drain_marks(self) -> tuple[list[tuple[int, float]], list[tuple[float, str]]]:
+    def drain_marks(self) -> tuple[list[tuple[int, int]], list[tuple[int, str]]]:
         """Key frames and input events collected since the last call."""
         frames, self.key_frames = self.key_frames, []
         events, self.events = self.events, []

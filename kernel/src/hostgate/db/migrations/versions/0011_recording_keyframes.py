@@ -4,8 +4,8 @@ Revision ID: 0011_recording_keyframes
 Revises: 0009_user_suspended
 Create Date: 2026-12-07 12:00:00
 
-One row per key frame of a gateway-recorded relay session: seconds since the
-start and the plaintext offset of its sync record, so a player seeks by reading
+One row per key frame of a gateway-recorded relay session: milliseconds since
+the start and the plaintext offset of its sync record, so a player seeks by reading
 from the nearest one.
 """
 from __future__ import annotations
