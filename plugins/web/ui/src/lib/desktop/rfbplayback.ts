@@ -28,6 +28,7 @@ export class DesktopPlayback {
   private generation = 0;
   private timer = 0;
   private firstRecord = 0;
+  private lastMs = 0; // the last record handed on
 
   constructor(
     private readonly container: HTMLElement,
@@ -55,7 +56,8 @@ export class DesktopPlayback {
     const generation = ++this.generation;
     window.clearTimeout(this.timer);
     this.teardown();
-    const frame = keyFrameBefore(this.frames, seconds * 1000);
+    // before the first key frame there is no whole picture yet: start at that one
+    const frame = keyFrameBefore(this.frames, seconds * 1000) ?? this.frames[0] ?? null;
     const reader = new RecordReader(httpRanges(this.url), frame ? frame.offset : this.firstRecord);
     const sync = await reader.next();
     if (generation !== this.generation) return;
@@ -75,12 +77,17 @@ export class DesktopPlayback {
     await channel.started;
     const target = seconds * 1000;
     let record = await reader.next();
-    while (record && record.elapsedMs <= target && generation === this.generation) {
+    // the key frame's picture is the run of server records right after its sync record:
+    // shown whole even when the target comes before its end (or before the first key frame)
+    let picture = true;
+    while (record && (record.elapsedMs <= target || picture) && generation === this.generation) {
       if (record.channel === CHANNEL_SERVER) channel.push(record.data);
+      else picture = false;
       record = await reader.next();
     }
     if (generation !== this.generation) return;
     this.upcoming = record;
+    this.lastMs = target;
     this.position = seconds;
     this.wallAt = performance.now();
     this.events.onTime(seconds);
@@ -130,6 +137,7 @@ export class DesktopPlayback {
       const due = this.now() * 1000;
       while (this.upcoming && this.upcoming.elapsedMs <= due) {
         if (this.upcoming.channel === CHANNEL_SERVER) channel.push(this.upcoming.data);
+        this.lastMs = this.upcoming.elapsedMs;
         this.upcoming = await reader.next();
         if (generation !== this.generation) return;
       }
@@ -138,9 +146,10 @@ export class DesktopPlayback {
       this.events.onError(error instanceof Error ? error.message : String(error));
       return;
     }
-    this.events.onTime(this.now());
+    if (this.upcoming) this.events.onTime(this.now());
     if (!this.upcoming) {
-      this.position = this.now();
+      this.position = Math.min(this.now(), this.lastMs / 1000);
+      this.events.onTime(this.position);
       this.playing = false;
       this.events.onState(false, true);
       return;
