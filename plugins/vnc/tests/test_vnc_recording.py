@@ -298,3 +298,42 @@ async def test_recordings_off_relays_without_recording(
         assert struct.unpack(">i", head[12:16])[0] == ZRLE
     entry = await ended_session(client, user)
     assert entry["hasRecording"] is False
+
+
+class Dropped:
+    """A recorder that keeps nothing (the client scanner's own behaviour is under test)."""
+
+    active = True
+
+    def sync(self, data: bytes) -> int | None:
+        return None
+
+    def key_frame(self, offset: int) -> None:
+        return None
+
+    def server(self, data: bytes) -> None:
+        return None
+
+    def client(self, data: bytes) -> None:
+        return None
+
+    def input_event(self, event_type: str) -> None:
+        return None
+
+
+def test_a_long_paste_passes_through_without_being_held() -> None:
+    recorder = Dropped()
+    scanner = recording.ClientScanner(recorder, recording.ServerScanner(recorder))
+    assert scanner.feed(b"\x01") == b"\x01"  # ClientInit
+    announced = 8 * 1024 * 1024
+    header = struct.pack(">BxxxI", 6, announced)
+    piece = b"p" * (256 * 1024)
+    assert scanner.feed(header + piece) == header + piece
+    assert not scanner.at_boundary  # the rest of the text is still to come
+    sent = len(piece)
+    while sent < announced:
+        assert scanner.feed(piece) == piece
+        sent += len(piece)
+    assert scanner.at_boundary
+    pointer = struct.pack(">BBHH", 5, 0, 1, 2)
+    assert scanner.feed(pointer) == pointer  # and messages are read again after it

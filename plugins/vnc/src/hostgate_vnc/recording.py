@@ -74,6 +74,8 @@ CLIENT_XVP = 250
 CLIENT_SET_DESKTOP_SIZE = 251
 CLIENT_QEMU = 255
 CLICK_BUTTONS = 0b111  # left, middle, right; wheel "buttons" are not clicks
+MAX_HELD = 64 * 1024
+"""A browser message longer than this (a pasted text) passes in pieces, not held whole."""
 
 
 def filter_encodings(message: bytes) -> bytes:
@@ -346,11 +348,13 @@ class ClientScanner:
         self._buffer = bytearray()
         self._started = False
         self._buttons = 0
+        self._passing = 0
+        """Bytes of a long ClientCutText still to pass through unheld."""
 
     @property
     def at_boundary(self) -> bool:
         """True when no partial message is held (a message of the relay's may go now)."""
-        return not self._buffer and self._started and not self.broken
+        return not self._buffer and not self._passing and self._started and not self.broken
 
     def feed(self, data: bytes) -> bytes:
         """Browser bytes; returns the bytes for the server."""
@@ -363,6 +367,19 @@ class ClientScanner:
             del self._buffer[:1]
             self._started = True
         while self._buffer:
+            if self._passing:  # the rest of a long cut text: straight on, never held
+                taken = min(self._passing, len(self._buffer))
+                out += self._buffer[:taken]
+                del self._buffer[:taken]
+                self._passing -= taken
+                continue
+            if self._buffer[0] == CLIENT_CUT_TEXT and len(self._buffer) >= 8:
+                (length,) = struct.unpack_from(">i", self._buffer, 4)
+                if abs(length) > MAX_HELD:
+                    out += self._buffer[:8]
+                    del self._buffer[:8]
+                    self._passing = abs(length)
+                    continue
             length = self._length()
             if length is None:
                 break
