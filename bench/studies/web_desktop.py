@@ -1,6 +1,7 @@
 """Desktop latency and frame rate in Chromium: VNC through the relay vs direct, and RDP.
 
-.venv/bin/python bench/studies/web_desktop.py [--samples 40] [--seconds 5] [--skip rdp]
+.venv/bin/python bench/studies/web_desktop.py [--samples 40] [--seconds 5]
+    [--skip rdp,direct,unrecorded,volume]
 
 A real ``hostgate serve`` (with the web pack's built app), an Xvnc (TigerVNC) and
 an xrdp in front of a second Xvnc run on 127.0.0.1; Debian's Chromium is driven by
@@ -17,7 +18,9 @@ server has done it), and the page watches one pixel of the desktop canvas:
 Three paths, one browser:
 
 - ``vnc relay``: the app's desktop tab (noVNC) over ``/ws/vnc/<id>``, the gateway
-  doing VNC authentication;
+  doing VNC authentication and recording the session (``recordings.enabled``);
+- ``vnc relay, not recorded``: the same with ``recordings.enabled`` off (the
+  recording's cost: recorded >= 0.9x of it);
 - ``vnc direct``: the same noVNC (the app's node_modules copy, served as plain ES
   modules) over a WebSocket-to-TCP bridge in this process (what websockify does:
   each binary frame to the socket and back, nothing else) in front of the same Xvnc,
@@ -298,7 +301,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--skip", default="", help="comma-separated: direct, rdp, volume")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated: direct, rdp, unrecorded, volume"
+    )
     parser.add_argument("--volume-seconds", type=float, default=30.0)
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -362,9 +367,30 @@ def main() -> int:
                 page.get_by_role("button", name="Sign in", exact=True).click()
                 page.get_by_role("navigation", name="Connections").wait_for()
 
+                # recordings.enabled is on by default: the gateway records this VNC session
                 open_tab(page, gateway, vnc_id)
                 page.get_by_role("button", name="1:1").click()
                 results["vnc relay"] = measure(page, painters[0], "vnc", args.samples, args.seconds)
+
+                if "unrecorded" not in skip:
+                    httpx.put(
+                        f"{gateway.url}/api/v1/settings",
+                        headers=headers,
+                        json={"recordings.enabled": False},
+                    ).raise_for_status()
+                    bare = context.new_page()
+                    bare.goto(f"{gateway.url}/")
+                    open_tab(bare, gateway, vnc_id)
+                    bare.get_by_role("button", name="1:1").click()
+                    results["vnc relay, not recorded"] = measure(
+                        bare, painters[0], "vnc", args.samples, args.seconds
+                    )
+                    bare.close()
+                    httpx.put(
+                        f"{gateway.url}/api/v1/settings",
+                        headers=headers,
+                        json={"recordings.enabled": True},
+                    ).raise_for_status()
 
                 if "direct" not in skip:
                     with static_novnc() as site, websocket_bridge(vnc.host, vnc.port) as bridge:
@@ -429,6 +455,18 @@ def main() -> int:
             rows.append(Row(f"{name}: samples never seen (10 s)", figures["lost"], ""))
     for name, per_minute in volume.items():
         rows.append(Row(f"rdp volume: {name} per minute", per_minute / 1024, "KiB"))
+    bare = results.get("vnc relay, not recorded")
+    recorded = results.get("vnc relay")
+    if bare and recorded:
+        rows.append(
+            Row(
+                "vnc relay recorded: changes seen per second",
+                recorded["fps"],
+                "/s",
+                bare["fps"],
+                "recorded >= 0.9x not recorded",
+            )
+        )
     print_table(rows)
     return 0
 

@@ -233,3 +233,55 @@ class Stream(Protocol):
     async def close(self) -> None:
         """Close the relay."""
         ...
+
+
+class StreamRecorder(Protocol):
+    """What the kernel hands a recordable relay: appends that never block (stream recordings).
+
+    Every call stamps the bytes with the milliseconds since the session started
+    and queues them for the kernel's writer, off the relay loop; nothing raises.
+    When the recording stops (size cap, disk low, writer behind) calls are
+    ignored and ``active`` turns False. The framing is in docs/recordings.md.
+    """
+
+    @property
+    def active(self) -> bool:
+        """False once the recording has stopped."""
+        ...
+
+    def sync(self, data: bytes) -> int | None:
+        """A sync record: the state a player starts decoding from; its offset (None: stopped).
+
+        The first one opens the stream; a later one becomes a key frame in the
+        index once ``key_frame`` is called with its offset (what follows it proved
+        to decode without anything recorded before).
+        """
+        ...
+
+    def key_frame(self, offset: int) -> None:
+        """Index the sync record at ``offset`` as a key frame (a seek may start there)."""
+        ...
+
+    def server(self, data: bytes) -> None:
+        """Bytes the server sent (to the browser)."""
+        ...
+
+    def client(self, data: bytes) -> None:
+        """Input the browser sent (to the server)."""
+        ...
+
+    def input_event(self, event_type: str) -> None:
+        """An input event for the session's timeline (``click``, ``key``), as RDP records them."""
+        ...
+
+
+@runtime_checkable
+class RecordableStream(Stream, Protocol):
+    """A relay stream the gateway can record (``recording_format`` names the file format)."""
+
+    recording_format: str
+    """The format name stored with the recording and used as its file extension."""
+
+    def record_to(self, recorder: StreamRecorder) -> None:
+        """Start recording into ``recorder`` (called once, before any byte is relayed)."""
+        ...

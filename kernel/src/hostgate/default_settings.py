@@ -227,7 +227,9 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         "connection) or confirm (no session until someone who may edit the connection "
         "accepts it)",
     ),
-    SettingSpec("recordings.enabled", bool, True, description="Record terminal and RDP sessions"),
+    SettingSpec(
+        "recordings.enabled", bool, True, description="Record terminal, VNC and RDP sessions"
+    ),
     SettingSpec(
         "recordings.max_size_mb",
         float,

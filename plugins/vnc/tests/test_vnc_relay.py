@@ -62,7 +62,7 @@ async def test_handshake_completes_with_the_stored_password(
     [entry] = listed["sessions"]
     assert entry["protocol"] == "vnc"
     assert entry["connectionName"] == "desk"
-    assert entry["hasRecording"] is False
+    assert entry["hasRecording"] is True  # the gateway records VNC (recordings.enabled)
     [started] = await events(client, user, "connection.session_started")
     assert started["details"]["connectionId"] == connection.id
     assert TEST_PASSWORD not in str(started)

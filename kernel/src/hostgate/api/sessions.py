@@ -33,7 +33,11 @@ from .ranges import requested_range
 
 blueprint = Blueprint("sessions", __name__)
 
-CONTENT_TYPES = {"cast": "application/x-asciicast", "webm": "video/webm"}
+CONTENT_TYPES = {
+    "cast": "application/x-asciicast",
+    "webm": "video/webm",
+    "rfb": "application/x-hostgate-rfb",
+}
 MAX_EVENTS = 10_000
 REASON_MAX = 200
 
@@ -342,6 +346,21 @@ class InputEventList(TypedDict):
     events: list[InputEventRecord]
 
 
+class KeyFrameRecord(TypedDict):
+    """One key frame of a gateway-recorded desktop (VNC) session."""
+
+    elapsed: int | float
+    """Milliseconds since the session started."""
+    offset: int
+    """Byte offset of its sync record in the recording (a Range read starts there)."""
+
+
+class KeyFrameList(TypedDict):
+    """The key frame index of a recording."""
+
+    keyFrames: list[KeyFrameRecord]
+
+
 def active_json(live: LiveSession, node: str) -> ActiveSession:
     """An open session as ``/sessions/active`` lists it (``node``: this node's id)."""
     return {
@@ -515,11 +534,16 @@ async def create_rdp_session(data: RdpSessionBody) -> RdpSession:
 @answers(
     None,
     status=200,
-    media_type=("application/x-asciicast", "video/webm", "application/octet-stream"),
+    media_type=(
+        "application/x-asciicast",
+        "video/webm",
+        "application/x-hostgate-rfb",
+        "application/octet-stream",
+    ),
     errors=(416,),
 )
 async def download_recording(session_id: str) -> Response:
-    """The recording (asciicast for terminals, WebM for RDP), with HTTP Range support.
+    """The recording (asciicast: terminals, WebM: RDP, RFB records: VNC), with Range support.
 
     Every request that starts at byte 0 (a playback or download) is audited.
     """
@@ -586,6 +610,22 @@ async def recording_events(session_id: str) -> dict[str, Any]:
         "events": [
             {"elapsed": e.elapsed, "event_type": e.event_type}
             for e in await history.input_events(row.id)
+        ]
+    }
+
+
+@blueprint.get("/sessions/<session_id>/recording/keyframes")
+@authenticated
+@tag(["sessions"])
+@answers(KeyFrameList)
+async def recording_key_frames(session_id: str) -> dict[str, Any]:
+    """The key frame index of a gateway-recorded VNC session (empty for other recordings)."""
+    history = _history()
+    row = await history.visible(current_caller(), session_id)
+    return {
+        "keyFrames": [
+            {"elapsed": frame.elapsed, "offset": frame.offset}
+            for frame in await history.key_frames(row.id)
         ]
     }
 

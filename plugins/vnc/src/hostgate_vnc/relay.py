@@ -8,6 +8,9 @@ after it travel unchanged both ways. The VNC password never leaves the gateway.
 
 Back-pressure: the server is read only when the kernel asks for more output, so a
 slow browser stops the gateway reading and TCP flow control slows the server.
+
+Recorded sessions (``record_to``): see ``recording.py``; the recorder only
+queues, so the relay loop never waits for the disk.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from hostgate import (
     RemoteTimeout,
     RemoteUnreachable,
     SessionClosed,
+    StreamRecorder,
     open_tcp,
 )
 
+from . import recording
 from .rfb import BrowserHandshake, BrowserHandshakeError, ServerHandshake, ServerSession
 
 log = logging.getLogger("hostgate.vnc")
@@ -38,7 +43,9 @@ CLOSE_TIMEOUT = 5.0
 
 
 class VncStream:
-    """One relayed VNC session (implements ``hostgate.Stream``)."""
+    """One relayed VNC session (implements ``hostgate.RecordableStream``)."""
+
+    recording_format = "rfb"
 
     def __init__(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: ServerSession
@@ -51,6 +58,29 @@ class VncStream:
         self._failure: SessionClosed | None = None
         self._changed = asyncio.Event()
         self._closed = False
+        self._server_scan: recording.ServerScanner | None = None
+        self._client_scan: recording.ClientScanner | None = None
+        self._key_frames: asyncio.Task[None] | None = None
+
+    def record_to(self, recorder: StreamRecorder) -> None:
+        """Record the session from the ServerInit on (the gateway's own handshake is left out)."""
+        self._server_scan = recording.ServerScanner(recorder)
+        self._client_scan = recording.ClientScanner(recorder, self._server_scan)
+        self._key_frames = asyncio.create_task(
+            self._ask_for_key_frames(recorder), name="vnc-key-frames"
+        )
+
+    async def _ask_for_key_frames(self, recorder: StreamRecorder) -> None:
+        """Every ``KEY_FRAME_SECONDS``, a full update request between two browser messages."""
+        server, client = self._server_scan, self._client_scan
+        assert server is not None and client is not None
+        while not self._closed and recorder.active and not server.broken:
+            await asyncio.sleep(recording.KEY_FRAME_SECONDS)
+            if client.at_boundary and server.width and not self._closed:
+                # not through the client scanner: the request is the relay's, not input
+                self._writer.write(recording.update_request(server.width, server.height))
+                with contextlib.suppress(OSError):
+                    await self._writer.drain()
 
     @property
     def relaying(self) -> bool:
@@ -70,7 +100,10 @@ class VncStream:
             if self._closed:
                 return b""
             if self.relaying:
-                return await self._reader.read(READ_SIZE)
+                data = await self._reader.read(READ_SIZE)
+                if self._server_scan is not None:
+                    self._server_scan.feed(data)
+                return data
             await self._changed.wait()
 
     async def write(self, data: bytes) -> None:
@@ -90,6 +123,10 @@ class VncStream:
             await self._to_server(self._browser.leftover)
 
     async def _to_server(self, data: bytes) -> None:
+        if self._client_scan is not None:
+            data = self._client_scan.feed(data)
+            if not data:
+                return
         self._writer.write(data)
         await self._writer.drain()
 
@@ -99,6 +136,8 @@ class VncStream:
             return
         self._closed = True
         self._changed.set()
+        if self._key_frames is not None:
+            self._key_frames.cancel()
         self._writer.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, ForeignKey, Index, String
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, String
 from sqlmodel import Field, SQLModel
 
 from ...timefmt import utcnow
@@ -83,3 +83,17 @@ class SessionInputEvent(SQLModel, table=True):
     )
     elapsed: float = 0.0
     event_type: str = Field(max_length=32)
+
+
+class RecordingKeyFrame(SQLModel, table=True):
+    """Where a relay recording's key frame starts (ms since the start, plaintext offset)."""
+
+    __tablename__ = "recording_keyframes"
+    __table_args__ = (Index("ix_recording_keyframes_session", "session_id", "elapsed"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=64)
+    session_id: str = Field(
+        sa_column=Column(String(64), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False)
+    )
+    elapsed: float = 0.0
+    offset: int = Field(sa_column=Column(BigInteger, nullable=False))

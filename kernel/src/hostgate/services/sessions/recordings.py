@@ -22,12 +22,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import col, select
+from sqlmodel import col, delete, select
 
 from ...closereasons import CloseReason
 from ...cluster.lease import Lease, LocalLease
 from ...datadir import private_dir
-from ...db.models.sessions import RemoteSession
+from ...db.models.sessions import RecordingKeyFrame, RemoteSession
 from ...errors import ApiError, Conflict, NotFound, PayloadTooLarge
 from ...tasks import cancel_and_wait
 from ...timefmt import utcnow
@@ -626,6 +626,11 @@ class Recordings:
         Their search index entries go too: there is no recording left to jump into.
         """
         await RecordingSearch.forget(session, [row.id for row in rows])
+        await session.exec(
+            delete(RecordingKeyFrame).where(
+                col(RecordingKeyFrame.session_id).in_([row.id for row in rows])
+            )
+        )
         for row in rows:
             stored = await session.get(RemoteSession, row.id)
             if stored is None:

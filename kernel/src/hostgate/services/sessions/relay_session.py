@@ -1,4 +1,4 @@
-"""A byte relay (VNC, RDP): the server's bytes to the socket and back."""
+"""A byte relay (VNC, RDP): the server's bytes to the socket and back, recorded when it can be."""
 
 from __future__ import annotations
 
@@ -8,16 +8,22 @@ from typing import TYPE_CHECKING
 
 from ...adapters import Stream
 from ...closereasons import CloseReason
+from ...db.models.sessions import RecordingKeyFrame, SessionInputEvent
 from .remote_session import Admission, LiveRemoteSession
 from .upload_guard import NOTE, missing_reason
 
 if TYPE_CHECKING:
     from .session_service import TerminalSessions
+    from .stream_recording import StreamRecording
     from .upload_guard import UploadGuard
 
 
 class RelaySession(LiveRemoteSession):
-    """A byte relay (VNC, RDP): no recording, the same caps, idle and audit rules."""
+    """A byte relay with the same caps, idle and audit rules as terminals.
+
+    A ``RecordableStream`` (VNC) records itself into ``recording`` (handed to it
+    before it starts); its key frames and input events are stored once a second.
+    """
 
     kind = "stream"
 
@@ -28,6 +34,7 @@ class RelaySession(LiveRemoteSession):
         self.stream = stream
         self.guard: UploadGuard | None = None
         """Set when the browser must upload the session's recording (RDP)."""
+        self.recording: StreamRecording | None = None
 
     def start(self) -> None:
         """Begin pumping the server's bytes."""
@@ -45,7 +52,16 @@ class RelaySession(LiveRemoteSession):
         await self._forward(self.stream.write, data)
 
     async def tick(self, now: float) -> None:
-        """The shared checks, then the recording upload's (``upload_guard.py``)."""
+        """Store the recording's marks, then the shared checks and the upload guard's.
+
+        The gateway's own recording (VNC) stores its key frames and input events and
+        stops when the disk is low; a browser-made one (RDP) is held to its upload
+        (``upload_guard.py``).
+        """
+        if self.recording is not None:
+            if not await self.service.recordings.disk_ok(force=False):
+                self.recording.stop("disk_low")
+            await self._store_marks()
         await super().tick(now)
         guard = self.guard
         if self.ended or guard is None:
@@ -77,5 +93,24 @@ class RelaySession(LiveRemoteSession):
             )
         await self.end(4003, reason, CloseReason.RECORDING_MISSING)
 
+    async def _store_marks(self) -> None:
+        assert self.recording is not None
+        frames, events = self.recording.drain_marks()
+        if not frames and not events:
+            return
+        async with self.service.db.session() as db:
+            for offset, elapsed in frames:
+                db.add(RecordingKeyFrame(session_id=self.id, elapsed=elapsed, offset=offset))
+            for elapsed, kind in events:
+                db.add(SessionInputEvent(session_id=self.id, elapsed=elapsed, event_type=kind))
+            await db.commit()
+
     async def _close_backend(self) -> None:
         await self.stream.close()
+
+    async def _finish_recording(self) -> tuple[str | None, int, str]:
+        if self.recording is None:
+            return None, 0, ""
+        state, size, note = await self.recording.close()
+        await self._store_marks()
+        return state, size, note

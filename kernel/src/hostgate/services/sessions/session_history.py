@@ -12,12 +12,18 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, func, or_
 from sqlmodel import col, select
 
-from ...db.models.sessions import RemoteSession, SessionCommand, SessionInputEvent
+from ...db.models.sessions import (
+    RecordingKeyFrame,
+    RemoteSession,
+    SessionCommand,
+    SessionInputEvent,
+)
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...permissions import use_permission
 from .file_sessions import FileSessionLog
 from .interactive_terminal import TerminalSession
+from .relay_session import RelaySession
 from .search_index import RecordingSearch, SearchResult
 from .session_service import TerminalSessions
 
@@ -124,6 +130,8 @@ class SessionHistory:
         live = self.terminal_sessions.get(row.id)
         if isinstance(live, TerminalSession) and live.recorder is not None:
             return live.recorder.size
+        if isinstance(live, RelaySession) and live.recording is not None:
+            return live.recording.size
         return row.recording_size
 
     # -- reading ----------------------------------------------------------------------
@@ -198,6 +206,16 @@ class SessionHistory:
             select(SessionInputEvent)
             .where(SessionInputEvent.session_id == session_id)
             .order_by(col(SessionInputEvent.elapsed))
+        )
+        async with self.db.session() as db:
+            return list((await db.exec(query)).all())
+
+    async def key_frames(self, session_id: str) -> list[RecordingKeyFrame]:
+        """The key frame index of a gateway-recorded relay session, in order."""
+        query = (
+            select(RecordingKeyFrame)
+            .where(RecordingKeyFrame.session_id == session_id)
+            .order_by(col(RecordingKeyFrame.elapsed))
         )
         async with self.db.session() as db:
             return list((await db.exec(query)).all())
@@ -287,6 +305,9 @@ class SessionHistory:
                 )
                 await db.exec(
                     delete(SessionInputEvent).where(col(SessionInputEvent.session_id).in_(chunk))
+                )
+                await db.exec(
+                    delete(RecordingKeyFrame).where(col(RecordingKeyFrame.session_id).in_(chunk))
                 )
                 await RecordingSearch.forget(db, chunk)
                 await db.exec(delete(RemoteSession).where(col(RemoteSession.id).in_(chunk)))

@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from ...adapters import SessionClosed, Stream, Terminal, TerminalSize
+from ...adapters import RecordableStream, SessionClosed, Stream, Terminal, TerminalSize
 from ...closereasons import CloseReason
 from ...db.models.connections import Connection
 from ...db.models.sessions import RemoteSession
@@ -36,6 +36,7 @@ from .relay_session import RelaySession
 from .remote_session import Admission, LiveRemoteSession, close_code_for, close_reason_for
 from .search_text import OutputChunker
 from .session_ledger import SessionLedger
+from .stream_recording import StreamRecording
 from .upload_guard import UploadGuard
 
 if TYPE_CHECKING:
@@ -255,17 +256,48 @@ class TerminalSessions:
         session = RelaySession(self, admission, placeholder.id, stream)
         session.abort_reason = placeholder.abort_reason
         session.abort_code = placeholder.abort_code
+        row = self.ledger.new_row(session)
         try:
             session.guard = await UploadGuard.for_session(self, session)
-            await self._start(session, self.ledger.new_row(session))
+            if isinstance(stream, RecordableStream) and await self.records(
+                admission.target.connection_id
+            ):
+                await self._record_relay(session, stream, row)
+            await self._start(session, row)
         except BaseException:
             self.live.remove(session.id)
             self.forget(session)
+            if session.recording is not None:
+                session.recording.discard()
             with contextlib.suppress(Exception):
                 await stream.close()
             raise
+        if session.recording is not None:
+            session.recording.start()
         session.start()
         return session
+
+    async def _record_relay(
+        self, session: RelaySession, stream: RecordableStream, row: RemoteSession
+    ) -> None:
+        """Start the gateway-side recording of a relay that can be recorded (VNC)."""
+        fmt = stream.recording_format
+        writer = await self.recordings.create(row, fmt)
+        if writer is None:
+            return
+        session.recording_format = fmt
+        session.recording = StreamRecording(
+            writer,
+            started=session.started,
+            meta={
+                "protocol": session.protocol,
+                "format": fmt,
+                "timestamp": int(time.time()),
+                "title": session.target.name,
+            },
+            limit=self.recordings.size_limit(),
+        )
+        stream.record_to(session.recording)
 
     async def records(self, connection_id: str) -> bool:
         """True when sessions of the connection are recorded (globally and for it)."""

@@ -1790,7 +1790,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The recording (asciicast for terminals, WebM for RDP), with HTTP Range support.
+         * The recording (asciicast: terminals, WebM: RDP, RFB records: VNC), with Range support.
          * @description Every request that starts at byte 0 (a playback or download) is audited.
          */
         get: operations["get_download_recording"];
@@ -1848,6 +1848,23 @@ export interface paths {
         put?: never;
         /** End one's own RDP session: its recording is complete. */
         post: operations["post_finalize_recording"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/{session_id}/recording/keyframes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The key frame index of a gateway-recorded VNC session (empty for other recordings). */
+        get: operations["get_recording_key_frames"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3131,6 +3148,24 @@ export interface components {
         JoinableSessions: {
             /** Sessions */
             sessions: components["schemas"]["JoinableSession"][];
+        };
+        /**
+         * KeyFrameList
+         * @description The key frame index of a recording.
+         */
+        KeyFrameList: {
+            /** Keyframes */
+            keyFrames: components["schemas"]["KeyFrameRecord"][];
+        };
+        /**
+         * KeyFrameRecord
+         * @description One key frame of a gateway-recorded desktop (VNC) session.
+         */
+        KeyFrameRecord: {
+            /** Elapsed */
+            elapsed: number;
+            /** Offset */
+            offset: number;
         };
         /**
          * LdapTestResult
@@ -12395,7 +12430,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The recording (asciicast for terminals, WebM for RDP), with HTTP Range support. */
+            /** @description The recording (asciicast: terminals, WebM: RDP, RFB records: VNC), with Range support. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -12403,6 +12438,7 @@ export interface operations {
                 content: {
                     "application/octet-stream": unknown;
                     "application/x-asciicast": unknown;
+                    "application/x-hostgate-rfb": unknown;
                     "video/webm": unknown;
                 };
             };
@@ -12741,6 +12777,55 @@ export interface operations {
             };
         };
     };
+    get_recording_key_frames: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key frame index of a gateway-recorded VNC session (empty for other recordings). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyFrameList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_all_settings: {
         parameters: {
             query?: never;
@@ -12923,7 +13008,7 @@ export interface operations {
                     "network.protected"?: string;
                     /** @description Days the notification delivery log keeps entries */
                     "notifications.log_retention_days"?: number;
-                    /** @description Record terminal and RDP sessions */
+                    /** @description Record terminal, VNC and RDP sessions */
                     "recordings.enabled"?: boolean;
                     /** @description Make the text of terminal output searchable (stored unencrypted in the database); off purges what was indexed */
                     "recordings.index_output"?: boolean;

@@ -1,7 +1,7 @@
 """joining and moderation: who typed each command; connections that need a moderator
 
 Revision ID: 0013_join_moderation
-Revises: 0010_invites_onboarding
+Revises: 0011_recording_keyframes
 Create Date: 2026-12-07 12:00:00
 
 A command typed while others had joined the session and could type says whose
@@ -16,7 +16,7 @@ from alembic import op
 
 
 revision = '0013_join_moderation'
-down_revision = '0010_invites_onboarding'
+down_revision = '0011_recording_keyframes'
 branch_labels = None
 depends_on = None
 
