@@ -26,9 +26,17 @@ SEARCH_OBJECTS = frozenset(
 )
 """Tables, indexes and columns of the full-text part that only the migration knows."""
 
-PACK_TABLES = frozenset({"access_requests"})
+PACK_TABLES = frozenset(
+    {
+        "access_requests",
+        "notification_channels",
+        "notification_rules",
+        "notification_log",
+        "notification_digest_items",
+    }
+)
 """Tables the kernel's migrations made before their feature became a default pack: the
-pack maps its table itself (``hostgate_access.models``), so the kernel's models, loaded
+pack maps its tables itself (``hostgate_access.models``, ``hostgate_notifications.models``), so the kernel's models, loaded
 without packs, leave it out and schema comparisons skip it."""
 
 
