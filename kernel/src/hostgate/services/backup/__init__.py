@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ...security.secretbox import SecretBox
     from ..lifecycle import Lifecycle
     from ..sessions.live_sessions import LiveSessions
+    from ..sessions.recording_store import RecordingStore
 
 __all__ = [
     "BadPassword",
@@ -105,6 +106,7 @@ class Backups:
         *,
         data_dir: Path,
         recordings_dir: Path | None = None,
+        recording_store: RecordingStore | None = None,
         db: Database,
         secrets: SecretBox,
         live: LiveSessions,
@@ -113,6 +115,8 @@ class Backups:
     ) -> None:
         self._data_dir = data_dir
         self._recordings_dir = recordings_dir or data_dir / RECORDINGS_DIR
+        # a bucket (HOSTGATE_RECORDINGS_URL): exports read the recordings from it
+        self._bucket = recording_store if recording_store and recording_store.shared else None
         self.db = db
         self.secrets = secrets
         self.live = live
@@ -139,7 +143,11 @@ class Backups:
 
     async def size(self) -> dict[str, int]:
         """``{dbSize, recordingsSize, recordingCount}`` in bytes."""
-        count, total = await asyncio.to_thread(recordings_summary, self.recordings_dir)
+        if self._bucket is not None:
+            sizes = await self._bucket.sizes()
+            count, total = len(sizes), sum(sizes.values())
+        else:
+            count, total = await asyncio.to_thread(recordings_summary, self.recordings_dir)
         return {
             "dbSize": await self._database_size(),
             "recordingsSize": total,
@@ -171,6 +179,7 @@ class Backups:
             password,
             include_recordings=include_recordings,
             cost=self.kdf_cost,
+            bucket=self._bucket,
         )
 
     @contextlib.asynccontextmanager
