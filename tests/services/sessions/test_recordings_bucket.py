@@ -13,6 +13,7 @@ from hostgate.app import create_app
 from hostgate.closereasons import CloseReason
 from hostgate.config import Config
 from hostgate.db.models.sessions import RemoteSession
+from hostgate.services.backup import KdfCost
 from hostgate.services.sessions.recording_store import PART_SIZE
 from hostgate.timefmt import utcnow
 
@@ -21,6 +22,8 @@ from testsupport.s3server import S3Server
 
 API = "/api/v1"
 MIB = 1024 * 1024
+PASSWORD = "a long backup password"
+CHEAP = KdfCost(time_cost=1, memory_kib=1024, lanes=1)
 
 
 @pytest.fixture
@@ -113,6 +116,7 @@ async def test_storage_counts_the_objects_and_retention_deletes_them(
 async def test_a_backup_carries_the_bucket_recordings_when_asked(
     client, kernel, make_user, config, s3_server
 ):
+    kernel.backups.kdf_cost = CHEAP
     alice = await make_user("alice")
     await recorded(client, kernel, alice, [b"x" * 200_000])
     await recorded(client, kernel, alice, [b"y" * 300_000])
@@ -123,11 +127,9 @@ async def test_a_backup_carries_the_bucket_recordings_when_asked(
         "recordingCount": 2,
     }
     with_recordings = b"".join(
-        [p async for p in kernel.backups.export("a long backup password", include_recordings=True)]
+        [p async for p in kernel.backups.export(PASSWORD, include_recordings=True)]
     )
-    without = b"".join(
-        [p async for p in kernel.backups.export("a long backup password", include_recordings=False)]
-    )
+    without = b"".join([p async for p in kernel.backups.export(PASSWORD, include_recordings=False)])
     # the archive is sealed: the recordings show as the size they add
     assert len(with_recordings) - len(without) >= sum(sizes.values())
 
@@ -195,3 +197,31 @@ async def test_an_upload_resumes_from_the_bucket(config, make_user, client, kern
     assert (await client.post(f"{url}/finalize", headers=alice.headers)).status_code == 200
     got = await (await client.get(url, headers=alice.headers)).get_data()
     assert got == first + more
+
+
+async def test_a_restore_puts_the_archive_recordings_in_the_bucket(
+    client, kernel, make_user, config, s3_server, tmp_path
+):
+    """The archive's recordings are uploaded after the database commit and the bucket's
+    other recordings (made after the export) are deleted: rows and objects agree."""
+    kernel.backups.kdf_cost = CHEAP
+    alice = await make_user("alice")
+    kept = await recorded(client, kernel, alice, [pattern(300_000)])
+    archive = tmp_path / "backup.geb"
+    with archive.open("wb") as handle:
+        async for piece in kernel.backups.export(PASSWORD, include_recordings=True):
+            handle.write(piece)
+    later = await recorded(client, kernel, alice, [b"later" * 1000])
+    assert set(objects(s3_server, config)) == {f"{kept}.webm", f"{later}.webm"}
+    async with kernel.backups.import_slot() as slot:
+        result = await kernel.backups.restore(archive, PASSWORD, slot)
+    assert result.recordings_restored == 1
+    assert set(objects(s3_server, config)) == {f"{kept}.webm"}
+    async with kernel.db.session() as db:
+        row = await db.get(RemoteSession, kept)
+        assert await db.get(RemoteSession, later) is None
+    reader = await asyncio.to_thread(kernel.recordings.open_reader, row)
+    try:
+        assert b"".join(reader.chunks()) == pattern(300_000)
+    finally:
+        reader.close()

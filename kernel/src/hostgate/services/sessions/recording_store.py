@@ -98,6 +98,10 @@ class RecordingStore(ABC):
     def chunks(self, name: str, size: int) -> AsyncIterator[bytes]:
         """A stored recording's bytes in pieces (a backup), memory flat."""
 
+    async def upload_file(self, name: str, path: Path) -> None:
+        """Store a local file as recording ``name`` (a restore into a bucket)."""
+        raise NotImplementedError("only a bucket takes uploads")
+
 
 class LocalStore(RecordingStore):
     """Recording files in a directory (``HOSTGATE_RECORDINGS_DIR`` or the data dir's)."""
@@ -225,6 +229,8 @@ class S3Store(RecordingStore):
 
     async def start(self) -> None:
         """Open the clients and check the bucket answers."""
+        if self.client is not None:  # a restore's recovery may have started it already
+            return
         from aiobotocore.session import get_session  # the optional s3 extra
         from botocore.config import Config as BotoConfig
         from botocore.session import get_session as get_sync_session
@@ -358,6 +364,39 @@ class S3Store(RecordingStore):
         key = self.key(name)
         for start in range(0, size, READ_WINDOW):
             yield await self.get_range(key, start, min(size, start + READ_WINDOW))
+
+    async def upload_file(self, name: str, path: Path) -> None:
+        """A local file as the object of ``name``: one PUT, or parts of ``PART_SIZE``."""
+        bucket, key = self.location.bucket, self.key(name)
+        size = path.stat().st_size
+        handle = await asyncio.to_thread(open, path, "rb")
+        try:
+            if size <= PART_SIZE:
+                body = await asyncio.to_thread(handle.read)
+                await self.client.put_object(Bucket=bucket, Key=key, Body=body)
+                return
+            upload_id = (await self.client.create_multipart_upload(Bucket=bucket, Key=key))[
+                "UploadId"
+            ]
+            parts: list[dict[str, Any]] = []
+            try:
+                while body := await asyncio.to_thread(handle.read, PART_SIZE):
+                    answer = await self.client.upload_part(
+                        Bucket=bucket,
+                        Key=key,
+                        UploadId=upload_id,
+                        PartNumber=len(parts) + 1,
+                        Body=body,
+                    )
+                    parts.append({"PartNumber": len(parts) + 1, "ETag": answer["ETag"]})
+                await self.client.complete_multipart_upload(
+                    Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+                )
+            except BaseException:
+                await self._abort(key, upload_id)
+                raise
+        finally:
+            handle.close()
 
     async def get_range(self, key: str, start: int, stop: int) -> bytes:
         """Bytes ``start`` .. ``stop`` (exclusive) of an object."""
