@@ -25,6 +25,7 @@ import shutil
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,8 +43,12 @@ PART_SIZE = 5 * MIB
 """S3's smallest part but the last: full slots are uploaded once this much is queued."""
 MAX_BACKLOG = 4 * PART_SIZE
 """Bytes one recording may have queued for upload; past it, it stops (``storage_slow``)."""
-READ_WINDOW = 1 * MIB
-"""Bytes one ranged GET fetches for a reader (read ahead: one request per window)."""
+READ_WINDOW = 4 * MIB
+"""Bytes one ranged GET fetches for a reader (one request per window, the next ahead)."""
+READ_AHEAD = 2
+"""Windows a reader fetches ahead of the one it reads (three held at most)."""
+_READ_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="hostgate-s3-read")
+"""Where readers fetch their next window (the reading itself runs in asyncio's threads)."""
 DELETE_BATCH = 1000
 
 T = TypeVar("T")
@@ -420,7 +425,12 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 class S3Source:
-    """Ranged GETs of one object, a ``READ_WINDOW`` at a time (one window held)."""
+    """Ranged GETs of one object, ``READ_WINDOW`` bytes each, ``READ_AHEAD`` fetched ahead.
+
+    Three windows at most are held (the one read and the ones coming), so memory
+    stays flat whatever the object's size; reading ahead overlaps the requests' round
+    trips with the decryption of the window before.
+    """
 
     def __init__(self, store: S3Store, key: str) -> None:
         from botocore.exceptions import ClientError
@@ -429,49 +439,63 @@ class S3Source:
         self._key = key
         self._window_start = 0
         self._window = b""
+        self._ahead: deque[tuple[int, Future[tuple[bytes, int]]]] = deque()
         try:
-            self._size = self._fetch(0)
+            self._window, self._size = self._get(0)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")
             if code in ("404", "NoSuchKey", "NotFound", "InvalidRange"):
                 raise FileNotFoundError(key) from None
             raise
 
-    def _fetch(self, start: int) -> int:
+    def _get(self, start: int, length: int = READ_WINDOW) -> tuple[bytes, int]:
+        """Bytes from ``start`` and the object's size (from Content-Range)."""
         answer = self._store._sync.get_object(
             Bucket=self._store.location.bucket,
             Key=self._key,
-            Range=f"bytes={start}-{start + READ_WINDOW - 1}",
+            Range=f"bytes={start}-{start + length - 1}",
         )
         with contextlib.closing(answer["Body"]) as body:
-            self._window = body.read()
-        self._window_start = start
+            data = body.read()
         total = str(answer.get("ContentRange", "")).rpartition("/")[2]
-        return int(total) if total.isdigit() else len(self._window)
+        return data, int(total) if total.isdigit() else len(data)
 
     def size(self) -> int:
         """The object's size."""
         return self._size
 
+    def _window_at(self, start: int) -> None:
+        end = self._window_start + len(self._window)
+        if self._ahead and self._ahead[0][0] == end and self._window_start <= start <= end:
+            # slots straddle windows: keep the rest of this one, add the one fetched ahead
+            data = self._window[start - self._window_start :] + self._ahead.popleft()[1].result()[0]
+        else:
+            self._cancel_ahead()
+            data = self._get(start)[0]
+        self._window, self._window_start = data, start
+        following = self._ahead[-1][0] + READ_WINDOW if self._ahead else start + len(data)
+        while len(self._ahead) < READ_AHEAD and following < self._size:
+            self._ahead.append((following, _READ_AHEAD.submit(self._get, following)))
+            following += READ_WINDOW
+
+    def _cancel_ahead(self) -> None:
+        while self._ahead:
+            self._ahead.popleft()[1].cancel()
+
     def read(self, offset: int, length: int) -> bytes:
-        """Bytes from the held window, fetching the window that starts at ``offset`` if needed."""
+        """Bytes from the held window, moving the window to ``offset`` when needed."""
         end = min(offset + length, self._size)
         if offset < self._window_start or end > self._window_start + len(self._window):
             if length > READ_WINDOW:
-                answer = self._store._sync.get_object(
-                    Bucket=self._store.location.bucket,
-                    Key=self._key,
-                    Range=f"bytes={offset}-{end - 1}",
-                )
-                with contextlib.closing(answer["Body"]) as body:
-                    return bytes(body.read())
-            self._fetch(offset)
+                return self._get(offset, end - offset)[0]
+            self._window_at(offset)
         start = offset - self._window_start
         return self._window[start : start + (end - offset)]
 
     def close(self) -> None:
-        """Drop the window."""
+        """Drop the windows."""
         self._window = b""
+        self._cancel_ahead()
 
 
 class S3Sink:
