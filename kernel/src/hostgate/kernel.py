@@ -52,7 +52,7 @@ from .services.outbound import Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
 from .services.sessions.live_sessions import LiveSessions
-from .services.sessions.recording_store import store_for
+from .services.sessions.recording_store import StoreUnavailable, store_for
 from .services.sessions.recordings import Recordings
 from .services.sessions.remote_file_pool import RemoteFilePool
 from .services.sessions.remote_session import LiveRemoteSession
@@ -445,6 +445,10 @@ class Kernel:
         # joined before the recordings repair rows left open, which skips the held ones
         await self.live.start()
         self._live_joined = True
+        try:  # a bucket that does not answer stops start-up with a message, not a trace
+            await self.recordings.store.start()
+        except StoreUnavailable as exc:
+            raise StartupError(str(exc)) from None
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)

@@ -9,10 +9,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hostgate.app import create_app
+from hostgate.app import create_app, kernel_of
 from hostgate.closereasons import CloseReason
-from hostgate.config import Config
+from hostgate.config import Config, ConfigError, load_config
 from hostgate.db.models.sessions import RemoteSession
+from hostgate.kernel import StartupError
 from hostgate.services.backup import KdfCost
 from hostgate.services.sessions.recording_store import PART_SIZE
 from hostgate.timefmt import utcnow
@@ -225,3 +226,36 @@ async def test_a_restore_puts_the_archive_recordings_in_the_bucket(
         assert b"".join(reader.chunks()) == pattern(300_000)
     finally:
         reader.close()
+
+
+def test_the_bucket_comes_from_the_environment_or_the_config_file(tmp_path):
+    env = {
+        "HOSTGATE_RECORDINGS_URL": "s3://records/gateway-1/",
+        "HOSTGATE_S3_ENDPOINT_URL": "http://rgw.internal:7480",
+        "HOSTGATE_S3_SECRET_ACCESS_KEY": "very-secret-value",
+        "HOSTGATE_S3_ACCESS_KEY_ID": "key-id",
+    }
+    loaded = load_config(env=env)
+    assert loaded.recordings_url == "s3://records/gateway-1"
+    assert loaded.s3_endpoint_url == "http://rgw.internal:7480"
+    assert "very-secret-value" not in repr(loaded)
+    toml = tmp_path / "hostgate.toml"
+    toml.write_text('recordings_url = "s3://from-file"\ns3_region = "eu-west-3"\n')
+    from_file = load_config(env={}, config_file=toml)
+    assert (from_file.recordings_url, from_file.s3_region) == ("s3://from-file", "eu-west-3")
+    for wrong in ("records", "s3://", "https://records/x", "s3://user:pw@records"):
+        with pytest.raises(ConfigError, match="HOSTGATE_RECORDINGS_URL must be s3://") as info:
+            load_config(env={"HOSTGATE_RECORDINGS_URL": wrong})
+        assert "pw" not in str(info.value)
+
+
+async def test_a_bucket_that_does_not_exist_refuses_start_up(hostgate_config, s3_server):
+    settings = {**s3_server.config(), "recordings_url": "s3://no-such-bucket-here/x"}
+    app = create_app(hostgate_config.with_overrides(**settings))
+    with pytest.raises(StartupError) as info:
+        await kernel_of(app).startup()
+    await kernel_of(app).shutdown()
+    message = str(info.value)
+    assert "The recordings bucket s3://no-such-bucket-here/x/ (HOSTGATE_RECORDINGS_URL)" in message
+    assert "cannot be used" in message
+    assert s3_server.endpoint not in message and "hostgate-test-secret" not in message

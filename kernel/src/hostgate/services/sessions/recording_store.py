@@ -54,6 +54,19 @@ DELETE_BATCH = 1000
 T = TypeVar("T")
 
 
+class StoreUnavailable(Exception):
+    """The recordings store cannot be used (a bucket that does not answer); start-up stops."""
+
+
+def _reason(exc: Exception) -> str:
+    """What went wrong, without the request (its URL and headers stay out of messages)."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        error = response.get("Error", {})
+        return f"{error.get('Code', '?')} {error.get('Message', '')}".strip()
+    return type(exc).__name__
+
+
 class RecordingStore(ABC):
     """The storage below ``Recordings``: recordings by name (``<session id>.<format>``)."""
 
@@ -238,6 +251,7 @@ class S3Store(RecordingStore):
             return
         from aiobotocore.session import get_session  # the optional s3 extra
         from botocore.config import Config as BotoConfig
+        from botocore.exceptions import BotoCoreError, ClientError
         from botocore.session import get_session as get_sync_session
 
         self.loop = asyncio.get_running_loop()
@@ -246,7 +260,15 @@ class S3Store(RecordingStore):
             get_session().create_client(config=boto, **self._options)
         )
         self._sync = get_sync_session().create_client(config=boto, **self._options)
-        await self.client.head_bucket(Bucket=self.location.bucket)
+        try:
+            await self.client.head_bucket(Bucket=self.location.bucket)
+        except (BotoCoreError, ClientError) as exc:
+            await self.stop()
+            self.client = None
+            raise StoreUnavailable(
+                f"The recordings bucket {self.describe()} (HOSTGATE_RECORDINGS_URL) cannot be "
+                f"used: {_reason(exc)}. It must exist and the credentials must reach it."
+            ) from None
 
     async def stop(self) -> None:
         """Wait for closing writers' uploads, then close the clients."""
