@@ -49,8 +49,8 @@ REGION = "us-east-1"
 
 
 CEPH_PROGRAMS = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "monmaptool")
-CEPH_START_SECONDS = 60.0
-"""How long the cluster may take to come up (10-20 s on a loaded 2-core machine)."""
+CEPH_START_SECONDS = 90.0
+"""How long the cluster may take to come up (10-30 s on a loaded 2-core machine)."""
 
 
 @dataclass
@@ -175,8 +175,14 @@ def started_radosgw() -> Iterator[S3Server]:
             _did_not_start(log, directory)
         monitor = ["ceph-mon", "-f", "-i", "a", "-c", conf]
         processes.append(launch("ceph-mon", monitor, log, mon_port))
-        ok = _run(["ceph", "-c", conf, "--connect-timeout", "20", "osd", "create"], log, 30)
-        ok = ok and _run(["ceph-osd", "-i", "0", "--mkfs", "-c", conf], log, 30)
+        # the OSD's own uuid, given to both: the monitor then knows the OSD that boots
+        osd_uuid = str(uuid.uuid4())
+        ok = _run(
+            ["ceph", "-c", conf, "--connect-timeout", "30", "osd", "create", osd_uuid], log, 40
+        )
+        ok = ok and _run(
+            ["ceph-osd", "-i", "0", "--mkfs", "--osd-uuid", osd_uuid, "-c", conf], log, 40
+        )
         if not ok:
             _did_not_start(log, directory)
         with log.open("ab") as out:

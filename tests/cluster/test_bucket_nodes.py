@@ -8,6 +8,8 @@ Each node has its own data directory (and so its own, unused, recordings directo
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -159,4 +161,55 @@ async def test_a_killed_node_leaves_its_recording_readable_up_to_the_last_part(
     assert PART * 0.99 < len(recording.content) < len(data)
     assert recording.content == data[: len(recording.content)]
     assert row["fileSize"] == len(recording.content)
+    cluster.node_a.start()  # the fixture's teardown checks its log
+
+
+async def test_a_node_killed_mid_terminal_session_leaves_the_uploaded_parts_readable(
+    bucket_cluster: BucketCluster,
+    telnetd: Any,  # noqa: F811
+) -> None:
+    """A terminal whose recording passed one part (5 MiB) when its node died: the other
+    node ends the session and its recording reads back as a prefix of the cast."""
+    cluster = bucket_cluster
+    on_a = Node(cluster.node_a.url, cluster.token)
+    on_b = Node(cluster.node_b.url, cluster.token)
+    created = on_a.call(
+        "POST",
+        "/connections",
+        json={
+            "name": "telnet big",
+            "protocol": "telnet",
+            "host": telnetd.host,
+            "port": telnetd.port,
+            "username": telnetd.username,
+            "password": telnetd.password,
+        },
+    )
+    assert created.status_code == 201, created.text
+    terminal = await open_terminal(cluster.node_a, on_a.ticket(), str(created.json()["id"]))
+    line = "x" * 79
+    await terminal.send(f"yes {line} | head -c 6500000; echo big-$((20+22))\r")
+    tail = b""
+    while b"big-42" not in tail:  # only the end is kept: the output is megabytes
+        frame = await asyncio.wait_for(terminal.socket.recv(), 60)
+        if isinstance(frame, bytes):
+            tail = (tail + frame)[-64:]
+    [held] = until(on_b.active, 10, "node B lists node A's terminal")
+    until(lambda: parts_uploaded(cluster, f"{held['id']}.cast") >= 1, 30, "a part is uploaded")
+    cluster.node_a.kill()
+    row = until(
+        lambda: (r := on_b.call("GET", f"/sessions/{held['id']}").json()).get("endReason") and r,
+        NODE_TIMEOUT + 10,
+        "node B marks node A's terminal ended",
+    )
+    assert row["endReason"] == "the gateway node holding it stopped answering"
+    assert row["recordingState"] == "complete", row
+    recording = on_b.call("GET", f"/sessions/{held['id']}/recording")
+    assert recording.status_code == 200, recording.text
+    assert PART * 0.99 < len(recording.content) == row["fileSize"]
+    lines = recording.content.split(b"\n")
+    assert json.loads(lines[0])["version"] == 2
+    # whole events up to the cut (the last one may be cut in the middle), megabytes of them
+    events = [json.loads(event) for event in lines[1:-1]]
+    assert sum(text.count(line) for _, kind, text in events if kind == "o") > 50_000
     cluster.node_a.start()  # the fixture's teardown checks its log
