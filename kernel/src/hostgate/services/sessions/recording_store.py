@@ -45,6 +45,8 @@ MAX_BACKLOG = 4 * PART_SIZE
 """Bytes one recording may have queued for upload; past it, it stops (``storage_slow``)."""
 READ_WINDOW = 4 * MIB
 """Bytes one ranged GET fetches for a reader (one request per window, the next ahead)."""
+FIRST_WINDOW = 128 * 1024
+"""Bytes the first GET of a reader fetches (with the size, from Content-Range)."""
 READ_AHEAD = 2
 """Windows a reader fetches ahead of the one it reads (three held at most)."""
 _READ_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="hostgate-s3-read")
@@ -463,7 +465,8 @@ class S3Source:
         self._window = b""
         self._ahead: deque[tuple[int, Future[tuple[bytes, int]]]] = deque()
         try:
-            self._window, self._size = self._get(0)
+            # small: a reader may be opened on the event loop (the header, the first slot)
+            self._window, self._size = self._get(0, FIRST_WINDOW)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")
             if code in ("404", "NoSuchKey", "NotFound", "InvalidRange"):
@@ -714,9 +717,8 @@ class S3Sink:
             self._store.track_close(self._key, self._task)
             await asyncio.shield(self._task)
 
+        # a failed upload was logged by the pump; the session's close goes on regardless
         asyncio.run_coroutine_threadsafe(finish(), loop).result()
-        if self.error is not None:
-            raise OSError(f"the recording upload failed: {type(self.error).__name__}")
 
     def discard(self) -> None:
         """Abort the upload; nothing of it stays."""
