@@ -34,7 +34,15 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import Row, hostgate_server, median, print_table, socket_cat, text_file  # noqa: E402
+from _common import (  # noqa: E402
+    Row,
+    cpu_seconds,
+    hostgate_server,
+    median,
+    print_table,
+    socket_cat,
+    text_file,
+)
 from terminal import Gateway  # noqa: E402
 
 MIB = 1024 * 1024
@@ -53,12 +61,14 @@ def bucket_env(server: Any) -> dict[str, str]:
     }
 
 
-async def cat_rate(gateway: Gateway, path: Path) -> float:
-    """MB/s of one ``cat`` through the gateway (recording on)."""
+async def cat_rate(gateway: Gateway, path: Path, pid: int) -> tuple[float, float]:
+    """MB/s of one ``cat`` through the gateway (recording on), and its CPU ms per MiB."""
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         socket = await gateway.open(http, deflate=False)
+    cpu = cpu_seconds(pid)
     moved, elapsed = await socket_cat(socket, path)
-    return moved / MIB / elapsed
+    await asyncio.sleep(1)  # the recording's close (the last part, the upload's completion)
+    return moved / MIB / elapsed, (cpu_seconds(pid) - cpu) * 1000 / (moved / MIB)
 
 
 def pieces(total: int) -> Iterator[bytes]:
@@ -124,15 +134,20 @@ def main() -> None:
         with ExitStack() as stack:
             s3 = stack.enter_context(started_s3())
             print(f"S3-compatible server: {s3.kind}")
-            local = Gateway(stack.enter_context(hostgate_server()).url)
-            bucket = Gateway(stack.enter_context(hostgate_server(bucket_env(s3))).url)
+            local_server = stack.enter_context(hostgate_server())
+            bucket_server = stack.enter_context(hostgate_server(bucket_env(s3)))
+            local, bucket = Gateway(local_server.url), Gateway(bucket_server.url)
+            pids = {"local": local_server.pid, "bucket": bucket_server.pid}
             for gateway in (local, bucket):
                 gateway.add_connection(sshd)
             cats: dict[str, list[float]] = {"local": [], "bucket": []}
+            cpus: dict[str, list[float]] = {"local": [], "bucket": []}
             ratios = []
             for _ in range(args.rounds):
-                cats["local"].append(asyncio.run(cat_rate(local, text)))
-                cats["bucket"].append(asyncio.run(cat_rate(bucket, text)))
+                for name, gateway in (("local", local), ("bucket", bucket)):
+                    rate, cpu = asyncio.run(cat_rate(gateway, text, pids[name]))
+                    cats[name].append(rate)
+                    cpus[name].append(cpu)
                 ratios.append(cats["bucket"][-1] / cats["local"][-1])
             rows.append(
                 Row(
@@ -142,6 +157,15 @@ def main() -> None:
                     baseline=median(cats["local"]),
                     target=">= 0.9x local disk",
                     measured_ratio=median(ratios),
+                )
+            )
+            rows.append(
+                Row(
+                    "  gateway CPU per MiB of that cat, bucket",
+                    median(cpus["bucket"]),
+                    "ms",
+                    baseline=median(cpus["local"]),
+                    target="(load-robust: lower is better)",
                 )
             )
             total = args.range_mib * MIB

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -107,6 +108,9 @@ class S3Server:
 
 
 def _ceph_conf(directory: Path, fsid: str, mon_port: int, rgw_port: int) -> Path:
+    # the OSD's ports: its own range, not 6800-7300, which two clusters (a test run
+    # and a bench) would share, each OSD then talking to the other cluster's
+    osd_ports = random.randrange(20000, 30000)
     conf = directory / "ceph.conf"
     conf.write_text(
         f"""[global]
@@ -123,6 +127,8 @@ mon allow pool size one = true
 osd crush chooseleaf type = 0
 mon warn on pool no redundancy = false
 ms bind ipv6 = false
+ms bind port min = {osd_ports}
+ms bind port max = {osd_ports + 40}
 run dir = {directory}/run
 log file = {directory}/$name.log
 admin socket = {directory}/run/$name.asok

@@ -340,14 +340,20 @@ class S3Store(RecordingStore):
                 Bucket=self.location.bucket,
                 Delete={"Objects": [{"Key": self.key(n)} for n in batch], "Quiet": True},
             )
-        for name in names:
-            for upload in await self._uploads(self.key(name)):
-                await self._abort(self.key(name), upload["UploadId"])
+        if names:  # one listing of the prefix's unfinished uploads, not one per name
+            doomed = {self.key(n) for n in names}
+            for upload in await self._uploads(self.location.prefix, exact=False):
+                if upload["Key"] in doomed:
+                    await self._abort(upload["Key"], upload["UploadId"])
         return freed
 
-    async def _uploads(self, key: str) -> list[dict[str, Any]]:
-        answer = await self.client.list_multipart_uploads(Bucket=self.location.bucket, Prefix=key)
-        return [u for u in answer.get("Uploads", []) if u["Key"] == key]
+    async def _uploads(self, key: str, *, exact: bool = True) -> list[dict[str, Any]]:
+        """Unfinished uploads of ``key`` (or under the prefix ``key`` when not ``exact``)."""
+        found: list[dict[str, Any]] = []
+        paginator = self.client.get_paginator("list_multipart_uploads")
+        async for page in paginator.paginate(Bucket=self.location.bucket, Prefix=key):
+            found += [u for u in page.get("Uploads", []) if not exact or u["Key"] == key]
+        return found
 
     async def _abort(self, key: str, upload_id: str) -> None:
         with contextlib.suppress(Exception):
