@@ -257,10 +257,12 @@ class S3Store(RecordingStore):
         from botocore.session import get_session as get_sync_session
 
         self.loop = asyncio.get_running_loop()
-        # no CRC32 of every part and every window: each 64 KiB slot carries its own
-        # AES-GCM tag, checked on every read, which a checksum would only repeat
+        # no SHA-256 payload signature and no CRC32 of every part and window: each
+        # 64 KiB slot carries its own AES-GCM tag, checked on every read, which a
+        # checksum would only repeat (botocore would hash whole parts on the loop)
         boto = BotoConfig(
             retries={"max_attempts": 3, "mode": "standard"},
+            s3={"payload_signing_enabled": False},
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
         )
