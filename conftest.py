@@ -12,6 +12,7 @@ pytest_plugins = [
     "testsupport.fixtures",
     "testsupport.postgres",
     "testsupport.redisd",
+    "testsupport.s3server",
     "testsupport.haproxy",
     "testsupport.jumpnet",
 ]

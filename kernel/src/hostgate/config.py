@@ -29,6 +29,16 @@ class Config:
     # where recording files live; None = <data_dir>/recordings. Several nodes point
     # it at one shared directory (docs/cluster.md "The recordings directory")
     recordings_dir: Path | None = None
+    # recordings in an S3-compatible bucket instead (``s3://bucket/prefix``): every node
+    # reads every recording without a shared directory (docs/admin.md "Recordings in
+    # object storage"); empty = the directory above
+    recordings_url: str = ""
+    # the bucket's endpoint (empty: AWS), region, and credentials (empty: botocore's own
+    # chain, AWS_ACCESS_KEY_ID...). Never stored in the database, never logged.
+    s3_endpoint_url: str = ""
+    s3_region: str = ""
+    s3_access_key_id: str = field(default="", repr=False)
+    s3_secret_access_key: str = field(default="", repr=False)
     database_url: str | None = None
     encryption_key: str | None = None
     host: str = DEFAULT_HOST
@@ -177,6 +187,17 @@ def _directory(value: Any) -> Path | None:
     return path
 
 
+def _recordings_url(value: Any) -> str:
+    """``s3://bucket`` or ``s3://bucket/prefix``, or empty for the local directory."""
+    text = str(value).strip()
+    if not text:
+        return ""
+    bucket = text.removeprefix("s3://").partition("/")[0]
+    if not text.startswith("s3://") or not bucket or "@" in text:
+        raise ConfigError("HOSTGATE_RECORDINGS_URL must be s3://bucket or s3://bucket/prefix")
+    return text.rstrip("/")
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     items = value if isinstance(value, list) else value.split(",")
     return tuple(i.strip() for i in items if i.strip())
@@ -203,6 +224,11 @@ def load_config(
     mapping: dict[str, tuple[str, Any]] = {
         "data_dir": ("HOSTGATE_DATA_DIR", Path),
         "recordings_dir": ("HOSTGATE_RECORDINGS_DIR", _directory),
+        "recordings_url": ("HOSTGATE_RECORDINGS_URL", _recordings_url),
+        "s3_endpoint_url": ("HOSTGATE_S3_ENDPOINT_URL", lambda v: str(v).strip()),
+        "s3_region": ("HOSTGATE_S3_REGION", lambda v: str(v).strip()),
+        "s3_access_key_id": ("HOSTGATE_S3_ACCESS_KEY_ID", str),
+        "s3_secret_access_key": ("HOSTGATE_S3_SECRET_ACCESS_KEY", str),
         "database_url": ("HOSTGATE_DATABASE_URL", str),
         "encryption_key": ("HOSTGATE_ENCRYPTION_KEY", str),
         "host": ("HOSTGATE_HOST", str),

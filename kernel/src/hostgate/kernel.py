@@ -53,6 +53,7 @@ from .services.outbound import DeprecatedNotifications, Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
 from .services.sessions.live_sessions import LiveSessions
+from .services.sessions.recording_store import StoreUnavailable, store_for
 from .services.sessions.recordings import Recordings
 from .services.sessions.remote_file_pool import RemoteFilePool
 from .services.sessions.remote_session import LiveRemoteSession
@@ -223,9 +224,11 @@ class Kernel:
         self.health_checks = HealthChecks(
             connections=self.connections, limits=self.limits, netpolicy=self.netpolicy
         )
+        recording_store = store_for(config)
         self.backups = Backups(
             data_dir=config.data_dir,
             recordings_dir=config.resolved_recordings_dir,
+            recording_store=recording_store,
             db=self.db,
             secrets=self.secrets,
             live=self.live,
@@ -234,6 +237,7 @@ class Kernel:
         )
         self.metrics = Metrics(live=self.live, relays=self._relays)
         self.recordings = Recordings(
+            store=recording_store,
             directory=config.resolved_recordings_dir,
             db=self.db,
             secrets=self.secrets,
@@ -365,7 +369,8 @@ class Kernel:
             await self.cluster.claim_database(database_id, replace=True)
             # this node's recordings directory was checked at start: it is the shared
             # one, so it takes the restored database's token (or a new one)
-            await self._check_recordings_dir(database_id, adopt=True)
+            if not self.config.recordings_url:
+                await self._check_recordings_dir(database_id, adopt=True)
         await self.settings.load()
         self.audit.forget_chain_head()
         await self.identity.start()
@@ -423,7 +428,8 @@ class Kernel:
             try:
                 database_id = await self._database_id()
                 await self.cluster.claim_database(database_id)
-                await self._check_recordings_dir(database_id)
+                if not self.config.recordings_url:  # a bucket is every node's already
+                    await self._check_recordings_dir(database_id)
             except ClusterSetupError as exc:
                 raise StartupError(str(exc)) from None
         await self.settings.load()
@@ -432,6 +438,10 @@ class Kernel:
         # joined before the recordings repair rows left open, which skips the held ones
         await self.live.start()
         self._live_joined = True
+        try:  # a bucket that does not answer stops start-up with a message, not a trace
+            await self.recordings.store.start()
+        except StoreUnavailable as exc:
+            raise StartupError(str(exc)) from None
         for hook in self._start_hooks:
             await hook()
         await self.plugins.call_all("startup", kernel=self)

@@ -35,9 +35,10 @@ PACK_TABLES = frozenset(
         "notification_digest_items",
     }
 )
-"""Tables the kernel's migrations made before their feature became a default pack: the
-pack maps its tables itself (``hostgate_access.models``, ``hostgate_notifications.models``), so the kernel's models, loaded
-without packs, leave it out and schema comparisons skip it."""
+"""Tables the kernel's migrations made before their feature became a default pack: each
+pack maps its tables itself (``hostgate_access.models``, ``hostgate_notifications.models``),
+so the kernel's models, loaded without packs, leave them out and schema comparisons skip
+them."""
 
 
 class SearchEntry(SQLModel, table=True):

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ...security.secretbox import SecretBox
     from ..lifecycle import Lifecycle
     from ..sessions.live_sessions import LiveSessions
+    from ..sessions.recording_store import RecordingStore
 
 __all__ = [
     "BadPassword",
@@ -105,6 +106,7 @@ class Backups:
         *,
         data_dir: Path,
         recordings_dir: Path | None = None,
+        recording_store: RecordingStore | None = None,
         db: Database,
         secrets: SecretBox,
         live: LiveSessions,
@@ -113,6 +115,8 @@ class Backups:
     ) -> None:
         self._data_dir = data_dir
         self._recordings_dir = recordings_dir or data_dir / RECORDINGS_DIR
+        # a bucket (HOSTGATE_RECORDINGS_URL): exports read the recordings from it
+        self._bucket = recording_store if recording_store and recording_store.shared else None
         self.db = db
         self.secrets = secrets
         self.live = live
@@ -139,7 +143,11 @@ class Backups:
 
     async def size(self) -> dict[str, int]:
         """``{dbSize, recordingsSize, recordingCount}`` in bytes."""
-        count, total = await asyncio.to_thread(recordings_summary, self.recordings_dir)
+        if self._bucket is not None:
+            sizes = await self._bucket.sizes()
+            count, total = len(sizes), sum(sizes.values())
+        else:
+            count, total = await asyncio.to_thread(recordings_summary, self.recordings_dir)
         return {
             "dbSize": await self._database_size(),
             "recordingsSize": total,
@@ -171,6 +179,7 @@ class Backups:
             password,
             include_recordings=include_recordings,
             cost=self.kdf_cost,
+            bucket=self._bucket,
         )
 
     @contextlib.asynccontextmanager
@@ -240,6 +249,8 @@ class Backups:
             "directory": str(staged.directory),
             "recordings": staged.recordings is not None,
             "recordingsDir": str(self.recordings_dir),
+            # a bucket: the staged recordings are uploaded, the directory left alone
+            "recordingsBucket": self._bucket is not None,
         }
         await asyncio.to_thread(write_journal, self._journal_path, journal)
         # Open terminals and file sessions belong to the data being replaced (every node's).
@@ -261,6 +272,8 @@ class Backups:
                     ) from None
                 raise
             log.warning("restore %s: error after the commit (%s); completing it", restore_id, exc)
+        if self._bucket is not None and staged.recordings is not None:
+            await self._restore_to_bucket(staged.directory)
         await asyncio.to_thread(finish_journal, self.data_dir, journal, True)
         await self._reload()
         log.info("backup restored (%s rows, %s recordings)", total, staged.recordings_count)
@@ -271,6 +284,20 @@ class Backups:
             source_version=str(staged.meta.get("version", "")),
             secrets=staged.secrets,
         )
+
+    async def _restore_to_bucket(self, directory: Path) -> None:
+        """Make the bucket hold the archive's recordings: upload them, delete the others.
+
+        Run after the database commit (and again by ``recover`` when a crash cut it
+        short: uploading a file twice is harmless).
+        """
+        assert self._bucket is not None
+        staged = directory / RECORDINGS_DIR
+        files = sorted(p for p in staged.iterdir() if p.is_file()) if staged.is_dir() else []
+        for path in files:
+            await self._bucket.upload_file(path.name, path)
+        keep = {path.name for path in files}
+        await self._bucket.delete([name for name in await self._bucket.sizes() if name not in keep])
 
     async def _reload(self) -> None:
         """Make in-memory state follow the restored database."""
@@ -302,6 +329,10 @@ class Backups:
                     self._journal_path.unlink()
                 else:
                     committed = await read_marker(self.db.engine) == restore_id
+                    to_bucket = journal.get("recordingsBucket") and journal.get("recordings")
+                    if committed and to_bucket and self._bucket is not None:
+                        await self._bucket.start()
+                        await self._restore_to_bucket(Path(journal["directory"]))
                     await asyncio.to_thread(finish_journal, self.data_dir, journal, committed)
                     log.warning(
                         "an interrupted backup restore was %s",

@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -17,9 +17,12 @@ from ...security.secretbox import SecretBox
 from ...timefmt import utcnow
 from ..version import current_version
 from .archive import DEFAULT_COST, FORMAT_VERSION, FrameWriter, Header, KdfCost, derive_key
-from .files import PART_PREFIX, recording_files
+from .files import PART_PREFIX, recording_files, safe_relative
 from .records import META, PartSealer
 from .tables import describe, encode_row, primary_key
+
+if TYPE_CHECKING:
+    from ..sessions.recording_store import RecordingStore
 
 ROW_BATCH = 500
 
@@ -82,8 +85,12 @@ async def export_archive(
     *,
     include_recordings: bool,
     cost: KdfCost = DEFAULT_COST,
+    bucket: RecordingStore | None = None,
 ) -> AsyncIterator[bytes]:
-    """Yield the archive's bytes while reading the data: memory stays flat whatever the size."""
+    """Yield the archive's bytes while reading the data: memory stays flat whatever the size.
+
+    With ``bucket`` the recordings come from there (ranged GETs) instead of the directory.
+    """
     header = Header.new(cost)
     key = await asyncio.to_thread(derive_key, password, header)
     sealer = PartSealer(FrameWriter(header, key))
@@ -129,7 +136,18 @@ async def export_archive(
             tables[table.name] = rows
     recordings = 0
     recordings_bytes = 0
-    if include_recordings:
+    if include_recordings and bucket is not None:
+        for name, size in sorted((await bucket.sizes()).items()):
+            if not safe_relative(name):
+                continue
+            yield sealer.begin(PART_PREFIX + name, "recording")
+            async for chunk in bucket.chunks(name, size):
+                for frame in sealer.data(chunk):
+                    yield frame
+            yield sealer.end()
+            recordings += 1
+            recordings_bytes += sealer.parts[-1].size
+    elif include_recordings:
         found = await asyncio.to_thread(lambda: list(recording_files(recordings_dir)))
         for item in found:
             yield sealer.begin(PART_PREFIX + item.relative, "recording")

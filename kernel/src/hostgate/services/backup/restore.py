@@ -208,7 +208,7 @@ def swap_recordings(live: Path, staged: Path, previous: Path, moving: Path) -> N
 def finish_journal(data_dir: Path, journal: dict[str, Any], committed: bool) -> None:
     """Complete (or drop) the restore a journal describes, then remove it."""
     directory = Path(journal["directory"])
-    if committed and journal.get("recordings"):
+    if committed and journal.get("recordings") and not journal.get("recordingsBucket"):
         live = Path(journal.get("recordingsDir") or data_dir / "recordings")
         swap_recordings(
             live,

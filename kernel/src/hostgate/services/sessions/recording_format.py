@@ -20,6 +20,7 @@ import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -61,34 +62,124 @@ def _aad(header: bytes, index: int, length: int) -> bytes:
     return header + struct.pack(">QI", index, length)
 
 
+class SlotSink(Protocol):
+    """Where a writer's slots go: a local file, or an object-store upload.
+
+    Full slots are written once, in order; the tail slot (``full=False``) is written
+    again at each flush until it fills.
+    """
+
+    def stored_size(self) -> int:
+        """Bytes already stored (a resumed recording), 0 for a new one."""
+        ...
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Stored bytes (a resumed recording's header, first and tail slots)."""
+        ...
+
+    def write(self, offset: int, data: bytes, *, full: bool) -> None:
+        """Store ``data`` at ``offset``: the header, a full slot or the tail slot."""
+        ...
+
+    def truncate(self, size: int) -> None:
+        """Drop stored bytes past ``size`` (a damaged tail slot)."""
+        ...
+
+    def flush(self) -> None:
+        """Make what was written durable as far as the sink can (see its docs)."""
+        ...
+
+    def close(self) -> None:
+        """Flush, make everything durable and release the sink."""
+        ...
+
+    def discard(self) -> None:
+        """Release the sink and delete what it stored."""
+        ...
+
+
+class FileSink:
+    """A recording file on local disk, held open for the session."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        existing = path.exists() and path.stat().st_size >= HEADER_SIZE
+        self._file = private_open(path, "r+b" if existing else "w+b")
+        self.closed = False
+
+    def stored_size(self) -> int:
+        """The file's size."""
+        return os.fstat(self._file.fileno()).st_size
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes of the file."""
+        self._file.seek(offset)
+        return self._file.read(length)
+
+    def write(self, offset: int, data: bytes, *, full: bool) -> None:
+        """Write in place."""
+        self._file.seek(offset)
+        self._file.write(data)
+
+    def truncate(self, size: int) -> None:
+        """Cut the file."""
+        self._file.truncate(size)
+
+    def flush(self) -> None:
+        """Hand the bytes to the OS."""
+        self._file.flush()
+
+    def close(self) -> None:
+        """Flush, sync to disk and close."""
+        if self.closed:
+            return
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        finally:
+            self._file.close()
+            self.closed = True
+
+    def discard(self) -> None:
+        """Close and delete the file."""
+        if not self.closed:
+            self._file.close()
+            self.closed = True
+        self.path.unlink(missing_ok=True)
+
+
 class RecordingWriter:
     """Appends plaintext to an encrypted recording; ``flush`` makes it durable-ish.
 
-    Opening an existing file continues after its last complete byte (the tail
+    Opening an existing recording continues after its last complete byte (the tail
     slot is decrypted and rewritten on the next flush), so a session can resume
-    writing after a restart; a file sealed under another key is refused.
+    writing after a restart; a recording sealed under another key is refused.
+    ``target`` is a file path, or a ``SlotSink`` (an object-store upload).
     """
 
-    def __init__(self, path: Path, key: bytes, *, chunk: int = CHUNK_SIZE) -> None:
+    def __init__(self, target: Path | SlotSink, key: bytes, *, chunk: int = CHUNK_SIZE) -> None:
         if len(key) != KEY_SIZE:
             raise RecordingFormatError("a recording key is 32 bytes")
-        self.path = path
+        self.path = target if isinstance(target, Path) else None
         self._aead = AESGCM(key)
         self._tail = bytearray()
         self._dirty = False
         self._index = 0
         self.closed = False
-        if path.exists() and path.stat().st_size >= HEADER_SIZE:
-            self._file = private_open(path, "r+b")  # held open for the session
-            self._header = self._file.read(HEADER_SIZE)
-            self.chunk = _parse_header(self._header)
-            self._resume()
-        else:
-            self._file = private_open(path, "w+b")  # held open for the session
-            self.chunk = chunk
-            self._header = _header(chunk)
-            self._file.write(self._header)
-            self._file.flush()
+        self._sink: SlotSink = FileSink(target) if isinstance(target, Path) else target
+        try:
+            if self._sink.stored_size() >= HEADER_SIZE:
+                self._header = self._sink.read(0, HEADER_SIZE)
+                self.chunk = _parse_header(self._header)
+                self._resume()
+            else:
+                self.chunk = chunk
+                self._header = _header(chunk)
+                self._sink.write(0, self._header, full=True)
+                self._sink.flush()
+        except BaseException:
+            self._sink.close()
+            raise
 
     @property
     def slot_size(self) -> int:
@@ -101,29 +192,29 @@ class RecordingWriter:
         return self._index * self.chunk + len(self._tail)
 
     def _resume(self) -> None:
-        total = os.fstat(self._file.fileno()).st_size - HEADER_SIZE
+        total = self._sink.stored_size() - HEADER_SIZE
         full, rest = divmod(total, self.slot_size)
         if full:
-            # a file written under another key must not be appended to
-            self._file.seek(HEADER_SIZE)
-            _open_slot(self._aead, self._header, 0, self._file.read(self.slot_size))
+            # a recording written under another key must not be appended to
+            _open_slot(self._aead, self._header, 0, self._sink.read(HEADER_SIZE, self.slot_size))
         self._index = full
         if rest:
-            self._file.seek(HEADER_SIZE + full * self.slot_size)
-            raw = self._file.read(rest)
+            raw = self._sink.read(HEADER_SIZE + full * self.slot_size, rest)
             try:
                 self._tail = bytearray(_open_slot(self._aead, self._header, full, raw))
             except RecordingFormatError:
                 self._tail = bytearray()
-                self._file.truncate(HEADER_SIZE + full * self.slot_size)
+                self._sink.truncate(HEADER_SIZE + full * self.slot_size)
 
     def _write_slot(self, index: int, plaintext: bytes) -> None:
         nonce = os.urandom(NONCE_SIZE)
         length = len(plaintext)
         sealed = self._aead.encrypt(nonce, plaintext, _aad(self._header, index, length))
-        self._file.seek(HEADER_SIZE + index * self.slot_size)
-        self._file.write(nonce + struct.pack(">I", length))
-        self._file.write(sealed)
+        self._sink.write(
+            HEADER_SIZE + index * self.slot_size,
+            nonce + struct.pack(">I", length) + sealed,
+            full=length == self.chunk,
+        )
 
     def write(self, data: bytes) -> None:
         """Append plaintext; full chunks are sealed and written at once."""
@@ -150,31 +241,28 @@ class RecordingWriter:
         self._dirty = True
 
     def flush(self) -> None:
-        """Seal the partial tail chunk in place and hand everything to the OS."""
+        """Seal the partial tail chunk in place and hand everything to the sink."""
         if self.closed or not self._dirty:
             return
         if self._tail:
             self._write_slot(self._index, bytes(self._tail))
-        self._file.flush()
+        self._sink.flush()
         self._dirty = False
 
     def close(self) -> None:
-        """Flush, sync to disk and close."""
+        """Flush, make durable (fsync, or complete the upload) and close."""
         if self.closed:
             return
-        self.flush()
         try:
-            os.fsync(self._file.fileno())
+            self.flush()
         finally:
-            self._file.close()
             self.closed = True
+            self._sink.close()
 
     def discard(self) -> None:
-        """Close and delete the file: its session was never stored (no row refers to it)."""
-        if not self.closed:
-            self._file.close()
-            self.closed = True
-        self.path.unlink(missing_ok=True)
+        """Close and delete the recording: its session was never stored (no row refers to it)."""
+        self.closed = True
+        self._sink.discard()
 
 
 def _open_slot(aead: AESGCM, header: bytes, index: int, raw: bytes) -> bytes:
@@ -191,42 +279,77 @@ def _open_slot(aead: AESGCM, header: bytes, index: int, raw: bytes) -> bytes:
         raise RecordingFormatError(f"recording chunk {index} failed authentication") from None
 
 
-class RecordingReader:
-    """Random access to an encrypted recording's plaintext."""
+class SlotSource(Protocol):
+    """Random access to a stored recording's bytes (a file, an object)."""
 
-    def __init__(self, path: Path, key: bytes) -> None:
+    def size(self) -> int:
+        """Stored bytes."""
+        ...
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Stored bytes ``offset`` .. ``offset + length``."""
+        ...
+
+    def close(self) -> None:
+        """Release it."""
+        ...
+
+
+class FileSource:
+    """A recording file on local disk."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
+
+    def size(self) -> int:
+        """The file's size."""
+        return os.fstat(self._file.fileno()).st_size
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes of the file."""
+        self._file.seek(offset)
+        return self._file.read(length)
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+class RecordingReader:
+    """Random access to an encrypted recording's plaintext (a file path or a ``SlotSource``)."""
+
+    def __init__(self, source: Path | SlotSource, key: bytes) -> None:
         if len(key) != KEY_SIZE:
             raise RecordingFormatError("a recording key is 32 bytes")
-        self.path = path
+        self.path = source if isinstance(source, Path) else None
         self._aead = AESGCM(key)
-        self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._source: SlotSource = FileSource(source) if isinstance(source, Path) else source
         try:
-            self._header = self._file.read(HEADER_SIZE)
+            self._header = self._source.read(0, HEADER_SIZE)
             self.chunk = _parse_header(self._header)
-            total = os.fstat(self._file.fileno()).st_size - HEADER_SIZE
+            total = self._source.size() - HEADER_SIZE
             self._full, rest = divmod(total, self.chunk + SLOT_OVERHEAD)
             self._tail_length = 0
             if rest >= SLOT_OVERHEAD:
-                self._file.seek(HEADER_SIZE + self._full * (self.chunk + SLOT_OVERHEAD))
-                head = self._file.read(NONCE_SIZE + 4)
+                offset = HEADER_SIZE + self._full * (self.chunk + SLOT_OVERHEAD)
+                head = self._source.read(offset, NONCE_SIZE + 4)
                 (length,) = struct.unpack(">I", head[NONCE_SIZE:])
                 if rest == length + SLOT_OVERHEAD:
                     self._tail_length = length
         except BaseException:
-            self._file.close()
+            self._source.close()
             raise
 
     @property
     def size(self) -> int:
-        """Plaintext bytes in the file."""
+        """Plaintext bytes in the recording."""
         return self._full * self.chunk + self._tail_length
 
     def read_chunk(self, index: int) -> bytes:
         """Decrypt one chunk."""
         slot = self.chunk + SLOT_OVERHEAD
         length = self.chunk if index < self._full else self._tail_length
-        self._file.seek(HEADER_SIZE + index * slot)
-        raw = self._file.read(length + SLOT_OVERHEAD)
+        raw = self._source.read(HEADER_SIZE + index * slot, length + SLOT_OVERHEAD)
         return _open_slot(self._aead, self._header, index, raw)
 
     def chunks(self, start: int = 0, end: int | None = None) -> Iterator[bytes]:
@@ -245,8 +368,8 @@ class RecordingReader:
             position += len(piece)
 
     def close(self) -> None:
-        """Close the file."""
-        self._file.close()
+        """Release the file or object."""
+        self._source.close()
 
     def __enter__(self) -> RecordingReader:
         return self
@@ -255,8 +378,8 @@ class RecordingReader:
         self.close()
 
 
-def plaintext_size(path: Path, key: bytes) -> int:
-    """The plaintext size of a recording file.
+def plaintext_size(path: Path | SlotSource, key: bytes) -> int:
+    """The plaintext size of a recording file or object.
 
     ``RecordingFormatError`` when it cannot be read (a damaged header, another key).
     """

@@ -1,4 +1,4 @@
-"""Recordings: encrypted files under ``<data dir>/recordings``, their keys, uploads and retention.
+"""Recordings: encrypted files or objects (``recording_store``), keys, uploads, retention.
 
 Each recording has its own random data key, sealed under the instance key in the
 session row (``recording_key``), so key rotation and backup only re-seal database
@@ -10,11 +10,8 @@ through ``append_upload`` / ``finalize_upload``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
-import os
-import shutil
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -26,7 +23,6 @@ from sqlmodel import col, delete, select
 
 from ...closereasons import CloseReason
 from ...cluster.lease import Lease, LocalLease
-from ...datadir import private_dir
 from ...db.models.sessions import RecordingKeyFrame, RemoteSession
 from ...errors import ApiError, Conflict, NotFound, PayloadTooLarge
 from ...tasks import cancel_and_wait
@@ -39,6 +35,7 @@ from .recording_format import (
     new_key,
     plaintext_size,
 )
+from .recording_store import LocalStore, RecordingStore
 from .search_index import RecordingSearch
 
 if TYPE_CHECKING:
@@ -93,8 +90,10 @@ class Recordings:
         metrics: Metrics,
         lifecycle: Lifecycle,
         lease: Lease | None = None,
+        store: RecordingStore | None = None,
     ) -> None:
         self._directory = directory
+        self.store: RecordingStore = store or LocalStore(directory)
         # several nodes: the retention runs where the lease is held (abandoned
         # uploads stay each node's own: only the node that has one can close it)
         self.lease: Lease = lease or LocalLease()
@@ -119,10 +118,14 @@ class Recordings:
         return self._directory
 
     def path_of(self, row: RemoteSession) -> Path | None:
-        """The file of a session's recording, or None."""
-        if not row.recording_file:
+        """The local file of a session's recording, or None (none, or kept in a bucket)."""
+        if not row.recording_file or self.store.kind != "local":
             return None
         return self.directory / Path(row.recording_file).name
+
+    def has_file(self, row: RemoteSession) -> bool:
+        """True when the row's recording is stored (a bucket: as far as the row says)."""
+        return bool(row.recording_file) and self.store.exists(str(row.recording_file))
 
     # -- settings -------------------------------------------------------------------
 
@@ -148,8 +151,9 @@ class Recordings:
             return not self._disk_low
         self._disk_checked = now
         minimum = int(float(self.settings.get("recordings.min_free_disk_mb") or 0) * MIB)
-        private_dir(self.directory)
-        free = shutil.disk_usage(self.directory).free
+        free = await self.store.free_bytes()
+        if free is None:  # a bucket has no free-disk floor
+            return True
         low = free < minimum
         if low and not self._disk_low:
             self._disk_low = True
@@ -179,8 +183,11 @@ class Recordings:
         row.recording_file = f"{row.id}.{fmt}"
         row.recording_format = fmt
         row.recording_state = "recording"
-        path = self.directory / row.recording_file
-        return await asyncio.to_thread(RecordingWriter, path, key)
+        return await asyncio.to_thread(self._writer, row.recording_file, key)
+
+    def _writer(self, name: str, key: bytes) -> RecordingWriter:
+        """A writer of a recording, new or resumed (blocking: run in a thread)."""
+        return RecordingWriter(self.store.sink(name), key)
 
     def key_of(self, row: RemoteSession) -> bytes:
         """The data key of a session's recording."""
@@ -189,12 +196,17 @@ class Recordings:
         return self.secrets.open_bytes(row.recording_key)
 
     def open_reader(self, row: RemoteSession) -> RecordingReader:
-        """A reader of a session's recording; NotFound when there is none."""
-        path = self.path_of(row)
-        if path is None or not path.exists() or not row.recording_key:
+        """A reader of a session's recording; NotFound when there is none.
+
+        With a bucket this makes a ranged GET: call it in a worker thread.
+        """
+        if not row.recording_file or not row.recording_key:
+            raise NotFound("Recording not found")
+        source = self.store.source(row.recording_file)
+        if source is None:
             raise NotFound("Recording not found")
         try:
-            return RecordingReader(path, self.key_of(row))
+            return RecordingReader(source, self.key_of(row))
         except RecordingFormatError as exc:
             raise NotFound(f"Recording cannot be read: {exc}") from None
 
@@ -224,14 +236,14 @@ class Recordings:
             raise Conflict("This session is not being recorded", code="not_recording")
         upload = self._uploads.get(row.id)
         if upload is None:
-            path = self.path_of(row)
-            if path is None:
+            if not row.recording_file:
                 raise Conflict("This session is not being recorded", code="not_recording")
             await self._take_over_upload(row.id)
-            writer = await asyncio.to_thread(RecordingWriter, path, self.key_of(row))
+            await self.store.settle(row.recording_file)
+            writer = await asyncio.to_thread(self._writer, row.recording_file, self.key_of(row))
             upload = self._uploads.setdefault(row.id, Upload(writer=writer, session_id=row.id))
             if upload.writer is not writer:
-                writer.close()
+                await asyncio.to_thread(writer.close)
             else:
                 self._register_upload(row)
         async with upload.lock:
@@ -314,7 +326,7 @@ class Recordings:
             if upload is not None:  # the file stays ``recording``: resumed where written next
                 async with upload.lock:
                     self._uploads.pop(session_id, None)
-                    upload.writer.close()
+                    await asyncio.to_thread(upload.writer.close)
                 await self.store_state(session_id, state="recording", size=upload.writer.size)
             return
         async with self.db.session() as session:
@@ -325,7 +337,7 @@ class Recordings:
     async def _stop_upload(self, upload: Upload, note: str) -> None:
         self._uploads.pop(upload.session_id, None)
         self.live.remove(upload.session_id)
-        upload.writer.close()
+        await asyncio.to_thread(upload.writer.close)
         await self.store_state(
             upload.session_id, state="stopped", size=upload.writer.size, note=note
         )
@@ -339,7 +351,7 @@ class Recordings:
         size = row.recording_size
         if upload is not None:
             async with upload.lock:
-                upload.writer.close()
+                await asyncio.to_thread(upload.writer.close)
                 size = upload.writer.size
         async with self.db.session() as session:
             stored = await session.get(RemoteSession, row.id)
@@ -400,8 +412,8 @@ class Recordings:
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Create the directory, repair rows left open by a crash, start housekeeping."""
-        private_dir(self.directory)
+        """Open the store, repair rows left open by a crash, start housekeeping."""
+        await self.store.start()
         await self.repair()
         self._task = asyncio.create_task(self._housekeeping(), name="recordings-housekeeping")
 
@@ -410,15 +422,16 @@ class Recordings:
         await cancel_and_wait(self._task)
         for upload in list(self._uploads.values()):
             self.live.remove(upload.session_id)
-            upload.writer.close()
+            await asyncio.to_thread(upload.writer.close)
             await self.store_state(upload.session_id, state="recording", size=upload.writer.size)
         self._uploads.clear()
+        await self.store.stop()
 
     async def reload(self) -> None:
         """After a restore: drop uploads that belonged to the old database, then repair."""
         for upload in list(self._uploads.values()):
             self.live.remove(upload.session_id)
-            upload.writer.close()
+            await asyncio.to_thread(upload.writer.close)
         self._uploads.clear()
         self._disk_low = False
         await self.repair()
@@ -483,11 +496,15 @@ class Recordings:
         row.ended_at = ended
         row.end_reason = row.end_reason or reason
         if row.recording_state == "recording":
-            path = self.path_of(row)
-            if path is not None and path.exists() and row.recording_key:
+            name = row.recording_file
+            source = None
+            if name and row.recording_key:
+                await self.store.settle(name)  # a bucket: complete the parts that arrived
+                source = await asyncio.to_thread(self.store.source, name)
+            if source is not None:
                 key = self.key_of(row)
                 try:
-                    size = await asyncio.to_thread(plaintext_size, path, key)
+                    size = await asyncio.to_thread(plaintext_size, source, key)
                 except RecordingFormatError as exc:
                     # kept for whoever wants to look at it; listed as no recording
                     row.recording_size = 0
@@ -553,9 +570,10 @@ class Recordings:
         if days > 0:
             cutoff = utcnow() - timedelta(days=days)
             doomed = [r for r in candidates if r.started_at < cutoff]
+        stored = await self.store.sizes()
         if max_total > 0:
             gone = {r.id for r in doomed}
-            sizes = {r.id: self._disk_size(r) for r in rows if r.id not in gone}
+            sizes = {r.id: _stored_size(stored, r) for r in rows if r.id not in gone}
             total = sum(sizes.values())
             cap = int(max_total * MIB)
             for row in candidates:
@@ -567,7 +585,7 @@ class Recordings:
                 total -= sizes[row.id]
         if not doomed:
             return 0
-        freed = sum(self._disk_size(row) for row in doomed)
+        freed = sum(_stored_size(stored, row) for row in doomed)
         async with self.audit.atomic() as batch:
             await self._forget_files(batch.session, doomed, state="purged")
             batch.record(
@@ -583,39 +601,25 @@ class Recordings:
                 },
             )
         # only now: a failed commit keeps the rows pointing at their files
-        self._unlink(doomed)
+        await self._unlink(doomed)
         return len(doomed)
-
-    def _disk_size(self, row: RemoteSession) -> int:
-        path = self.path_of(row)
-        try:
-            return path.stat().st_size if path is not None else 0
-        except OSError:
-            return 0
 
     async def delete_files(self, rows: list[RemoteSession], *, state: str | None) -> int:
         """Remove the recording files of rows; with ``state`` also update the rows.
 
         Returns the bytes freed.
         """
-        freed = self._unlink(rows)
+        freed = await self._unlink(rows)
         if state is not None:
             async with self.db.session() as session:
                 await self._forget_files(session, rows, state=state)
                 await session.commit()
         return freed
 
-    def _unlink(self, rows: list[RemoteSession]) -> int:
-        """Delete the recording files of rows; the bytes freed."""
-        freed = 0
-        for row in rows:
-            path = self.path_of(row)
-            if path is None:
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                freed += path.stat().st_size
-                path.unlink()
-        return freed
+    async def _unlink(self, rows: list[RemoteSession]) -> int:
+        """Delete the recording files (objects) of rows; the bytes freed."""
+        names = [str(row.recording_file) for row in rows if row.recording_file]
+        return await self.store.delete(names)
 
     @staticmethod
     async def _forget_files(
@@ -643,20 +647,12 @@ class Recordings:
             session.add(stored)
 
     async def storage_bytes(self) -> int:
-        """Bytes the recordings directory takes on disk."""
+        """Bytes the recordings take in their directory or bucket."""
+        return sum((await self.store.sizes()).values())
 
-        def total() -> int:
-            if not self.directory.exists():
-                return 0
-            size = 0
-            with os.scandir(self.directory) as entries:
-                for entry in entries:
-                    with contextlib.suppress(OSError):
-                        if entry.is_file():
-                            size += entry.stat().st_size
-            return size
 
-        return await asyncio.to_thread(total)
+def _stored_size(stored: dict[str, int], row: RemoteSession) -> int:
+    return stored.get(Path(row.recording_file).name, 0) if row.recording_file else 0
 
 
 async def stream_plaintext(reader: RecordingReader, start: int, end: int) -> AsyncIterator[bytes]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, or_
@@ -116,12 +115,11 @@ class SessionHistory:
 
     def has_recording(self, row: RemoteSession) -> bool:
         """True when the session has a readable recording file."""
-        path = self.recordings.path_of(row)
-        return (
-            row.recording_state in ("recording", "complete", "stopped")
-            and path is not None
-            and path.exists()
-        )
+        return row.recording_state in (
+            "recording",
+            "complete",
+            "stopped",
+        ) and self.recordings.has_file(row)
 
     def recording_size(self, row: RemoteSession, recorded: bool) -> int:
         """Plaintext bytes recorded so far (a live terminal's recorder knows best)."""
@@ -286,17 +284,9 @@ class SessionHistory:
         doomed = [row for row in rows if row.id not in busy]
         ids = [row.id for row in doomed]
         keep_files = {
-            recordings.path_of(row).name  # type: ignore[union-attr]
-            for row in rows
-            if row.id in busy and recordings.path_of(row) is not None
+            Path(row.recording_file).name for row in rows if row.id in busy and row.recording_file
         }
-        files: list[str] = []
-        if recordings.directory.exists():
-            files = [
-                entry.path
-                for entry in os.scandir(recordings.directory)
-                if entry.is_file() and entry.name not in keep_files
-            ]
+        files = [name for name in await recordings.store.sizes() if name not in keep_files]
         async with self.audit.atomic() as batch:
             db = batch.session
             for chunk in _batches(ids):
@@ -317,7 +307,5 @@ class SessionHistory:
                 "deletedFileSessions": await FileSessionLog.delete_all(db),
             }
             batch.record("sessions.purged", actor=actor, target="all", details=counts)
-        for path in files:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        await recordings.store.delete(files)
         return counts

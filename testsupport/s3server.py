@@ -1,0 +1,287 @@
+"""A real S3-compatible server for tests on loopback: Ceph's radosgw, else moto's server.
+
+``radosgw`` (Debian's ``radosgw ceph-mon ceph-osd``, bookworm: Ceph 16.2) is started as
+a single-node cluster in a temporary directory: one monitor (no cephx, msgr v1 on a
+free port), one OSD on ``memstore`` (objects in memory, pool size 1), and the gateway on
+``beast``, with one S3 user made by ``radosgw-admin``; about 10-20 seconds, so it is
+started once per test session. Where the Ceph programs are not installed, moto's
+standalone server (``moto[server]`` from the dev group) runs instead: it speaks the same
+S3 REST API (SigV4, multipart uploads with UploadPartCopy, ListMultipartUploads, ranged
+GETs) over real HTTP in its own process, but it is a model of S3, not an object store
+(docs/admin.md "Recordings in object storage" names its limits).
+``HOSTGATE_TEST_S3=radosgw`` or ``=moto`` picks one.
+
+``s3_server`` (module scope) gives each test module a fresh bucket on the session's
+server; ``started_s3()`` starts a server for other scopes. When none starts,
+``peer_unavailable`` fails the test under ``CI=true`` and skips otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from testsupport.peers import (
+    free_port,
+    launch,
+    launch_on_free_port,
+    log_text,
+    peer_unavailable,
+    stop,
+    which,
+)
+
+ACCESS_KEY = "hostgate-test"
+SECRET_KEY = "hostgate-test-secret"
+REGION = "us-east-1"
+
+
+CEPH_PROGRAMS = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "monmaptool")
+CEPH_START_SECONDS = 90.0
+"""How long the cluster may take to come up (10-30 s on a loaded 2-core machine)."""
+
+
+@dataclass
+class S3Server:
+    """A running S3-compatible server (``kind``) and the bucket made for the test module."""
+
+    port: int
+    bucket: str
+    process: subprocess.Popen[bytes] | None
+    directory: Path
+    kind: str = "moto"
+    prefixes: list[str] = field(default_factory=list)
+
+    def with_bucket(self) -> S3Server:
+        """The same server with a fresh bucket of its own."""
+        server = S3Server(
+            self.port, f"hostgate-{uuid.uuid4().hex[:8]}", self.process, self.directory, self.kind
+        )
+        client = server.client()
+        try:
+            client.create_bucket(Bucket=server.bucket)
+        finally:
+            client.close()
+        return server
+
+    @property
+    def endpoint(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def config(self, prefix: str | None = None) -> dict[str, Any]:
+        """Config overrides for recordings in this bucket under a fresh (or given) prefix."""
+        prefix = prefix or uuid.uuid4().hex[:12]
+        self.prefixes.append(prefix)
+        return {
+            "recordings_url": f"s3://{self.bucket}/{prefix}",
+            "s3_endpoint_url": self.endpoint,
+            "s3_region": REGION,
+            "s3_access_key_id": ACCESS_KEY,
+            "s3_secret_access_key": SECRET_KEY,
+        }
+
+    def client(self) -> Any:
+        """A plain (synchronous) botocore client, to look at the bucket from a test."""
+        from botocore.session import get_session
+
+        return get_session().create_client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+        )
+
+
+def _ceph_conf(directory: Path, fsid: str, mon_port: int, rgw_port: int) -> Path:
+    # the OSD's ports: its own range, not 6800-7300, which two clusters (a test run
+    # and a bench) would share, each OSD then talking to the other cluster's
+    osd_ports = random.randrange(20000, 30000)
+    conf = directory / "ceph.conf"
+    conf.write_text(
+        f"""[global]
+fsid = {fsid}
+mon host = v1:127.0.0.1:{mon_port}
+auth cluster required = none
+auth service required = none
+auth client required = none
+osd objectstore = memstore
+memstore device bytes = 536870912
+osd pool default size = 1
+osd pool default min size = 1
+mon allow pool size one = true
+osd crush chooseleaf type = 0
+mon warn on pool no redundancy = false
+ms bind ipv6 = false
+ms bind port min = {osd_ports}
+ms bind port max = {osd_ports + 40}
+run dir = {directory}/run
+log file = {directory}/$name.log
+admin socket = {directory}/run/$name.asok
+mon data = {directory}/mon-$id
+osd data = {directory}/osd-$id
+rgw data = {directory}/rgw
+[client.rgw]
+rgw frontends = beast endpoint=127.0.0.1:{rgw_port}
+"""
+    )
+    return conf
+
+
+def _run(command: list[str], log: Path, timeout: float) -> bool:
+    with log.open("ab") as out:
+        try:
+            return (
+                subprocess.run(
+                    command, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False
+                ).returncode
+                == 0
+            )
+        except subprocess.TimeoutExpired:
+            return False
+
+
+@contextlib.contextmanager
+def started_radosgw() -> Iterator[S3Server]:
+    """A single-node Ceph cluster (monitor, memstore OSD, radosgw), stopped after."""
+    missing = [name for name in CEPH_PROGRAMS if which(name, "/usr/bin") is None]
+    if missing:
+        peer_unavailable("radosgw", f"not installed: {', '.join(missing)}")
+    directory = Path(tempfile.mkdtemp(prefix="hostgate-ceph-"))
+    (directory / "run").mkdir()
+    (directory / "rgw").mkdir()
+    (directory / "osd-0").mkdir()
+    log = directory / "setup.log"
+    fsid = str(uuid.uuid4())
+    mon_port, rgw_port = free_port(), free_port()
+    conf = str(_ceph_conf(directory, fsid, mon_port, rgw_port))
+    processes: list[subprocess.Popen[bytes]] = []
+    deadline = time.monotonic() + CEPH_START_SECONDS
+    try:
+        monmap = str(directory / "monmap")
+        address = f"[v1:127.0.0.1:{mon_port}]"
+        ok = _run(
+            ["monmaptool", "--create", "--addv", "a", address, "--fsid", fsid, monmap], log, 30
+        ) and _run(["ceph-mon", "--mkfs", "-i", "a", "--monmap", monmap, "-c", conf], log, 30)
+        if not ok:
+            _did_not_start(log, directory)
+        monitor = ["ceph-mon", "-f", "-i", "a", "-c", conf]
+        processes.append(launch("ceph-mon", monitor, log, mon_port))
+        # the OSD's own uuid, given to both: the monitor then knows the OSD that boots
+        osd_uuid = str(uuid.uuid4())
+        ok = _run(
+            ["ceph", "-c", conf, "--connect-timeout", "30", "osd", "create", osd_uuid], log, 40
+        )
+        ok = ok and _run(
+            ["ceph-osd", "-i", "0", "--mkfs", "--osd-uuid", osd_uuid, "-c", conf], log, 40
+        )
+        if not ok:
+            _did_not_start(log, directory)
+        with log.open("ab") as out:
+            processes.append(
+                subprocess.Popen(
+                    ["ceph-osd", "-f", "-i", "0", "-c", conf], stdout=out, stderr=subprocess.STDOUT
+                )
+            )
+        remaining = max(1.0, deadline - time.monotonic())
+        processes.append(
+            launch(
+                "radosgw",
+                ["radosgw", "-f", "-c", conf, "-n", "client.rgw"],
+                log,
+                rgw_port,
+                timeout=remaining,
+            )
+        )
+        made = _run(
+            [
+                "radosgw-admin",
+                "-c",
+                conf,
+                "user",
+                "create",
+                "--uid=hostgate",
+                "--display-name=hostgate",
+                f"--access-key={ACCESS_KEY}",
+                f"--secret-key={SECRET_KEY}",
+            ],  # fmt: skip
+            log,
+            max(1.0, deadline - time.monotonic()),
+        )
+        if not made:
+            _did_not_start(log, directory)
+        yield S3Server(rgw_port, "", None, directory, "radosgw").with_bucket()
+    finally:
+        for process in reversed(processes):
+            stop(process, timeout=10)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _did_not_start(log: Path, directory: Path) -> NoReturn:
+    tail = log_text(log)[-2000:]
+    shutil.rmtree(directory, ignore_errors=True)
+    peer_unavailable("radosgw", f"did not start: {tail}")
+
+
+@contextlib.contextmanager
+def started_moto() -> Iterator[S3Server]:
+    """A fresh moto server (everything in memory) with one bucket, stopped after."""
+    try:
+        import moto.server  # noqa: F401 - the server's own package (the dev group's moto[server])
+    except ImportError:
+        peer_unavailable("moto_server", "not installed (moto[server], the dev group)")
+    directory = Path(tempfile.mkdtemp(prefix="hostgate-s3-"))
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        process, port = launch_on_free_port(
+            "moto_server",
+            lambda port: [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            directory / "s3.log",
+            timeout=60.0,
+        )
+        yield S3Server(port, "", process, directory, "moto").with_bucket()
+    finally:
+        stop(process)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def s3_kind() -> str:
+    """``radosgw`` where the Ceph programs are installed (or asked for), else ``moto``."""
+    chosen = os.environ.get("HOSTGATE_TEST_S3", "").strip().lower()
+    if chosen in ("radosgw", "moto"):
+        return chosen
+    return "radosgw" if all(which(n, "/usr/bin") for n in CEPH_PROGRAMS) else "moto"
+
+
+@contextlib.contextmanager
+def started_s3() -> Iterator[S3Server]:
+    """The S3-compatible server ``s3_kind`` names, with one bucket."""
+    with started_radosgw() if s3_kind() == "radosgw" else started_moto() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_session_server() -> Iterator[S3Server]:
+    """The session's S3-compatible server (see the module docstring)."""
+    with started_s3() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def s3_server(s3_session_server: S3Server) -> S3Server:
+    """The session's server with a fresh bucket for this module."""
+    return s3_session_server.with_bucket()
