@@ -44,6 +44,11 @@ TEST_DEBIAN_PACKAGES = [
     # download its own here); a font so screenshots show text
     "chromium",
     "fonts-dejavu-core",
+    # recordings in object storage: a one-node Ceph (monitor, in-memory OSD, radosgw)
+    # is the S3-compatible server the tests start (testsupport/s3server.py)
+    "radosgw",
+    "ceph-mon",
+    "ceph-osd",
     # bench/api.py's load generator (its Python fallback saturates before the server does)
     "wrk",
 ]
@@ -64,6 +69,9 @@ PROBES = {
     "redis-server": "/usr/bin/redis-server",
     "haproxy": "/usr/sbin/haproxy",
     "wrk": "/usr/bin/wrk",
+    "radosgw": "/usr/bin/radosgw",
+    "ceph-mon": "/usr/bin/ceph-mon",
+    "ceph-osd": "/usr/bin/ceph-osd",
     "iproute2": "/bin/ip",
     "chromium": "/usr/bin/chromium",
     "fonts-dejavu-core": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
