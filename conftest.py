@@ -16,3 +16,31 @@ pytest_plugins = [
     "testsupport.haproxy",
     "testsupport.jumpnet",
 ]
+
+LONG_MODULES_FIRST = (
+    "plugins/web/tests/e2e/",
+    "tests/fuzz/",
+    "tests/cluster/",
+    "tests/load/",
+    "tests/faults/",
+)
+"""Where the modules that hold a worker for minutes live (browser, fuzz, several nodes)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, start the long modules first.
+
+    Workers take whole modules (``--dist loadfile``) in collection order; a long
+    module collected last keeps one worker busy while the other has nothing left, so
+    the long ones go first and the short ones fill in at the end. The sort is stable:
+    a module's tests keep their order. Every worker sorts alike (xdist requires it).
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    root = str(config.rootpath) + "/"
+
+    def rank(item) -> int:
+        path = str(item.path).removeprefix(root)
+        return 0 if path.startswith(LONG_MODULES_FIRST) else 1
+
+    items.sort(key=rank)
