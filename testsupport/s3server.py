@@ -1,18 +1,18 @@
 """A real S3-compatible server for tests on loopback: Ceph's radosgw, else moto's server.
 
 ``radosgw`` (Debian's ``radosgw ceph-mon ceph-osd``, bookworm: Ceph 16.2) is started as
-a single-node cluster in a temporary directory: one monitor (no cephx, msgr v1 on a
-free port), one OSD on ``memstore`` (objects in memory, pool size 1), and the gateway on
-``beast``, with one S3 user made by ``radosgw-admin``; about 10-20 seconds, so it is
-started once per test session. Where the Ceph programs are not installed, moto's
-standalone server (``moto[server]`` from the dev group) runs instead: it speaks the same
-S3 REST API (SigV4, multipart uploads with UploadPartCopy, ListMultipartUploads, ranged
-GETs) over real HTTP in its own process, but it is a model of S3, not an object store
-(docs/admin.md "Recordings in object storage" names its limits).
-``HOSTGATE_TEST_S3=radosgw`` or ``=moto`` picks one.
+a single-node cluster in a temporary directory: one monitor (no cephx, msgr v1 on a free
+port), one OSD on ``memstore`` (objects in memory, pool size 1), and the gateway on
+``beast``, with one S3 user made by ``radosgw-admin``; about 10-30 seconds, once per
+test module that uses it, and one cluster on a machine at a time (a lock file). Where
+the Ceph programs are not installed, moto's standalone server (``moto[server]`` from the
+dev group) runs instead: it speaks the same S3 REST API (SigV4, multipart uploads with
+UploadPartCopy, ListMultipartUploads, ranged GETs) over real HTTP in its own process,
+but it is a model of S3, not an object store (docs/admin.md "Recordings in object
+storage" names its limits). ``HOSTGATE_TEST_S3=radosgw`` or ``=moto`` picks one.
 
-``s3_server`` (module scope) gives each test module a fresh bucket on the session's
-server; ``started_s3()`` starts a server for other scopes. When none starts,
+``s3_server`` (module scope) gives each test module its own server and bucket;
+``started_s3()`` starts a server for other scopes. When none starts,
 ``peer_unavailable`` fails the test under ``CI=true`` and skips otherwise.
 """
 
@@ -274,14 +274,37 @@ def started_s3() -> Iterator[S3Server]:
         yield server
 
 
-@pytest.fixture(scope="session")
-def s3_session_server() -> Iterator[S3Server]:
-    """The session's S3-compatible server (see the module docstring)."""
-    with started_s3() as server:
-        yield server
+CEPH_LOCK = Path(tempfile.gettempdir()) / "hostgate-ceph.lock"
+"""Held while a test's Ceph cluster runs: one cluster on a machine at a time."""
+
+
+@contextlib.contextmanager
+def one_cluster_at_a_time() -> Iterator[None]:
+    """Wait for any other Ceph cluster a test started on this machine to stop.
+
+    Two clusters side by side (two xdist workers, or two checkouts' suites) went wrong
+    in a full run: the second one's OSD reached the first one's monitor ("wrong
+    fsid") and aborted. moto servers need no such care.
+    """
+    if s3_kind() != "radosgw":
+        yield
+        return
+    import fcntl
+
+    with CEPH_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="module")
-def s3_server(s3_session_server: S3Server) -> S3Server:
-    """The session's server with a fresh bucket for this module."""
-    return s3_session_server.with_bucket()
+def s3_server() -> Iterator[S3Server]:
+    """This module's S3-compatible server with a fresh bucket, stopped after the module.
+
+    Per module rather than per session so that the machine-wide lock above is held
+    only while a module uses it (a start costs 10-30 s with radosgw).
+    """
+    with one_cluster_at_a_time(), started_s3() as server:
+        yield server

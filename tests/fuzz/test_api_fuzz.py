@@ -190,6 +190,9 @@ def with_real_secrets(case: Any, live_gateway: Any, known: dict[str, str], now: 
         case.body = {**case.body, NEW_PASSWORD_FIELDS[path]: STRONG_PASSWORD}
         if "username" in case.body:
             case.body["username"] = plain_username(case.body["username"])
+    elif path == f"{API}/users/invite" and isinstance(case.body, dict) and "username" in case.body:
+        # a new name, held to the same unwritten rules as POST /users'
+        case.body = {**case.body, "username": plain_username(case.body["username"])}
     elif path == f"{API}/profile/ssh-keys" and case.method.upper() == "POST":
         body = case.body if isinstance(case.body, dict) else {}
         case.body = {**body, "publicKey": public_key_line()}

@@ -73,7 +73,7 @@ def test_a_reopened_writer_continues_after_the_last_flushed_byte(
         writer.write(piece)
     writer.flush()
     # no close: as after a crash, the file holds what the last flush wrote
-    writer._file.close()
+    writer._sink._file.close()  # type: ignore[attr-defined]
     resumed = RecordingWriter(path, KEY, chunk=chunk)
     assert resumed.size == len(b"".join(first))
     for piece in second:

@@ -39,6 +39,9 @@ KERNEL_DESCRIPTIONS: dict[str, str] = {
     "sessions.join": (
         "Join other users' running terminals as an observer (read only) or a participant (may type)"
     ),
+    "sessions.moderate": (
+        "Moderate sessions: open a session that needs a moderator by joining it, and end it"
+    ),
     "users.manage": "Create, edit, unlock and delete users and reset their passwords",
     "roles.manage": "Create, edit and delete roles and choose their permissions",
     "audit.view_any": "Read every user's audit log entries (without it: only their own)",

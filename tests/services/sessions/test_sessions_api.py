@@ -310,7 +310,8 @@ async def test_commands_route_shape(client, kernel, make_user):
     ).get_json()
     assert [c["command"] for c in body["commands"]] == ["ls", "whoami"]
     entry = body["commands"][1]
-    assert set(entry) == {"id", "timestamp", "elapsed", "command", "output_preview"}
+    # SPEC's fields, and whose keys typed it (typedBy, a hostgate addition: joining)
+    assert set(entry) == {"id", "timestamp", "elapsed", "command", "output_preview", "typedBy"}
     assert entry["elapsed"] == 900 and entry["output_preview"] == "alice"
     assert entry["timestamp"].endswith("Z")
     assert body["commands"][0]["output_preview"] == ""

@@ -349,6 +349,7 @@ def _base_schema() -> dict[str, dict[str, Any]]:
             "description": "Others use it only with an approved access request",
         },
         "moderation": {
+            "type": "string",
             "enum": list(MODERATION),
             "description": "required: a terminal session waits, input held, until a user with"
             " sessions.moderate joins it",

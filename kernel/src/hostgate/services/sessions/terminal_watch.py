@@ -337,7 +337,7 @@ class LiveView:
         session = self._own_session(caller, session_id)
         if user_id == caller.user_id:
             raise InvalidInput("You cannot invite yourself")
-        self._invited = {key: value for key, value in self._invited.items() if self._running(key)}
+        self._invited = {key: value for key, value in self._invited.items() if self._live(key)}
         self._invited.setdefault(session.id, {})[user_id] = mode
         await self.audit.record(
             "session.invited",
@@ -383,7 +383,7 @@ class LiveView:
     def _moderator(watch: Watch) -> bool:
         return watch.mode != WATCH and watch.caller.can(MODERATE)
 
-    def _running(self, session_id: str) -> bool:
+    def _live(self, session_id: str) -> bool:
         session = self.terminal_sessions.get(session_id)
         return session is not None and not session.ended
 
