@@ -980,6 +980,197 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/notifications/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every channel with its config; secret values masked. */
+        get: operations["get_list_channels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/channels/{channel_type}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Enable or disable a channel and merge its config; the mask keeps a stored secret. */
+        put: operations["put_update_channel"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/channels/{channel_type}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a real test message (stored config plus optional overrides); report the error. */
+        post: operations["post_test_channel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Delivery attempts, newest first; filters ``status`` and ``rule_id``; paged. */
+        get: operations["get_list_log"];
+        put?: never;
+        post?: never;
+        /** Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none). */
+        delete: operations["delete_clear_log"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/log/{entry_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete one log entry. */
+        delete: operations["delete_delete_log_entry"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/log/{entry_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Re-send a failed delivery now with the channel's current config (a new entry). */
+        post: operations["post_retry_delivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/recipients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Users (with e-mail) and roles an smtp action may name. */
+        get: operations["get_recipients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every rule. */
+        get: operations["get_list_rules"];
+        put?: never;
+        /** Create a rule (201). */
+        post: operations["post_create_rule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/rules/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Change any subset of a rule's fields. */
+        put: operations["put_update_rule"];
+        post?: never;
+        /** Delete a rule (its delivery log stays). */
+        delete: operations["delete_delete_rule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/rules/{rule_id}/toggle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Flip a rule between enabled and disabled. */
+        patch: operations["patch_toggle_rule"];
+        trace?: never;
+    };
+    "/api/v1/notifications/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log's retention. */
+        get: operations["get_get_settings"];
+        /** Change the retention (whole days, at least 1); applied at once. */
+        put: operations["put_put_settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/profile": {
         parameters: {
             query?: never;
@@ -2209,6 +2400,19 @@ export interface components {
             username: string;
         };
         /**
+         * ActionIn
+         * @description ``{channel, recipients}``: where a matching event is delivered.
+         */
+        ActionIn: {
+            /**
+             * Channel
+             * @enum {string}
+             */
+            channel: "slack" | "smtp" | "telegram" | "webhook";
+            /** Recipients */
+            recipients?: string[];
+        };
+        /**
          * ActiveSession
          * @description An open session.
          */
@@ -2350,6 +2554,73 @@ export interface components {
             };
         };
         /**
+         * ChannelField
+         * @description One config field of a channel, for a form.
+         */
+        ChannelField: {
+            /** Choices */
+            choices: unknown[] | null;
+            /** Default */
+            default: unknown;
+            /** Description */
+            description: string;
+            /** Maxlength */
+            maxLength: number | null;
+            /** Maximum */
+            maximum: number | null;
+            /** Minimum */
+            minimum: number | null;
+            /** Name */
+            name: string;
+            /** Required */
+            required: boolean;
+            /** Secret */
+            secret: boolean;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "string" | "integer" | "number" | "boolean" | "map";
+        };
+        /**
+         * ChannelState
+         * @description A channel: on or off, its config with secrets masked, and its fields.
+         */
+        ChannelState: {
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /** Enabled */
+            enabled: boolean;
+            /** Fields */
+            fields: components["schemas"]["ChannelField"][];
+            /** Id */
+            id: string;
+            /** Installed */
+            installed: boolean;
+            /** Title */
+            title: string;
+        };
+        /**
+         * Channels
+         * @description Every channel type.
+         */
+        Channels: {
+            /** Channels */
+            channels: components["schemas"]["ChannelState"][];
+        };
+        /**
+         * Cleared
+         * @description How many entries were deleted.
+         */
+        Cleared: {
+            /** Deleted */
+            deleted: number;
+            /** Ok */
+            ok: boolean;
+        };
+        /**
          * CommandRecord
          * @description One logged command (``elapsed`` in milliseconds).
          */
@@ -2375,6 +2646,24 @@ export interface components {
             /** Commands */
             commands: components["schemas"]["CommandRecord"][];
         };
+        /**
+         * ConditionIn
+         * @description ``{field, operator, value: [...]}``; the condition holds when any value matches.
+         */
+        ConditionIn: {
+            /**
+             * Field
+             * @enum {string}
+             */
+            field: "ipAddress" | "username" | "userId" | "eventType" | "target" | "command";
+            /**
+             * Operator
+             * @enum {string}
+             */
+            operator: "in" | "not_in" | "equals" | "not_equals" | "contains" | "not_contains" | "starts_with" | "ends_with" | "matches";
+            /** Value */
+            value: string[];
+        } & (unknown & unknown);
         /**
          * ConnectionDetail
          * @description One connection in full; secrets only as ``has*`` flags (``hasPassword``...).
@@ -2925,6 +3214,44 @@ export interface components {
             files: components["schemas"]["FileEntry"][];
         };
         /**
+         * LogEntry
+         * @description One delivery attempt.
+         */
+        LogEntry: {
+            /** Attempt */
+            attempt: number;
+            /** Channel */
+            channel: string;
+            /** Error */
+            error: string | null;
+            /** Id */
+            id: string;
+            /** Retryof */
+            retryOf: string | null;
+            /** Ruleid */
+            ruleId: string | null;
+            /** Rulename */
+            ruleName: string | null;
+            /** Sentat */
+            sentAt: string | null;
+            /** Status */
+            status: string;
+        };
+        /**
+         * LogPage
+         * @description One page of delivery attempts, newest first.
+         */
+        LogPage: {
+            /** Entries */
+            entries: components["schemas"]["LogEntry"][];
+            /** Limit */
+            limit: number;
+            /** Page */
+            page: number;
+            /** Total */
+            total: number;
+        };
+        /**
          * LoginSession
          * @description One live login session of the caller.
          */
@@ -3291,6 +3618,38 @@ export interface components {
             shouldRecord: boolean;
         };
         /**
+         * Recipient
+         * @description A user a rule may notify.
+         */
+        Recipient: {
+            /** Email */
+            email: string | null;
+            /** Id */
+            id: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * RecipientRole
+         * @description A role a rule may notify.
+         */
+        RecipientRole: {
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+        };
+        /**
+         * Recipients
+         * @description Users and roles a rule's smtp action may name.
+         */
+        Recipients: {
+            /** Roles */
+            roles: components["schemas"]["RecipientRole"][];
+            /** Users */
+            users: components["schemas"]["Recipient"][];
+        };
+        /**
          * Registered
          * @description The passkey registered.
          */
@@ -3310,6 +3669,33 @@ export interface components {
             ok: boolean;
             /** Recordingsrestored */
             recordingsRestored: number;
+        };
+        /**
+         * Retention
+         * @description Days delivery attempts are kept.
+         */
+        Retention: {
+            /** Retentiondays */
+            retentionDays: number;
+        };
+        /**
+         * RetentionSet
+         * @description The new retention.
+         */
+        RetentionSet: {
+            /** Ok */
+            ok: boolean;
+            /** Retentiondays */
+            retentionDays: number;
+        };
+        /**
+         * Retried
+         * @description The new delivery attempt.
+         */
+        Retried: {
+            entry: components["schemas"]["LogEntry"];
+            /** Ok */
+            ok: boolean;
         };
         /**
          * RoleList
@@ -3338,6 +3724,51 @@ export interface components {
             permissions: string[];
             /** Updatedat */
             updatedAt: string;
+        };
+        /**
+         * Rule
+         * @description A notification rule.
+         */
+        Rule: {
+            /** Actions */
+            actions: {
+                [key: string]: unknown;
+            }[];
+            /** Cadence */
+            cadence: unknown;
+            /** Conditionlogic */
+            conditionLogic: string;
+            /** Conditions */
+            conditions: {
+                [key: string]: unknown;
+            }[];
+            /** Createdat */
+            createdAt: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Events */
+            events: string[];
+            /** Id */
+            id: string;
+            /** Lasttriggeredat */
+            lastTriggeredAt: string | null;
+            /** Name */
+            name: string;
+        };
+        /**
+         * RuleBody
+         * @description One rule.
+         */
+        RuleBody: {
+            rule: components["schemas"]["Rule"];
+        };
+        /**
+         * Rules
+         * @description Every rule.
+         */
+        Rules: {
+            /** Rules */
+            rules: components["schemas"]["Rule"][];
         };
         /**
          * SearchHitRecord
@@ -3762,12 +4193,32 @@ export interface components {
             success: boolean;
         };
         /**
+         * TestSent
+         * @description The test message was sent.
+         */
+        TestSent: {
+            /** Entryid */
+            entryId: string;
+            /** Ok */
+            ok: boolean;
+        };
+        /**
          * Ticket
          * @description A single-use WebSocket ticket.
          */
         Ticket: {
             /** Ticket */
             ticket: string;
+        };
+        /**
+         * Toggled
+         * @description The rule's new state.
+         */
+        Toggled: {
+            /** Enabled */
+            enabled: boolean;
+            /** Ok */
+            ok: boolean;
         };
         /**
          * TokenList
@@ -8243,6 +8694,1002 @@ export interface operations {
             /** @description Not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_list_channels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every channel with its config; secret values masked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channels"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_update_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_type: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Config
+                     * @default null
+                     */
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /**
+                     * Enabled
+                     * @default null
+                     */
+                    enabled?: boolean | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Enable or disable a channel and merge its config; the mask keeps a stored secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_test_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_type: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Send a real test message (stored config plus optional overrides); report the error. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSent"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_list_log: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+                status?: "sent" | "failed" | "pending" | "";
+                rule_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delivery attempts, newest first; filters ``status`` and ``rule_id``; paged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogPage"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_clear_log: {
+        parameters: {
+            query?: {
+                status?: "sent" | "failed" | "pending" | "";
+                rule_id?: string;
+                before?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete every entry matching ``status``, ``rule_id`` and ``before`` (all if none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cleared"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_delete_log_entry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entry_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete one log entry. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_retry_delivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entry_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Re-send a failed delivery now with the channel's current config (a new entry). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retried"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server refused or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The remote server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_recipients: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Users (with e-mail) and roles an smtp action may name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recipients"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_list_rules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rules"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_create_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Actions */
+                    actions?: components["schemas"]["ActionIn"][];
+                    /**
+                     * Cadence
+                     * @default instant
+                     * @enum {string}
+                     */
+                    cadence?: "instant" | "hourly" | "daily";
+                    /**
+                     * Conditionlogic
+                     * @default and
+                     * @enum {string}
+                     */
+                    conditionLogic?: "and" | "or";
+                    /** Conditions */
+                    conditions?: components["schemas"]["ConditionIn"][];
+                    /**
+                     * Enabled
+                     * @default true
+                     */
+                    enabled?: boolean;
+                    /** Events */
+                    events: string[];
+                    /** Name */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Create a rule (201). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleBody"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_update_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Actions
+                     * @default null
+                     */
+                    actions?: components["schemas"]["ActionIn"][];
+                    /**
+                     * Cadence
+                     * @default null
+                     * @enum {string}
+                     */
+                    cadence?: "instant" | "hourly" | "daily";
+                    /**
+                     * Conditionlogic
+                     * @default null
+                     * @enum {string}
+                     */
+                    conditionLogic?: "and" | "or";
+                    /**
+                     * Conditions
+                     * @default null
+                     */
+                    conditions?: components["schemas"]["ConditionIn"][];
+                    /**
+                     * Enabled
+                     * @default null
+                     */
+                    enabled?: boolean;
+                    /**
+                     * Events
+                     * @default null
+                     */
+                    events?: string[];
+                    /**
+                     * Name
+                     * @default null
+                     */
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Change any subset of a rule's fields. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleBody"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_delete_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a rule (its delivery log stays). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    patch_toggle_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Flip a rule between enabled and disabled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Toggled"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_get_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery log's retention. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retention"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_put_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Retentiondays */
+                    retentionDays: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Change the retention (whole days, at least 1); applied at once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionSet"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
