@@ -150,6 +150,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             _early = None
 
 
+def _tear_down(net: JumpNet, processes: list[subprocess.Popen[bytes]], base: Path) -> None:
+    for process in processes:
+        stop(process)
+    subprocess.run(["ip", "netns", "del", net.namespace], capture_output=True)
+    for path in (net.jump.root, net.target.root, base):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Tear down an early namespace no test took: every xdist worker collects every
+    test, so each makes one, and only the worker that runs the tests uses it."""
+    global _early
+    if _early is not None:
+        early, _early = _early, None
+        _tear_down(*early)
+
+
 @pytest.fixture(scope="session")
 def jump_net() -> Iterator[JumpNet]:
     """The namespace with its jump sshd, target sshd and telnet server."""
@@ -159,8 +176,4 @@ def jump_net() -> Iterator[JumpNet]:
     try:
         yield net
     finally:
-        for process in processes:
-            stop(process)
-        subprocess.run(["ip", "netns", "del", net.namespace], capture_output=True)
-        for path in (net.jump.root, net.target.root, base):
-            shutil.rmtree(path, ignore_errors=True)
+        _tear_down(net, processes, base)
