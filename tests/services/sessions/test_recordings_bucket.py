@@ -259,3 +259,16 @@ async def test_a_bucket_that_does_not_exist_refuses_start_up(hostgate_config, s3
     assert "The recordings bucket s3://no-such-bucket-here/x/ (HOSTGATE_RECORDINGS_URL)" in message
     assert "cannot be used" in message
     assert s3_server.endpoint not in message and "hostgate-test-secret" not in message
+
+
+async def test_the_local_store_takes_a_file_as_a_recording_readable_by_its_owner_only(tmp_path):
+    from hostgate.services.sessions.recording_store import LocalStore
+
+    store = LocalStore(tmp_path / "recordings")
+    await store.start()
+    source = tmp_path / "restored.cast"
+    source.write_bytes(b"x" * 70_000)
+    await store.upload_file("abc.cast", source)
+    assert store.exists("abc.cast")
+    assert (await store.sizes())["abc.cast"] == 70_000
+    assert (store.path("abc.cast").stat().st_mode & 0o777) == 0o600

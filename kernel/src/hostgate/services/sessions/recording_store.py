@@ -118,9 +118,9 @@ class RecordingStore(ABC):
     def chunks(self, name: str, size: int) -> AsyncIterator[bytes]:
         """A stored recording's bytes in pieces (a backup), memory flat."""
 
+    @abstractmethod
     async def upload_file(self, name: str, path: Path) -> None:
-        """Store a local file as recording ``name`` (a restore into a bucket)."""
-        raise NotImplementedError("only a bucket takes uploads")
+        """Store a local file as recording ``name`` (a restore)."""
 
 
 class LocalStore(RecordingStore):
@@ -156,6 +156,16 @@ class LocalStore(RecordingStore):
     def exists(self, name: str) -> bool:
         """The file exists."""
         return self.path(name).exists()
+
+    async def upload_file(self, name: str, path: Path) -> None:
+        """A copy of a local file as the recording ``name`` (owner-only, as every file here)."""
+        target = self.path(name)
+
+        def copy() -> None:
+            shutil.copyfile(path, target)
+            target.chmod(0o600)
+
+        await asyncio.to_thread(copy)
 
     async def sizes(self) -> dict[str, int]:
         """Every regular file's size (dot entries such as the several-nodes marker skipped)."""
