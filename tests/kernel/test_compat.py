@@ -171,12 +171,44 @@ def _asyncssh() -> tuple[str, Installer, Callable[[], bool]]:
     )
 
 
+def _quart() -> tuple[str, Installer, Callable[[], bool]]:
+    from hostgate.requestbody import FastConnection, FlowControlledConnection, connection_class
+
+    return (
+        "quart",
+        lambda: connection_class() is FastConnection,
+        lambda: connection_class() is FlowControlledConnection,
+    )
+
+
+def _ssl() -> tuple[str, Installer, Callable[[], bool]]:
+    from hostgate._compat import ssl
+
+    class Inner:  # what an SSLObject's _sslobj offers below Python 3.13
+        def get_unverified_chain(self) -> list[bytes]:
+            return [b"leaf", b"intermediate"]
+
+    class Connection:  # an SSLObject of Python 3.11/3.12: no public chain
+        _sslobj = Inner()
+
+        def getpeercert(self, binary_form: bool = False) -> bytes:
+            return b"leaf"
+
+    return (
+        "python",
+        lambda: len(ssl.peer_certificate_chain(Connection())) == 2,
+        lambda: ssl.peer_certificate_chain(Connection()) == [b"leaf"],
+    )
+
+
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
     "asyncio_streams": _asyncio_streams,
     "aiosqlite": _aiosqlite,
     "asyncssh": _asyncssh,
+    "quart": _quart,
+    "ssl": _ssl,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 
@@ -217,6 +249,43 @@ def test_each_patch_is_off_with_the_switch(name, monkeypatch, fresh_warnings, ca
 def test_every_compat_module_is_tested_here():
     modules = {path.stem for path in COMPAT.glob("*.py")} - {"__init__"}
     assert modules == set(MODULES)
+
+
+# -- ssl: a real TLS peer's chain -------------------------------------------------------
+
+
+async def test_a_tls_peers_chain_is_whole_within_the_range_and_the_leaf_outside(tmp_path):
+    """A server on 127.0.0.1 sends its certificate and its CA's: within ``RANGES`` (the
+    patches on) both come back, leaf first; with the patches off the leaf alone."""
+    import asyncio
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import Encoding
+    from hostgate import peer_certificate_chain
+
+    from testsupport.tlsca import make_server_cert
+
+    issued = make_server_cert(tmp_path)
+    sent = tmp_path / "chain.pem"
+    sent.write_text(issued.cert_path.read_text() + issued.ca_pem)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(sent, issued.key_path)
+    server = await asyncio.start_server(
+        lambda reader, writer: writer.close(), "127.0.0.1", 0, ssl=server_side
+    )
+    port = server.sockets[0].getsockname()[1]
+    client_side = ssl.create_default_context(cafile=str(issued.ca_path))
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_side)
+        chain = peer_certificate_chain(writer.get_extra_info("ssl_object"))
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+    leaf = x509.load_pem_x509_certificate(issued.cert_path.read_bytes()).public_bytes(Encoding.DER)
+    ca = x509.load_pem_x509_certificate(issued.ca_pem.encode()).public_bytes(Encoding.DER)
+    assert chain == ([leaf, ca] if compat.patches_enabled() else [leaf])
 
 
 # -- no third-party private name outside the compat package -----------------------------
@@ -381,21 +450,7 @@ def scan() -> dict[str, set[str]]:
     return found
 
 
-PENDING: dict[str, set[str]] = {
-    # Quart: the request body's and ASGI connection's private methods (requestbody.py)
-    # next to move into a _compat module for Quart
-    "kernel/src/hostgate/requestbody.py": {
-        "_cached_json",
-        "_complete",
-        "_create_request_from_scope",
-        "_has_data",
-        "_send_response",
-        "quart.asgi._handle_exception",
-        "quart.helpers._split_blueprint_path",
-    },
-    # ssl's SSLObject._sslobj on Python < 3.13 (get_unverified_chain), behind getattr
-    "plugins/rdp/src/hostgate_rdp/relay.py": {"_sslobj"},
-}
+PENDING: dict[str, set[str]] = {}
 """Uses not yet moved into ``_compat`` (each with its follow-up); empty is the goal."""
 
 

@@ -339,7 +339,7 @@ def counted_tasks() -> Iterator[list[str]]:
 
     def counting(loop: Any, coro: Any, **kwargs: Any) -> Any:
         name = getattr(coro, "__qualname__", "")
-        if name.startswith(("FlowControlledConnection.", "_wrap_awaitable")):
+        if name.startswith(("FlowControlledConnection.", "QuickRequestPath.", "_wrap_awaitable")):
             made.append(name)
         if factory is not None:
             return factory(loop, coro, **kwargs)
@@ -789,4 +789,4 @@ async def test_a_streamed_answer_to_a_bodiless_get_ends_when_the_client_leaves(
     assert streamed_ended == ["ended"]
     assert sent[0]["status"] == 200
     assert [m.get("body") for m in sent[1:]] == [b"first"]
-    assert made == ["FlowControlledConnection._send_within", QUARTS_TWO[0]]
+    assert made == ["QuickRequestPath._send_within", QUARTS_TWO[0]]

@@ -7,6 +7,7 @@ kernel modules.
 from __future__ import annotations
 
 from ._compat.asyncssh import watch_forwarding_requests
+from ._compat.ssl import peer_certificate_chain
 from .adapters import (
     FILE_OPERATIONS,
     STAT_FIELDS,
@@ -159,6 +160,7 @@ __all__ = [
     "page_from",
     "cancel_and_wait",
     "watch_forwarding_requests",
+    "peer_certificate_chain",
     "ChunkReader",
     "CloseReason",
     "LOGIN_NAME_PATTERN",

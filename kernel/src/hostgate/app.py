@@ -23,7 +23,7 @@ from .kernel import Kernel
 from .logging_setup import request_id, silence_libraries
 from .openapi import Document
 from .plugins import PluginHost
-from .requestbody import FlowControlledConnection, StreamingRequest
+from .requestbody import StreamingRequest, connection_class
 from .services.version import current_version
 from .ws import blueprint_for as socket_blueprint
 
@@ -82,7 +82,7 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
     compat_wsproto.install()
     compat_hypercorn.install()
     app.request_class = StreamingRequest
-    app.asgi_http_class = FlowControlledConnection
+    app.asgi_http_class = connection_class()
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
     app.config["BODY_TIMEOUT"] = 600
     QuartSchema(

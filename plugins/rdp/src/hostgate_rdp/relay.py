@@ -20,9 +20,15 @@ import contextlib
 import ipaddress
 import logging
 import ssl
-from typing import Any
 
-from hostgate import CloseReason, ConnectionTarget, KernelAPI, SessionClosed, open_tcp
+from hostgate import (
+    CloseReason,
+    ConnectionTarget,
+    KernelAPI,
+    SessionClosed,
+    open_tcp,
+    peer_certificate_chain,
+)
 
 from . import rdcleanpath
 from .der import TAG_SEQUENCE, DerError, total_size
@@ -75,36 +81,6 @@ def socket_address(address: str, port: int) -> str:
     except ValueError:
         pass
     return f"{address}:{port}"
-
-
-def _der(certificate: Any) -> bytes:
-    if isinstance(certificate, bytes):
-        return certificate
-    # a certificate of ssl's chain gives PEM by default; ssl's public helper makes it DER
-    return ssl.PEM_cert_to_DER_cert(certificate.public_bytes())
-
-
-def peer_chain(ssl_object: Any) -> list[bytes]:
-    """The server's certificate chain as DER, leaf first (at least the leaf).
-
-    Python 3.13 has ``SSLObject.get_unverified_chain()``; 3.11 and 3.12 have the
-    same call on the private ``_sslobj``. Without either, the leaf alone.
-    """
-    getter = getattr(ssl_object, "get_unverified_chain", None)
-    if getter is None:
-        getter = getattr(getattr(ssl_object, "_sslobj", None), "get_unverified_chain", None)
-    chain: list[bytes] = []
-    if getter is not None:
-        try:
-            chain = [_der(certificate) for certificate in getter() or []]
-        except Exception:
-            log.debug("reading the peer's certificate chain failed", exc_info=True)
-            chain = []
-    if not chain:
-        leaf = ssl_object.getpeercert(binary_form=True)
-        if leaf:
-            chain.append(leaf)
-    return chain
 
 
 def tls_context(target: ConnectionTarget) -> ssl.SSLContext:
@@ -296,7 +272,7 @@ class RdpStream:
                 rdcleanpath.general_error(502),
             ) from None
         ssl_object = self._writer.get_extra_info("ssl_object")
-        chain = peer_chain(ssl_object) if ssl_object is not None else []
+        chain = peer_certificate_chain(ssl_object) if ssl_object is not None else []
         if not chain:
             raise RelayFailure(
                 f"The RDP server at {where} sent no certificate",
