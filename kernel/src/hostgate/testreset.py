@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from .closereasons import CloseReason
 from .security.ratelimit import MemoryRateLimiter
-from .services.backup.restore import KEEP_PREFIX, swap_database
+from .services.database_swap import KEEP_PREFIX, swap_database
 
 if TYPE_CHECKING:
     from .kernel import Kernel

@@ -13,13 +13,9 @@ import sys
 import pytest
 from hostgate.db.models.sessions import SessionCommand
 from hostgate.services.backup import Backups
-from hostgate.services.backup.restore import (
-    JOURNAL_NAME,
-    prepare_restore,
-    swap_database,
-    write_journal,
-)
+from hostgate.services.backup.restore import JOURNAL_NAME, prepare_restore, write_journal
 from hostgate.services.backup.staging import stage_archive
+from hostgate.services.database_swap import swap_database
 from sqlalchemy import insert
 
 from tests.services.backup.support import (

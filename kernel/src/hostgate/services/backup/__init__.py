@@ -23,6 +23,7 @@ from ...closereasons import CloseReason
 from ...datadir import DIR_MODE, private_dir, private_open
 from ...db.models import metadata
 from ...errors import Conflict, InvalidInput
+from ..database_swap import swap_database
 from .archive import DEFAULT_COST, MIN_PASSWORD, BadPassword, CorruptArchive, KdfCost, NotAnArchive
 from .exporter import export_archive
 from .files import RECORDINGS_DIR, recordings_summary
@@ -31,7 +32,6 @@ from .restore import (
     finish_journal,
     prepare_restore,
     read_marker,
-    swap_database,
     write_journal,
 )
 from .staging import Cancelled, Progress, StagedArchive, stage_archive

@@ -15,11 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ...db.models import metadata
 from ...security.secretbox import SecretBox
 from ...timefmt import utcnow
+from ..database_swap import primary_key
 from ..version import current_version
 from .archive import DEFAULT_COST, FORMAT_VERSION, FrameWriter, Header, KdfCost, derive_key
 from .files import PART_PREFIX, recording_files, safe_relative
 from .records import META, PartSealer
-from .tables import describe, encode_row, primary_key
+from .tables import describe, encode_row
 
 if TYPE_CHECKING:
     from ..sessions.recording_store import RecordingStore

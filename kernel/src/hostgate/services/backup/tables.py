@@ -27,7 +27,6 @@ from sqlalchemy import (
     MetaData,
     Numeric,
     String,
-    Table,
     Time,
     Uuid,
 )
@@ -172,9 +171,3 @@ def python_default(column: Column[Any]) -> tuple[bool, Any]:
     if getattr(default, "is_callable", False):
         return True, default.arg(None)  # type: ignore[attr-defined]
     return False, None
-
-
-def primary_key(table: Table) -> list[Column[Any]]:
-    """The primary key columns, or every column when a table has none."""
-    columns = list(table.primary_key.columns)
-    return columns or list(table.columns)
