@@ -249,9 +249,10 @@ def test_a_second_window_takes_the_tabs_over_and_the_first_takes_them_back(
     console: Any,
     screens: Screens,
 ) -> None:
-    """The tabs are in one window at a time: a second window of the browser takes them over
-    (the terminal re-attached to the same shell, its file panel at its folder, the desktop
-    connected again); the first one lets them go and takes them back on request."""
+    """The tabs are in one window at a time: a second window of the browser opened at the
+    start page takes them over (the terminal re-attached to the same shell, its file panel at
+    its folder, the desktop connected again; one opened at another page only offers them);
+    the first one lets them go and takes them back on request."""
     folder = Path(sshd.home) / f"moved-{uuid.uuid4().hex[:8]}"
     folder.mkdir()
     user = pwd.getpwnam(TEST_USER)
@@ -267,6 +268,17 @@ def test_a_second_window_takes_the_tabs_over_and_the_first_takes_them_back(
         panel = page.get_by_role("complementary", name="Files of lab-ssh")
         panel.get_by_role("link", name=folder.name).click()
         expect(panel.get_by_role("navigation", name="Folder path")).to_contain_text(folder.name)
+
+        # a link opened in a new browser tab (another page than the start) leaves them put
+        linked = page.context.new_page()
+        linked.on("pageerror", console.on_page_error)
+        linked.goto(f"{gateway.url}/sessions")
+        expect(linked.get_by_role("status").filter(has_text="in another window")).to_contain_text(
+            "Your 2 open tabs are in another window"
+        )
+        expect(linked.get_by_role("navigation", name="Open terminals")).to_have_count(0)
+        linked.close()
+        assert shell_pid(page, screen, "stayed") == pid
 
         second.goto(gateway.url)
         strip = second.get_by_role("navigation", name="Open terminals")

@@ -6,7 +6,9 @@
 // them in localStorage (WORKSPACE_KEY) and names itself in HOLDER_KEY. A window opened while
 // another holds them takes them over (the newest window wins); the other one is told through
 // the storage event, lets its tabs go (their shells stay on the gateway) and offers to take
-// them back ("Open in this window"). A window that closes gives up its hold, so a browser
+// them back ("Open in this window"). Only a window opened at the start page or at a tab's
+// address takes them; one opened at another page (a link opened in a new browser tab) leaves
+// them where they are and offers them. A window that closes gives up its hold, so a browser
 // started later begins with no tabs, as before.
 import { randomId } from "./ids";
 import { HOLDER_KEY, MOVED_KEY, parseStoredTabs, storedTabsText, TABS_KEY, WORKSPACE_KEY, type StoredTab } from "./tabstore";
@@ -93,8 +95,18 @@ export function restoreTabs(user: string): void {
   const own = parseStoredTabs(read(session, TABS_KEY), user);
   // a new window: the tabs of the window that holds them now (none when no window does)
   const held = read(local, HOLDER_KEY) ? parseStoredTabs(read(local, WORKSPACE_KEY), user) : null;
+  if (!own && held?.list.length && !workspacePage(window.location.pathname)) {
+    // a link opened in a new browser tab (a recording, the audit log): the tabs stay put
+    awayFrom();
+    return;
+  }
   show(own ?? held);
   hold();
+}
+
+/** Whether a new window opened at `path` takes the tabs over: the start page or a tab's address. */
+function workspacePage(path: string): boolean {
+  return path === "/" || path.startsWith("/terminals/") || path.startsWith("/desktops/");
 }
 
 /** Take the tabs back from the window that holds them ("Open in this window"). */
