@@ -192,7 +192,8 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         "",
         max_length=2000,
         description="Role names, comma-separated, that must use two-step verification "
-        "when security.require_mfa is roles",
+        "when security.require_mfa is roles; only existing roles (400 unknown_role names "
+        "the others), kept in step when a role is renamed or deleted",
     ),
     SettingSpec(
         "security.session_lifetime_days",

@@ -184,7 +184,13 @@ class Kernel:
             limits=self.limits,
         )
         self.credentials = Credentials(self.db)
-        self.roles = Roles(audit=self.audit, db=self.db, permission_groups=self.permission_groups)
+        self.roles = Roles(
+            audit=self.audit,
+            db=self.db,
+            permission_groups=self.permission_groups,
+            settings=self.settings,
+        )
+        self.settings.add_guard(self.roles.check_mfa_roles)
         self.netpolicy = NetworkPolicy(settings=self.settings, config=config, audit=self.audit)
         self.accounts = Accounts(
             audit=self.audit,

@@ -174,3 +174,48 @@ def test_setup_holds_the_first_admin_to_the_password_rule(tmp_path, monkeypatch,
         assert conn.execute("SELECT count(*) FROM users").fetchone() == (0,)
     monkeypatch.setenv("HOSTGATE_ADMIN_PASSWORD", "root-password")
     assert main(["setup", "--username", "root"]) == 0
+
+
+def test_invite_and_must_change_through_the_cli(tmp_path, monkeypatch, capsys):
+    """``user invite`` prints a link that works once; ``--must-change`` on create and
+    reset-password makes the user choose their own password at the next sign-in."""
+    import argparse
+
+    from hostgate.cli import main
+    from hostgate.commands.common import with_kernel
+    from hostgate.principals import ClientInfo
+
+    monkeypatch.setenv("HOSTGATE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HOSTGATE_ENCRYPTION_KEY", KEY)
+    monkeypatch.setenv("HOSTGATE_PASSWORD", "temporary-password")
+    assert main(["user", "invite", "nina", "--hours", "0.5"]) == 1
+    assert "expiresInHours must be between 1 and 720" in capsys.readouterr().err
+    argv = ["user", "invite", "nina", "--role", "admin", "--url", "https://gate.example/"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "invited user nina (role admin" in out
+    link = next(line for line in out.splitlines() if line.startswith("https://"))
+    assert link.startswith("https://gate.example/invite#")
+    assert main(["user", "invite", "nina"]) == 1  # the name is taken
+    assert main(["user", "invite", "omar"]) == 0
+    path = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("/invite#") for line in path)
+    assert "pass --url" in path[-1]
+
+    async def accept(kernel):
+        secret = link.removeprefix("https://gate.example/invite#")
+        signed = await kernel.invites.accept(secret, "ninas-own-password", ClientInfo())
+        return signed.username
+
+    assert with_kernel(argparse.Namespace(), accept) == "nina"
+
+    assert main(["user", "create", "carl", "--must-change"]) == 0
+    assert "choose a new password at their first sign-in" in capsys.readouterr().out
+    assert main(["user", "create", "dora"]) == 0
+    assert main(["user", "reset-password", "dora", "--must-change"]) == 0
+    assert "at their next sign-in" in capsys.readouterr().out
+    with sqlite3.connect(tmp_path / "hostgate.db") as conn:
+        flags = dict(conn.execute("SELECT username, must_change_password FROM users"))
+        used = conn.execute("SELECT used_at FROM user_invites ORDER BY created_at").fetchall()
+    assert flags == {"nina": 0, "omar": 0, "carl": 1, "dora": 1}
+    assert used[0][0] is not None and used[1][0] is None  # nina's link is spent, omar's open

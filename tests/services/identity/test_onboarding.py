@@ -204,7 +204,7 @@ async def test_required_mfa_for_a_role_enrols_before_anything_else(client, admin
     saved = await client.put(
         f"{API}/settings",
         headers=admin.headers,
-        json={"security.require_mfa": "roles", "security.require_mfa_roles": "user, ops"},
+        json={"security.require_mfa": "roles", "security.require_mfa_roles": "user"},
     )
     assert saved.status_code == 200, await saved.get_json()
     blocked = await client.get(f"{API}/connections", headers=user.headers)
@@ -228,3 +228,63 @@ async def test_required_mfa_for_a_role_enrols_before_anything_else(client, admin
         assert blocked.status_code == 403, (headers, await blocked.get_json())
         assert (await blocked.get_json())["code"] == "mfa_enrollment_required"
     assert (await client.get(f"{API}/connections", headers=user.headers)).status_code == 200
+
+
+async def mfa_roles_setting(client, admin):
+    body = await (await client.get(f"{API}/settings", headers=admin.headers)).get_json()
+    return body["settings"]["security.require_mfa_roles"]
+
+
+async def test_required_mfa_roles_name_existing_roles_and_follow_renames_and_deletions(
+    client, admin, make_user, kernel
+):
+    unknown = await client.put(
+        f"{API}/settings",
+        headers=admin.headers,
+        json={"security.require_mfa": "roles", "security.require_mfa_roles": "user, Ops, nobody"},
+    )
+    assert unknown.status_code == 400
+    error = await unknown.get_json()
+    assert error["code"] == "unknown_role"
+    assert "'Ops'" in error["error"] and "'nobody'" in error["error"]
+    assert "'user'" not in error["error"]
+    assert await mfa_roles_setting(client, admin) == ""  # nothing of the change was stored
+
+    made = await client.post(f"{API}/roles", headers=admin.headers, json={"name": "Ops"})
+    assert made.status_code == 201
+    role = await made.get_json()
+    saved = await client.put(
+        f"{API}/settings",
+        headers=admin.headers,
+        json={"security.require_mfa": "roles", "security.require_mfa_roles": "USER, ops"},
+    )
+    assert saved.status_code == 200, await saved.get_json()  # names compare case-insensitively
+
+    # a rename carries the setting along (in the same audited change)
+    renamed = await client.put(
+        f"{API}/roles/{role['id']}", headers=admin.headers, json={"name": "Operators"}
+    )
+    assert renamed.status_code == 200
+    assert await mfa_roles_setting(client, admin) == "USER, Operators"
+    operator = await make_user("oscar")
+    await client.put(
+        f"{API}/users/{operator.id}", headers=admin.headers, json={"role": "Operators"}
+    )
+    blocked = await client.get(f"{API}/connections", headers=operator.headers)
+    assert (await blocked.get_json())["code"] == "mfa_enrollment_required"
+    updated = (await audit_entries(kernel, "role.updated"))[-1]
+    assert updated.details["requireMfaRoles"] == {"from": "USER, ops", "to": "USER, Operators"}
+
+    # a deletion takes the name out
+    await client.put(f"{API}/users/{operator.id}", headers=admin.headers, json={"role": "user"})
+    deleted = await client.delete(f"{API}/roles/{role['id']}", headers=admin.headers)
+    assert deleted.status_code == 200
+    assert await mfa_roles_setting(client, admin) == "USER"
+    gone = (await audit_entries(kernel, "role.deleted"))[-1]
+    assert gone.details["requireMfaRoles"] == {"from": "USER, Operators", "to": "USER"}
+    # a role the setting does not name leaves it alone
+    other = await (
+        await client.post(f"{API}/roles", headers=admin.headers, json={"name": "x"})
+    ).get_json()
+    await client.put(f"{API}/roles/{other['id']}", headers=admin.headers, json={"name": "y"})
+    assert await mfa_roles_setting(client, admin) == "USER"

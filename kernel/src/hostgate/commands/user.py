@@ -1,4 +1,4 @@
-"""``hostgate user create|reset-password|unlock|suspend|resume|list``: recovery, no web UI."""
+"""``hostgate user create|invite|reset-password|unlock|suspend|resume|list``: no web UI."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ApiError
+from ..timefmt import iso
 from .common import with_kernel
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
     from ..services.identity.accounts import UserWithRole
+    from ..services.identity.invites import NewInvite
 
 PASSWORD_ENV = "HOSTGATE_PASSWORD"
 
@@ -30,13 +32,36 @@ def register(subparsers: Any) -> None:
     create.add_argument("--display-name", default="", help="display name (default: username)")
     create.add_argument("--email", default="", help="e-mail address")
     add_password_options(create)
+    add_must_change_option(create)
     create.set_defaults(handler=run_create)
+
+    invite = sub.add_parser(
+        "invite", help="create a local user who sets their own password; prints the link"
+    )
+    invite.add_argument("username")
+    invite.add_argument("--role", default="user", help="role name or id (default: user)")
+    invite.add_argument("--display-name", default="", help="display name (default: username)")
+    invite.add_argument("--email", default="", help="e-mail address")
+    invite.add_argument(
+        "--hours",
+        type=float,
+        default=None,
+        help="how long the link works, in hours (default 72, at most 720)",
+    )
+    invite.add_argument(
+        "--url",
+        default="",
+        help="the gateway's address as people open it (https://gate.example.com): "
+        "printed in front of the link's path",
+    )
+    invite.set_defaults(handler=run_invite)
 
     reset = sub.add_parser(
         "reset-password", help="set a new password; ends the user's sessions and API tokens"
     )
     reset.add_argument("username")
     add_password_options(reset)
+    add_must_change_option(reset)
     reset.set_defaults(handler=run_reset)
 
     unlock = sub.add_parser("unlock", help="lift a lockout")
@@ -63,6 +88,15 @@ def add_password_options(parser: argparse.ArgumentParser, env_name: str = PASSWO
     group.add_argument("--password-file", help="read the password from the first line of FILE")
     group.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+
+
+def add_must_change_option(parser: argparse.ArgumentParser) -> None:
+    """``--must-change``: the user chooses a new password at the next sign-in."""
+    parser.add_argument(
+        "--must-change",
+        action="store_true",
+        help="the user must choose a new password at the next sign-in, before anything else",
     )
 
 
@@ -116,12 +150,42 @@ def run_create(args: argparse.Namespace) -> int:
                 email=args.email,
                 role=args.role,
                 actor=None,
+                must_change_password=args.must_change,
             )
 
         created = with_kernel(args, work)
     except ApiError as error:
         return fail(error)
     print(f"created user {created.user.username} (role {created.role}, id {created.user.id})")
+    if args.must_change:
+        print("they choose a new password at their first sign-in")
+    return 0
+
+
+def run_invite(args: argparse.Namespace) -> int:
+    """Create a user without a password and print their invite link."""
+    from ..services.identity.invites import DEFAULT_HOURS
+
+    async def work(kernel: Kernel) -> tuple[UserWithRole, NewInvite]:
+        return await kernel.invites.invite_user(
+            username=args.username,
+            display_name=args.display_name,
+            email=args.email,
+            role=args.role,
+            hours=DEFAULT_HOURS if args.hours is None else args.hours,
+            actor=None,
+        )
+
+    try:
+        created, invite = with_kernel(args, work)
+    except ApiError as error:
+        return fail(error)
+    print(f"invited user {created.user.username} (role {created.role}, id {created.user.id})")
+    print(f"the link works once, until {iso(invite.expires_at)}:")
+    base = args.url.rstrip("/")
+    print(f"{base}{invite.path}" if base else invite.path)
+    if not base:
+        print("(put the gateway's address in front, or pass --url)")
     return 0
 
 
@@ -132,12 +196,16 @@ def run_reset(args: argparse.Namespace) -> int:
 
         async def work(kernel: Kernel) -> None:
             user_id = await _user_id(kernel, args.username)
-            await kernel.accounts.reset_password(user_id, password, actor=None)
+            await kernel.accounts.reset_password(
+                user_id, password, actor=None, must_change_password=args.must_change
+            )
 
         with_kernel(args, work, shared=True)
     except ApiError as error:
         return fail(error)
     print(f"password of {args.username} reset; their sessions have ended")
+    if args.must_change:
+        print("they choose a new password at their next sign-in")
     return 0
 
 

@@ -1,7 +1,8 @@
 """A reload loses nothing: the open tabs come back (terminals re-attached to the same shell,
 checked by its PID on the suite's real sshd), an ended tab comes back ended and is marked in
 the tab strip, two tabs of one connection are told apart, the file panel beside a terminal
-and the recording player come back where they were."""
+and the recording player come back where they were; a second window of the browser takes the
+tabs over and the first takes them back."""
 
 from __future__ import annotations
 
@@ -236,3 +237,83 @@ def test_a_desktop_tab_connects_again_after_a_reload(
     sessions = gateway.api("GET", "/sessions", admin_token).json()["sessions"]
     assert [entry["protocol"] for entry in sessions] == ["vnc", "vnc"]
     assert sessions[1]["endedAt"] is not None
+
+
+def test_a_second_window_takes_the_tabs_over_and_the_first_takes_them_back(
+    page: Any,
+    gateway: Gateway,
+    admin_token: str,
+    sshd: SshdServer,  # noqa: F811
+    xvnc: XvncServer,  # noqa: F811
+    lab_ssh: str,
+    console: Any,
+    screens: Screens,
+) -> None:
+    """The tabs are in one window at a time: a second window of the browser opened at the
+    start page takes them over (the terminal re-attached to the same shell, its file panel at
+    its folder, the desktop connected again; one opened at another page only offers them);
+    the first one lets them go and takes them back on request."""
+    folder = Path(sshd.home) / f"moved-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    user = pwd.getpwnam(TEST_USER)
+    os.chown(folder, user.pw_uid, user.pw_gid)
+    second = page.context.new_page()  # another window: the same cookie and localStorage
+    second.on("pageerror", console.on_page_error)
+    try:
+        vnc_id = vnc_connection(gateway, admin_token, xvnc, "lab-vnc")
+        open_desktop(page, gateway, vnc_id, "lab-vnc")
+        screen = open_terminal(page, lab_ssh, "lab-ssh")
+        pid = shell_pid(page, screen, "held")
+        page.get_by_role("button", name="Files", exact=True).click()
+        panel = page.get_by_role("complementary", name="Files of lab-ssh")
+        panel.get_by_role("link", name=folder.name).click()
+        expect(panel.get_by_role("navigation", name="Folder path")).to_contain_text(folder.name)
+
+        # a link opened in a new browser tab (another page than the start) leaves them put
+        linked = page.context.new_page()
+        linked.on("pageerror", console.on_page_error)
+        linked.goto(f"{gateway.url}/sessions")
+        expect(linked.get_by_role("status").filter(has_text="in another window")).to_contain_text(
+            "Your 2 open tabs are in another window"
+        )
+        expect(linked.get_by_role("navigation", name="Open terminals")).to_have_count(0)
+        linked.close()
+        assert shell_pid(page, screen, "stayed") == pid
+
+        second.goto(gateway.url)
+        strip = second.get_by_role("navigation", name="Open terminals")
+        strip.get_by_role("link", name="lab-ssh", exact=True).click()
+        tab = second.get_by_role("region", name="Terminal lab-ssh")
+        expect(tab.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
+        moved = tab.get_by_role("region", name="Terminal output of lab-ssh")
+        expect(moved).to_contain_text(f"held-{pid}")  # the scrollback came along
+        assert shell_pid(second, moved, "moved") == pid
+        moved_panel = second.get_by_role("complementary", name="Files of lab-ssh")
+        expect(moved_panel.get_by_role("navigation", name="Folder path")).to_contain_text(
+            folder.name
+        )
+        strip.get_by_role("link", name="lab-vnc", exact=True).click()
+        desktop = second.get_by_role("region", name="Desktop lab-vnc")
+        expect(desktop.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
+
+        # the first window let them go (no tab strip, no error) and offers them back
+        offer = page.get_by_role("status").filter(has_text="in another window")
+        expect(offer).to_contain_text("Your 2 open tabs are in another window")
+        expect(page.get_by_role("navigation", name="Open terminals")).to_have_count(0)
+        expect(page.get_by_role("region", name="Terminal lab-ssh")).to_have_count(0)
+        screens.check(page, "tabs-in-another-window")
+
+        page.get_by_role("button", name="Open in this window").click()
+        back = page.get_by_role("region", name="Terminal lab-ssh")
+        expect(back.get_by_role("status").first).to_have_text("Connected", timeout=30_000)
+        screen = back.get_by_role("region", name="Terminal output of lab-ssh")
+        expect(screen).to_contain_text(f"moved-{pid}")
+        assert shell_pid(page, screen, "back") == pid
+        expect(second.get_by_role("button", name="Open in this window")).to_be_visible()
+        expect(second.get_by_role("navigation", name="Open terminals")).to_have_count(0)
+        # one shell all along; the desktop connected anew each time it changed windows
+        sessions = gateway.api("GET", "/sessions", admin_token).json()["sessions"]
+        assert sorted(entry["protocol"] for entry in sessions) == ["ssh", "vnc", "vnc", "vnc"]
+    finally:
+        second.close()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -38,9 +38,31 @@ _DOOR_MESSAGES: dict[str, str] = {
 }
 
 
+MFA_ROLES = "security.require_mfa_roles"
+
+
 def role_list(text: str) -> frozenset[str]:
     """The role names of ``security.require_mfa_roles`` (comma-separated, case-insensitive)."""
     return frozenset(part.strip().lower() for part in text.split(",") if part.strip())
+
+
+def role_names(text: str) -> list[str]:
+    """The role names of ``security.require_mfa_roles`` as written, in order."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def role_renamed(text: str, old: str, new: str | None) -> str | None:
+    """``security.require_mfa_roles`` after role ``old`` became ``new`` (None: deleted).
+
+    None when the list does not name ``old`` (nothing to change).
+    """
+    names = role_names(text)
+    if old.lower() not in {name.lower() for name in names}:
+        return None
+    kept = [name for name in names if name.lower() != old.lower()]
+    if new is not None:
+        kept.append(new)
+    return ", ".join(kept)
 
 
 def mfa_required(settings: Settings, role_name: str) -> bool:

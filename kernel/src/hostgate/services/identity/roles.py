@@ -23,11 +23,14 @@ from ...errors import Conflict, InvalidInput, NotFound
 from ...timefmt import utcnow
 from .accounts import NAME_MAX, audit, ensure_managers_remain, lock_roles, manager_holders
 from .accounts import resolve_role as _resolve
+from .onboarding import MFA_ROLES, role_names, role_renamed
 from .privileges import check_grant, check_target
 
 if TYPE_CHECKING:
+    from ...contract import AuditBatchAPI
     from ...db.engine import Database
     from ..audit.audit import AuditLog
+    from ..settings import Settings
     from .identity import Caller
 
 DESCRIPTION_MAX = 1000
@@ -89,10 +92,38 @@ class Roles:
         audit: AuditLog,
         db: Database,
         permission_groups: dict[str, list[str]],
+        settings: Settings | None = None,
     ) -> None:
         self.audit = audit
         self.db = db
         self.permission_groups = permission_groups
+        # security.require_mfa_roles names roles: it follows a rename and a deletion
+        self.settings = settings
+
+    async def check_mfa_roles(self, clean: Mapping[str, Any]) -> None:
+        """Settings guard: ``security.require_mfa_roles`` names roles only (400 names others)."""
+        if MFA_ROLES not in clean:
+            return
+        async with self.db.session() as session:
+            known = {name.lower() for name in (await session.exec(select(Role.name))).all()}
+        unknown = [name for name in role_names(str(clean[MFA_ROLES])) if name.lower() not in known]
+        if unknown:
+            raise InvalidInput(
+                f"{MFA_ROLES} names no role called {', '.join(repr(n) for n in unknown)}",
+                code="unknown_role",
+            )
+
+    async def _follow_role(
+        self, batch: AuditBatchAPI, old: str, new: str | None, details: dict[str, Any]
+    ) -> None:
+        """Keep ``security.require_mfa_roles`` naming role ``old``, now ``new`` (None: gone)."""
+        if self.settings is None:
+            return
+        changed = role_renamed(str(self.settings.get(MFA_ROLES)), old, new)
+        if changed is None:
+            return
+        before, after = await self.settings.change_in(batch, {MFA_ROLES: changed})
+        details["requireMfaRoles"] = {"from": before[MFA_ROLES], "to": after[MFA_ROLES]}
 
     @property
     def permission_names(self) -> list[str]:
@@ -171,6 +202,7 @@ class Roles:
                 if await _name_taken(session, name, except_id=role.id):
                     raise Conflict(f"A role named {name!r} already exists", code="role_exists")
                 details["nameChanged"] = {"from": role.name, "to": name}
+                await self._follow_role(batch, role.name, name, details)
                 role.name = name
             if "description" in changes and changes["description"] != role.description:
                 if role.is_builtin:
@@ -231,6 +263,8 @@ class Roles:
                 raise Conflict(
                     f"Cannot delete role: {count} user(s) still assigned to it", code="role_in_use"
                 )
+            details: dict[str, Any] = {"roleId": role.id}
+            await self._follow_role(batch, role.name, None, details)
             await session.delete(role)
             try:
                 await session.flush()
@@ -238,4 +272,4 @@ class Roles:
                 raise Conflict(
                     "Cannot delete role: users are assigned to it", code="role_in_use"
                 ) from None
-            audit(batch, "role.deleted", actor, target=role.name, details={"roleId": role.id})
+            audit(batch, "role.deleted", actor, target=role.name, details=details)

@@ -13058,7 +13058,7 @@ export interface operations {
                      * @enum {string}
                      */
                     "security.require_mfa"?: "off" | "everyone" | "roles";
-                    /** @description Role names, comma-separated, that must use two-step verification when security.require_mfa is roles */
+                    /** @description Role names, comma-separated, that must use two-step verification when security.require_mfa is roles; only existing roles (400 unknown_role names the others), kept in step when a role is renamed or deleted */
                     "security.require_mfa_roles"?: string;
                     /** @description Lifetime of a session token */
                     "security.session_lifetime_days"?: number;

@@ -1,4 +1,5 @@
-// The open tabs as this browser tab keeps them across a reload (sessionStorage), and the
+// The open tabs as this browser tab keeps them across a reload (sessionStorage) and as the
+// window holding them shares them with a window that takes them over (localStorage), and the
 // names the tab strip shows. Pure, so Vitest checks them; tabs.svelte.ts reads and writes.
 //
 // Nothing secret is kept: a terminal's `sessionId` is the client-chosen id the gateway
@@ -30,6 +31,12 @@ export interface StoredTabs {
 }
 
 export const TABS_KEY = "hostgate.tabs";
+/** localStorage: the tabs as the window that holds them keeps them, for a window that takes them over. */
+export const WORKSPACE_KEY = "hostgate.workspace";
+/** localStorage: the id of the page that holds the tabs ("" or absent: no open window does). */
+export const HOLDER_KEY = "hostgate.workspace.holder";
+/** sessionStorage: this browser tab's tabs were taken over by another window (the user's id). */
+export const MOVED_KEY = "hostgate.tabs.moved";
 
 /** What a tab that had ended before the reload says beside its Reconnect. */
 export const ENDED_BEFORE_RELOAD = "it had ended before the page was reloaded.";
