@@ -1,5 +1,6 @@
 """A front-door session in the browser: watched live while the real ``ssh`` types in it,
-then played back from its recording (issue 31, Tests).
+then played back from its recording (issue 31, Tests); the door's agent-forwarding
+setting in Administration.
 
 The real OpenSSH client (``ssh -tt``, a key registered in the admin's profile) goes
 through the door of a real ``hostgate serve`` to the suite's sshd; Chromium watches
@@ -111,6 +112,19 @@ def door_client(gateway: Gateway, token: str, home: Path) -> tuple[int, Path, Pa
 def test_a_front_door_session_is_watched_live_and_then_played_back(
     page: Any, gateway: Gateway, admin_token: str, lab_ssh: str, screens: Screens, tmp_path: Path
 ) -> None:
+    # Administration -> Settings -> SSH front door: agent forwarding, off until allowed
+    page.goto(f"{gateway.url}/admin/settings/sshd")
+    form = page.get_by_role("form", name="SSH front door")
+    agent = form.get_by_label("Agent forwarding")
+    expect(agent).not_to_be_checked()
+    agent.check()
+    form.get_by_role("button", name="Save changes").click()
+    expect(form.get_by_role("status")).to_be_visible()
+    screens.check(page, "admin-settings-sshd-agent", scroll_to=agent)
+    saved = gateway.api("GET", "/settings", admin_token).json()["settings"]
+    assert saved["sshd.agent_forwarding"] is True
+    assert "settings.updated" in gateway.audit_types(admin_token)
+
     port, key, known = door_client(gateway, admin_token, tmp_path)
     shell = DoorShell(port, key, known)
     try:
