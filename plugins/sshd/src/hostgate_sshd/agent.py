@@ -26,8 +26,14 @@ def agent_allowed(kernel: KernelAPI) -> bool:
     return kernel.settings.get(AGENT_SETTING) is True
 
 
-def agent_path(channel: Any) -> str | None:
-    """The socket of the client's forwarded agent on this channel, if it asked for one."""
+def agent_path(kernel: KernelAPI, channel: Any) -> str | None:
+    """The client's forwarded agent's socket on this channel, if asked for and allowed.
+
+    Checked again here: without the request watch (``watch_forwarding_requests``
+    outside its asyncssh versions) asyncssh itself would have accepted the request.
+    """
+    if not agent_allowed(kernel):
+        return None
     path = channel.get_agent_path()
     return str(path) if path else None
 

@@ -481,7 +481,7 @@ class DoorConnection(asyncssh.SSHServer):
             return await self._refused(process, message, target)
         cols, rows, _, _ = process.get_terminal_size()
         size = (cols or 80, rows or 24) if term_type else None
-        forwarded = agent_path(process.channel)
+        forwarded = agent_path(self.kernel, process.channel)
         try:
             terminal = await self.kernel.front_door.open_terminal(
                 caller,
