@@ -19,6 +19,8 @@ Sections, in order (each starts its own servers and gateway and tears them down)
 - ``door``: OpenSSH's ``sftp`` and ``scp`` (``--file-mib``) and ``cat`` on a PTY (64 MiB)
   through the SSH front door vs straight to the same sshd, gateway CPU per GiB and RSS
   growth (bench/sshd_door.py).
+- ``doorscale``: ``--terminals`` front-door shells open at once (errors, RSS per idle
+  shell) and the key login's p50 through the door (bench/sshd_door_scale.py).
 - ``load``: ``--terminals`` SSH terminals and 50 API clients for ``--load-seconds``
   (bench/load.py; 0 skips it; the 10-minute run is ``bench/load.py`` on its own).
 
@@ -62,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import SOURCE_VARIABLE, Row, checkout, hostgate_server, print_table  # noqa: E402
 
-SECTIONS = ("files", "terminal", "api", "audit", "door", "load")
+SECTIONS = ("files", "terminal", "api", "audit", "door", "doorscale", "load")
 
 
 def files_rows(args: argparse.Namespace) -> list[Row]:
@@ -138,6 +140,14 @@ def door_rows(args: argparse.Namespace) -> list[Row]:
     return sshd_door.measure(options)
 
 
+def door_scale_rows(args: argparse.Namespace) -> list[Row]:
+    """Front-door shells at once and key-login latency (bench/sshd_door_scale.py)."""
+    import sshd_door_scale
+
+    options = argparse.Namespace(shells=args.terminals, logins=40, parallel=50)
+    return sshd_door_scale.measure(options)
+
+
 def load_rows(args: argparse.Namespace) -> list[Row]:
     """Terminals and API clients at once (bench/load.py)."""
     import load
@@ -151,6 +161,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "api": api_rows,
     "audit": audit_rows,
     "door": door_rows,
+    "doorscale": door_scale_rows,
     "load": load_rows,
 }
 

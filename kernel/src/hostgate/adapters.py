@@ -58,6 +58,9 @@ class ConnectionTarget:
     moderated: bool = False
     """The connection needs a moderator (``moderation: required``): a terminal session's
     input is held until someone with ``sessions.moderate`` joins it."""
+    agent_forward_path: str | None = None
+    """A UNIX socket of a client's ssh-agent to forward to the server's session (the SSH
+    front door with agent forwarding allowed); never used to sign in to the server."""
 
     @property
     def chain(self) -> str:

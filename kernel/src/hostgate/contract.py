@@ -620,6 +620,7 @@ class FrontDoorAPI(Protocol):
         *,
         command: str | None = None,
         details: Mapping[str, Any] | None = None,
+        agent_path: str | None = None,
     ) -> DoorTerminal:
         """Open a shell (or run ``command``) on a connection named by id or name.
 
@@ -628,6 +629,9 @@ class FrontDoorAPI(Protocol):
         ``PermissionDenied``...) or
         ``SessionClosed`` (caps, the server refused, host key changed); their message
         is meant for the user. ``details`` go into ``connection.session_started``.
+        ``agent_path``: a UNIX socket of the client's forwarded ssh-agent, offered to
+        the server's session (``ConnectionTarget.agent_forward_path``); the door decides
+        whether the client may forward its agent at all.
         """
 
     async def open_channel(

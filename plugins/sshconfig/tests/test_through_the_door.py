@@ -9,6 +9,7 @@ import hostgate_ssh.plugin as ssh_plugin
 import hostgate_sshconfig.plugin as sshconfig_plugin
 import hostgate_sshd.plugin as sshd_plugin
 import pytest
+from hostgate_sshconfig.parser import DOOR_CIPHERS
 
 from plugins.sshd.tests.door import (
     audit_entries,
@@ -62,12 +63,16 @@ async def test_the_exported_fragment_reaches_each_host_through_the_door(
     door = ssh_reads(exported, DOOR_ALIAS)
     assert door["hostname"] == ["127.0.0.1"] and door["port"] == [str(port)]
     assert door["user"] == ["alice"]
+    # both connections the door decrypts prefer AES-GCM (cheaper for the gateway)
+    assert door["ciphers"] == [DOOR_CIPHERS]
+    assert DOOR_CIPHERS.startswith("aes128-gcm@openssh.com,")
     for alias, name in (("prod-db", "prod-db"), ("web-server", "web server")):
         options = ssh_reads(exported, alias)
         assert options["hostname"] == [made[name].id]
         assert options["proxyjump"] == [DOOR_ALIAS]
         assert options["hostkeyalias"] == [f"{DOOR_ALIAS}-proxyjump"]
         assert options["port"] == ["22"]
+        assert options["ciphers"] == [DOOR_CIPHERS]
 
     [entry] = await audit_entries(client, user, "connections.exported")
     assert entry["details"]["throughDoor"] is True and entry["details"]["connections"] == 2

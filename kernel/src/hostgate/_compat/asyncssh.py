@@ -5,7 +5,9 @@ asyncssh's server answers a session channel's ``auth-agent-req@openssh.com`` and
 options are off) and offers no public hook for either, so the SSH door could neither
 audit those refusals nor tell the user why nothing was forwarded.
 ``watch_forwarding_requests`` wraps those two request handlers of one channel so that
-each request is reported first; asyncssh then answers it as before.
+each request is reported first; asyncssh then answers it as before, unless the report
+says ``False``: then the request is refused whatever asyncssh's options (so a server
+started with ``agent_forwarding`` on can still refuse it per connection or setting).
 
 Private names used: asyncssh's
 ``SSHServerChannel._process_auth_agent_req_at_openssh_dot_com_request`` and
@@ -31,12 +33,13 @@ _HANDLERS = {
 }
 
 
-def watch_forwarding_requests(channel: Any, report: Callable[[str], None]) -> bool:
+def watch_forwarding_requests(channel: Any, report: Callable[[str], bool | None]) -> bool:
     """Report ``channel``'s agent and X11 forwarding requests; False when nothing is watched.
 
     ``channel`` is an asyncssh ``SSHServerChannel``; ``report`` gets ``AGENT_FORWARDING``
-    or ``X11_FORWARDING`` before asyncssh answers the request as it does. Nothing is
-    watched outside ``RANGES``.
+    or ``X11_FORWARDING`` before asyncssh answers the request as it does; when ``report``
+    returns ``False`` the request is refused instead. Nothing is watched outside
+    ``RANGES``.
     """
     if not applies("asyncssh.forwarding_requests", *RANGES):
         return False
@@ -52,10 +55,11 @@ def watch_forwarding_requests(channel: Any, report: Callable[[str], None]) -> bo
 
 
 def _reporting(
-    handler: Callable[[Any], Any], what: str, report: Callable[[str], None]
+    handler: Callable[[Any], Any], what: str, report: Callable[[str], bool | None]
 ) -> Callable[[Any], Any]:
     def reported(packet: Any) -> Any:
-        report(what)
+        if report(what) is False:
+            return False  # asyncssh answers the request with a failure
         return handler(packet)
 
     return reported

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import json
 import logging
@@ -600,8 +601,12 @@ class FrontDoor:
         *,
         command: str | None = None,
         details: Mapping[str, Any] | None = None,
+        agent_path: str | None = None,
     ) -> DoorSession:
-        """Open a shell, or run ``command``, on a connection the caller may use."""
+        """Open a shell, or run ``command``, on a connection the caller may use.
+
+        ``agent_path``: the client's forwarded ssh-agent, offered to the server's session.
+        """
         row = await self.resolve(caller, connection)
         spec = self.protocols.get(row.protocol)
         opener = (
@@ -615,6 +620,8 @@ class FrontDoor:
             target = await self.connections.target_for(caller, row.id, spec)
         except ApiError as exc:
             raise conceal(caller, exc) from None
+        if agent_path is not None:
+            target = dataclasses.replace(target, agent_forward_path=agent_path)
         if command is not None and target.moderated:
             raise PermissionDenied(
                 "This connection needs a moderator: commands run only in a shell a moderator joins"

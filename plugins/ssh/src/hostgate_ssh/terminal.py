@@ -146,11 +146,17 @@ async def open_channel(
 async def _open_process(
     target: ConnectionTarget, command: str | None, size: TerminalSize | None
 ) -> SSHTerminal:
+    # a client's forwarded agent (the SSH front door): forwarded to the session only,
+    # never offered for the gateway's own sign-in (that stays the stored credential)
+    forwarding = (
+        {"agent_forwarding": target.agent_forward_path} if target.agent_forward_path else {}
+    )
     connection = await connect(
         target,
         keepalive_interval=KEEPALIVE_INTERVAL,
         keepalive_count_max=KEEPALIVE_COUNT_MAX,
         encryption_algs=CIPHERS,
+        **forwarding,
     )
     try:
         process = await connection.create_process(

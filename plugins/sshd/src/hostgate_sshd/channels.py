@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import asyncssh
 from hostgate import ApiError, DoorChannel, SessionClosed
 
+from .agent import AGENT_FORWARDING, agent_allowed
 from .scanning import FileEvent, Scanner
 from .sftp_relay import SftpScanner
 from .transfers import transfer_scanner
@@ -76,12 +77,19 @@ class DoorProcess(asyncssh.SSHServerProcess[bytes]):
             return True
         return bool(super().exec_requested(command))
 
-    def forwarding_requested(self, what: str) -> None:
-        """An agent or X11 forwarding request, which asyncssh refuses: say so once started."""
+    def forwarding_requested(self, what: str) -> bool:
+        """An agent or X11 forwarding request; False refuses it.
+
+        Agent forwarding where allowed (``agent.py``); otherwise refused, and the user
+        told so once the session started.
+        """
+        if what == AGENT_FORWARDING and agent_allowed(self.door_connection.kernel):
+            return True
         if self.started:
             self.door_connection.door.spawn(self.door_connection.forwarding_refused(self, what))
         else:
             self.refused_forwarding.append(what)
+        return False
 
     def say(self, message: str) -> None:
         """One ``hostgate:`` line on the client's stderr (its terminal, with a PTY)."""

@@ -22,6 +22,7 @@ DOOR_NAME = "ssh"
 """How the door announces itself to other packs (``kernel.front_door.doors``)."""
 CA_SETTING = "sshd.trusted_user_ca_keys"
 WEB_URL_SETTING = "sshd.web_url"
+AGENT_SETTING = "sshd.agent_forwarding"
 MAX_CA_TEXT = 64 * 1024
 
 
@@ -102,12 +103,22 @@ SSHD_SETTINGS: tuple[SettingSpec, ...] = (
         ),
         group="sshd",
     ),
+    SettingSpec(
+        AGENT_SETTING,
+        bool,
+        False,
+        description=(
+            "Let front-door users forward their ssh-agent (ssh -A) to the server's shells "
+            "and commands; off: refused with a message and an audit entry"
+        ),
+        group="sshd",
+    ),
 )
 
 
 @hookimpl
 def register_settings() -> Sequence[SettingSpec]:
-    """The listen address and the trusted user CAs."""
+    """The listen address, the web URL, the trusted user CAs and agent forwarding."""
     return SSHD_SETTINGS
 
 

@@ -33,6 +33,7 @@ from hostgate import (
     watch_forwarding_requests,
 )
 
+from .agent import agent_path, audit_forwarded
 from .approval import APPROVAL_SECONDS, APPROVED, REFUSED, Approvals, approval_link
 from .certs import CERT_METHOD, CaCache, authorized_cas
 from .channels import DoorProcess
@@ -435,8 +436,8 @@ class DoorConnection(asyncssh.SSHServer):
     ) -> tuple[asyncssh.SSHServerChannel[bytes], DoorProcess] | DoorProcess:
         """Every session channel: a shell or command, or a raw file-transfer channel.
 
-        Its agent and X11 forwarding requests, which asyncssh refuses (the door's
-        options turn both off), are told to the user and audited.
+        Its X11 forwarding requests (which asyncssh refuses) and its agent forwarding
+        requests (refused unless allowed: ``agent.py``) are told to the user and audited.
         """
         process = DoorProcess(self, self.door.handle)
         if self.conn is None:
@@ -480,15 +481,23 @@ class DoorConnection(asyncssh.SSHServer):
             return await self._refused(process, message, target)
         cols, rows, _, _ = process.get_terminal_size()
         size = (cols or 80, rows or 24) if term_type else None
+        forwarded = agent_path(self.kernel, process.channel)
         try:
             terminal = await self.kernel.front_door.open_terminal(
-                caller, target, size, command=process.command, details=self.details()
+                caller,
+                target,
+                size,
+                command=process.command,
+                details=self.details(),
+                agent_path=forwarded,
             )
         except ApiError as refused:
             return await self._refused(process, refused.message, target)
         except SessionClosed as closed:
             return await self._refused(process, closed.reason, target)
         self.terminals.add(terminal)
+        if forwarded is not None:
+            await audit_forwarded(self.kernel, caller, target, self.details())
         try:
             if typeahead:  # typed after choosing in the menu: the shell's first input
                 await terminal.write(typeahead)
@@ -591,7 +600,7 @@ class FrontDoorServer:
         self.options = {
             "encoding": None,
             "line_editor": False,
-            "agent_forwarding": False,
+            "agent_forwarding": True,  # refused per request unless allowed (agent.py)
             "x11_forwarding": False,
             "login_timeout": LOGIN_GRACE_SECONDS,
         }

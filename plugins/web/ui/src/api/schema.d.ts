@@ -13077,6 +13077,8 @@ export interface operations {
                     "ssh.scrollback"?: number;
                     /** @description Default terminal theme */
                     "ssh.theme"?: string;
+                    /** @description Let front-door users forward their ssh-agent (ssh -A) to the server's shells and commands; off: refused with a message and an audit entry */
+                    "sshd.agent_forwarding"?: boolean;
                     /**
                      * Format: setting:sshd.listen_address
                      * @description Where the SSH front door listens (host:port, or off); read at start-up, the HOSTGATE_SSHD_LISTEN environment variable wins
