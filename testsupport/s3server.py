@@ -94,6 +94,24 @@ class S3Server:
             "s3_secret_access_key": SECRET_KEY,
         }
 
+    def suspend_user(self, *, suspended: bool = True) -> None:
+        """Suspend (or enable again) the S3 user: every request then fails (radosgw only).
+
+        An outage a test can start and end: radosgw answers 403 ``UserSuspended`` until
+        the user is enabled again. moto has no users to suspend.
+        """
+        if self.kind != "radosgw":
+            peer_unavailable("radosgw", "suspending the S3 user needs radosgw (not moto)")
+        command = [
+            "radosgw-admin",
+            "-c",
+            str(self.directory / "ceph.conf"),
+            "user",
+            "suspend" if suspended else "enable",
+            "--uid=hostgate",
+        ]
+        subprocess.run(command, check=True, capture_output=True, timeout=60)
+
     def client(self) -> Any:
         """A plain (synchronous) botocore client, to look at the bucket from a test."""
         from botocore.session import get_session
