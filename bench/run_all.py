@@ -19,6 +19,11 @@ Sections, in order (each starts its own servers and gateway and tears them down)
 - ``door``: OpenSSH's ``sftp`` and ``scp`` (``--file-mib``) and ``cat`` on a PTY (64 MiB)
   through the SSH front door vs straight to the same sshd, gateway CPU per GiB and RSS
   growth (bench/sshd_door.py).
+- ``recordings``: a recorded ``cat`` (64 MiB) and a ``--file-mib`` range read (1 GiB:
+  the issue's WebM) with recordings in an S3-compatible bucket (radosgw, else moto)
+  vs local disk (bench/recordings_bucket.py).
+- ``player``: the browser's VNC player (Chromium) on a synthetic one-hour recording:
+  time to the first picture, seeks (bench/vnc_player.py).
 - ``load``: ``--terminals`` SSH terminals and 50 API clients for ``--load-seconds``
   (bench/load.py; 0 skips it; the 10-minute run is ``bench/load.py`` on its own).
 
@@ -62,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import SOURCE_VARIABLE, Row, checkout, hostgate_server, print_table  # noqa: E402
 
-SECTIONS = ("files", "terminal", "api", "audit", "door", "load")
+SECTIONS = ("files", "terminal", "api", "audit", "door", "recordings", "player", "load")
 
 
 def files_rows(args: argparse.Namespace) -> list[Row]:
@@ -138,6 +143,20 @@ def door_rows(args: argparse.Namespace) -> list[Row]:
     return sshd_door.measure(options)
 
 
+def recordings_rows(args: argparse.Namespace) -> list[Row]:
+    """Recording to a bucket vs local disk: cat, a ``--file-mib`` range read."""
+    import recordings_bucket
+
+    return recordings_bucket.measure(64, 3, args.file_mib)
+
+
+def player_rows(args: argparse.Namespace) -> list[Row]:
+    """The browser's VNC player on a one-hour recording (bench/vnc_player.py)."""
+    import vnc_player
+
+    return vnc_player.run(60, 8)
+
+
 def load_rows(args: argparse.Namespace) -> list[Row]:
     """Terminals and API clients at once (bench/load.py)."""
     import load
@@ -151,6 +170,8 @@ RUNNERS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "api": api_rows,
     "audit": audit_rows,
     "door": door_rows,
+    "recordings": recordings_rows,
+    "player": player_rows,
     "load": load_rows,
 }
 
