@@ -606,7 +606,7 @@ class S3Sink:
         self.error: BaseException | None = None
         self.failure: str | None = None
         self.retries = 0
-        """Upload requests tried again so far (what a test waits for)."""
+        """Upload requests tried again so far."""
         self._kept = 0
         self._completed = False
         self.overflowed = False
