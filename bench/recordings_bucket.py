@@ -113,26 +113,23 @@ def range_rate(gateway: Gateway, session_id: str, total: int) -> float:
     return moved / MIB / (time.perf_counter() - start)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--size", type=int, default=64, help="MiB of text to cat")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--range-mib", type=int, default=256, help="MiB of the range read")
-    args = parser.parse_args()
-    print(f"load average at the start: {os.getloadavg()}")
-
-    from testsupport.s3server import started_s3
+def measure(size: int, rounds: int, range_mib: int) -> list[Row]:
+    """Both gateways, the cat and the range read; the rows (run_all's ``recordings``)."""
+    from testsupport.s3server import one_cluster_at_a_time, started_s3
     from testsupport.sshd import start_sshd
 
     sshd = start_sshd()
     text = Path(tempfile.mkdtemp(prefix="hg-bench-text-")) / "cat.txt"
-    text_file(text, args.size)
+    text_file(text, size)
     text.parent.chmod(0o755)
     text.chmod(0o644)
     rows: list[Row] = []
     try:
         with ExitStack() as stack:
-            s3 = stack.enter_context(started_s3())
+            stack.enter_context(one_cluster_at_a_time())
+            # room for the range read's object and the cats' recordings (radosgw's memstore)
+            room = (range_mib + rounds * size * 2) * MIB + 512 * MIB
+            s3 = stack.enter_context(started_s3(room))
             print(f"S3-compatible server: {s3.kind}")
             local_server = stack.enter_context(hostgate_server())
             bucket_server = stack.enter_context(hostgate_server(bucket_env(s3)))
@@ -143,7 +140,7 @@ def main() -> None:
             cats: dict[str, list[float]] = {"local": [], "bucket": []}
             cpus: dict[str, list[float]] = {"local": [], "bucket": []}
             ratios = []
-            for _ in range(args.rounds):
+            for _ in range(rounds):
                 for name, gateway in (("local", local), ("bucket", bucket)):
                     rate, cpu = asyncio.run(cat_rate(gateway, text, pids[name]))
                     cats[name].append(rate)
@@ -151,7 +148,7 @@ def main() -> None:
                 ratios.append(cats["bucket"][-1] / cats["local"][-1])
             rows.append(
                 Row(
-                    f"cat {args.size} MiB, recording to the bucket",
+                    f"cat {size} MiB, recording to the bucket",
                     median(cats["bucket"]),
                     "MB/s",
                     baseline=median(cats["local"]),
@@ -168,19 +165,19 @@ def main() -> None:
                     target="(load-robust: lower is better)",
                 )
             )
-            total = args.range_mib * MIB
+            total = range_mib * MIB
             ids = {
                 name: recorded_webm(g, total) for name, g in (("local", local), ("bucket", bucket))
             }
             reads: dict[str, list[float]] = {"local": [], "bucket": []}
             ratios = []
-            for _ in range(args.rounds):
+            for _ in range(rounds):
                 reads["local"].append(range_rate(local, ids["local"], total))
                 reads["bucket"].append(range_rate(bucket, ids["bucket"], total))
                 ratios.append(reads["bucket"][-1] / reads["local"][-1])
             rows.append(
                 Row(
-                    f"range read of {args.range_mib} MiB from the bucket",
+                    f"range read of {range_mib} MiB from the bucket",
                     median(reads["bucket"]),
                     "MB/s",
                     baseline=median(reads["local"]),
@@ -192,7 +189,17 @@ def main() -> None:
         sshd.stop()
         text.unlink(missing_ok=True)
         text.parent.rmdir()
-    print_table(rows)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=64, help="MiB of text to cat")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--range-mib", type=int, default=256, help="MiB of the range read")
+    args = parser.parse_args()
+    print(f"load average at the start: {os.getloadavg()}")
+    print_table(measure(args.size, args.rounds, args.range_mib))
     print(f"load average at the end: {os.getloadavg()}")
 
 

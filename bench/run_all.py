@@ -21,6 +21,11 @@ Sections, in order (each starts its own servers and gateway and tears them down)
   growth (bench/sshd_door.py).
 - ``doorscale``: ``--terminals`` front-door shells open at once (errors, RSS per idle
   shell) and the key login's p50 through the door (bench/sshd_door_scale.py).
+- ``recordings``: a recorded ``cat`` (64 MiB) and a ``--file-mib`` range read (1 GiB:
+  the issue's WebM) with recordings in an S3-compatible bucket (radosgw, else moto)
+  vs local disk (bench/recordings_bucket.py).
+- ``player``: the browser's VNC player (Chromium) on a synthetic one-hour recording:
+  time to the first picture, seeks (bench/vnc_player.py).
 - ``load``: ``--terminals`` SSH terminals and 50 API clients for ``--load-seconds``
   (bench/load.py; 0 skips it; the 10-minute run is ``bench/load.py`` on its own).
 
@@ -64,7 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import SOURCE_VARIABLE, Row, checkout, hostgate_server, print_table  # noqa: E402
 
-SECTIONS = ("files", "terminal", "api", "audit", "door", "doorscale", "load")
+SECTIONS = ("files", "terminal", "api", "audit", "door", "doorscale", "recordings", "player", "load")
 
 
 def files_rows(args: argparse.Namespace) -> list[Row]:
@@ -146,6 +151,18 @@ def door_scale_rows(args: argparse.Namespace) -> list[Row]:
 
     options = argparse.Namespace(shells=args.terminals, logins=40, parallel=50)
     return sshd_door_scale.measure(options)
+def recordings_rows(args: argparse.Namespace) -> list[Row]:
+    """Recording to a bucket vs local disk: cat, a ``--file-mib`` range read."""
+    import recordings_bucket
+
+    return recordings_bucket.measure(64, 3, args.file_mib)
+
+
+def player_rows(args: argparse.Namespace) -> list[Row]:
+    """The browser's VNC player on a one-hour recording (bench/vnc_player.py)."""
+    import vnc_player
+
+    return vnc_player.run(60, 8)
 
 
 def load_rows(args: argparse.Namespace) -> list[Row]:
@@ -162,6 +179,8 @@ RUNNERS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "audit": audit_rows,
     "door": door_rows,
     "doorscale": door_scale_rows,
+    "recordings": recordings_rows,
+    "player": player_rows,
     "load": load_rows,
 }
 

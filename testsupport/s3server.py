@@ -94,6 +94,24 @@ class S3Server:
             "s3_secret_access_key": SECRET_KEY,
         }
 
+    def suspend_user(self, *, suspended: bool = True) -> None:
+        """Suspend (or enable again) the S3 user: every request then fails (radosgw only).
+
+        An outage a test can start and end: radosgw answers 403 ``UserSuspended`` until
+        the user is enabled again. moto has no users to suspend.
+        """
+        if self.kind != "radosgw":
+            peer_unavailable("radosgw", "suspending the S3 user needs radosgw (not moto)")
+        command = [
+            "radosgw-admin",
+            "-c",
+            str(self.directory / "ceph.conf"),
+            "user",
+            "suspend" if suspended else "enable",
+            "--uid=hostgate",
+        ]
+        subprocess.run(command, check=True, capture_output=True, timeout=60)
+
     def client(self) -> Any:
         """A plain (synchronous) botocore client, to look at the bucket from a test."""
         from botocore.session import get_session
@@ -107,7 +125,13 @@ class S3Server:
         )
 
 
-def _ceph_conf(directory: Path, fsid: str, mon_port: int, rgw_port: int) -> Path:
+MEMSTORE_BYTES = 512 * 1024 * 1024
+"""What the test cluster's OSD holds (in memory); a bench asks for more."""
+
+
+def _ceph_conf(
+    directory: Path, fsid: str, mon_port: int, rgw_port: int, memstore_bytes: int
+) -> Path:
     # the OSD's ports: its own range, not 6800-7300, which two clusters (a test run
     # and a bench) would share, each OSD then talking to the other cluster's
     osd_ports = random.randrange(20000, 30000)
@@ -120,7 +144,7 @@ auth cluster required = none
 auth service required = none
 auth client required = none
 osd objectstore = memstore
-memstore device bytes = 536870912
+memstore device bytes = {memstore_bytes}
 osd pool default size = 1
 osd pool default min size = 1
 mon allow pool size one = true
@@ -156,7 +180,7 @@ def _run(command: list[str], log: Path, timeout: float) -> bool:
 
 
 @contextlib.contextmanager
-def started_radosgw() -> Iterator[S3Server]:
+def started_radosgw(memstore_bytes: int = MEMSTORE_BYTES) -> Iterator[S3Server]:
     """A single-node Ceph cluster (monitor, memstore OSD, radosgw), stopped after."""
     missing = [name for name in CEPH_PROGRAMS if which(name, "/usr/bin") is None]
     if missing:
@@ -168,7 +192,7 @@ def started_radosgw() -> Iterator[S3Server]:
     log = directory / "setup.log"
     fsid = str(uuid.uuid4())
     mon_port, rgw_port = free_port(), free_port()
-    conf = str(_ceph_conf(directory, fsid, mon_port, rgw_port))
+    conf = str(_ceph_conf(directory, fsid, mon_port, rgw_port, memstore_bytes))
     processes: list[subprocess.Popen[bytes]] = []
     deadline = time.monotonic() + CEPH_START_SECONDS
     try:
@@ -268,9 +292,10 @@ def s3_kind() -> str:
 
 
 @contextlib.contextmanager
-def started_s3() -> Iterator[S3Server]:
-    """The S3-compatible server ``s3_kind`` names, with one bucket."""
-    with started_radosgw() if s3_kind() == "radosgw" else started_moto() as server:
+def started_s3(memstore_bytes: int = MEMSTORE_BYTES) -> Iterator[S3Server]:
+    """The S3-compatible server ``s3_kind`` names, with one bucket (radosgw: that much room)."""
+    radosgw = s3_kind() == "radosgw"
+    with started_radosgw(memstore_bytes) if radosgw else started_moto() as server:
         yield server
 
 

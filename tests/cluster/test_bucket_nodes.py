@@ -1,5 +1,5 @@
 """Two real ``hostgate serve`` nodes (one PostgreSQL, one redis-server) keeping their
-recordings in one S3-compatible bucket (moto's server) and no shared directory: a
+recordings in one S3-compatible bucket (radosgw, else moto's server) and no shared directory: a
 terminal recorded on node A plays from node B, and a node killed in the middle of a
 recording leaves it readable, from the other node, up to its last uploaded part.
 
@@ -88,6 +88,43 @@ def parts_uploaded(cluster: BucketCluster, name: str) -> int:
         client.close()
 
 
+def nodes(cluster: BucketCluster) -> tuple[Node, Node]:
+    """API callers of node A and node B (the same admin)."""
+    return Node(cluster.node_a.url, cluster.token), Node(cluster.node_b.url, cluster.token)
+
+
+def telnet_connection(on_a: Node, server: Any, name: str) -> str:
+    """A telnet connection to the test's telnetd, made on node A: its id."""
+    created = on_a.call(
+        "POST",
+        "/connections",
+        json={
+            "name": name,
+            "protocol": "telnet",
+            "host": server.host,
+            "port": server.port,
+            "username": server.username,
+            "password": server.password,
+        },
+    )
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def kill_node_a(cluster: BucketCluster, on_b: Node, session_id: str) -> dict[str, Any]:
+    """Kill node A and wait for node B to end its session: the session's row, whose
+    recording is complete up to the parts that arrived."""
+    cluster.node_a.kill()
+    row: dict[str, Any] = until(
+        lambda: (r := on_b.call("GET", f"/sessions/{session_id}").json()).get("endReason") and r,
+        NODE_TIMEOUT + 10,
+        "node B marks node A's session ended",
+    )
+    assert row["endReason"] == "the gateway node holding it stopped answering"
+    assert row["recordingState"] == "complete", row
+    return row
+
+
 def pattern(size: int) -> bytes:
     block = bytes(range(251)) * 4200
     return (block * (size // len(block) + 1))[:size]
@@ -98,22 +135,9 @@ async def test_a_terminal_recorded_on_one_node_plays_from_the_other(
     telnetd: Any,  # noqa: F811
 ) -> None:
     cluster = bucket_cluster
-    on_a = Node(cluster.node_a.url, cluster.token)
-    on_b = Node(cluster.node_b.url, cluster.token)
-    created = on_a.call(
-        "POST",
-        "/connections",
-        json={
-            "name": "telnet box",
-            "protocol": "telnet",
-            "host": telnetd.host,
-            "port": telnetd.port,
-            "username": telnetd.username,
-            "password": telnetd.password,
-        },
-    )
-    assert created.status_code == 201, created.text
-    terminal = await open_terminal(cluster.node_a, on_a.ticket(), str(created.json()["id"]))
+    on_a, on_b = nodes(cluster)
+    connection_id = telnet_connection(on_a, telnetd, "telnet box")
+    terminal = await open_terminal(cluster.node_a, on_a.ticket(), connection_id)
     await terminal.send("echo bucket-$((6*7))\r")
     await terminal.until(b"bucket-42")
     [held] = until(on_b.active, 10, "node B lists node A's terminal")
@@ -140,21 +164,13 @@ async def test_a_killed_node_leaves_its_recording_readable_up_to_the_last_part(
     bucket_cluster: BucketCluster,
 ) -> None:
     cluster = bucket_cluster
-    on_a = Node(cluster.node_a.url, cluster.token)
-    on_b = Node(cluster.node_b.url, cluster.token)
+    on_a, on_b = nodes(cluster)
     session_id = rdp_session(on_a)
     data = pattern(PART + 2 * MIB)
     response = on_a.call("POST", f"/sessions/{session_id}/recording/chunk", content=data)
     assert response.status_code == 200, response.text
     until(lambda: parts_uploaded(cluster, f"{session_id}.webm") >= 1, 30, "a part is uploaded")
-    cluster.node_a.kill()
-    row = until(
-        lambda: (r := on_b.call("GET", f"/sessions/{session_id}").json()).get("endReason") and r,
-        NODE_TIMEOUT + 10,
-        "node B marks node A's upload ended",
-    )
-    assert row["endReason"] == "the gateway node holding it stopped answering"
-    assert row["recordingState"] == "complete", row
+    row = kill_node_a(cluster, on_b, session_id)
     recording = on_b.call("GET", f"/sessions/{session_id}/recording")
     assert recording.status_code == 200, recording.text
     # the uploaded part (at least 5 MiB of sealed slots) survives; the rest was in A's memory
@@ -171,22 +187,9 @@ async def test_a_node_killed_mid_terminal_session_leaves_the_uploaded_parts_read
     """A terminal whose recording passed one part (5 MiB) when its node died: the other
     node ends the session and its recording reads back as a prefix of the cast."""
     cluster = bucket_cluster
-    on_a = Node(cluster.node_a.url, cluster.token)
-    on_b = Node(cluster.node_b.url, cluster.token)
-    created = on_a.call(
-        "POST",
-        "/connections",
-        json={
-            "name": "telnet big",
-            "protocol": "telnet",
-            "host": telnetd.host,
-            "port": telnetd.port,
-            "username": telnetd.username,
-            "password": telnetd.password,
-        },
-    )
-    assert created.status_code == 201, created.text
-    terminal = await open_terminal(cluster.node_a, on_a.ticket(), str(created.json()["id"]))
+    on_a, on_b = nodes(cluster)
+    connection_id = telnet_connection(on_a, telnetd, "telnet big")
+    terminal = await open_terminal(cluster.node_a, on_a.ticket(), connection_id)
     line = "x" * 79
     await terminal.send(f"yes {line} | head -c 6500000; echo big-$((20+22))\r")
     tail = b""
@@ -196,14 +199,7 @@ async def test_a_node_killed_mid_terminal_session_leaves_the_uploaded_parts_read
             tail = (tail + frame)[-64:]
     [held] = until(on_b.active, 10, "node B lists node A's terminal")
     until(lambda: parts_uploaded(cluster, f"{held['id']}.cast") >= 1, 30, "a part is uploaded")
-    cluster.node_a.kill()
-    row = until(
-        lambda: (r := on_b.call("GET", f"/sessions/{held['id']}").json()).get("endReason") and r,
-        NODE_TIMEOUT + 10,
-        "node B marks node A's terminal ended",
-    )
-    assert row["endReason"] == "the gateway node holding it stopped answering"
-    assert row["recordingState"] == "complete", row
+    row = kill_node_a(cluster, on_b, held["id"])
     recording = on_b.call("GET", f"/sessions/{held['id']}/recording")
     assert recording.status_code == 200, recording.text
     assert PART * 0.99 < len(recording.content) == row["fileSize"]

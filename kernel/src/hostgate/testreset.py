@@ -6,7 +6,8 @@ start). Then, on ``SIGUSR1``, the gateway:
 
 - closes every live session (terminals, desktops, file sessions), as a restore does;
 - replaces every row of its database with the snapshot's, in one transaction (the
-  restore's own swap), and empties the recordings directory;
+  restore's own swap), and empties the recordings directory, and the recordings
+  bucket's prefix when one is configured (its objects and unfinished uploads);
 - re-reads what it keeps in memory, as after a restore (settings, the audit chain's
   head, identity, roles, packs' ``database_replaced`` hooks), and forgets the in-memory
   login-rate and unknown-username lockout counters;
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 from .closereasons import CloseReason
 from .security.ratelimit import MemoryRateLimiter
 from .services.database_swap import KEEP_PREFIX, swap_database
+from .services.sessions.recording_store import S3Store
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -55,6 +57,8 @@ async def reset(kernel: Kernel, snapshot: Path) -> None:
         await asyncio.sleep(0.05)
     await swap_database(kernel.db.engine, snapshot, 0)
     await asyncio.to_thread(_empty, kernel.config.resolved_recordings_dir)
+    if isinstance(kernel.recordings.store, S3Store):
+        await kernel.recordings.store.empty()
     await kernel.reload_state()
     if isinstance(kernel.limits, MemoryRateLimiter):
         kernel.limits.forget_all()

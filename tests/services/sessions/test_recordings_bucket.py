@@ -1,9 +1,11 @@
-"""Recordings in an S3-compatible bucket (moto's server on loopback, one per module):
-writing as multipart uploads, ranged reads, retention, storage count, backups, repair."""
+"""Recordings in an S3-compatible bucket (radosgw, else moto, on loopback; one per module):
+writing as multipart uploads, ranged reads, retention, storage count, backups, repair,
+an upload the bucket refuses for a while or for good."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import timedelta
 from typing import Any
@@ -15,9 +17,12 @@ from hostgate.config import Config, ConfigError, load_config
 from hostgate.db.models.sessions import RemoteSession
 from hostgate.kernel import StartupError
 from hostgate.services.backup import KdfCost
+from hostgate.services.sessions import recording_store
 from hostgate.services.sessions.recording_store import PART_SIZE
+from hostgate.testreset import reset
 from hostgate.timefmt import utcnow
 
+from tests.kernel.test_testreset import copy_database
 from tests.services.sessions.test_retention import rdp_connection_id, unfinished_recording
 from testsupport.s3server import S3Server
 
@@ -221,9 +226,9 @@ async def test_a_restore_puts_the_archive_recordings_in_the_bucket(
     async with kernel.db.session() as db:
         row = await db.get(RemoteSession, kept)
         assert await db.get(RemoteSession, later) is None
-    reader = await asyncio.to_thread(kernel.recordings.open_reader, row)
+    reader = await kernel.recordings.open_reader(row)
     try:
-        assert b"".join(reader.chunks()) == pattern(300_000)
+        assert await asyncio.to_thread(lambda: b"".join(reader.chunks())) == pattern(300_000)
     finally:
         reader.close()
 
@@ -272,3 +277,109 @@ async def test_the_local_store_takes_a_file_as_a_recording_readable_by_its_owner
     assert store.exists("abc.cast")
     assert (await store.sizes())["abc.cast"] == 70_000
     assert (store.path("abc.cast").stat().st_mode & 0o777) == 0o600
+
+
+async def retried(caplog: pytest.LogCaptureFixture) -> None:
+    """Until an upload request was tried again (a hang guard, not a timer)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any("trying again" in r.getMessage() for r in caplog.records):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no upload request was tried again")
+
+
+async def recording_state(kernel: Any, session_id: str) -> tuple[str | None, str | None]:
+    async with kernel.db.session() as db:
+        row = await db.get(RemoteSession, session_id)
+        return row.recording_state, row.recording_note
+
+
+async def test_a_part_refused_for_a_while_is_uploaded_again(
+    client, kernel, make_user, config, s3_server, caplog, monkeypatch
+):
+    """The bucket refuses every request (the S3 user suspended) while a part goes up;
+    once it answers again the next try lands it and the recording is whole."""
+    monkeypatch.setattr(recording_store, "UPLOAD_BACKOFF", 1.0)  # 31 s of tries in all
+    caplog.set_level(logging.INFO, logger="hostgate.recordings")
+    alice = await make_user("alice")
+    first = pattern(MIB)
+    session_id, url = await unfinished_recording(client, kernel, alice, first)
+    s3_server.suspend_user()
+    try:
+        more = pattern(6 * MIB)[::-1]  # fills a part: it is queued and refused
+        answer = await client.post(f"{url}/chunk", data=more, headers=alice.headers)
+        assert answer.status_code == 200
+        await retried(caplog)
+    finally:
+        s3_server.suspend_user(suspended=False)
+    assert (await client.post(f"{url}/finalize", headers=alice.headers)).status_code == 200
+    assert await (await client.get(url, headers=alice.headers)).get_data() == first + more
+    assert (await recording_state(kernel, session_id))[0] == "complete"
+
+
+async def test_a_bucket_that_keeps_failing_stops_the_recording_honestly(
+    client, kernel, make_user, admin, config, s3_server, caplog, monkeypatch
+):
+    """Past its tries a refused part ends the recording: the row says ``stopped``
+    (``storage_failed``, not complete), an audit entry says why, later chunks are
+    refused, and what reached the bucket before reads back whole."""
+    monkeypatch.setattr(recording_store, "UPLOAD_ATTEMPTS", 2)
+    monkeypatch.setattr(recording_store, "UPLOAD_BACKOFF", 0.05)
+    alice = await make_user("alice")
+    data = pattern(12 * MIB)
+    session_id, url = await unfinished_recording(client, kernel, alice, data[: 6 * MIB])
+    await wait_for_parts(s3_server, config, f"{session_id}.webm", 1)
+    s3_server.suspend_user()
+    try:
+        answer = await client.post(f"{url}/chunk", data=data[6 * MIB :], headers=alice.headers)
+        assert answer.status_code == 200  # queued: the upload fails behind it
+        deadline = time.monotonic() + 60
+        while await recording_state(kernel, session_id) != ("stopped", "storage_failed"):
+            assert time.monotonic() < deadline, "the recording was not marked stopped"
+            await asyncio.sleep(0.05)
+    finally:
+        s3_server.suspend_user(suspended=False)
+    refused = await client.post(f"{url}/chunk", data=b"later", headers=alice.headers)
+    assert refused.status_code == 409
+    assert (await client.post(f"{url}/finalize", headers=alice.headers)).status_code == 200
+    got = await (await client.get(url, headers=alice.headers)).get_data()
+    assert PART_SIZE * 0.99 < len(got) < 6 * MIB and got == data[: len(got)]
+    [entry] = (await (await client.get(f"{API}/sessions", headers=alice.headers)).get_json())[
+        "sessions"
+    ]
+    assert entry["recordingState"] == "stopped" and entry["recordingComplete"] is False
+    assert entry["fileSize"] == len(got)
+    audit = await client.get(
+        f"{API}/audit?eventType=recordings.storage_failed", headers=admin.headers
+    )
+    [event] = (await audit.get_json())["entries"]
+    assert event["details"]["sessionId"] == session_id
+    assert "UserSuspended" in event["details"]["reason"]
+    assert "hostgate-test-secret" not in str(event) and s3_server.endpoint not in str(event)
+    assert not any("hostgate-test-secret" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_test_gateway_reset_empties_the_bucket(
+    client, kernel, make_user, config, s3_server, tmp_path
+):
+    """``hostgate.testreset`` (the browser tests' SIGUSR1): the prefix's objects and
+    unfinished uploads go with the rows that named them."""
+    snapshot = tmp_path / "first-state.db"
+    copy_database(config.data_dir / "hostgate.db", snapshot)
+    alice = await make_user("alice")
+    await recorded(client, kernel, alice, [b"done" * 1000])
+    session_id, _ = await unfinished_recording(client, kernel, alice, pattern(6 * MIB))
+    await wait_for_parts(s3_server, config, f"{session_id}.webm", 1)
+    assert len(objects(s3_server, config)) == 2
+    await reset(kernel, snapshot)
+    assert objects(s3_server, config) == {}
+    prefix = config.recordings_url.removeprefix(f"s3://{s3_server.bucket}/") + "/"
+    s3 = s3_server.client()
+    try:
+        assert (
+            s3.list_multipart_uploads(Bucket=s3_server.bucket, Prefix=prefix).get("Uploads", [])
+            == []
+        )
+    finally:
+        s3.close()

@@ -6,7 +6,6 @@ Also ``/sessions/active`` to list and end live sessions (their live view is the
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Any, Literal
 
@@ -551,7 +550,7 @@ async def download_recording(session_id: str) -> Response:
     kernel = app_kernel()
     caller = current_caller()
     row = await _history().visible(caller, session_id)
-    reader = await asyncio.to_thread(kernel.recordings.open_reader, row)
+    reader = await kernel.recordings.open_reader(row)
     try:
         size = reader.size
         chosen = requested_range(request.headers.get("Range"), size)

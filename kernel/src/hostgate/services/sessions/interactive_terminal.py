@@ -17,6 +17,7 @@ from ...closereasons import CloseReason
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .moderation import waiting_frame
+from .recording_format import STORAGE_FAILED
 from .remote_session import Admission, LiveRemoteSession
 from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
@@ -164,6 +165,8 @@ class TerminalSession(LiveRemoteSession):
             return None, 0, ""
         recorder.finish(time.monotonic())
         await asyncio.to_thread(recorder.writer.close)
+        if recorder.writer.failure:
+            return "stopped", recorder.writer.kept_size(), STORAGE_FAILED
         if recorder.stopped:
             return "stopped", recorder.size, recorder.stopped
         return "complete", recorder.size, ""

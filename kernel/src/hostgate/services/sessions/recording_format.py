@@ -36,6 +36,10 @@ SLOT_OVERHEAD = NONCE_SIZE + 4 + TAG_SIZE
 KEY_SIZE = 32
 
 
+STORAGE_FAILED = "storage_failed"
+"""The note of a recording whose store gave up on it (a bucket that kept failing)."""
+
+
 class RecordingFormatError(Exception):
     """The file is not a recording, or a chunk failed authentication."""
 
@@ -66,8 +70,12 @@ class SlotSink(Protocol):
     """Where a writer's slots go: a local file, or an object-store upload.
 
     Full slots are written once, in order; the tail slot (``full=False``) is written
-    again at each flush until it fills.
+    again at each flush until it fills. A sink that cannot raise where it fails (a
+    bucket uploading in the background) says so in ``failure`` instead.
     """
+
+    failure: str | None
+    """Why the sink lost written bytes (it gave up on them), None while it did not."""
 
     def stored_size(self) -> int:
         """Bytes already stored (a resumed recording), 0 for a new one."""
@@ -97,9 +105,15 @@ class SlotSink(Protocol):
         """Release the sink and delete what it stored."""
         ...
 
+    def kept_size(self) -> int:
+        """Bytes the store holds after ``close`` (less than written after a ``failure``)."""
+        ...
+
 
 class FileSink:
     """A recording file on local disk, held open for the session."""
+
+    failure: str | None = None  # a failed write raises where it happens
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -147,6 +161,10 @@ class FileSink:
             self.closed = True
         self.path.unlink(missing_ok=True)
 
+    def kept_size(self) -> int:
+        """The file's size."""
+        return self.path.stat().st_size
+
 
 class RecordingWriter:
     """Appends plaintext to an encrypted recording; ``flush`` makes it durable-ish.
@@ -190,6 +208,18 @@ class RecordingWriter:
     def size(self) -> int:
         """Plaintext bytes written so far."""
         return self._index * self.chunk + len(self._tail)
+
+    @property
+    def failure(self) -> str | None:
+        """Why the store lost part of the recording (a bucket that stopped answering)."""
+        return self._sink.failure
+
+    def kept_size(self) -> int:
+        """Plaintext bytes the store holds after ``close``: ``size`` less what a failure lost."""
+        if self._sink.failure is None:
+            return self.size
+        slots = max(0, self._sink.kept_size() - HEADER_SIZE) // self.slot_size
+        return min(self.size, slots * self.chunk)
 
     def _resume(self) -> None:
         total = self._sink.stored_size() - HEADER_SIZE

@@ -13,6 +13,12 @@ they fill (the write path only queues them); the last part (the rest and the tai
 slot) goes up when the writer closes. "Flushed" for a bucket is therefore "in an
 uploaded part": a crash loses what was not yet in one (under ``PART_SIZE`` plus the
 tail slot), and ``settle`` (repair) completes the parts that did arrive.
+
+An upload request that fails is tried again with backoff (``UPLOAD_ATTEMPTS``); when
+the bucket still refuses, the recording keeps the parts that arrived (completed at
+close, so it reads back up to there), records nothing more, and says so: the sink's
+``failure``, which the session's row shows as ``stopped`` / ``storage_failed``, and
+the store's ``on_failure`` (the audit entry ``recordings.storage_failed``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import os
 import shutil
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +58,10 @@ READ_AHEAD = 2
 _READ_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="hostgate-s3-read")
 """Where readers fetch their next window (the reading itself runs in asyncio's threads)."""
 DELETE_BATCH = 1000
+UPLOAD_ATTEMPTS = 6
+"""Tries of one upload request (a part, the completion) before the recording gives up."""
+UPLOAD_BACKOFF = 0.5
+"""Seconds before the second try; doubled before each next (15.5 s of outage survived)."""
 
 T = TypeVar("T")
 
@@ -65,7 +75,7 @@ def _reason(exc: Exception) -> str:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
         error = response.get("Error", {})
-        return f"{error.get('Code', '?')} {error.get('Message', '')}".strip()
+        return f"{error.get('Code') or '?'} {error.get('Message') or ''}".strip()
     return type(exc).__name__
 
 
@@ -75,6 +85,8 @@ class RecordingStore(ABC):
     kind: str
     shared: bool
     """True when every node reaches the same recordings without a shared directory."""
+    on_failure: Callable[[str, str], Awaitable[None]] | None = None
+    """Told (recording name, reason) when the store gives up on a recording's bytes."""
 
     @abstractmethod
     async def start(self) -> None:
@@ -248,6 +260,7 @@ class S3Store(RecordingStore):
         self._sync: Any = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._closing: dict[str, asyncio.Future[None]] = {}
+        self._reports: set[asyncio.Future[None]] = set()
 
     def describe(self) -> str:
         """The bucket and prefix (the endpoint and credentials stay out of messages)."""
@@ -293,6 +306,7 @@ class S3Store(RecordingStore):
     async def stop(self) -> None:
         """Wait for closing writers' uploads, then close the clients."""
         pending = [future for future in self._closing.values() if not future.done()]
+        pending += list(self._reports)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         await self._stack.aclose()
@@ -363,6 +377,16 @@ class S3Store(RecordingStore):
             for upload in await self._uploads(self.location.prefix, exact=False):
                 if upload["Key"] in doomed:
                     await self._abort(upload["Key"], upload["UploadId"])
+        return freed
+
+    async def empty(self) -> int:
+        """Delete every recording under the prefix and abort every unfinished upload.
+
+        A test gateway's reset (``hostgate.testreset``); the bytes freed.
+        """
+        freed = await self.delete(list(await self.sizes()))
+        for upload in await self._uploads(self.location.prefix, exact=False):
+            await self._abort(upload["Key"], upload["UploadId"])
         return freed
 
     async def _uploads(self, key: str, *, exact: bool = True) -> list[dict[str, Any]]:
@@ -459,6 +483,12 @@ class S3Store(RecordingStore):
         async with answer["Body"] as body:
             return bytes(await body.read())
 
+    def track_failure(self, coro: Awaitable[None]) -> None:
+        """Run a failure report in the background; ``stop`` waits for it."""
+        report = asyncio.ensure_future(coro)
+        self._reports.add(report)
+        report.add_done_callback(self._reports.discard)
+
     def track_close(self, key: str, future: asyncio.Future[None]) -> None:
         """A writer closing in the background: ``settle`` and ``stop`` wait for it."""
         self._closing[key] = future
@@ -489,7 +519,7 @@ class S3Source:
         self._window = b""
         self._ahead: deque[tuple[int, Future[tuple[bytes, int]]]] = deque()
         try:
-            # small: a reader may be opened on the event loop (the header, the first slot)
+            # small: the header and first slot (Recordings.open_reader runs in a thread)
             self._window, self._size = self._get(0, FIRST_WINDOW)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")
@@ -499,6 +529,8 @@ class S3Source:
 
     def _get(self, start: int, length: int = READ_WINDOW) -> tuple[bytes, int]:
         """Bytes from ``start`` and the object's size (from Content-Range)."""
+        if self._store.loop is not None and _on_loop(self._store.loop):
+            raise RuntimeError("a blocking bucket read on the event loop: read in a thread")
         answer = self._store._sync.get_object(
             Bucket=self._store.location.bucket,
             Key=self._key,
@@ -572,6 +604,11 @@ class S3Sink:
         self._task: asyncio.Future[None] | None = None
         self._closing = False
         self.error: BaseException | None = None
+        self.failure: str | None = None
+        self.retries = 0
+        """Upload requests tried again so far."""
+        self._kept = 0
+        self._completed = False
         self.overflowed = False
         self._resume_header = b""
         self._resume_tail_at = 0
@@ -645,6 +682,8 @@ class S3Sink:
             # the bucket is slower than the session: drop rather than grow (bounded memory)
             if not self.overflowed:
                 log.warning("recording upload falls behind; the recording stops here")
+                self.failure = self.failure or "the bucket is slower than the session"
+                self._report(self.failure)
             self.overflowed = True
             self._tail = b""
             return
@@ -661,6 +700,25 @@ class S3Sink:
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._pump())
 
+    async def _call(self, request: Callable[..., Awaitable[Any]], **arguments: Any) -> Any:
+        """One upload request, tried again with backoff while the bucket fails it."""
+        delay = UPLOAD_BACKOFF
+        for attempt in range(1, UPLOAD_ATTEMPTS):
+            try:
+                return await request(Bucket=self._store.location.bucket, Key=self._key, **arguments)
+            except Exception as exc:
+                self.retries += 1
+                log.info(
+                    "recording upload of %s failed (%s, try %d), trying again in %.1f s",
+                    Path(self._key).name,
+                    _reason(exc),
+                    attempt,
+                    delay,
+                )
+            await asyncio.sleep(delay)
+            delay *= 2
+        return await request(Bucket=self._store.location.bucket, Key=self._key, **arguments)
+
     async def _pump(self) -> None:
         client = self._store.client
         bucket = self._store.location.bucket
@@ -668,52 +726,82 @@ class S3Sink:
             part, action = self._queue[0]
             try:
                 if action == "complete" and self._upload_id is None and not self._copies:
-                    # never reached a part: one plain PUT
-                    await client.put_object(Bucket=bucket, Key=self._key, Body=part or b"")
+                    if self.error is None:  # never reached a part: one plain PUT
+                        await self._call(client.put_object, Body=part or b"")
+                        self._kept, self._completed = len(part or b""), True
                 else:
                     if self._upload_id is None:
-                        answer = await client.create_multipart_upload(Bucket=bucket, Key=self._key)
+                        answer = await self._call(client.create_multipart_upload)
                         self._upload_id = answer["UploadId"]
                         for start, stop in self._copies:
-                            copied = await client.upload_part_copy(
-                                Bucket=bucket,
-                                Key=self._key,
+                            number = len(self._parts) + 1
+                            copied = await self._call(
+                                client.upload_part_copy,
                                 UploadId=self._upload_id,
-                                PartNumber=len(self._parts) + 1,
+                                PartNumber=number,
                                 CopySource={"Bucket": bucket, "Key": self._key},
                                 CopySourceRange=f"bytes={start}-{stop - 1}",
                             )
-                            self._parts.append(
-                                {
-                                    "PartNumber": len(self._parts) + 1,
-                                    "ETag": copied["CopyPartResult"]["ETag"],
-                                }
-                            )
+                            etag = copied["CopyPartResult"]["ETag"]
+                            self._parts.append({"PartNumber": number, "ETag": etag})
+                            self._kept += stop - start
                     if part:
                         number = len(self._parts) + 1
-                        answer = await client.upload_part(
-                            Bucket=bucket,
-                            Key=self._key,
+                        answer = await self._call(
+                            client.upload_part,
                             UploadId=self._upload_id,
                             PartNumber=number,
                             Body=part,
                         )
                         self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
-                    if action == "complete":
-                        await client.complete_multipart_upload(
-                            Bucket=bucket,
-                            Key=self._key,
+                        self._kept += len(part)
+                    if action == "complete" and self._parts:
+                        await self._call(
+                            client.complete_multipart_upload,
                             UploadId=self._upload_id,
                             MultipartUpload={"Parts": self._parts},
                         )
+                        self._completed = True
+                    elif action == "complete":  # failed before any part: nothing to keep
+                        await self._store._abort(self._key, self._upload_id)
             except Exception as exc:
-                self.error = exc
-                log.warning("recording upload failed: %s", type(exc).__name__)
                 self._queue.clear()
                 self._queued_bytes = 0
+                self._give_up(exc)
                 return
             self._queue.popleft()
             self._queued_bytes -= len(part or b"")
+
+    def _give_up(self, exc: Exception) -> None:
+        """The bucket kept failing: record nothing more, say why (log, ``on_failure``)."""
+        first = self.error is None
+        self.error = exc
+        self.failure = _reason(exc)
+        self._tail = b""
+        self._buffer.clear()
+        log.warning(
+            "recording upload of %s failed after %d tries (%s): the recording stops here",
+            Path(self._key).name,
+            UPLOAD_ATTEMPTS,
+            self.failure,
+        )
+        if first:
+            self._report(self.failure)
+
+    def _report(self, reason: str) -> None:
+        """Tell the store's ``on_failure`` (on its loop) that this recording lost bytes."""
+        callback, loop = self._store.on_failure, self._store.loop
+        if callback is None or loop is None:
+            return
+        name = Path(self._key).name
+        if _on_loop(loop):
+            self._store.track_failure(callback(name, reason))
+        else:
+            loop.call_soon_threadsafe(lambda: self._store.track_failure(callback(name, reason)))
+
+    def kept_size(self) -> int:
+        """Bytes of the completed object (the parts that arrived after a failure)."""
+        return self._kept if self._completed else 0
 
     def flush(self) -> None:
         """Nothing below a part: full slots already go up as ``PART_SIZE`` parts fill."""
@@ -723,8 +811,9 @@ class S3Sink:
         if self._closing:
             return
         self._closing = True
-        # after an overflow only the parts before it are kept: later slots would not fit
-        last = b"" if self.overflowed else bytes(self._buffer) + self._tail
+        # after an overflow or a failure only the parts before it are kept: later
+        # slots would not follow on from them
+        last = b"" if self.overflowed or self.error else bytes(self._buffer) + self._tail
         self._buffer.clear()
         self._queue.append((last, "complete"))
         loop = self._store.loop

@@ -29,6 +29,7 @@ from ...tasks import cancel_and_wait
 from ...timefmt import utcnow
 from .live_sessions import LiveSession
 from .recording_format import (
+    STORAGE_FAILED,
     RecordingFormatError,
     RecordingReader,
     RecordingWriter,
@@ -107,6 +108,7 @@ class Recordings:
         self._disk_low = False
         self._disk_checked = 0.0
         self._task: asyncio.Task[None] | None = None
+        self.store.on_failure = self._storage_failed
         lifecycle.on_start(self.start)
         lifecycle.on_stop(self.stop)
         lifecycle.on_reload(self.reload)
@@ -195,19 +197,26 @@ class Recordings:
             raise NotFound("Recording not found")
         return self.secrets.open_bytes(row.recording_key)
 
-    def open_reader(self, row: RemoteSession) -> RecordingReader:
+    async def open_reader(self, row: RemoteSession) -> RecordingReader:
         """A reader of a session's recording; NotFound when there is none.
 
-        With a bucket this makes a ranged GET: call it in a worker thread.
+        Opened in a worker thread: a file's open and reads, or a bucket's first ranged
+        GETs (the header and first slot), stay off the event loop.
         """
         if not row.recording_file or not row.recording_key:
             raise NotFound("Recording not found")
-        source = self.store.source(row.recording_file)
+        return await asyncio.to_thread(self._open_reader, row.recording_file, self.key_of(row))
+
+    def _open_reader(self, name: str, key: bytes) -> RecordingReader:
+        """``open_reader``'s blocking part."""
+        source = self.store.source(name)
         if source is None:
             raise NotFound("Recording not found")
         try:
-            return RecordingReader(source, self.key_of(row))
+            return RecordingReader(source, key)
         except RecordingFormatError as exc:
+            if not isinstance(source, Path):
+                source.close()
             raise NotFound(f"Recording cannot be read: {exc}") from None
 
     async def store_state(self, session_id: str, *, state: str, size: int, note: str = "") -> None:
@@ -223,6 +232,30 @@ class Recordings:
             row.updated_at = utcnow()
             session.add(row)
             await session.commit()
+
+    async def _storage_failed(self, name: str, reason: str) -> None:
+        """The store gave up on a recording: its row says ``stopped``, the audit log why.
+
+        What reached the store stays readable; the session goes on unrecorded.
+        """
+        session_id = Path(name).stem
+        log.warning(
+            "the recording of session %s stopped: the store failed (%s)", session_id, reason
+        )
+        async with self.audit.atomic() as batch:
+            row = await batch.session.get(RemoteSession, session_id)
+            if row is not None and row.recording_state == "recording":
+                row.recording_state = "stopped"
+                row.recording_note = STORAGE_FAILED
+                row.updated_at = utcnow()
+                batch.session.add(row)
+            batch.record(
+                "recordings.storage_failed",
+                target="recordings",
+                user_id="system",
+                username="system",
+                details={"sessionId": session_id, "store": self.store.kind, "reason": reason},
+            )
 
     # -- uploads (RDP WebM from the browser) -------------------------------------------
 
@@ -259,6 +292,11 @@ class Recordings:
                     await self._stop_upload(upload, "size_limit")
                     raise PayloadTooLarge("Recording size limit reached; recording stopped")
                 upload.writer.write(piece)
+                if upload.writer.failure:
+                    await self._stop_upload(upload, STORAGE_FAILED)
+                    raise Conflict(
+                        "Recording stopped: the recordings store failed", code=STORAGE_FAILED
+                    )
                 unchecked += len(piece)
                 if unchecked >= DISK_CHECK_BYTES:
                     unchecked = 0
@@ -339,7 +377,7 @@ class Recordings:
         self.live.remove(upload.session_id)
         await asyncio.to_thread(upload.writer.close)
         await self.store_state(
-            upload.session_id, state="stopped", size=upload.writer.size, note=note
+            upload.session_id, state="stopped", size=upload.writer.kept_size(), note=note
         )
 
     async def finalize_upload(self, row: RemoteSession, *, reason: str = "finalized") -> None:
@@ -349,15 +387,21 @@ class Recordings:
         if upload is None and self.live.shared is not None:
             await self._take_over_upload(row.id)  # another node writes it: stop it first
         size = row.recording_size
+        failed = False
         if upload is not None:
             async with upload.lock:
                 await asyncio.to_thread(upload.writer.close)
-                size = upload.writer.size
+                size = upload.writer.kept_size()
+                failed = upload.writer.failure is not None
         async with self.db.session() as session:
             stored = await session.get(RemoteSession, row.id)
             if stored is None:
                 return
-            if stored.recording_state == "recording":
+            if failed and stored.recording_state in ("recording", "stopped"):
+                stored.recording_state = "stopped"
+                stored.recording_note = STORAGE_FAILED
+                stored.recording_size = size
+            elif stored.recording_state == "recording":
                 stored.recording_state = "complete"
                 stored.recording_size = size
                 self.metrics.recording_written(stored.recording_format or "")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...tasks import cancel_and_wait
-from .recording_format import RecordingWriter
+from .recording_format import STORAGE_FAILED, RecordingWriter
 
 MAGIC = b"HGSTREAM"
 VERSION = 1
@@ -219,6 +219,8 @@ class StreamRecording:
             data, self._pending = self._pending, bytearray()
             await asyncio.to_thread(self._write, data)
         await asyncio.to_thread(self.writer.close)
+        if self.writer.failure:
+            return "stopped", self.writer.kept_size(), STORAGE_FAILED
         if self.stopped:
             return "stopped", self.writer.size, self.stopped
         return "complete", self.writer.size, ""
