@@ -16,13 +16,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from ..adapters import Terminal, TerminalSize
+from ..adapters import ConnectionTarget, Terminal, TerminalSize
 from ..closereasons import CloseReason
 from ..contract import DoorTarget
 from ..db.models.connections import Connection
@@ -36,6 +36,7 @@ from ..errors import (
     PermissionDenied,
     RemoteError,
 )
+from ..rights import ActionDenied
 from .identity.logins import check_login_name
 from .netpolicy import conceal
 from .sessions.attachment import Attachment
@@ -206,7 +207,9 @@ class DoorFileChannel:
         session_id: str,
         caller: Caller,
         details: Mapping[str, Any],
+        target: ConnectionTarget | None = None,
     ) -> None:
+        self._target = target
         self._channel = channel
         self._files = files
         self._audit = audit
@@ -283,6 +286,16 @@ class DoorFileChannel:
         """The ``kernel.live`` closer: end the channel, saying why."""
         self._reason = reason
         await self.close()
+
+    @property
+    def denied(self) -> frozenset[str]:
+        """Per-action rights the user may not use on this connection."""
+        return self._target.denied if self._target is not None else frozenset()
+
+    async def refuse(self, action: str, detail: str = "") -> None:
+        """Audit one refused action (``session.action_denied``)."""
+        if self._target is not None:
+            await self._target.refuse(action, f"front door: {detail}" if detail else "front door")
 
     async def close(self) -> None:
         """End the channel and audit its end (idempotent)."""
@@ -634,6 +647,7 @@ class FrontDoor:
         subsystem: str | None = None,
         command: str | None = None,
         details: Mapping[str, Any] | None = None,
+        actions: Collection[str] = (),
     ) -> DoorFileChannel:
         """Open a raw subsystem or command channel, recorded as a file session."""
         if (subsystem is None) == (command is None):
@@ -652,6 +666,10 @@ class FrontDoor:
             target = await self.connections.target_for(caller, row.id, spec)
         except ApiError as exc:
             raise conceal(caller, exc) from None
+        for action in actions:
+            if not target.allows(action):
+                await target.refuse(action, f"front door: {value[:300]}")
+                raise ActionDenied(action)
         kind = "subsystem" if subsystem is not None else "exec"
         try:
             channel = await spec.open_channel(self.api, target, kind, value)
@@ -683,6 +701,7 @@ class FrontDoor:
             session_id=session_id,
             caller=caller,
             details=door_details,
+            target=target,
         )
         self.live.add(
             LiveSession(
