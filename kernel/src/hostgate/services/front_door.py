@@ -105,11 +105,16 @@ class SealedValues:
 def joined_line(notice: str) -> bytes:
     """The line a front-door terminal prints for a notice, or none.
 
-    Who joined or left, and a moderation state (waiting for a moderator, paused).
+    Who joined or left, a moderation state (waiting for a moderator, paused), a refused
+    action (a paste).
     """
     try:
         frame = json.loads(notice)
-        said = frame.get("message") if frame.get("type") == "moderation" else frame.get("change")
+        said = (
+            frame.get("message")
+            if frame.get("type") in ("moderation", "refused")
+            else frame.get("change")
+        )
     except (ValueError, AttributeError):
         return b""
     if not isinstance(said, str) or not said:
