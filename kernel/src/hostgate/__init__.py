@@ -121,6 +121,9 @@ from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, Unset, answers, listed_in
 from .pagination import ID_MAX, FilterQuery, Page, PageQuery, Pagination, page_from
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
+from .rights import ACTIONS as RIGHT_ACTIONS
+from .rights import ActionDenied
+from .rights import reason as action_reason
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
@@ -136,6 +139,9 @@ from .upload_staging import TEMP_PREFIX as UPLOAD_TEMP_PREFIX
 from .upload_staging import UploadStaging
 
 __all__ = [
+    "ActionDenied",
+    "RIGHT_ACTIONS",
+    "action_reason",
     "BusAPI",
     "BusHandler",
     "ClaimsAPI",

@@ -61,6 +61,21 @@ class ConnectionTarget:
     agent_forward_path: str | None = None
     """A UNIX socket of a client's ssh-agent to forward to the server's session (the SSH
     front door with agent forwarding allowed); never used to sign in to the server."""
+    denied: frozenset[str] = frozenset()
+    """Actions (``hostgate.rights.ACTIONS``: upload, download, delete, copy, paste) the user
+    this target was opened for may not do: the connection's ``actions`` switch it off or
+    their role lacks its permission. Empty: everything is allowed."""
+    on_denied: Callable[[str, str], Awaitable[None]] | None = None
+    """How ``refuse`` audits (the kernel sets it for the user's target)."""
+
+    def allows(self, action: str) -> bool:
+        """Whether the user may do ``action`` (``upload``, ``copy``...) on this connection."""
+        return action not in self.denied
+
+    async def refuse(self, action: str, detail: str = "") -> None:
+        """Audit a refused action (``session.action_denied``); the caller does the refusing."""
+        if self.on_denied is not None:
+            await self.on_denied(action, detail)
 
     @property
     def chain(self) -> str:

@@ -10,7 +10,15 @@ services, the WebSocket layer, hook specs and descriptors can all depend on it.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, MutableMapping
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Hashable,
+    Iterable,
+    Mapping,
+    MutableMapping,
+)
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -517,6 +525,17 @@ class DoorChannel(Protocol):
     async def close(self) -> None:
         """End the channel (idempotent): ``connection.session_ended`` with its bytes."""
 
+    @property
+    def denied(self) -> frozenset[str]:
+        """Per-action rights the user may not use on this connection (``upload``...).
+
+        A door that parses the channel's protocol (SFTP) refuses those operations itself
+        and calls ``refuse`` for each.
+        """
+
+    async def refuse(self, action: str, detail: str = "") -> None:
+        """Audit one refused action (``session.action_denied``)."""
+
 
 class DoorStream(Protocol):
     """A TCP stream opened by ``kernel.front_door.open_forward`` (``ssh -L``)."""
@@ -642,8 +661,14 @@ class FrontDoorAPI(Protocol):
         subsystem: str | None = None,
         command: str | None = None,
         details: Mapping[str, Any] | None = None,
+        actions: Collection[str] = (),
     ) -> DoorChannel:
         """Open a raw channel to a subsystem (``sftp``) or a command (``scp -t dir``).
+
+        ``actions`` are the per-action rights the command needs as a whole (``upload``
+        for ``scp -t``, ``download`` for ``scp -f``...): one the user may not do is
+        refused (``hostgate.rights.ActionDenied``, 403 ``action_denied``, audited as
+        ``session.action_denied``) before anything is opened.
 
         Exactly one of ``subsystem`` and ``command``. The same access checks as
         ``open_terminal`` (permission, access request, network policy, host key, jump

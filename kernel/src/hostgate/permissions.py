@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .rights import ACTIONS
+from .rights import DESCRIPTIONS as ACTION_DESCRIPTIONS
+
 KERNEL_PERMISSIONS: dict[str, list[str]] = {
     "connections": [
         "connections.create",
@@ -21,6 +24,8 @@ KERNEL_PERMISSIONS: dict[str, list[str]] = {
     "settings": ["settings.manage", "settings.notifications", "settings.backup"],
     "system": ["system.metrics"],
     "access": ["access.approve"],
+    "files": ["files.upload", "files.download", "files.delete"],
+    "clipboard": ["clipboard.copy", "clipboard.paste"],
 }
 
 # What each kernel permission allows, as GET /roles/permissions describes it.
@@ -53,6 +58,7 @@ KERNEL_DESCRIPTIONS: dict[str, str] = {
         "Approve, deny and revoke other users' requests for access to connections that need"
         " approval"
     ),
+    **ACTION_DESCRIPTIONS,
 }
 
 ADMIN_ROLE = "admin"
@@ -65,6 +71,7 @@ USER_DEFAULTS = frozenset(
         "connections.delete_own",
         "connections.share",
         "connections.import_export",
+        *ACTIONS.values(),
     }
 )
 

@@ -176,6 +176,11 @@ HOLDS_ALSO = {
         "connections.delete_own",
         "connections.share",
         "connections.import_export",
+        "files.upload",
+        "files.download",
+        "files.delete",
+        "clipboard.copy",
+        "clipboard.paste",
     ),
 }
 

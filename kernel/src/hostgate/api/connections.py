@@ -14,6 +14,7 @@ from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
+from .. import rights
 from ..db.models.connections import Connection, ConnectionGroup
 from ..errors import InvalidInput, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, current_request, requires
@@ -149,6 +150,8 @@ class ConnectionDetail(TypedDict):
     approvalRequired: bool
     moderation: str
     """``none``, or ``required``: a terminal session waits for a moderator to join."""
+    actions: dict[str, bool]
+    """Per-action switches: upload, download, delete, copy, paste (true: allowed)."""
     extraConfig: dict[str, Any]
     shares: list[Share]
     canEdit: bool
@@ -340,6 +343,7 @@ async def detail(connection: Connection, access: Access) -> dict[str, Any]:
         "jumpHostId": connection.jump_host_id,
         "approvalRequired": connection.approval_required,
         "moderation": connection.moderation,
+        "actions": rights.connection_actions(connection.actions),
         "extraConfig": kernel.connections.public_extra(connection),
         **kernel.connections.secret_flags(connection),
         "shares": [share_json(s) for s in shares],

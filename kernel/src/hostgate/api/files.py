@@ -235,6 +235,7 @@ async def delete_path(protocol: str, connection_id: str) -> Success:
     """Delete a remote file, or a directory with everything in it (never the root)."""
     path = check_not_root(query_path())
     ctx = await context(protocol, connection_id)
+    await ctx.allow("delete", path)
     await ctx.run("delete", lambda a: a.remove(path), timeout=None)
     await ctx.log("delete", path)
     return {"success": True}
@@ -292,6 +293,7 @@ async def upload_file(protocol: str, connection_id: str) -> Success:
     """Stream the raw request body into a remote file (temporary name, renamed on success)."""
     path = query_path()
     ctx = await context(protocol, connection_id)
+    await ctx.allow("upload", path)
     body = streamed_body()
     expected = request.content_length
     received = 0
@@ -348,6 +350,7 @@ async def download_file(protocol: str, connection_id: str) -> Response:
     """Stream a remote file: Content-Length, attachment name, single byte ranges (206/416)."""
     path = query_path()
     ctx = await context(protocol, connection_id)
+    await ctx.allow("download", path)
     download = await ctx.start_download(path)
     try:
         response, length = await _download_response(download, path)

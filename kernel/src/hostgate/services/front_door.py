@@ -17,13 +17,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from ..adapters import Terminal, TerminalSize
+from ..adapters import ConnectionTarget, Terminal, TerminalSize
 from ..closereasons import CloseReason
 from ..contract import DoorTarget
 from ..db.models.connections import Connection
@@ -37,6 +37,7 @@ from ..errors import (
     PermissionDenied,
     RemoteError,
 )
+from ..rights import ActionDenied
 from .identity.logins import check_login_name
 from .netpolicy import conceal
 from .sessions.attachment import Attachment
@@ -105,11 +106,16 @@ class SealedValues:
 def joined_line(notice: str) -> bytes:
     """The line a front-door terminal prints for a notice, or none.
 
-    Who joined or left, and a moderation state (waiting for a moderator, paused).
+    Who joined or left, a moderation state (waiting for a moderator, paused), a refused
+    action (a paste).
     """
     try:
         frame = json.loads(notice)
-        said = frame.get("message") if frame.get("type") == "moderation" else frame.get("change")
+        said = (
+            frame.get("message")
+            if frame.get("type") in ("moderation", "refused")
+            else frame.get("change")
+        )
     except (ValueError, AttributeError):
         return b""
     if not isinstance(said, str) or not said:
@@ -207,7 +213,9 @@ class DoorFileChannel:
         session_id: str,
         caller: Caller,
         details: Mapping[str, Any],
+        target: ConnectionTarget | None = None,
     ) -> None:
+        self._target = target
         self._channel = channel
         self._files = files
         self._audit = audit
@@ -284,6 +292,16 @@ class DoorFileChannel:
         """The ``kernel.live`` closer: end the channel, saying why."""
         self._reason = reason
         await self.close()
+
+    @property
+    def denied(self) -> frozenset[str]:
+        """Per-action rights the user may not use on this connection."""
+        return self._target.denied if self._target is not None else frozenset()
+
+    async def refuse(self, action: str, detail: str = "") -> None:
+        """Audit one refused action (``session.action_denied``)."""
+        if self._target is not None:
+            await self._target.refuse(action, f"front door: {detail}" if detail else "front door")
 
     async def close(self) -> None:
         """End the channel and audit its end (idempotent)."""
@@ -641,6 +659,7 @@ class FrontDoor:
         subsystem: str | None = None,
         command: str | None = None,
         details: Mapping[str, Any] | None = None,
+        actions: Collection[str] = (),
     ) -> DoorFileChannel:
         """Open a raw subsystem or command channel, recorded as a file session."""
         if (subsystem is None) == (command is None):
@@ -659,6 +678,10 @@ class FrontDoor:
             target = await self.connections.target_for(caller, row.id, spec)
         except ApiError as exc:
             raise conceal(caller, exc) from None
+        for action in actions:
+            if not target.allows(action):
+                await target.refuse(action, f"front door: {value[:300]}")
+                raise ActionDenied(action)
         kind = "subsystem" if subsystem is not None else "exec"
         try:
             channel = await spec.open_channel(self.api, target, kind, value)
@@ -690,6 +713,7 @@ class FrontDoor:
             session_id=session_id,
             caller=caller,
             details=door_details,
+            target=target,
         )
         self.live.add(
             LiveSession(

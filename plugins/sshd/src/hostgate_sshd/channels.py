@@ -24,6 +24,7 @@ import asyncssh
 from hostgate import ApiError, DoorChannel, SessionClosed
 
 from .agent import AGENT_FORWARDING, agent_allowed
+from .action_rights import FILE_ACTIONS, SftpGate, command_actions
 from .scanning import FileEvent, Scanner
 from .sftp_relay import SftpScanner
 from .transfers import transfer_scanner
@@ -221,6 +222,14 @@ class Pump:
 
     # -- the relay ----------------------------------------------------------------------
 
+    def pass_client(self, data: bytes) -> bytes:
+        """What of the client's bytes goes on (a subclass may drop requests)."""
+        return data
+
+    def pass_server(self, data: bytes) -> bytes:
+        """What of the far side's bytes goes on (a subclass may add answers)."""
+        return data
+
     def from_client(self, data: bytes) -> None:
         """Client bytes on their way (a subclass reads them)."""
 
@@ -267,12 +276,15 @@ class Pump:
                 self._reading_paused = False
                 with contextlib.suppress(Exception):
                     self.chan.resume_reading()
+            data = self.pass_client(data)
             self.from_client(data)
-            await peer.write(data)
+            if data:
+                await peer.write(data)
 
     async def _downstream(self, peer: Peer) -> None:
         """Far-side bytes to the client, read only as fast as the client takes them."""
         while data := await peer.read():
+            data = self.pass_server(data)
             self.from_server(data)
             if self._lost:
                 return
@@ -302,6 +314,7 @@ class RawRelay(Pump):
         self.subsystem = subsystem
         self.command = command
         self._events: asyncio.Queue[FileEvent | None] = asyncio.Queue(EVENT_QUEUE)
+        self.gate: SftpGate | None = None
 
     def start(self) -> None:
         """Run the relay as one of the door's channel handlers."""
@@ -334,12 +347,15 @@ class RawRelay(Pump):
                 subsystem=self.subsystem,
                 command=self.command,
                 details=connection.details(),
+                actions=command_actions(self.command) if self.command else (),
             )
         except (ApiError, SessionClosed) as refused:
             message = refused.message if isinstance(refused, ApiError) else refused.reason
             await self._say(message)
             await connection.audit_refusal(message, login.target)
             return REFUSED_EXIT
+        if self.subsystem == "sftp" and channel.denied & FILE_ACTIONS:
+            self.gate = self._gate(channel)
         store = asyncio.create_task(self._store(channel))
         try:
             await self.pump(channel)
@@ -354,6 +370,26 @@ class RawRelay(Pump):
             return REFUSED_EXIT
         status = channel.exit_status
         return status if status is not None else REFUSED_EXIT
+
+    def _gate(self, channel: DoorChannel) -> SftpGate:
+        door = self.connection.door
+
+        def refuse(action: str, detail: str) -> None:
+            door.spawn(channel.refuse(action, detail))
+
+        def to_client(answer: bytes) -> None:
+            with contextlib.suppress(BrokenPipeError, asyncssh.Error, OSError):
+                self.chan.write(answer)
+
+        return SftpGate(channel.denied, refuse=refuse, to_client=to_client)
+
+    def pass_client(self, data: bytes) -> bytes:
+        """Requests for denied actions stop here (``SftpGate``)."""
+        return data if self.gate is None else self.gate.from_client(data)
+
+    def pass_server(self, data: bytes) -> bytes:
+        """The gate's answers join the server's packets."""
+        return data if self.gate is None else self.gate.from_server(data)
 
     def from_client(self, data: bytes) -> None:
         """The scanner reads the client's bytes."""

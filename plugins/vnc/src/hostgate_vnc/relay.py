@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from hostgate import (
     CloseReason,
@@ -32,6 +33,7 @@ from hostgate import (
 )
 
 from . import recording
+from .clipboard import CLIPBOARD, ClipboardGate
 from .rfb import BrowserHandshake, BrowserHandshakeError, ServerHandshake, ServerSession
 
 log = logging.getLogger("hostgate.vnc")
@@ -48,9 +50,14 @@ class VncStream:
     recording_format = "rfb"
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: ServerSession
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        server: ServerSession,
+        gate: ClipboardGate | None = None,
     ) -> None:
         self.server = server
+        self._gate = gate
         self._reader = reader
         self._writer = writer
         self._browser = BrowserHandshake()
@@ -101,6 +108,12 @@ class VncStream:
                 return b""
             if self.relaying:
                 data = await self._reader.read(READ_SIZE)
+                if data and self._gate is not None:
+                    data = self._gated(self._gate.from_server, data)
+                    if not data:
+                        if self._failure is not None:
+                            raise self._failure
+                        continue  # only a dropped clipboard: read on
                 if self._server_scan is not None:
                     self._server_scan.feed(data)
                 return data
@@ -122,7 +135,25 @@ class VncStream:
         if self.relaying and self._browser.leftover:
             await self._to_server(self._browser.leftover)
 
+    def _gated(self, step: Callable[[bytes], bytes], data: bytes) -> bytes:
+        """Data through the clipboard gate; a message it cannot frame ends the session."""
+        try:
+            return step(data)
+        except ValueError as exc:
+            log.info("VNC clipboard gate: %s; the session ends", exc)
+            self._failure = SessionClosed(
+                4003,
+                f"The VNC session ended: the gateway could not read a message ({exc})",
+                CloseReason.BAD_REQUEST,
+            )
+            self._changed.set()
+            return b""
+
     async def _to_server(self, data: bytes) -> None:
+        if self._gate is not None:
+            data = self._gated(self._gate.from_browser, data)
+            if not data:
+                return
         if self._client_scan is not None:
             data = self._client_scan.feed(data)
             if not data:
@@ -166,4 +197,18 @@ async def open_stream(kernel: KernelAPI, target: ConnectionTarget) -> VncStream:
             raise RemoteError(f"VNC connection to {where} failed: {exc}") from None
         raise
     log.debug("VNC %s: RFB %s, security %s", where, server.version, server.security_type)
-    return VncStream(reader, writer, server)
+    denied = target.denied & CLIPBOARD
+    gate = ClipboardGate(denied, _auditor(target)) if denied else None
+    return VncStream(reader, writer, server, gate)
+
+
+def _auditor(target: ConnectionTarget) -> Callable[[str], None]:
+    """Audit each refused clipboard transfer without holding up the relay."""
+    tasks: set[asyncio.Task[None]] = set()
+
+    def refuse(action: str) -> None:
+        task = asyncio.create_task(target.refuse(action, "vnc clipboard"))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    return refuse

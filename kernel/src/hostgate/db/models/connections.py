@@ -63,6 +63,8 @@ class Connection(SQLModel, table=True):
     approval_required: bool = False
     moderation: str = Field(default="none", max_length=16)
     """``required``: a terminal session waits for a moderator (``sessions.moderate``)."""
+    actions: dict[str, Any] = Field(default_factory=dict, sa_type=JSONText)
+    """Per-action switches (``hostgate.rights``); a missing key is allowed."""
     jump_host_id: str | None = Field(
         default=None,
         sa_column=Column(String(64), ForeignKey("connections.id", ondelete="SET NULL"), index=True),

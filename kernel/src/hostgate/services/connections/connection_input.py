@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import rights
 from ...connection_rules import (
     CONTROL_PATTERN,
     HOST_MAX,
@@ -40,6 +41,7 @@ BASE_FIELDS = frozenset(
         "jumpHostId",
         "approvalRequired",
         "moderation",
+        "actions",
     }
 )
 MODERATION = ("none", "required")
@@ -247,6 +249,8 @@ def parse_input(
         if payload["moderation"] not in MODERATION:
             raise InvalidInput("moderation must be none or required")
         columns["moderation"] = payload["moderation"]
+    if "actions" in payload:
+        columns["actions"] = rights.parse_actions(payload["actions"])
     if "sortOrder" in payload:
         columns["sort_order"] = check_sort_order(payload["sortOrder"])
     if "groupId" in payload:
@@ -353,6 +357,13 @@ def _base_schema() -> dict[str, dict[str, Any]]:
             "enum": list(MODERATION),
             "description": "required: a terminal session waits, input held, until a user with"
             " sessions.moderate joins it",
+        },
+        "actions": {
+            "type": "object",
+            "properties": {name: {"type": "boolean"} for name in rights.ACTIONS},
+            "additionalProperties": False,
+            "description": "Per-action switches (a key left out: allowed). The effective right"
+            " is this switch AND the caller's role permission (files.upload, clipboard.paste...)",
         },
         "sortOrder": {"type": "integer", "minimum": -SORT_LIMIT, "maximum": SORT_LIMIT},
     }

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import col, or_, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from ... import rights
 from ...adapters import ConnectionTarget
 from ...closereasons import CloseReason
 from ...db.models.connections import Connection, ConnectionShare
@@ -49,7 +50,7 @@ DELETE_OWN, DELETE_ANY = "connections.delete_own", "connections.delete_any"
 SHARE = "connections.share"
 AUDITED_COLUMNS = (
     "name", "protocol", "host", "port", "username", "group_id", "tags", "shared",
-    "skip_cert_validation", "jump_host_id", "approval_required", "moderation",
+    "skip_cert_validation", "jump_host_id", "approval_required", "moderation", "actions",
 )  # fmt: skip
 COLUMN_NAMES = {
     "group_id": "groupId",
@@ -615,4 +616,31 @@ class Connections:
             skip_cert_validation=connection.skip_cert_validation,
             check_host_key=self.host_keys.checker(connection, actor),
             moderated=connection.moderation == "required",
+            denied=rights.denied_actions(
+                connection.actions,
+                actor.permissions if actor is not None else rights.ACTIONS.values(),
+            ),
+            on_denied=self._denial_recorder(connection, actor),
         )
+
+    def _denial_recorder(
+        self, connection: Connection, actor: Caller | None
+    ) -> Callable[[str, str], Awaitable[None]]:
+        """``ConnectionTarget.on_denied``: one ``session.action_denied`` entry per refusal."""
+        audit = self.audit
+
+        async def record(action: str, detail: str) -> None:
+            await audit.record(
+                rights.DENIED_EVENT,
+                actor=actor,
+                target=connection.name,
+                details={
+                    "action": action,
+                    "connectionId": connection.id,
+                    "protocol": connection.protocol,
+                    "reason": rights.reason(action),
+                    **({"detail": detail[:500]} if detail else {}),
+                },
+            )
+
+        return record

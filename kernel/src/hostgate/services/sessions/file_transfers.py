@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...adapters import RemoteEntry, RemoteFiles
 from ...descriptors import ProtocolSpec
 from ...errors import ApiError, Conflict, InvalidInput, NotAuthenticated, NotFound
+from ...rights import ActionDenied
 from .file_sessions import SessionRef, human_size
 from .remote_file_pool import FileLease, keeps_session, translate
 
@@ -152,6 +153,13 @@ class FileWork:
         self.caller = caller
         self.target = target
         self.ref = ref
+
+    async def allow(self, action: str, path: str) -> None:
+        """Refuse (403 ``action_denied``, audited) an action this caller may not do here."""
+        if self.target.allows(action):
+            return
+        await self.target.refuse(action, f"file browser: {path}")
+        raise ActionDenied(action)
 
     async def run(
         self,

@@ -18,6 +18,7 @@ from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .moderation import waiting_frame
 from .recording_format import STORAGE_FAILED
+from .paste_guard import PasteGuard
 from .remote_session import Admission, LiveRemoteSession
 from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
@@ -63,6 +64,11 @@ class TerminalSession(LiveRemoteSession):
         self.moderation: str | None = waiting_frame() if self.held else None
         """The moderation state as a text frame for every socket that attaches, or None."""
         self._typist = ""
+        target = admission.target
+        self.paste_guard = (
+            None if target.allows("paste") else PasteGuard(self._notify, target.refuse)
+        )
+        """Drops bracketed pastes when the user may not paste here (``clipboard.paste``)."""
 
     @property
     def reattach_grace(self) -> float:
@@ -102,6 +108,10 @@ class TerminalSession(LiveRemoteSession):
         """Keystrokes: the owner's, or those of ``by``, a participant who joined."""
         if self.terminal is None or self.ended or not data or self.held:
             return
+        if self.paste_guard is not None:
+            data = await self.paste_guard.screen(data)
+            if not data:
+                return
         if self.shared_input:  # one flag per message: a session nobody joined pays nothing more
             self.typed_by(by or self.caller.username)
         self.last_input = time.monotonic()
@@ -109,6 +119,10 @@ class TerminalSession(LiveRemoteSession):
         if self.tracker is not None:
             self.tracker.input(self._input_decoder.decode(data))
         await self._forward(self.terminal.write, data)
+
+    def _notify(self, frame: str) -> None:
+        if self.attachment is not None:
+            self.attachment.notify(frame)
 
     def typed_by(self, username: str) -> None:
         """Whose keys come next: the command log keeps it, the recording marks each change."""

@@ -2669,6 +2669,10 @@ export interface components {
          * @description One connection in full; secrets only as ``has*`` flags (``hasPassword``...).
          */
         ConnectionDetail: {
+            /** Actions */
+            actions: {
+                [key: string]: boolean;
+            };
             /** Approvalrequired */
             approvalRequired: boolean;
             /** Candelete */
@@ -6595,6 +6599,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
@@ -6624,6 +6636,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | {
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -6648,6 +6668,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
@@ -6677,6 +6705,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     /** @description Windows domain or workgroup of the user */
@@ -6710,6 +6746,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
                     allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
@@ -6747,6 +6791,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown & unknown)) | {
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -6771,6 +6823,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | {
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -7675,6 +7735,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
@@ -7704,6 +7772,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | {
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -7728,6 +7804,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: {
@@ -7757,6 +7841,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & unknown) | ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     /** @description Windows domain or workgroup of the user */
@@ -7790,6 +7882,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown)) | ({
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Users may open ssh -L tunnels through the SSH gateway to this server; each is audited */
                     allowPortForwarding?: boolean | null | "";
                     /** @description Others use it only with an approved access request */
@@ -7827,6 +7927,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } & (unknown & unknown & unknown)) | {
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -7851,6 +7959,14 @@ export interface operations {
                     tags?: string[] | null;
                     username?: string | null;
                 } | {
+                    /** @description Per-action switches (a key left out: allowed). The effective right is this switch AND the caller's role permission (files.upload, clipboard.paste...) */
+                    actions?: {
+                        copy?: boolean;
+                        delete?: boolean;
+                        download?: boolean;
+                        paste?: boolean;
+                        upload?: boolean;
+                    };
                     /** @description Others use it only with an approved access request */
                     approvalRequired?: boolean;
                     extraConfig?: Record<string, never> | null;
@@ -11378,7 +11494,7 @@ export interface operations {
                     /** Name */
                     name: string;
                     /** Permissions */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
+                    permissions?: ("access.approve" | "audit.view_any" | "clipboard.copy" | "clipboard.paste" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "files.delete" | "files.download" | "files.upload" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
                 };
             };
         };
@@ -11513,7 +11629,7 @@ export interface operations {
                      * Permissions
                      * @default null
                      */
-                    permissions?: ("access.approve" | "audit.view_any" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
+                    permissions?: ("access.approve" | "audit.view_any" | "clipboard.copy" | "clipboard.paste" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "files.delete" | "files.download" | "files.upload" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
                 };
             };
         };

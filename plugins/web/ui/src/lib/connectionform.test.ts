@@ -55,6 +55,17 @@ describe("toBody", () => {
     expect(toBody(editing, fields, false).approvalRequired).toBe(false);
   });
 
+  it("sends the action switches when one is off, and always on update", () => {
+    const form = emptyForm("sftp", fields);
+    expect("actions" in toBody(form, fields, true)).toBe(false);
+    form.actions.upload = false;
+    expect(toBody(form, fields, true).actions).toEqual({ upload: false, download: true, delete: true, copy: true, paste: true });
+    const stored = { id: "c1", name: "f", protocol: "sftp", host: "h", port: 22, username: "", tags: [], groupId: null, extraConfig: {}, actions: { upload: true, download: true, delete: false, copy: true, paste: true } } as unknown as Connection;
+    const editing = formFrom(stored, fields);
+    expect(editing.actions.delete).toBe(false);
+    expect(toBody(editing, fields, false).actions).toEqual(stored.actions);
+  });
+
   it("sends moderation when required, and always on update so unticking lifts it", () => {
     const form = { ...emptyForm("ssh", fields), name: "db", host: "127.0.0.1" };
     expect("moderation" in toBody(form, fields, true)).toBe(false);

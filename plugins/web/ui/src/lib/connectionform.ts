@@ -15,6 +15,8 @@ export interface FormState {
   approvalRequired: boolean;
   /** A terminal session to it waits, input held, until a moderator joins. */
   moderationRequired: boolean;
+  /** Per-action switches (file upload/download/delete, clipboard copy/paste): true allows. */
+  actions: Record<ActionName, boolean>;
   /** undefined keeps the stored secret, "" removes it, anything else replaces it. */
   password: string | undefined;
   privateKey: string | undefined;
@@ -22,11 +24,28 @@ export interface FormState {
   extra: Record<string, string | boolean | undefined>;
 }
 
+/** The per-action rights a connection switches (the role's permission is needed too). */
+export const ACTIONS = [
+  { name: "upload", label: "Upload files", hint: "file browser, SFTP and scp" },
+  { name: "download", label: "Download files", hint: "file browser, SFTP and scp" },
+  { name: "delete", label: "Delete files", hint: "file browser and SFTP" },
+  { name: "copy", label: "Copy from the desktop", hint: "VNC clipboard to the browser" },
+  { name: "paste", label: "Paste", hint: "into VNC desktops and terminals" },
+] as const;
+export type ActionName = (typeof ACTIONS)[number]["name"];
+
+/** Every action allowed, or the stored switches (a key left out is allowed). */
+export function actionsFrom(stored?: Partial<Record<string, boolean>> | null): Record<ActionName, boolean> {
+  const actions = {} as Record<ActionName, boolean>;
+  for (const { name } of ACTIONS) actions[name] = stored?.[name] !== false;
+  return actions;
+}
+
 /** The form for a new connection of `protocol`, with the pack's defaults. */
 export function emptyForm(protocol: string, fields: ProtocolField[]): FormState {
   const extra: FormState["extra"] = {};
   for (const field of fields) extra[field.name] = initialValue(field, undefined);
-  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", jumpHostId: "", approvalRequired: false, moderationRequired: false, password: undefined, privateKey: undefined, extra };
+  return { name: "", protocol, host: "", port: "", username: "", tags: "", groupId: "", jumpHostId: "", approvalRequired: false, moderationRequired: false, actions: actionsFrom(), password: undefined, privateKey: undefined, extra };
 }
 
 function initialValue(field: ProtocolField, stored: unknown): string | boolean | undefined {
@@ -51,6 +70,7 @@ export function formFrom(connection: Connection, fields: ProtocolField[]): FormS
     jumpHostId: connection.jumpHostId ?? "",
     approvalRequired: Boolean(connection.approvalRequired),
     moderationRequired: connection.moderation === "required",
+    actions: actionsFrom(connection.actions),
     password: undefined,
     privateKey: undefined,
     extra,
@@ -90,6 +110,8 @@ export function toBody(form: FormState, fields: ProtocolField[], creating: boole
   // an update always says it, so unticking the switch really lifts the gate
   if (form.approvalRequired || !creating) body.approvalRequired = form.approvalRequired;
   if (form.moderationRequired || !creating) body.moderation = form.moderationRequired ? "required" : "none";
+  // like the switches above: a new connection that allows everything leaves it out
+  if (!creating || Object.values(form.actions).some((on) => !on)) body.actions = { ...form.actions };
   for (const key of ["password", "privateKey"] as const) {
     const value = form[key];
     if (value !== undefined && (value !== "" || !creating)) body[key] = value;

@@ -270,6 +270,7 @@ export class TerminalSession {
       else if (frame.kind === "watchers") this.events.onWatched?.(frame.message, frame.joiners);
       else if (frame.kind === "session") this.events.onSessionId?.(frame.sessionId);
       else if (frame.kind === "moderation") this.events.onModeration?.(frame.state, frame.message);
+      else if (frame.kind === "refused") this.output(`\r\n[hostgate] ${frame.message}\r\n`);
       else this.output(String(event.data));
     };
     socket.onclose = (event) => {

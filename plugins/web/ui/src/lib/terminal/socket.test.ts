@@ -50,6 +50,14 @@ describe("isMultiline", () => {
 });
 
 describe("joining frames", () => {
+  it("reads a refused action (a paste the gateway dropped)", () => {
+    expect(parseServerText(JSON.stringify({ type: "refused", action: "paste", message: "Pasting is not allowed" }))).toEqual({
+      kind: "refused",
+      action: "paste",
+      message: "Pasting is not allowed",
+    });
+  });
+
   it("reads the session id, the moderation state and who joined", () => {
     expect(parseServerText(JSON.stringify({ type: "session", sessionId: "s1" }))).toEqual({ kind: "session", sessionId: "s1" });
     expect(parseServerText(JSON.stringify({ type: "moderation", state: "paused", message: "held", graceSeconds: 60 }))).toEqual({

@@ -34,6 +34,7 @@ export type ServerText =
   | { kind: "watchers"; message: string; count: number; joiners: Joiner[] }
   | { kind: "session"; sessionId: string }
   | { kind: "moderation"; state: ModerationState; message: string }
+  | { kind: "refused"; action: string; message: string }
   | { kind: "other" };
 
 /** A text frame from the server: a status, an error (the reason before a close), who watches, or other. */
@@ -46,6 +47,8 @@ export function parseServerText(text: string): ServerText {
         return { kind: "moderation", state: frame.state, message: frame.message };
       }
       if (frame.type === "status") return { kind: "status", message: frame.message };
+      // a per-action right refused (a paste): the gateway dropped it, the user is told why
+      if (frame.type === "refused") return { kind: "refused", action: String((frame as { action?: unknown }).action ?? ""), message: frame.message };
       // `reason`: the stable code (docs/terminals.md); "" from a server that sends none
       if (frame.type === "error") return { kind: "error", message: frame.message, reason: typeof frame.reason === "string" ? frame.reason : "" };
       if (frame.type === "watchers") {
