@@ -12,6 +12,7 @@ from pathlib import Path
 import hostgate._compat as compat
 import pytest
 from hostgate._compat import VersionRange
+from quart import Quart
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPAT = ROOT / "kernel" / "src" / "hostgate" / "_compat"
@@ -171,12 +172,24 @@ def _asyncssh() -> tuple[str, Installer, Callable[[], bool]]:
     )
 
 
+def _werkzeug() -> tuple[str, Installer, Callable[[], bool]]:
+    from hostgate._compat import werkzeug
+    from quart.routing import QuartRule
+
+    return (
+        "werkzeug",
+        lambda: werkzeug.rule_class() is werkzeug.CachedBuilderRule,
+        lambda: werkzeug.rule_class() is QuartRule,
+    )
+
+
 MODULES: dict[str, Callable[[], tuple[str, Installer, Callable[[], bool]]]] = {
     "wsproto": _wsproto,
     "hypercorn": _hypercorn,
     "asyncio_streams": _asyncio_streams,
     "aiosqlite": _aiosqlite,
     "asyncssh": _asyncssh,
+    "werkzeug": _werkzeug,
 }
 """Compat module -> (a library it is guarded on, its ``install``, "the stock path runs")."""
 
@@ -442,3 +455,79 @@ def test_the_scan_finds_each_kind_of_private_use():
         (21, "_something_new"),
         (23, "_sslobj"),
     ]
+
+
+# -- werkzeug: url_for builders compiled once per process ------------------------------
+
+
+def _built(app: Quart) -> dict[tuple[str, str], str]:
+    """Every rule of ``app`` built with sample values and an unknown (query) argument."""
+    adapter = app.url_map.bind("gateway.test")
+    out: dict[tuple[str, str], str] = {}
+    for rule in app.url_map.iter_rules():
+        values = {name: "7" for name in rule.arguments} | {"extra": "a b/é"}
+        for method in sorted(rule.methods or {"GET"}):
+            try:
+                out[(rule.endpoint, method)] = adapter.build(rule.endpoint, values, method=method)
+            except Exception as exc:  # noqa: BLE001 - the stock rule must fail alike
+                out[(rule.endpoint, method)] = type(exc).__name__
+    return out
+
+
+def test_the_shared_builders_build_every_url_as_the_stock_rules_do(config, monkeypatch):
+    from hostgate._compat import werkzeug
+    from hostgate.app import create_app
+
+    monkeypatch.setenv(compat.SWITCH, "off:werkzeug")
+    stock = create_app(config)
+    monkeypatch.delenv(compat.SWITCH)
+    first, second = create_app(config), create_app(config)
+    if compat.patches_enabled():
+        assert first.url_rule_class is werkzeug.CachedBuilderRule
+    assert stock.url_rule_class is not werkzeug.CachedBuilderRule
+    expected = _built(stock)
+    assert len(expected) > 100
+    assert _built(first) == expected
+    assert _built(second) == expected
+
+
+def test_a_builder_is_compiled_once_per_distinct_rule_and_defaults_still_fold(monkeypatch):
+    from hostgate._compat import werkzeug
+
+    monkeypatch.setattr(werkzeug, "_builders", {})
+
+    def app() -> Quart:
+        made = Quart(__name__)
+        made.url_rule_class = werkzeug.CachedBuilderRule
+        for rule, defaults in (
+            ("/a/<int:number>/b", None),
+            ("/files/<path:rest>", None),
+            ("/page/<int:number>", {"number": 1}),  # folded into the builder: not shared
+            ("/page", {"number": 1}),
+        ):
+            made.add_url_rule(rule, rule, lambda **_: "", defaults=defaults)
+        return made
+
+    apps = [app(), app()]
+    assert len(werkzeug._builders) == 2 * 3  # two builders for each shareable rule
+    for made in apps:
+        adapter = made.url_map.bind("gateway.test")
+        assert adapter.build("/a/<int:number>/b", {"number": 5, "q": "x y"}) == "/a/5/b?q=x+y"
+        assert adapter.build("/files/<path:rest>", {"rest": "d/é f"}) == "/files/d/%C3%A9%20f"
+        assert adapter.build("/page", {"number": 1}) == "/page"
+        assert adapter.build("/page/<int:number>", {"number": 1}) == "/page/1"
+    assert len(werkzeug._builders) == 2 * 3
+
+
+def test_the_builder_table_starts_over_when_full(monkeypatch):
+    from hostgate._compat import werkzeug
+
+    monkeypatch.setattr(werkzeug, "_builders", {})
+    monkeypatch.setattr(werkzeug, "MAX_BUILDERS", 4)
+    made = Quart(__name__)
+    made.url_rule_class = werkzeug.CachedBuilderRule
+    for number in range(5):
+        made.add_url_rule(f"/r{number}/<int:x>", f"r{number}", lambda **_: "")
+    assert len(werkzeug._builders) <= 4
+    adapter = made.url_map.bind("gateway.test")
+    assert [adapter.build(f"r{n}", {"x": n}) for n in range(5)] == [f"/r{n}/{n}" for n in range(5)]
