@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,13 +79,17 @@ class NetClaim:
             self.fd = -1
 
 
-def claim_number(directory: Path = CLAIMS) -> NetClaim:
-    """The lowest number no live process holds, locked for this one.
+def claim_number(
+    directory: Path = CLAIMS, in_use: Callable[[int], bool] = lambda number: False
+) -> NetClaim:
+    """The lowest number no live process holds and ``in_use`` does not report, locked for this one.
 
     Two xdist workers, or two suites on one machine, once picked their numbers at
     random (1 in 250 collided on the veth names and the subnet). A lock (``flock``)
     instead of a random pick: no two holders at once, and one that crashed frees its
-    number by dying, so a claim file left behind never blocks a later run.
+    number by dying, so a claim file left behind never blocks a later run. A number
+    whose interfaces exist all the same (a killed run's, or a run without claims) is
+    skipped, never deleted: it may still be someone's.
     """
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     for number in NUMBERS:
@@ -93,6 +97,9 @@ def claim_number(directory: Path = CLAIMS) -> NetClaim:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
+            continue
+        if in_use(number):
             os.close(fd)
             continue
         return NetClaim(number, fd)
@@ -142,7 +149,7 @@ def start_jump_net() -> tuple[JumpNet, list[subprocess.Popen[bytes]], Path]:
     """Make the namespace, link it and start its servers."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         peer_unavailable("netns", "network namespaces need root and iproute2")
-    claim = claim_number()
+    claim = claim_number(in_use=_link_exists)
     try:
         return _make_jump_net(claim)
     except BaseException:
@@ -150,13 +157,16 @@ def start_jump_net() -> tuple[JumpNet, list[subprocess.Popen[bytes]], Path]:
         raise
 
 
+def _link_exists(number: int) -> bool:
+    """Whether this machine has the outer veth interface of jump network ``number``."""
+    found = subprocess.run(["ip", "link", "show", f"hgj{number}o"], capture_output=True)
+    return found.returncode == 0
+
+
 def _make_jump_net(claim: NetClaim) -> tuple[JumpNet, list[subprocess.Popen[bytes]], Path]:
     number = claim.number
     namespace = f"hgjump{os.getpid() % 10000}{number}"
     outside, inside = f"hgj{number}o", f"hgj{number}i"
-    # the number is ours: a namespace or link by its name is what a killed run left behind
-    subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
-    subprocess.run(["ip", "link", "del", outside], capture_output=True)
     _ip("netns", "add", namespace)
     _ip("link", "add", outside, "type", "veth", "peer", "name", inside)
     _ip("link", "set", inside, "netns", namespace)

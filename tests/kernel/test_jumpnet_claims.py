@@ -58,3 +58,10 @@ def test_a_number_another_process_holds_is_not_taken_until_it_dies(tmp_path):
     after = claim_number(tmp_path)
     after.release()
     assert after.number == held
+
+
+def test_a_number_whose_interfaces_exist_is_skipped_and_left_alone(tmp_path):
+    existing = {1, 2}  # e.g. a killed run's veth pair, or a run that made no claims
+    claim = claim_number(tmp_path, in_use=existing.__contains__)
+    claim.release()
+    assert claim.number == 3
