@@ -133,6 +133,24 @@ class GatewayProcess:
             pytest.fail(f"hostgate serve did not start: {self.log()[-2000:]}")
         return self
 
+    def wait_refused(self, timeout: float = 240) -> int:
+        """Wait until the spawned server exits without ever listening (a start-up refusal);
+        its exit code. Fail the test if it listens, or still runs after ``timeout`` seconds.
+
+        No start-up deadline: a node that refuses exits once it reaches the refusal, and
+        on a loaded machine that took longer than a start-up deadline (killed before it
+        wrote its reason). ``timeout`` only stops a hang.
+        """
+        assert self.process is not None, "spawn() first"
+        if wait_for_port(self.port, timeout, process=self.process):
+            self.kill()
+            pytest.fail(f"hostgate serve started, but should have refused: {self.log()[-2000:]}")
+        code = self.process.poll()
+        if code is None:
+            self.kill()
+            pytest.fail(f"hostgate serve neither refused nor started: {self.log()[-2000:]}")
+        return code
+
     def setup_admin(self, username: str = "admin") -> str:
         """Create the first admin; its session token."""
         response = httpx.post(

@@ -18,13 +18,13 @@ the target and the telnet server are reachable through the jump host only. Needs
 
 from __future__ import annotations
 
+import fcntl
 import os
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +56,54 @@ class JumpNet:
     jump: SshdServer
     target: SshdServer
     telnet: TelnetBehind
+    claim: NetClaim | None = None
+
+
+CLAIMS = Path(tempfile.gettempdir()) / "hostgate-jumpnet-claims"
+"""Where each live jump network holds the lock file of its number (one machine-wide)."""
+NUMBERS = range(1, 251)
+"""The numbers a jump network may take: its subnet ``10.231.N.0/30`` and its veth names."""
+
+
+@dataclass
+class NetClaim:
+    """A number held by this process (an exclusive lock on its claim file) until released."""
+
+    number: int
+    fd: int
+
+    def release(self) -> None:
+        """Give the number back (the kernel also drops the lock when the process dies)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def claim_number(
+    directory: Path = CLAIMS, in_use: Callable[[int], bool] = lambda number: False
+) -> NetClaim:
+    """The lowest number no live process holds and ``in_use`` does not report, locked for this one.
+
+    Two xdist workers, or two suites on one machine, once picked their numbers at
+    random (1 in 250 collided on the veth names and the subnet). A lock (``flock``)
+    instead of a random pick: no two holders at once, and one that crashed frees its
+    number by dying, so a claim file left behind never blocks a later run. A number
+    whose interfaces exist all the same (a killed run's, or a run without claims) is
+    skipped, never deleted: it may still be someone's.
+    """
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for number in NUMBERS:
+        fd = os.open(directory / f"{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        if in_use(number):
+            os.close(fd)
+            continue
+        return NetClaim(number, fd)
+    peer_unavailable("netns", f"every jump network number is held ({directory})")
 
 
 def _ip(*args: str) -> None:
@@ -101,7 +149,22 @@ def start_jump_net() -> tuple[JumpNet, list[subprocess.Popen[bytes]], Path]:
     """Make the namespace, link it and start its servers."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         peer_unavailable("netns", "network namespaces need root and iproute2")
-    number = random.randint(1, 250)
+    claim = claim_number(in_use=_link_exists)
+    try:
+        return _make_jump_net(claim)
+    except BaseException:
+        claim.release()
+        raise
+
+
+def _link_exists(number: int) -> bool:
+    """Whether this machine has the outer veth interface of jump network ``number``."""
+    found = subprocess.run(["ip", "link", "show", f"hgj{number}o"], capture_output=True)
+    return found.returncode == 0
+
+
+def _make_jump_net(claim: NetClaim) -> tuple[JumpNet, list[subprocess.Popen[bytes]], Path]:
+    number = claim.number
     namespace = f"hgjump{os.getpid() % 10000}{number}"
     outside, inside = f"hgj{number}o", f"hgj{number}i"
     _ip("netns", "add", namespace)
@@ -127,7 +190,7 @@ def start_jump_net() -> tuple[JumpNet, list[subprocess.Popen[bytes]], Path]:
         peer_unavailable("telnetd", f"did not start in {namespace}")
     telnet = TelnetBehind(host="127.0.0.1", port=port, home=home)
     processes = [p for p in (jump.process, target.process, inetd) if p is not None]
-    return JumpNet(namespace, jump, target, telnet), processes, base
+    return JumpNet(namespace, jump, target, telnet, claim), processes, base
 
 
 _early: tuple[JumpNet, list[subprocess.Popen[bytes]], Path] | None = None
@@ -156,6 +219,8 @@ def _tear_down(net: JumpNet, processes: list[subprocess.Popen[bytes]], base: Pat
     subprocess.run(["ip", "netns", "del", net.namespace], capture_output=True)
     for path in (net.jump.root, net.target.root, base):
         shutil.rmtree(path, ignore_errors=True)
+    if net.claim is not None:
+        net.claim.release()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

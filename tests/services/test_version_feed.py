@@ -51,9 +51,20 @@ def with_feed(config: Config, url: str, **changes) -> Config:
     return config.with_overrides(setting_defaults=defaults, **changes)
 
 
+FEED_SECONDS = 30.0
+"""The feed timeout of this module's gateways (the test kit's is 1 s).
+
+The whole check (the policy's verdict, the ``network.denied`` audit write, the TLS
+set-up, the local feed's answer) must fit in it plus 1 s: at load 10 the audit write
+alone outlasted the kit's 2 s, and a denied feed read as ``remote_timeout``. The feed
+here answers at once, so a passing test never waits for this; the hanging-feed test
+sets its own.
+"""
+
+
 @pytest.fixture
 def config(config, feed):
-    return with_feed(config, feed)
+    return with_feed(config, feed, version_timeout_seconds=FEED_SECONDS)
 
 
 async def test_version_from_feed_is_cached_and_force_bypasses(client, admin, kernel):

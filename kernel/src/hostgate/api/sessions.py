@@ -65,7 +65,8 @@ class SearchQuery(SessionQuery):
         min_length=1,
         max_length=QUERY_MAX,
         description="words to find, in this order (whole words, any case): 1 to 16 runs of"
-        " letters and digits; anything else only separates them",
+        " Unicode letters and numbers (categories L and N); anything else, `_` included,"
+        " only separates them",
         # the schema says what the server checks (its own messages stay the clearer ones)
         json_schema_extra={"pattern": QUERY_PATTERN},
     )

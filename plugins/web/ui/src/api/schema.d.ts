@@ -12350,7 +12350,7 @@ export interface operations {
                 /** @description only sessions with (true) or without (false) a recording */
                 recorded?: "true" | "false" | "";
                 connectionId?: string;
-                /** @description words to find, in this order (whole words, any case): 1 to 16 runs of letters and digits; anything else only separates them */
+                /** @description words to find, in this order (whole words, any case): 1 to 16 runs of Unicode letters and numbers (categories L and N); anything else, `_` included, only separates them */
                 q: string;
                 /** @description only commands or only terminal output (both by default) */
                 kind?: "command" | "output" | "";
