@@ -14,7 +14,6 @@ from werkzeug.datastructures import Headers
 
 from . import accesslog, errors
 from ._compat import hypercorn as compat_hypercorn
-from ._compat import werkzeug as compat_werkzeug
 from ._compat import wsproto as compat_wsproto
 from .api import blueprints
 from .api.health import health
@@ -80,7 +79,6 @@ def create_app(config: Config | None = None, *, plugins: Iterable[object] = ()) 
         extra=plugins,
     )
     app = GatewayQuart("hostgate", static_folder=None)
-    app.url_rule_class = compat_werkzeug.rule_class()  # url_for builders compiled once per process
     compat_wsproto.install()
     compat_hypercorn.install()
     app.request_class = StreamingRequest
