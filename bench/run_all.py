@@ -69,7 +69,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import SOURCE_VARIABLE, Row, checkout, hostgate_server, print_table  # noqa: E402
 
-SECTIONS = ("files", "terminal", "api", "audit", "door", "doorscale", "recordings", "player", "load")
+SECTIONS = (
+    "files",
+    "terminal",
+    "api",
+    "audit",
+    "door",
+    "doorscale",
+    "recordings",
+    "player",
+    "load",
+)
 
 
 def files_rows(args: argparse.Namespace) -> list[Row]:
@@ -151,6 +161,8 @@ def door_scale_rows(args: argparse.Namespace) -> list[Row]:
 
     options = argparse.Namespace(shells=args.terminals, logins=40, parallel=50)
     return sshd_door_scale.measure(options)
+
+
 def recordings_rows(args: argparse.Namespace) -> list[Row]:
     """Recording to a bucket vs local disk: cat, a ``--file-mib`` range read."""
     import recordings_bucket

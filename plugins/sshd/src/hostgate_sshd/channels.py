@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import asyncssh
 from hostgate import ApiError, DoorChannel, SessionClosed
 
-from .agent import AGENT_FORWARDING, agent_allowed
 from .action_rights import FILE_ACTIONS, SftpGate, command_actions
+from .agent import AGENT_FORWARDING, agent_allowed
 from .scanning import FileEvent, Scanner
 from .sftp_relay import SftpScanner
 from .transfers import transfer_scanner

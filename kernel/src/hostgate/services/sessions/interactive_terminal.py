@@ -17,8 +17,8 @@ from ...closereasons import CloseReason
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .moderation import waiting_frame
-from .recording_format import STORAGE_FAILED
 from .paste_guard import PasteGuard
+from .recording_format import STORAGE_FAILED
 from .remote_session import Admission, LiveRemoteSession
 from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
