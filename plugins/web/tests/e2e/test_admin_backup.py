@@ -61,8 +61,11 @@ def second(tmp_path: Path, built_app: None) -> Iterator[Gateway]:
 
 
 @pytest.fixture
-def second_page(browser: Any) -> Iterator[Any]:
-    """A page in its own browser profile (cookies are per host, not per port)."""
+def second_page(browser: Any, second: Gateway) -> Iterator[Any]:
+    """A page in its own browser profile (cookies are per host, not per port).
+
+    It asks for ``second`` so it closes before that gateway stops: a page still open
+    then polls a closed port and logs ERR_CONNECTION_REFUSED (seen once under load)."""
     console = Console()
     ctx = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-GB")
     ctx.add_init_script(path=AXE_SOURCE)
