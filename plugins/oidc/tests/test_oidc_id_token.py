@@ -34,6 +34,9 @@ def settings_for_issuer(
         client_secret=client.client_secret,
         redirect_uri=client.redirect_uri,
         ca_cert=provider.ca_pem,
+        # the provider's answers (the key set) came later than the default 10 s once,
+        # at load 14 on two cores: oidc_unreachable instead of the refusal under test
+        timeout=60.0,
     )
 
 
