@@ -82,7 +82,7 @@ class GatewayProcess:
         assert self.process is not None
         return self.process.pid
 
-    def start(self, timeout: float = 60) -> GatewayProcess:
+    def start(self, timeout: float = 180) -> GatewayProcess:
         """Start (or start again) and wait until it answers ``/health``."""
         return self.spawn().wait_started(timeout)
 
@@ -121,9 +121,12 @@ class GatewayProcess:
             )
         return self
 
-    def wait_started(self, timeout: float = 60) -> GatewayProcess:
+    def wait_started(self, timeout: float = 180) -> GatewayProcess:
         """Wait until the spawned server accepts connections; fail the test if it exits
-        or does not within ``timeout`` seconds."""
+        or does not within ``timeout`` seconds.
+
+        The limit only stops a hang: a node on PostgreSQL running every migration took
+        over 60 s at load 14 on two cores, and a passing start never waits for it."""
         assert self.process is not None, "spawn() first"
         if (
             not wait_for_port(self.port, timeout, process=self.process)
