@@ -120,6 +120,7 @@ from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, Unset, answers, listed_in
 from .pagination import ID_MAX, FilterQuery, Page, PageQuery, Pagination, page_from
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
+from .safe_regex import MAX_PATTERN_LENGTH, MAX_SUBJECT_LENGTH, PatternError, compile_pattern
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
@@ -218,6 +219,10 @@ __all__ = [
     "HostKeyCheck",
     "TunnelOpener",
     "open_tcp",
+    "MAX_PATTERN_LENGTH",
+    "MAX_SUBJECT_LENGTH",
+    "PatternError",
+    "compile_pattern",
     "InvalidInput",
     "LoginMethod",
     "NotAuthenticated",

@@ -104,11 +104,13 @@ class SealedValues:
 def joined_line(notice: str) -> bytes:
     """The line a front-door terminal prints for a notice, or none.
 
-    Who joined or left, and a moderation state (waiting for a moderator, paused).
+    Who joined or left, a moderation state (waiting for a moderator, paused) and
+    what a command rule did (blocked, held, approved, denied).
     """
     try:
         frame = json.loads(notice)
-        said = frame.get("message") if frame.get("type") == "moderation" else frame.get("change")
+        spoken = frame.get("type") in ("moderation", "commandRule")
+        said = frame.get("message") if spoken else frame.get("change")
     except (ValueError, AttributeError):
         return b""
     if not isinstance(said, str) or not said:
