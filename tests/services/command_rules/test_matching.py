@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hostgate.safe_regex import PatternError
 from hostgate.services.command_rules.matching import (
     Rule,

@@ -39,6 +39,9 @@ INTERRUPT = b"\x03"
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
 MAX_TYPED = 4000
+ECHO_WAIT = 0.5
+"""At most this long an Enter waits for the echo of edited keys (the screen's line)."""
+ECHO_POLL = 0.01
 
 
 def rule_frame(state: str, message: str, decision: Decision, held_id: str = "") -> str:
@@ -68,6 +71,7 @@ class CommandGate:
         self._pasting = False
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._waiter: asyncio.Task[None] | None = None
+        self._last_key = 0
 
     async def keys(self, data: bytes) -> None:
         """Keys from the socket: sent, with each Enter sent only once the rules allow it."""
@@ -80,11 +84,15 @@ class CommandGate:
             if cut < 0:
                 self._follow(data)
                 await self.session.send(data)
+                self._last_key = self.session.elapsed_ms()
                 return
             before, enter, data = data[:cut], data[cut : cut + 1], data[cut + 1 :]
             if before:
                 self._follow(before)
                 await self.session.send(before)
+                self._last_key = self.session.elapsed_ms()
+            if self._typed is None:
+                await self._echoed()
             if not await self._entered(enter):
                 return
 
@@ -126,6 +134,21 @@ class CommandGate:
             else:
                 typed += char
         self._typed = typed
+
+    async def _echoed(self) -> None:
+        """Let the echo of edited keys reach the screen before its line is read.
+
+        Keys that cannot be followed (arrows, Tab, Ctrl-A...) leave only the screen's
+        line; Enter sent with them, before their echo came back, would be checked
+        against the line as it was.
+        """
+        tracker = self.session.tracker
+        if tracker is None:
+            return
+        waited = 0.0
+        while tracker.last_output_ms < self._last_key and waited < ECHO_WAIT:
+            await asyncio.sleep(ECHO_POLL)
+            waited += ECHO_POLL
 
     def _line(self) -> str:
         """What the rules check at this Enter: the screen's line and the typed one."""

@@ -465,6 +465,11 @@ class CommandTracker:
             return None
         return editor.command()
 
+    @property
+    def last_output_ms(self) -> int:
+        """When output last came (the clock's milliseconds)."""
+        return self._last_output
+
     def secret_input(self) -> bool:
         """True while a password prompt shows: what is typed is not a command line."""
         return self._capturing
