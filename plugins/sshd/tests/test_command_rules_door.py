@@ -125,6 +125,7 @@ async def test_rules_in_a_browser_terminal_block_hold_and_flag_before_the_enter_
 
         # denied: never runs
         await screen.send("echo hold-$((6*6))\r")
+        await screen.until("echo hold-$((6*6))")  # echoed before Ctrl-C can flush it
         await until_message(screen, "commandRule", 6)
         [held] = await held_now(client, bob)
         denied = await client.post(
