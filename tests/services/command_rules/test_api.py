@@ -62,10 +62,13 @@ async def test_rules_are_written_listed_changed_tested_and_deleted_with_an_audit
 
     # disabled: no longer in force
     response = await client.put(
-        f"/api/v1/command-rules/{held_rule['id']}", json={"enabled": False}, headers=admin.headers
+        f"/api/v1/command-rules/{held_rule['id']}",
+        json={"enabled": False, "priority": 2.0},  # a whole number, also written 2.0
+        headers=admin.headers,
     )
     assert response.status_code == 200
-    assert (await response.get_json())["rule"]["enabled"] is False
+    changed = (await response.get_json())["rule"]
+    assert changed["enabled"] is False and changed["priority"] == 2
     assert (await test({"command": "reboot"}))["action"] == "allow"
 
     response = await client.delete(f"/api/v1/command-rules/{created['id']}", headers=admin.headers)

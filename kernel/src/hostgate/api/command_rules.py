@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 from ..db.models.command_rules import CommandRule
 from ..errors import InvalidInput
 from ..guards import app_kernel, authenticated, current_caller, requires
+from ..jsoninput import WHOLE
 from ..openapi import Success, Unset, answers
 from ..pagination import ID_MAX, PageQuery, Pagination, page_from
 from ..safe_regex import MAX_PATTERN_LENGTH
@@ -34,7 +35,7 @@ Pattern = Annotated[str, Field(min_length=1, max_length=MAX_PATTERN_LENGTH)]
 Id = Annotated[str, Field(min_length=1, max_length=ID_MAX)]
 TagName = Annotated[str, Field(min_length=1, max_length=100)]
 Ids = Annotated[list[Id], Field(max_length=500)]
-Priority = Annotated[int, Field(ge=0, le=1_000_000)]
+Priority = Annotated[int, Field(ge=0, le=1_000_000), WHOLE]
 Description = Annotated[str, Field(max_length=1000)]
 
 
