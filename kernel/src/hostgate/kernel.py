@@ -271,6 +271,7 @@ class Kernel:
             settings=self.settings,
         )
         self.terminal_sessions.command_rules = self.command_rules
+        self.on_stop(self.command_rules.stop)
         # access changes re-check open sessions on every node; a dead node's are ended
         self.live.on_access_changed(self.terminal_sessions.access_changed)
         self.live.on_reaped(self.recordings.end_abandoned)

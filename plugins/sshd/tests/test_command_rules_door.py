@@ -134,7 +134,16 @@ async def test_rules_in_a_browser_terminal_block_hold_and_flag_before_the_enter_
         assert denied.status_code == 200
         assert (await until_message(screen, "commandRule", 7))[6]["state"] == "denied"
         await screen.prompt()
+        # withdrawn with Ctrl-C: never runs either
+        await screen.send("echo hold-$((7*7))\r")
+        await screen.until("echo hold-$((7*7))")
+        await until_message(screen, "commandRule", 8)
+        await screen.send("\x03")
+        withdrawn = (await until_message(screen, "commandRule", 9))[8]
+        assert withdrawn["state"] == "denied" and "withdrawn" in withdrawn["message"]
+        await screen.prompt()
         await screen.step("echo last-$((4+5))", "last-9")
+        assert b"hold-49" not in screen.output
         assert b"hold-36" not in screen.output and b"dropped-64" not in screen.output
         assert await held_now(client, bob, 0) == []
 
@@ -148,9 +157,11 @@ async def test_rules_in_a_browser_terminal_block_hold_and_flag_before_the_enter_
     [flagged] = await audit_entries(client, admin, "session.command_flagged")
     assert flagged["details"]["command"] == "echo flag-$((3+3))"
     assert flagged["details"]["rule"] == "flag it"
-    assert len(await audit_entries(client, admin, "session.command_held")) == 2
+    assert len(await audit_entries(client, admin, "session.command_held")) == 3
     [approved_entry] = await audit_entries(client, admin, "session.command_approved")
     assert approved_entry["username"] == "bob"
+    [expired] = await audit_entries(client, admin, "session.command_expired")
+    assert expired["details"]["command"] == "echo hold-$((7*7))"
     [denied_entry] = await audit_entries(client, admin, "session.command_denied")
     assert denied_entry["details"]["command"] == "echo hold-$((6*6))"
 

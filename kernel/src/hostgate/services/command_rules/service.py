@@ -346,7 +346,7 @@ class CommandRules:
         for permission in APPROVERS:
             self.events.notify(HELD_TOPIC, users=[held.user_id], permission=permission)
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         """Refuse everything still held (the gateway stops)."""
         for held in list(self._held.values()):
             self._settle(held, False, "")
