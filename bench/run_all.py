@@ -12,6 +12,8 @@ Sections, in order (each starts its own servers and gateway and tears them down)
   bench/files_smb_ftp.py), with the gateway's RSS growth.
 - ``terminal``: ``cat`` throughput through ``/ws/ssh`` vs a direct asyncssh shell,
   keystroke round trip, RSS with ``--terminals`` idle terminals (bench/terminal.py).
+- ``rules``: keystroke round trip, Enter to prompt and ``cat`` of 64 MiB with 200
+  command rules in force vs none (bench/command_rules.py).
 - ``api``: requests/s at 32 clients for ``/auth/me`` and ``/connections`` vs a bare
   Quart endpoint on the same hypercorn set-up, login latency (argon2id), idle RSS
   (bench/api.py).
@@ -72,6 +74,7 @@ from _common import SOURCE_VARIABLE, Row, checkout, hostgate_server, print_table
 SECTIONS = (
     "files",
     "terminal",
+    "rules",
     "api",
     "audit",
     "door",
@@ -120,6 +123,14 @@ def terminal_rows(args: argparse.Namespace) -> list[Row]:
     finally:
         server.stop()
         shutil.rmtree(server.root, ignore_errors=True)
+
+
+def rules_rows(args: argparse.Namespace) -> list[Row]:
+    """Keystroke echo and ``cat`` with 200 command rules vs none (bench/command_rules.py)."""
+    import command_rules
+
+    options = argparse.Namespace(rules=200, size=64, keystrokes=300, rounds=3)
+    return command_rules.run(options)
 
 
 def api_rows(args: argparse.Namespace) -> list[Row]:
@@ -187,6 +198,7 @@ def load_rows(args: argparse.Namespace) -> list[Row]:
 RUNNERS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "files": files_rows,
     "terminal": terminal_rows,
+    "rules": rules_rows,
     "api": api_rows,
     "audit": audit_rows,
     "door": door_rows,

@@ -124,6 +124,7 @@ from .principals import Caller, ClientInfo, IssuedSession, SignedIn
 from .rights import ACTIONS as RIGHT_ACTIONS
 from .rights import ActionDenied
 from .rights import reason as action_reason
+from .safe_regex import MAX_PATTERN_LENGTH, MAX_SUBJECT_LENGTH, PatternError, compile_pattern
 from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
@@ -226,6 +227,10 @@ __all__ = [
     "HostKeyCheck",
     "TunnelOpener",
     "open_tcp",
+    "MAX_PATTERN_LENGTH",
+    "MAX_SUBJECT_LENGTH",
+    "PatternError",
+    "compile_pattern",
     "InvalidInput",
     "LoginMethod",
     "NotAuthenticated",

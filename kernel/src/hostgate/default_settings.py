@@ -232,6 +232,17 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         "recordings.enabled", bool, True, description="Record terminal, VNC and RDP sessions"
     ),
     SettingSpec(
+        "command_rules.approval_timeout",
+        int,
+        120,
+        minimum=10,
+        maximum=86_400,
+        description=(
+            "Seconds a command held by an approve command rule waits for an approver"
+            " before it is refused"
+        ),
+    ),
+    SettingSpec(
         "recordings.max_size_mb",
         float,
         0,

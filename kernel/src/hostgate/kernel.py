@@ -32,6 +32,7 @@ from .security.tickets import TicketStore, ticket_store
 from .services.audit.audit import AuditLog
 from .services.audit.audit_query import AuditQuery
 from .services.backup import Backups
+from .services.command_rules.service import CommandRules
 from .services.connections.connections import Connections
 from .services.connections.health_checks import HealthChecks
 from .services.connections.transfer_port import TransferPort
@@ -268,6 +269,15 @@ class Kernel:
             api=self,
             lifecycle=self,
         )
+        self.command_rules = CommandRules(
+            db=self.db,
+            readcache=self.readcache,
+            audit=self.audit,
+            events=self.events,
+            settings=self.settings,
+        )
+        self.terminal_sessions.command_rules = self.command_rules
+        self.on_stop(self.command_rules.stop)
         # access changes re-check open sessions on every node; a dead node's are ended
         self.live.on_access_changed(self.terminal_sessions.access_changed)
         self.live.on_reaped(self.recordings.end_abandoned)

@@ -17,7 +17,13 @@ KERNEL_PERMISSIONS: dict[str, list[str]] = {
         "connections.share",
         "connections.import_export",
     ],
-    "sessions": ["sessions.view_any", "sessions.delete", "sessions.join", "sessions.moderate"],
+    "sessions": [
+        "sessions.view_any",
+        "sessions.delete",
+        "sessions.join",
+        "sessions.moderate",
+        "sessions.command_rules",
+    ],
     "users": ["users.manage"],
     "roles": ["roles.manage"],
     "audit": ["audit.view_any"],
@@ -46,6 +52,9 @@ KERNEL_DESCRIPTIONS: dict[str, str] = {
     ),
     "sessions.moderate": (
         "Moderate sessions: open a session that needs a moderator by joining it, and end it"
+    ),
+    "sessions.command_rules": (
+        "Write the command rules that block, hold for approval or flag commands typed in terminals"
     ),
     "users.manage": "Create, edit, unlock and delete users and reset their passwords",
     "roles.manage": "Create, edit and delete roles and choose their permissions",

@@ -107,15 +107,12 @@ def joined_line(notice: str) -> bytes:
     """The line a front-door terminal prints for a notice, or none.
 
     Who joined or left, a moderation state (waiting for a moderator, paused), a refused
-    action (a paste).
+    action (a paste) and what a command rule did (blocked, held, approved, denied).
     """
     try:
         frame = json.loads(notice)
-        said = (
-            frame.get("message")
-            if frame.get("type") in ("moderation", "refused")
-            else frame.get("change")
-        )
+        spoken = frame.get("type") in ("moderation", "refused", "commandRule")
+        said = frame.get("message") if spoken else frame.get("change")
     except (ValueError, AttributeError):
         return b""
     if not isinstance(said, str) or not said:

@@ -1,50 +1,18 @@
-"""The ``matches`` operator's regular expressions, run by a linear-time engine (RE2).
+"""The ``matches`` operator's regular expressions, run by the kernel's linear-time engine.
 
-A rule's pattern is matched against text an unauthenticated caller chooses (the
-username of ``auth.login_failed``), on the event loop. Python's ``re`` backtracks,
-so ``^(a+)+$`` against a crafted username takes exponential time and stalls every
-request; RE2 guarantees time linear in the input, and the input is cut to
-``MAX_SUBJECT_LENGTH`` characters first. RE2 has no backreferences or lookaround:
-such patterns are refused when a rule is saved.
+``hostgate.compile_pattern`` (RE2, kernel/src/hostgate/safe_regex.py) is the one
+engine for patterns admins write; command rules use it too.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-from typing import Any
 
-import re2
+from hostgate import MAX_PATTERN_LENGTH, MAX_SUBJECT_LENGTH, PatternError, compile_pattern
 
 log = logging.getLogger(__name__)
 
-MAX_PATTERN_LENGTH = 500
-MAX_SUBJECT_LENGTH = 4096
-"""Only the first 4096 characters of a field are matched (usernames are at most 1000)."""
-
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # errors are reported to the caller, not printed by RE2 itself
-
-
-class PatternError(ValueError):
-    """A pattern the engine refuses; the message says why in plain words."""
-
-
-@functools.lru_cache(maxsize=512)
-def compile_pattern(pattern: str) -> Any:  # re2's compiled type is private (re2._Regexp)
-    """Compile once (cached); ``PatternError`` for a pattern RE2 cannot run."""
-    if len(pattern) > MAX_PATTERN_LENGTH:
-        raise PatternError(f"regular expressions are limited to {MAX_PATTERN_LENGTH} characters")
-    try:
-        return re2.compile(pattern, options=_OPTIONS)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else ""
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        raise PatternError(
-            f"{pattern!r} is not a regular expression hostgate can run ({reason}); "
-            "backreferences and lookaround (such as \\1, (?=...), (?<!...)) are not supported"
-        ) from None
+__all__ = ["MAX_PATTERN_LENGTH", "MAX_SUBJECT_LENGTH", "PatternError", "compile_pattern", "search"]
 
 
 def search(pattern: str, text: str) -> bool:

@@ -455,6 +455,25 @@ class CommandTracker:
             elif char >= " ":
                 self._typed.append(char)
 
+    def editing(self) -> str | None:
+        """The command line being edited at a prompt, as the screen shows it, or None.
+
+        Command rules (services/sessions/command_gate.py) read it when Enter is pressed.
+        """
+        editor = self._editor
+        if editor is None or editor.submitted is not None:
+            return None
+        return editor.command()
+
+    @property
+    def last_output_ms(self) -> int:
+        """When output last came (the clock's milliseconds)."""
+        return self._last_output
+
+    def secret_input(self) -> bool:
+        """True while a password prompt shows: what is typed is not a command line."""
+        return self._capturing
+
     def resize(self, columns: int) -> None:
         """The terminal's width changed."""
         self._columns = columns

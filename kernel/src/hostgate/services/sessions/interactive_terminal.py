@@ -24,6 +24,7 @@ from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
 from .search_text import OutputChunk, OutputChunker
 
 if TYPE_CHECKING:
+    from .command_gate import CommandGate
     from .session_service import TerminalSessions
 
 REATTACH_GRACE = {"telnet": 30.0}
@@ -48,6 +49,10 @@ class TerminalSession(LiveRemoteSession):
         self.terminal: Terminal | None = None
         self.recorder: CastRecorder | None = None
         self.tracker: CommandTracker | None = None
+        self.log_commands = True
+        """The tracker's entries go to the command log (False: it runs for command rules only)."""
+        self.gate: CommandGate | None = None
+        """Command rules: each Enter waits for their decision (None: no rules)."""
         self.output_index: OutputChunker | None = None
         """Output text for the search index (recorded sessions, ``recordings.index_output``)."""
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -116,6 +121,15 @@ class TerminalSession(LiveRemoteSession):
             self.typed_by(by or self.caller.username)
         self.last_input = time.monotonic()
         self.bytes_in += len(data)
+        if self.gate is not None:
+            await self.gate.keys(data)
+            return
+        await self.send(data)
+
+    async def send(self, data: bytes) -> None:
+        """Keys on their way to the server: the command log sees them, then the backend."""
+        if self.terminal is None or self.ended:
+            return
         if self.tracker is not None:
             self.tracker.input(self._input_decoder.decode(data))
         await self._forward(self.terminal.write, data)
@@ -152,7 +166,7 @@ class TerminalSession(LiveRemoteSession):
             self.recorder.writer.flush()
         if self.tracker is not None:
             self.tracker.tick()
-            self.service.ledger.queue_commands(self, self.tracker.drain())
+            self._log_commands()
         if self.output_index is not None:
             self._queue_output(self.output_index.drain(self.elapsed_ms()))
         await super().tick(now)
@@ -164,7 +178,15 @@ class TerminalSession(LiveRemoteSession):
             chunks = [OutputChunk(c.offset_ms, scrub(c.text), c.marks) for c in chunks]
         self.service.ledger.queue_output(self, chunks)
 
+    def _log_commands(self) -> None:
+        assert self.tracker is not None
+        entries = self.tracker.drain()
+        if self.log_commands:
+            self.service.ledger.queue_commands(self, entries)
+
     async def _close_backend(self) -> None:
+        if self.gate is not None:
+            await self.gate.close()
         if self.terminal is not None:
             await self.terminal.close()
 
@@ -173,7 +195,7 @@ class TerminalSession(LiveRemoteSession):
             self._queue_output(self.output_index.finish())
         if self.tracker is not None:
             self.tracker.finish()
-            self.service.ledger.queue_commands(self, self.tracker.drain())
+            self._log_commands()
         recorder = self.recorder
         if recorder is None:
             return None, 0, ""

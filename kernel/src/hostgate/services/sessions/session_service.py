@@ -30,6 +30,7 @@ from ...errors import ApiError, RemoteError
 from ...tasks import cancel_and_wait
 from ..netpolicy import conceal
 from .asciicast import CastRecorder
+from .command_gate import CommandGate, check_whole_command
 from .commandlog import CommandTracker
 from .interactive_terminal import TerminalSession
 from .relay_session import RelaySession
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from ...db.engine import Database
     from ...metrics import Metrics
     from ..audit.audit import AuditLog
+    from ..command_rules.service import CommandRules
     from ..connections.connections import Connections
     from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
@@ -95,6 +97,8 @@ class TerminalSessions:
         self.ledger = SessionLedger(db=db, audit=audit, search=search)
         self._ticker: asyncio.Task[None] | None = None
         self._revalidating = False
+        self.command_rules: CommandRules | None = None
+        """Set by the kernel: the rules each command line is checked against."""
         lifecycle.on_start(self.start)
         lifecycle.on_stop(self.stop)
 
@@ -210,6 +214,7 @@ class TerminalSessions:
         else:
             if spec.open_command is None:
                 raise SessionClosed(4002, f"{spec.name} cannot run commands", CloseReason.NOT_FOUND)
+            await self._check_command(admission, command)
             opening = spec.open_command(self.api, admission.target, command, size if pty else None)
         session = TerminalSession(self, admission, new_id(), size)
         terminal: Terminal = await self._connect(session, opening)
@@ -234,6 +239,8 @@ class TerminalSessions:
                 session.tracker = CommandTracker(session.elapsed_ms, columns=size.cols)
                 if writer is not None and self.search.output_enabled():
                     session.output_index = OutputChunker()
+            if command is None:
+                await self._gate(session, size)
             await self._start(session, row)
         except BaseException:
             self.live.remove(session.id)
@@ -245,6 +252,23 @@ class TerminalSessions:
             raise
         session.start(terminal)
         return session
+
+    async def _gate(self, session: TerminalSession, size: TerminalSize) -> None:
+        """Put a shell under the command rules, when there are any."""
+        rules = self.command_rules
+        if rules is None or not await rules.rules():
+            return
+        scope = await rules.scope(session.target.connection_id, session.caller.role_id)
+        session.gate = CommandGate(session, rules, scope)
+        if session.tracker is None:  # the rules read the screen's line: no command log kept
+            session.tracker = CommandTracker(session.elapsed_ms, columns=size.cols)
+            session.log_commands = False
+
+    async def _check_command(self, admission: Admission, command: str) -> None:
+        """A command run whole (front-door ``exec``): refused, held or flagged by the rules."""
+        rules = self.command_rules
+        if rules is not None:
+            await check_whole_command(rules, admission, command)
 
     async def open_relay(self, admission: Admission) -> RelaySession:
         """Connect a byte relay."""

@@ -1,7 +1,7 @@
 """per-action rights: a connection's action switches; every existing role keeps its rights
 
 Revision ID: 0015_action_rights
-Revises: 0013_join_moderation
+Revises: 0014_command_rules
 Create Date: 2026-12-07 15:00:00
 
 ``connections.actions`` is a JSON object of per-action switches (upload, download,
@@ -19,7 +19,7 @@ from alembic import op
 
 
 revision = '0015_action_rights'
-down_revision = '0013_join_moderation'
+down_revision = '0014_command_rules'
 branch_labels = None
 depends_on = None
 
