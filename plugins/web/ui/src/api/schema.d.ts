@@ -587,6 +587,115 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/command-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every rule, enabled or not, by priority then name. */
+        get: operations["get_list_rules"];
+        put?: never;
+        /** Create a rule (in force at the next Enter of every open terminal). */
+        post: operations["post_create_rule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/command-rules/held": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Commands waiting for approval: all of them for an approver, else the caller's own. */
+        get: operations["get_list_held"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/command-rules/held/{held_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a held command (``access.approve`` or ``sessions.moderate``; not one's own). */
+        post: operations["post_approve_held"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/command-rules/held/{held_id}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refuse a held command: the user's line is dropped and they are told who refused. */
+        post: operations["post_deny_held"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/command-rules/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Which enabled rule would match ``command`` and what it would do.
+         * @description With ``connectionId`` and ``roleId`` only the rules covering that connection and
+         *     role count; without them, every enabled rule does.
+         */
+        post: operations["post_test_command"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/command-rules/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One rule. */
+        get: operations["get_get_rule"];
+        /** Change a rule's given fields. */
+        put: operations["put_update_rule"];
+        post?: never;
+        /** Delete a rule. */
+        delete: operations["delete_delete_rule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/connections": {
         parameters: {
             query?: never;
@@ -2992,6 +3101,42 @@ export interface components {
             results: components["schemas"]["HealthResult"][];
         };
         /**
+         * HeldJson
+         * @description A command waiting for an approver.
+         */
+        HeldJson: {
+            /** Command */
+            command: string;
+            /** Connectionid */
+            connectionId: string;
+            /** Connectionname */
+            connectionName: string;
+            /** Createdat */
+            createdAt: string;
+            /** Expiresat */
+            expiresAt: string;
+            /** Id */
+            id: string;
+            /** Rule */
+            rule: string;
+            /** Ruleid */
+            ruleId: string;
+            /** Sessionid */
+            sessionId: string;
+            /** Userid */
+            userId: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * HeldList
+         * @description The commands waiting now, oldest first.
+         */
+        HeldList: {
+            /** Held */
+            held: components["schemas"]["HeldJson"][];
+        };
+        /**
          * HostKey
          * @description A remembered or presented SSH host key (``host_key_json``).
          */
@@ -3767,6 +3912,63 @@ export interface components {
             rule: components["schemas"]["Rule"];
         };
         /**
+         * RuleJson
+         * @description A command rule.
+         */
+        RuleJson: {
+            /** Action */
+            action: string;
+            /** Connectionids */
+            connectionIds: string[];
+            /** Createdat */
+            createdAt: string;
+            /** Description */
+            description: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Groupids */
+            groupIds: string[];
+            /** Id */
+            id: string;
+            /** Match */
+            match: string;
+            /** Name */
+            name: string;
+            /** Pattern */
+            pattern: string;
+            /** Priority */
+            priority: number;
+            /** Roleids */
+            roleIds: string[];
+            /** Tags */
+            tags: string[];
+            /** Updatedat */
+            updatedAt: string;
+        };
+        /**
+         * RulePage
+         * @description One page of rules, by priority then name.
+         */
+        RulePage: {
+            /** Limit */
+            limit: number;
+            /** Page */
+            page: number;
+            /** Rules */
+            rules: components["schemas"]["RuleJson"][];
+            /** Total */
+            total: number;
+        };
+        /**
+         * RuleUpdated
+         * @description The rule as changed.
+         */
+        RuleUpdated: {
+            rule: components["schemas"]["RuleJson"];
+            /** Success */
+            success: boolean;
+        };
+        /**
          * Rules
          * @description Every rule.
          */
@@ -4195,6 +4397,17 @@ export interface components {
         Success: {
             /** Success */
             success: boolean;
+        };
+        /**
+         * TestResult
+         * @description What would happen to the command: ``action`` ``allow`` when no rule matches.
+         */
+        TestResult: {
+            /** Action */
+            action: string;
+            /** Line */
+            line: string | null;
+            rule: components["schemas"]["RuleJson"] | null;
         };
         /**
          * TestSent
@@ -6532,6 +6745,680 @@ export interface operations {
             /** @description Not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_list_rules: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every rule, enabled or not, by priority then name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulePage"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_create_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Action
+                     * @enum {string}
+                     */
+                    action: "block" | "approve" | "alert";
+                    /**
+                     * Connectionids
+                     * @default []
+                     */
+                    connectionIds?: string[];
+                    /**
+                     * Description
+                     * @default
+                     */
+                    description?: string;
+                    /**
+                     * Enabled
+                     * @default true
+                     */
+                    enabled?: boolean;
+                    /**
+                     * Groupids
+                     * @default []
+                     */
+                    groupIds?: string[];
+                    /**
+                     * Match
+                     * @enum {string}
+                     */
+                    match: "exact" | "prefix" | "glob" | "regex";
+                    /** Name */
+                    name: string;
+                    /** Pattern */
+                    pattern: string;
+                    /**
+                     * Priority
+                     * @default 100
+                     */
+                    priority?: number;
+                    /**
+                     * Roleids
+                     * @default []
+                     */
+                    roleIds?: string[];
+                    /**
+                     * Tags
+                     * @default []
+                     */
+                    tags?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Create a rule (in force at the next Enter of every open terminal). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleJson"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_list_held: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Commands waiting for approval: all of them for an approver, else the caller's own. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldList"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_approve_held: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                held_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Send a held command (``access.approve`` or ``sessions.moderate``; not one's own). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_deny_held: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                held_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Refuse a held command: the user's line is dropped and they are told who refused. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_test_command: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Command */
+                    command: string;
+                    /**
+                     * Connectionid
+                     * @default null
+                     */
+                    connectionId?: string | null;
+                    /**
+                     * Roleid
+                     * @default null
+                     */
+                    roleId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Which enabled rule would match ``command`` and what it would do. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestResult"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_get_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleJson"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_update_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Action
+                     * @default null
+                     * @enum {string}
+                     */
+                    action?: "block" | "approve" | "alert";
+                    /**
+                     * Connectionids
+                     * @default null
+                     */
+                    connectionIds?: string[];
+                    /**
+                     * Description
+                     * @default null
+                     */
+                    description?: string;
+                    /**
+                     * Enabled
+                     * @default null
+                     */
+                    enabled?: boolean;
+                    /**
+                     * Groupids
+                     * @default null
+                     */
+                    groupIds?: string[];
+                    /**
+                     * Match
+                     * @default null
+                     * @enum {string}
+                     */
+                    match?: "exact" | "prefix" | "glob" | "regex";
+                    /**
+                     * Name
+                     * @default null
+                     */
+                    name?: string;
+                    /**
+                     * Pattern
+                     * @default null
+                     */
+                    pattern?: string;
+                    /**
+                     * Priority
+                     * @default null
+                     */
+                    priority?: number;
+                    /**
+                     * Roleids
+                     * @default null
+                     */
+                    roleIds?: string[];
+                    /**
+                     * Tags
+                     * @default null
+                     */
+                    tags?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Change a rule's given fields. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleUpdated"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_delete_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11494,7 +12381,7 @@ export interface operations {
                     /** Name */
                     name: string;
                     /** Permissions */
-                    permissions?: ("access.approve" | "audit.view_any" | "clipboard.copy" | "clipboard.paste" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "files.delete" | "files.download" | "files.upload" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
+                    permissions?: ("access.approve" | "audit.view_any" | "clipboard.copy" | "clipboard.paste" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "files.delete" | "files.download" | "files.upload" | "roles.manage" | "sessions.command_rules" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[];
                 };
             };
         };
@@ -11629,7 +12516,7 @@ export interface operations {
                      * Permissions
                      * @default null
                      */
-                    permissions?: ("access.approve" | "audit.view_any" | "clipboard.copy" | "clipboard.paste" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "files.delete" | "files.download" | "files.upload" | "roles.manage" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
+                    permissions?: ("access.approve" | "audit.view_any" | "clipboard.copy" | "clipboard.paste" | "connections.create" | "connections.delete_any" | "connections.delete_own" | "connections.edit_any" | "connections.edit_own" | "connections.import_export" | "connections.share" | "connections.use_ftp" | "connections.use_rdp" | "connections.use_sftp" | "connections.use_smb" | "connections.use_ssh" | "connections.use_telnet" | "connections.use_vnc" | "files.delete" | "files.download" | "files.upload" | "roles.manage" | "sessions.command_rules" | "sessions.delete" | "sessions.join" | "sessions.moderate" | "sessions.view_any" | "settings.backup" | "settings.manage" | "settings.notifications" | "system.metrics" | "users.manage")[] | null;
                 };
             };
         };
@@ -13102,6 +13989,8 @@ export interface operations {
                     "auth.oidc_token_auth_method"?: "client_secret_basic" | "client_secret_post";
                     /** @description Claim that becomes the username (falls back to email, then sub) */
                     "auth.oidc_username_claim"?: string;
+                    /** @description Seconds a command held by an approve command rule waits for an approver before it is refused */
+                    "command_rules.approval_timeout"?: number;
                     /** @description Whether the UI polls connection reachability */
                     "health_monitor.enabled"?: boolean;
                     /**
