@@ -58,6 +58,22 @@ async def test_every_operation_documents_success_and_errors(config):
                 assert 404 in statuses, where
 
 
+async def test_operation_ids_are_unique(config):
+    """Two packs' views of one name gave two operations one id: the app's generated
+    types then typed one route with the other's answer (GET /notifications/rules
+    as a page of command rules)."""
+    schema = await document(all_pack_app(config))
+    seen: dict[str, str] = {}
+    twice = []
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            where = f"{method.upper()} {path}"
+            known = seen.setdefault(operation["operationId"], where)
+            if known != where:
+                twice.append(f"{operation['operationId']}: {known} and {where}")
+    assert twice == []
+
+
 async def test_statuses_follow_the_guard(config):
     paths = (await document(all_pack_app(config)))["paths"]
     public = paths["/api/v1/auth/status"]["get"]

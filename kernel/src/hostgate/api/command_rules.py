@@ -190,7 +190,7 @@ def held_json(held: Held) -> dict[str, Any]:
 @requires(MANAGE)
 @tag(["command-rules"])
 @answers(RulePage, query=PageQuery)
-async def list_rules() -> dict[str, Any]:
+async def list_command_rules() -> dict[str, Any]:
     """Every rule, enabled or not, by priority then name."""
     page = page_from(request.args)
     rows, total = await app_kernel().command_rules.page(page)
@@ -202,7 +202,7 @@ async def list_rules() -> dict[str, Any]:
 @validate_request(RuleCreate)
 @tag(["command-rules"])
 @answers(RuleJson, status=201, errors=(409,))
-async def create_rule(data: RuleCreate) -> tuple[dict[str, Any], int]:
+async def create_command_rule(data: RuleCreate) -> tuple[dict[str, Any], int]:
     """Create a rule (in force at the next Enter of every open terminal)."""
     row = await app_kernel().command_rules.create(current_caller(), data.model_dump())
     return rule_json(row), 201
@@ -237,7 +237,7 @@ async def test_command(data: TestBody) -> dict[str, Any]:
 @authenticated
 @tag(["command-rules"])
 @answers(HeldList)
-async def list_held() -> dict[str, Any]:
+async def list_held_commands() -> dict[str, Any]:
     """Commands waiting for approval: all of them for an approver, else the caller's own."""
     held = app_kernel().command_rules.held(current_caller())
     return {"held": [held_json(item) for item in held]}
@@ -247,7 +247,7 @@ async def list_held() -> dict[str, Any]:
 @authenticated
 @tag(["command-rules"])
 @answers(Success)
-async def approve_held(held_id: str) -> Success:
+async def approve_held_command(held_id: str) -> Success:
     """Send a held command (``access.approve`` or ``sessions.moderate``; not one's own)."""
     await app_kernel().command_rules.decide_held(current_caller(), held_id, True)
     return {"success": True}
@@ -257,7 +257,7 @@ async def approve_held(held_id: str) -> Success:
 @authenticated
 @tag(["command-rules"])
 @answers(Success)
-async def deny_held(held_id: str) -> Success:
+async def deny_held_command(held_id: str) -> Success:
     """Refuse a held command: the user's line is dropped and they are told who refused."""
     await app_kernel().command_rules.decide_held(current_caller(), held_id, False)
     return {"success": True}
@@ -267,7 +267,7 @@ async def deny_held(held_id: str) -> Success:
 @requires(MANAGE)
 @tag(["command-rules"])
 @answers(RuleJson)
-async def get_rule(rule_id: str) -> dict[str, Any]:
+async def get_command_rule(rule_id: str) -> dict[str, Any]:
     """One rule."""
     return rule_json(await app_kernel().command_rules.get(rule_id))
 
@@ -277,7 +277,7 @@ async def get_rule(rule_id: str) -> dict[str, Any]:
 @validate_request(RuleUpdate)
 @tag(["command-rules"])
 @answers(RuleUpdated, errors=(409,))
-async def update_rule(rule_id: str, data: RuleUpdate) -> dict[str, Any]:
+async def update_command_rule(rule_id: str, data: RuleUpdate) -> dict[str, Any]:
     """Change a rule's given fields."""
     changes = data.model_dump(exclude_unset=True)
     nulls = [name for name, value in changes.items() if value is None]
@@ -291,7 +291,7 @@ async def update_rule(rule_id: str, data: RuleUpdate) -> dict[str, Any]:
 @requires(MANAGE)
 @tag(["command-rules"])
 @answers(Success)
-async def delete_rule(rule_id: str) -> Success:
+async def delete_command_rule(rule_id: str) -> Success:
     """Delete a rule."""
     await app_kernel().command_rules.delete(current_caller(), rule_id)
     return {"success": True}

@@ -595,10 +595,10 @@ export interface paths {
             cookie?: never;
         };
         /** Every rule, enabled or not, by priority then name. */
-        get: operations["get_list_rules"];
+        get: operations["get_list_command_rules"];
         put?: never;
         /** Create a rule (in force at the next Enter of every open terminal). */
-        post: operations["post_create_rule"];
+        post: operations["post_create_command_rule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -613,7 +613,7 @@ export interface paths {
             cookie?: never;
         };
         /** Commands waiting for approval: all of them for an approver, else the caller's own. */
-        get: operations["get_list_held"];
+        get: operations["get_list_held_commands"];
         put?: never;
         post?: never;
         delete?: never;
@@ -632,7 +632,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Send a held command (``access.approve`` or ``sessions.moderate``; not one's own). */
-        post: operations["post_approve_held"];
+        post: operations["post_approve_held_command"];
         delete?: never;
         options?: never;
         head?: never;
@@ -649,7 +649,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Refuse a held command: the user's line is dropped and they are told who refused. */
-        post: operations["post_deny_held"];
+        post: operations["post_deny_held_command"];
         delete?: never;
         options?: never;
         head?: never;
@@ -685,12 +685,12 @@ export interface paths {
             cookie?: never;
         };
         /** One rule. */
-        get: operations["get_get_rule"];
+        get: operations["get_get_command_rule"];
         /** Change a rule's given fields. */
-        put: operations["put_update_rule"];
+        put: operations["put_update_command_rule"];
         post?: never;
         /** Delete a rule. */
-        delete: operations["delete_delete_rule"];
+        delete: operations["delete_delete_command_rule"];
         options?: never;
         head?: never;
         patch?: never;
@@ -6753,7 +6753,7 @@ export interface operations {
             };
         };
     };
-    get_list_rules: {
+    get_list_command_rules: {
         parameters: {
             query?: {
                 page?: number;
@@ -6803,7 +6803,7 @@ export interface operations {
             };
         };
     };
-    post_create_rule: {
+    post_create_command_rule: {
         parameters: {
             query?: never;
             header?: never;
@@ -6932,7 +6932,7 @@ export interface operations {
             };
         };
     };
-    get_list_held: {
+    get_list_held_commands: {
         parameters: {
             query?: never;
             header?: never;
@@ -6970,7 +6970,7 @@ export interface operations {
             };
         };
     };
-    post_approve_held: {
+    post_approve_held_command: {
         parameters: {
             query?: never;
             header?: never;
@@ -7029,7 +7029,7 @@ export interface operations {
             };
         };
     };
-    post_deny_held: {
+    post_deny_held_command: {
         parameters: {
             query?: never;
             header?: never;
@@ -7171,7 +7171,7 @@ export interface operations {
             };
         };
     };
-    get_get_rule: {
+    get_get_command_rule: {
         parameters: {
             query?: never;
             header?: never;
@@ -7220,7 +7220,7 @@ export interface operations {
             };
         };
     };
-    put_update_rule: {
+    put_update_command_rule: {
         parameters: {
             query?: never;
             header?: never;
@@ -7368,7 +7368,7 @@ export interface operations {
             };
         };
     };
-    delete_delete_rule: {
+    delete_delete_command_rule: {
         parameters: {
             query?: never;
             header?: never;
