@@ -4,13 +4,19 @@
 import { api, call } from "../api/client";
 import type { AccessRequest } from "./accessrequests";
 import { eventsUrl, liveRetryDelay, parseLiveFrame } from "./livechannel";
-import { can } from "./session.svelte";
+import type { HeldCommand } from "../screens/admin/commandrules/commandrules";
+import { approvesCommands } from "./heldcommands";
+import { can, session } from "./session.svelte";
 
 export const live = $state({
   /** Goes up whenever access requests changed for this user (asked, decided, ended). */
   accessRequests: 0,
   /** Requests waiting for a decision, for those who may decide (access.approve); else 0. */
   waiting: 0,
+  /** Goes up whenever held commands changed (held, decided, withdrawn). */
+  heldCommands: 0,
+  /** Commands held for approval, for those who may decide them; else 0. */
+  held: 0,
 });
 
 let socket: WebSocket | null = null;
@@ -28,6 +34,18 @@ async function countWaiting(): Promise<void> {
       api.GET("/api/v1/access-requests", { params: { query: { all: "true", status: "pending" } } }),
     );
     live.waiting = body.requests.length;
+  } catch {
+    // the badge keeps its last count; the next change asks again
+  }
+}
+
+async function countHeld(): Promise<void> {
+  if (!approvesCommands(session.me?.permissions ?? [])) {
+    live.held = 0;
+    return;
+  }
+  try {
+    live.held = (await call<{ held: HeldCommand[] }>(api.GET("/api/v1/command-rules/held"))).held.length;
   } catch {
     // the badge keeps its last count; the next change asks again
   }
@@ -52,6 +70,11 @@ async function open(): Promise<void> {
       // what changed while the socket was away (or before it opened) is fetched now
       live.accessRequests += 1;
       void countWaiting();
+      live.heldCommands += 1;
+      void countHeld();
+    } else if (frame === "held-commands") {
+      live.heldCommands += 1;
+      void countHeld();
     } else if (frame === "access-requests") {
       live.accessRequests += 1;
       void countWaiting();
@@ -83,5 +106,6 @@ export function startLiveEvents(): () => void {
     socket = null;
     current?.close(1000, "Signed out");
     live.waiting = 0;
+    live.held = 0;
   };
 }

@@ -30,6 +30,14 @@ describe("buildEntries", () => {
     expect(admin.map((e) => e.label)).not.toContain("Settings");
     expect(searchEntries(entries, "aud")).toEqual([]); // no permission: no admin screens
   });
+  it("finds Command rules for rule writers and Held commands for approvers", () => {
+    const writer = buildEntries([], protocols, ["sessions.command_rules"]);
+    expect(searchEntries(writer, "command")[0]).toMatchObject({ label: "Command rules", action: { type: "navigate", path: "/admin/command-rules" } });
+    expect(writer.map((e) => e.label)).not.toContain("Held commands");
+    const moderator = buildEntries([], protocols, ["sessions.moderate"]);
+    expect(searchEntries(moderator, "held")[0]).toMatchObject({ action: { type: "navigate", path: "/held-commands" } });
+    expect(moderator.map((e) => e.label)).not.toContain("Command rules");
+  });
   it("gives unique ids", () => {
     expect(new Set(entries.map((e) => e.id)).size).toBe(entries.length);
   });

@@ -2,6 +2,7 @@
 // its terminal or its files, go to a page, pick a theme.
 import type { ConnectionSummary, Protocol } from "../api/types";
 import { visibleSections } from "../screens/admin/sections";
+import { approvesCommands } from "./heldcommands";
 import { fileProtocolFor } from "./files";
 import type { ThemeChoice } from "./themechoice";
 
@@ -38,6 +39,9 @@ function permittedPages(permissions: readonly string[]): PaletteEntry[] {
   }));
   if (permissions.includes("access.approve")) {
     pages.push({ id: "page-access-requests", label: "Access requests", hint: "approve, deny, end", action: { type: "navigate", path: "/access-requests" } });
+  }
+  if (approvesCommands(permissions)) {
+    pages.push({ id: "page-held-commands", label: "Held commands", hint: "approve, deny", action: { type: "navigate", path: "/held-commands" } });
   }
   return pages;
 }

@@ -15,7 +15,7 @@ import { closeReason } from "../closereason";
 import { randomId } from "../ids";
 import { LINE_HEIGHT } from "./font";
 import { keyBytes, type RowKey, withCtrl } from "./keyrow";
-import { isMultiline, parseServerText, terminalUrl, type Joiner, type ModerationState } from "./socket";
+import { isMultiline, parseServerText, terminalUrl, type Joiner, type CommandRuleState, type ModerationState } from "./socket";
 
 export type TerminalState = "connecting" | "connected" | "closed";
 
@@ -37,6 +37,8 @@ export interface Events {
   onSessionId?: (sessionId: string) => void;
   /** A connection that needs a moderator: the input is held (waiting, paused) or open. */
   onModeration?: (state: ModerationState, message: string) => void;
+  /** A command rule blocked, held, or let through (approved) or refused (denied) the line entered. */
+  onCommandRule?: (state: CommandRuleState, message: string, rule: string, command: string) => void;
   /** Text pasted with a line break in it: the tab asks before it is sent. */
   onMultilinePaste?: (text: string) => void;
   /** The search found `count` matches, the current one is number `index` (0-based, -1: none). */
@@ -271,6 +273,11 @@ export class TerminalSession {
       else if (frame.kind === "session") this.events.onSessionId?.(frame.sessionId);
       else if (frame.kind === "moderation") this.events.onModeration?.(frame.state, frame.message);
       else if (frame.kind === "refused") this.output(`\r\n[hostgate] ${frame.message}\r\n`);
+      else if (frame.kind === "commandRule") {
+        // said in the terminal too, where the eyes are (as a front-door shell prints it)
+        this.output(`\r\n[hostgate] ${frame.message}\r\n`);
+        this.events.onCommandRule?.(frame.state, frame.message, frame.rule, frame.command);
+      }
       else this.output(String(event.data));
     };
     socket.onclose = (event) => {

@@ -58,6 +58,15 @@ describe("joining frames", () => {
     });
   });
 
+  it("reads what a command rule did, and ignores a state it does not know", () => {
+    const frame = { type: "commandRule", state: "held", message: "Command held", rule: "sudo", command: "sudo reboot", heldId: "h1" };
+    expect(parseServerText(JSON.stringify(frame))).toEqual({ kind: "commandRule", state: "held", message: "Command held", rule: "sudo", command: "sudo reboot", heldId: "h1" });
+    expect(parseServerText(JSON.stringify({ type: "commandRule", state: "blocked", message: "Command blocked" }))).toEqual({
+      kind: "commandRule", state: "blocked", message: "Command blocked", rule: "", command: "", heldId: "",
+    });
+    expect(parseServerText(JSON.stringify({ ...frame, state: "exploded" }))).toEqual({ kind: "other" });
+  });
+
   it("reads the session id, the moderation state and who joined", () => {
     expect(parseServerText(JSON.stringify({ type: "session", sessionId: "s1" }))).toEqual({ kind: "session", sessionId: "s1" });
     expect(parseServerText(JSON.stringify({ type: "moderation", state: "paused", message: "held", graceSeconds: 60 }))).toEqual({

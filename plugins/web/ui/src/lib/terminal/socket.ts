@@ -35,7 +35,12 @@ export type ServerText =
   | { kind: "session"; sessionId: string }
   | { kind: "moderation"; state: ModerationState; message: string }
   | { kind: "refused"; action: string; message: string }
+  | { kind: "commandRule"; state: CommandRuleState; message: string; rule: string; command: string; heldId: string }
   | { kind: "other" };
+
+/** What a command rule did with the line just entered (docs/terminals.md, "Command rules"). */
+export type CommandRuleState = "blocked" | "held" | "approved" | "denied";
+const RULE_STATES: readonly string[] = ["blocked", "held", "approved", "denied"];
 
 /** A text frame from the server: a status, an error (the reason before a close), who watches, or other. */
 export function parseServerText(text: string): ServerText {
@@ -48,6 +53,11 @@ export function parseServerText(text: string): ServerText {
       }
       if (frame.type === "status") return { kind: "status", message: frame.message };
       // a per-action right refused (a paste): the gateway dropped it, the user is told why
+      if (frame.type === "commandRule" && typeof frame.state === "string" && RULE_STATES.includes(frame.state)) {
+        const rule = frame as { rule?: unknown; command?: unknown; heldId?: unknown };
+        const text = (value: unknown) => (typeof value === "string" ? value : "");
+        return { kind: "commandRule", state: frame.state as CommandRuleState, message: frame.message, rule: text(rule.rule), command: text(rule.command), heldId: text(rule.heldId) };
+      }
       if (frame.type === "refused") return { kind: "refused", action: String((frame as { action?: unknown }).action ?? ""), message: frame.message };
       // `reason`: the stable code (docs/terminals.md); "" from a server that sends none
       if (frame.type === "error") return { kind: "error", message: frame.message, reason: typeof frame.reason === "string" ? frame.reason : "" };

@@ -17,6 +17,7 @@ export const SECTIONS: readonly AdminSection[] = [
   { slug: "system", title: "System", permission: "settings.manage" },
   { slug: "audit", title: "Audit log", permission: "audit.view_any" },
   { slug: "notifications", title: "Notifications", permission: "settings.notifications" },
+  { slug: "command-rules", title: "Command rules", permission: "sessions.command_rules" },
   { slug: "backup", title: "Backup and restore", permission: "settings.backup" },
 ];
 
