@@ -6,7 +6,7 @@
 - alice's terminal tab says when a rule blocks her line (the shell never runs it) and
   while one holds it; the admin, in a browser of his own, sees the count on his avatar
   come up live, finds the command (with alice and the connection) under Held commands,
-  approves it, and it runs in alice's shell.
+  approves it, and it runs in alice's shell; the next held line he denies, and it never runs.
 """
 
 from __future__ import annotations
@@ -182,11 +182,20 @@ def test_a_blocked_line_is_told_and_a_held_one_runs_once_another_user_approves_i
         expect(admin.get_by_text("alice on lab-ssh: command sent.")).to_be_visible()
         expect(admin.get_by_text("No command is waiting.")).to_be_visible()
         expect(account).not_to_contain_text("held commands")
+        expect(screen).to_contain_text("held-42")
+        expect(notice).to_have_attribute("data-state", "approved")
+        expect(notice).to_contain_text("Command approved by")
+
+        # the next one, on the open page (it follows the live channel), is denied: never run
+        run(page, screen, "echo held-no-$((7*7))", "Command held for approval")
+        held.get_by_role("button", name="Deny echo held-no-$((7*7)) by alice").click()
+        expect(notice).to_have_attribute("data-state", "denied")
+        expect(notice).to_contain_text("Command denied by")
+        expect(admin.get_by_text("No command is waiting.")).to_be_visible()
     finally:
         context.close()
 
-    expect(screen).to_contain_text("held-42")
-    expect(notice).to_have_attribute("data-state", "approved")
-    expect(notice).to_contain_text("Command approved by")
+    expect(screen).not_to_contain_text("held-no-49")
     types = gateway.audit_types(admin_token)
-    assert "session.command_blocked" in types, types
+    for wanted in ("session.command_blocked", "session.command_approved", "session.command_denied"):
+        assert wanted in types, types
