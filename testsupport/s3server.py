@@ -293,10 +293,28 @@ def s3_kind() -> str:
 
 @contextlib.contextmanager
 def started_s3(memstore_bytes: int = MEMSTORE_BYTES) -> Iterator[S3Server]:
-    """The S3-compatible server ``s3_kind`` names, with one bucket (radosgw: that much room)."""
-    radosgw = s3_kind() == "radosgw"
-    with started_radosgw(memstore_bytes) if radosgw else started_moto() as server:
-        yield server
+    """The S3-compatible server ``s3_kind`` names, with one bucket (radosgw: that much room).
+
+    A radosgw start that fails is tried once more: Debian's radosgw crashed once while
+    starting (a segmentation fault in its io_context_pool thread) in a fresh-clone run,
+    and a second start in a new directory is a new cluster. A second failure fails.
+    """
+    if s3_kind() != "radosgw":
+        with started_moto() as server:
+            yield server
+        return
+    for attempt in (1, 2):
+        stack = contextlib.ExitStack()
+        try:
+            server = stack.enter_context(started_radosgw(memstore_bytes))
+        except pytest.fail.Exception:
+            stack.close()
+            if attempt == 2:
+                raise
+            continue
+        with stack:
+            yield server
+        return
 
 
 CEPH_LOCK = Path(tempfile.gettempdir()) / "hostgate-ceph.lock"

@@ -11,6 +11,7 @@ from hostgate import SECRET_MASK
 from hostgate.default_settings import KERNEL_SETTINGS
 from hostgate.descriptors import SettingSpec
 from hostgate.errors import InvalidInput
+from hostgate.services.identity.onboarding import role_names
 from hostgate.services.settings import coerce
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ EXTRA_SPECS = (
     SettingSpec("test.choice", int, 1, choices=(1, 2, 3)),
 )
 WRITABLE = [spec for spec in KERNEL_SETTINGS if not spec.readonly]
+MFA_ROLES = "security.require_mfa_roles"
 SPECS = WRITABLE + list(EXTRA_SPECS)
 JSON_SCALARS = st.one_of(
     st.none(),
@@ -115,6 +117,13 @@ async def test_put_settings_stores_exactly_the_accepted_sets(
     before = await (await client.get("/api/v1/settings", headers=admin.headers)).get_json()
     specs = {spec.key: spec for spec in WRITABLE}
     verdicts = {key: _accepts(specs[key], value) for key, value in body.items()}
+    ok, clean = verdicts.get(MFA_ROLES, (False, None))
+    if ok:
+        # the one setting checked against the database: it may name existing roles only
+        roles = await (await client.get("/api/v1/roles", headers=admin.headers)).get_json()
+        known = {role["name"].lower() for role in roles["roles"]}
+        if any(name.lower() not in known for name in role_names(str(clean))):
+            verdicts[MFA_ROLES] = (False, None)
     response = await client.put(
         "/api/v1/settings",
         data=json.dumps(body, allow_nan=True),

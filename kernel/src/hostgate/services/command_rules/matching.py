@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...safe_regex import MAX_SUBJECT_LENGTH, PatternError, compile_pattern
@@ -85,6 +85,10 @@ class Rule:
     group_ids: frozenset[str] = frozenset()
     tags: frozenset[str] = frozenset()
     role_ids: frozenset[str] = frozenset()
+    subject: str = field(init=False, default="", repr=False, compare=False)
+    """The pattern normalised as command lines are (exact and prefix rules)."""
+    compiled: Any = field(init=False, default=None, repr=False, compare=False)
+    """The RE2 program of a glob or regex rule."""
 
     def __post_init__(self) -> None:
         check_pattern(self.match, self.pattern)
@@ -94,8 +98,8 @@ class Rule:
             compiled = compile_pattern(glob_to_regex(subject))
         elif self.match == "regex":
             compiled = compile_pattern(self.pattern)
-        object.__setattr__(self, "_subject", subject)
-        object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "subject", subject)
+        object.__setattr__(self, "compiled", compiled)
 
     @property
     def severity(self) -> int:
@@ -122,12 +126,12 @@ class Rule:
 
     def matches(self, line: str) -> bool:
         """Whether the normalised command ``line`` matches."""
-        subject: str = self._subject  # type: ignore[attr-defined]
+        subject = self.subject
         if self.match == "exact":
             return line == subject
         if self.match == "prefix":
             return line.startswith(subject)
-        compiled: Any = self._compiled  # type: ignore[attr-defined]
+        compiled = self.compiled
         if self.match == "glob":
             return compiled.match(line) is not None
         return compiled.search(line) is not None
