@@ -159,6 +159,9 @@ admin socket = {directory}/run/$name.asok
 mon data = {directory}/mon-$id
 osd data = {directory}/osd-$id
 rgw data = {directory}/rgw
+[osd]
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
 [client.rgw]
 rgw frontends = beast endpoint=127.0.0.1:{rgw_port}
 """
@@ -248,7 +251,17 @@ def started_radosgw(memstore_bytes: int = MEMSTORE_BYTES) -> Iterator[S3Server]:
         )
         if not made:
             _did_not_start(log, directory)
-        yield S3Server(rgw_port, "", None, directory, "radosgw").with_bucket()
+        server = S3Server(rgw_port, "", None, directory, "radosgw").with_bucket()
+    except (pytest.fail.Exception, pytest.skip.Exception) as failed:
+        # what the monitor and the OSD said about fsids and who listens on the monitor's
+        # port: the clue for an OSD that met another cluster's monitor ("wrong fsid")
+        diagnosis = _ceph_diagnosis(directory, mon_port)
+        for process in reversed(processes):
+            stop(process, timeout=10)
+        shutil.rmtree(directory, ignore_errors=True)
+        peer_unavailable("radosgw", f"{str(failed).removeprefix(UNAVAILABLE)}\n{diagnosis}")
+    try:
+        yield server
     finally:
         for process in reversed(processes):
             stop(process, timeout=10)
@@ -257,8 +270,30 @@ def started_radosgw(memstore_bytes: int = MEMSTORE_BYTES) -> Iterator[S3Server]:
 
 def _did_not_start(log: Path, directory: Path) -> NoReturn:
     tail = log_text(log)[-2000:]
-    shutil.rmtree(directory, ignore_errors=True)
     peer_unavailable("radosgw", f"did not start: {tail}")
+
+
+UNAVAILABLE = "real peer radosgw unavailable: "
+
+CLUE = ("fsid", "monmap", "handle_command", "bind", "hunting", "mon.a", "auth")
+
+
+def _ceph_diagnosis(directory: Path, mon_port: int) -> str:
+    """The lines of the cluster's logs that tell which monitor an OSD met, and who
+    listens on the monitor's port, for a start that failed."""
+    lines = [f"diagnosis (monitor port {mon_port}):"]
+    for path in sorted(directory.glob("*.log")):
+        if path.name == "setup.log":
+            continue
+        found = [x for x in log_text(path).splitlines() if any(c in x for c in CLUE)]
+        lines += [f"-- {path.name}", *found[-15:]]
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        listening = subprocess.run(
+            ["ss", "-Hltnp"], capture_output=True, text=True, timeout=10
+        ).stdout.splitlines()
+        lines.append("-- listening")
+        lines += [x for x in listening if f":{mon_port} " in x or "ceph" in x or "rados" in x]
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager

@@ -169,13 +169,15 @@ async def test_paste_denied_never_reaches_the_x_clipboard(
     user = await make_user("bob")
     denied = await vnc_connection(kernel, make_connection, user, xvnc, paste=False)
     allowed = await vnc_connection(kernel, make_connection, user, xvnc)
+    # Xvnc serves a client's cut text only while that client is connected (it gives the
+    # selection up when the client leaves), so the X clipboard is read inside each session
     async with rfb(live_server, user, denied, [ENC_RAW]) as session:
         await session.paste("refused paste")
         await session.round_trip()
-    assert await asyncio.to_thread(x_clipboard.get) != "refused paste"
+        assert await asyncio.to_thread(x_clipboard.get) != "refused paste"
     assert await refusals(kernel, user) == ["paste"]
 
     async with rfb(live_server, user, allowed, [ENC_RAW]) as session:
         await session.paste("allowed paste")
         await session.round_trip()
-    assert await asyncio.to_thread(x_clipboard.wait_for, "allowed paste") == "allowed paste"
+        assert await asyncio.to_thread(x_clipboard.wait_for, "allowed paste") == "allowed paste"
