@@ -251,6 +251,63 @@ def test_every_compat_module_is_tested_here():
     assert modules == set(MODULES)
 
 
+# -- asyncssh: the client's certificate ----------------------------------------------------
+
+
+class _Certificate:  # what asyncssh's SSHOpenSSHCertificate holds
+    key = "own key"
+    signing_key = "ca key"
+    principals = ["alice"]
+    _serial, _key_id = 17, "laptop"
+
+
+class _Connection:  # the certificate check of asyncssh's SSHServerConnection
+    async def _validate_openssh_certificate(self, username: str, cert: object) -> str | None:
+        return None if username == "mallory" else "own key"
+
+
+async def test_watched_certificates_are_shown_to_the_check_which_may_refuse_them(
+    monkeypatch, fresh_warnings
+):
+    from hostgate import ClientCertificate, watch_certificates
+
+    monkeypatch.delenv(compat.SWITCH, raising=False)
+    seen: list[ClientCertificate] = []
+    answer = True
+
+    async def check(certificate: ClientCertificate) -> bool:
+        seen.append(certificate)
+        return answer
+
+    connection = _Connection()
+    assert watch_certificates(connection, check)
+    assert await connection._validate_openssh_certificate("alice", _Certificate()) == "own key"
+    assert seen == [ClientCertificate("own key", "ca key", 17, "laptop", ("alice",))]
+    answer = False
+    assert await connection._validate_openssh_certificate("alice", _Certificate()) is None
+    # a certificate asyncssh refused itself is never shown
+    assert await connection._validate_openssh_certificate("mallory", _Certificate()) is None
+    assert len(seen) == 2
+
+
+async def test_outside_its_range_no_certificate_is_watched(monkeypatch, fresh_warnings, caplog):
+    from hostgate import watch_certificates
+
+    monkeypatch.delenv(compat.SWITCH, raising=False)
+    pretend_installed(monkeypatch, "asyncssh", "999.0")
+    connection = _Connection()
+    stock = connection._validate_openssh_certificate
+
+    async def check(certificate: object) -> bool:
+        raise AssertionError("never asked")
+
+    assert watch_certificates(connection, check) is False
+    assert watch_certificates(connection, check) is False
+    assert connection._validate_openssh_certificate == stock
+    assert await connection._validate_openssh_certificate("alice", _Certificate()) == "own key"
+    assert len(warnings_of(caplog)) == 1
+
+
 # -- ssl: a real TLS peer's chain -------------------------------------------------------
 
 

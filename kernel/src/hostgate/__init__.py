@@ -6,7 +6,11 @@ kernel modules.
 
 from __future__ import annotations
 
-from ._compat.asyncssh import watch_forwarding_requests
+from ._compat.asyncssh import (
+    ClientCertificate,
+    watch_certificates,
+    watch_forwarding_requests,
+)
 from ._compat.ssl import peer_certificate_chain
 from .adapters import (
     FILE_OPERATIONS,
@@ -166,6 +170,7 @@ __all__ = [
     "Pagination",
     "page_from",
     "cancel_and_wait",
+    "watch_certificates",
     "watch_forwarding_requests",
     "peer_certificate_chain",
     "ChunkReader",
@@ -221,6 +226,7 @@ __all__ = [
     "CommandRunWithArguments",
     "CommandSpec",
     "ClientInfo",
+    "ClientCertificate",
     "Conflict",
     "ConnectionField",
     "ConnectionTarget",

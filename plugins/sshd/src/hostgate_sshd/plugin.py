@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hostgate import CommandSpec, KernelAPI, SettingSpec, hookimpl
+from hostgate import AuditEvent, CommandArgument, CommandSpec, KernelAPI, SettingSpec, hookimpl
 
 if TYPE_CHECKING:
     from quart import Blueprint
@@ -24,6 +24,8 @@ CA_SETTING = "sshd.trusted_user_ca_keys"
 WEB_URL_SETTING = "sshd.web_url"
 AGENT_SETTING = "sshd.agent_forwarding"
 MAX_CA_TEXT = 64 * 1024
+REVOKED_SETTING = "sshd.revoked_keys"
+MAX_REVOKED_TEXT = 256 * 1024
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:
@@ -66,6 +68,12 @@ def _check_ca_keys(value: Any) -> None:
     parse_ca_keys(str(value))
 
 
+def _check_revoked(value: Any) -> None:
+    from .revocation import parse_revocations
+
+    parse_revocations(str(value))
+
+
 SSHD_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         LISTEN_SETTING,
@@ -100,6 +108,19 @@ SSHD_SETTINGS: tuple[SettingSpec, ...] = (
         description=(
             "OpenSSH CA public keys (one per line) whose user certificates sign in; "
             "a certificate's principal is the hostgate user name"
+        ),
+        group="sshd",
+    ),
+    SettingSpec(
+        REVOKED_SETTING,
+        str,
+        "",
+        max_length=MAX_REVOKED_TEXT,
+        validate=_check_revoked,
+        description=(
+            "Revoked keys and certificates, as ssh-keygen's KRL specification (key:, hash:, "
+            "and serial: or id: after a ca: line); refused at sign-in, and open sessions "
+            "signed in with them close at once"
         ),
         group="sshd",
     ),
@@ -140,9 +161,21 @@ async def _print_host_keys(kernel: KernelAPI) -> str:
     return "\n".join(lines)
 
 
+async def _write_krl(kernel: KernelAPI, arguments: Mapping[str, Any]) -> str:
+    from pathlib import Path
+
+    from .revocation import export_krl, parse_revocations
+
+    revocations = parse_revocations(str(kernel.settings.get(REVOKED_SETTING) or ""))
+    krl = await export_krl(revocations, str(kernel.settings.get(CA_SETTING) or ""))
+    path = Path(str(arguments["file"]))
+    path.write_bytes(krl)
+    return f"wrote the KRL ({len(krl)} bytes) to {path}; sshd reads it with RevokedKeys {path}"
+
+
 @hookimpl
 def register_commands() -> Sequence[CommandSpec]:
-    """``hostgate sshd host-keys``: the fingerprints users check on first connection."""
+    """``hostgate sshd host-keys`` (the fingerprints users check) and ``sshd krl FILE``."""
     return [
         CommandSpec(
             name="sshd",
@@ -151,10 +184,34 @@ def register_commands() -> Sequence[CommandSpec]:
                 "host-keys": (
                     "print the front door's host-key fingerprints (made on first use)",
                     _print_host_keys,
-                )
+                ),
+                "krl": (
+                    f"write the revoked keys and certificates ({REVOKED_SETTING}) "
+                    "as an OpenSSH KRL file (ssh-keygen -k)",
+                    _write_krl,
+                ),
             },
+            arguments={"krl": [CommandArgument("file", "where to write the KRL")]},
         )
     ]
+
+
+@hookimpl
+async def track_event(event: AuditEvent, kernel: KernelAPI) -> None:
+    """A change of the revoked keys closes the sessions signed in with what it revokes."""
+    if event.event_type != "settings.updated":
+        return
+    from .revocation import close_revoked, parse_revocations, revoked_text
+
+    text = revoked_text(event.details, REVOKED_SETTING)
+    server = kernel.state.get(STATE_KEY)
+    if text is None or server is None:
+        return
+    try:
+        revocations = parse_revocations(text)
+    except ValueError:  # never: the setting's validator refused it
+        return
+    await close_revoked(server, revocations)
 
 
 def listen_address(kernel: KernelAPI) -> tuple[str, int] | None:

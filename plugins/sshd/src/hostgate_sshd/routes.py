@@ -1,8 +1,8 @@
 """The front door's routes: a user's SSH keys, an admin's view of them, the host keys.
 
-``/profile/ssh-keys`` (the caller's own), ``/users/:id/ssh-keys`` (``users.manage``)
-and ``/sshd/host-keys`` (any signed-in user: the fingerprints to check on first
-connection).
+``/profile/ssh-keys`` (the caller's own), ``/users/:id/ssh-keys`` (``users.manage``),
+``/sshd/host-keys`` (any signed-in user: the fingerprints to check on first
+connection) and ``/sshd/revoked-keys.krl`` (``settings.manage``: the revoked keys as a KRL).
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ from hostgate import (
     requires,
 )
 from pydantic import BaseModel, ConfigDict, Field
-from quart import Blueprint
+from quart import Blueprint, Response
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
 from .approval import APPROVAL_SECONDS, Approvals
 from .keys import host_key_views, load_host_keys, load_jump_host_key, parse_user_key
+from .plugin import CA_SETTING, REVOKED_SETTING
+from .revocation import export_krl, parse_revocations
 from .server import KEY_KIND, SEPARATOR, FrontDoorServer
 
 blueprint = Blueprint("sshd", __name__)
@@ -325,3 +327,29 @@ async def decide_approval(code: str, data: ApprovalDecision) -> dict[str, Any]:
         },
     )
     return {"ok": True, "approved": data.approve}
+
+
+# -- the revoked keys as an OpenSSH KRL -------------------------------------------------
+
+
+@blueprint.get("/sshd/revoked-keys.krl")
+@requires("settings.manage")
+@tag(["sshd"])
+@answers(None, media_type="application/octet-stream", errors=(409, 503))
+async def revoked_keys_krl() -> Response:
+    """The revoked keys and certificates (``sshd.revoked_keys``) as an OpenSSH KRL.
+
+    Made by ``ssh-keygen -k``; sshd reads it with ``RevokedKeys``. 409 when a ``ca:``
+    line names a CA by fingerprint that is not among the trusted CA keys.
+    """
+    kernel = current_kernel()
+    revocations = parse_revocations(str(kernel.settings.get(REVOKED_SETTING) or ""))
+    krl = await export_krl(revocations, str(kernel.settings.get(CA_SETTING) or ""))
+    return Response(
+        krl,
+        mimetype="application/octet-stream",
+        headers={
+            "Content-Disposition": 'attachment; filename="hostgate-revoked-keys.krl"',
+            "Cache-Control": "no-store",
+        },
+    )

@@ -25,11 +25,13 @@ from hostgate import (
     Account,
     ApiError,
     Caller,
+    ClientCertificate,
     ClientInfo,
     DoorTerminal,
     KernelAPI,
     SessionClosed,
     StoredCredential,
+    watch_certificates,
     watch_forwarding_requests,
 )
 
@@ -38,7 +40,8 @@ from .approval import APPROVAL_SECONDS, APPROVED, REFUSED, Approvals, approval_l
 from .certs import CERT_METHOD, CaCache, authorized_cas
 from .channels import DoorProcess
 from .forwarding import forward_requested
-from .plugin import CA_SETTING, WEB_URL_SETTING
+from .plugin import CA_SETTING, REVOKED_SETTING, WEB_URL_SETTING
+from .revocation import RevocationCache, Revocations
 
 log = logging.getLogger("hostgate.sshd")
 
@@ -102,6 +105,11 @@ class DoorConnection(asyncssh.SSHServer):
         self.offered_key = ""
         self.approval: tuple[str, float] | None = None
         self.closed = False
+        self.certificate: ClientCertificate | None = None
+        """The certificate this connection signed in with (when it did)."""
+        self.certificates_watched = False
+        self.handlers: set[asyncio.Task[Any]] = set()
+        """The connection's shell and command channels still running."""
 
     # -- connection ---------------------------------------------------------------
 
@@ -116,6 +124,7 @@ class DoorConnection(asyncssh.SSHServer):
             browser="ssh",
             os="Unknown",
         )
+        self.certificates_watched = watch_certificates(conn, self._certificate_offered)
         self.door.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -158,6 +167,10 @@ class DoorConnection(asyncssh.SSHServer):
             return True
         if self.user is not None and self.conn is not None:
             cas = self.door.cas.get(str(self.kernel.settings.get(CA_SETTING) or ""))
+            revoked = self.revocations()
+            if revoked and not self.certificates_watched:
+                cas = []  # a certificate that cannot be checked against the list is refused
+            cas = [ca for ca in cas if not revoked.key_revoked(ca.fingerprint)]
             trusted = authorized_cas(cas, self.user.username)
             if trusted is not None:
                 self.conn.set_authorized_keys(trusted)
@@ -170,6 +183,10 @@ class DoorConnection(asyncssh.SSHServer):
     async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         """True when the key is registered to the user signing in."""
         if self.refused or self.login is None:
+            return False
+        if self.revocations().key_revoked(key.get_fingerprint("sha256")):
+            self.offered_key = key.get_fingerprint("sha256")
+            await self._failed("ssh_key_revoked")
             return False
         credential = await self.kernel.credentials.find(KEY_KIND, key.get_fingerprint("sha256"))
         if credential is not None and self.user is not None and credential.user_id == self.user.id:
@@ -187,6 +204,19 @@ class DoorConnection(asyncssh.SSHServer):
         """
         await self._failed("ssh_certificate_rejected")
         return False
+
+    def revocations(self) -> Revocations:
+        """The revoked keys and certificates (``sshd.revoked_keys``) as they are now."""
+        return self.door.revoked.get(str(self.kernel.settings.get(REVOKED_SETTING) or ""))
+
+    async def _certificate_offered(self, certificate: ClientCertificate) -> bool:
+        """A certificate asyncssh accepted: refused (and counted) when it is revoked."""
+        if self.revocations().certificate_revoked(certificate):
+            self.offered_key = certificate.key.get_fingerprint("sha256")
+            await self._failed("ssh_certificate_revoked")
+            return False
+        self.certificate = certificate
+        return True
 
     async def _failed(self, reason: str) -> None:
         """Count one failed sign-in per connection, as the web counts a wrong password.
@@ -219,7 +249,7 @@ class DoorConnection(asyncssh.SSHServer):
             return
         try:
             if credential is None:  # no registered key checked out: a CA's certificate did
-                method, details = CERT_METHOD, {"via": VIA}
+                method, details = CERT_METHOD, self.details()
             else:
                 await self.kernel.credentials.record_use(credential, credential.sign_count)
                 method, details = (
@@ -373,12 +403,18 @@ class DoorConnection(asyncssh.SSHServer):
 
     def details(self) -> dict[str, Any]:
         """What ``connection.session_started`` says about the door."""
-        credential = self.credential
-        return {
-            "via": VIA,
-            "clientAddress": self.client.ip_address,
-            **({"keyFingerprint": credential.credential_id} if credential is not None else {}),
-        }
+        credential, certificate = self.credential, self.certificate
+        details: dict[str, Any] = {"via": VIA, "clientAddress": self.client.ip_address}
+        if credential is not None:
+            details["keyFingerprint"] = credential.credential_id
+        elif certificate is not None:
+            details.update(
+                keyFingerprint=certificate.key.get_fingerprint("sha256"),
+                certificateSerial=certificate.serial,
+                certificateKeyId=certificate.key_id[:200],
+                caFingerprint=certificate.signing_key.get_fingerprint("sha256"),
+            )
+        return details
 
     async def run(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         """One session channel: refuse it with a reason, or relay it to the connection."""
@@ -553,6 +589,7 @@ class FrontDoorServer:
         self.options: dict[str, Any] = {}
         """What every SSH server connection is made with (the door's and ProxyJump's)."""
         self.cas = CaCache()
+        self.revoked = RevocationCache()
         self.address = ""
         self.port = 0
         self._server: asyncssh.SSHAcceptor | None = None
@@ -578,11 +615,13 @@ class FrontDoorServer:
         task = asyncio.current_task()
         if task is not None:
             self._handlers.add(task)
+            owner.handlers.add(task)
         try:
             await owner.run(process)
         finally:
             if task is not None:
                 self._handlers.discard(task)
+                owner.handlers.discard(task)
 
     def run_handler(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a raw channel's relay; ``stop`` lets it end before the connections go."""

@@ -1,5 +1,6 @@
 """The SSH front door in the browser: an ``ssh`` sign-in approved on its link's page, the
-door's settings and host keys in Administration, and front-door sessions marked in history.
+door's settings, host keys and revoked-keys KRL in Administration, and front-door sessions
+marked in history.
 
 The real OpenSSH client asks (its askpass answers the password prompt with an empty line,
 which asks for a browser approval), against a real ``hostgate serve`` and the suite's sshd.
@@ -23,6 +24,7 @@ from testsupport.peers import peer_unavailable
 from .conftest import Gateway, Screens
 
 pytestmark = pytest.mark.peer("chromium")
+REVOKED_FINGERPRINT = "SHA256:" + "k" * 43
 CODE = re.compile(r"(http://\S+/ssh-approve/([A-Z0-9]{4}-[A-Z0-9]{4}))")
 
 
@@ -95,10 +97,18 @@ def test_the_door_is_set_up_in_administration_and_a_sign_in_approved_on_its_page
     form.get_by_label("Trusted user CA keys").fill("not a key")
     form.get_by_role("button", name="Save changes").click()
     expect(form.get_by_text("line 1 is not an OpenSSH public key line")).to_be_visible()
-    form.get_by_label("Web URL").fill(gateway.url)
     form.get_by_label("Trusted user CA keys").fill("")
+    form.get_by_label("Revoked keys").fill("serial: 17")
+    form.get_by_role("button", name="Save changes").click()
+    expect(form.get_by_text("line 1: serial: needs a ca: line before it")).to_be_visible()
+    form.get_by_label("Web URL").fill(gateway.url)
+    form.get_by_label("Revoked keys").fill(f"# a lost laptop\nhash: {REVOKED_FINGERPRINT}\n")
     form.get_by_role("button", name="Save changes").click()
     expect(form.get_by_role("status")).to_be_visible()
+    with page.expect_download() as download:
+        status.get_by_test_id("door-krl").click()
+    krl = Path(download.value.path()).read_bytes()
+    assert krl.startswith(b"SSHKRL\n\0")  # OpenSSH's KRL magic
     screens.check(page, "admin-settings-sshd", scroll_to=status)
     saved = gateway.api("GET", "/settings", admin_token).json()["settings"]
     assert saved["sshd.web_url"] == gateway.url

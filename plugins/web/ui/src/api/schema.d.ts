@@ -2081,6 +2081,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sshd/revoked-keys.krl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The revoked keys and certificates (``sshd.revoked_keys``) as an OpenSSH KRL.
+         * @description Made by ``ssh-keygen -k``; sshd reads it with ``RevokedKeys``. 409 when a ``ca:``
+         *     line names a CA by fingerprint that is not among the trusted CA keys.
+         */
+        get: operations["get_revoked_keys_krl"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/system/plugins": {
         parameters: {
             query?: never;
@@ -14091,6 +14112,12 @@ export interface operations {
                      */
                     "sshd.listen_address"?: string;
                     /**
+                     * Format: setting:sshd.revoked_keys
+                     * @description Revoked keys and certificates, as ssh-keygen's KRL specification (key:, hash:, and serial: or id: after a ca: line); refused at sign-in, and open sessions signed in with them close at once
+                     * @example
+                     */
+                    "sshd.revoked_keys"?: string;
+                    /**
                      * Format: setting:sshd.trusted_user_ca_keys
                      * @description OpenSSH CA public keys (one per line) whose user certificates sign in; a certificate's principal is the hostgate user name
                      * @example
@@ -14399,6 +14426,63 @@ export interface operations {
             /** @description Not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_revoked_keys_krl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked keys and certificates (``sshd.revoked_keys``) as an OpenSSH KRL. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
