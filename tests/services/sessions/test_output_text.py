@@ -103,3 +103,16 @@ def test_marks_follow_a_long_output_cut_into_chunks():
             if name in chunk.text:
                 where[name] = appeared(chunk.marks, chunk.text.index(name))
     assert where == {f"line{n}": n * 1_000 for n in range(6)}
+
+
+def test_a_read_that_holds_a_line_break_is_marked_however_soon_it_comes():
+    # the output of an echoed command often arrives with the end of the command's line,
+    # within MARK_MS of the echo: it still gets the moment it was shown
+    chunker = OutputChunker()
+    chunker.feed("$ echo needle", 100)
+    chunker.feed(" two", 120)  # mid-line, soon after: no mark
+    chunker.feed("\r\nneedle two\r\n$ ", 150)
+    [chunk] = chunker.finish()
+    assert chunk.text == "$ echo needle two\nneedle two\n$"
+    assert chunk.marks == ((0, 100), (len("$ echo needle two"), 150))
+    assert appeared(chunk.marks, chunk.text.index("needle two\n$")) == 150

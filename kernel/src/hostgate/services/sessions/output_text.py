@@ -4,7 +4,8 @@ Packs that keep a session's text (the ``recsearch`` pack's index, through the
 ``session_text`` hook) get what a terminal showed on its main screen, in chunks of at
 most ``CHUNK_CHARS`` characters or ``CHUNK_MS`` of session time, each with the
 offset of its first character and marks saying when later parts of it appeared
-(a read that starts a line, or comes ``MARK_MS`` after the previous mark, gets
+(a read that starts a line or holds a line break, or comes ``MARK_MS`` after the
+previous mark, gets
 one; at most ``MAX_MARKS``),
 so a hit is exact to the moment its text appeared; output after ``GAP_MS`` of
 quiet starts a new chunk. At most
@@ -121,7 +122,9 @@ class OutputChunker:
             self._start = elapsed_ms
         self._last = elapsed_ms
         marks = self._marks
-        line_start = bool(self._text) and self._text[-1].endswith("\n")
+        # a read that starts a line, or in which one starts (the output after an echoed
+        # command often comes in the read that ends the command's line)
+        line_start = (bool(self._text) and self._text[-1].endswith("\n")) or "\n" in plain
         later = elapsed_ms - marks[-1][1] if marks else 0
         if not marks or (
             len(marks) < MAX_MARKS and (later >= MARK_MS or (line_start and later > 0))
