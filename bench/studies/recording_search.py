@@ -2,14 +2,14 @@
 
 Fills a throwaway database (SQLite, and PostgreSQL when its binaries are installed)
 with N recorded SSH sessions (default 10,000) through the service layer: each
-session's row, its commands as the command log stores them
-(``RecordingSearch.command_entry``) and its terminal output, ANSI colours and all,
-cut by the same ``OutputChunker`` a live session uses
-(``RecordingSearch.output_entries``). Output per session is drawn from a skewed
-distribution (median about 9 KiB of text, 5% of sessions `cat` a large log and
-hit the 256 KiB bound). Then it times ``GET /api/v1/sessions/search`` through the
-real app (ASGI, no network) with the filters the UI uses, as an admin (every
-session) and as one user (their own), in alternating rounds.
+session's row, its commands as the command log hands them to the ``recsearch``
+pack and its terminal output, ANSI colours and all, cut by the same
+``OutputChunker`` a live session uses (``RecordingSearch.entries``). Output per
+session is drawn from a skewed distribution (median about 9 KiB of text, 5% of
+sessions `cat` a large log and hit the 256 KiB bound). Then it times
+``GET /api/v1/sessions/search`` through the real app (ASGI, no network) with the
+filters the UI uses, as an admin (every session) and as one user (their own), in
+alternating rounds.
 
 .venv/bin/python bench/studies/recording_search.py [--sessions 10000] [--repeat 30]
     [--skip postgresql]
@@ -106,12 +106,14 @@ def session_script(
 
 async def fill(url: str, sessions: int) -> tuple[list[str], list[str], datetime]:
     """Store recorded sessions with their index entries; (users, connections, newest)."""
+    from types import SimpleNamespace
+
+    from hostgate import SessionText
     from hostgate.db.engine import Database
-    from hostgate.db.models.search import SearchEntry
     from hostgate.db.models.sessions import RemoteSession
-    from hostgate.services.sessions.commandlog import CommandEntry
-    from hostgate.services.sessions.search_index import RecordingSearch
-    from hostgate.services.sessions.search_text import OutputChunker
+    from hostgate.services.sessions.output_text import OutputChunker
+    from hostgate_recsearch.index import RecordingSearch
+    from hostgate_recsearch.models import SearchEntry
     from sqlalchemy import insert, text
 
     class OutputOn:
@@ -120,13 +122,12 @@ async def fill(url: str, sessions: int) -> tuple[list[str], list[str], datetime]
 
     db = Database(url)
     await db.migrate()
-    search = RecordingSearch(db=db, settings=OutputOn())  # type: ignore[arg-type]
+    search = RecordingSearch(SimpleNamespace(db=db, settings=OutputOn()))  # type: ignore[arg-type]
     rng = random.Random(21)
     users = [f"user-{n:03d}" for n in range(USERS)]
     connections = [f"conn-{n:03d}" for n in range(CONNECTIONS)]
     start = datetime(2026, 5, 1, tzinfo=UTC)
     step = timedelta(days=180) / sessions
-    now = datetime.now(UTC)
     index = 0
     entries_total = 0
     while index < sessions:
@@ -154,13 +155,10 @@ async def fill(url: str, sessions: int) -> tuple[list[str], list[str], datetime]
             for elapsed, data in reads:
                 chunker.feed(data, elapsed)
             chunks = chunker.finish()
-            for entry in search.output_entries(row.id, chunks):
+            texts = [SessionText(row.id, "output", c.offset_ms, c.text, c.marks) for c in chunks]
+            texts += [SessionText(row.id, "command", ms, command) for ms, command in commands]
+            for entry in search.entries(texts):
                 entries.append(entry.model_dump(exclude={"id"}))
-            for elapsed, command in commands:
-                logged = CommandEntry(now, elapsed, command, None)
-                indexed = search.command_entry(row.id, logged)
-                if indexed is not None:
-                    entries.append(indexed.model_dump(exclude={"id"}))
             index += 1
         async with db.session() as session:
             await session.execute(insert(RemoteSession), rows)
@@ -201,6 +199,7 @@ async def measure(
     from hostgate.config import Config
     from hostgate.db.models.sessions import RemoteSession
     from hostgate.services.identity.identity import ClientInfo
+    from hostgate_recsearch import plugin as recsearch
     from sqlalchemy import update
 
     # output indexing on, as it was while the sessions ran (off would purge the output)
@@ -211,7 +210,7 @@ async def measure(
         database_url=url,
         setting_defaults={"recordings.index_output": True},
     )
-    app = create_app(config)
+    app = create_app(config, plugins=[recsearch])
     kernel = kernel_of(app)
     rows: list[Row] = []
     async with app.test_app() as test_app:

@@ -19,7 +19,6 @@ SPEC_PUBLIC = {
     "auth.oidc_button_label",
     "security.idle_timeout_minutes",
     "system.insecure_key",
-    "recordings.index_output",
 }
 SPEC_PRIVATE = {
     "security.max_login_attempts",

@@ -11,7 +11,7 @@ from hostgate.config import Config
 from hostgate.db.engine import Database
 from hostgate.db.models import metadata
 from hostgate.db.models.audit import AuditEntry
-from hostgate.db.models.search import include_in_comparison
+from hostgate.db.models.pack_tables import include_in_comparison
 from hostgate.db.models.settings import SettingValue
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select

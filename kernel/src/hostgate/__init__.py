@@ -69,6 +69,10 @@ from .contract import (
     RoleSummary,
     SealedValuesAPI,
     SecretsAPI,
+    SessionHistoryAPI,
+    SessionListFilter,
+    SessionRecord,
+    SessionText,
     SettingsAPI,
     SharedValuesAPI,
     StoredConnection,
@@ -123,7 +127,15 @@ from .jsoninput import decode as decode_json
 from .loginnames import LOGIN_NAME_PATTERN, check_login_name
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, Unset, answers, listed_in
-from .pagination import ID_MAX, FilterQuery, Page, PageQuery, Pagination, page_from
+from .pagination import (
+    ID_MAX,
+    FilterQuery,
+    Page,
+    PageQuery,
+    Pagination,
+    SessionQuery,
+    page_from,
+)
 from .principals import Caller, ClientInfo, IssuedSession, SignedIn
 from .rights import ACTIONS as RIGHT_ACTIONS
 from .rights import ActionDenied
@@ -169,6 +181,11 @@ __all__ = [
     "PageQuery",
     "Pagination",
     "page_from",
+    "SessionQuery",
+    "SessionHistoryAPI",
+    "SessionListFilter",
+    "SessionRecord",
+    "SessionText",
     "cancel_and_wait",
     "watch_certificates",
     "watch_forwarding_requests",

@@ -18,13 +18,15 @@ from collections.abc import (
     Iterable,
     Mapping,
     MutableMapping,
+    Sequence,
 )
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypeVar
 
-from typing_extensions import Unpack
+# typing_extensions' TypedDict: pydantic reads it on Python 3.11 (SessionRecord is an API shape)
+from typing_extensions import TypedDict, Unpack
 
 from .closereasons import CloseReason
 from .timefmt import iso
@@ -251,6 +253,10 @@ class DatabaseAPI(Protocol):
 
     def session(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A session; commit explicitly, rolled back if the block raises."""
+
+    @property
+    def dialect(self) -> str:
+        """The database engine's name: ``sqlite`` or ``postgresql`` (for engine-specific SQL)."""
 
 
 class ReadCacheAPI(Protocol):
@@ -935,6 +941,82 @@ class MetricsAPI(Protocol):
         """A notification delivery attempt ended ``sent`` or ``failed``."""
 
 
+class SessionRecord(TypedDict):
+    """A terminal or RDP session."""
+
+    id: str
+    userId: str | None
+    protocol: str
+    startedAt: str
+    endedAt: str | None
+    hasRecording: bool
+    fileSize: int | None
+    connectionName: str | None
+    username: str | None
+    connectionId: str | None
+    recordingState: str | None
+    recordingComplete: bool | None
+    """Whether the recording covers the whole session: true once ``complete``, false
+    while it is written or when it was cut short (``stopped``, ``damaged``), null when
+    the session was not recorded or its file was purged (a hostgate choice)."""
+    via: str
+    """How the client came in: ``""`` the browser app, ``"ssh"`` the SSH front door."""
+
+
+@dataclass(frozen=True)
+class SessionText:
+    """A piece of a session's text, as the ``session_text`` hook hands it to packs.
+
+    ``kind`` is ``command`` (a command-log line; never what was typed at a password
+    prompt) or ``output`` (terminal output as plain text, only while a pack's
+    ``wants_session_output`` says yes). ``offset_ms``: milliseconds since the session
+    started, when the text's first character appeared; ``marks``: (character index,
+    milliseconds) pairs saying when later parts of an output text appeared.
+    """
+
+    session_id: str
+    kind: Literal["command", "output"]
+    offset_ms: int
+    text: str
+    marks: tuple[tuple[int, int], ...] = ()
+
+
+class SessionListFilter(Protocol):
+    """The filters of ``GET /sessions`` as ``kernel.session_history.filter_from`` reads them."""
+
+    @property
+    def user_id(self) -> str | None:
+        """``userId``: one user's sessions only."""
+
+    @property
+    def connection_id(self) -> str | None:
+        """``connectionId``: one connection's sessions only."""
+
+
+class SessionHistoryAPI(Protocol):
+    """``kernel.session_history``: the session list, for a pack that lists sessions its way.
+
+    A pack that keeps rows per session (the ``recsearch`` pack's index) joins them to
+    ``table`` under ``conditions`` and shows each session as ``GET /sessions`` does.
+    """
+
+    @property
+    def table(self) -> Any:
+        """The ``sessions`` table, a SQLAlchemy ``Table`` (``id``, ``user_id``...)."""
+
+    def filter_from(self, args: Mapping[str, str]) -> SessionListFilter:
+        """The list's filters from query arguments (``SessionQuery``); InvalidInput when bad."""
+
+    def sees_all(self, caller: Caller) -> bool:
+        """True when ``caller`` may see every user's sessions (``sessions.view_any``)."""
+
+    def conditions(self, caller: Caller, flt: SessionListFilter) -> list[Any]:
+        """WHERE clauses on ``table``: the filters, and only what ``caller`` may see."""
+
+    async def records(self, session_ids: Sequence[str]) -> dict[str, SessionRecord]:
+        """The sessions that exist among ``session_ids``, as the session list shows them."""
+
+
 class KernelAPI(Protocol):
     """The kernel as a pack sees it: handed to hooks and factories, and ``current_kernel()``."""
 
@@ -1021,6 +1103,10 @@ class KernelAPI(Protocol):
     @property
     def metrics(self) -> MetricsAPI:
         """Figures for ``/metrics``."""
+
+    @property
+    def session_history(self) -> SessionHistoryAPI:
+        """The session list: its table, filters and records (read-only)."""
 
     @property
     def channels(self) -> Mapping[str, ChannelSpec]:

@@ -276,16 +276,6 @@ KERNEL_SETTINGS: tuple[SettingSpec, ...] = (
         description="Delete the oldest recordings beyond this total size (0 = no cap)",
     ),
     SettingSpec(
-        "recordings.index_output",
-        bool,
-        False,
-        public=True,  # the search screen says when output is not searched
-        description=(
-            "Make the text of terminal output searchable (stored unencrypted in the "
-            "database); off purges what was indexed"
-        ),
-    ),
-    SettingSpec(
         "recordings.min_free_disk_mb",
         float,
         256,

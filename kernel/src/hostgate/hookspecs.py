@@ -24,7 +24,7 @@ from .markers import hookspec
 if TYPE_CHECKING:
     from quart import Blueprint
 
-    from .contract import KernelAPI
+    from .contract import KernelAPI, SessionText
     from .descriptors import (
         AuditEvent,
         ChannelSpec,
@@ -256,4 +256,55 @@ def event(event: AuditEvent, kernel: KernelAPI) -> Awaitable[None] | None:
         @hookimpl
         def event(event, kernel):  # DeprecationWarning: rename to track_event
             print(event.event_type)
+    """
+
+
+@hookspec
+def wants_session_output(kernel: KernelAPI) -> bool | Awaitable[bool]:
+    """Whether recorded terminal sessions' output text should reach ``session_text``.
+
+    Asked when a recorded terminal session starts; one yes is enough. Collecting the
+    text costs CPU per byte of output, so without a yes the kernel does not.
+
+    Example::
+
+        @hookimpl
+        def wants_session_output(kernel):
+            return bool(kernel.settings.get("recordings.index_output"))
+    """
+
+
+@hookspec
+def session_text(texts: Sequence[SessionText], kernel: KernelAPI) -> Awaitable[None] | None:
+    """The text of running sessions: their logged commands and, asked for, their output.
+
+    Called about once a second (and when a session ends) after the command log was
+    stored, with what came since: each command-log line (never one typed at a
+    password prompt) and output as plain text in timed chunks (escapes removed,
+    passwords typed in the session scrubbed). Each implementation is called on its
+    own; an exception is logged and never reaches the session.
+
+    Example::
+
+        @hookimpl
+        async def session_text(texts, kernel):
+            for piece in texts:
+                print(piece.session_id, piece.kind, piece.offset_ms, piece.text)
+    """
+
+
+@hookspec
+def recordings_removed(session_ids: Sequence[str], kernel: KernelAPI) -> Awaitable[None] | None:
+    """Called after the recordings of these sessions were deleted (retention, by hand).
+
+    The sessions' rows stay (marked purged); whatever a pack keeps to jump into a
+    recording can go. A session whose row is deleted takes the rows of tables that
+    reference it with it (``ON DELETE CASCADE``). Each implementation is called on
+    its own; an exception is logged.
+
+    Example::
+
+        @hookimpl
+        async def recordings_removed(session_ids, kernel):
+            await forget_bookmarks(kernel.db, session_ids)
     """

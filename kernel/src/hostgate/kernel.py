@@ -18,6 +18,7 @@ from .cluster import Cluster, ClusterSetupError
 from .cluster.shared import marker_refusal, read_marker, write_marker
 from .cluster.values import shared_values
 from .config import Config
+from .contract import SessionText
 from .db.engine import Database
 from .db.models.identity import Role
 from .db.models.settings import SystemValue
@@ -58,7 +59,6 @@ from .services.sessions.recording_store import StoreUnavailable, store_for
 from .services.sessions.recordings import Recordings
 from .services.sessions.remote_file_pool import RemoteFilePool
 from .services.sessions.remote_session import LiveRemoteSession
-from .services.sessions.search_index import RecordingSearch
 from .services.sessions.session_access import access_problem
 from .services.sessions.session_history import SessionHistory
 from .services.sessions.session_service import TerminalSessions
@@ -255,7 +255,7 @@ class Kernel:
             lifecycle=self,
             lease=self.cluster.lease,
         )
-        self.recording_search = RecordingSearch(db=self.db, settings=self.settings)
+        self.recordings.removed = self._recordings_removed
         self.terminal_sessions = TerminalSessions(
             db=self.db,
             settings=self.settings,
@@ -264,7 +264,8 @@ class Kernel:
             connections=self.connections,
             live=self.live,
             recordings=self.recordings,
-            search=self.recording_search,
+            text_sink=self._session_text,
+            wants_output=self._wants_session_output,
             metrics=self.metrics,
             api=self,
             lifecycle=self,
@@ -335,7 +336,6 @@ class Kernel:
             recordings=self.recordings,
             terminal_sessions=self.terminal_sessions,
             live=self.live,
-            search=self.recording_search,
         )
         # outbound HTTP under the network policy: channels, version check, packs' clients
         self.outbound = Outbound(self.netpolicy)
@@ -360,6 +360,18 @@ class Kernel:
         return await self.plugins.any_true(
             "grant_connection_access", user_id=user_id, connection_id=connection_id, kernel=self
         )
+
+    async def _session_text(self, texts: list[SessionText]) -> None:
+        """Hand stored session text to every pack's ``session_text`` hook."""
+        await self.plugins.call_each("session_text", texts=texts, kernel=self)
+
+    async def _wants_session_output(self) -> bool:
+        """Whether a pack wants recorded terminals' output text (``wants_session_output``)."""
+        return await self.plugins.any_true("wants_session_output", kernel=self)
+
+    async def _recordings_removed(self, session_ids: list[str]) -> None:
+        """Tell every pack's ``recordings_removed`` hook whose recordings were deleted."""
+        await self.plugins.call_each("recordings_removed", session_ids=session_ids, kernel=self)
 
     async def _announce(self, event: AuditEvent) -> None:
         """Hand a committed audit entry to every pack's ``track_event`` hook."""

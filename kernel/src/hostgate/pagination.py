@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
@@ -23,6 +25,8 @@ FILTER_MAX = 1000
 """Longest free-text query argument a list route takes (room for a comma-separated list)."""
 ID_MAX = 64
 """Longest id a list route takes as a filter (``userId``, ``rule_id``...)."""
+SESSION_SEARCH_MAX = 200
+"""Longest ``search`` (part of a connection name or username) the session list takes."""
 
 
 class Pagination(TypedDict):
@@ -47,6 +51,24 @@ class PageQuery(FilterQuery):
 
     page: int = Field(default=1, ge=1, le=10**MAX_DIGITS - 1)
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=10**MAX_DIGITS - 1)
+
+
+class SessionQuery(PageQuery):
+    """The filters of ``GET /sessions`` (all optional, combined with AND)."""
+
+    protocol: str = Field(default="", max_length=200, description="comma-separated protocols")
+    userId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
+    search: str = Field(
+        default="",
+        max_length=SESSION_SEARCH_MAX,
+        description="part of the connection name or username",
+    )
+    from_: datetime | None = Field(default=None, alias="from", description="started at or after")
+    to: datetime | None = Field(default=None, description="started at or before")
+    recorded: Literal["true", "false", ""] = Field(
+        default="", description="only sessions with (true) or without (false) a recording"
+    )
+    connectionId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
 
 
 @dataclass(frozen=True)

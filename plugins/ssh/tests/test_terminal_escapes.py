@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import json
 
+import hostgate_recsearch.plugin as recsearch_plugin
+import hostgate_ssh.plugin as ssh_plugin
+import pytest
+
 from plugins.ssh.tests.test_terminal import commands_of, ssh_connection, ssh_path
 from tests.services.sessions.helpers import Screen
 
@@ -25,6 +29,12 @@ COMMAND = (
 )
 FORBIDDEN = ("\x1b", "\x07", CLIPBOARD, "owned-0title")
 """What only the escapes carried: never in the command log's or the search's text."""
+
+
+@pytest.fixture
+def plugins() -> list[object]:
+    """The ssh pack, and the recsearch pack whose index holds the output text."""
+    return [ssh_plugin, recsearch_plugin]
 
 
 async def test_escapes_from_the_server_are_recorded_as_data_and_never_reach_the_text(

@@ -1,4 +1,5 @@
-"""Backup tests: a pack-style secret setting is loaded, PostgreSQL databases on demand."""
+"""Backup tests: a pack-style secret setting and the recsearch pack (a pack's own table
+travels) are loaded, PostgreSQL databases on demand."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 from hostgate.config import Config
 from hostgate.services.backup import Backups
+from hostgate_recsearch import plugin as recsearch
 
 from tests.services.backup.support import CHEAP, SecretSettings, make_config
 from testsupport.postgres import create_database
@@ -15,7 +17,7 @@ from testsupport.postgres import create_database
 
 @pytest.fixture
 def plugins() -> list[object]:
-    return [SecretSettings()]
+    return [SecretSettings(), recsearch]
 
 
 @pytest.fixture(autouse=True)

@@ -17,15 +17,15 @@ from hostgate.config import Config
 from hostgate.db.models.audit import AuditCount, AuditEntry
 from hostgate.db.models.connections import Connection, ConnectionGroup
 from hostgate.db.models.identity import LoginSession, Role, User
-from hostgate.db.models.search import SearchEntry
 from hostgate.db.models.sessions import RemoteSession
 from hostgate.kernel import Kernel
 from hostgate.pagination import Page
 from hostgate.security.passwords import hash_password_sync
 from hostgate.services.backup import KdfCost
 from hostgate.services.identity.identity import ClientInfo
-from hostgate.services.sessions.session_history import SessionFilter
 from hostgate.timefmt import utcnow
+from hostgate_recsearch import plugin as recsearch
+from hostgate_recsearch.models import SearchEntry
 from quart import Quart
 from sqlmodel import col, func, select
 
@@ -88,7 +88,7 @@ class Instance:
 @asynccontextmanager
 async def running(config: Config) -> AsyncIterator[Instance]:
     """Start an app on ``config`` (start-up and shut-down hooks run)."""
-    app = create_app(config, plugins=[SecretSettings()])
+    app = create_app(config, plugins=[SecretSettings(), recsearch])
     async with app.test_app() as test_app:
         started = test_app.app  # type: ignore[attr-defined]
         yield Instance(started, kernel_of(started), started.test_client())
@@ -232,10 +232,11 @@ async def check_restored(kernel: Kernel, markers: Markers, *, with_recordings: b
     issued = await kernel.identity.issue_session(alice, ClientInfo(ip_address="127.0.0.1"))
     caller = await kernel.identity.authenticate(issued.token, ClientInfo(ip_address="127.0.0.1"))
     assert caller.username == "marker-alice" and caller.can("settings.backup")
-    found = await kernel.recording_search.search(
-        caller, "search text", Page(1, 25), SessionFilter(), visible_to_all=True
+    every_session = kernel.session_history.filter_from({})
+    found = await recsearch.service(kernel).search(
+        caller, "search text", Page(1, 25), every_session
     )
-    assert found.total == 1 and [(h.session.id, h.offset_ms) for h in found.hits] == [
+    assert found.total == 1 and [(h.session["id"], h.offset_ms) for h in found.hits] == [
         (recorded.id, 4_200)
     ]
     await kernel.audit.record("after.restore", actor=caller)

@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 from hostgate.config import Config
 from hostgate.errors import NotFound
-from sqlalchemy.exc import OperationalError
 
 from tests.services.sessions.helpers import Screen, socket_path, ticket_for
-from tests.services.sessions.test_recording_search import entries, index_output, run_shell
 from testsupport.dblock import write_lock
 
 BUSY_MS = 300
@@ -101,18 +99,3 @@ async def test_a_refusal_raised_late_in_an_opening_closes_as_the_refusal(
     assert code == 4002
     assert last == {"type": "error", "message": "Connection not found", "reason": "not_found"}
     assert "unhandled error" not in caplog.text
-
-
-async def test_an_output_purge_that_meets_a_locked_database_is_retried(
-    client: Any, kernel: Any, config: Config, admin: Any, shell_connection: Any
-) -> None:
-    user, connection = shell_connection
-    await index_output(client, admin, True)
-    await run_shell(client, kernel, user, connection, "echo indexed-$((3+3))", "indexed-6")
-    assert await entries(kernel, "output")
-    await index_output(client, admin, False)
-    with write_lock(config.data_dir / "hostgate.db"), pytest.raises(OperationalError):
-        await kernel.terminal_sessions.tick()  # the ticker logs it and ticks again
-    assert await entries(kernel, "output")  # not purged yet
-    await kernel.terminal_sessions.tick()
-    assert await entries(kernel, "output") == []

@@ -6,7 +6,6 @@ Also ``/sessions/active`` to list and end live sessions (their live view is the
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -15,20 +14,19 @@ from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
 from ..closereasons import CloseReason
-from ..db.models.sessions import RemoteSession, SessionCommand
-from ..errors import InvalidInput, NotFound, PermissionDenied
+from ..contract import SessionRecord
+from ..db.models.sessions import SessionCommand
+from ..errors import NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
-from ..pagination import ID_MAX, PageQuery, Pagination, page_from
+from ..pagination import Pagination, SessionQuery, page_from
 from ..requestbody import streamed_body
 from ..services.sessions.live_sessions import LiveSession
 from ..services.sessions.moderation import MODERATE
 from ..services.sessions.recordings import stream_plaintext
-from ..services.sessions.search_index import KINDS, QUERY_MAX, SearchHit
-from ..services.sessions.search_text import QUERY_PATTERN
-from ..services.sessions.session_history import SEARCH_MAX, SessionFilter, SessionHistory
+from ..services.sessions.session_history import SessionFilter, SessionHistory
 from ..services.sessions.terminal_watch import JOIN
-from ..timefmt import iso, parse_iso
+from ..timefmt import iso
 from .ranges import requested_range
 
 blueprint = Blueprint("sessions", __name__)
@@ -40,39 +38,6 @@ CONTENT_TYPES = {
 }
 MAX_EVENTS = 10_000
 REASON_MAX = 200
-
-
-class SessionQuery(PageQuery):
-    """The filters of ``GET /sessions`` (all optional, combined with AND)."""
-
-    protocol: str = Field(default="", max_length=200, description="comma-separated protocols")
-    userId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
-    search: str = Field(
-        default="", max_length=SEARCH_MAX, description="part of the connection name or username"
-    )
-    from_: datetime | None = Field(default=None, alias="from", description="started at or after")
-    to: datetime | None = Field(default=None, description="started at or before")
-    recorded: Literal["true", "false", ""] = Field(
-        default="", description="only sessions with (true) or without (false) a recording"
-    )
-    connectionId: str = Field(default="", max_length=ID_MAX)  # noqa: N815 - the API's name
-
-
-class SearchQuery(SessionQuery):
-    """``GET /sessions/search``: the words to find, and the session list's filters."""
-
-    q: str = Field(
-        min_length=1,
-        max_length=QUERY_MAX,
-        description="words to find, in this order (whole words, any case): 1 to 16 runs of"
-        " Unicode letters and numbers (categories L and N); anything else, `_` included,"
-        " only separates them",
-        # the schema says what the server checks (its own messages stay the clearer ones)
-        json_schema_extra={"pattern": QUERY_PATTERN},
-    )
-    kind: Literal["command", "output", ""] = Field(
-        default="", description="only commands or only terminal output (both by default)"
-    )
 
 
 class InvitationBody(BaseModel):
@@ -92,28 +57,8 @@ class TerminateQuery(BaseModel):
     reason: str = Field(default="", max_length=REASON_MAX)
 
 
-def _time(name: str) -> datetime | None:
-    raw = request.args.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        return parse_iso(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be an ISO 8601 timestamp") from None
-
-
 def _session_filter() -> SessionFilter:
-    args = request.args
-    recorded = args.get("recorded", "")
-    return SessionFilter(
-        protocols=tuple(p.strip() for p in args.get("protocol", "").split(",") if p.strip()),
-        user_id=args.get("userId", "").strip() or None,
-        search=args.get("search", "").strip(),
-        start=_time("from"),
-        end=_time("to"),
-        recorded=None if recorded == "" else recorded == "true",
-        connection_id=args.get("connectionId", "").strip() or None,
-    )
+    return _history().filter_from(request.args)
 
 
 class RdpSessionBody(BaseModel):
@@ -140,105 +85,11 @@ def _history() -> SessionHistory:
     return app_kernel().session_history
 
 
-class SessionRecord(TypedDict):
-    """A terminal or RDP session."""
-
-    id: str
-    userId: str | None
-    protocol: str
-    startedAt: str
-    endedAt: str | None
-    hasRecording: bool
-    fileSize: int | None
-    connectionName: str | None
-    username: str | None
-    connectionId: str | None
-    recordingState: str | None
-    recordingComplete: bool | None
-    """Whether the recording covers the whole session: true once ``complete``, false
-    while it is written or when it was cut short (``stopped``, ``damaged``), null when
-    the session was not recorded or its file was purged (a hostgate choice)."""
-    via: str
-    """How the client came in: ``""`` the browser app, ``"ssh"`` the SSH front door."""
-
-
-def session_json(history: SessionHistory, row: RemoteSession) -> SessionRecord:
-    """The spec's session list entry (plus ``connectionId``, ``recordingState``, ``via``).
-
-    ``recordingComplete`` is a hostgate choice too (docs/terminals.md).
-    """
-    recorded = history.has_recording(row)
-    return {
-        "id": row.id,
-        "userId": row.user_id,
-        "protocol": row.protocol,
-        "startedAt": iso(row.started_at),
-        "endedAt": iso(row.ended_at),
-        "hasRecording": recorded,
-        "fileSize": history.recording_size(row, recorded),
-        "connectionName": row.connection_name,
-        "username": row.username,
-        "connectionId": row.connection_id,
-        "recordingState": row.recording_state,
-        "recordingComplete": recording_complete(row.recording_state),
-        "via": row.via,
-    }
-
-
-def recording_complete(state: str | None) -> bool | None:
-    """``recordingComplete`` of a session with this ``recording_state``."""
-    if state in (None, "none", "purged"):
-        return None
-    return state == "complete"
-
-
 class SessionPage(Pagination):
     """One page of sessions, newest first, and how many match the filters."""
 
     sessions: list[SessionRecord]
     total: int
-
-
-class SnippetPart(TypedDict):
-    """A piece of a hit's snippet: ``match`` where the words searched for are."""
-
-    text: str
-    match: bool
-
-
-class SearchHitRecord(TypedDict):
-    """Where a search matched: a session, a command or output, and when in it."""
-
-    sessionId: str
-    kind: Literal["command", "output"]
-    offset: float
-    """Seconds since the session started: where the player jumps to."""
-    snippet: str
-    """The text around the match, its line breaks kept (at most 4 lines)."""
-    snippetParts: list[SnippetPart]
-    """``snippet`` cut into pieces, in order: joined they are ``snippet``."""
-    session: SessionRecord
-
-
-class SearchPage(Pagination):
-    """One page of hits, most recent first, and how many there are (counted up to 1000)."""
-
-    hits: list[SearchHitRecord]
-    total: int
-    totalCapped: bool
-    """True when there are more hits than ``total`` (1000)."""
-
-
-def hit_json(history: SessionHistory, hit: SearchHit) -> SearchHitRecord:
-    """One search hit with its session as the session list shows it."""
-    return {
-        "sessionId": hit.session.id,
-        "kind": "command" if hit.kind == "command" else "output",
-        "offset": hit.offset_ms / 1000,
-        "snippet": hit.snippet,
-        "snippetParts": [{"text": text, "match": match} for text, match in hit.parts],
-        "session": session_json(history, hit.session),
-    }
 
 
 class SessionDetail(SessionRecord):
@@ -400,35 +251,9 @@ async def list_sessions() -> dict[str, Any]:
     history = _history()
     rows, total = await history.page(current_caller(), page, _session_filter())
     return {
-        "sessions": [session_json(history, row) for row in rows],
+        "sessions": [history.record(row) for row in rows],
         **page.echo(),
         "total": total,
-    }
-
-
-@blueprint.get("/sessions/search")
-@authenticated
-@tag(["sessions"])
-@answers(SearchPage, query=SearchQuery)
-async def search_sessions() -> dict[str, Any]:
-    """Find commands and terminal output in recorded sessions; each hit names its offset.
-
-    The filters and visibility are those of ``GET /sessions``: one's own sessions,
-    everyone's with ``sessions.view_any``.
-    """
-    page = page_from(request.args)
-    kind = request.args.get("kind", "").strip()
-    if kind and kind not in KINDS:
-        raise InvalidInput("kind must be command or output", code="invalid_query")
-    history = _history()
-    found = await history.search_recordings(
-        current_caller(), request.args.get("q", ""), page, _session_filter(), kind=kind
-    )
-    return {
-        "hits": [hit_json(history, hit) for hit in found.hits],
-        **page.echo(),
-        "total": found.total,
-        "totalCapped": found.capped,
     }
 
 
@@ -509,7 +334,7 @@ async def session_detail(session_id: str) -> SessionDetail:
     history = _history()
     row = await history.visible(current_caller(), session_id)
     return {
-        **session_json(history, row),
+        **history.record(row),
         "clientIp": row.client_ip,
         "endReason": row.end_reason,
         "recordingFormat": row.recording_format,

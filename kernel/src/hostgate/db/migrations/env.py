@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 from hostgate.db.models import metadata
-from hostgate.db.models.search import include_in_comparison
+from hostgate.db.models.pack_tables import include_in_comparison
 from sqlalchemy import create_engine
 
 config = context.config

@@ -17,11 +17,11 @@ from ...closereasons import CloseReason
 from .asciicast import CastRecorder
 from .commandlog import CommandTracker
 from .moderation import waiting_frame
+from .output_text import OutputChunk, OutputChunker
 from .paste_guard import PasteGuard
 from .recording_format import STORAGE_FAILED
 from .remote_session import Admission, LiveRemoteSession
 from .replay_buffer import RECENT_BYTES, REPLAY_BYTES, ReplayBuffer
-from .search_text import OutputChunk, OutputChunker
 
 if TYPE_CHECKING:
     from .command_gate import CommandGate
@@ -54,7 +54,7 @@ class TerminalSession(LiveRemoteSession):
         self.gate: CommandGate | None = None
         """Command rules: each Enter waits for their decision (None: no rules)."""
         self.output_index: OutputChunker | None = None
-        """Output text for the search index (recorded sessions, ``recordings.index_output``)."""
+        """Output text for the ``session_text`` hook (recorded sessions, when a pack wants it)."""
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._input_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._recent = ReplayBuffer()

@@ -13,7 +13,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,7 +37,6 @@ from .recording_format import (
     plaintext_size,
 )
 from .recording_store import LocalStore, RecordingStore
-from .search_index import RecordingSearch
 
 if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
@@ -104,6 +103,8 @@ class Recordings:
         self.audit = audit
         self.live = live
         self.metrics = metrics
+        self.removed: Callable[[list[str]], Awaitable[None]] | None = None
+        """Set by the kernel: told the sessions whose recordings were deleted (rows stay)."""
         self._uploads: dict[str, Upload] = {}
         self._disk_low = False
         self._disk_checked = 0.0
@@ -644,6 +645,7 @@ class Recordings:
                     "maxTotalMb": max_total,
                 },
             )
+        await self._tell_removed(doomed)
         # only now: a failed commit keeps the rows pointing at their files
         await self._unlink(doomed)
         return len(doomed)
@@ -658,7 +660,13 @@ class Recordings:
             async with self.db.session() as session:
                 await self._forget_files(session, rows, state=state)
                 await session.commit()
+            await self._tell_removed(rows)
         return freed
+
+    async def _tell_removed(self, rows: list[RemoteSession]) -> None:
+        """Tell packs (``recordings_removed``) that these sessions' recordings are gone."""
+        if self.removed is not None and rows:
+            await self.removed([row.id for row in rows])
 
     async def _unlink(self, rows: list[RemoteSession]) -> int:
         """Delete the recording files (objects) of rows; the bytes freed."""
@@ -669,11 +677,7 @@ class Recordings:
     async def _forget_files(
         session: AsyncSession, rows: list[RemoteSession], *, state: str
     ) -> None:
-        """Mark the rows' recordings gone (``state``) in ``session``, not committed.
-
-        Their search index entries go too: there is no recording left to jump into.
-        """
-        await RecordingSearch.forget(session, [row.id for row in rows])
+        """Mark the rows' recordings gone (``state``) in ``session``, not committed."""
         await session.exec(
             delete(RecordingKeyFrame).where(
                 col(RecordingKeyFrame.session_id).in_([row.id for row in rows])

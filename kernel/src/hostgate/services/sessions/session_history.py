@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, func, or_
 from sqlmodel import col, select
 
+from ...contract import SessionListFilter, SessionRecord
 from ...db.models.sessions import (
     RecordingKeyFrame,
     RemoteSession,
@@ -20,10 +21,10 @@ from ...db.models.sessions import (
 from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...permissions import use_permission
+from ...timefmt import iso, parse_iso
 from .file_sessions import FileSessionLog
 from .interactive_terminal import TerminalSession
 from .relay_session import RelaySession
-from .search_index import RecordingSearch, SearchResult
 from .session_service import TerminalSessions
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 VIEW_ANY = "sessions.view_any"
 DELETE_BATCH = 500
 RECORDED_STATES = ("recording", "complete", "stopped")
-SEARCH_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,23 @@ class SessionFilter:
         return where
 
 
+def _time(args: Mapping[str, str], name: str) -> datetime | None:
+    raw = args.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_iso(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be an ISO 8601 timestamp") from None
+
+
+def recording_complete(state: str | None) -> bool | None:
+    """``recordingComplete`` of a session with this ``recording_state``."""
+    if state in (None, "none", "purged"):
+        return None
+    return state == "complete"
+
+
 def _batches(items: Sequence[str], size: int = DELETE_BATCH) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -101,9 +118,7 @@ class SessionHistory:
         recordings: Recordings,
         terminal_sessions: TerminalSessions,
         live: LiveSessions,
-        search: RecordingSearch,
     ) -> None:
-        self.search = search
         self.db = db
         self.audit = audit
         self.connections = connections
@@ -132,6 +147,72 @@ class SessionHistory:
             return live.recording.size
         return row.recording_size
 
+    def record(self, row: RemoteSession) -> SessionRecord:
+        """The spec's session list entry (plus ``connectionId``, ``recordingState``, ``via``).
+
+        ``recordingComplete`` is a hostgate choice too (docs/terminals.md).
+        """
+        recorded = self.has_recording(row)
+        return {
+            "id": row.id,
+            "userId": row.user_id,
+            "protocol": row.protocol,
+            "startedAt": iso(row.started_at),
+            "endedAt": iso(row.ended_at),
+            "hasRecording": recorded,
+            "fileSize": self.recording_size(row, recorded),
+            "connectionName": row.connection_name,
+            "username": row.username,
+            "connectionId": row.connection_id,
+            "recordingState": row.recording_state,
+            "recordingComplete": recording_complete(row.recording_state),
+            "via": row.via,
+        }
+
+    # -- the list as packs see it (contract.SessionHistoryAPI) ---------------------------
+
+    @property
+    def table(self) -> Any:
+        """The ``sessions`` table."""
+        return RemoteSession.__table__  # type: ignore[attr-defined]
+
+    @staticmethod
+    def filter_from(args: Mapping[str, str]) -> SessionFilter:
+        """The list's filters from ``GET /sessions`` query arguments; InvalidInput when bad."""
+        recorded = args.get("recorded", "")
+        return SessionFilter(
+            protocols=tuple(p.strip() for p in args.get("protocol", "").split(",") if p.strip()),
+            user_id=args.get("userId", "").strip() or None,
+            search=args.get("search", "").strip(),
+            start=_time(args, "from"),
+            end=_time(args, "to"),
+            recorded=None if recorded == "" else recorded == "true",
+            connection_id=args.get("connectionId", "").strip() or None,
+        )
+
+    @staticmethod
+    def sees_all(caller: Caller) -> bool:
+        """True when ``caller`` may see every user's sessions (``sessions.view_any``)."""
+        return caller.can(VIEW_ANY)
+
+    def conditions(self, caller: Caller, flt: SessionListFilter) -> list[Any]:
+        """WHERE clauses on the sessions table: ``flt``, and only what ``caller`` may see."""
+        if not isinstance(flt, SessionFilter):
+            raise TypeError("conditions() takes a filter made by filter_from()")
+        where = flt.conditions()
+        if not self.sees_all(caller):
+            where.append(col(RemoteSession.user_id) == caller.user_id)
+        return where
+
+    async def records(self, session_ids: Sequence[str]) -> dict[str, SessionRecord]:
+        """The sessions that exist among ``session_ids``, as the session list shows them."""
+        rows: list[RemoteSession] = []
+        async with self.db.session() as db:
+            for chunk in _batches(list(dict.fromkeys(session_ids))):
+                query = select(RemoteSession).where(col(RemoteSession.id).in_(chunk))
+                rows.extend((await db.exec(query)).all())
+        return {row.id: self.record(row) for row in rows}
+
     # -- reading ----------------------------------------------------------------------
 
     async def page(
@@ -141,9 +222,7 @@ class SessionHistory:
 
         The caller's own, or everyone's with ``sessions.view_any``.
         """
-        where = (flt or SessionFilter()).conditions()
-        if not caller.can(VIEW_ANY):
-            where.append(col(RemoteSession.user_id) == caller.user_id)
+        where = self.conditions(caller, flt or SessionFilter())
         query = (
             select(RemoteSession)
             .where(*where)
@@ -156,17 +235,6 @@ class SessionHistory:
             rows = list((await db.exec(query)).all())
             total = int((await db.exec(counting)).one())
         return rows, total
-
-    async def search_recordings(
-        self, caller: Caller, query: str, page: Page, flt: SessionFilter, *, kind: str = ""
-    ) -> SearchResult:
-        """Commands and output matching ``query`` in the sessions ``page`` would list.
-
-        The caller's own sessions, or everyone's with ``sessions.view_any``.
-        """
-        return await self.search.search(
-            caller, query, page, flt, kind=kind, visible_to_all=caller.can(VIEW_ANY)
-        )
 
     async def visible(self, caller: Caller, session_id: str) -> RemoteSession:
         """A session the caller owns or may view (``sessions.view_any``)."""
@@ -299,7 +367,6 @@ class SessionHistory:
                 await db.exec(
                     delete(RecordingKeyFrame).where(col(RecordingKeyFrame.session_id).in_(chunk))
                 )
-                await RecordingSearch.forget(db, chunk)
                 await db.exec(delete(RemoteSession).where(col(RemoteSession.id).in_(chunk)))
             counts = {
                 "deletedSessions": len(ids),

@@ -1,28 +1,35 @@
-"""What a live session leaves behind: its history row, audit entries, command log, search index."""
+"""What a live session leaves behind: its history row, audit entries, command log, its text.
+
+The text (commands and output) goes to packs through the ``session_text`` hook.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from ...contract import SessionText
 from ...db.models.sessions import RemoteSession, SessionCommand
 from ...timefmt import utcnow
-from .commandlog import CommandEntry
-from .search_text import OutputChunk
+from .commandlog import REDACTED, CommandEntry
+from .output_text import OutputChunk
 
 if TYPE_CHECKING:
     from ...db.engine import Database
     from ..audit.audit import AuditLog
     from .remote_session import LiveRemoteSession
-    from .search_index import RecordingSearch
+
+TextSink = Callable[[list[SessionText]], Awaitable[None]]
+"""Where the text of sessions goes once stored (the kernel: the ``session_text`` hook)."""
 
 
 class SessionLedger:
     """Writes the start, failure and end of sessions, and their queued command-log entries."""
 
-    def __init__(self, *, db: Database, audit: AuditLog, search: RecordingSearch) -> None:
+    def __init__(self, *, db: Database, audit: AuditLog, text_sink: TextSink) -> None:
         self.db = db
         self.audit = audit
-        self.search = search
+        self.text_sink = text_sink
         self._commands: list[tuple[LiveRemoteSession, CommandEntry]] = []
         self._output: list[tuple[str, list[OutputChunk]]] = []
 
@@ -72,7 +79,7 @@ class SessionLedger:
         self._commands.extend((session, entry) for entry in entries)
 
     def queue_output(self, session: LiveRemoteSession, chunks: list[OutputChunk]) -> None:
-        """Output chunks for the search index, stored on the next flush."""
+        """Output chunks for the ``session_text`` hook, handed over on the next flush."""
         if chunks:
             self._output.append((session.id, chunks))
 
@@ -81,54 +88,52 @@ class SessionLedger:
 
         The audit entry lets notification rules and SIEM forwarding react to commands;
         it holds what the command log holds (``[password]`` for what was typed at a
-        password prompt), never the output. Commands and queued output chunks go
-        into the search index in the same transaction.
+        password prompt), never the output. Once stored, the commands (not those typed
+        at a password prompt) and the queued output chunks go to ``text_sink``.
         """
         if not self._commands and not self._output:
             return
         queued, self._commands = self._commands, []
         output, self._output = self._output, []
-        indexed_output = [
-            entry
+        texts = [
+            SessionText(session_id, "output", c.offset_ms, c.text, c.marks)
             for session_id, chunks in output
-            for entry in self.search.output_entries(session_id, chunks)
+            for c in chunks
         ]
-        if not queued:
-            if indexed_output:
-                async with self.db.session() as db:
-                    db.add_all(indexed_output)
-                    await db.commit()
-            return
-        async with self.audit.atomic() as batch:
-            batch.session.add_all(indexed_output)
-            for session, entry in queued:
-                indexed = self.search.command_entry(session.id, entry)
-                if indexed is not None:
-                    batch.session.add(indexed)
-                batch.session.add(
-                    SessionCommand(
-                        session_id=session.id,
-                        timestamp=entry.timestamp,
-                        elapsed=entry.elapsed,
-                        command=entry.command,
-                        output_preview=entry.output_preview,
-                        typed_by=list(entry.typed_by) or None,
+        if queued:
+            async with self.audit.atomic() as batch:
+                for session, entry in queued:
+                    batch.session.add(
+                        SessionCommand(
+                            session_id=session.id,
+                            timestamp=entry.timestamp,
+                            elapsed=entry.elapsed,
+                            command=entry.command,
+                            output_preview=entry.output_preview,
+                            typed_by=list(entry.typed_by) or None,
+                        )
                     )
-                )
-                batch.record(
-                    "session.command",
-                    actor=session.caller,
-                    target=f"{session.target.host}:{session.target.port}",
-                    details={
-                        "sessionId": session.id,
-                        "connectionId": session.target.connection_id,
-                        "connectionName": session.target.name,
-                        "protocol": session.protocol,
-                        "command": entry.command,
-                        "elapsedMs": entry.elapsed,
-                        **({"typedBy": list(entry.typed_by)} if entry.typed_by else {}),
-                    },
-                )
+                    batch.record(
+                        "session.command",
+                        actor=session.caller,
+                        target=f"{session.target.host}:{session.target.port}",
+                        details={
+                            "sessionId": session.id,
+                            "connectionId": session.target.connection_id,
+                            "connectionName": session.target.name,
+                            "protocol": session.protocol,
+                            "command": entry.command,
+                            "elapsedMs": entry.elapsed,
+                            **({"typedBy": list(entry.typed_by)} if entry.typed_by else {}),
+                        },
+                    )
+            texts.extend(
+                SessionText(session.id, "command", entry.elapsed, entry.command)
+                for session, entry in queued
+                if entry.command != REDACTED and entry.command.strip()
+            )
+        if texts:
+            await self.text_sink(texts)
 
     async def record_end(
         self,

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ...adapters import RecordableStream, SessionClosed, Stream, Terminal, TerminalSize
@@ -33,10 +33,10 @@ from .asciicast import CastRecorder
 from .command_gate import CommandGate, check_whole_command
 from .commandlog import CommandTracker
 from .interactive_terminal import TerminalSession
+from .output_text import OutputChunker
 from .relay_session import RelaySession
 from .remote_session import Admission, LiveRemoteSession, close_code_for, close_reason_for
-from .search_text import OutputChunker
-from .session_ledger import SessionLedger
+from .session_ledger import SessionLedger, TextSink
 from .stream_recording import StreamRecording
 from .upload_guard import UploadGuard
 
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from .live_sessions import LiveSessions
     from .recordings import Recordings
-    from .search_index import RecordingSearch
 
 log = logging.getLogger("hostgate.sessions")
 
@@ -76,7 +75,8 @@ class TerminalSessions:
         connections: Connections,
         live: LiveSessions,
         recordings: Recordings,
-        search: RecordingSearch,
+        text_sink: TextSink,
+        wants_output: Callable[[], Awaitable[bool]],
         metrics: Metrics,
         api: KernelAPI,
         lifecycle: Lifecycle,
@@ -93,8 +93,9 @@ class TerminalSessions:
         self.api = api
         self._sessions: dict[str, LiveRemoteSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.search = search
-        self.ledger = SessionLedger(db=db, audit=audit, search=search)
+        self.wants_output = wants_output
+        """Whether recorded terminals' output text is collected (a pack asked for it)."""
+        self.ledger = SessionLedger(db=db, audit=audit, text_sink=text_sink)
         self._ticker: asyncio.Task[None] | None = None
         self._revalidating = False
         self.command_rules: CommandRules | None = None
@@ -237,7 +238,7 @@ class TerminalSessions:
                         limit=self.recordings.size_limit(),
                     )
                 session.tracker = CommandTracker(session.elapsed_ms, columns=size.cols)
-                if writer is not None and self.search.output_enabled():
+                if writer is not None and await self.wants_output():
                     session.output_index = OutputChunker()
             if command is None:
                 await self._gate(session, size)
@@ -391,7 +392,6 @@ class TerminalSessions:
             except Exception:
                 log.exception("session %s tick failed", session.id)
         await self.ledger.flush_commands()
-        await self.search.follow_setting()
 
     async def _tick_forever(self) -> None:
         while True:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import unicodedata
 
 import jsonschema_rs
-from hostgate.api.sessions import SearchQuery
-from hostgate.errors import InvalidInput
-from hostgate.services.sessions.search_index import QUERY_MAX, query_words
-from hostgate.services.sessions.search_text import MAX_QUERY_WORDS, WORD
+from hostgate import InvalidInput
+from hostgate_recsearch.index import QUERY_MAX, query_words
+from hostgate_recsearch.routes import SearchQuery
+from hostgate_recsearch.text import MAX_QUERY_WORDS, WORD
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -33,8 +33,9 @@ def server_accepts(q: str) -> bool:
 
 def assigned(char: str) -> bool:
     """Assigned in this Python's Unicode database (a later Unicode's letters are not yet
-    letters here, but may be to the validator's newer tables)."""
-    return unicodedata.category(char) != "Cn"
+    letters here, but may be to the validator's newer tables), and no surrogate: a lone
+    one cannot be sent (a URL is UTF-8) and the validator cannot take it."""
+    return unicodedata.category(char) not in ("Cn", "Cs")
 
 
 @given(st.characters().filter(assigned))

@@ -1,9 +1,11 @@
-"""Terminal output made searchable: escape sequences removed, cut into timed chunks.
+"""Terminal output as plain text: escape sequences removed, cut into timed chunks.
 
-The index holds the text a terminal showed on its main screen, in chunks of at
+Packs that keep a session's text (the ``recsearch`` pack's index, through the
+``session_text`` hook) get what a terminal showed on its main screen, in chunks of at
 most ``CHUNK_CHARS`` characters or ``CHUNK_MS`` of session time, each with the
 offset of its first character and marks saying when later parts of it appeared
-(a read that starts a line, or comes ``MARK_MS`` after the previous mark, gets
+(a read that starts a line or holds a line break, or comes ``MARK_MS`` after the
+previous mark, gets
 one; at most ``MAX_MARKS``),
 so a hit is exact to the moment its text appeared; output after ``GAP_MS`` of
 quiet starts a new chunk. At most
@@ -24,10 +26,6 @@ MARK_MS = 200
 MAX_MARKS = 64
 MAX_SESSION_CHARS = 256 * 1024
 MAX_PENDING_ESCAPE = 256
-SNIPPET_CHARS = 160
-SNIPPET_LINES = 4
-MAX_QUERY_WORDS = 16
-MAX_WORD_CHARS = 100
 
 ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, modes
@@ -40,23 +38,6 @@ ALTERNATE_SCREEN = re.compile(r"\x1b\[\?(?:1049|1047|47)([hl])")
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 BLANKS = re.compile(r"[ \t]+")
 BLANK_LINES = re.compile(r"\n\s*\n+")
-WORD = re.compile(r"[^\W_]+")
-r"""A word: a run of Unicode letters and numbers (general categories L and N).
-
-Python's ``[^\W_]`` is exactly that set (checked over every code point of Python 3.11's
-Unicode 14; ``tests/properties/test_search_query.py`` checks drawn ones); ``_``, marks,
-punctuation, symbols and spaces separate words."""
-_WORD_CHAR = r"[\p{L}\p{N}]"
-_SEPARATOR = r"[^\p{L}\p{N}]"
-QUERY_PATTERN = (
-    rf"^{_SEPARATOR}*(?:{_WORD_CHAR}+{_SEPARATOR}+){{0,{MAX_QUERY_WORDS - 1}}}"
-    rf"{_WORD_CHAR}+{_SEPARATOR}*$"
-)
-r"""A query of 1 to ``MAX_QUERY_WORDS`` words, as the API's schema states it (ECMA 262).
-
-Spelled with Unicode property classes, not ``\w``: JSON Schema validators read ``\w``
-and ``\W`` as ASCII, so ``a é é …`` (18 words here) was one word to them, and ``é``
-none. Python's ``re`` has no ``\p{…}``: the server counts with ``WORD``."""
 
 
 def strip_escapes(text: str) -> str:
@@ -68,82 +49,8 @@ def strip_escapes(text: str) -> str:
     return BLANK_LINES.sub("\n", text)
 
 
-def words(query: str, limit: int = MAX_QUERY_WORDS) -> list[str]:
-    """The words of a query as the index splits text: runs of letters and digits, lower case."""
-    return [word[:MAX_WORD_CHARS] for word in WORD.findall(query.lower())][:limit]
-
-
-def phrase(query_words: list[str]) -> re.Pattern[str]:
-    """The query's words as the index matches them: whole, in order, next to each other."""
-    between = r"[\W_]+"
-    return re.compile(
-        r"(?<![^\W_])" + between.join(map(re.escape, query_words)) + r"(?![^\W_])", re.IGNORECASE
-    )
-
-
-def position_of(text: str, query_words: list[str]) -> int:
-    """Where the query's words start in ``text`` (else its first word as a word; else 0)."""
-    if not query_words:
-        return 0
-    found = phrase(query_words).search(text)
-    if found is None:
-        found = re.search(r"(?<![^\W_])" + re.escape(query_words[0]), text, re.IGNORECASE)
-    return found.start() if found is not None else 0
-
-
 Marks = tuple[tuple[int, int], ...]
 """(character index, milliseconds) pairs: from that character on, text appeared then."""
-
-
-def encode_marks(marks: Marks) -> str:
-    """Marks as stored: ``index:ms`` pairs separated by commas."""
-    return ",".join(f"{index}:{ms}" for index, ms in marks)
-
-
-def offset_at(marks_text: str, position: int, default: int) -> int:
-    """When the character at ``position`` appeared, from stored marks (``default`` without)."""
-    offset = default
-    for pair in marks_text.split(","):
-        index, _, ms = pair.partition(":")
-        if not (index.isdigit() and ms.isdigit()) or int(index) > position:
-            break
-        offset = int(ms)
-    return offset
-
-
-def snippet(text: str, query_words: list[str]) -> str:
-    """About ``SNIPPET_CHARS`` characters of ``text`` around the query's words.
-
-    Line breaks stay (at most ``SNIPPET_LINES`` lines, the match's among them);
-    blanks within a line are squeezed; ``…`` says where text was left out.
-    """
-    lines = (" ".join(line.split()) for line in text.splitlines())
-    flat = "\n".join(line for line in lines if line)
-    at = position_of(flat, query_words)
-    start = max(0, min(at - SNIPPET_CHARS // 3, len(flat) - SNIPPET_CHARS))
-    kept = flat[start : start + SNIPPET_CHARS].split("\n")
-    if len(kept) > SNIPPET_LINES:
-        matched = flat.count("\n", start, at)
-        first = max(0, min(matched - 1, len(kept) - SNIPPET_LINES))
-        start += sum(len(line) + 1 for line in kept[:first])
-        kept = kept[first : first + SNIPPET_LINES]
-    piece = "\n".join(kept)
-    end = start + len(piece)
-    return ("…" if start > 0 else "") + piece + ("…" if end < len(flat) else "")
-
-
-def marked(piece: str, query_words: list[str]) -> list[tuple[str, bool]]:
-    """``piece`` cut into ``(text, matched)`` parts: matched where the query's words are."""
-    parts: list[tuple[str, bool]] = []
-    position = 0
-    for found in phrase(query_words).finditer(piece) if query_words else ():
-        if found.start() > position:
-            parts.append((piece[position : found.start()], False))
-        parts.append((found.group(), True))
-        position = found.end()
-    if position < len(piece):
-        parts.append((piece[position:], False))
-    return parts
 
 
 @dataclass(frozen=True)
@@ -156,7 +63,7 @@ class OutputChunk:
 
 
 class OutputChunker:
-    """Collects a terminal's output as plain text chunks for the search index.
+    """Collects a terminal's output as plain text chunks (the ``session_text`` hook's).
 
     ``feed`` the decoded output with the session time it arrived at; ``drain``
     about once a second hands over the chunks that are complete (full, or older
@@ -177,7 +84,7 @@ class OutputChunker:
 
     @property
     def full(self) -> bool:
-        """True once the session's share of the index is used up."""
+        """True once the session's share of text is used up."""
         return self.indexed >= self.limit
 
     def feed(self, text: str, elapsed_ms: int) -> None:
@@ -215,7 +122,9 @@ class OutputChunker:
             self._start = elapsed_ms
         self._last = elapsed_ms
         marks = self._marks
-        line_start = bool(self._text) and self._text[-1].endswith("\n")
+        # a read that starts a line, or in which one starts (the output after an echoed
+        # command often comes in the read that ends the command's line)
+        line_start = (bool(self._text) and self._text[-1].endswith("\n")) or "\n" in plain
         later = elapsed_ms - marks[-1][1] if marks else 0
         if not marks or (
             len(marks) < MAX_MARKS and (later >= MARK_MS or (line_start and later > 0))

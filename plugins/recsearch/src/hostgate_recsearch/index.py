@@ -1,11 +1,12 @@
 """Search across recordings: the index of commands and terminal output, and its queries.
 
-Entries are written as sessions run (with the command log's one-second flush):
-each logged command, and, when ``recordings.index_output`` is on, the output text
-of recorded terminal sessions in timed chunks (``search_text.py``). The full-text
-part is the engine's own: FTS5 on SQLite, a ``tsvector`` with a GIN index on
-PostgreSQL (migration ``0005_recording_search``); :class:`FullText` is the small
-interface between them. Queries match whole words, in the order given.
+Entries are written as sessions run (the kernel's ``session_text`` hook, after the
+command log's one-second flush): each logged command, and, when
+``recordings.index_output`` is on, the output text of recorded terminal sessions in
+timed chunks. The full-text part is the engine's own: FTS5 on SQLite, a ``tsvector``
+with a GIN index on PostgreSQL (the kernel's migration ``0005_recording_search``);
+:class:`FullText` is the small interface between them. Queries match whole words,
+in the order given (``text.py``).
 """
 
 from __future__ import annotations
@@ -13,19 +14,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from hostgate import (
+    Caller,
+    InvalidInput,
+    KernelAPI,
+    Page,
+    SessionListFilter,
+    SessionRecord,
+    SessionText,
+)
 from sqlalchemy import column, delete, func, table, text
 from sqlmodel import col, select
 
-from ...db.models.search import SearchEntry
-from ...db.models.sessions import RemoteSession
-from ...errors import InvalidInput
-from .commandlog import REDACTED, CommandEntry
-from .search_text import (
+from .models import SearchEntry
+from .text import (
     MAX_QUERY_WORDS,
     WORD,
-    OutputChunk,
     encode_marks,
     marked,
     offset_at,
@@ -34,16 +40,7 @@ from .search_text import (
     words,
 )
 
-if TYPE_CHECKING:
-    from sqlmodel.ext.asyncio.session import AsyncSession
-
-    from ...db.engine import Database
-    from ...pagination import Page
-    from ..identity.identity import Caller
-    from ..settings import Settings
-    from .session_history import SessionFilter
-
-log = logging.getLogger("hostgate.search")
+log = logging.getLogger("hostgate.search")  # the kernel's name for it, kept
 
 INDEX_OUTPUT = "recordings.index_output"
 KINDS = ("command", "output")
@@ -82,7 +79,7 @@ class SearchHit:
     ``parts`` is the snippet cut where the query's words are (``True``) and are not.
     """
 
-    session: RemoteSession
+    session: SessionRecord
     kind: str
     offset_ms: int
     snippet: str
@@ -204,45 +201,47 @@ def query_words(query: str) -> list[str]:
 class RecordingSearch:
     """Writes index entries, follows ``recordings.index_output``, answers searches."""
 
-    def __init__(self, *, db: Database, settings: Settings) -> None:
-        self.db = db
-        self.settings = settings
-        self.full_text = full_text_for(db.dialect)
+    def __init__(self, kernel: KernelAPI) -> None:
+        self.kernel = kernel
+        self.full_text = full_text_for(kernel.db.dialect)
         self._output_was_on: bool | None = None
 
     def output_enabled(self) -> bool:
         """``recordings.index_output``."""
-        return bool(self.settings.get(INDEX_OUTPUT))
+        return bool(self.kernel.settings.get(INDEX_OUTPUT))
 
     # -- writing ------------------------------------------------------------------------
 
-    @staticmethod
-    def command_entry(session_id: str, entry: CommandEntry) -> SearchEntry | None:
-        """The index entry of a logged command (none for what was typed at a password prompt)."""
-        if entry.command == REDACTED or not entry.command.strip():
-            return None
-        return SearchEntry(
-            session_id=session_id, kind="command", offset_ms=entry.elapsed, text=entry.command
-        )
-
-    def output_entries(self, session_id: str, chunks: Iterable[OutputChunk]) -> list[SearchEntry]:
-        """The index entries of output chunks; none while output indexing is off."""
-        if not self.output_enabled():
-            return []
+    def entries(self, texts: Iterable[SessionText]) -> list[SearchEntry]:
+        """The index entries of session text: its commands, its output while indexed."""
+        output = self.output_enabled()
         return [
             SearchEntry(
-                session_id=session_id,
-                kind="output",
-                offset_ms=c.offset_ms,
-                text=c.text,
-                marks=encode_marks(c.marks),
+                session_id=piece.session_id,
+                kind=piece.kind,
+                offset_ms=piece.offset_ms,
+                text=piece.text,
+                marks=encode_marks(piece.marks),
             )
-            for c in chunks
+            for piece in texts
+            if piece.kind == "command" or output
         ]
 
-    async def follow_setting(self) -> int:
-        """Once output indexing is off (also at start), purge the indexed output; the count."""
-        on = self.output_enabled()
+    async def add(self, texts: Sequence[SessionText]) -> None:
+        """Store the index entries of ``texts`` (one transaction)."""
+        found = self.entries(texts)
+        if not found:
+            return
+        async with self.kernel.db.session() as session:
+            session.add_all(found)
+            await session.commit()
+
+    async def follow_setting(self, on: bool | None = None) -> int:
+        """Once output indexing is off (also at start), purge the indexed output; the count.
+
+        ``on``: the setting's new value when it is known before the settings have it.
+        """
+        on = self.output_enabled() if on is None else on
         if on or self._output_was_on is False:
             self._output_was_on = on
             return 0
@@ -252,7 +251,7 @@ class RecordingSearch:
 
     async def purge_output(self) -> int:
         """Delete every output entry (commands stay); how many there were."""
-        async with self.db.session() as session:
+        async with self.kernel.db.session() as session:
             purge = delete(SearchEntry).where(col(SearchEntry.kind) == "output")
             result = await session.exec(purge)
             await session.commit()
@@ -261,12 +260,14 @@ class RecordingSearch:
             log.info("output indexing is off: removed %d indexed output chunk(s)", count)
         return count
 
-    @staticmethod
-    async def forget(session: AsyncSession, session_ids: Sequence[str]) -> None:
-        """Delete the entries of these sessions in ``session`` (not committed)."""
-        for start in range(0, len(session_ids), DELETE_BATCH):
-            chunk = session_ids[start : start + DELETE_BATCH]
-            await session.exec(delete(SearchEntry).where(col(SearchEntry.session_id).in_(chunk)))
+    async def forget(self, session_ids: Sequence[str]) -> None:
+        """Delete the entries of these sessions (their recordings are gone)."""
+        async with self.kernel.db.session() as session:
+            for start in range(0, len(session_ids), DELETE_BATCH):
+                chunk = session_ids[start : start + DELETE_BATCH]
+                where = col(SearchEntry.session_id).in_(chunk)
+                await session.exec(delete(SearchEntry).where(where))
+            await session.commit()
 
     # -- searching ----------------------------------------------------------------------
 
@@ -275,15 +276,14 @@ class RecordingSearch:
         caller: Caller,
         query: str,
         page: Page,
-        flt: SessionFilter,
+        flt: SessionListFilter,
         *,
         kind: str = "",
-        visible_to_all: bool,
     ) -> SearchResult:
         """Hits most recent first (the order they were written), and how many (capped).
 
-        ``visible_to_all``: the caller may see every user's sessions; otherwise only
-        their own sessions are searched. When the filters leave at most
+        The caller's own sessions are searched, or everyone's with
+        ``sessions.view_any`` (the session list's rule). When the filters leave at most
         ``FEW_SESSIONS`` sessions, their entries are tested against the words;
         otherwise the full-text matches are walked newest first and filtered,
         which stops as soon as the page is full. On SQLite a user or connection
@@ -294,9 +294,10 @@ class RecordingSearch:
         if kind and kind not in KINDS:
             raise InvalidInput("kind must be command or output", code="invalid_query")
         entry_where = [col(SearchEntry.kind) == kind] if kind else []
-        session_where = flt.conditions()
-        if not visible_to_all:
-            session_where.append(col(RemoteSession.user_id) == caller.user_id)
+        history = self.kernel.session_history
+        sessions = history.table
+        visible_to_all = history.sees_all(caller)
+        session_where = history.conditions(caller, flt)
         scope = []
         if flt.user_id:
             scope.append(scope_token("u", flt.user_id))
@@ -305,10 +306,10 @@ class RecordingSearch:
         if flt.connection_id:
             scope.append(scope_token("c", flt.connection_id))
         scoped = self.full_text.scoped_match(found, scope) if scope else None
-        async with self.db.session() as session:
+        async with self.kernel.db.session() as session:
             candidates: list[str] | None = None
             if session_where and scoped is None:
-                narrowed = select(col(RemoteSession.id)).where(*session_where)
+                narrowed = select(sessions.c.id).where(*session_where)
                 ids = list((await session.exec(narrowed.limit(FEW_SESSIONS + 1))).all())
                 if len(ids) <= FEW_SESSIONS:
                     candidates = ids
@@ -332,7 +333,7 @@ class RecordingSearch:
                 base = (
                     select(col(SearchEntry.id))
                     .select_from(self.full_text.source())
-                    .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
+                    .join(sessions, sessions.c.id == col(SearchEntry.session_id))
                     .where(
                         self.full_text.match(found) if scoped is None else scoped,
                         *entry_where,
@@ -347,21 +348,24 @@ class RecordingSearch:
             else:
                 capped = base.limit(TOTAL_CAP + 1).subquery()
                 total = int((await session.exec(select(func.count()).select_from(capped))).one())
-            rows = []
+            rows: list[SearchEntry] = []
             if entry_ids:
                 details = (
-                    select(SearchEntry, RemoteSession)
-                    .join(RemoteSession, col(RemoteSession.id) == col(SearchEntry.session_id))
+                    select(SearchEntry)
                     .where(col(SearchEntry.id).in_(entry_ids))
                     .order_by(col(SearchEntry.id).desc())
                 )
                 rows = list((await session.exec(details)).all())
+        records = await history.records([entry.session_id for entry in rows])
         hits = []
-        for entry, row in rows:
+        for entry in rows:
+            record = records.get(entry.session_id)
+            if record is None:  # deleted since
+                continue
             piece = snippet(entry.text, found)
             hits.append(
                 SearchHit(
-                    session=row,
+                    session=record,
                     kind=entry.kind,
                     offset_ms=offset_at(
                         entry.marks, position_of(entry.text, found), entry.offset_ms

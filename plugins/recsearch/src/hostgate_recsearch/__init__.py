@@ -1,0 +1,1 @@
+"""hostgate-recsearch: search across recordings, the index of commands and terminal output."""
