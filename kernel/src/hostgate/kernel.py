@@ -53,6 +53,7 @@ from .services.netpolicy import NetworkPolicy
 from .services.outbound import DeprecatedNotifications, Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
+from .services.sessions.invitations import SessionInvitations
 from .services.sessions.live_sessions import LiveSessions
 from .services.sessions.recording_store import StoreUnavailable, store_for
 from .services.sessions.recordings import Recordings
@@ -290,6 +291,7 @@ class Kernel:
             live=self.live,
             identity=self.identity,
             lifecycle=self,
+            invitations=SessionInvitations(self.db, self.events),
         )
         if self.cluster.redis is not None:  # watching a terminal another node holds
             self.live_view.relay = WatchRelay(
