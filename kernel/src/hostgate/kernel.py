@@ -276,6 +276,7 @@ class Kernel:
             audit=self.audit,
             events=self.events,
             settings=self.settings,
+            bus=self.cluster.bus,
         )
         self.terminal_sessions.command_rules = self.command_rules
         self.on_stop(self.command_rules.stop)
