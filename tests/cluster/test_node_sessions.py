@@ -457,3 +457,133 @@ async def test_an_access_request_on_one_node_nudges_an_approver_on_the_other(set
         assert asked.status_code == 201, asked.text
         nudge = json.loads(await asyncio.wait_for(approver.recv(), 10))  # through Redis
         assert nudge == {"type": "changed", "topic": "access-requests"}
+
+
+async def until_text(terminal: Terminal, state: str, timeout: float = 20) -> dict[str, Any]:
+    """Read the terminal until a ``commandRule`` frame in ``state`` arrives; that frame."""
+
+    def found() -> dict[str, Any] | None:
+        return next(
+            (t for t in terminal.texts if t.get("type") == "commandRule" and t["state"] == state),
+            None,
+        )
+
+    async def read() -> dict[str, Any]:
+        while (frame := found()) is None:
+            data = await terminal.socket.recv()
+            if isinstance(data, bytes):
+                terminal.output += data
+            else:
+                terminal.texts.append(json.loads(data))
+        return frame
+
+    try:
+        return await asyncio.wait_for(read(), timeout)
+    except TimeoutError:
+        pytest.fail(f"no {state} frame: {terminal.texts} {terminal.output[-300:]!r}")
+
+
+def user_with_the_box(on_a: Node, connection_id: str, prefix: str) -> tuple[str, str]:
+    """A new user (unique in the module's database) the telnet box is shared with."""
+    name = f"{prefix}-{time.monotonic_ns()}"
+    made = on_a.call(
+        "POST", "/users", json={"username": name, "password": ADMIN_PASSWORD, "role": "user"}
+    )
+    assert made.status_code == 201, made.text
+    shared = on_a.call(
+        "PUT", f"/connections/{connection_id}/shares", json=share_with(made.json()["id"])
+    )
+    assert shared.status_code == 200, shared.text
+    return name, str(made.json()["id"])
+
+
+async def test_a_command_held_on_one_node_is_decided_from_the_other(setup):
+    node_a, node_b, admin, connection_id = setup
+    on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
+    name, _ = user_with_the_box(on_a, connection_id, "tom")
+    rule = on_a.call(
+        "POST",
+        "/command-rules",
+        json={"name": f"hold {name}", "action": "approve", "match": "glob",
+              "pattern": "echo hold-*", "connectionIds": [connection_id]},
+    )  # fmt: skip
+    assert rule.status_code == 201, rule.text
+    tom = Node(node_a.url, login(node_a.url, name))
+
+    def held_on_b() -> list[dict[str, Any]]:
+        return list(on_b.call("GET", "/command-rules/held").json()["held"])
+
+    try:
+        terminal = await open_terminal(node_a, tom.ticket(), connection_id)
+        await terminal.send("echo hold-$((6*7))\r")
+        await until_text(terminal, "held")
+        # node B lists what node A holds; its approver's decision reaches node A
+        [held] = until(held_on_b, 10, "node B lists node A's held command")
+        assert (held["command"], held["username"]) == ("echo hold-$((6*7))", name)
+        approved = on_b.call("POST", f"/command-rules/held/{held['id']}/approve")
+        assert approved.status_code == 200, approved.text
+        await terminal.until(b"hold-42")
+        told = await until_text(terminal, "approved")
+        assert told["message"] == "Command approved by admin"
+        until(lambda: held_on_b() == [], 10, "the approved command leaves node B's list")
+        again = on_b.call("POST", f"/command-rules/held/{held['id']}/deny")
+        assert again.status_code == 404, again.text
+
+        # denied on node B: node A never sends it
+        terminal.texts.clear()
+        await terminal.send("echo hold-$((7*7))\r")
+        await until_text(terminal, "held")
+        [held] = until(held_on_b, 10, "node B lists the second held command")
+        denied = on_b.call("POST", f"/command-rules/held/{held['id']}/deny")
+        assert denied.status_code == 200, denied.text
+        told = await until_text(terminal, "denied")
+        assert told["message"] == "Command denied by admin"
+        await terminal.send("echo after-$((2+3))\r")
+        await terminal.until(b"after-5")
+        assert b"hold-49" not in terminal.output
+        await terminal.socket.close()
+    finally:
+        on_a.call("DELETE", f"/command-rules/{rule.json()['id']}")
+    audit = on_a.call("GET", "/audit", params={"eventType": "session.command_denied"})
+    [entry] = [e for e in audit.json()["entries"] if e["details"]["heldId"] == held["id"]]
+    assert entry["username"] == "admin"
+
+
+async def test_an_invitation_made_on_one_node_is_seen_and_revoked_on_the_other(setup):
+    node_a, node_b, admin, connection_id = setup
+    on_a, on_b = Node(node_a.url, admin.token), Node(node_b.url, admin.token)
+    name, user_id = user_with_the_box(on_a, connection_id, "dana")
+    dana_b = Node(node_b.url, login(node_b.url, name))
+    terminal = await open_terminal(node_a, on_a.ticket(), connection_id)
+    [held] = until(on_b.active, 10, "node B lists node A's terminal")
+    async with connect(f"{node_b.ws_url}/ws/events?ticket={dana_b.ticket()}") as events:
+        assert json.loads(await asyncio.wait_for(events.recv(), 10)) == {"type": "ready"}
+        made = on_a.call(
+            "POST",
+            f"/sessions/active/{held['id']}/invitations",
+            json={"username": name, "mode": "observer"},
+        )
+        assert made.status_code == 200, made.text
+        nudge = json.loads(await asyncio.wait_for(events.recv(), 10))  # through Redis
+        assert nudge == {"type": "changed", "topic": "session-invitations"}
+    invitation = made.json()["invitation"]
+    # node B sees it: the invited user's list and the joinable terminals
+    [seen] = dana_b.call("GET", "/sessions/invitations").json()["invitations"]
+    assert seen == invitation
+    [joinable] = dana_b.call("GET", "/sessions/joinable").json()["sessions"]
+    assert (joinable["id"], joinable["invited"]) == (held["id"], True)
+    # joined through the node holding the terminal, revoked through the other: it ends
+    dana_a = Node(node_a.url, dana_b.token)
+    query = urlencode({"ticket": dana_a.ticket(), "mode": "observer"})
+    async with connect(f"{node_a.ws_url}/ws/sessions/{held['id']}/watch?{query}") as s:
+        viewer = Terminal(s)
+        await terminal.send("echo seen-$((3*3))\r")
+        await viewer.until(b"seen-9")
+        assert viewer.texts[0]["mode"] == "observer"
+        revoked = on_b.call("DELETE", f"/sessions/invitations/{invitation['id']}")
+        assert revoked.status_code == 200, revoked.text
+        code, _ = await viewer.closed(timeout=10)
+        assert code == 4003
+    assert dana_b.call("GET", "/sessions/invitations").json()["invitations"] == []
+    assert user_id and on_a.call("DELETE", f"/sessions/active/{held['id']}").status_code == 200
+    await terminal.closed(timeout=10)

@@ -646,6 +646,7 @@ class FrontDoorAPI(Protocol):
         command: str | None = None,
         details: Mapping[str, Any] | None = None,
         agent_path: str | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> DoorTerminal:
         """Open a shell (or run ``command``) on a connection named by id or name.
 
@@ -656,7 +657,9 @@ class FrontDoorAPI(Protocol):
         is meant for the user. ``details`` go into ``connection.session_started``.
         ``agent_path``: a UNIX socket of the client's forwarded ssh-agent, offered to
         the server's session (``ConnectionTarget.agent_forward_path``); the door decides
-        whether the client may forward its agent at all.
+        whether the client may forward its agent at all. ``notice`` is called with a
+        line for the user while the session opens (a ``command`` held by an ``approve``
+        command rule says at once that it waits for an approver, and how long).
         """
 
     async def open_channel(

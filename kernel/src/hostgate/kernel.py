@@ -54,6 +54,7 @@ from .services.netpolicy import NetworkPolicy
 from .services.outbound import DeprecatedNotifications, Outbound
 from .services.sessions.file_sessions import FileSessionLog
 from .services.sessions.file_transfers import FileTransfers
+from .services.sessions.invitations import SessionInvitations
 from .services.sessions.live_sessions import LiveSessions
 from .services.sessions.recording_store import StoreUnavailable, store_for
 from .services.sessions.recordings import Recordings
@@ -276,6 +277,7 @@ class Kernel:
             audit=self.audit,
             events=self.events,
             settings=self.settings,
+            bus=self.cluster.bus,
         )
         self.terminal_sessions.command_rules = self.command_rules
         self.on_stop(self.command_rules.stop)
@@ -291,6 +293,7 @@ class Kernel:
             live=self.live,
             identity=self.identity,
             lifecycle=self,
+            invitations=SessionInvitations(self.db, self.events),
         )
         if self.cluster.redis is not None:  # watching a terminal another node holds
             self.live_view.relay = WatchRelay(

@@ -5,11 +5,21 @@ a flagged one runs and is audited."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import asyncssh
 
-from plugins.sshd.tests.door import connect, door_of, make_key, register_key
+from plugins.sshd.tests.door import (
+    SSH_TIMEOUT,
+    client_options,
+    connect,
+    door_of,
+    known_hosts,
+    make_key,
+    register_key,
+    ssh_binary,
+)
 from plugins.sshd.tests.test_joining_door import box_for
 from tests.services.sessions.helpers import Screen, socket_path, ticket_for
 from tests.services.sessions.test_live_view import audit_entries, until_message
@@ -224,3 +234,92 @@ async def test_rules_at_the_front_door_shell_and_exec(
     ]
     flagged_entries = await audit_entries(client, admin, "session.command_flagged")
     assert [e["details"]["command"] for e in flagged_entries] == ["echo flag-exec"]
+
+
+async def openssh_exec(port: int, key: Any, hosts: Any, command: str) -> asyncio.subprocess.Process:
+    """The real ``ssh`` client running ``command`` through the door (output piped)."""
+    return await asyncio.create_subprocess_exec(
+        ssh_binary(),
+        *client_options(key, hosts),
+        "-p",
+        str(port),
+        "-l",
+        "alice:box",
+        "127.0.0.1",
+        command,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HOME": str(hosts.parent)},
+    )
+
+
+async def stderr_line(process: asyncio.subprocess.Process) -> str:
+    """The next line the ssh client prints on stderr (a hang guard, not a speed check)."""
+    assert process.stderr is not None
+    line = await asyncio.wait_for(process.stderr.readline(), SSH_TIMEOUT)
+    return line.decode()
+
+
+async def finished(process: asyncio.subprocess.Process) -> tuple[int, str, str]:
+    """Exit status, the rest of stdout and of stderr once the ssh client ended."""
+    out, err = await asyncio.wait_for(process.communicate(), SSH_TIMEOUT)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_a_held_exec_tells_the_openssh_user_at_once_and_how_it_ended(
+    client, kernel, admin, make_user, make_connection, sshd, tmp_path, monkeypatch
+):
+    user, _ = await box_for(make_user, make_connection, sshd)
+    bob = await make_user("bob", permissions=["access.approve"])
+    await add_rules(client, admin)
+    key = make_key(tmp_path)
+    await register_key(client, user, key)
+    hosts = await known_hosts(client, user, tmp_path)
+    port = door_of(kernel).port
+
+    # held, then denied: told at once (rule, how long), then why, and a non-zero exit
+    waiting = await openssh_exec(port, key, hosts, "echo hold-denied")
+    told = await stderr_line(waiting)
+    assert told == (
+        "hostgate: Command held for approval by rule 'hold it': waiting up to 120 s"
+        " for an approver\n"
+    )
+    [held] = await held_now(client, bob)  # told while it is still held
+    assert held["command"] == "echo hold-denied"
+    response = await client.post(
+        f"/api/v1/command-rules/held/{held['id']}/deny", headers=bob.headers
+    )
+    assert response.status_code == 200
+    code, out, err = await finished(waiting)
+    assert code == 255 and "hold-denied" not in out
+    assert "hostgate: Command held by rule 'hold it' was refused: denied by bob" in err
+
+    # held, then approved: runs, exit status and output as the server gave them
+    waiting = await openssh_exec(port, key, hosts, "echo hold-$((6*7)); exit 3")
+    assert "waiting up to 120 s" in await stderr_line(waiting)
+    [held] = await held_now(client, bob)
+    response = await client.post(
+        f"/api/v1/command-rules/held/{held['id']}/approve", headers=bob.headers
+    )
+    assert response.status_code == 200
+    code, out, err = await finished(waiting)
+    assert (code, out) == (3, "hold-42\n"), err
+
+    # held until nobody approved it in time: says so and exits non-zero
+    monkeypatch.setattr(kernel.command_rules, "timeout", lambda: 1.0)
+    waiting = await openssh_exec(port, key, hosts, "echo hold-expired")
+    assert "waiting up to 1 s for an approver" in await stderr_line(waiting)
+    code, out, err = await finished(waiting)
+    assert code == 255 and "hold-expired" not in out
+    assert "was refused: no approver allowed it in time" in err
+
+    # blocked: says which rule refused it, without waiting
+    blocked = await openssh_exec(port, key, hosts, "echo forbidden-openssh")
+    code, out, err = await finished(blocked)
+    assert code == 255 and "forbidden-openssh" not in out
+    assert err.startswith("hostgate: Command blocked by rule 'no forbidden'\n")
+    assert "held for approval" not in err
+    expired = await audit_entries(client, admin, "session.command_expired")
+    assert [e["details"]["command"] for e in expired] == ["echo hold-expired"]

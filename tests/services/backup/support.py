@@ -147,6 +147,9 @@ async def populate(kernel: Kernel, *, audit_rows: int = 3, recording_size: int =
                 extra_secrets=box.seal(json.dumps({"passphrase": "pp-secret"})),
                 extra_config={"marker": True},
                 tags=["marker"],
+                approval_required=True,
+                moderation="required",
+                actions={"upload": False, "paste": False},
             )
         )
         recording_key = os.urandom(32).hex()
@@ -200,6 +203,9 @@ async def check_restored(kernel: Kernel, markers: Markers, *, with_recordings: b
     assert alice.mfa_enabled and box.open(alice.mfa_secret or "") == MFA_SECRET
     async with kernel.db.session() as session:
         conn = (await session.exec(select(Connection).where(Connection.name == "marker-ssh"))).one()
+        # the guard rails come back with the connection
+        assert conn.approval_required is True and conn.moderation == "required"
+        assert conn.actions == {"upload": False, "paste": False}
         group = await session.get(ConnectionGroup, conn.group_id)
         assert group is not None and group.name == "marker-child"
         parent = await session.get(ConnectionGroup, group.parent_id)

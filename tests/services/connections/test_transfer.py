@@ -117,6 +117,51 @@ async def test_http_import_creates_new_items_all_or_nothing(client, make_user):
     assert [c["name"] for c in inner["connections"]] == ["web"]
 
 
+async def test_guard_rails_survive_an_export_and_import_round_trip(client, make_user):
+    alice = await make_user("alice")
+    bob = await make_user("bob")
+    denied = {"upload": False, "download": True, "delete": False, "copy": True, "paste": False}
+    made = await create(client, alice, name="guarded", approvalRequired=True,
+                        moderation="required", actions=denied)  # fmt: skip
+    await create(client, alice, name="plain")
+    response = await client.get("/api/v1/connections/export", headers=alice.headers)
+    document = json.loads(await response.get_data(as_text=True))
+    exported = {c["name"]: c for c in document["connections"]}
+    assert exported["guarded"]["approvalRequired"] is True
+    assert exported["guarded"]["moderation"] == "required"
+    assert exported["guarded"]["actions"] == denied
+    assert exported["plain"]["approvalRequired"] is False
+    assert exported["plain"]["moderation"] == "none"
+    assert set(exported["plain"]["actions"].values()) == {True}
+
+    # a bad value is a 400 naming the item, and nothing is imported
+    broken = json.loads(json.dumps(document))
+    broken["connections"][0]["moderation"] = "maybe"
+    error = await send(client, "POST", "/connections/import", bob, broken, expect=400)
+    assert "moderation" in error["error"]
+    broken["connections"][0]["moderation"] = "none"
+    broken["connections"][0]["actions"] = {"teleport": False}
+    error = await send(client, "POST", "/connections/import", bob, broken, expect=400)
+    assert "teleport" in error["error"]
+    assert (await get_json(client, "/connections", bob))["ungrouped"] == []
+
+    body = await send(client, "POST", "/connections/import", bob, document)
+    assert body["connectionsCreated"] == 2
+    listing = (await get_json(client, "/connections", bob))["ungrouped"]
+    copies = {c["name"]: c for c in listing}
+    assert copies["guarded"]["id"] != made["id"]
+    stored = await get_json(client, f"/connections/{copies['guarded']['id']}", bob)
+    assert stored["approvalRequired"] is True and stored["moderation"] == "required"
+    assert stored["actions"] == denied
+    plain = await get_json(client, f"/connections/{copies['plain']['id']}", bob)
+    assert plain["approvalRequired"] is False and plain["moderation"] == "none"
+    # exported again, the copy says the same as the original
+    again = await client.get("/api/v1/connections/export", headers=bob.headers)
+    second = {c["name"]: c for c in json.loads(await again.get_data(as_text=True))["connections"]}
+    for key in ("approvalRequired", "moderation", "actions"):
+        assert second["guarded"][key] == exported["guarded"][key]
+
+
 async def test_import_and_export_need_the_permission(client, make_user):
     plain = await make_user("plain", permissions=["connections.create"])
     await get_json(client, "/connections/export", plain, expect=403)

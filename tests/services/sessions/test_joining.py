@@ -8,7 +8,10 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from hostgate import parse_iso, utcnow
+from hostgate.db.models.invitations import SessionInvitation
 from hostgate.services.front_door import joined_line
+from hostgate.services.sessions.invitations import SessionInvitations
 
 from tests.services.sessions.helpers import Screen, ticket_for
 from tests.services.sessions.test_live_view import (
@@ -199,6 +202,116 @@ async def test_joining_needs_the_permission_or_an_invitation_and_the_owner_remov
     assert removed["username"] == "alice" and removed["details"]["username"] == "dave"
     [left] = await entries_until(client, admin, "session.left", 1)
     assert left["details"]["removedBy"] == "alice"
+
+
+async def next_event(socket: Any) -> dict[str, Any]:
+    """The next ``/ws/events`` frame (10 s: a hang guard)."""
+    return json.loads(await asyncio.wait_for(socket.receive(), 10))  # type: ignore[no-any-return]
+
+
+async def invitations_of(client: Any, user: Any) -> list[dict[str, Any]]:
+    response = await client.get("/api/v1/sessions/invitations", headers=user.headers)
+    assert response.status_code == 200
+    return list((await response.get_json())["invitations"])
+
+
+async def test_an_invitation_is_kept_used_once_expires_and_the_owner_revokes_it(
+    client, kernel, admin, make_user, shell_connection
+):
+    user, connection = shell_connection
+    dave = await make_user("dave")  # no sessions.join: only an invitation lets him in
+    erin = await make_user("erin")
+    nudge = {"type": "changed", "topic": "session-invitations"}
+    async with open_terminal(client, kernel, user, connection.id) as socket:
+        owner = Screen(socket)
+        await owner.until("$ ")
+        session = running_session(kernel)
+        url = f"/api/v1/sessions/active/{session.id}/invitations"
+        async with client.websocket(f"/ws/events?ticket={ticket_for(kernel, dave)}") as events:
+            assert await next_event(events) == {"type": "ready"}
+            for minutes in (0, 1441, "soon"):
+                body = {"username": "dave", "mode": "observer", "minutes": minutes}
+                response = await client.post(url, json=body, headers=user.headers)
+                assert response.status_code == 400, minutes
+            assert await invitations_of(client, dave) == []
+            body = {"username": "dave", "mode": "participant", "minutes": 5}
+            made = await client.post(url, json=body, headers=user.headers)
+            assert made.status_code == 200
+            invitation = (await made.get_json())["invitation"]
+            # the invited user's open app hears of it at once
+            assert await next_event(events) == nudge
+        lasts = parse_iso(invitation["expiresAt"]) - parse_iso(invitation["createdAt"])
+        assert lasts.total_seconds() == 300
+        assert (invitation["ownerUsername"], invitation["username"]) == ("alice", "dave")
+        assert (invitation["mode"], invitation["connectionName"]) == ("participant", "local shell")
+        assert await invitations_of(client, dave) == [invitation]
+        assert await invitations_of(client, user) == [invitation]  # the owner's own
+        assert await invitations_of(client, erin) == []
+        # kept in the database: a node that starts now (or any other node) finds it
+        again = SessionInvitations(kernel.db, kernel.events)
+        standing = await again.standing(session.id, dave.id)
+        assert standing is not None and standing.id == invitation["id"]
+
+        # only the owner revokes; once
+        revoke = f"/api/v1/sessions/invitations/{invitation['id']}"
+        for other in (dave, erin):
+            assert (await client.delete(revoke, headers=other.headers)).status_code == 404
+        assert (await client.delete(revoke, headers=user.headers)).status_code == 200
+        assert (await client.delete(revoke, headers=user.headers)).status_code == 404
+        assert await invitations_of(client, dave) == []
+        async with client.websocket(
+            join_path(session.id, ticket_for(kernel, dave), "observer")
+        ) as refused:
+            assert await Screen(refused).until_closed() == 4003
+
+        # used once: the first join takes it, a second is refused
+        made = await client.post(url, json=body, headers=user.headers)
+        second = (await made.get_json())["invitation"]
+        listed = await client.get("/api/v1/sessions/joinable", headers=dave.headers)
+        [entry] = (await listed.get_json())["sessions"]
+        assert entry["invited"] is True and entry["modes"] == ["observer", "participant"]
+        async with client.websocket(
+            join_path(session.id, ticket_for(kernel, dave), "participant")
+        ) as joined:
+            participant = Screen(joined)
+            await until_message(participant, "watch")
+            assert await invitations_of(client, dave) == []
+            async with client.websocket(
+                join_path(session.id, ticket_for(kernel, dave), "observer")
+            ) as refused:
+                assert await Screen(refused).until_closed() == 4003
+            assert await kernel.live_view.recheck() == 0  # the join it allowed stands
+            # the owner revokes it: the join it allowed ends
+            revoke = f"/api/v1/sessions/invitations/{second['id']}"
+            assert (await client.delete(revoke, headers=user.headers)).status_code == 200
+            assert await participant.until_closed() == 4003
+            assert participant.messages[-1]["reason"] == "permission_withdrawn"
+
+        # unused past its time: it cannot be used
+        made = await client.post(url, json=body, headers=user.headers)
+        third = (await made.get_json())["invitation"]
+        async with kernel.db.session() as db:
+            row = await db.get(SessionInvitation, third["id"])
+            assert row is not None
+            row.expires_at = utcnow()
+            db.add(row)
+            await db.commit()
+        assert await invitations_of(client, dave) == []
+        async with client.websocket(
+            join_path(session.id, ticket_for(kernel, dave), "participant")
+        ) as refused:
+            assert await Screen(refused).until_closed() == 4003
+        await owner.run("echo went-on-$((1+2))", "went-on-3")
+
+    invited = await audit_entries(client, admin, "session.invited")
+    assert [e["details"]["invitationId"] for e in invited] == [
+        third["id"],
+        second["id"],
+        invitation["id"],
+    ]
+    revoked = await audit_entries(client, admin, "session.invitation_revoked")
+    assert [e["details"]["invitationId"] for e in revoked] == [second["id"], invitation["id"]]
+    assert all(e["username"] == "alice" for e in revoked)
 
 
 def test_a_front_door_terminal_prints_who_joined_or_left_and_nothing_else() -> None:

@@ -15,12 +15,14 @@ from typing_extensions import TypedDict
 
 from ..closereasons import CloseReason
 from ..contract import SessionRecord
+from ..db.models.invitations import SessionInvitation
 from ..db.models.sessions import SessionCommand
 from ..errors import NotFound, PermissionDenied
 from ..guards import app_kernel, authenticated, current_caller, requires
 from ..openapi import Ok, answers
 from ..pagination import Pagination, SessionQuery, page_from
 from ..requestbody import streamed_body
+from ..services.sessions.invitations import DEFAULT_MINUTES, MAX_MINUTES
 from ..services.sessions.live_sessions import LiveSession
 from ..services.sessions.moderation import MODERATE
 from ..services.sessions.recordings import stream_plaintext
@@ -48,6 +50,12 @@ class InvitationBody(BaseModel):
     username: str = Field(min_length=1, max_length=200)
     mode: Literal["observer", "participant"] = Field(
         description="observer: read only; participant: may type too"
+    )
+    minutes: int = Field(
+        default=DEFAULT_MINUTES,
+        ge=1,
+        le=MAX_MINUTES,
+        description="how long the invitation may be used (once) before it expires",
     )
 
 
@@ -152,6 +160,39 @@ class JoinableSessions(TypedDict):
     """Running terminals the caller may join."""
 
     sessions: list[JoinableSession]
+
+
+class Invitation(TypedDict):
+    """An open invitation to join a running terminal (made to the caller, or by them)."""
+
+    id: str
+    sessionId: str
+    ownerId: str
+    ownerUsername: str
+    """The session's owner, who invited."""
+    userId: str
+    username: str
+    """The invited user."""
+    mode: str
+    """``observer`` or ``participant`` (may also join as an observer)."""
+    connectionName: str
+    protocol: str
+    createdAt: str
+    expiresAt: str
+    """Unused by then, it can no longer be used."""
+
+
+class Invitations(TypedDict):
+    """Open invitations, oldest first."""
+
+    invitations: list[Invitation]
+
+
+class InvitationMade(TypedDict):
+    """``POST /sessions/active/:id/invitations``: the new invitation."""
+
+    ok: bool
+    invitation: Invitation
 
 
 class ActiveSessions(TypedDict):
@@ -491,6 +532,26 @@ async def finalize_recording(session_id: str) -> Ok:
     return {"ok": True}
 
 
+def _invitation_json(row: SessionInvitation) -> Invitation:
+    return {
+        "id": row.id,
+        "sessionId": row.session_id,
+        "ownerId": row.owner_id,
+        "ownerUsername": row.owner_username,
+        "userId": row.user_id,
+        "username": row.username,
+        "mode": row.mode,
+        "connectionName": row.connection_name,
+        "protocol": row.protocol,
+        "createdAt": iso(row.created_at),
+        "expiresAt": iso(row.expires_at),
+    }
+
+
+def _modes(mode: str) -> list[str]:
+    return ["observer", "participant"] if mode == "participant" else ["observer"]
+
+
 def _joinable_json(session: Any, modes: list[str], invited: bool) -> JoinableSession:
     live = app_kernel().live.get(session.id)
     return {
@@ -510,17 +571,29 @@ def _joinable_json(session: Any, modes: list[str], invited: bool) -> JoinableSes
 @tag(["sessions"])
 @answers(JoinableSessions)
 async def joinable_sessions() -> dict[str, Any]:
-    """Running terminals on this node the caller may join.
+    """Running terminals the caller may join.
 
-    With ``sessions.join`` or ``sessions.moderate`` every other user's; else those the
-    caller is invited to.
+    Those the caller holds an open invitation to (on any node); with ``sessions.join``
+    or ``sessions.moderate`` also every other user's on this node.
     """
     kernel = app_kernel()
     caller = current_caller()
     found: dict[str, JoinableSession] = {}
-    for session, mode in kernel.live_view.invitations(caller.user_id):
-        modes = ["observer", "participant"] if mode == "participant" else ["observer"]
-        found[session.id] = _joinable_json(session, modes, True)
+    running = {s.id: s for s in await kernel.live.everywhere()}
+    for row in await kernel.live_view.invitations.listing(caller.user_id):
+        live = running.get(row.session_id)
+        if row.user_id != caller.user_id or live is None:
+            continue
+        found[row.session_id] = {
+            "id": row.session_id,
+            "protocol": row.protocol,
+            "userId": row.owner_id,
+            "username": row.owner_username,
+            "connectionName": row.connection_name,
+            "startedAt": iso(live.started_at),
+            "modes": _modes(row.mode),
+            "invited": True,
+        }
     if caller.can(JOIN) or caller.can(MODERATE):
         for session in kernel.live_view.joinable(caller):
             found.setdefault(
@@ -533,19 +606,55 @@ async def joinable_sessions() -> dict[str, Any]:
 @authenticated
 @tag(["sessions"])
 @validate_request(InvitationBody)
-@answers(Ok)
-async def invite_to_session(session_id: str, data: InvitationBody) -> Ok:
+@answers(InvitationMade)
+async def invite_to_session(session_id: str, data: InvitationBody) -> InvitationMade:
     """Invite a user to join one's own running terminal as an observer or a participant.
 
-    The invitation lasts until the session ends or the owner removes the user; 404 for a
-    session that is not the caller's (or not running on this node) and an unknown user.
+    The invitation is kept by the gateway (every node sees it) and used once: the
+    invited user joins within ``minutes``, until the session ends or the owner revokes
+    it or removes the user. Their ``/ws/events`` sockets get ``session-invitations``.
+    404 for a session that is not the caller's (or not running on this node) and an
+    unknown user.
     """
     kernel = app_kernel()
     caller = current_caller()
     user = await kernel.accounts.user_by_name(data.username)
     if user is None:
         raise NotFound("User not found")
-    await kernel.live_view.invite(caller, session_id, user.id, user.username, data.mode)
+    row = await kernel.live_view.invite(
+        caller, session_id, user.id, user.username, data.mode, data.minutes
+    )
+    return {"ok": True, "invitation": _invitation_json(row)}
+
+
+@blueprint.get("/sessions/invitations")
+@authenticated
+@tag(["sessions"])
+@answers(Invitations)
+async def list_invitations() -> Invitations:
+    """The open invitations made to the caller or by them, to terminals still running.
+
+    Open: not used, revoked or expired. The app fetches this when ``/ws/events`` says
+    ``session-invitations`` and offers to join.
+    """
+    kernel = app_kernel()
+    caller = current_caller()
+    running = {s.id for s in await kernel.live.everywhere()}
+    rows = await kernel.live_view.invitations.listing(caller.user_id)
+    return {"invitations": [_invitation_json(r) for r in rows if r.session_id in running]}
+
+
+@blueprint.delete("/sessions/invitations/<invitation_id>")
+@authenticated
+@tag(["sessions"])
+@answers(Ok)
+async def revoke_invitation(invitation_id: str) -> Ok:
+    """Revoke one's own invitation: it can no longer be used, and a join it allowed ends.
+
+    404 for another user's invitation and one already revoked; audited
+    ``session.invitation_revoked``.
+    """
+    await app_kernel().live_view.revoke_invitation(current_caller(), invitation_id)
     return {"ok": True}
 
 

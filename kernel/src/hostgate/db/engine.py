@@ -21,7 +21,7 @@ from .changes import change_probe
 log = logging.getLogger("hostgate.db")
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0015_action_rights"
+HEAD_REVISION = "0016_session_invitations"
 """The newest migration; a test holds it to Alembic's head. A database already at it
 is not handed to Alembic at start-up: importing Alembic and loading its scripts cost
 more than the rest of a start's database work."""

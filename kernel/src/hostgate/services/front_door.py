@@ -617,10 +617,12 @@ class FrontDoor:
         command: str | None = None,
         details: Mapping[str, Any] | None = None,
         agent_path: str | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> DoorSession:
         """Open a shell, or run ``command``, on a connection the caller may use.
 
         ``agent_path``: the client's forwarded ssh-agent, offered to the server's session.
+        ``notice``: lines for the user while it opens (a command held for approval).
         """
         row = await self.resolve(caller, connection)
         spec = self.protocols.get(row.protocol)
@@ -641,7 +643,9 @@ class FrontDoor:
             raise PermissionDenied(
                 "This connection needs a moderator: commands run only in a shell a moderator joins"
             )
-        admission = Admission(caller=caller, spec=spec, target=target, details=dict(details or {}))
+        admission = Admission(
+            caller=caller, spec=spec, target=target, details=dict(details or {}), notice=notice
+        )
         shape = TerminalSize() if size is None else TerminalSize(cols=size[0], rows=size[1])
         session = await self.terminal_sessions.open_terminal(
             admission, shape, command=command, pty=size is not None

@@ -436,10 +436,15 @@ class DoorConnection(asyncssh.SSHServer):
         with contextlib.suppress(Exception):
             process.exit(code)
 
-    async def _say(self, process: asyncssh.SSHServerProcess[bytes], message: str) -> None:
+    def _tell(self, process: asyncssh.SSHServerProcess[bytes], message: str) -> None:
+        """One ``hostgate:`` line on the client's stderr now (while a session opens)."""
         eol = "\r\n" if process.get_terminal_type() else "\n"
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # the client may have gone
             process.stderr.write(f"hostgate: {message}{eol}".encode())
+
+    async def _say(self, process: asyncssh.SSHServerProcess[bytes], message: str) -> None:
+        self._tell(process, message)
+        with contextlib.suppress(Exception):
             await process.stderr.drain()
 
     async def audit_refusal(self, message: str, ref: str) -> None:
@@ -537,6 +542,7 @@ class DoorConnection(asyncssh.SSHServer):
                 command=process.command,
                 details=self.details(),
                 agent_path=forwarded,
+                notice=lambda message: self._tell(process, message),
             )
         except ApiError as refused:
             return await self._refused(process, refused.message, target)

@@ -2,9 +2,10 @@
 
 Two browser contexts on one gateway (shared by the module):
 
-- alice invites bob from her terminal tab's participants strip; bob joins from Live
-  sessions as a participant and types into her shell; alice sees him in the strip and
-  removes him, and his view says so; every step is in the audit log;
+- alice invites bob from her terminal tab's participants strip; bob's open app says so
+  at once (a notice with "Join", fed by /ws/events) and Live sessions lists it; he
+  joins from the notice as a participant and types into her shell; alice sees him in
+  the strip and removes him, and his view says so; every step is in the audit log;
 - alice ticks "Require a moderator" in the connection form: her terminal waits, input
   held, until mia (``sessions.moderate``) joins; when mia leaves it is paused.
 """
@@ -67,24 +68,34 @@ def test_the_owner_invites_a_participant_who_types_then_removes_him(
     tab = page.get_by_role("region", name="Terminal lab-ssh")
     run(page, screen, "echo before-$((2*21))", "before-42")
 
-    # alice invites bob from her tab
-    tab.get_by_role("button", name="People").click()
-    strip = tab.get_by_role("region", name="Participants of lab-ssh")
-    strip.get_by_role("button", name="Invite…").click()
-    strip.get_by_label("User").fill("bob")
-    strip.get_by_label("As").select_option("participant")
-    strip.get_by_role("button", name="Invite", exact=True).click()
-    expect(strip.get_by_role("status")).to_contain_text("bob is invited as participant")
-
     context, bob = second_page(browser, gateway, "bob")
     try:
+        # bob's app is open before he is invited
         bob.goto(f"{gateway.url}/sessions/live")
+        expect(bob.get_by_text("No session is open right now.")).to_be_visible()
+        notices = bob.get_by_role("region", name="Invitations to join a session")
+        expect(notices).to_have_count(0)
+
+        # alice invites bob from her tab
+        tab.get_by_role("button", name="People").click()
+        strip = tab.get_by_role("region", name="Participants of lab-ssh")
+        strip.get_by_role("button", name="Invite…").click()
+        strip.get_by_label("User").fill("bob")
+        strip.get_by_label("As").select_option("participant")
+        strip.get_by_role("button", name="Invite", exact=True).click()
+        expect(strip.get_by_role("status")).to_contain_text("bob is invited as participant")
+
+        # bob's open app says so at once (/ws/events), with Join; Live sessions lists it too
+        expect(notices).to_contain_text(
+            "alice invites you to join their SSH session on lab-ssh as a participant"
+        )
         joinable = bob.get_by_role("region", name="Terminals you can join")
         expect(joinable).to_contain_text("alice on lab-ssh")
         expect(joinable.get_by_role("link")).to_have_count(2)  # observer and participant
         screens.check(bob, "sessions-joinable")
-        joinable.get_by_role("link", name="Join as participant: alice's session on lab-ssh").click()
+        notices.get_by_role("link", name="Join alice's session on lab-ssh").click()
         expect(bob.get_by_role("status").filter(has_text="you may type")).to_be_visible()
+        expect(notices).to_have_count(0)  # used: no longer offered
         mirror = bob.get_by_role("region", name="Live view of alice's session on lab-ssh")
         expect(mirror).to_contain_text("before-42")
 

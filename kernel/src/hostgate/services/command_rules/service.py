@@ -5,7 +5,8 @@ change is in force at the very next Enter of every open session. A command held 
 an ``approve`` rule waits in memory on the node that holds the session, until an
 approver (``access.approve`` or ``sessions.moderate``, never the user who typed it)
 allows or denies it, or until ``command_rules.approval_timeout`` seconds pass; it is
-then refused.
+then refused. With several nodes every node lists the others' held commands and
+sends a decision made there to the holder (``elsewhere.py``, the cluster bus).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from ...errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ...pagination import Page
 from ...safe_regex import PatternError
 from ...timefmt import utcnow
+from .elsewhere import HeldElsewhere
 from .matching import ACTIONS, MATCHES, Decision, Rule, Scope, decide, ordered
 
 if TYPE_CHECKING:
+    from ...cluster.bus import Bus
     from ...db.engine import Database
     from ...db.readcache import ReadCache
     from ...principals import Caller
@@ -132,6 +135,7 @@ class CommandRules:
         audit: AuditLog,
         events: UserEvents,
         settings: Settings,
+        bus: Bus | None = None,
     ) -> None:
         self.db = db
         self.readcache = readcache
@@ -139,6 +143,8 @@ class CommandRules:
         self.events = events
         self.settings = settings
         self._held: dict[str, Held] = {}
+        self.elsewhere = HeldElsewhere(bus, self._decided_elsewhere) if bus is not None else None
+        """The other nodes' held commands (several nodes), or None."""
 
     # -- reading ----------------------------------------------------------------------
 
@@ -292,6 +298,8 @@ class CommandRules:
             decided=asyncio.get_running_loop().create_future(),
         )
         self._held[held.id] = held
+        if self.elsewhere is not None:
+            self.elsewhere.held(held)
         await self.audit.record(
             "session.command_held",
             actor=caller,
@@ -305,8 +313,9 @@ class CommandRules:
     def held(self, caller: Caller) -> list[Held]:
         """The commands waiting now: every one for an approver, else the caller's own."""
         everyone = any(caller.can(name) for name in APPROVERS)
+        waiting = [*self._held.values(), *(self.elsewhere.all() if self.elsewhere else [])]
         return sorted(
-            (h for h in self._held.values() if everyone or h.user_id == caller.user_id),
+            (h for h in waiting if everyone or h.user_id == caller.user_id),
             key=lambda h: h.created_at,
         )
 
@@ -315,11 +324,17 @@ class CommandRules:
         if not any(caller.can(name) for name in APPROVERS):
             raise PermissionDenied(f"Insufficient permissions: requires {' or '.join(APPROVERS)}")
         held = self._held.get(held_id)
+        here = held is not None
+        if held is None and self.elsewhere is not None:
+            held = self.elsewhere.get(held_id)
         if held is None:
             raise NotFound("No such command is waiting (it was decided, withdrawn or expired)")
         if held.user_id == caller.user_id:
             raise PermissionDenied("You cannot approve or deny your own command")
-        self._settle(held, approve, caller.username)
+        if here:
+            self._settle(held, approve, caller.username)
+        elif self.elsewhere is not None:  # another node holds it: the decision goes there
+            self.elsewhere.decide(held, approve, caller.username)
         await self.audit.record(
             "session.command_approved" if approve else "session.command_denied",
             actor=caller,
@@ -336,8 +351,15 @@ class CommandRules:
         if not held.decided.done():
             self._settle(held, False, "")
 
+    def _decided_elsewhere(self, held_id: str, approve: bool, by: str) -> None:
+        """An approver on another node decided a command this node holds."""
+        held = self._held.get(held_id)
+        if held is not None:
+            self._settle(held, approve, by)
+
     def _settle(self, held: Held, approve: bool, by: str) -> None:
-        self._held.pop(held.id, None)
+        if self._held.pop(held.id, None) is not None and self.elsewhere is not None:
+            self.elsewhere.settled(held.id)
         if not held.decided.done():
             held.decided.set_result((approve, by))
         self._nudge(held)
@@ -350,6 +372,8 @@ class CommandRules:
         """Refuse everything still held (the gateway stops)."""
         for held in list(self._held.values()):
             self._settle(held, False, "")
+        if self.elsewhere is not None:
+            await self.elsewhere.drain()
 
 
 def _audit(row: CommandRule) -> dict[str, Any]:

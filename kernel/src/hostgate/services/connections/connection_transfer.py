@@ -6,7 +6,7 @@ The document::
      "groups": [{"id", "name", "parentId", "sortOrder", "owner"}],
      "connections": [{"id", "name", "protocol", "host", "port", "username", "groupId",
                       "tags", "shared", "skipCertValidation", "sortOrder", "extraConfig",
-                      "owner", "jumpHostId"}],
+                      "owner", "jumpHostId", "approvalRequired", "moderation", "actions"}],
      "secrets": {...}}                      # only when exported with secrets
 
 ``secrets`` is never plaintext: it is AES-256-GCM under a key derived from a
@@ -16,6 +16,9 @@ secrets) is a subset of this document and imports as it is.
 
 ``jumpHostId`` names another connection of the document (linked to its new copy) or
 one already stored (kept when the importing caller may use it as a jump host).
+``approvalRequired``, ``moderation`` (``none``/``required``) and ``actions`` (every
+per-action switch) are the guard rails of ``PUT /connections/:id``; a document
+without them (an older export, Gatwy's) imports with the defaults.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from sqlmodel import col, select
 
+from ... import rights
 from ...db.models.connections import Connection, ConnectionGroup
 from ...db.models.identity import User
 from ...errors import ApiError, InvalidInput, PermissionDenied, Unprocessable
@@ -56,7 +60,8 @@ MIN_PASSPHRASE = 8
 MAX_ITEMS = 10_000
 CONNECTION_KEYS = (
     "name", "protocol", "host", "port", "username", "tags", "shared",
-    "skipCertValidation", "sortOrder", "extraConfig",
+    "skipCertValidation", "sortOrder", "extraConfig", "approvalRequired", "moderation",
+    "actions",
 )  # fmt: skip
 
 
@@ -167,7 +172,8 @@ class ConnectionTransfer:
                  "tags": list(c.tags or []), "shared": c.shared,
                  "skipCertValidation": c.skip_cert_validation, "sortOrder": c.sort_order,
                  "extraConfig": dict(c.extra_config or {}), "owner": users.get(c.owner_id, ""),
-                 "jumpHostId": c.jump_host_id}
+                 "jumpHostId": c.jump_host_id, "approvalRequired": c.approval_required,
+                 "moderation": c.moderation, "actions": rights.connection_actions(c.actions)}
             )  # fmt: skip
             if passphrase is not None:
                 entry = {

@@ -252,7 +252,8 @@ async def check_whole_command(rules: CommandRules, admission: Admission, command
     """A command run without a shell (front-door ``exec``), checked whole before it opens.
 
     ``block`` and a refused ``approve`` raise PermissionDenied naming the rule; an
-    ``approve`` waits for an approver (up to the timeout); ``alert`` is audited.
+    ``approve`` waits for an approver (up to the timeout), told to the user at once
+    through ``admission.notice``; ``alert`` is audited.
     """
     caller, target = admission.caller, admission.target
     scope = await rules.scope(target.connection_id, caller.role_id)
@@ -286,6 +287,12 @@ async def check_whole_command(rules: CommandRules, admission: Admission, command
         connection_name=target.name,
         decision=decision,
     )
+    if admission.notice is not None:
+        seconds = (held.expires_at - held.created_at).total_seconds()
+        admission.notice(
+            f"Command held for approval by rule {decision.rule.name!r}: waiting up to"
+            f" {seconds:g} s for an approver"
+        )
     try:
         approved, by = await held.decided
     finally:

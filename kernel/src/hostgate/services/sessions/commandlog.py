@@ -297,6 +297,9 @@ class CommandTracker:
         self._candidate = None
         if self._password:
             self._password = False
+            # the prompt's line ended: answered by the keys, or by the gateway itself
+            # (a telnet login), whose answer never passes through input()
+            self._capturing = False
             if self._armed:
                 self._store_pending()
                 now = self._clock()

@@ -52,6 +52,9 @@ class Admission:
     details: Mapping[str, Any] = field(default_factory=dict)
     """Extra fields for the ``connection.session_started`` entry (the SSH front door's
     ``via``, client address and key fingerprint)."""
+    notice: Callable[[str], None] | None = None
+    """Tells the user something while the session opens (the front door's stderr): a
+    front-door ``exec`` held by a command rule says that it waits, and how long."""
 
 
 def close_code_for(error: ApiError) -> int:

@@ -36,12 +36,15 @@ from ...db.types import new_id
 from ...errors import InvalidInput, NotFound, PermissionDenied
 from ...principals import ClientInfo
 from ...tasks import Rerun, cancel_and_wait
+from ...timefmt import iso
 from .interactive_terminal import TerminalSession
+from .invitations import DEFAULT_MINUTES, SessionInvitations
 from .live_sessions import USER_DELETED, LiveSession
 from .moderation import MODERATE, Moderation
 from .terminal_screen import repaint
 
 if TYPE_CHECKING:
+    from ...db.models.invitations import SessionInvitation
     from ..audit.audit import AuditLog
     from ..identity.identity import Caller, Identity
     from ..lifecycle import Lifecycle
@@ -102,13 +105,20 @@ class Watch(Watching):
     """One viewer of one terminal session."""
 
     def __init__(
-        self, service: LiveView, caller: Caller, session: TerminalSession, mode: str = WATCH
+        self,
+        service: LiveView,
+        caller: Caller,
+        session: TerminalSession,
+        mode: str = WATCH,
+        invitation_id: str = "",
     ) -> None:
         self.id = new_id()
         self.service = service
         self.caller = caller
         self.session = session
         self.mode = mode
+        self.invitation_id = invitation_id
+        """The invitation this join used (empty: a permission allowed it)."""
         self.removed_by = ""
         """Who removed the joiner from the session (the owner), else empty."""
         self.closing: Closing | None = None
@@ -223,6 +233,7 @@ class LiveView:
         live: LiveSessions,
         identity: Identity,
         lifecycle: Lifecycle,
+        invitations: SessionInvitations,
         recent_bytes: int = 64 * 1024,
     ) -> None:
         self.audit = audit
@@ -233,8 +244,8 @@ class LiveView:
         self._watches: dict[str, list[Watch]] = {}
         self.moderation = Moderation()
         """Holds and opens the input of sessions that need a moderator."""
-        self._invited: dict[str, dict[str, str]] = {}
-        """Invitations by the sessions' owners: session id -> user id -> mode."""
+        self.invitations = invitations
+        """The owners' invitations (in the database: every node sees them)."""
         self._viewing: dict[str, Watching] = {}
         """The watches whose viewer is on this node (local or relayed), by id."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -270,9 +281,8 @@ class LiveView:
             raise NotFound("Session not found or not running on this gateway")
         if not isinstance(session, TerminalSession) or session.terminal is None:
             raise NotFound("Only terminal sessions (SSH, telnet) can be watched")
-        if mode != WATCH:
-            self._check_join(caller, session, mode)
-        watch = Watch(self, caller, session, mode)
+        invitation_id = await self._check_join(caller, session, mode) if mode != WATCH else ""
+        watch = Watch(self, caller, session, mode, invitation_id)
         self.tap(watch)
         self._viewing[watch.id] = watch
         self.live.add(
@@ -302,15 +312,21 @@ class LiveView:
 
     # -- joining ---------------------------------------------------------------------
 
-    def _check_join(self, caller: Caller, session: TerminalSession, mode: str) -> None:
-        """403 unless ``caller`` may join ``session`` as ``mode``."""
+    async def _check_join(self, caller: Caller, session: TerminalSession, mode: str) -> str:
+        """403 unless ``caller`` may join ``session`` as ``mode``; the invitation used, if any.
+
+        A permission needs no invitation; an invitation is used up by the join.
+        """
         if session.caller.user_id == caller.user_id:
             raise InvalidInput("This is your own session: open it from your terminal tabs")
         if caller.can(JOIN) or caller.can(MODERATE):
-            return
-        invited = self._invited.get(session.id, {}).get(caller.user_id)
-        if invited in (PARTICIPANT, mode):
-            return
+            return ""
+        standing = await self.invitations.standing(session.id, caller.user_id)
+        invited = standing.mode if standing is not None else None
+        if standing is not None and invited in (PARTICIPANT, mode):
+            if await self.invitations.use(standing):
+                return standing.id
+            invited = None  # taken by another join at the same moment
         raise PermissionDenied(
             f"Insufficient permissions: requires {JOIN}, {MODERATE} or an invitation from the"
             " session's owner" + (" to take part" if invited == OBSERVER else "")
@@ -329,16 +345,34 @@ class LiveView:
         return session
 
     async def invite(
-        self, caller: Caller, session_id: str, user_id: str, username: str, mode: str
-    ) -> None:
-        """The owner invites a user to join as ``mode`` (until the session ends); audited."""
+        self,
+        caller: Caller,
+        session_id: str,
+        user_id: str,
+        username: str,
+        mode: str,
+        minutes: int = DEFAULT_MINUTES,
+    ) -> SessionInvitation:
+        """The owner invites a user to join as ``mode``: once, within ``minutes``; audited.
+
+        The invited user's ``/ws/events`` sockets are nudged (``session-invitations``).
+        """
         if mode not in (OBSERVER, PARTICIPANT):
             raise InvalidInput(f"mode must be {OBSERVER} or {PARTICIPANT}")
         session = self._own_session(caller, session_id)
         if user_id == caller.user_id:
             raise InvalidInput("You cannot invite yourself")
-        self._invited = {key: value for key, value in self._invited.items() if self._live(key)}
-        self._invited.setdefault(session.id, {})[user_id] = mode
+        invitation = await self.invitations.create(
+            session_id=session.id,
+            owner_id=caller.user_id,
+            owner_username=caller.username,
+            user_id=user_id,
+            username=username,
+            mode=mode,
+            connection_name=session.target.name,
+            protocol=session.protocol,
+            minutes=minutes,
+        )
         await self.audit.record(
             "session.invited",
             actor=caller,
@@ -348,18 +382,38 @@ class LiveView:
                 "userId": user_id,
                 "username": username,
                 "mode": mode,
+                "invitationId": invitation.id,
+                "expiresAt": iso(invitation.expires_at),
             },
         )
+        return invitation
 
-    def invitations(self, user_id: str) -> list[tuple[TerminalSession, str]]:
-        """The running sessions ``user_id`` is invited to, each with the mode."""
-        found = []
-        for session_id, invited in self._invited.items():
-            mode = invited.get(user_id)
-            session = self.terminal_sessions.get(session_id)
-            if mode and isinstance(session, TerminalSession) and not session.ended:
-                found.append((session, mode))
-        return found
+    async def revoke_invitation(self, caller: Caller, invitation_id: str) -> SessionInvitation:
+        """The owner revokes an invitation (a join it allowed ends too); audited.
+
+        404 for another user's invitation and for one already revoked.
+        """
+        invitation = await self.invitations.owned(caller.user_id, invitation_id)
+        if not await self.invitations.revoke(invitation):
+            raise NotFound("Invitation not found")
+        if invitation.used_at is not None:
+            self.live.access_changed()  # the node holding the join ends it
+        await self.audit.record(
+            "session.invitation_revoked",
+            actor=caller,
+            target=invitation.connection_name,
+            details={
+                "sessionId": invitation.session_id,
+                "protocol": invitation.protocol,
+                "ownerId": invitation.owner_id,
+                "ownerUsername": invitation.owner_username,
+                "userId": invitation.user_id,
+                "username": invitation.username,
+                "mode": invitation.mode,
+                "invitationId": invitation.id,
+            },
+        )
+        return invitation
 
     def joinable(self, caller: Caller) -> list[TerminalSession]:
         """The running terminals of this node ``caller`` could join with ``sessions.join``."""
@@ -383,10 +437,6 @@ class LiveView:
     def _moderator(watch: Watch) -> bool:
         return watch.mode != WATCH and watch.caller.can(MODERATE)
 
-    def _live(self, session_id: str) -> bool:
-        session = self.terminal_sessions.get(session_id)
-        return session is not None and not session.ended
-
     async def remove(self, caller: Caller, session_id: str, user_id: str) -> int:
         """The owner removes a joiner (every watch of theirs, and their invitation); audited.
 
@@ -394,7 +444,8 @@ class LiveView:
         invited. A viewer watching with ``sessions.view_any`` is not the owner's to remove.
         """
         session = self._own_session(caller, session_id)
-        invited = self._invited.get(session.id, {}).pop(user_id, None)
+        revoked = await self.invitations.revoke_for(session.id, user_id)
+        invited = revoked[-1].mode if revoked else None
         chosen = [
             w
             for w in self._watches.get(session.id, [])
@@ -492,7 +543,7 @@ class LiveView:
         Read now, as a terminal session re-checks its user: the user, the login
         session (or API token) and ``sessions.view_any`` (a token's: as cut down by
         the owner's role); for a watch that ``joined`` the session instead,
-        ``sessions.join``, ``sessions.moderate`` or a standing invitation.
+        ``sessions.join``, ``sessions.moderate`` or the invitation it used, not revoked.
         """
         identity = self.identity
         login = caller.login_session_id
@@ -504,12 +555,11 @@ class LiveView:
         if login is not None and not await identity.check_login_session(login):
             return "Session has been revoked", CloseReason.REVOKED
         if joined is not None and joined.mode != WATCH:
-            invited = self._invited.get(joined.session.id, {}).get(caller.user_id)
-            if not (
-                current.can(JOIN) or current.can(MODERATE) or invited in (PARTICIPANT, joined.mode)
-            ):
-                return JOIN_WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
-            return None
+            if current.can(JOIN) or current.can(MODERATE):
+                return None
+            if joined.invitation_id and not await self.invitations.revoked(joined.invitation_id):
+                return None
+            return JOIN_WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
         if not current.can(VIEW_ANY):
             return WITHDRAWN, CloseReason.PERMISSION_WITHDRAWN
         return None

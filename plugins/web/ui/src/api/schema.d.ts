@@ -1750,8 +1750,11 @@ export interface paths {
         put?: never;
         /**
          * Invite a user to join one's own running terminal as an observer or a participant.
-         * @description The invitation lasts until the session ends or the owner removes the user; 404 for a
-         *     session that is not the caller's (or not running on this node) and an unknown user.
+         * @description The invitation is kept by the gateway (every node sees it) and used once: the
+         *     invited user joins within ``minutes``, until the session ends or the owner revokes
+         *     it or removes the user. Their ``/ws/events`` sockets get ``session-invitations``.
+         *     404 for a session that is not the caller's (or not running on this node) and an
+         *     unknown user.
          */
         post: operations["post_invite_to_session"];
         delete?: never;
@@ -1781,6 +1784,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sessions/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The open invitations made to the caller or by them, to terminals still running.
+         * @description Open: not used, revoked or expired. The app fetches this when ``/ws/events`` says
+         *     ``session-invitations`` and offers to join.
+         */
+        get: operations["get_list_invitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one's own invitation: it can no longer be used, and a join it allowed ends.
+         * @description 404 for another user's invitation and one already revoked; audited
+         *     ``session.invitation_revoked``.
+         */
+        delete: operations["delete_revoke_invitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sessions/joinable": {
         parameters: {
             query?: never;
@@ -1789,9 +1834,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Running terminals on this node the caller may join.
-         * @description With ``sessions.join`` or ``sessions.moderate`` every other user's; else those the
-         *     caller is invited to.
+         * Running terminals the caller may join.
+         * @description Those the caller holds an open invitation to (on any node); with ``sessions.join``
+         *     or ``sessions.moderate`` also every other user's on this node.
          */
         get: operations["get_joinable_sessions"];
         put?: never;
@@ -3258,6 +3303,51 @@ export interface components {
             elapsed: number;
             /** Event Type */
             event_type: string;
+        };
+        /**
+         * Invitation
+         * @description An open invitation to join a running terminal (made to the caller, or by them).
+         */
+        Invitation: {
+            /** Connectionname */
+            connectionName: string;
+            /** Createdat */
+            createdAt: string;
+            /** Expiresat */
+            expiresAt: string;
+            /** Id */
+            id: string;
+            /** Mode */
+            mode: string;
+            /** Ownerid */
+            ownerId: string;
+            /** Ownerusername */
+            ownerUsername: string;
+            /** Protocol */
+            protocol: string;
+            /** Sessionid */
+            sessionId: string;
+            /** Userid */
+            userId: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * InvitationMade
+         * @description ``POST /sessions/active/:id/invitations``: the new invitation.
+         */
+        InvitationMade: {
+            invitation: components["schemas"]["Invitation"];
+            /** Ok */
+            ok: boolean;
+        };
+        /**
+         * Invitations
+         * @description Open invitations, oldest first.
+         */
+        Invitations: {
+            /** Invitations */
+            invitations: components["schemas"]["Invitation"][];
         };
         /**
          * InviteFor
@@ -12984,6 +13074,12 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * Minutes
+                     * @description how long the invitation may be used (once) before it expires
+                     * @default 30
+                     */
+                    minutes?: number;
+                    /**
                      * Mode
                      * @description observer: read only; participant: may type too
                      * @enum {string}
@@ -13001,7 +13097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Ok"];
+                    "application/json": components["schemas"]["InvitationMade"];
                 };
             };
             /** @description Malformed or invalid input */
@@ -13121,6 +13217,103 @@ export interface operations {
             };
         };
     };
+    get_list_invitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The open invitations made to the caller or by them, to terminals still running. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitations"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_revoke_invitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoke one's own invitation: it can no longer be used, and a join it allowed ends. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_joinable_sessions: {
         parameters: {
             query?: never;
@@ -13130,7 +13323,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Running terminals on this node the caller may join. */
+            /** @description Running terminals the caller may join. */
             200: {
                 headers: {
                     [name: string]: unknown;

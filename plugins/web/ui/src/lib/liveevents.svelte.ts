@@ -6,6 +6,7 @@ import type { AccessRequest } from "./accessrequests";
 import { eventsUrl, liveRetryDelay, parseLiveFrame } from "./livechannel";
 import type { HeldCommand } from "../screens/admin/commandrules/commandrules";
 import { approvesCommands } from "./heldcommands";
+import type { Invitation } from "./invitations";
 import { can, session } from "./session.svelte";
 
 export const live = $state({
@@ -17,6 +18,8 @@ export const live = $state({
   heldCommands: 0,
   /** Commands held for approval, for those who may decide them; else 0. */
   held: 0,
+  /** Open invitations to join a live terminal, made to this user or by them (GET /sessions/invitations). */
+  invitations: [] as Invitation[],
 });
 
 let socket: WebSocket | null = null;
@@ -51,6 +54,14 @@ async function countHeld(): Promise<void> {
   }
 }
 
+async function fetchInvitations(): Promise<void> {
+  try {
+    live.invitations = (await call<{ invitations: Invitation[] }>(api.GET("/api/v1/sessions/invitations"))).invitations;
+  } catch {
+    // the notices keep what they showed; the next change asks again
+  }
+}
+
 async function open(): Promise<void> {
   if (!running) return;
   let ticket: string;
@@ -72,6 +83,9 @@ async function open(): Promise<void> {
       void countWaiting();
       live.heldCommands += 1;
       void countHeld();
+      void fetchInvitations();
+    } else if (frame === "session-invitations") {
+      void fetchInvitations();
     } else if (frame === "held-commands") {
       live.heldCommands += 1;
       void countHeld();
@@ -107,5 +121,6 @@ export function startLiveEvents(): () => void {
     current?.close(1000, "Signed out");
     live.waiting = 0;
     live.held = 0;
+    live.invitations = [];
   };
 }
