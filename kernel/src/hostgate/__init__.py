@@ -83,6 +83,7 @@ from .descriptors import (
     LoginMethod,
     NotificationMessage,
     ProtocolSpec,
+    SecondFactor,
     SettingSpec,
 )
 from .errors import (
@@ -109,6 +110,7 @@ from .guards import (
     current_caller,
     current_kernel,
     interactive,
+    onboarding,
     public,
     request_client,
     requires,
@@ -255,6 +257,7 @@ __all__ = [
     "SESSION_COOKIE",
     "RecordableStream",
     "SessionClosed",
+    "SecondFactor",
     "SettingSpec",
     "Stream",
     "StreamRecorder",
@@ -268,6 +271,7 @@ __all__ = [
     "as_utc",
     "new_id",
     "authenticated",
+    "onboarding",
     "interactive",
     "check_login_name",
     "validate_host",

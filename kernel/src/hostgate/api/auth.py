@@ -171,7 +171,11 @@ async def providers() -> dict[str, Any]:
 @tag(["auth"])
 @answers(Session | MfaChallenge, errors=(401, 403, 429))
 async def login(data: LoginBody) -> Response:
-    """Local password login: a session, or ``mfaRequired`` with an ``mfaToken``."""
+    """Local password login: a session, or ``mfaRequired`` with an ``mfaToken``.
+
+    The second step is due with TOTP on, or, in a role that requires two-step
+    verification, with a pack's step (a passkey); ``mfaMethods`` lists the steps offered.
+    """
     kernel = app_kernel()
     outcome = await kernel.logins.login_local(
         data.username, data.password, request_client(), request.cookies.get(TRUSTED_DEVICE_COOKIE)
@@ -181,7 +185,12 @@ async def login(data: LoginBody) -> Response:
     assert outcome.challenge is not None
     challenge = outcome.challenge
     return jsonify(
-        {"mfaRequired": True, "mfaToken": challenge.token, "mfaMethod": challenge.method}
+        {
+            "mfaRequired": True,
+            "mfaToken": challenge.token,
+            "mfaMethod": challenge.method,
+            "mfaMethods": list(challenge.methods),
+        }
     )
 
 
