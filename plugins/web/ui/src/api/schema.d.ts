@@ -284,7 +284,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Local password login: a session, or ``mfaRequired`` with an ``mfaToken``. */
+        /**
+         * Local password login: a session, or ``mfaRequired`` with an ``mfaToken``.
+         * @description The second step is due with TOTP on, or, in a role that requires two-step
+         *     verification, with a pack's step (a passkey); ``mfaMethods`` lists the steps offered.
+         */
         post: operations["post_login"];
         delete?: never;
         options?: never;
@@ -337,6 +341,51 @@ export interface paths {
         put?: never;
         /** Verify an assertion and log in: the same body and cookie as a local login. */
         post: operations["post_passkey_login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/login/passkey/mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify an assertion as the second step; the session, as after a TOTP code.
+         * @description 401 ``invalid_mfa_token`` (token unknown, expired, used, no passkey offered) or
+         *     ``passkey_failed`` (challenge unknown, used or of another sign-in; a passkey not the
+         *     pending user's; a signature or counter that does not verify); 429 past 5 attempts
+         *     in 5 minutes or while the account is locked. ``auth.login`` records
+         *     ``secondFactor: passkey``.
+         */
+        post: operations["post_second_step"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/login/passkey/mfa/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Options for ``navigator.credentials.get`` offering the pending user's passkeys.
+         * @description 401 ``invalid_mfa_token`` when the token is unknown, expired, used or did not offer
+         *     a passkey. Counts no attempt; the challenge is good for this pending sign-in only.
+         */
+        post: operations["post_second_step_options"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3459,11 +3508,16 @@ export interface components {
         };
         /**
          * MfaChallenge
-         * @description The password was right; the TOTP step follows with ``mfaToken``.
+         * @description The password was right; a second step follows with ``mfaToken``.
+         *
+         *     ``mfaMethods``: the steps the account may answer with (``totp`` at
+         *     ``/auth/login/mfa``, ``passkey`` at ``/auth/login/passkey/mfa``); ``mfaMethod`` is the first.
          */
         MfaChallenge: {
             /** Mfamethod */
             mfaMethod: string;
+            /** Mfamethods */
+            mfaMethods: string[];
             /** Mfarequired */
             mfaRequired: boolean;
             /** Mfatoken */
@@ -5973,6 +6027,160 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_second_step: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Challengeid */
+                    challengeId: string;
+                    /** Mfatoken */
+                    mfaToken: string;
+                    /** Response */
+                    response: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Verify an assertion as the second step; the session, as after a TOTP code. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_second_step_options: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Mfatoken */
+                    mfaToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Options for ``navigator.credentials.get`` offering the pending user's passkeys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Challenge"];
                 };
             };
             /** @description Malformed or invalid input */
