@@ -108,7 +108,9 @@ async def test_a_passkey_satisfies_the_requirement_and_is_the_step_after_the_pas
     session = await signed.get_json()
     assert session["user"]["username"] == "alice"
     assert "hostgate_token=" in signed.headers["Set-Cookie"]
-    works = await client.get(f"{API}/connections", headers={"Authorization": f"Bearer {session['token']}"})
+    works = await client.get(
+        f"{API}/connections", headers={"Authorization": f"Bearer {session['token']}"}
+    )
     assert works.status_code == 200
     login = (await audit_details(kernel, "auth.login"))[-1]
     assert login["method"] == "local" and login["mfa"] is True
