@@ -15,6 +15,7 @@ from hostgate import NotAuthenticated, PermissionDenied
 from hostgate.db.models.audit import AuditEntry
 from hostgate.services.identity import identity as identity_module
 from sqlmodel import select
+
 from testsupport.fixtures import PASSWORD
 
 from .conftest import ORIGIN, Authenticator, Passkeys
