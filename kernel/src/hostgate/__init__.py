@@ -122,7 +122,7 @@ from .loginnames import LOGIN_NAME_PATTERN, check_login_name
 from .markers import hookimpl, hookspec
 from .openapi import ErrorBody, MfaChallenge, Ok, Session, Success, Unset, answers, listed_in
 from .pagination import ID_MAX, FilterQuery, Page, PageQuery, Pagination, page_from
-from .principals import Caller, ClientInfo, IssuedSession, SignedIn
+from .principals import Caller, ClientInfo, IssuedSession, LoginOutcome, SecondStepDue, SignedIn
 from .rights import ACTIONS as RIGHT_ACTIONS
 from .rights import ActionDenied
 from .rights import reason as action_reason
@@ -131,6 +131,7 @@ from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,
+    login_response,
     request_is_secure,
     set_session_cookie,
     set_trusted_device_cookie,
@@ -240,6 +241,8 @@ __all__ = [
     "NotificationMessage",
     "IssuedSession",
     "SignedIn",
+    "LoginOutcome",
+    "SecondStepDue",
     "DuplicateCredential",
     "PayloadTooLarge",
     "PermissionDenied",
@@ -289,6 +292,7 @@ __all__ = [
     "requires",
     "set_session_cookie",
     "signed_in_response",
+    "login_response",
     "set_trusted_device_cookie",
     "ticket",
     "utcnow",

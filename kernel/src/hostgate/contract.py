@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from .errors import NotAuthenticated
-    from .principals import Caller, ClientInfo, SignedIn
+    from .principals import Caller, ClientInfo, LoginOutcome, SignedIn
 
 T = TypeVar("T")
 
@@ -318,6 +318,25 @@ class LoginsAPI(Protocol):
         role_name: str | None = None,
     ) -> Account:
         """The local user for an external identity, created on first login."""
+
+    async def after_first_factor(
+        self,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+        device: str | None = None,
+    ) -> LoginOutcome:
+        """A login method's first factor checked out: a session, or the second step due.
+
+        Call it instead of ``complete_login`` once the credential is verified (a
+        directory bind, an SSO callback): the same decision as the local password
+        login. ``challenge`` (an ``mfaToken``) when the account holds TOTP, or holds a
+        pack's step in a role that requires two-step verification; otherwise
+        ``signed_in``. ``device``: the trusted-device cookie, which skips the step.
+        403 ``account_suspended`` for a suspended account. Answer with ``login_response``.
+        """
 
     async def second_factors(self, user: Account) -> list[str]:
         """Every second sign-in step ``user`` holds: ``totp`` when TOTP is on, then the packs'."""

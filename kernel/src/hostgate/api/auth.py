@@ -25,6 +25,7 @@ from ..security.passwords import MAX_PASSWORD_LENGTH
 from ..sessioncookie import (
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,
+    login_response,
     set_trusted_device_cookie,
     signed_in_response,
 )
@@ -180,18 +181,7 @@ async def login(data: LoginBody) -> Response:
     outcome = await kernel.logins.login_local(
         data.username, data.password, request_client(), request.cookies.get(TRUSTED_DEVICE_COOKIE)
     )
-    if outcome.signed_in is not None:
-        return signed_in_response(outcome.signed_in)
-    assert outcome.challenge is not None
-    challenge = outcome.challenge
-    return jsonify(
-        {
-            "mfaRequired": True,
-            "mfaToken": challenge.token,
-            "mfaMethod": challenge.method,
-            "mfaMethods": list(challenge.methods),
-        }
-    )
+    return login_response(outcome)
 
 
 @blueprint.post("/auth/login/mfa")

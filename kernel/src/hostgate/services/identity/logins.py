@@ -44,7 +44,7 @@ from ...db.models.identity import Role, TrustedDevice, User
 from ...errors import NotAuthenticated, PermissionDenied, RateLimited
 from ...loginnames import CONTROL_CHARACTERS, check_login_name
 from ...permissions import USER_ROLE
-from ...principals import SignedIn
+from ...principals import LoginOutcome, SecondStepDue, SignedIn
 from ...security.passwords import verify_password
 from ...security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
 from ...timefmt import as_utc, iso, utcnow
@@ -87,30 +87,6 @@ class _Phantom:
 
     count: int = 0
     locked_until: datetime | None = None
-
-
-@dataclass(frozen=True)
-class MfaChallenge:
-    """A correct first factor for an account with a second step: the step's token.
-
-    ``methods``: the steps the account may answer with (``totp`` first when it has it).
-    """
-
-    token: str
-    methods: tuple[str, ...] = (TOTP,)
-
-    @property
-    def method(self) -> str:
-        """The method offered first."""
-        return self.methods[0]
-
-
-@dataclass(frozen=True)
-class LoginOutcome:
-    """What the password step produced: a session, or an MFA challenge."""
-
-    signed_in: SignedIn | None = None
-    challenge: MfaChallenge | None = None
 
 
 def clean_username(text: str) -> str:
@@ -552,16 +528,43 @@ class Logins:
             reason = "invalid_password" if user else "unknown_user"
             await self.record_failure(user, username, client, reason=reason)
             raise self.invalid_credentials()
-        if user.suspended:  # before the second step: no code is asked of a suspended account
+        return await self.after_first_factor(
+            user, client, method="local", details=details, device=device, door=door
+        )
+
+    async def after_first_factor(
+        self,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+        device: str | None = None,
+        door: bool = False,
+    ) -> LoginOutcome:
+        """A first factor checked out (a password, a directory bind, an SSO callback).
+
+        The same decision for every method: a session when no second step is due; a
+        ``challenge`` (the ``mfaToken``) when the account holds TOTP, or holds a pack's
+        step (a passkey) in a role that requires two-step verification. A trusted
+        ``device`` cookie skips the step. ``door``: the SSH front door, which asks for a
+        TOTP code only (an account holding just a passkey is refused there with 403
+        ``second_step_unavailable``). A suspended account gets 403 before any step.
+        ``method`` and ``details`` go into the ``auth.login`` entry.
+        """
+        row = user if isinstance(user, User) else await self.get_user(user.id)
+        if row is None:  # deleted since the credential was checked
+            raise self.invalid_credentials()
+        if row.suspended:  # before the second step: no code is asked of a suspended account
             raise PermissionDenied(ACCOUNT_SUSPENDED, code="account_suspended")
-        methods = await self.second_step_methods(user)
+        methods = await self.second_step_methods(row)
         if methods:
             if device and await self.device_trusted(user.id, device):
                 signed = await self.complete_login(
                     user,
                     client,
-                    method="local",
-                    details={"mfa": True, "trustedDevice": True},
+                    method=method,
+                    details={**(details or {}), "mfa": True, "trustedDevice": True},
                     door=door,
                 )
                 return LoginOutcome(signed_in=signed)
@@ -573,7 +576,7 @@ class Logins:
             return LoginOutcome(challenge=self.mfa_challenge(user, methods))
         return LoginOutcome(
             signed_in=await self.complete_login(
-                user, client, method="local", details=details, door=door
+                user, client, method=method, details=details, door=door
             )
         )
 
@@ -593,10 +596,10 @@ class Logins:
             return []
         return await self.factors.held(row, totp=bool(row.mfa_enabled and row.mfa_secret))
 
-    def mfa_challenge(self, user: User, methods: Sequence[str] = (TOTP,)) -> MfaChallenge:
+    def mfa_challenge(self, user: Account, methods: Sequence[str] = (TOTP,)) -> SecondStepDue:
         """The second step's token after a correct first factor, naming the steps offered."""
         offered = tuple(methods)
-        return MfaChallenge(self.identity.issue_mfa_token(user.id, offered), offered)
+        return SecondStepDue(self.identity.issue_mfa_token(user.id, offered), offered)
 
     def _mfa_claims(self, mfa_token: str) -> dict[str, Any]:
         try:
@@ -655,7 +658,7 @@ class Logins:
             username=user.username,
             display_name=user.display_name,
             target=user.username,
-            details={"reason": reason, "provider": "local", "secondFactor": method},
+            details={"reason": reason, "provider": user.auth_provider, "secondFactor": method},
             ip_address=client.ip_address,
         )
 
@@ -671,15 +674,18 @@ class Logins:
     ) -> SignedIn:
         """A right answer: the token is used up, the attempt count reset, the session issued.
 
-        ``auth.login`` records ``method: local``, ``mfa: true`` and ``secondFactor``.
+        ``auth.login`` records the first factor's ``method`` (the account's provider:
+        ``local``, ``ldap``, ``oidc``), ``mfa: true`` and ``secondFactor``.
         """
         self.consume_mfa_token(mfa_token)
         await self.limits.reset(MFA_LOGIN_BUCKET, user.id)
+        provider = user.auth_provider
+        first = {} if provider == "local" else {"provider": provider}
         return await self.complete_login(
             user,
             client,
-            method="local",
-            details={"mfa": True, "secondFactor": method, **(details or {})},
+            method=provider,
+            details={**first, "mfa": True, "secondFactor": method, **(details or {})},
             door=door,
         )
 

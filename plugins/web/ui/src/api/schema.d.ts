@@ -305,7 +305,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Log in with directory credentials; the account is created on first login. */
+        /**
+         * Log in with directory credentials; the account is created on first login.
+         * @description The second step follows as after a local password: ``mfaRequired`` with an
+         *     ``mfaToken`` when the account holds TOTP, or a passkey in a role that requires
+         *     two-step verification.
+         */
         post: operations["post_ldap_login"];
         delete?: never;
         options?: never;
@@ -5840,7 +5845,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Session"];
+                    "application/json": components["schemas"]["Session"] | components["schemas"]["MfaChallenge"];
                 };
             };
             /** @description Malformed or invalid input */
