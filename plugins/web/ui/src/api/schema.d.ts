@@ -472,10 +472,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``. */
+        /**
+         * The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``.
+         * @description An account with a second step due (TOTP, or a passkey in a role that requires
+         *     two-step verification) gets no session: ``/?sso=second_step`` and a cookie with
+         *     which the browser app fetches the step (``POST /auth/oidc/second-step``).
+         */
         get: operations["get_oidc_callback"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/oidc/second-step": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The second step a single sign-on left due: ``mfaRequired`` with its ``mfaToken``, once.
+         * @description Answer it as after a password (``/auth/login/mfa``, or a pack's step). 401
+         *     ``invalid_mfa_token`` without a pending step (none, used, or over 5 minutes old).
+         */
+        post: operations["post_oidc_second_step"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6451,6 +6477,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    post_oidc_second_step: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The second step a single sign-on left due: ``mfaRequired`` with its ``mfaToken``, once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MfaChallenge"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
