@@ -8,10 +8,11 @@ limits, lockout, audit and session issuing behave identically:
    ``lockedUntil``, whatever the password.
 3. the method checks the credential; on failure ``await record_failure(...)``
    and ``raise logins.invalid_credentials()``.
-   After a local password, an account holding a second step (TOTP, or a pack's
-   ``SecondFactor`` such as a passkey, see ``second_factors``) gets an ``mfaToken``
-   instead of a session; the step's route calls ``begin_second_step``, then
-   ``second_step_failed`` or ``finish_second_step``.
+   After a first factor (a local or directory password, an SSO callback) the
+   method calls ``after_first_factor``: an account with a second step due (TOTP,
+   or a pack's ``SecondFactor`` such as a passkey, see ``second_factors``) gets an
+   ``mfaToken`` instead of a session; the step's route calls ``begin_second_step``,
+   then ``second_step_failed`` or ``finish_second_step``.
 4. ``await complete_login(user, client, method=...)`` resets the failure count,
    issues the session and audits ``auth.login``; it returns a ``SignedIn``. A
    suspended account is refused here (403 ``account_suspended``), only after the
