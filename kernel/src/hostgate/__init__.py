@@ -91,6 +91,7 @@ from .descriptors import (
     LoginMethod,
     NotificationMessage,
     ProtocolSpec,
+    SecondFactor,
     SettingSpec,
 )
 from .errors import (
@@ -117,6 +118,7 @@ from .guards import (
     current_caller,
     current_kernel,
     interactive,
+    onboarding,
     public,
     request_client,
     requires,
@@ -136,7 +138,7 @@ from .pagination import (
     SessionQuery,
     page_from,
 )
-from .principals import Caller, ClientInfo, IssuedSession, SignedIn
+from .principals import Caller, ClientInfo, IssuedSession, LoginOutcome, SecondStepDue, SignedIn
 from .rights import ACTIONS as RIGHT_ACTIONS
 from .rights import ActionDenied
 from .rights import reason as action_reason
@@ -145,6 +147,7 @@ from .sessioncookie import (
     SESSION_COOKIE,
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,
+    login_response,
     request_is_secure,
     set_session_cookie,
     set_trusted_device_cookie,
@@ -261,6 +264,8 @@ __all__ = [
     "NotificationMessage",
     "IssuedSession",
     "SignedIn",
+    "LoginOutcome",
+    "SecondStepDue",
     "DuplicateCredential",
     "PayloadTooLarge",
     "PermissionDenied",
@@ -278,6 +283,7 @@ __all__ = [
     "SESSION_COOKIE",
     "RecordableStream",
     "SessionClosed",
+    "SecondFactor",
     "SettingSpec",
     "Stream",
     "StreamRecorder",
@@ -291,6 +297,7 @@ __all__ = [
     "as_utc",
     "new_id",
     "authenticated",
+    "onboarding",
     "interactive",
     "check_login_name",
     "validate_host",
@@ -308,6 +315,7 @@ __all__ = [
     "requires",
     "set_session_cookie",
     "signed_in_response",
+    "login_response",
     "set_trusted_device_cookie",
     "ticket",
     "utcnow",

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from .errors import NotAuthenticated
-    from .principals import Caller, ClientInfo, SignedIn
+    from .principals import Caller, ClientInfo, LoginOutcome, SignedIn
 
 T = TypeVar("T")
 
@@ -324,6 +324,59 @@ class LoginsAPI(Protocol):
         role_name: str | None = None,
     ) -> Account:
         """The local user for an external identity, created on first login."""
+
+    async def after_first_factor(
+        self,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+        device: str | None = None,
+    ) -> LoginOutcome:
+        """A login method's first factor checked out: a session, or the second step due.
+
+        Call it instead of ``complete_login`` once the credential is verified (a
+        directory bind, an SSO callback): the same decision as the local password
+        login. ``challenge`` (an ``mfaToken``) when the account holds TOTP, or holds a
+        pack's step in a role that requires two-step verification; otherwise
+        ``signed_in``. ``device``: the trusted-device cookie, which skips the step.
+        403 ``account_suspended`` for a suspended account. Answer with ``login_response``.
+        """
+
+    async def second_factors(self, user: Account) -> list[str]:
+        """Every second sign-in step ``user`` holds: ``totp`` when TOTP is on, then the packs'."""
+
+    async def begin_second_step(
+        self, mfa_token: str, client: ClientInfo, *, method: str, attempt: bool = True
+    ) -> Account:
+        """The user of a pending sign-in's ``mfaToken``, for an attempt at step ``method``.
+
+        401 ``invalid_mfa_token`` when the token is unknown, expired, used, or did not
+        offer ``method``; counts one attempt (5 per 5 minutes per user, then 429); 429
+        ``account_locked`` while the account is locked. The same state TOTP uses.
+        ``attempt=False`` counts nothing (preparing the step: a passkey challenge).
+        """
+
+    async def second_step_failed(
+        self, user: Account, client: ClientInfo, *, method: str, reason: str
+    ) -> None:
+        """Audit a wrong answer to the second step (``auth.login_failed``); raise a 401 after."""
+
+    async def finish_second_step(
+        self,
+        mfa_token: str,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+    ) -> SignedIn:
+        """A right answer: the token is used up and the session issued.
+
+        Answer with ``signed_in_response``; ``auth.login`` records ``mfa: true`` and
+        ``secondFactor``.
+        """
 
 
 class CredentialsAPI(Protocol):

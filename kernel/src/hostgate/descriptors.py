@@ -152,6 +152,28 @@ class LoginMethod:
     account. The kernel calls ``limit_ip`` before it and ``complete_login`` after."""
 
 
+FactorCheck = Callable[["KernelAPI", "Account"], "bool | Awaitable[bool]"]
+"""``holds(kernel, account)`` of a ``SecondFactor``."""
+
+
+@dataclass(frozen=True)
+class SecondFactor:
+    """A second sign-in step a pack offers after the password (a passkey).
+
+    ``holds(kernel, account)`` says whether the account has what this step needs (a
+    registered passkey, while passkeys are on). Such an account counts as having set up
+    two-step verification (``security.require_mfa``) and, after its password, is asked
+    for this step (or another one it holds: TOTP is the kernel's own, ``totp``). The
+    pack's route checks the step against the pending sign-in with
+    ``kernel.logins.begin_second_step`` and ends it with ``finish_second_step``.
+    """
+
+    name: str
+    """The method's name: in the password step's ``mfaMethods`` and the ``auth.login``
+    entry's ``secondFactor`` (``totp`` is taken by the kernel)."""
+    holds: FactorCheck
+
+
 @dataclass(frozen=True)
 class SettingSpec:
     """One instance setting: key, type, default, visibility, validation.

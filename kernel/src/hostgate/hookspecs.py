@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         CommandSpec,
         LoginMethod,
         ProtocolSpec,
+        SecondFactor,
         SettingSpec,
     )
 
@@ -66,6 +67,27 @@ def register_login_methods() -> Sequence[LoginMethod]:
         def register_login_methods():
             return [LoginMethod(name="ldap", blueprint=bp,
                                 providers=lambda k: {"ldap": k.settings.get("auth.ldap_enabled")})]
+    """
+
+
+@hookspec
+def register_second_factors() -> Sequence[SecondFactor]:
+    """Second sign-in steps this pack offers after a password (beside the kernel's TOTP).
+
+    Runs once at start-up; names are unique and ``totp`` is the kernel's. For each
+    account the kernel asks ``holds(kernel, account)``: an account holding one has set
+    up two-step verification as far as ``security.require_mfa`` goes, and its password
+    sign-in answers ``mfaRequired`` with the held methods in ``mfaMethods``. The pack's
+    route for the step calls ``kernel.logins.begin_second_step(mfa_token, client,
+    method=name)`` (the user; single use, expiry, rate limit and lockout as for TOTP),
+    on a wrong answer ``second_step_failed(...)``, on a right one
+    ``finish_second_step(...)``, which issues the session.
+
+    Example::
+
+        @hookimpl
+        def register_second_factors():
+            return [SecondFactor(name="passkey", holds=has_passkey)]
     """
 
 

@@ -48,6 +48,7 @@ from .services.identity.invites import Invites
 from .services.identity.logins import Logins
 from .services.identity.profile import Profiles
 from .services.identity.roles import Roles
+from .services.identity.second_factors import SecondFactors
 from .services.identity.signin_guard import SignInGuard
 from .services.keyrotation import KeyRotation
 from .services.netpolicy import NetworkPolicy
@@ -164,6 +165,17 @@ class Kernel:
             db=self.db, settings=self.settings, login_methods=self.login_methods, kernel=self
         )
         self.settings.add_guard(self.signin_guard.check)
+        # second sign-in steps the packs offer beside TOTP (a passkey)
+        self.second_factors = SecondFactors(
+            {
+                name: item
+                for name, (_, item) in plugins.collect(
+                    "register_second_factors", key=lambda f: f.name
+                ).items()
+            },
+            settings=self.settings,
+            kernel=self,
+        )
         self.live = LiveSessions(self.cluster.bus, self.cluster.registry)
         self.identity = Identity(
             db=self.db,
@@ -171,7 +183,13 @@ class Kernel:
             settings=self.settings,
             readcache=self.readcache,
             live=self.live,
-            api_tokens=ApiTokenCheck(db=self.db, readcache=self.readcache, settings=self.settings),
+            api_tokens=ApiTokenCheck(
+                db=self.db,
+                readcache=self.readcache,
+                settings=self.settings,
+                factors=self.second_factors,
+            ),
+            factors=self.second_factors,
         )
         self.tickets: TicketStore = ticket_store(self.cluster.redis)
         # one-time links of downloads a POST prepared (a backup export in the browser)
@@ -184,6 +202,7 @@ class Kernel:
             audit=self.audit,
             identity=self.identity,
             limits=self.limits,
+            factors=self.second_factors,
         )
         self.credentials = Credentials(self.db)
         self.roles = Roles(

@@ -118,11 +118,16 @@ class Session(TypedDict):
 
 
 class MfaChallenge(TypedDict):
-    """The password was right; the TOTP step follows with ``mfaToken``."""
+    """The password was right; a second step follows with ``mfaToken``.
+
+    ``mfaMethods``: the steps the account may answer with (``totp`` at
+    ``/auth/login/mfa``, ``passkey`` at ``/auth/login/passkey/mfa``); ``mfaMethod`` is the first.
+    """
 
     mfaRequired: bool
     mfaToken: str
     mfaMethod: str
+    mfaMethods: list[str]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ ENTRY_POINT_GROUP = "hostgate"
 CONTRIBUTION_HOOKS = (
     "register_protocols",
     "register_login_methods",
+    "register_second_factors",
     "register_channels",
     "register_settings",
     "register_permissions",

@@ -80,3 +80,31 @@ class SignedIn:
     user_id: str
     username: str
     role: str
+
+
+@dataclass(frozen=True)
+class SecondStepDue:
+    """A correct first factor for an account with a second step due: the step's token.
+
+    ``token`` is the ``mfaToken`` (5 minutes, single use); ``methods`` the steps the
+    account may answer with (``totp`` first when it has it).
+    """
+
+    token: str
+    methods: tuple[str, ...] = ("totp",)
+
+    @property
+    def method(self) -> str:
+        """The method offered first."""
+        return self.methods[0]
+
+
+@dataclass(frozen=True)
+class LoginOutcome:
+    """What a first factor produced (``logins.after_first_factor``): a session, or a step due.
+
+    Exactly one of ``signed_in`` and ``challenge`` is set.
+    """
+
+    signed_in: SignedIn | None = None
+    challenge: SecondStepDue | None = None

@@ -13,7 +13,7 @@ from typing import Any
 
 from quart import Response, current_app, jsonify, request
 
-from .principals import SignedIn
+from .principals import LoginOutcome, SignedIn
 from .security.clientinfo import normalise_ip
 
 SESSION_COOKIE = "hostgate_token"
@@ -70,6 +70,27 @@ def signed_in_response(signed: SignedIn, *, with_role: bool = True) -> Response:
     response = jsonify({"token": signed.issued.token, "user": user})
     set_session_cookie(response, signed.issued.token, signed.issued.max_age)
     return response
+
+
+def login_response(outcome: LoginOutcome, *, with_role: bool = True) -> Response:
+    """The answer to a first factor (``logins.after_first_factor``), the same for every method.
+
+    A session as ``signed_in_response``; a second step due as ``{mfaRequired: true,
+    mfaToken, mfaMethod, mfaMethods}`` (no cookie): the browser app then asks for the step.
+    """
+    if outcome.signed_in is not None:
+        return signed_in_response(outcome.signed_in, with_role=with_role)
+    due = outcome.challenge
+    if due is None:
+        raise ValueError("a login outcome holds a session or a second step")
+    return jsonify(
+        {
+            "mfaRequired": True,
+            "mfaToken": due.token,
+            "mfaMethod": due.method,
+            "mfaMethods": list(due.methods),
+        }
+    )
 
 
 def clear_session_cookie(response: Any) -> None:

@@ -105,7 +105,7 @@ async def test_login_with_mfa_and_replay_refusal(client, make_user, kernel):
     assert "hostgate_token=" in response.headers["Set-Cookie"]
     assert (await client.get(f"{API}/auth/me", headers=bearer(body["token"]))).status_code == 200
     event = (await audit_entries(kernel, "auth.login"))[-1]
-    assert event.details == {"method": "local", "mfa": True}
+    assert event.details == {"method": "local", "mfa": True, "secondFactor": "totp"}
 
     # the mfaToken is single use
     reused = await mfa_login(client, mfa_token, next_code(totp))

@@ -25,6 +25,7 @@ from ..security.passwords import MAX_PASSWORD_LENGTH
 from ..sessioncookie import (
     TRUSTED_DEVICE_COOKIE,
     clear_session_cookie,
+    login_response,
     set_trusted_device_cookie,
     signed_in_response,
 )
@@ -171,18 +172,16 @@ async def providers() -> dict[str, Any]:
 @tag(["auth"])
 @answers(Session | MfaChallenge, errors=(401, 403, 429))
 async def login(data: LoginBody) -> Response:
-    """Local password login: a session, or ``mfaRequired`` with an ``mfaToken``."""
+    """Local password login: a session, or ``mfaRequired`` with an ``mfaToken``.
+
+    The second step is due with TOTP on, or, in a role that requires two-step
+    verification, with a pack's step (a passkey); ``mfaMethods`` lists the steps offered.
+    """
     kernel = app_kernel()
     outcome = await kernel.logins.login_local(
         data.username, data.password, request_client(), request.cookies.get(TRUSTED_DEVICE_COOKIE)
     )
-    if outcome.signed_in is not None:
-        return signed_in_response(outcome.signed_in)
-    assert outcome.challenge is not None
-    challenge = outcome.challenge
-    return jsonify(
-        {"mfaRequired": True, "mfaToken": challenge.token, "mfaMethod": challenge.method}
-    )
+    return login_response(outcome)
 
 
 @blueprint.post("/auth/login/mfa")

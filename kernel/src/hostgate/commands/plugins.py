@@ -27,6 +27,7 @@ def inventory() -> list[dict[str, Any]]:
     keys = {
         "register_protocols": lambda p: p.name,
         "register_login_methods": lambda m: m.name,
+        "register_second_factors": lambda f: f.name,
         "register_channels": lambda c: c.type,
         "register_settings": lambda s: s.key,
         "register_blueprints": lambda b: b.name,

@@ -487,7 +487,7 @@ class FrontDoor:
         *,
         details: dict[str, Any] | None = None,
     ) -> Caller | str:
-        """The password step: the caller, or an MFA token when TOTP is on.
+        """The password step: the caller, or an MFA token when a second step is due.
 
         The account's own method checks the password (a directory account's through
         its pack's ``check_password``); a name no account has goes to the first enabled
@@ -500,17 +500,18 @@ class FrontDoor:
         if method is not None and method.check_password is not None:
             await self.logins.limit_ip(client)
             user = await method.check_password(self.api, username.strip(), password, client)
-            signed = await self.logins.complete_login(
+            # the same second step as the local check: a directory account's TOTP code
+            outcome = await self.logins.after_first_factor(
                 user,
                 client,
                 method=method.name,
                 details={"provider": method.name, **(details or {})},
                 door=True,
             )
-            return await self._caller(user.id, signed, client)
-        outcome = await self.logins.login_local(
-            username, password, client, None, details=details, door=True
-        )
+        else:
+            outcome = await self.logins.login_local(
+                username, password, client, None, details=details, door=True
+            )
         if outcome.challenge is not None:
             return outcome.challenge.token
         assert outcome.signed_in is not None

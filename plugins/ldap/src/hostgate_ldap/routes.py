@@ -10,11 +10,13 @@ from typing import Any, NotRequired
 from hostgate import (
     LOGIN_NAME_PATTERN,
     SECRET_MASK,
+    TRUSTED_DEVICE_COOKIE,
     Account,
     ApiError,
     ClientInfo,
     InvalidInput,
     KernelAPI,
+    MfaChallenge,
     PermissionDenied,
     RemoteUnreachable,
     Session,
@@ -22,13 +24,13 @@ from hostgate import (
     check_login_name,
     current_caller,
     current_kernel,
+    login_response,
     public,
     request_client,
     requires,
-    signed_in_response,
 )
 from pydantic import BaseModel, ConfigDict, Field
-from quart import Blueprint, Response
+from quart import Blueprint, Response, request
 from quart_schema import tag, validate_request
 from typing_extensions import TypedDict
 
@@ -182,9 +184,14 @@ class LdapTestResult(TypedDict):
 @public
 @validate_request(LdapLogin)
 @tag(["auth"])
-@answers(Session, errors=(401, 403, 429, 502, 504))
+@answers(Session | MfaChallenge, errors=(401, 403, 429, 502, 504))
 async def ldap_login(data: LdapLogin) -> Response:
-    """Log in with directory credentials; the account is created on first login."""
+    """Log in with directory credentials; the account is created on first login.
+
+    The second step follows as after a local password: ``mfaRequired`` with an
+    ``mfaToken`` when the account holds TOTP, or a passkey in a role that requires
+    two-step verification.
+    """
     kernel = current_kernel()
     if not kernel.settings.get("auth.ldap_enabled"):
         raise PermissionDenied(DISABLED, code="ldap_disabled")
@@ -192,10 +199,14 @@ async def ldap_login(data: LdapLogin) -> Response:
     username = check_login_name(data.username).strip()
     await kernel.logins.limit_ip(client)
     user = await directory_sign_in(kernel, username, data.password, client)
-    signed = await kernel.logins.complete_login(
-        user, client, method=PROVIDER, details={"provider": PROVIDER}
+    outcome = await kernel.logins.after_first_factor(
+        user,
+        client,
+        method=PROVIDER,
+        details={"provider": PROVIDER},
+        device=request.cookies.get(TRUSTED_DEVICE_COOKIE),
     )
-    return signed_in_response(signed, with_role=False)
+    return login_response(outcome, with_role=False)
 
 
 @blueprint.post("/auth/ldap/test")

@@ -12,15 +12,20 @@ from typing import Any
 from urllib.parse import quote
 
 from hostgate import (
+    TRUSTED_DEVICE_COOKIE,
     Account,
     ApiError,
     ClientInfo,
     KernelAPI,
+    LoginOutcome,
+    MfaChallenge,
+    NotAuthenticated,
     PermissionDenied,
     RemoteError,
     RemoteUnreachable,
     answers,
     current_kernel,
+    login_response,
     public,
     request_client,
     request_is_secure,
@@ -29,7 +34,13 @@ from hostgate import (
 from quart import Blueprint, Response, jsonify, redirect, request
 from quart_schema import tag
 
-from .pending import PENDING_TTL_SECONDS, PendingLogin, PendingLogins
+from .pending import (
+    PENDING_TTL_SECONDS,
+    STEP_TTL_SECONDS,
+    PendingLogin,
+    PendingLogins,
+    PendingStep,
+)
 from .provider import OidcClient, OidcError, OidcSettings
 from .settings import CALLBACK_PATH
 
@@ -40,6 +51,9 @@ DISABLED = "OIDC login is disabled"
 BROWSER_COOKIE = "hostgate_oidc"
 COOKIE_PATH = "/api/v1/auth/oidc"
 PENDING_KEY = "oidc.pending"
+STEPS_KEY = "oidc.second_steps"
+STEP_COOKIE = "hostgate_oidc_step"
+NO_STEP = "No single sign-on is waiting for its second step"
 CACHE_KEY = "oidc.cache"
 _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
 _USERNAME_CHARS = re.compile(r"[^a-z0-9._-]")
@@ -60,8 +74,15 @@ def _callback_too_long() -> bool:
     return any(len(v) > MAX_CALLBACK_VALUE for name in CALLBACK_PARAMS for v in args.getlist(name))
 
 
-def _pending(kernel: KernelAPI) -> PendingLogins:
-    store: PendingLogins = kernel.state.setdefault(PENDING_KEY, PendingLogins())
+def _pending(kernel: KernelAPI) -> PendingLogins[PendingLogin]:
+    store: PendingLogins[PendingLogin] = kernel.state.setdefault(PENDING_KEY, PendingLogins())
+    return store
+
+
+def _steps(kernel: KernelAPI) -> PendingLogins[PendingStep]:
+    store: PendingLogins[PendingStep] = kernel.state.setdefault(
+        STEPS_KEY, PendingLogins(ttl=STEP_TTL_SECONDS)
+    )
     return store
 
 
@@ -242,14 +263,23 @@ def _error_redirect(message: str) -> Response:
 @tag(["auth"])
 @answers(None, status=302, media_type="")
 async def oidc_callback() -> Response:
-    """The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``."""
+    """The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``.
+
+    An account with a second step due (TOTP, or a passkey in a role that requires
+    two-step verification) gets no session: ``/?sso=second_step`` and a cookie with
+    which the browser app fetches the step (``POST /auth/oidc/second-step``).
+    """
     kernel = current_kernel()
     client = request_client()
     try:
         await kernel.logins.limit_ip(client)
         user = await _finish(kernel, client)
-        signed = await kernel.logins.complete_login(
-            user, client, method=PROVIDER, details={"provider": PROVIDER}
+        outcome = await kernel.logins.after_first_factor(
+            user,
+            client,
+            method=PROVIDER,
+            details={"provider": PROVIDER},
+            device=request.cookies.get(TRUSTED_DEVICE_COOKIE),
         )
     except _Failed as exc:
         return _error_redirect(str(exc))
@@ -261,9 +291,49 @@ async def oidc_callback() -> Response:
             None, "", client, reason="oidc_internal_error", provider=PROVIDER
         )
         return _error_redirect("Single sign-on failed; see the server log")
-    response: Response = redirect("/?sso=success")  # type: ignore[assignment]
-    set_session_cookie(response, signed.issued.token, signed.issued.max_age)
+    if outcome.challenge is not None:
+        # the mfaToken never goes into a URL: the app fetches it with this handle
+        handle = secrets.token_urlsafe(32)
+        _steps(kernel).add(handle, PendingStep(outcome.challenge))
+        response: Response = redirect("/?sso=second_step")  # type: ignore[assignment]
+        response.set_cookie(
+            STEP_COOKIE,
+            handle,
+            max_age=int(STEP_TTL_SECONDS),
+            path=COOKIE_PATH,
+            secure=request_is_secure(),
+            httponly=True,
+            samesite="Strict",
+        )
+    else:
+        assert outcome.signed_in is not None
+        signed = outcome.signed_in
+        response = redirect("/?sso=success")  # type: ignore[assignment]
+        set_session_cookie(response, signed.issued.token, signed.issued.max_age)
     response.delete_cookie(
         BROWSER_COOKIE, path=COOKIE_PATH, secure=request_is_secure(), httponly=True, samesite="Lax"
+    )
+    return response
+
+
+@blueprint.post("/auth/oidc/second-step")
+@public
+@tag(["auth"])
+@answers(MfaChallenge, errors=(401,))
+async def oidc_second_step() -> Response:
+    """The second step a single sign-on left due: ``mfaRequired`` with its ``mfaToken``, once.
+
+    Answer it as after a password (``/auth/login/mfa``, or a pack's step). 401
+    ``invalid_mfa_token`` without a pending step (none, used, or over 5 minutes old).
+    """
+    handle = request.cookies.get(STEP_COOKIE, "")
+    pending = _steps(current_kernel()).take(handle) if _COOKIE_VALUE.match(handle) else None
+    if pending is None:
+        raise NotAuthenticated(
+            "No single sign-on is waiting for its second step", code="invalid_mfa_token"
+        )
+    response = login_response(LoginOutcome(challenge=pending.due))
+    response.delete_cookie(
+        STEP_COOKIE, path=COOKIE_PATH, secure=request_is_secure(), httponly=True, samesite="Strict"
     )
     return response

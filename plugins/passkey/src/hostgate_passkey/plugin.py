@@ -1,11 +1,11 @@
-"""The pack's hooks: the ``passkey`` login method and its settings."""
+"""The pack's hooks: the ``passkey`` login method, its second step and its settings."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hostgate import Account, KernelAPI, LoginMethod, SettingSpec, hookimpl
+from hostgate import Account, KernelAPI, LoginMethod, SecondFactor, SettingSpec, hookimpl
 
 from .settings import PASSKEY_SETTINGS
 
@@ -24,6 +24,7 @@ async def _can_sign_in(kernel: KernelAPI, setting: Callable[[str], Any], account
 @hookimpl
 def register_login_methods() -> Sequence[LoginMethod]:
     """Passkey login under ``/auth/login/passkey`` and management under ``/profile/passkeys``."""
+    from . import second_step  # noqa: F401 - its routes join the blueprint
     from .routes import blueprint
 
     return [
@@ -31,6 +32,17 @@ def register_login_methods() -> Sequence[LoginMethod]:
             name="passkey", blueprint=blueprint, providers=_providers, can_sign_in=_can_sign_in
         )
     ]
+
+
+@hookimpl
+def register_second_factors() -> Sequence[SecondFactor]:
+    """A registered passkey as the second step after a password."""
+    return [SecondFactor(name="passkey", holds=_holds)]
+
+
+async def _holds(kernel: KernelAPI, account: Account) -> bool:
+    """A registered passkey, while passkeys are on."""
+    return await _can_sign_in(kernel, kernel.settings.get, account)
 
 
 @hookimpl

@@ -1,4 +1,9 @@
-"""Passkey routes: ``/profile/passkeys...`` (own passkeys) and ``/auth/login/passkey...``."""
+"""Passkey routes: ``/profile/passkeys...`` (own passkeys) and ``/auth/login/passkey...``.
+
+Listing and registering are open to a user who must still set up two-step verification
+(``onboarding``): a passkey satisfies that requirement. Deleting the last passkey of such
+a user puts them back to "must set up", as turning TOTP off does.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from hostgate import (
     current_kernel,
     interactive,
     iso,
+    onboarding,
     public,
     request_client,
     request_is_secure,
@@ -151,6 +157,7 @@ def _name(text: str) -> str:
 
 
 @blueprint.post("/profile/passkeys/register/options")
+@onboarding
 @interactive
 @tag(["profile"])
 @answers(Challenge, errors=(409,))
@@ -179,6 +186,7 @@ async def register_options() -> dict[str, Any]:
 
 
 @blueprint.post("/profile/passkeys/register/verify")
+@onboarding
 @interactive
 @validate_request(RegisterVerify)
 @tag(["profile"])
@@ -225,6 +233,7 @@ async def register_verify(data: RegisterVerify) -> dict[str, Any]:
 
 
 @blueprint.get("/profile/passkeys")
+@onboarding
 @authenticated
 @tag(["profile"])
 @answers(Passkeys)

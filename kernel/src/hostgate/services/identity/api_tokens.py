@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..settings import Settings
     from .identity import Identity
+    from .second_factors import SecondFactors
 
 TOKEN_PREFIX = "hgt_"
 SHOWN_PREFIX = 12
@@ -105,8 +106,11 @@ class TokenView:
 class ApiTokenCheck:
     """Resolves presented tokens and token-opened sockets to callers."""
 
-    def __init__(self, *, db: Database, readcache: ReadCache, settings: Settings) -> None:
+    def __init__(
+        self, *, db: Database, readcache: ReadCache, settings: Settings, factors: SecondFactors
+    ) -> None:
         self.db = db
+        self.factors = factors
         self.readcache = readcache
         self.settings = settings
 
@@ -146,7 +150,11 @@ class ApiTokenCheck:
                 pending=pending_step(
                     self.settings,
                     must_change_password=bool(user.must_change_password),
-                    mfa_enabled=bool(user.mfa_enabled and user.mfa_secret),
+                    mfa_enabled=await self.factors.set_up(
+                        user,
+                        totp=bool(user.mfa_enabled and user.mfa_secret),
+                        role_name=role.name if role else "",
+                    ),
                     role_name=role.name if role else "",
                 ),
             )

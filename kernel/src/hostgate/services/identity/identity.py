@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..sessions.live_sessions import LiveSessions
     from ..settings import Settings
     from .api_tokens import ApiTokenCheck
+    from .second_factors import SecondFactors
 
 SIGNING_KEY_NAME = "token_signing_key"
 TOUCH_INTERVAL = timedelta(seconds=60)
@@ -59,6 +60,7 @@ class LoginView:
     permissions: frozenset[str]
     must_change_password: bool = False
     mfa_enabled: bool = False
+    """Two-step verification set up: TOTP, or a pack's second step (``SecondFactors.set_up``)."""
 
 
 class Identity:
@@ -73,8 +75,10 @@ class Identity:
         readcache: ReadCache,
         live: LiveSessions,
         api_tokens: ApiTokenCheck,
+        factors: SecondFactors,
     ) -> None:
         self.db = db
+        self.factors = factors
         self.api_tokens = api_tokens
         self.secrets = secrets
         self.settings = settings
@@ -178,11 +182,12 @@ class Identity:
         token = jwt.encode(claims, self.signing_key, algorithm=ALGORITHM)
         return IssuedSession(token=token, session=row)
 
-    def issue_mfa_token(self, user_id: str) -> str:
-        """A 5-minute token good only at ``/auth/login/mfa``."""
+    def issue_mfa_token(self, user_id: str, methods: Sequence[str] = ("totp",)) -> str:
+        """A 5-minute token good only for the second step, by one of ``methods``."""
         now = utcnow()
         claims = {
             "sub": user_id,
+            "mth": list(methods),
             "typ": "mfa",
             "iat": int(now.timestamp()),
             "exp": int(now.timestamp()) + MFA_TOKEN_SECONDS,
@@ -253,7 +258,11 @@ class Identity:
                 role_name=role.name if role else "",
                 permissions=frozenset(role.permissions) if role else frozenset(),
                 must_change_password=bool(user.must_change_password),
-                mfa_enabled=bool(user.mfa_enabled and user.mfa_secret),
+                mfa_enabled=await self.factors.set_up(
+                    user,
+                    totp=bool(user.mfa_enabled and user.mfa_secret),
+                    role_name=role.name if role else "",
+                ),
             )
 
         return await self.readcache.get(("login", login_session_id), load)

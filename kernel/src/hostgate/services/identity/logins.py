@@ -8,6 +8,11 @@ limits, lockout, audit and session issuing behave identically:
    ``lockedUntil``, whatever the password.
 3. the method checks the credential; on failure ``await record_failure(...)``
    and ``raise logins.invalid_credentials()``.
+   After a first factor (a local or directory password, an SSO callback) the
+   method calls ``after_first_factor``: an account with a second step due (TOTP,
+   or a pack's ``SecondFactor`` such as a passkey, see ``second_factors``) gets an
+   ``mfaToken`` instead of a session; the step's route calls ``begin_second_step``,
+   then ``second_step_failed`` or ``finish_second_step``.
 4. ``await complete_login(user, client, method=...)`` resets the failure count,
    issues the session and audits ``auth.login``; it returns a ``SignedIn``. A
    suspended account is refused here (403 ``account_suspended``), only after the
@@ -26,6 +31,7 @@ import math
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -39,13 +45,14 @@ from ...db.models.identity import Role, TrustedDevice, User
 from ...errors import NotAuthenticated, PermissionDenied, RateLimited
 from ...loginnames import CONTROL_CHARACTERS, check_login_name
 from ...permissions import USER_ROLE
-from ...principals import SignedIn
+from ...principals import LoginOutcome, SecondStepDue, SignedIn
 from ...security.passwords import verify_password
 from ...security.ratelimit import LOGIN_PER_IP, MFA_PER_USER
 from ...timefmt import as_utc, iso, utcnow
 from . import mfa
 from .identity import ClientInfo
-from .onboarding import pending_error, pending_step
+from .onboarding import mfa_required, pending_error, pending_step
+from .second_factors import TOTP
 from .usernames import clean_external, lookup_keys, username_key
 
 if TYPE_CHECKING:
@@ -56,6 +63,7 @@ if TYPE_CHECKING:
     from ..audit.audit import AuditLog
     from ..settings import Settings
     from .identity import Identity
+    from .second_factors import SecondFactors
 
 log = logging.getLogger("hostgate.logins")
 
@@ -65,6 +73,10 @@ INVALID_CREDENTIALS = "Invalid username or password"
 INVALID_MFA_TOKEN = "Invalid or expired MFA token"
 ACCOUNT_SUSPENDED = "This account is suspended"
 MFA_LIMIT_MESSAGE = "Too many MFA attempts. Please try again later."
+DOOR_NEEDS_TOTP = (
+    "This account's second step is one the SSH front door cannot ask for (a passkey): "
+    "sign in with the hostgate browser app, or set up an authenticator app"
+)
 TRUSTED_DEVICE_LIFETIME = timedelta(days=30)
 MAX_PHANTOMS = 10_000
 USERNAME_MAX = 200
@@ -76,22 +88,6 @@ class _Phantom:
 
     count: int = 0
     locked_until: datetime | None = None
-
-
-@dataclass(frozen=True)
-class MfaChallenge:
-    """A correct first factor for an account with TOTP: the second step's token."""
-
-    token: str
-    method: str = "totp"
-
-
-@dataclass(frozen=True)
-class LoginOutcome:
-    """What the password step produced: a session, or an MFA challenge."""
-
-    signed_in: SignedIn | None = None
-    challenge: MfaChallenge | None = None
 
 
 def clean_username(text: str) -> str:
@@ -119,8 +115,10 @@ class Logins:
         audit: AuditLog,
         identity: Identity,
         limits: RateLimiter,
+        factors: SecondFactors,
     ) -> None:
         self.db = db
+        self.factors = factors
         self.secrets = secrets
         self.settings = settings
         self.audit = audit
@@ -341,16 +339,15 @@ class Logins:
         self, user_id: str, role_name: str, session: AsyncSession
     ) -> None:
         """Raise the door's 403 when the user has a step to take in the browser first."""
-        query = select(User.must_change_password, User.mfa_enabled, User.mfa_secret).where(
-            col(User.id) == user_id
-        )
-        row = (await session.exec(query)).first()
+        row = await session.get(User, user_id)
         if row is None:
             return
         step = pending_step(
             self.settings,
-            must_change_password=bool(row[0]),
-            mfa_enabled=bool(row[1] and row[2]),
+            must_change_password=bool(row.must_change_password),
+            mfa_enabled=await self.factors.set_up(
+                row, totp=bool(row.mfa_enabled and row.mfa_secret), role_name=role_name
+            ),
             role_name=role_name,
         )
         if step is not None:
@@ -512,7 +509,11 @@ class Logins:
         details: dict[str, Any] | None = None,
         door: bool = False,
     ) -> LoginOutcome:
-        """The local password step; a session, or an MFA challenge when TOTP is on.
+        """The local password step; a session, or an MFA challenge when a second step is due.
+
+        A second step is due for an account with TOTP on, and for one in a role that
+        requires two-step verification that holds a pack's step (a passkey); the
+        challenge offers every step the account holds.
 
         ``details`` go into the ``auth.login`` entry (the SSH front door's ``via``);
         ``door`` as for ``complete_login``.
@@ -528,29 +529,78 @@ class Logins:
             reason = "invalid_password" if user else "unknown_user"
             await self.record_failure(user, username, client, reason=reason)
             raise self.invalid_credentials()
-        if user.suspended:  # before the second step: no code is asked of a suspended account
+        return await self.after_first_factor(
+            user, client, method="local", details=details, device=device, door=door
+        )
+
+    async def after_first_factor(
+        self,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+        device: str | None = None,
+        door: bool = False,
+    ) -> LoginOutcome:
+        """A first factor checked out (a password, a directory bind, an SSO callback).
+
+        The same decision for every method: a session when no second step is due; a
+        ``challenge`` (the ``mfaToken``) when the account holds TOTP, or holds a pack's
+        step (a passkey) in a role that requires two-step verification. A trusted
+        ``device`` cookie skips the step. ``door``: the SSH front door, which asks for a
+        TOTP code only (an account holding just a passkey is refused there with 403
+        ``second_step_unavailable``). A suspended account gets 403 before any step.
+        ``method`` and ``details`` go into the ``auth.login`` entry.
+        """
+        row = user if isinstance(user, User) else await self.get_user(user.id)
+        if row is None:  # deleted since the credential was checked
+            raise self.invalid_credentials()
+        if row.suspended:  # before the second step: no code is asked of a suspended account
             raise PermissionDenied(ACCOUNT_SUSPENDED, code="account_suspended")
-        if user.mfa_enabled and user.mfa_secret:
+        methods = await self.second_step_methods(row)
+        if methods:
             if device and await self.device_trusted(user.id, device):
                 signed = await self.complete_login(
                     user,
                     client,
-                    method="local",
-                    details={"mfa": True, "trustedDevice": True},
+                    method=method,
+                    details={**(details or {}), "mfa": True, "trustedDevice": True},
                     door=door,
                 )
                 return LoginOutcome(signed_in=signed)
+            if door:
+                if TOTP not in methods:
+                    raise PermissionDenied(DOOR_NEEDS_TOTP, code="second_step_unavailable")
+                methods = [TOTP]  # the door asks for a code and nothing else
             await self.reset_failures(user.id)
-            return LoginOutcome(challenge=self.mfa_challenge(user))
+            return LoginOutcome(challenge=self.mfa_challenge(user, methods))
         return LoginOutcome(
             signed_in=await self.complete_login(
-                user, client, method="local", details=details, door=door
+                user, client, method=method, details=details, door=door
             )
         )
 
-    def mfa_challenge(self, user: User) -> MfaChallenge:
-        """The second step's token after a correct first factor."""
-        return MfaChallenge(self.identity.issue_mfa_token(user.id))
+    async def second_step_methods(self, user: User) -> list[str]:
+        """The second steps asked of ``user`` after a password (empty: none is due)."""
+        totp = bool(user.mfa_enabled and user.mfa_secret)
+        if not totp:
+            role_name, _ = await self.identity.role_permissions(user.role_id)
+            if not mfa_required(self.settings, role_name):
+                return []
+        return await self.factors.held(user, totp=totp)
+
+    async def second_factors(self, user: Account) -> list[str]:
+        """Every second step ``user`` holds: ``totp`` when TOTP is on, then the packs'."""
+        row = await self.get_user(user.id)
+        if row is None:
+            return []
+        return await self.factors.held(row, totp=bool(row.mfa_enabled and row.mfa_secret))
+
+    def mfa_challenge(self, user: Account, methods: Sequence[str] = (TOTP,)) -> SecondStepDue:
+        """The second step's token after a correct first factor, naming the steps offered."""
+        offered = tuple(methods)
+        return SecondStepDue(self.identity.issue_mfa_token(user.id, offered), offered)
 
     def _mfa_claims(self, mfa_token: str) -> dict[str, Any]:
         try:
@@ -578,6 +628,68 @@ class Logins:
             self._used_mfa_tokens.pop(jti, None)
         self._used_mfa_tokens[str(claims.get("jti"))] = float(claims["exp"])
 
+    async def begin_second_step(
+        self, mfa_token: str, client: ClientInfo, *, method: str, attempt: bool = True
+    ) -> User:
+        """The user an ``mfaToken`` names, for an attempt at its second step ``method``.
+
+        401 ``invalid_mfa_token`` when the token is unknown, expired, used or did not
+        offer ``method``; counts one attempt (5 per 5 minutes per user, then 429); 429
+        ``account_locked`` while the account is locked. ``attempt=False`` counts nothing
+        (preparing the step, such as issuing a passkey challenge).
+        """
+        claims = self._mfa_claims(mfa_token)
+        if method not in claims.get("mth", [TOTP]):
+            raise NotAuthenticated(INVALID_MFA_TOKEN, code="invalid_mfa_token")
+        if attempt:
+            await self.limits.hit(
+                MFA_LOGIN_BUCKET, str(claims["sub"]), MFA_PER_USER, MFA_LIMIT_MESSAGE
+            )
+        user = await self.mfa_user(mfa_token)
+        await self.check_not_locked(user, client)
+        return user
+
+    async def second_step_failed(
+        self, user: Account, client: ClientInfo, *, method: str, reason: str
+    ) -> None:
+        """Audit a wrong answer to the second step (``auth.login_failed``); raise your 401 after."""
+        await self.audit.record(
+            "auth.login_failed",
+            user_id=user.id,
+            username=user.username,
+            display_name=user.display_name,
+            target=user.username,
+            details={"reason": reason, "provider": user.auth_provider, "secondFactor": method},
+            ip_address=client.ip_address,
+        )
+
+    async def finish_second_step(
+        self,
+        mfa_token: str,
+        user: Account,
+        client: ClientInfo,
+        *,
+        method: str,
+        details: dict[str, Any] | None = None,
+        door: bool = False,
+    ) -> SignedIn:
+        """A right answer: the token is used up, the attempt count reset, the session issued.
+
+        ``auth.login`` records the first factor's ``method`` (the account's provider:
+        ``local``, ``ldap``, ``oidc``), ``mfa: true`` and ``secondFactor``.
+        """
+        self.consume_mfa_token(mfa_token)
+        await self.limits.reset(MFA_LOGIN_BUCKET, user.id)
+        provider = user.auth_provider
+        first = {} if provider == "local" else {"provider": provider}
+        return await self.complete_login(
+            user,
+            client,
+            method=provider,
+            details={**first, "mfa": True, "secondFactor": method, **(details or {})},
+            door=door,
+        )
+
     async def login_mfa(
         self,
         mfa_token: str,
@@ -588,27 +700,13 @@ class Logins:
         door: bool = False,
     ) -> SignedIn:
         """The TOTP step: 5 attempts per 5 minutes per user; the token is single use."""
-        claims = self._mfa_claims(mfa_token)
-        user_id = str(claims["sub"])
-        await self.limits.hit(MFA_LOGIN_BUCKET, user_id, MFA_PER_USER, MFA_LIMIT_MESSAGE)
-        user = await self.mfa_user(mfa_token)
-        await self.check_not_locked(user, client)
+        user = await self.begin_second_step(mfa_token, client, method=TOTP)
         secret = self.secrets.open_optional(user.mfa_secret) if user.mfa_enabled else None
         if not secret or not await mfa.accept_code(self.db, user.id, secret, code):
-            await self.audit.record(
-                "auth.login_failed",
-                user_id=user.id,
-                username=user.username,
-                display_name=user.display_name,
-                target=user.username,
-                details={"reason": "invalid_mfa_code", "provider": "local"},
-                ip_address=client.ip_address,
-            )
+            await self.second_step_failed(user, client, method=TOTP, reason="invalid_mfa_code")
             raise NotAuthenticated("Invalid verification code", code="invalid_code")
-        self.consume_mfa_token(mfa_token)
-        await self.limits.reset(MFA_LOGIN_BUCKET, user_id)
-        return await self.complete_login(
-            user, client, method="local", details={"mfa": True, **(details or {})}, door=door
+        return await self.finish_second_step(
+            mfa_token, user, client, method=TOTP, details=details, door=door
         )
 
     # -- trusted devices -------------------------------------------------------

@@ -284,7 +284,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Local password login: a session, or ``mfaRequired`` with an ``mfaToken``. */
+        /**
+         * Local password login: a session, or ``mfaRequired`` with an ``mfaToken``.
+         * @description The second step is due with TOTP on, or, in a role that requires two-step
+         *     verification, with a pack's step (a passkey); ``mfaMethods`` lists the steps offered.
+         */
         post: operations["post_login"];
         delete?: never;
         options?: never;
@@ -301,7 +305,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Log in with directory credentials; the account is created on first login. */
+        /**
+         * Log in with directory credentials; the account is created on first login.
+         * @description The second step follows as after a local password: ``mfaRequired`` with an
+         *     ``mfaToken`` when the account holds TOTP, or a passkey in a role that requires
+         *     two-step verification.
+         */
         post: operations["post_ldap_login"];
         delete?: never;
         options?: never;
@@ -337,6 +346,51 @@ export interface paths {
         put?: never;
         /** Verify an assertion and log in: the same body and cookie as a local login. */
         post: operations["post_passkey_login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/login/passkey/mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify an assertion as the second step; the session, as after a TOTP code.
+         * @description 401 ``invalid_mfa_token`` (token unknown, expired, used, no passkey offered) or
+         *     ``passkey_failed`` (challenge unknown, used or of another sign-in; a passkey not the
+         *     pending user's; a signature or counter that does not verify); 429 past 5 attempts
+         *     in 5 minutes or while the account is locked. ``auth.login`` records
+         *     ``secondFactor: passkey``.
+         */
+        post: operations["post_second_step"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/login/passkey/mfa/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Options for ``navigator.credentials.get`` offering the pending user's passkeys.
+         * @description 401 ``invalid_mfa_token`` when the token is unknown, expired, used or did not offer
+         *     a passkey. Counts no attempt; the challenge is good for this pending sign-in only.
+         */
+        post: operations["post_second_step_options"];
         delete?: never;
         options?: never;
         head?: never;
@@ -418,10 +472,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``. */
+        /**
+         * The provider's redirect: log in and go to ``/?sso=success``, or ``/?sso_error=...``.
+         * @description An account with a second step due (TOTP, or a passkey in a role that requires
+         *     two-step verification) gets no session: ``/?sso=second_step`` and a cookie with
+         *     which the browser app fetches the step (``POST /auth/oidc/second-step``).
+         */
         get: operations["get_oidc_callback"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/oidc/second-step": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The second step a single sign-on left due: ``mfaRequired`` with its ``mfaToken``, once.
+         * @description Answer it as after a password (``/auth/login/mfa``, or a pack's step). 401
+         *     ``invalid_mfa_token`` without a pending step (none, used, or over 5 minutes old).
+         */
+        post: operations["post_oidc_second_step"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3570,11 +3650,16 @@ export interface components {
         };
         /**
          * MfaChallenge
-         * @description The password was right; the TOTP step follows with ``mfaToken``.
+         * @description The password was right; a second step follows with ``mfaToken``.
+         *
+         *     ``mfaMethods``: the steps the account may answer with (``totp`` at
+         *     ``/auth/login/mfa``, ``passkey`` at ``/auth/login/passkey/mfa``); ``mfaMethod`` is the first.
          */
         MfaChallenge: {
             /** Mfamethod */
             mfaMethod: string;
+            /** Mfamethods */
+            mfaMethods: string[];
             /** Mfarequired */
             mfaRequired: boolean;
             /** Mfatoken */
@@ -5897,7 +5982,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Session"];
+                    "application/json": components["schemas"]["Session"] | components["schemas"]["MfaChallenge"];
                 };
             };
             /** @description Malformed or invalid input */
@@ -6084,6 +6169,160 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_second_step: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Challengeid */
+                    challengeId: string;
+                    /** Mfatoken */
+                    mfaToken: string;
+                    /** Response */
+                    response: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Verify an assertion as the second step; the session, as after a TOTP code. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Malformed or invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts; retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    post_second_step_options: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Mfatoken */
+                    mfaToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Options for ``navigator.credentials.get`` offering the pending user's passkeys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Challenge"];
                 };
             };
             /** @description Malformed or invalid input */
@@ -6349,6 +6588,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    post_oidc_second_step: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The second step a single sign-on left due: ``mfaRequired`` with its ``mfaToken``, once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MfaChallenge"];
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage busy or full, or the nodes' shared state (Redis) unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };

@@ -37,6 +37,8 @@ export interface LoginResult {
   mfaRequired?: boolean;
   mfaToken?: string;
   mfaMethod?: string;
+  /** The second steps the account may answer with (`totp`, `passkey`), TOTP first. */
+  mfaMethods?: string[];
 }
 
 export interface Passkey {

@@ -15,6 +15,8 @@ export const session = $state({
   /** Shown on the sign-in screen: why the user is there (idle timeout, SSO error...). */
   notice: "",
   noticeKind: "info" as "info" | "danger",
+  /** Single sign-on came back with hostgate's second step due (/?sso=second_step). */
+  ssoSecondStep: false,
 });
 
 /** A public setting with a fallback. */
