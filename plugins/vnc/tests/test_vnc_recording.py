@@ -337,3 +337,57 @@ def test_a_long_paste_passes_through_without_being_held() -> None:
     assert scanner.at_boundary
     pointer = struct.pack(">BBHH", 5, 0, 1, 2)
     assert scanner.feed(pointer) == pointer  # and messages are read again after it
+
+
+class Kept(Dropped):
+    """A recorder that keeps what the server scanner hands it, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bytes | int]] = []
+
+    def sync(self, data: bytes) -> int | None:
+        self.calls.append(("sync", data))
+        return len(self.calls)
+
+    def key_frame(self, offset: int) -> None:
+        self.calls.append(("key_frame", offset))
+
+    def server(self, data: bytes) -> None:
+        self.calls.append(("server", data))
+
+
+def test_the_pointer_shape_is_repeated_after_each_key_frame_sync() -> None:
+    recorder = Kept()
+    now = [0.0]
+    scanner = recording.ServerScanner(recorder, clock=lambda: now[0])
+    width, height = 4, 2
+    name = b"desk"
+    scanner.feed(struct.pack(">HH", width, height) + PIXEL_FORMAT + struct.pack(">I", 4) + name)
+    # a 2x2 pointer shape (its mask: 1 byte a row), in an update of its own, cut mid-body
+    shape = struct.pack(">HHHHi", 1, 1, 2, 2, recording.ENC_CURSOR) + bytes(range(16)) + b"\xc0\x40"
+    cursor_update = struct.pack(">BxH", 0, 1) + shape
+    full = struct.pack(">BxHHHHHi", 0, 1, 0, 0, width, height, RAW) + b"\x11" * (width * height * 4)
+    scanner.feed(cursor_update[:20])
+    scanner.feed(cursor_update[20:] + full)
+    assert scanner.cursor == shape
+    # both updates came while the first key frame was due: each after a sync record;
+    # the full one is the key frame, its sync record followed by the shape again
+    kinds = [kind for kind, _ in recorder.calls]
+    # (the update's own bytes go to the recorder after the read that ended it is parsed)
+    assert kinds == ["sync", "sync", "server", "server", "sync", "server", "key_frame", "server"]
+    servers = [data for kind, data in recorder.calls if kind == "server"]
+    assert b"".join(servers[:2]) == cursor_update  # as read: the shape's body is held whole
+    assert servers[2:] == [cursor_update, full]
+    recorder.calls.clear()
+    now[0] = recording.KEY_FRAME_SECONDS
+    scanner.feed(full)
+    assert [kind for kind, _ in recorder.calls] == ["sync", "server", "key_frame", "server"]
+    assert recorder.calls[1][1] == cursor_update  # the shape again, right after the sync record
+    assert recorder.calls[3][1] == full
+    # a shape past MAX_CURSOR is not kept (nor repeated)
+    big = 200
+    body = bytes(big * big * 4 + (big // 8) * big)
+    huge = struct.pack(">BxHHHHHi", 0, 1, 0, 0, big, big, recording.ENC_CURSOR) + body
+    scanner.feed(huge)
+    assert scanner.cursor is None
+    assert not scanner.broken
