@@ -2,8 +2,7 @@ import { describe, expect, it } from "vitest";
 // noVNC's own inflater: what decodes the Zlib rectangles the player hands it
 import Inflator from "novnc-core/inflator.js";
 import { RfbFramebuffer, lastPointer } from "./rfbframebuffer";
-import { readSpan } from "./rfbplayback";
-import { WINDOW } from "./rfbrecording";
+import { WINDOW, readSpan } from "./rfbrecording";
 
 const RED = [255, 0, 0, 0];
 const GREEN = [0, 255, 0, 0];

@@ -7,19 +7,11 @@
 import RFB from "novnc-core/rfb.js";
 import { initLogging } from "novnc-core/util/logging.js";
 import { RfbFramebuffer, lastPointer } from "./rfbframebuffer";
-import { CHANNEL_CLIENT, CHANNEL_SERVER, CHANNEL_SYNC, RecordReader, RecordingChannel, WINDOW, httpRanges, keyFrameBefore, parseHeader, type KeyFrame, type StreamRecord } from "./rfbrecording";
+import { CHANNEL_CLIENT, CHANNEL_SERVER, CHANNEL_SYNC, RecordReader, RecordingChannel, httpRanges, keyFrameBefore, parseHeader, readSpan, type KeyFrame, type StreamRecord } from "./rfbrecording";
 
 initLogging("none");
 
 const TICK_MS = 40;
-/** The most a seek reads in one range request (up to the next key frame). */
-const MAX_SPAN = 8 * 1024 * 1024;
-
-/** Bytes to read at once from `frame`: up to the next key frame, within [WINDOW, MAX_SPAN]. */
-export function readSpan(frames: readonly KeyFrame[], frame: KeyFrame | null): number {
-  const next = frame ? frames.find((candidate) => candidate.offset > frame.offset) : undefined;
-  return next ? Math.min(MAX_SPAN, Math.max(WINDOW, next.offset - frame!.offset)) : WINDOW;
-}
 
 export interface PlaybackEvents {
   onTime(seconds: number): void;

@@ -65,6 +65,15 @@ export function keyFrameBefore(frames: readonly KeyFrame[], ms: number): KeyFram
   return found;
 }
 
+/** The most a seek reads in one range request (up to the next key frame). */
+const MAX_SPAN = 8 * 1024 * 1024;
+
+/** Bytes to read at once from `frame`: up to the next key frame, within [WINDOW, MAX_SPAN]. */
+export function readSpan(frames: readonly KeyFrame[], frame: KeyFrame | null): number {
+  const next = frame ? frames.find((candidate) => candidate.offset > frame.offset) : undefined;
+  return next ? Math.min(MAX_SPAN, Math.max(WINDOW, next.offset - frame!.offset)) : WINDOW;
+}
+
 /** The RFB 3.8 handshake a player's noVNC is shown before the recorded ServerInit. */
 export const HANDSHAKE = {
   version: new TextEncoder().encode("RFB 003.008\n"),
