@@ -29,7 +29,7 @@ from testsupport.xvnc import TEST_PASSWORD
 from .test_vnc_relay import server_init, vnc_path
 
 WIDTH, HEIGHT = 800, 600
-ZRLE, TIGHT, RAW, DESKTOP_SIZE = 16, 7, 0, -223
+ZRLE, TIGHT, RAW, DESKTOP_SIZE, CURSOR = 16, 7, 0, -223, -239
 PIXEL_FORMAT = struct.pack(">BBBBHHHBBBxxx", 32, 24, 0, 1, 255, 255, 255, 16, 8, 0)
 
 
@@ -47,6 +47,8 @@ def update_need(message: bytes) -> tuple[int, bool]:
         position += 12
         if encoding == RAW:
             position += w * h * 4
+        elif encoding == CURSOR:
+            position += w * h * 4 + (w + 7) // 8 * h
         elif encoding != DESKTOP_SIZE:
             raise AssertionError(f"the relay let encoding {encoding} through")
     return position, True
@@ -62,7 +64,23 @@ def covered(message: bytes) -> int:
         if encoding == RAW:
             area += w * h
             position += w * h * 4
+        elif encoding == CURSOR:
+            position += w * h * 4 + (w + 7) // 8 * h
     return area
+
+
+def cursor_rects(message: bytes) -> list[bytes]:
+    """The Cursor rectangles (header and body) of a Raw-only update, in order."""
+    (count,) = struct.unpack_from(">H", message, 2)
+    position, found = 4, []
+    for _ in range(count):
+        _, _, w, h, encoding = struct.unpack_from(">HHHHi", message, position)
+        size = w * h * 4 if encoding == RAW else 0
+        if encoding == CURSOR:
+            size = w * h * 4 + (w + 7) // 8 * h
+            found.append(message[position : position + 12 + size])
+        position += 12 + size
+    return found
 
 
 async def read_update(wire: Wire) -> bytes:
@@ -77,7 +95,13 @@ async def read_update(wire: Wire) -> bytes:
 
 
 async def record_session(
-    client: Any, kernel: Any, user: Any, connection_id: str, *, full_updates: int
+    client: Any,
+    kernel: Any,
+    user: Any,
+    connection_id: str,
+    *,
+    full_updates: int,
+    cursor: bool = False,
 ) -> None:
     """A noVNC-like session: Raw only, a click and a key, until ``full_updates`` full screens."""
     async with client.websocket(vnc_path(kernel, user, connection_id)) as socket:
@@ -90,7 +114,7 @@ async def record_session(
         await wire.send(bytes([1]))
         assert (await server_init(wire))[:2] == (WIDTH, HEIGHT)
         await wire.send(bytes([0, 0, 0, 0]) + PIXEL_FORMAT)
-        encodings = [ZRLE, TIGHT, RAW, DESKTOP_SIZE]
+        encodings = [ZRLE, TIGHT, RAW, DESKTOP_SIZE] + ([CURSOR] if cursor else [])
         await wire.send(struct.pack(f">BxH{len(encodings)}i", 2, len(encodings), *encodings))
         await wire.send(struct.pack(">BBHH", 5, 1, 10, 20))  # left button down: a click
         await wire.send(struct.pack(">BBHH", 5, 0, 10, 20))
@@ -224,6 +248,35 @@ async def test_a_session_is_recorded_with_key_frames_and_read_by_range(
     kinds = [event["event_type"] for event in events["events"]]
     assert kinds.count("click") == 1
     assert kinds.count("key") == 1
+
+
+async def test_the_pointer_shape_is_recorded_and_repeated_at_key_frames(
+    client, kernel, make_user, make_connection, xvnc, quick_key_frames
+):
+    user = await make_user("alice")
+    connection = await make_connection(
+        user, "vnc", xvnc.host, xvnc.port, name="desk", password=TEST_PASSWORD
+    )
+    await record_session(client, kernel, user, connection.id, full_updates=3, cursor=True)
+    entry = await ended_session(client, user)
+    url = f"/api/v1/sessions/{entry['id']}/recording"
+    _, records = records_of(await (await client.get(url, headers=user.headers)).get_data())
+    index = await (await client.get(f"{url}/keyframes", headers=user.headers)).get_json()
+    key_frames = {frame["offset"] for frame in index["keyFrames"]}
+    assert len(key_frames) >= 2
+    last: bytes | None = None  # the last shape Xvnc sent, in the order recorded
+    repeated = 0
+    for offset, segment in server_segments(records).items():
+        updates = split_updates(segment)
+        if offset in key_frames and last is not None:
+            # the key frame's segment starts with the shape again, in an update of its own
+            assert updates[0] == struct.pack(">BxH", 0, 1) + last
+            assert covered(updates[1]) >= WIDTH * HEIGHT
+            repeated += 1
+        for update in updates:
+            last = ([last] + cursor_rects(update))[-1]
+    assert last is not None, "Xvnc sends the pointer's shape to a client that asks for it"
+    assert repeated >= 1
 
 
 async def test_the_size_cap_stops_the_recording_not_the_session(
