@@ -7,7 +7,7 @@
 import RFB from "novnc-core/rfb.js";
 import { initLogging } from "novnc-core/util/logging.js";
 import { RfbFramebuffer, lastPointer } from "./rfbframebuffer";
-import { CHANNEL_CLIENT, CHANNEL_SERVER, CHANNEL_SYNC, RecordReader, RecordingChannel, httpRanges, keyFrameBefore, parseHeader, readSpan, type KeyFrame, type StreamRecord } from "./rfbrecording";
+import { CHANNEL_CLIENT, CHANNEL_SERVER, CHANNEL_SYNC, RecordReader, RecordingChannel, WINDOW, httpRanges, keyFrameBefore, parseHeader, readSpan, type KeyFrame, type Prefetched, type StreamRecord } from "./rfbrecording";
 
 initLogging("none");
 
@@ -51,14 +51,17 @@ export class DesktopPlayback {
     }
   }
 
-  /** Show the first picture (paused at 0): the first key frame's, or the header is read first. */
-  async open(): Promise<void> {
+  /**
+   * Show the first picture (paused at 0): the first key frame's, or the header is read first.
+   * `head`: the file's first `WINDOW` bytes when already read (then no request for them).
+   */
+  async open(head?: Uint8Array): Promise<void> {
     if (!this.frames.length) {
-      const parsed = parseHeader(await httpRanges(this.url)(0, 4095));
+      const parsed = parseHeader(head ?? (await httpRanges(this.url)(0, 4095)));
       if (!parsed) throw new Error("The recording is empty.");
       this.firstRecord = parsed.start;
     }
-    await this.seek(0);
+    await this.seek(0, head ? { data: head, base: 0, complete: head.length < WINDOW } : undefined);
   }
 
   /** Seconds into the recording now. */
@@ -71,12 +74,12 @@ export class DesktopPlayback {
    * drawn once. The span up to the next key frame comes in one range read; the noVNC
    * instance stays (a new one only for the first picture).
    */
-  async seek(seconds: number): Promise<void> {
+  async seek(seconds: number, prefetched?: Prefetched): Promise<void> {
     const generation = ++this.generation;
     window.clearTimeout(this.timer);
     // before the first key frame there is no whole picture yet: start at that one
     const frame = keyFrameBefore(this.frames, seconds * 1000) ?? this.frames[0] ?? null;
-    const reader = new RecordReader(httpRanges(this.url), frame ? frame.offset : this.firstRecord, readSpan(this.frames, frame));
+    const reader = new RecordReader(httpRanges(this.url), frame ? frame.offset : this.firstRecord, readSpan(this.frames, frame), prefetched);
     const sync = await reader.next();
     if (generation !== this.generation) return;
     if (!sync || sync.channel !== CHANNEL_SYNC) throw new Error("The recording has no picture to start from.");
