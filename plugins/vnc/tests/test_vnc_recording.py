@@ -29,7 +29,7 @@ from testsupport.xvnc import TEST_PASSWORD
 from .test_vnc_relay import server_init, vnc_path
 
 WIDTH, HEIGHT = 800, 600
-ZRLE, TIGHT, RAW, DESKTOP_SIZE = 16, 7, 0, -223
+ZRLE, TIGHT, RAW, DESKTOP_SIZE, CURSOR = 16, 7, 0, -223, -239
 PIXEL_FORMAT = struct.pack(">BBBBHHHBBBxxx", 32, 24, 0, 1, 255, 255, 255, 16, 8, 0)
 
 
@@ -47,6 +47,8 @@ def update_need(message: bytes) -> tuple[int, bool]:
         position += 12
         if encoding == RAW:
             position += w * h * 4
+        elif encoding == CURSOR:
+            position += w * h * 4 + (w + 7) // 8 * h
         elif encoding != DESKTOP_SIZE:
             raise AssertionError(f"the relay let encoding {encoding} through")
     return position, True
@@ -62,7 +64,23 @@ def covered(message: bytes) -> int:
         if encoding == RAW:
             area += w * h
             position += w * h * 4
+        elif encoding == CURSOR:
+            position += w * h * 4 + (w + 7) // 8 * h
     return area
+
+
+def cursor_rects(message: bytes) -> list[bytes]:
+    """The Cursor rectangles (header and body) of a Raw-only update, in order."""
+    (count,) = struct.unpack_from(">H", message, 2)
+    position, found = 4, []
+    for _ in range(count):
+        _, _, w, h, encoding = struct.unpack_from(">HHHHi", message, position)
+        size = w * h * 4 if encoding == RAW else 0
+        if encoding == CURSOR:
+            size = w * h * 4 + (w + 7) // 8 * h
+            found.append(message[position : position + 12 + size])
+        position += 12 + size
+    return found
 
 
 async def read_update(wire: Wire) -> bytes:
@@ -77,7 +95,13 @@ async def read_update(wire: Wire) -> bytes:
 
 
 async def record_session(
-    client: Any, kernel: Any, user: Any, connection_id: str, *, full_updates: int
+    client: Any,
+    kernel: Any,
+    user: Any,
+    connection_id: str,
+    *,
+    full_updates: int,
+    cursor: bool = False,
 ) -> None:
     """A noVNC-like session: Raw only, a click and a key, until ``full_updates`` full screens."""
     async with client.websocket(vnc_path(kernel, user, connection_id)) as socket:
@@ -90,7 +114,7 @@ async def record_session(
         await wire.send(bytes([1]))
         assert (await server_init(wire))[:2] == (WIDTH, HEIGHT)
         await wire.send(bytes([0, 0, 0, 0]) + PIXEL_FORMAT)
-        encodings = [ZRLE, TIGHT, RAW, DESKTOP_SIZE]
+        encodings = [ZRLE, TIGHT, RAW, DESKTOP_SIZE] + ([CURSOR] if cursor else [])
         await wire.send(struct.pack(f">BxH{len(encodings)}i", 2, len(encodings), *encodings))
         await wire.send(struct.pack(">BBHH", 5, 1, 10, 20))  # left button down: a click
         await wire.send(struct.pack(">BBHH", 5, 0, 10, 20))
@@ -226,6 +250,35 @@ async def test_a_session_is_recorded_with_key_frames_and_read_by_range(
     assert kinds.count("key") == 1
 
 
+async def test_the_pointer_shape_is_recorded_and_repeated_at_key_frames(
+    client, kernel, make_user, make_connection, xvnc, quick_key_frames
+):
+    user = await make_user("alice")
+    connection = await make_connection(
+        user, "vnc", xvnc.host, xvnc.port, name="desk", password=TEST_PASSWORD
+    )
+    await record_session(client, kernel, user, connection.id, full_updates=3, cursor=True)
+    entry = await ended_session(client, user)
+    url = f"/api/v1/sessions/{entry['id']}/recording"
+    _, records = records_of(await (await client.get(url, headers=user.headers)).get_data())
+    index = await (await client.get(f"{url}/keyframes", headers=user.headers)).get_json()
+    key_frames = {frame["offset"] for frame in index["keyFrames"]}
+    assert len(key_frames) >= 2
+    last: bytes | None = None  # the last shape Xvnc sent, in the order recorded
+    repeated = 0
+    for offset, segment in server_segments(records).items():
+        updates = split_updates(segment)
+        if offset in key_frames and last is not None:
+            # the key frame's segment starts with the shape again, in an update of its own
+            assert updates[0] == struct.pack(">BxH", 0, 1) + last
+            assert covered(updates[1]) >= WIDTH * HEIGHT
+            repeated += 1
+        for update in updates:
+            last = ([last] + cursor_rects(update))[-1]
+    assert last is not None, "Xvnc sends the pointer's shape to a client that asks for it"
+    assert repeated >= 1
+
+
 async def test_the_size_cap_stops_the_recording_not_the_session(
     client, kernel, make_user, make_connection, xvnc, admin
 ):
@@ -337,3 +390,57 @@ def test_a_long_paste_passes_through_without_being_held() -> None:
     assert scanner.at_boundary
     pointer = struct.pack(">BBHH", 5, 0, 1, 2)
     assert scanner.feed(pointer) == pointer  # and messages are read again after it
+
+
+class Kept(Dropped):
+    """A recorder that keeps what the server scanner hands it, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bytes | int]] = []
+
+    def sync(self, data: bytes) -> int | None:
+        self.calls.append(("sync", data))
+        return len(self.calls)
+
+    def key_frame(self, offset: int) -> None:
+        self.calls.append(("key_frame", offset))
+
+    def server(self, data: bytes) -> None:
+        self.calls.append(("server", data))
+
+
+def test_the_pointer_shape_is_repeated_after_each_key_frame_sync() -> None:
+    recorder = Kept()
+    now = [0.0]
+    scanner = recording.ServerScanner(recorder, clock=lambda: now[0])
+    width, height = 4, 2
+    name = b"desk"
+    scanner.feed(struct.pack(">HH", width, height) + PIXEL_FORMAT + struct.pack(">I", 4) + name)
+    # a 2x2 pointer shape (its mask: 1 byte a row), in an update of its own, cut mid-body
+    shape = struct.pack(">HHHHi", 1, 1, 2, 2, recording.ENC_CURSOR) + bytes(range(16)) + b"\xc0\x40"
+    cursor_update = struct.pack(">BxH", 0, 1) + shape
+    full = struct.pack(">BxHHHHHi", 0, 1, 0, 0, width, height, RAW) + b"\x11" * (width * height * 4)
+    scanner.feed(cursor_update[:20])
+    scanner.feed(cursor_update[20:] + full)
+    assert scanner.cursor == shape
+    # both updates came while the first key frame was due: each after a sync record;
+    # the full one is the key frame, its sync record followed by the shape again
+    kinds = [kind for kind, _ in recorder.calls]
+    # (the update's own bytes go to the recorder after the read that ended it is parsed)
+    assert kinds == ["sync", "sync", "server", "server", "sync", "server", "key_frame", "server"]
+    servers = [data for kind, data in recorder.calls if kind == "server"]
+    assert b"".join(servers[:2]) == cursor_update  # as read: the shape's body is held whole
+    assert servers[2:] == [cursor_update, full]
+    recorder.calls.clear()
+    now[0] = recording.KEY_FRAME_SECONDS
+    scanner.feed(full)
+    assert [kind for kind, _ in recorder.calls] == ["sync", "server", "key_frame", "server"]
+    assert recorder.calls[1][1] == cursor_update  # the shape again, right after the sync record
+    assert recorder.calls[3][1] == full
+    # a shape past MAX_CURSOR is not kept (nor repeated)
+    big = 200
+    body = bytes(big * big * 4 + (big // 8) * big)
+    huge = struct.pack(">BxHHHHHi", 0, 1, 0, 0, big, big, recording.ENC_CURSOR) + body
+    scanner.feed(huge)
+    assert scanner.cursor is None
+    assert not scanner.broken

@@ -13,6 +13,10 @@ While a session is recorded the relay reads both directions as RFB messages:
   update has proved to be full;
 - every ``KEY_FRAME_SECONDS`` the relay asks the server for a full
   (non-incremental) update, between two of the browser's messages;
+- the pointer's shape (the Cursor pseudo-encoding) comes only when it changes:
+  the relay keeps the last one (up to ``MAX_CURSOR`` bytes) and repeats it right
+  after each key frame's sync record, as an update of its own holding just that
+  rectangle, so a player starting at a key frame draws the pointer too;
 - pointer and key events go to the input channel, keys without their keysym (a
   recording must not be a keylogger for every password typed into the desktop);
   presses are the timeline's ``click`` and ``key``.
@@ -76,6 +80,8 @@ CLIENT_XVP = 250
 CLIENT_SET_DESKTOP_SIZE = 251
 CLIENT_QEMU = 255
 CLICK_BUTTONS = 0b111  # left, middle, right; wheel "buttons" are not clicks
+MAX_CURSOR = 128 * 128 * 4 + 16 * 128
+"""The largest pointer shape kept to repeat at key frames (128x128 at 32 bpp, with its mask)."""
 MAX_HELD = 64 * 1024
 """A browser message longer than this (a pasted text) passes in pieces, not held whole."""
 
@@ -121,6 +127,8 @@ class ServerScanner:
         self._ready = False
         self._budget = 0
         self.last_key_frame = 0.0
+        self.cursor: bytes | None = None
+        """The last Cursor rectangle (header and body), repeated after each sync record."""
         self._buffer = bytearray()
         self._emitted = 0
         """Bytes of the buffer already handed to the recorder."""
@@ -227,6 +235,8 @@ class ServerScanner:
                 if now - self.last_key_frame >= KEY_FRAME_SECONDS / 2:
                     self._emit(self._pos - 1)  # up to this message's first byte
                     sync = self.recorder.sync(self.server_init())
+                    if sync is not None and self.cursor is not None:
+                        self.recorder.server(struct.pack(">BxH", 0, 1) + self.cursor)
                 full = yield from self._update()
                 if full and sync is not None:
                     self.recorder.key_frame(sync)
@@ -268,7 +278,14 @@ class ServerScanner:
             elif encoding == ENC_HEXTILE:
                 yield from self._hextile(w, h)
             elif encoding == ENC_CURSOR:
-                yield from self._skip(w * h * self.bpp + ((w + 7) // 8) * h)
+                size = w * h * self.bpp + ((w + 7) // 8) * h
+                if size > MAX_CURSOR:
+                    self.cursor = None
+                    yield from self._skip(size)
+                    continue
+                yield size
+                body = self._take(size)
+                self.cursor = struct.pack(">HHHHi", x, y, w, h, encoding) + body
                 continue
             elif encoding == ENC_DESKTOP_SIZE:
                 self.width, self.height = w, h

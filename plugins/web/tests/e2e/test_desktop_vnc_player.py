@@ -1,9 +1,9 @@
-"""A VNC desktop recorded by the gateway plays in the browser: noVNC decodes the recording.
+"""A VNC desktop recorded by the gateway plays in the browser: decoded from the recording alone.
 
 The session is made in the app's own desktop tab (noVNC over the relay) against the
 suite's real Xvnc, with a key window on the display so the picture is not flat; the
 player then draws it from the recording alone (no VNC server replayed), seeks through
-its key frames and changes speed.
+its key frames and changes speed, with the remote pointer drawn where it was.
 """
 
 from __future__ import annotations
@@ -39,6 +39,11 @@ def clock(seconds: float) -> str:
 @pytest.fixture
 def key_window(xvnc: XvncServer) -> Iterator[KeyWindow]:  # noqa: F811
     window = KeyWindow(xvnc.display, xvnc.width, xvnc.height)
+    # an arrow over it (X's own left_ptr): with no window manager the pointer is empty
+    font = window.display.open_font("cursor")
+    arrow = font.create_glyph_cursor(font, 68, 69, (0, 0, 0), (65535, 65535, 65535))
+    window.window.change_attributes(cursor=arrow)
+    window.display.sync()
     yield window
     window.close()
 
@@ -104,8 +109,18 @@ def test_a_recorded_vnc_session_plays_seeks_and_changes_speed(
         timeout=30_000,
     )
     position = player.get_by_label("Position")
+    # the remote pointer, in the shape Xvnc sent, where the recorded click put it: the
+    # middle of the screen (the live canvas was clicked in its middle)
+    pointer = screen.locator("canvas.cursor")
+    expect(pointer).to_be_visible()
+    drawn = pointer.bounding_box()
+    picture = screen.locator(".screen canvas").bounding_box()
+    assert drawn and picture
+    middle_x, middle_y = picture["x"] + picture["width"] / 2, picture["y"] + picture["height"] / 2
+    assert drawn["x"] - 2 <= middle_x <= drawn["x"] + drawn["width"] + 2, (drawn, picture)
+    assert drawn["y"] - 2 <= middle_y <= drawn["y"] + drawn["height"] + 2, (drawn, picture)
 
-    # a seek back to the middle: a fresh decoder from the key frame, the picture is back
+    # a seek back to the middle: decoded from the key frame, drawn once, the pointer too
     middle = int(float(position.get_attribute("max") or "0") * 5) / 10  # on the 0.1 s steps
     position.evaluate(
         "(input, value) => { input.value = String(value);"
@@ -124,3 +139,13 @@ def test_a_recorded_vnc_session_plays_seeks_and_changes_speed(
     player.get_by_role("button", name="‹ Key frame").click()
     expect(shown).to_have_text(re.compile(clock(earlier[-1] if earlier else 0.0)))
     screens.check(page, "vnc-player", scroll_to=player)
+
+    # a seek to the end decodes the whole session from the key frame, drawn once: the
+    # pointer's last shape, where the click left it
+    position.evaluate(
+        "(input, value) => { input.value = input.max;"
+        " input.dispatchEvent(new Event('change', { bubbles: true })); }",
+        None,
+    )
+    expect(pointer).to_be_visible()
+    expect(pointer).to_have_js_property("width", 10)  # X's left_ptr: 10x16

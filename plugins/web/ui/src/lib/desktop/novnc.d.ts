@@ -23,3 +23,11 @@ declare module "novnc-core/rfb.js" {
 declare module "novnc-core/util/logging.js" {
   export function initLogging(level: "debug" | "info" | "warn" | "error" | "none"): void;
 }
+
+declare module "novnc-core/inflator.js" {
+  export default class Inflator {
+    setInput(data: Uint8Array | null): void;
+    inflate(expected: number): Uint8Array;
+    reset(): void;
+  }
+}

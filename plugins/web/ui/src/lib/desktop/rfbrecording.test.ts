@@ -46,6 +46,34 @@ describe("the stream recording framing", () => {
     expect(asked.every(([from, to]) => to - from === 3)).toBe(true); // never more than a window
   });
 
+  it("starts from bytes already read, then reads on from where they end", async () => {
+    const start = parseHeader(bytes)!.start;
+    const asked: [number, number][] = [];
+    const fetchRange = async (from: number, to: number) => {
+      asked.push([from, to]);
+      return bytes.slice(from, to + 1);
+    };
+    // the first bytes read already, cut inside the second record
+    const head = { data: bytes.slice(0, start + 13), base: 0, complete: false };
+    const reader = new RecordReader(fetchRange, start, 64, head);
+    expect((await reader.next())?.data).toEqual(new Uint8Array([1, 2]));
+    expect(asked).toEqual([]); // the first record came from them
+    const second = await reader.next();
+    expect([...second!.data]).toEqual([9, 9, 9]);
+    expect(asked).toEqual([[start + 13, start + 13 + 63]]);
+    expect(await reader.next()).toBeNull();
+    // the whole file read already: no request at all; bytes that miss the start: ignored
+    asked.length = 0;
+    const whole = new RecordReader(fetchRange, start, 64, { data: bytes, base: 0, complete: true });
+    expect((await whole.next())?.channel).toBe(CHANNEL_SYNC);
+    expect((await whole.next())?.channel).toBe(CHANNEL_SERVER);
+    expect(await whole.next()).toBeNull();
+    expect(asked).toEqual([]);
+    const elsewhere = new RecordReader(fetchRange, start + 11, 64, { data: bytes.slice(0, 8), base: 0, complete: false });
+    expect((await elsewhere.next())?.offset).toBe(start + 11);
+    expect(asked).toEqual([[start + 11, start + 11 + 63]]);
+  });
+
   it("picks the key frame before a moment", () => {
     const frames = [{ elapsed: 100, offset: 10 }, { elapsed: 10_000, offset: 500 }];
     expect(keyFrameBefore(frames, 50)).toBeNull();

@@ -65,6 +65,15 @@ export function keyFrameBefore(frames: readonly KeyFrame[], ms: number): KeyFram
   return found;
 }
 
+/** The most a seek reads in one range request (up to the next key frame). */
+const MAX_SPAN = 8 * 1024 * 1024;
+
+/** Bytes to read at once from `frame`: up to the next key frame, within [WINDOW, MAX_SPAN]. */
+export function readSpan(frames: readonly KeyFrame[], frame: KeyFrame | null): number {
+  const next = frame ? frames.find((candidate) => candidate.offset > frame.offset) : undefined;
+  return next ? Math.min(MAX_SPAN, Math.max(WINDOW, next.offset - frame!.offset)) : WINDOW;
+}
+
 /** The RFB 3.8 handshake a player's noVNC is shown before the recorded ServerInit. */
 export const HANDSHAKE = {
   version: new TextEncoder().encode("RFB 003.008\n"),
@@ -74,6 +83,15 @@ export const HANDSHAKE = {
 
 type Fetcher = (start: number, end: number) => Promise<Uint8Array>;
 
+/** The start of a recording already read (the player reads it while it asks for the key frames). */
+export interface Prefetched {
+  data: Uint8Array;
+  /** The file offset of `data[0]`. */
+  base: number;
+  /** True when `data` runs to the end of the file. */
+  complete: boolean;
+}
+
 /** Range reads of a recording, from an offset on, one window at a time. */
 export class RecordReader {
   private pending: StreamRecord[] = [];
@@ -81,12 +99,34 @@ export class RecordReader {
   private position: number;
   private done = false;
 
+  /**
+   * `prefetched`: bytes of the file already read from `base` on (`complete`: to its end);
+   * when they hold `start`, reading begins with them instead of a request.
+   */
   constructor(
     private readonly fetchRange: Fetcher,
     start: number,
     private readonly window = WINDOW,
+    prefetched?: Prefetched,
   ) {
     this.position = start;
+    if (prefetched && start >= prefetched.base && start < prefetched.base + prefetched.data.length) {
+      this.take(prefetched.data.subarray(start - prefetched.base));
+      this.done = prefetched.complete;
+    }
+  }
+
+  /** Bytes read at `position`: whole records become pending, the rest waits for more. */
+  private take(chunk: Uint8Array): void {
+    const data = new Uint8Array(this.leftover.length + chunk.length);
+    data.set(this.leftover);
+    data.set(chunk, this.leftover.length);
+    const base = this.position - this.leftover.length;
+    this.position += chunk.length;
+    const { records, used } = splitRecords(data, base);
+    // a record larger than the window: read on until it is whole
+    this.leftover = data.slice(used);
+    this.pending = records.map((record) => ({ ...record, data: record.data.slice() }));
   }
 
   /** The next record, or null at the end of the recording. */
@@ -95,15 +135,7 @@ export class RecordReader {
       if (this.done) return null;
       const chunk = await this.fetchRange(this.position, this.position + this.window - 1);
       if (chunk.length < this.window) this.done = true;
-      const data = new Uint8Array(this.leftover.length + chunk.length);
-      data.set(this.leftover);
-      data.set(chunk, this.leftover.length);
-      const base = this.position - this.leftover.length;
-      this.position += chunk.length;
-      const { records, used } = splitRecords(data, base);
-      // a record larger than the window: read on until it is whole
-      this.leftover = data.slice(used);
-      this.pending = records.map((record) => ({ ...record, data: record.data.slice() }));
+      this.take(chunk);
     }
     return this.pending.shift() ?? null;
   }
