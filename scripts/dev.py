@@ -296,7 +296,10 @@ def worker_options(extra: list[str]) -> list[str]:
     picks = [arg for arg in extra if "::" in arg or (ROOT / arg).exists()]
     if workers < 2 or picks or any(arg == "-n" or arg.startswith("-n") for arg in extra):
         return []
-    return ["-n", str(workers), "--dist", "loadfile"]
+    # --no-loadscope-reorder: xdist would otherwise hand out modules by test count, most
+    # first, which put the fuzz and several-node modules (few tests, minutes each) last
+    # and left one worker on them alone at the end; the conftest's order puts them first
+    return ["-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]
 
 
 def patches_off_command(extra: list[str]) -> list[str] | None:

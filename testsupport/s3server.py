@@ -41,6 +41,7 @@ from testsupport.peers import (
     log_text,
     peer_unavailable,
     stop,
+    wait_for_port,
     which,
 )
 
@@ -219,21 +220,22 @@ def started_radosgw(memstore_bytes: int = MEMSTORE_BYTES) -> Iterator[S3Server]:
         if not ok:
             _did_not_start(log, directory)
         with log.open("ab") as out:
-            processes.append(
-                subprocess.Popen(
-                    ["ceph-osd", "-f", "-i", "0", "-c", conf], stdout=out, stderr=subprocess.STDOUT
-                )
+            osd = subprocess.Popen(
+                ["ceph-osd", "-f", "-i", "0", "-c", conf], stdout=out, stderr=subprocess.STDOUT
             )
-        remaining = max(1.0, deadline - time.monotonic())
-        processes.append(
-            launch(
-                "radosgw",
+            processes.append(osd)
+            gateway = subprocess.Popen(
                 ["radosgw", "-f", "-c", conf, "-n", "client.rgw"],
-                log,
-                rgw_port,
-                timeout=remaining,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
-        )
+            processes.append(gateway)
+        # radosgw listens once the OSD is up; an OSD that stopped fails the start at once
+        while not wait_for_port(rgw_port, 1.0, process=gateway):
+            if osd.poll() is not None or gateway.poll() is not None:
+                _did_not_start(log, directory)
+            if time.monotonic() > deadline:
+                _did_not_start(log, directory)
         made = _run(
             [
                 "radosgw-admin",

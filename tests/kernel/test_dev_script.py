@@ -93,7 +93,7 @@ def test_a_whole_suite_run_uses_two_workers_and_a_picked_test_runs_in_one_proces
     dev = dev_script()
     monkeypatch.delenv("HOSTGATE_TEST_WORKERS", raising=False)
     monkeypatch.setattr(dev.os, "cpu_count", lambda: 8)
-    assert dev.worker_options(["-q"]) == ["-n", "2", "--dist", "loadfile"]
+    assert dev.worker_options(["-q"]) == ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
     assert dev.worker_options(["-q", "tests/kernel"]) == []
     assert dev.worker_options(["tests/kernel/test_dev_script.py::x"]) == []
     assert dev.worker_options(["-n", "4"]) == []
@@ -101,4 +101,4 @@ def test_a_whole_suite_run_uses_two_workers_and_a_picked_test_runs_in_one_proces
     assert dev.worker_options(["-q"]) == []
     monkeypatch.setenv("HOSTGATE_TEST_WORKERS", "3")
     monkeypatch.setattr(dev.os, "cpu_count", lambda: 2)
-    assert dev.worker_options(["-q"]) == ["-n", "2", "--dist", "loadfile"]
+    assert dev.worker_options(["-q"]) == ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
