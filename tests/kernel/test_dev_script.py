@@ -89,16 +89,16 @@ def test_setup_waits_for_another_apt_to_let_go_of_its_lock(tmp_path):
         holder.wait()
 
 
-def test_a_whole_suite_run_uses_two_workers_and_a_picked_test_runs_in_one_process(monkeypatch):
+def test_a_whole_suite_run_uses_three_workers_and_a_picked_test_runs_in_one_process(monkeypatch):
     dev = dev_script()
     monkeypatch.delenv("HOSTGATE_TEST_WORKERS", raising=False)
     monkeypatch.setattr(dev.os, "cpu_count", lambda: 8)
-    assert dev.worker_options(["-q"]) == ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+    assert dev.worker_options(["-q"]) == ["-n", "3", "--dist", "loadfile", "--no-loadscope-reorder"]
     assert dev.worker_options(["-q", "tests/kernel"]) == []
     assert dev.worker_options(["tests/kernel/test_dev_script.py::x"]) == []
     assert dev.worker_options(["-n", "4"]) == []
     monkeypatch.setenv("HOSTGATE_TEST_WORKERS", "1")
     assert dev.worker_options(["-q"]) == []
-    monkeypatch.setenv("HOSTGATE_TEST_WORKERS", "3")
+    monkeypatch.setenv("HOSTGATE_TEST_WORKERS", "4")
     monkeypatch.setattr(dev.os, "cpu_count", lambda: 2)
-    assert dev.worker_options(["-q"]) == ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+    assert dev.worker_options(["-q"]) == ["-n", "3", "--dist", "loadfile", "--no-loadscope-reorder"]
